@@ -1,0 +1,108 @@
+//! How the Center forms sums of the Nodes' contributions, and the few operations it performs on
+//! them (ARCHITECTURE.md, "Write each optimizer once").
+//!
+//! The optimisers in [`crate::optimizer`] only ever touch aggregated quantities through this
+//! trait. Its associated types are the Center's *secret* view of those sums: plain `f64`s for
+//! [`PlaintextAggregation`], ciphertexts or garbled wires for a secure backend. What crosses from
+//! secret to public is exactly what the methods return as plain values:
+//!
+//! - the step `F^{-1} g` of [`Aggregation::solve_step`] (the new coefficients are public, and
+//!   the previous ones too, so the step is as well);
+//! - one bit from each of [`Aggregation::converged`], [`Aggregation::increased`] and
+//!   [`Aggregation::sufficient_increase`].
+//!
+//! Every method that asks the Nodes for something is one aggregation round; the optimisers count
+//! them.
+
+mod plaintext;
+
+pub use plaintext::PlaintextAggregation;
+
+use ndarray::Array1;
+
+use crate::optimizer::StoppingRule;
+
+/// The Center's access to the Nodes' pooled data, generic over how sums are formed.
+///
+/// Conventions: `beta` is public; `lambda >= 0` is the l2 penalty of eq. 2.10, added by the
+/// Center to the sums; "gradient" means the penalised gradient `g(beta) = X^T (y - p) - lambda
+/// beta` (eq. 2.12) and "objective" the penalised log-likelihood `l_2(beta)` (eq. 2.10).
+pub trait Aggregation {
+    /// An aggregated scalar (an objective value) as the Center holds it.
+    type Scalar;
+    /// An aggregated vector (a gradient) as the Center holds it.
+    type Vector;
+    /// A factored positive-definite curvature matrix as the Center holds it.
+    type Factor;
+    /// What can go wrong while talking to the Nodes.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Number of coefficients p (public).
+    fn dimension(&self) -> usize;
+
+    /// Total number of rows N over all Nodes (public by design).
+    fn sample_count(&self) -> usize;
+
+    /// One round. Factors the PrivLogit curvature bound `B = 1/4 sum_i X_i^T X_i + lambda I =
+    /// -H~` (eq. 5.3, 5.5). `None` when B is not positive definite to working precision.
+    fn bound_factor(&mut self, lambda: f64) -> Result<Option<Self::Factor>, Self::Error>;
+
+    /// One round. Gradient and objective at `beta`.
+    fn gradient_and_objective(
+        &mut self,
+        beta: &Array1<f64>,
+        lambda: f64,
+    ) -> Result<(Self::Vector, Self::Scalar), Self::Error>;
+
+    /// One round. Gradient, objective and the factored negative Hessian `-H(beta) = X^T A X +
+    /// lambda I` (eq. 2.13) at `beta`; the factor is `None` when that matrix is not positive
+    /// definite to working precision.
+    fn newton_system(
+        &mut self,
+        beta: &Array1<f64>,
+        lambda: f64,
+    ) -> Result<(Self::Vector, Self::Scalar, Option<Self::Factor>), Self::Error>;
+
+    /// The ascent step `F^{-1} g`, revealed: the optimiser adds it to the public `beta`.
+    fn solve_step(
+        &mut self,
+        factor: &Self::Factor,
+        gradient: &Self::Vector,
+    ) -> Result<Array1<f64>, Self::Error>;
+
+    /// One revealed bit: has the iteration converged by `rule`? True when the relative change
+    /// `|current - previous| / |previous|` is below `rule.relative_tolerance` (dissertation
+    /// section 5.4) or the gradient's Euclidean norm is below `rule.gradient_tolerance`.
+    fn converged(
+        &mut self,
+        previous: &Self::Scalar,
+        current: &Self::Scalar,
+        gradient: &Self::Vector,
+        rule: &StoppingRule,
+    ) -> Result<bool, Self::Error>;
+
+    /// One revealed bit: `candidate >= base - slack * |base|`. Newton's divergence test uses
+    /// it with a small relative `slack` that absorbs round-off.
+    fn increased(
+        &mut self,
+        candidate: &Self::Scalar,
+        base: &Self::Scalar,
+        slack: f64,
+    ) -> Result<bool, Self::Error>;
+
+    /// One revealed bit: `candidate >= base + 1/2 step^T g_base`, where `step = B^{-1} g_base` is
+    /// the plain PrivLogit step from `base`. The right-hand side is the increase that step is
+    /// guaranteed to achieve (dissertation eq. 5.7), so accepting only candidates that beat it
+    /// keeps PrivLogit's monotone ascent and its linear rate (eq. 5.12).
+    fn sufficient_increase(
+        &mut self,
+        candidate: &Self::Scalar,
+        base: &Self::Scalar,
+        base_gradient: &Self::Vector,
+        step: &Array1<f64>,
+    ) -> Result<bool, Self::Error>;
+
+    /// The value of an aggregated scalar if this backend may show it (for progress and
+    /// reports); a secure backend returns `None`.
+    fn peek(&self, value: &Self::Scalar) -> Option<f64>;
+}

@@ -1,0 +1,143 @@
+//! The plaintext reference backend: every Node's contribution is a set of compensated sums
+//! ([`CompensatedSum`]) and the Center merges them in the clear, so the totals do not depend on
+//! how the rows are partitioned. It is both the non-secure distributed
+//! baseline and the oracle the secure backends are compared against step by step.
+
+use std::convert::Infallible;
+
+use ndarray::{Array1, Array2};
+
+use super::Aggregation;
+use crate::linalg::Cholesky;
+use crate::compensated::CompensatedSum;
+use crate::objective::{PartyData, unpack_lower};
+use crate::optimizer::StoppingRule;
+
+/// Sums over parties held in memory, in the clear.
+#[derive(Debug, Clone, Copy)]
+pub struct PlaintextAggregation<'a> {
+    parties: &'a [PartyData],
+    dimension: usize,
+}
+
+impl<'a> PlaintextAggregation<'a> {
+    /// Aggregates over `parties`, which must be non-empty and agree on the column count.
+    pub fn new(parties: &'a [PartyData]) -> Self {
+        let dimension = parties.first().map_or(0, PartyData::columns);
+        assert!(!parties.is_empty(), "at least one party is needed");
+        assert!(
+            parties.iter().all(|p| p.columns() == dimension),
+            "parties disagree on the number of columns"
+        );
+        Self { parties, dimension }
+    }
+
+    /// Every party's accumulators merged in party order, rounded once.
+    fn merged(&self, local: impl Fn(&PartyData) -> CompensatedSum) -> Vec<f64> {
+        let mut parties = self.parties.iter();
+        let mut total = local(parties.next().expect("at least one party"));
+        parties.for_each(|party| total.merge(&local(party)));
+        total.values()
+    }
+
+    fn identity_times(&self, lambda: f64) -> Array2<f64> {
+        Array2::eye(self.dimension) * lambda
+    }
+}
+
+impl Aggregation for PlaintextAggregation<'_> {
+    type Scalar = f64;
+    type Vector = Array1<f64>;
+    type Factor = Cholesky;
+    type Error = Infallible;
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    fn sample_count(&self) -> usize {
+        self.parties.iter().map(PartyData::rows).sum()
+    }
+
+    fn bound_factor(&mut self, lambda: f64) -> Result<Option<Cholesky>, Infallible> {
+        // eq. 5.5: sum of the local bounds, then the penalty once.
+        let bound = self.merged(PartyData::information_bound_sums);
+        let b = unpack_lower(&bound, self.dimension) + self.identity_times(lambda);
+        Ok(Cholesky::factor(&b))
+    }
+
+    fn gradient_and_objective(
+        &mut self,
+        beta: &Array1<f64>,
+        lambda: f64,
+    ) -> Result<(Array1<f64>, f64), Infallible> {
+        let mut sums = self.merged(|party| party.gradient_sums(beta));
+        let log_likelihood = sums.pop().expect("p + 1 sums");
+        Ok(penalise(Array1::from(sums), log_likelihood, beta, lambda))
+    }
+
+    fn newton_system(
+        &mut self,
+        beta: &Array1<f64>,
+        lambda: f64,
+    ) -> Result<(Array1<f64>, f64, Option<Cholesky>), Infallible> {
+        let (gradient, objective) = self.gradient_and_objective(beta, lambda)?;
+        let information = self.merged(|party| party.information_sums(beta));
+        let information = unpack_lower(&information, self.dimension) + self.identity_times(lambda);
+        Ok((gradient, objective, Cholesky::factor(&information)))
+    }
+
+    fn solve_step(
+        &mut self,
+        factor: &Cholesky,
+        gradient: &Array1<f64>,
+    ) -> Result<Array1<f64>, Infallible> {
+        Ok(factor.solve(gradient))
+    }
+
+    fn converged(
+        &mut self,
+        previous: &f64,
+        current: &f64,
+        gradient: &Array1<f64>,
+        rule: &StoppingRule,
+    ) -> Result<bool, Infallible> {
+        let relative = (current - previous).abs() / previous.abs();
+        let by_objective = relative < rule.relative_tolerance;
+        let by_gradient = rule
+            .gradient_tolerance
+            .is_some_and(|tol| gradient.dot(gradient).sqrt() < tol);
+        Ok(by_objective || by_gradient)
+    }
+
+    fn increased(&mut self, candidate: &f64, base: &f64, slack: f64) -> Result<bool, Infallible> {
+        Ok(*candidate >= base - slack * base.abs())
+    }
+
+    fn sufficient_increase(
+        &mut self,
+        candidate: &f64,
+        base: &f64,
+        base_gradient: &Array1<f64>,
+        step: &Array1<f64>,
+    ) -> Result<bool, Infallible> {
+        Ok(*candidate >= base + 0.5 * step.dot(base_gradient))
+    }
+
+    fn peek(&self, value: &f64) -> Option<f64> {
+        Some(*value)
+    }
+}
+
+/// Adds the Center's penalty terms: `g - lambda beta` (eq. 2.12) and `l - lambda/2 ||beta||^2`
+/// (eq. 2.10).
+fn penalise(
+    gradient: Array1<f64>,
+    log_likelihood: f64,
+    beta: &Array1<f64>,
+    lambda: f64,
+) -> (Array1<f64>, f64) {
+    let g = gradient - beta * lambda;
+    let l = log_likelihood - 0.5 * lambda * beta.dot(beta);
+    (g, l)
+}

@@ -1,0 +1,24 @@
+//! Logistic-regression optimisers written once over an aggregation backend, and (planned) the
+//! secure two-server protocols built on them.
+//!
+//! - [`objective`]: what one Node computes on its own rows (dissertation eq. 2.9, 2.12, 2.13,
+//!   5.5): log-likelihood, gradient, Hessian and the constant Hessian bound.
+//! - [`aggregation`]: the [`Aggregation`] trait, i.e. how the Center forms sums of the Nodes'
+//!   contributions and acts on them, and its plaintext implementation.
+//! - [`optimizer`]: Newton (eq. 2.11), PrivLogit (eq. 5.4-5.6) and accelerated PrivLogit, each
+//!   written once against [`Aggregation`] so a secure backend runs the very same update code.
+//! - [`compensated`]: partition-independent sums of the Nodes' row terms.
+//! - [`linalg`]: the small dense Cholesky factorisation and triangular solves they need.
+
+pub mod aggregation;
+pub mod compensated;
+pub mod linalg;
+pub mod objective;
+pub mod optimizer;
+
+pub use aggregation::{Aggregation, PlaintextAggregation};
+pub use objective::PartyData;
+pub use optimizer::{
+    DivergenceReason, FitError, FitOptions, FitReport, Initial, IterationRecord, Optimizer,
+    Status, StepKind, StoppingRule,
+};

@@ -1,0 +1,103 @@
+//! The optimisers of l2-regularised logistic regression (dissertation eq. 2.10), each written
+//! once against [`Aggregation`] so the plaintext and the secure runs execute the same updates:
+//!
+//! - [`Optimizer::Newton`]: `beta <- beta - H(beta)^{-1} g(beta)` (eq. 2.11-2.13), the baseline;
+//! - [`Optimizer::PrivLogit`]: `beta <- beta - H~^{-1} g(beta)` with the constant bound
+//!   `H~ = -1/4 X^T X - lambda I` factored once (eq. 5.3-5.6, Proposition 1);
+//! - [`Optimizer::AcceleratedPrivLogit`]: Anderson extrapolation of the PrivLogit map with a
+//!   monotone safeguard ([`privlogit`] module docs).
+
+mod anderson;
+mod newton;
+mod options;
+mod privlogit;
+mod report;
+
+pub use options::{FitError, FitOptions, Initial, StoppingRule};
+pub use report::{DivergenceReason, FitReport, IterationRecord, Status, StepKind};
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::aggregation::Aggregation;
+
+/// Default Anderson memory (number of past iterate differences) of the accelerated optimiser.
+pub const DEFAULT_ANDERSON_MEMORY: usize = 5;
+
+/// Which update rule to iterate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Optimizer {
+    /// Newton's method (eq. 2.11): fast locally, but may diverge from a poor start.
+    Newton,
+    /// PrivLogit (eq. 5.4-5.6): monotone and globally convergent at a linear rate.
+    PrivLogit,
+    /// PrivLogit with safeguarded Anderson acceleration over `memory` past iterates.
+    AcceleratedPrivLogit {
+        /// How many past iterate differences the extrapolation uses (at least 1).
+        memory: usize,
+    },
+}
+
+impl Optimizer {
+    /// The name used on the command line and in reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Optimizer::Newton => "newton",
+            Optimizer::PrivLogit => "privlogit",
+            Optimizer::AcceleratedPrivLogit { .. } => "privlogit-accel",
+        }
+    }
+
+    /// Runs the optimiser over `aggregation`, calling `observer` after every iteration.
+    pub fn fit<A: Aggregation>(
+        &self,
+        aggregation: &mut A,
+        options: &FitOptions,
+        observer: &mut dyn FnMut(&IterationRecord),
+    ) -> Result<FitReport, FitError> {
+        options.validate()?;
+        let beta = options.initial_beta(aggregation.dimension())?;
+        match *self {
+            Optimizer::Newton => newton::fit(aggregation, options, beta, observer),
+            Optimizer::PrivLogit => privlogit::fit(aggregation, options, beta, None, observer),
+            Optimizer::AcceleratedPrivLogit { memory } => {
+                if memory == 0 {
+                    return Err(FitError::InvalidParameter {
+                        name: "memory",
+                        value: 0.0,
+                        reason: "must be at least 1",
+                    });
+                }
+                privlogit::fit(aggregation, options, beta, Some(memory), observer)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Optimizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Optimizer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "newton" => Ok(Optimizer::Newton),
+            "privlogit" => Ok(Optimizer::PrivLogit),
+            "privlogit-accel" => Ok(Optimizer::AcceleratedPrivLogit {
+                memory: DEFAULT_ANDERSON_MEMORY,
+            }),
+            other => Err(format!(
+                "unknown optimizer {other:?} (expected newton, privlogit or privlogit-accel)"
+            )),
+        }
+    }
+}
+
+/// Wraps a backend error so the optimisers can use `?` on aggregation calls.
+fn backend<E: std::error::Error + Send + Sync + 'static>(e: E) -> FitError {
+    FitError::Aggregation(Box::new(e))
+}

@@ -1,0 +1,71 @@
+//! Distributed Newton's method (dissertation eq. 2.11-2.13), the baseline PrivLogit replaces.
+//!
+//! Every iteration the Nodes send gradient, log-likelihood and Hessian at the current
+//! coefficients (one round) and the Center solves with the factored negative Hessian. Pure
+//! Newton has no line search, so from a poor start it can overshoot and run away (section
+//! 5.4.4, Figure 5.5). The run is declared diverged, rather than looped on, as soon as the step
+//! is non-finite, the Hessian is not definite, or the objective falls by more than round-off.
+
+use ndarray::Array1;
+
+use super::report::Trace;
+use super::{
+    DivergenceReason, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Status,
+    StepKind, backend,
+};
+use crate::aggregation::Aggregation;
+
+/// Relative fall of the objective tolerated as round-off before Newton is called divergent.
+/// The objective is a sum of N terms, so its rounding error is at most about N * 1.1e-16
+/// relative; 1e-9 covers N up to ~10^7, and a genuinely diverging run falls by far more.
+pub const NEWTON_ROUND_OFF_SLACK: f64 = 1e-9;
+
+pub(super) fn fit<A: Aggregation>(
+    aggregation: &mut A,
+    options: &FitOptions,
+    mut beta: Array1<f64>,
+    observer: &mut dyn FnMut(&IterationRecord),
+) -> Result<FitReport, FitError> {
+    let lambda = options.lambda;
+    let rule = &options.stopping;
+    let mut trace = Trace::new(observer);
+
+    let (mut gradient, mut objective, mut factor) =
+        aggregation.newton_system(&beta, lambda).map_err(backend)?;
+    trace.round();
+    trace.start(aggregation.peek(&objective));
+
+    let status = loop {
+        if trace.iterations() >= rule.max_iterations {
+            break Status::MaxIterations;
+        }
+        let Some(f) = factor.as_ref() else {
+            break Status::Diverged(DivergenceReason::HessianNotPositiveDefinite);
+        };
+        // eq. 2.11 with H = -(X^T A X + lambda I): beta + (X^T A X + lambda I)^{-1} g.
+        let step = aggregation.solve_step(f, &gradient).map_err(backend)?;
+        let next = &beta + &step;
+        if next.iter().any(|v| !v.is_finite()) {
+            break Status::Diverged(DivergenceReason::NonFinite);
+        }
+        let (next_gradient, next_objective, next_factor) =
+            aggregation.newton_system(&next, lambda).map_err(backend)?;
+        trace.round();
+        let rose = aggregation
+            .increased(&next_objective, &objective, NEWTON_ROUND_OFF_SLACK)
+            .map_err(backend)?;
+        let converged = rose
+            && aggregation
+                .converged(&objective, &next_objective, &next_gradient, rule)
+                .map_err(backend)?;
+        trace.record(&next, aggregation.peek(&next_objective), StepKind::Newton);
+        (beta, gradient, objective, factor) = (next, next_gradient, next_objective, next_factor);
+        if !rose {
+            break Status::Diverged(DivergenceReason::ObjectiveDecreased);
+        }
+        if converged {
+            break Status::Converged;
+        }
+    };
+    Ok(trace.finish(Optimizer::Newton, beta, status))
+}

@@ -1,0 +1,171 @@
+//! Validated parameters of a fit: penalty, stopping rule and starting point.
+
+use ndarray::Array1;
+use thiserror::Error;
+
+/// Errors that stop a fit before or while it runs (divergence is not an error: it is a
+/// [`crate::optimizer::Status`] of the report).
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum FitError {
+    /// A parameter is out of range or not finite.
+    #[error("invalid {name} = {value}: {reason}")]
+    InvalidParameter {
+        /// Parameter name as the user knows it.
+        name: &'static str,
+        /// The offending value.
+        value: f64,
+        /// What the value must satisfy.
+        reason: &'static str,
+    },
+    /// The starting vector has the wrong length.
+    #[error("initial coefficient vector has {found} entries, the model has {expected}")]
+    InitialLength {
+        /// Number of coefficients of the model.
+        expected: usize,
+        /// Length supplied.
+        found: usize,
+    },
+    /// `1/4 X^T X + lambda I` is singular to working precision (eq. 5.3 needs it definite).
+    #[error(
+        "the PrivLogit curvature bound 1/4 X^T X + lambda I is not positive definite; \
+         use lambda > 0 or remove constant or collinear columns"
+    )]
+    BoundNotPositiveDefinite,
+    /// The aggregation backend failed (for example a Node disconnected).
+    #[error("aggregation failed: {0}")]
+    Aggregation(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// When to stop iterating. Any satisfied criterion stops the fit as converged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoppingRule {
+    /// Stop when `|l_k - l_{k-1}| / |l_{k-1}|` of the penalised objective falls below this
+    /// (dissertation section 5.4 uses 1e-6). Zero disables the criterion.
+    pub relative_tolerance: f64,
+    /// Stop when the Euclidean norm of the penalised gradient falls below this.
+    pub gradient_tolerance: Option<f64>,
+    /// Give up (status `MaxIterations`) after this many updates.
+    pub max_iterations: usize,
+}
+
+impl Default for StoppingRule {
+    fn default() -> Self {
+        Self {
+            relative_tolerance: 1e-6,
+            gradient_tolerance: None,
+            max_iterations: 1000,
+        }
+    }
+}
+
+/// Where the coefficients start.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Initial {
+    /// All zeros (the usual start).
+    Zeros,
+    /// Every coefficient equal to this value (dissertation Figure 5.5 uses 0.8, 1, 1.5, 2).
+    Constant(f64),
+    /// An explicit vector.
+    Vector(Array1<f64>),
+}
+
+/// Parameters of one fit, built fluently and validated before any work starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitOptions {
+    /// The l2 penalty `lambda` of eq. 2.10 (every coefficient, intercept included, is penalised).
+    pub lambda: f64,
+    /// When to stop.
+    pub stopping: StoppingRule,
+    /// Starting point.
+    pub initial: Initial,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        Self {
+            lambda: 1.0,
+            stopping: StoppingRule::default(),
+            initial: Initial::Zeros,
+        }
+    }
+}
+
+impl FitOptions {
+    /// Defaults: lambda 1, relative tolerance 1e-6, no gradient rule, 1000 iterations, zeros.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the l2 penalty.
+    pub fn lambda(mut self, lambda: f64) -> Self {
+        self.lambda = lambda;
+        self
+    }
+
+    /// Sets the relative objective-change tolerance (0 disables it).
+    pub fn relative_tolerance(mut self, tol: f64) -> Self {
+        self.stopping.relative_tolerance = tol;
+        self
+    }
+
+    /// Sets (or clears) the gradient-norm tolerance.
+    pub fn gradient_tolerance(mut self, tol: Option<f64>) -> Self {
+        self.stopping.gradient_tolerance = tol;
+        self
+    }
+
+    /// Sets the iteration cap.
+    pub fn max_iterations(mut self, n: usize) -> Self {
+        self.stopping.max_iterations = n;
+        self
+    }
+
+    /// Sets the starting point.
+    pub fn initial(mut self, initial: Initial) -> Self {
+        self.initial = initial;
+        self
+    }
+
+    /// Checks every parameter, naming the first bad one.
+    pub fn validate(&self) -> Result<(), FitError> {
+        let invalid = |name, value, reason| Err(FitError::InvalidParameter { name, value, reason });
+        if !(self.lambda.is_finite() && self.lambda >= 0.0) {
+            return invalid("lambda", self.lambda, "must be finite and >= 0");
+        }
+        let tol = self.stopping.relative_tolerance;
+        if !(tol.is_finite() && tol >= 0.0) {
+            return invalid("tolerance", tol, "must be finite and >= 0");
+        }
+        if let Some(g) = self.stopping.gradient_tolerance {
+            if !(g.is_finite() && g > 0.0) {
+                return invalid("gradient tolerance", g, "must be finite and > 0");
+            }
+        }
+        if self.stopping.max_iterations == 0 {
+            return invalid("max iterations", 0.0, "must be at least 1");
+        }
+        match &self.initial {
+            Initial::Constant(c) if !c.is_finite() => {
+                invalid("initial value", *c, "must be finite")
+            }
+            Initial::Vector(v) if v.iter().any(|x| !x.is_finite()) => {
+                invalid("initial vector", f64::NAN, "every entry must be finite")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The starting vector for a model with `dimension` coefficients.
+    pub(crate) fn initial_beta(&self, dimension: usize) -> Result<Array1<f64>, FitError> {
+        match &self.initial {
+            Initial::Zeros => Ok(Array1::zeros(dimension)),
+            Initial::Constant(c) => Ok(Array1::from_elem(dimension, *c)),
+            Initial::Vector(v) if v.len() == dimension => Ok(v.clone()),
+            Initial::Vector(v) => Err(FitError::InitialLength {
+                expected: dimension,
+                found: v.len(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! The `privlogit` command line: fit models on CSV or binary tables, simulate data.
+
+mod fit;
+mod simulate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Privacy-preserving logistic regression across organizations.
+#[derive(Debug, Parser)]
+#[command(name = "privlogit", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Fit l2-regularised logistic regression over parties' data (plaintext distributed run).
+    Fit(fit::FitArgs),
+    /// Write a simulated data set (SimuX-style: Gaussian covariates, Bernoulli labels).
+    Simulate(simulate::SimulateArgs),
+}
+
+/// Exit status when the fit ran but diverged.
+const EXIT_DIVERGED: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Fit(args) => fit::run(args),
+        Command::Simulate(args) => simulate::run(args),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Diverged) => ExitCode::from(EXIT_DIVERGED),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// How a command that did not fail outright ended.
+enum Outcome {
+    Success,
+    Diverged,
+}

@@ -1,0 +1,293 @@
+//! Loading labelled tables and shaping them into parties.
+//!
+//! - [`csv`]: CSV with a header row, label column by name, every other column numeric.
+//! - [`binary`]: a compact binary table format for data sets too large for CSV.
+//! - [`partition`]: horizontal partitioning into parties and the feature-agreement check.
+//! - [`standardize`]: pooled z-scores and the intercept column.
+//!
+//! Errors name the file, line and column (1-based, as an editor shows them).
+
+pub mod binary;
+pub mod csv;
+pub mod partition;
+pub mod standardize;
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use ndarray::{Array1, Array2};
+use thiserror::Error;
+
+/// A labelled table: feature columns (by name) and 0/1 labels, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// Where the rows came from (a file, or a file and a part of it), for messages.
+    pub source: String,
+    /// Feature names, in column order.
+    pub names: Vec<String>,
+    /// Features, one row per record.
+    pub x: Array2<f64>,
+    /// Labels, 0 or 1.
+    pub y: Array1<f64>,
+}
+
+impl Dataset {
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.x.nrows()
+    }
+
+    /// The rows at `indices`, in that order, as a new dataset named `source`.
+    pub fn select_rows(&self, indices: &[usize], source: String) -> Dataset {
+        Dataset {
+            source,
+            names: self.names.clone(),
+            x: self.x.select(ndarray::Axis(0), indices),
+            y: self.y.select(ndarray::Axis(0), indices),
+        }
+    }
+}
+
+/// Which columns to read, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Name of the 0/1 label column.
+    pub label: String,
+    /// Columns to leave out.
+    pub exclude: Vec<String>,
+    /// A column whose values name the party each row belongs to (read as text).
+    pub group: Option<String>,
+}
+
+impl LoadOptions {
+    /// Reads `label` as the label and every other column as a feature.
+    pub fn new(label: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            exclude: Vec::new(),
+            group: None,
+        }
+    }
+}
+
+/// A loaded table, with the group column's values when one was requested.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// The features and labels.
+    pub data: Dataset,
+    /// The group column's value on each row, if [`LoadOptions::group`] was set.
+    pub groups: Option<Vec<String>>,
+}
+
+/// Everything that can be wrong with input data. Messages start with `file:line:column:` where
+/// those are known, so editors and terminals can jump to the spot.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum DataError {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file has no header row.
+    #[error("{path}:1:1: file is empty (expected a header row)")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A header but no data rows.
+    #[error("{path}:{line}:1: no data rows after the header")]
+    NoRows {
+        /// The file.
+        path: PathBuf,
+        /// Line after the header.
+        line: u64,
+    },
+    /// Two header cells carry the same name.
+    #[error("{path}:1:{column}: duplicate column name {name:?} (also column {first})")]
+    DuplicateColumn {
+        /// The file.
+        path: PathBuf,
+        /// The repeated name.
+        name: String,
+        /// 1-based column of the first occurrence.
+        first: usize,
+        /// 1-based column of the repeat.
+        column: usize,
+    },
+    /// A header cell is empty.
+    #[error("{path}:1:{column}: empty column name")]
+    EmptyColumnName {
+        /// The file.
+        path: PathBuf,
+        /// 1-based column.
+        column: usize,
+    },
+    /// A named column (label, excluded or group) is not in the header.
+    #[error("{path}:1: {role} column {name:?} not found; the columns are {available}")]
+    UnknownColumn {
+        /// The file.
+        path: PathBuf,
+        /// What the column was wanted for: "label", "excluded", "group".
+        role: &'static str,
+        /// The requested name.
+        name: String,
+        /// The header, for the user to pick from.
+        available: String,
+    },
+    /// A row has more or fewer fields than the header.
+    #[error("{path}:{line}:{column}: expected {expected} fields as in the header, found {found}")]
+    Ragged {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column where the row departs from the header.
+        column: usize,
+        /// Fields in the header.
+        expected: usize,
+        /// Fields in this row.
+        found: usize,
+    },
+    /// A cell is empty or a missing-value marker.
+    #[error("{path}:{line}:{column}: missing value {value:?} in column {name:?}")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: usize,
+        /// Column name.
+        name: String,
+        /// The cell as written.
+        value: String,
+    },
+    /// A feature cell is not a finite number.
+    #[error("{path}:{line}:{column}: {value:?} in column {name:?} is not a finite number")]
+    NonNumeric {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: usize,
+        /// Column name.
+        name: String,
+        /// The cell as written.
+        value: String,
+    },
+    /// A label cell is neither 0 nor 1.
+    #[error("{path}:{line}:{column}: label {value:?} in column {name:?} is not 0 or 1")]
+    BadLabel {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: usize,
+        /// Column name.
+        name: String,
+        /// The cell as written.
+        value: String,
+    },
+    /// The CSV parser failed (for example on invalid UTF-8).
+    #[error("{path}:{line}:1: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// What the parser said.
+        message: String,
+    },
+    /// Nothing is left to use as a feature.
+    #[error("{path}: no feature columns left after taking out the label, group and excluded columns")]
+    NoFeatures {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A binary table is malformed.
+    #[error("{path}: not a valid privlogit binary table: {reason}")]
+    Binary {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A value in a binary table is invalid.
+    #[error("{path}: row {row}, column {name:?}: {reason}")]
+    BinaryValue {
+        /// The file.
+        path: PathBuf,
+        /// 1-based row.
+        row: u64,
+        /// Column name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Parties disagree on their feature columns.
+    #[error("{party}: its features differ from those of {reference}: {difference}")]
+    FeatureMismatch {
+        /// The party that differs.
+        party: String,
+        /// The party it was compared with (the first).
+        reference: String,
+        /// The first difference, in words.
+        difference: String,
+    },
+    /// A partition request cannot be met.
+    #[error("cannot partition {source_name}: {reason}")]
+    Partition {
+        /// The data being split.
+        source_name: String,
+        /// Why not.
+        reason: String,
+    },
+    /// A column has no spread, so it cannot be standardised.
+    #[error("column {name:?} is constant over the pooled data (value {value}); it cannot be standardised, exclude it")]
+    ConstantColumn {
+        /// Column name.
+        name: String,
+        /// Its value.
+        value: f64,
+    },
+    /// A feature is already called `intercept`.
+    #[error("a feature is already named \"intercept\"; rename it or use --no-intercept")]
+    InterceptClash,
+}
+
+/// Loads a table from `path`, CSV or privlogit binary (recognised by its magic bytes).
+pub fn load(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
+    let mut magic = [0u8; binary::MAGIC.len()];
+    let is_binary = {
+        let mut file = File::open(path).map_err(|source| DataError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut read = 0;
+        while read < magic.len() {
+            match file.read(&mut magic[read..]) {
+                Ok(0) => break,
+                Ok(n) => read += n,
+                Err(source) => {
+                    return Err(DataError::Io {
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
+            }
+        }
+        read == magic.len() && magic == binary::MAGIC
+    };
+    if is_binary {
+        binary::read(path, options)
+    } else {
+        csv::read(path, options)
+    }
+}

@@ -1,0 +1,160 @@
+//! Horizontal partitioning: every party holds some rows of the same columns (dissertation
+//! section 5.4: "we also randomly partition the data sets into subsets horizontally").
+
+use std::collections::BTreeMap;
+
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha20Rng;
+
+use super::{DataError, Dataset};
+
+/// Splits `data` into `parties` contiguous blocks whose sizes differ by at most one (the first
+/// `rows % parties` blocks get the extra row), like `numpy.array_split`.
+pub fn split_contiguous(data: &Dataset, parties: usize) -> Result<Vec<Dataset>, DataError> {
+    let order: Vec<usize> = (0..data.rows()).collect();
+    split_in_order(data, &order, parties)
+}
+
+/// Shuffles the rows with a ChaCha20 generator seeded by `seed`, then splits contiguously.
+/// The same seed gives the same parties on every machine.
+pub fn split_shuffled(
+    data: &Dataset,
+    parties: usize,
+    seed: u64,
+) -> Result<Vec<Dataset>, DataError> {
+    let mut order: Vec<usize> = (0..data.rows()).collect();
+    order.shuffle(&mut ChaCha20Rng::seed_from_u64(seed));
+    split_in_order(data, &order, parties)
+}
+
+/// One party per distinct value of the group column, in sorted order of the values; rows keep
+/// their file order within a party.
+pub fn split_by_group(data: &Dataset, groups: &[String]) -> Result<Vec<Dataset>, DataError> {
+    assert_eq!(groups.len(), data.rows(), "one group value per row");
+    let mut members: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (row, g) in groups.iter().enumerate() {
+        members.entry(g).or_default().push(row);
+    }
+    Ok(members
+        .into_iter()
+        .map(|(g, rows)| data.select_rows(&rows, format!("{} [group {g}]", data.source)))
+        .collect())
+}
+
+fn split_in_order(
+    data: &Dataset,
+    order: &[usize],
+    parties: usize,
+) -> Result<Vec<Dataset>, DataError> {
+    let rows = order.len();
+    if parties == 0 || parties > rows {
+        return Err(DataError::Partition {
+            source_name: data.source.clone(),
+            reason: format!("{parties} parties requested for {rows} rows (need 1 to {rows})"),
+        });
+    }
+    let (base, extra) = (rows / parties, rows % parties);
+    let mut start = 0;
+    Ok((0..parties)
+        .map(|k| {
+            let len = base + usize::from(k < extra);
+            let part = data.select_rows(
+                &order[start..start + len],
+                format!("{} [part {} of {parties}]", data.source, k + 1),
+            );
+            start += len;
+            part
+        })
+        .collect())
+}
+
+/// Checks that every party has the same feature names in the same order as the first.
+pub fn check_agreement(parties: &[Dataset]) -> Result<(), DataError> {
+    let Some(reference) = parties.first() else {
+        return Ok(());
+    };
+    for party in &parties[1..] {
+        let mismatch = |difference: String| DataError::FeatureMismatch {
+            party: party.source.clone(),
+            reference: reference.source.clone(),
+            difference,
+        };
+        for (i, (mine, theirs)) in party.names.iter().zip(&reference.names).enumerate() {
+            if mine != theirs {
+                return Err(mismatch(format!(
+                    "feature {} is {mine:?} here but {theirs:?} there",
+                    i + 1
+                )));
+            }
+        }
+        if party.names.len() != reference.names.len() {
+            let (longer, n) = if party.names.len() > reference.names.len() {
+                ("here", &party.names[reference.names.len()])
+            } else {
+                ("there", &reference.names[party.names.len()])
+            };
+            return Err(mismatch(format!(
+                "{} features here, {} there (first extra one, {longer}: {n:?})",
+                party.names.len(),
+                reference.names.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array1, Array2};
+
+    fn numbered(rows: usize) -> Dataset {
+        Dataset {
+            source: "t.csv".into(),
+            names: vec!["a".into()],
+            x: Array2::from_shape_fn((rows, 1), |(i, _)| i as f64),
+            y: Array1::from_shape_fn(rows, |i| (i % 2) as f64),
+        }
+    }
+
+    #[test]
+    fn contiguous_sizes_like_array_split() {
+        let parts = split_contiguous(&numbered(10), 3).expect("valid split");
+        let sizes: Vec<usize> = parts.iter().map(Dataset::rows).collect();
+        assert_eq!(sizes, vec![4, 3, 3]);
+        assert_eq!(parts[1].x[(0, 0)], 4.0);
+        assert!(split_contiguous(&numbered(2), 3).is_err());
+        assert!(split_contiguous(&numbered(2), 0).is_err());
+    }
+
+    #[test]
+    fn shuffled_split_is_a_seeded_permutation() {
+        let a = split_shuffled(&numbered(50), 4, 7).expect("valid split");
+        let b = split_shuffled(&numbered(50), 4, 7).expect("valid split");
+        assert_eq!(a, b);
+        let mut seen: Vec<f64> = a.iter().flat_map(|d| d.x.iter().copied()).collect();
+        seen.sort_by(f64::total_cmp);
+        assert_eq!(seen, (0..50).map(|i| i as f64).collect::<Vec<_>>());
+        assert_ne!(a, split_contiguous(&numbered(50), 4).expect("valid split"));
+    }
+
+    #[test]
+    fn groups_sorted_by_value() {
+        let groups: Vec<String> = ["b", "a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let parts = split_by_group(&numbered(4), &groups).expect("valid split");
+        let firsts: Vec<f64> = parts.iter().map(|d| d.x[(0, 0)]).collect();
+        assert_eq!(firsts, vec![1.0, 0.0, 3.0]);
+        assert_eq!(parts[1].rows(), 2);
+    }
+
+    #[test]
+    fn disagreement_names_the_column() {
+        let a = numbered(3);
+        let mut b = numbered(3);
+        b.source = "b.csv".into();
+        b.names = vec!["z".into()];
+        let msg = check_agreement(&[a.clone(), b]).expect_err("mismatch").to_string();
+        assert!(msg.contains("b.csv") && msg.contains("\"z\"") && msg.contains("\"a\""), "{msg}");
+    }
+}

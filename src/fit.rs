@@ -1,0 +1,127 @@
+//! The plaintext distributed fit, end to end: prepare the parties (agreement check, pooled
+//! standardisation, intercept), run an optimiser over [`PlaintextAggregation`], and score the
+//! result on the pooled rows.
+
+use ndarray::Array1;
+use privlogit_protocols::{
+    FitError, FitOptions, FitReport, IterationRecord, Optimizer, PartyData, PlaintextAggregation,
+};
+
+use crate::data::partition::check_agreement;
+use crate::data::standardize::{Standardizer, add_intercept};
+use crate::data::{DataError, Dataset};
+use crate::metrics;
+
+/// How to turn raw parties into model inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preparation {
+    /// Z-score every feature with the pooled mean and standard deviation (ddof = 0).
+    pub standardize: bool,
+    /// Prepend a column of ones named `intercept`.
+    pub intercept: bool,
+}
+
+impl Default for Preparation {
+    fn default() -> Self {
+        Self {
+            standardize: false,
+            intercept: true,
+        }
+    }
+}
+
+/// Parties ready for fitting.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// Coefficient names, intercept first when there is one.
+    pub names: Vec<String>,
+    /// Where each party's rows came from.
+    pub sources: Vec<String>,
+    /// Each party's design matrix and labels.
+    pub parties: Vec<PartyData>,
+    /// The pooled statistics, when standardising.
+    pub standardizer: Option<Standardizer>,
+}
+
+impl Prepared {
+    /// Total rows N.
+    pub fn rows(&self) -> usize {
+        self.parties.iter().map(PartyData::rows).sum()
+    }
+}
+
+/// Checks feature agreement, standardises and adds the intercept.
+pub fn prepare(mut parties: Vec<Dataset>, how: Preparation) -> Result<Prepared, DataError> {
+    if parties.is_empty() {
+        return Err(DataError::Partition {
+            source_name: "the study".to_string(),
+            reason: "no parties given".to_string(),
+        });
+    }
+    check_agreement(&parties)?;
+    let standardizer = if how.standardize {
+        let s = Standardizer::fit(&parties)?;
+        parties.iter_mut().for_each(|p| s.apply(p));
+        Some(s)
+    } else {
+        None
+    };
+    if how.intercept {
+        for p in &mut parties {
+            add_intercept(p)?;
+        }
+    }
+    Ok(Prepared {
+        names: parties[0].names.clone(),
+        sources: parties.iter().map(|p| p.source.clone()).collect(),
+        parties: parties
+            .into_iter()
+            .map(|p| PartyData::new(p.x, p.y))
+            .collect(),
+        standardizer,
+    })
+}
+
+/// A fit with its scores on the pooled training rows.
+#[derive(Debug, Clone)]
+pub struct Fitted {
+    /// What the optimiser returned.
+    pub report: FitReport,
+    /// Unpenalised log-likelihood at the final coefficients (eq. 2.9).
+    pub log_likelihood: f64,
+    /// Penalised objective at the final coefficients (eq. 2.10).
+    pub objective: f64,
+    /// ROC AUC on the training rows (`None` if only one class is present).
+    pub auc: Option<f64>,
+    /// Accuracy at threshold 0.5 on the training rows.
+    pub accuracy: f64,
+}
+
+/// Runs `optimizer` on the prepared parties in the clear.
+pub fn fit(
+    prepared: &Prepared,
+    optimizer: Optimizer,
+    options: &FitOptions,
+    observer: &mut dyn FnMut(&IterationRecord),
+) -> Result<Fitted, FitError> {
+    let mut aggregation = PlaintextAggregation::new(&prepared.parties);
+    let report = optimizer.fit(&mut aggregation, options, observer)?;
+    let beta = &report.beta;
+    let mut log_likelihood = 0.0;
+    let mut probabilities = Vec::with_capacity(prepared.rows());
+    let mut labels = Vec::with_capacity(prepared.rows());
+    for party in &prepared.parties {
+        log_likelihood += metrics::log_likelihood(party.x(), party.y(), beta);
+        probabilities.extend(metrics::predict(party.x(), beta));
+        labels.extend(party.y().iter().copied());
+    }
+    let probabilities = Array1::from(probabilities);
+    let labels = Array1::from(labels);
+    Ok(Fitted {
+        objective: log_likelihood - 0.5 * options.lambda * beta.dot(beta),
+        log_likelihood,
+        auc: metrics::auc(probabilities.view(), labels.view()),
+        accuracy: metrics::accuracy(probabilities.view(), labels.view()),
+        report,
+    })
+}

@@ -1,0 +1,27 @@
+//! privlogit: privacy-preserving logistic regression across organizations.
+//!
+//! This crate holds what sits above the protocols: data loading and partitioning
+//! ([`data`]), simulated data ([`synthetic`]), metrics ([`metrics`]), the plaintext
+//! distributed fit pipeline ([`fit`]) and safe result writing ([`output`]). The optimisers and
+//! the aggregation backends live in [`privlogit_protocols`], re-exported as [`protocols`].
+//!
+//! ```no_run
+//! use privlogit::data::{self, LoadOptions, partition};
+//! use privlogit::fit::{self, Preparation};
+//! use privlogit::protocols::{FitOptions, Optimizer};
+//!
+//! let table = data::load("data/breast_cancer.csv".as_ref(), &LoadOptions::new("label"))?;
+//! let parties = partition::split_contiguous(&table.data, 3)?;
+//! let prepared = fit::prepare(parties, Preparation { standardize: true, intercept: true })?;
+//! let fitted = fit::fit(&prepared, Optimizer::PrivLogit, &FitOptions::new().lambda(1.0), &mut |_| {})?;
+//! println!("{:?} after {} iterations", fitted.report.beta, fitted.report.iterations);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod data;
+pub mod fit;
+pub mod metrics;
+pub mod output;
+pub mod synthetic;
+
+pub use privlogit_protocols as protocols;

@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use ndarray::Array1;
+use privlogit::data::{self, Dataset, LoadOptions, partition};
+use privlogit::fit::{self, Preparation, Prepared};
+
+/// `../shared/data/NAME` beside the repository.
+pub fn shared_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(name)
+}
+
+/// The label column of each shared data set.
+pub fn label_of(name: &str) -> &'static str {
+    match name {
+        "breast_cancer.csv" => "label",
+        "winequality_red.csv" => "good",
+        other => panic!("no label known for {other}"),
+    }
+}
+
+/// A shared data set, loaded whole.
+pub fn load_shared(name: &str) -> Dataset {
+    data::load(&shared_data(name), &LoadOptions::new(label_of(name)))
+        .expect("shared data loads")
+        .data
+}
+
+/// A shared data set in `parties` contiguous parts, standardised, with intercept.
+pub fn prepared(name: &str, parties: usize) -> Prepared {
+    let whole = load_shared(name);
+    let parts = partition::split_contiguous(&whole, parties).expect("valid split");
+    fit::prepare(
+        parts,
+        Preparation {
+            standardize: true,
+            intercept: true,
+        },
+    )
+    .expect("shared data prepares")
+}
+
+/// The numpy reference coefficients for a shared data set (tests/reference/newton_reference.json).
+pub fn reference(name: &str) -> (Vec<String>, Array1<f64>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/newton_reference.json");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("reference file")).expect("json");
+    let entry = &json["datasets"][name];
+    let names = entry["names"]
+        .as_array()
+        .expect("names")
+        .iter()
+        .map(|v| v.as_str().expect("string").to_string())
+        .collect();
+    let coefficients = entry["coefficients"]
+        .as_array()
+        .expect("coefficients")
+        .iter()
+        .map(|v| v.as_f64().expect("number"))
+        .collect();
+    (names, coefficients)
+}
+
+/// Largest absolute entry of `a - b`.
+pub fn max_abs_diff(a: &Array1<f64>, b: &Array1<f64>) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b.iter())
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}

@@ -1,0 +1,135 @@
+//! The plaintext distributed optimisers against independent references and against each other.
+
+mod common;
+
+use common::{max_abs_diff, prepared, reference};
+use privlogit::fit;
+use privlogit::protocols::{FitOptions, Optimizer, Status};
+
+const ACCEL: Optimizer = Optimizer::AcceleratedPrivLogit { memory: 5 };
+
+/// Options that run to the floor of double precision: no objective rule, gradient norm 1e-10.
+fn tight() -> FitOptions {
+    FitOptions::new()
+        .lambda(1.0)
+        .relative_tolerance(0.0)
+        .gradient_tolerance(Some(1e-10))
+        .max_iterations(50_000)
+}
+
+/// Newton matches the numpy reference (tests/reference/newton_reference.py, itself checked
+/// against scipy's trust-exact solver to 1.6e-11) to 1e-8 max abs on both real data sets.
+/// The tolerance is the issue's; the observed difference is ~1e-14.
+#[test]
+fn newton_matches_numpy_reference() {
+    for name in ["breast_cancer.csv", "winequality_red.csv"] {
+        let p = prepared(name, 3);
+        let (names, expected) = reference(name);
+        assert_eq!(p.names, names);
+        let fitted = fit::fit(&p, Optimizer::Newton, &tight(), &mut |_| {}).expect("fit runs");
+        assert_eq!(fitted.report.status, Status::Converged);
+        let diff = max_abs_diff(&fitted.report.beta, &expected.into());
+        assert!(diff <= 1e-8, "{name}: max abs difference {diff:e}");
+    }
+}
+
+/// PrivLogit and its accelerated form reach Newton's optimum to 1e-6 when run tight, and with
+/// the paper's rule (relative change 1e-6) they converge and report their iteration count.
+#[test]
+fn privlogit_reaches_the_same_optimum() {
+    for name in ["breast_cancer.csv", "winequality_red.csv"] {
+        let p = prepared(name, 3);
+        let (_, expected) = reference(name);
+        let expected = expected.into();
+        for optimizer in [Optimizer::PrivLogit, ACCEL] {
+            let tight_fit = fit::fit(&p, optimizer, &tight(), &mut |_| {}).expect("fit runs");
+            assert_eq!(tight_fit.report.status, Status::Converged);
+            let diff = max_abs_diff(&tight_fit.report.beta, &expected);
+            assert!(diff <= 1e-6, "{name} {optimizer}: {diff:e}");
+
+            let paper = FitOptions::new().lambda(1.0);
+            let paper_fit = fit::fit(&p, optimizer, &paper, &mut |_| {}).expect("fit runs");
+            assert_eq!(paper_fit.report.status, Status::Converged);
+            assert!(paper_fit.report.iterations > 1);
+            assert_eq!(paper_fit.report.history.len(), paper_fit.report.iterations);
+            eprintln!(
+                "{name} {optimizer}: {} iterations, {} rounds with the paper's rule",
+                paper_fit.report.iterations, paper_fit.report.rounds
+            );
+        }
+    }
+}
+
+/// The same data in 1, 3 or 7 parties gives the same iterates to 1e-12 for every optimiser.
+#[test]
+fn iterates_do_not_depend_on_the_partition() {
+    for optimizer in [Optimizer::Newton, Optimizer::PrivLogit, ACCEL] {
+        let runs: Vec<_> = [1, 3, 7]
+            .iter()
+            .map(|&k| {
+                let p = prepared("breast_cancer.csv", k);
+                fit::fit(&p, optimizer, &FitOptions::new(), &mut |_| {})
+                    .expect("fit runs")
+                    .report
+            })
+            .collect();
+        for other in &runs[1..] {
+            assert_eq!(other.iterations, runs[0].iterations, "{optimizer}");
+            assert_eq!(other.rounds, runs[0].rounds, "{optimizer}");
+            for (a, b) in runs[0].history.iter().zip(&other.history) {
+                let diff = max_abs_diff(&a.beta, &b.beta);
+                assert!(diff <= 1e-12, "{optimizer} iteration {}: {diff:e}", a.iteration);
+            }
+        }
+    }
+}
+
+/// First iteration whose coefficients are within `accuracy` (max abs) of `target`.
+fn iterations_to_reach(history: &[privlogit::protocols::IterationRecord], target: &ndarray::Array1<f64>, accuracy: f64) -> Option<usize> {
+    history
+        .iter()
+        .find(|r| max_abs_diff(&r.beta, target) <= accuracy)
+        .map(|r| r.iteration)
+}
+
+/// Accelerated PrivLogit gets within 1e-6 of the optimum in at most a third of the iterations
+/// plain PrivLogit needs, on breast_cancer (standardised, lambda 1).
+#[test]
+fn acceleration_cuts_iterations_threefold() {
+    let p = prepared("breast_cancer.csv", 3);
+    let (_, expected) = reference("breast_cancer.csv");
+    let expected = expected.into();
+    let plain = fit::fit(&p, Optimizer::PrivLogit, &tight(), &mut |_| {}).expect("fit runs");
+    let fast = fit::fit(&p, ACCEL, &tight(), &mut |_| {}).expect("fit runs");
+    let plain_n = iterations_to_reach(&plain.report.history, &expected, 1e-6).expect("plain reaches");
+    let fast_n = iterations_to_reach(&fast.report.history, &expected, 1e-6).expect("accel reaches");
+    let fast_rounds = fast.report.history[fast_n - 1].rounds;
+    eprintln!("to 1e-6: plain {plain_n} iterations, accelerated {fast_n} iterations ({fast_rounds} rounds)");
+    assert!(3 * fast_n <= plain_n, "accelerated {fast_n} vs plain {plain_n}");
+}
+
+/// The accelerated objective never decreases from one iteration to the next. Exact arithmetic
+/// guarantees an increase (eq. 5.7 and the safeguard); the computed objective is a sum of 569
+/// terms of size ~1, so we allow round-off of 1e-13 relative.
+#[test]
+fn accelerated_ascent_is_monotone() {
+    for name in ["breast_cancer.csv", "winequality_red.csv"] {
+        let p = prepared(name, 3);
+        let fast = fit::fit(&p, ACCEL, &tight(), &mut |_| {}).expect("fit runs");
+        let objectives: Vec<f64> = fast
+            .report
+            .history
+            .iter()
+            .map(|r| r.objective.expect("plaintext shows objectives"))
+            .collect();
+        for (k, w) in objectives.windows(2).enumerate() {
+            assert!(
+                w[1] >= w[0] - 1e-13 * w[0].abs(),
+                "{name}: objective fell at iteration {}: {} -> {}",
+                k + 2,
+                w[0],
+                w[1]
+            );
+        }
+    }
+}
