@@ -206,7 +206,9 @@ pub enum DataError {
         message: String,
     },
     /// Nothing is left to use as a feature.
-    #[error("{path}: no feature columns left after taking out the label, group and excluded columns")]
+    #[error(
+        "{path}: no feature columns left after taking out the label, group and excluded columns"
+    )]
     NoFeatures {
         /// The file.
         path: PathBuf,
@@ -250,7 +252,9 @@ pub enum DataError {
         reason: String,
     },
     /// A column has no spread, so it cannot be standardised.
-    #[error("column {name:?} is constant over the pooled data (value {value}); it cannot be standardised, exclude it")]
+    #[error(
+        "column {name:?} is constant over the pooled data (value {value}); it cannot be standardised, exclude it"
+    )]
     ConstantColumn {
         /// Column name.
         name: String,

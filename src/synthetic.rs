@@ -2,9 +2,12 @@
 //! random coefficients, Bernoulli responses.
 //!
 //! The paper gives no distributions, so we use the standard choice and write it down:
-//! `x_ij ~ N(0, 1)` independently, `beta_j ~ N(0, 1/p)` (so the linear predictor `x^T beta` has
-//! variance about 1 whatever p is, a moderate signal), and `y_i ~ Bernoulli(sigmoid(x_i^T
-//! beta))`. There is no intercept in the truth.
+//! `x_ij ~ N(0, 1)` independently, `beta_j ~ N(0, s^2 / p)`, and `y_i ~ Bernoulli(sigmoid(x_i^T
+//! beta))`, with no intercept in the truth. The linear predictor `x^T beta` then has standard
+//! deviation about `s` whatever p is. The default `s = 2.5` ([`DEFAULT_SIGNAL`]) was chosen so
+//! that the iteration counts match the dissertation's Table 5.1 on its own sizes: with lambda 1
+//! and the paper's stopping rule, SimuX50 (1,000,000 x 50) takes 6 Newton and about 33
+//! PrivLogit iterations (paper: 6 and 32), SimuX10 (50,000 x 10) 5 and 22 (paper: 6 and 20).
 //!
 //! Rows are produced in chunks of [`CHUNK_ROWS`]; chunk `c` draws from a ChaCha20 generator
 //! seeded with `seed` on stream `c + 1` (stream 0 draws the coefficients). So a seed fixes the
@@ -25,15 +28,19 @@ use crate::data::Dataset;
 /// Rows per generated chunk; part of the definition of the data a seed produces.
 pub const CHUNK_ROWS: usize = 8192;
 
+/// Default standard deviation of the linear predictor (see the module docs).
+pub const DEFAULT_SIGNAL: f64 = 2.5;
+
 /// Name of the label column of simulated data.
 pub const LABEL: &str = "y";
 
 /// A simulated data set: its size and seed determine every value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Simulation {
     rows: usize,
     features: usize,
     seed: u64,
+    signal: f64,
 }
 
 impl Simulation {
@@ -48,7 +55,17 @@ impl Simulation {
             rows,
             features,
             seed,
+            signal: DEFAULT_SIGNAL,
         })
+    }
+
+    /// Sets the standard deviation `s` of the linear predictor (finite, >= 0).
+    pub fn signal(mut self, signal: f64) -> Result<Self, String> {
+        if !(signal.is_finite() && signal >= 0.0) {
+            return Err(format!("signal must be finite and >= 0 (got {signal})"));
+        }
+        self.signal = signal;
+        Ok(self)
     }
 
     /// Number of rows.
@@ -61,10 +78,10 @@ impl Simulation {
         (1..=self.features).map(|j| format!("x{j}")).collect()
     }
 
-    /// The true coefficients, `beta_j ~ N(0, 1/p)`.
+    /// The true coefficients, `beta_j ~ N(0, s^2 / p)`.
     pub fn coefficients(&self) -> Array1<f64> {
         let mut rng = self.stream(0);
-        let sd = (self.features as f64).sqrt().recip();
+        let sd = self.signal / (self.features as f64).sqrt();
         Array1::from_shape_fn(self.features, |_| sd * rng.sample::<f64, _>(StandardNormal))
     }
 
@@ -95,7 +112,10 @@ impl Simulation {
         let xs: Vec<_> = parts.iter().map(|(x, _)| x.view()).collect();
         let ys: Vec<_> = parts.iter().map(|(_, y)| y.view()).collect();
         Dataset {
-            source: format!("simulated {} x {} (seed {})", self.rows, self.features, self.seed),
+            source: format!(
+                "simulated {} x {} (seed {})",
+                self.rows, self.features, self.seed
+            ),
             names: self.feature_names(),
             x: ndarray::concatenate(ndarray::Axis(0), &xs).expect("same widths"),
             y: ndarray::concatenate(ndarray::Axis(0), &ys).expect("vectors"),
@@ -104,7 +124,12 @@ impl Simulation {
 
     /// Generates the chunks in order, several at a time in parallel, handing each to `sink`
     /// after `encode` turned it into bytes (also in parallel); `progress` gets rows done.
-    pub fn write<W, E>(&self, out: &mut W, encode: E, mut progress: impl FnMut(usize)) -> io::Result<()>
+    pub fn write<W, E>(
+        &self,
+        out: &mut W,
+        encode: E,
+        mut progress: impl FnMut(usize),
+    ) -> io::Result<()>
     where
         W: Write,
         E: Fn(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> Vec<u8> + Sync,
@@ -161,10 +186,13 @@ mod tests {
         let b = sim.dataset();
         assert_eq!(a, b);
         assert_eq!(a.rows(), CHUNK_ROWS + 10);
-        let other = Simulation::new(CHUNK_ROWS + 10, 3, 43).expect("valid size").dataset();
+        let other = Simulation::new(CHUNK_ROWS + 10, 3, 43)
+            .expect("valid size")
+            .dataset();
         assert_ne!(a.x, other.x);
         let mut bytes = Vec::new();
-        sim.write(&mut bytes, encode_csv, |_| {}).expect("in-memory write");
+        sim.write(&mut bytes, encode_csv, |_| {})
+            .expect("in-memory write");
         let text = String::from_utf8(bytes).expect("utf8");
         assert_eq!(text.lines().count(), CHUNK_ROWS + 10);
         let first: Vec<f64> = text
@@ -189,10 +217,13 @@ mod tests {
         assert!(mean.abs() < 0.01, "mean {mean}");
         assert!((var - 1.0).abs() < 0.015, "variance {var}");
         let beta = sim.coefficients();
-        let expected_rate: f64 = d.x.outer_iter().map(|r| sigmoid(r.dot(&beta))).sum::<f64>()
-            / d.rows() as f64;
+        let expected_rate: f64 =
+            d.x.outer_iter().map(|r| sigmoid(r.dot(&beta))).sum::<f64>() / d.rows() as f64;
         let rate = d.y.mean().expect("non-empty");
         // Bernoulli rate over 40,000 rows: standard error <= 0.0025.
-        assert!((rate - expected_rate).abs() < 0.0125, "{rate} vs {expected_rate}");
+        assert!(
+            (rate - expected_rate).abs() < 0.0125,
+            "{rate} vs {expected_rate}"
+        );
     }
 }

@@ -28,7 +28,7 @@ fn newton_matches_numpy_reference() {
         assert_eq!(p.names, names);
         let fitted = fit::fit(&p, Optimizer::Newton, &tight(), &mut |_| {}).expect("fit runs");
         assert_eq!(fitted.report.status, Status::Converged);
-        let diff = max_abs_diff(&fitted.report.beta, &expected.into());
+        let diff = max_abs_diff(&fitted.report.beta, &expected);
         assert!(diff <= 1e-8, "{name}: max abs difference {diff:e}");
     }
 }
@@ -40,7 +40,6 @@ fn privlogit_reaches_the_same_optimum() {
     for name in ["breast_cancer.csv", "winequality_red.csv"] {
         let p = prepared(name, 3);
         let (_, expected) = reference(name);
-        let expected = expected.into();
         for optimizer in [Optimizer::PrivLogit, ACCEL] {
             let tight_fit = fit::fit(&p, optimizer, &tight(), &mut |_| {}).expect("fit runs");
             assert_eq!(tight_fit.report.status, Status::Converged);
@@ -78,14 +77,22 @@ fn iterates_do_not_depend_on_the_partition() {
             assert_eq!(other.rounds, runs[0].rounds, "{optimizer}");
             for (a, b) in runs[0].history.iter().zip(&other.history) {
                 let diff = max_abs_diff(&a.beta, &b.beta);
-                assert!(diff <= 1e-12, "{optimizer} iteration {}: {diff:e}", a.iteration);
+                assert!(
+                    diff <= 1e-12,
+                    "{optimizer} iteration {}: {diff:e}",
+                    a.iteration
+                );
             }
         }
     }
 }
 
 /// First iteration whose coefficients are within `accuracy` (max abs) of `target`.
-fn iterations_to_reach(history: &[privlogit::protocols::IterationRecord], target: &ndarray::Array1<f64>, accuracy: f64) -> Option<usize> {
+fn iterations_to_reach(
+    history: &[privlogit::protocols::IterationRecord],
+    target: &ndarray::Array1<f64>,
+    accuracy: f64,
+) -> Option<usize> {
     history
         .iter()
         .find(|r| max_abs_diff(&r.beta, target) <= accuracy)
@@ -98,14 +105,19 @@ fn iterations_to_reach(history: &[privlogit::protocols::IterationRecord], target
 fn acceleration_cuts_iterations_threefold() {
     let p = prepared("breast_cancer.csv", 3);
     let (_, expected) = reference("breast_cancer.csv");
-    let expected = expected.into();
     let plain = fit::fit(&p, Optimizer::PrivLogit, &tight(), &mut |_| {}).expect("fit runs");
     let fast = fit::fit(&p, ACCEL, &tight(), &mut |_| {}).expect("fit runs");
-    let plain_n = iterations_to_reach(&plain.report.history, &expected, 1e-6).expect("plain reaches");
+    let plain_n =
+        iterations_to_reach(&plain.report.history, &expected, 1e-6).expect("plain reaches");
     let fast_n = iterations_to_reach(&fast.report.history, &expected, 1e-6).expect("accel reaches");
     let fast_rounds = fast.report.history[fast_n - 1].rounds;
-    eprintln!("to 1e-6: plain {plain_n} iterations, accelerated {fast_n} iterations ({fast_rounds} rounds)");
-    assert!(3 * fast_n <= plain_n, "accelerated {fast_n} vs plain {plain_n}");
+    eprintln!(
+        "to 1e-6: plain {plain_n} iterations, accelerated {fast_n} iterations ({fast_rounds} rounds)"
+    );
+    assert!(
+        3 * fast_n <= plain_n,
+        "accelerated {fast_n} vs plain {plain_n}"
+    );
 }
 
 /// The accelerated objective never decreases from one iteration to the next. Exact arithmetic

@@ -13,7 +13,9 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum FixedError {
     /// The word width or fractional-bit count is outside what this format supports.
-    #[error("invalid fixed-point format: width {width} with {frac} fractional bits (need 2 <= width <= 64 and frac < width)")]
+    #[error(
+        "invalid fixed-point format: width {width} with {frac} fractional bits (need 2 <= width <= 64 and frac < width)"
+    )]
     InvalidFormat {
         /// Requested word width in bits.
         width: u32,

@@ -61,7 +61,7 @@ pub trait Aggregation {
         &mut self,
         beta: &Array1<f64>,
         lambda: f64,
-    ) -> Result<(Self::Vector, Self::Scalar, Option<Self::Factor>), Self::Error>;
+    ) -> Result<NewtonSystem<Self>, Self::Error>;
 
     /// The ascent step `F^{-1} g`, revealed: the optimiser adds it to the public `beta`.
     fn solve_step(
@@ -105,4 +105,15 @@ pub trait Aggregation {
     /// The value of an aggregated scalar if this backend may show it (for progress and
     /// reports); a secure backend returns `None`.
     fn peek(&self, value: &Self::Scalar) -> Option<f64>;
+}
+
+/// What one Newton round yields: gradient, objective and the factored negative Hessian (`None`
+/// when it is not positive definite to working precision).
+pub struct NewtonSystem<A: Aggregation + ?Sized> {
+    /// Penalised gradient at the round's `beta`.
+    pub gradient: A::Vector,
+    /// Penalised objective at the round's `beta`.
+    pub objective: A::Scalar,
+    /// Factor of `X^T A X + lambda I`.
+    pub factor: Option<A::Factor>,
 }

@@ -19,6 +19,6 @@ pub mod optimizer;
 pub use aggregation::{Aggregation, PlaintextAggregation};
 pub use objective::PartyData;
 pub use optimizer::{
-    DivergenceReason, FitError, FitOptions, FitReport, Initial, IterationRecord, Optimizer,
-    Status, StepKind, StoppingRule,
+    DivergenceReason, FitError, FitOptions, FitReport, Initial, IterationRecord, Optimizer, Status,
+    StepKind, StoppingRule,
 };

@@ -26,7 +26,11 @@ impl PartyData {
     /// Pairs a design matrix with its labels. Panics if the row counts differ or a label is not
     /// 0 or 1: callers build these from validated input, so a mismatch is a bug.
     pub fn new(x: Array2<f64>, y: Array1<f64>) -> Self {
-        assert_eq!(x.nrows(), y.len(), "design matrix and labels differ in length");
+        assert_eq!(
+            x.nrows(),
+            y.len(),
+            "design matrix and labels differ in length"
+        );
         assert!(
             y.iter().all(|&v| v == 0.0 || v == 1.0),
             "labels must be 0 or 1"
@@ -87,7 +91,9 @@ impl PartyData {
     /// PrivLogit Hessian bound `H~_i` of eq. 5.5.
     pub fn information_bound_sums(&self) -> CompensatedSum {
         let p = self.columns();
-        self.sum_rows(p * (p + 1) / 2, |acc, row, _| acc.add_outer_lower(row, 0.25))
+        self.sum_rows(p * (p + 1) / 2, |acc, row, _| {
+            acc.add_outer_lower(row, 0.25)
+        })
     }
 
     /// Local gradient `X^T (y - p)`.
@@ -236,7 +242,11 @@ mod tests {
     fn bound_dominates_information() {
         let d = toy();
         let gap = d.information_bound() - d.information(&array![0.1, 2.0, -0.3]);
-        for v in [array![1.0, 0.0, 0.0], array![0.3, -1.0, 2.0], array![1.0, 1.0, 1.0]] {
+        for v in [
+            array![1.0, 0.0, 0.0],
+            array![0.3, -1.0, 2.0],
+            array![1.0, 1.0, 1.0],
+        ] {
             assert!(v.dot(&gap.dot(&v)) >= 0.0);
         }
     }

@@ -92,7 +92,9 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
     }
     let version = read_u32(&mut input).map_err(truncated)?;
     if version != VERSION {
-        return Err(bad(format!("version {version}, this build reads {VERSION}")));
+        return Err(bad(format!(
+            "version {version}, this build reads {VERSION}"
+        )));
     }
     let p = read_u32(&mut input).map_err(truncated)?;
     if p == 0 || p > MAX_FEATURES {
@@ -133,14 +135,16 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
     }
     let mut keep = vec![true; p as usize];
     for name in &options.exclude {
-        let i = all_names.iter().position(|n| n == name).ok_or_else(|| {
-            DataError::UnknownColumn {
-                path: path.to_path_buf(),
-                role: "excluded",
-                name: name.clone(),
-                available: all_names.join(", "),
-            }
-        })?;
+        let i =
+            all_names
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| DataError::UnknownColumn {
+                    path: path.to_path_buf(),
+                    role: "excluded",
+                    name: name.clone(),
+                    available: all_names.join(", "),
+                })?;
         keep[i] = false;
     }
     let names: Vec<String> = all_names
@@ -218,7 +222,9 @@ fn read_u64<R: Read>(input: &mut R) -> std::io::Result<u64> {
 fn read_name<R: Read>(input: &mut R) -> Result<String, String> {
     let len = read_u32(input).map_err(|_| "the file ends inside the header".to_string())?;
     if len == 0 || len > MAX_NAME_BYTES {
-        return Err(format!("name length {len} (expected 1 to {MAX_NAME_BYTES})"));
+        return Err(format!(
+            "name length {len} (expected 1 to {MAX_NAME_BYTES})"
+        ));
     }
     let mut bytes = vec![0u8; len as usize];
     input

@@ -96,9 +96,8 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
             });
         }
         for (index, (cell, role)) in record.iter().zip(&roles).enumerate() {
-            let cell_error = |problem: Problem| {
-                problem.at(path, line, index + 1, &header[index], cell)
-            };
+            let cell_error =
+                |problem: Problem| problem.at(path, line, index + 1, &header[index], cell);
             match role {
                 Role::Excluded => {}
                 Role::Group => {
@@ -211,9 +210,27 @@ impl Problem {
     fn at(self, path: &Path, line: u64, column: usize, name: &str, value: &str) -> DataError {
         let (path, name, value) = (path.to_path_buf(), name.to_string(), value.to_string());
         match self {
-            Problem::Missing => DataError::Missing { path, line, column, name, value },
-            Problem::NonNumeric => DataError::NonNumeric { path, line, column, name, value },
-            Problem::BadLabel => DataError::BadLabel { path, line, column, name, value },
+            Problem::Missing => DataError::Missing {
+                path,
+                line,
+                column,
+                name,
+                value,
+            },
+            Problem::NonNumeric => DataError::NonNumeric {
+                path,
+                line,
+                column,
+                name,
+                value,
+            },
+            Problem::BadLabel => DataError::BadLabel {
+                path,
+                line,
+                column,
+                name,
+                value,
+            },
         }
     }
 }

@@ -154,7 +154,12 @@ mod tests {
         let mut b = numbered(3);
         b.source = "b.csv".into();
         b.names = vec!["z".into()];
-        let msg = check_agreement(&[a.clone(), b]).expect_err("mismatch").to_string();
-        assert!(msg.contains("b.csv") && msg.contains("\"z\"") && msg.contains("\"a\""), "{msg}");
+        let msg = check_agreement(&[a.clone(), b])
+            .expect_err("mismatch")
+            .to_string();
+        assert!(
+            msg.contains("b.csv") && msg.contains("\"z\"") && msg.contains("\"a\""),
+            "{msg}"
+        );
     }
 }

@@ -48,7 +48,8 @@ pub fn prepared(name: &str, parties: usize) -> Prepared {
 pub fn reference(name: &str) -> (Vec<String>, Array1<f64>) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/newton_reference.json");
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).expect("reference file")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(path).expect("reference file"))
+            .expect("json");
     let entry = &json["datasets"][name];
     let names = entry["names"]
         .as_array()

@@ -7,9 +7,9 @@ use std::convert::Infallible;
 
 use ndarray::{Array1, Array2};
 
-use super::Aggregation;
-use crate::linalg::Cholesky;
+use super::{Aggregation, NewtonSystem};
 use crate::compensated::CompensatedSum;
+use crate::linalg::Cholesky;
 use crate::objective::{PartyData, unpack_lower};
 use crate::optimizer::StoppingRule;
 
@@ -80,11 +80,15 @@ impl Aggregation for PlaintextAggregation<'_> {
         &mut self,
         beta: &Array1<f64>,
         lambda: f64,
-    ) -> Result<(Array1<f64>, f64, Option<Cholesky>), Infallible> {
+    ) -> Result<NewtonSystem<Self>, Infallible> {
         let (gradient, objective) = self.gradient_and_objective(beta, lambda)?;
         let information = self.merged(|party| party.information_sums(beta));
         let information = unpack_lower(&information, self.dimension) + self.identity_times(lambda);
-        Ok((gradient, objective, Cholesky::factor(&information)))
+        Ok(NewtonSystem {
+            gradient,
+            objective,
+            factor: Cholesky::factor(&information),
+        })
     }
 
     fn solve_step(

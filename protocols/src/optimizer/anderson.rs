@@ -97,7 +97,7 @@ fn least_squares(columns: &[Array1<f64>], target: &Array1<f64>) -> Option<Vec<f6
                 }
             }
             let rest = v.dot(&v).sqrt();
-            if !(rest > DEPENDENCE * norm) {
+            if rest.is_nan() || rest <= DEPENDENCE * norm {
                 if a == 0 {
                     return None;
                 }
@@ -139,7 +139,10 @@ mod tests {
         // Fixed point: (I - A) x = b.
         let (i00, i01, i10, i11) = (0.1, -0.05, -0.02, 0.2);
         let det = i00 * i11 - i01 * i10;
-        let fixed = array![(i11 * b[0] - i01 * b[1]) / det, (i00 * b[1] - i10 * b[0]) / det];
+        let fixed = array![
+            (i11 * b[0] - i01 * b[1]) / det,
+            (i00 * b[1] - i10 * b[0]) / det
+        ];
 
         let mut aa = Anderson::new(2);
         let mut x = array![0.0, 0.0];
@@ -149,7 +152,10 @@ mod tests {
             x = &x + &f;
         }
         let candidate = aa.extrapolate().expect("three pairs give a candidate");
-        let err = (&candidate - &fixed).iter().map(|d| d.abs()).fold(0.0, f64::max);
+        let err = (&candidate - &fixed)
+            .iter()
+            .map(|d| d.abs())
+            .fold(0.0, f64::max);
         assert!(err < 1e-6, "error {err}");
     }
 

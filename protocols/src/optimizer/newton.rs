@@ -13,7 +13,7 @@ use super::{
     DivergenceReason, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Status,
     StepKind, backend,
 };
-use crate::aggregation::Aggregation;
+use crate::aggregation::{Aggregation, NewtonSystem};
 
 /// Relative fall of the objective tolerated as round-off before Newton is called divergent.
 /// The objective is a sum of N terms, so its rounding error is at most about N * 1.1e-16
@@ -30,8 +30,11 @@ pub(super) fn fit<A: Aggregation>(
     let rule = &options.stopping;
     let mut trace = Trace::new(observer);
 
-    let (mut gradient, mut objective, mut factor) =
-        aggregation.newton_system(&beta, lambda).map_err(backend)?;
+    let NewtonSystem {
+        mut gradient,
+        mut objective,
+        mut factor,
+    } = aggregation.newton_system(&beta, lambda).map_err(backend)?;
     trace.round();
     trace.start(aggregation.peek(&objective));
 
@@ -48,8 +51,11 @@ pub(super) fn fit<A: Aggregation>(
         if next.iter().any(|v| !v.is_finite()) {
             break Status::Diverged(DivergenceReason::NonFinite);
         }
-        let (next_gradient, next_objective, next_factor) =
-            aggregation.newton_system(&next, lambda).map_err(backend)?;
+        let NewtonSystem {
+            gradient: next_gradient,
+            objective: next_objective,
+            factor: next_factor,
+        } = aggregation.newton_system(&next, lambda).map_err(backend)?;
         trace.round();
         let rose = aggregation
             .increased(&next_objective, &objective, NEWTON_ROUND_OFF_SLACK)

@@ -129,7 +129,13 @@ impl FitOptions {
 
     /// Checks every parameter, naming the first bad one.
     pub fn validate(&self) -> Result<(), FitError> {
-        let invalid = |name, value, reason| Err(FitError::InvalidParameter { name, value, reason });
+        let invalid = |name, value, reason| {
+            Err(FitError::InvalidParameter {
+                name,
+                value,
+                reason,
+            })
+        };
         if !(self.lambda.is_finite() && self.lambda >= 0.0) {
             return invalid("lambda", self.lambda, "must be finite and >= 0");
         }

@@ -160,7 +160,12 @@ impl<'o> Trace<'o> {
     }
 
     /// Closes the trace into a report.
-    pub(crate) fn finish(self, optimizer: Optimizer, beta: Array1<f64>, status: Status) -> FitReport {
+    pub(crate) fn finish(
+        self,
+        optimizer: Optimizer,
+        beta: Array1<f64>,
+        status: Status,
+    ) -> FitReport {
         let accelerated_steps = self
             .history
             .iter()

@@ -8,9 +8,7 @@ use clap::Args;
 use privlogit::data::{self, Dataset, LoadOptions, partition};
 use privlogit::fit::{self, Fitted, Preparation, Prepared};
 use privlogit::output;
-use privlogit::protocols::{
-    FitOptions, Initial, IterationRecord, Optimizer, Status, StepKind,
-};
+use privlogit::protocols::{FitOptions, Initial, IterationRecord, Optimizer, Status, StepKind};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -18,8 +16,9 @@ use crate::Outcome;
 /// Arguments of `privlogit fit`.
 #[derive(Debug, Args)]
 pub struct FitArgs {
-    /// A party's data file (CSV or privlogit binary); repeat once per party.
-    #[arg(long = "party", value_name = "FILE", required_unless_present = "data")]
+    /// The parties' data files (CSV or privlogit binary), one per party: `--party a.csv b.csv`
+    /// or `--party a.csv --party b.csv`.
+    #[arg(long = "party", value_name = "FILE", num_args = 1.., required_unless_present = "data")]
     parties: Vec<std::path::PathBuf>,
     /// One file holding every party's rows (see --split and --group-by).
     #[arg(long, value_name = "FILE", conflicts_with = "parties")]
@@ -31,7 +30,12 @@ pub struct FitArgs {
     #[arg(long, value_name = "SEED", requires = "split")]
     shuffle_seed: Option<u64>,
     /// Make one party per value of this column of --data.
-    #[arg(long, value_name = "COLUMN", requires = "data", conflicts_with = "split")]
+    #[arg(
+        long,
+        value_name = "COLUMN",
+        requires = "data",
+        conflicts_with = "split"
+    )]
     group_by: Option<String>,
     /// Name of the 0/1 label column.
     #[arg(long, value_name = "COLUMN")]
@@ -46,7 +50,7 @@ pub struct FitArgs {
     #[arg(long)]
     no_intercept: bool,
     /// l2 penalty lambda (dissertation eq. 2.10); every coefficient is penalised.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     lambda: f64,
     /// newton, privlogit or privlogit-accel.
     #[arg(long, default_value = "privlogit")]
@@ -55,10 +59,15 @@ pub struct FitArgs {
     #[arg(long, value_name = "M", default_value_t = privlogit::protocols::optimizer::DEFAULT_ANDERSON_MEMORY)]
     memory: usize,
     /// Stop when the relative change of the penalised log-likelihood is below T (0: never).
-    #[arg(long, value_name = "T", default_value_t = 1e-6)]
+    #[arg(
+        long,
+        value_name = "T",
+        default_value_t = 1e-6,
+        allow_negative_numbers = true
+    )]
     tol: f64,
     /// Also stop when the gradient's Euclidean norm is below G.
-    #[arg(long, value_name = "G")]
+    #[arg(long, value_name = "G", allow_negative_numbers = true)]
     gradient_tol: Option<f64>,
     /// Give up after N iterations.
     #[arg(long, value_name = "N", default_value_t = 1000)]
@@ -118,7 +127,8 @@ pub fn run(args: FitArgs) -> Result<Outcome> {
     let fitted = fit::fit(&prepared, optimizer, &options, &mut progress)?;
 
     let rendered = if args.json {
-        let mut s = serde_json::to_string_pretty(&JsonReport::new(&prepared, &fitted, &options, &args))?;
+        let mut s =
+            serde_json::to_string_pretty(&JsonReport::new(&prepared, &fitted, &options, &args))?;
         s.push('\n');
         s
     } else {
@@ -194,7 +204,11 @@ fn progress_line(r: &IterationRecord) -> String {
 fn table(prepared: &Prepared, fitted: &Fitted, options: &FitOptions) -> String {
     let r = &fitted.report;
     let mut s = String::new();
-    let sizes: Vec<String> = prepared.parties.iter().map(|p| p.rows().to_string()).collect();
+    let sizes: Vec<String> = prepared
+        .parties
+        .iter()
+        .map(|p| p.rows().to_string())
+        .collect();
     let _ = writeln!(s, "optimizer       {} ({})", r.optimizer, r.status.name());
     let _ = writeln!(
         s,
@@ -204,7 +218,15 @@ fn table(prepared: &Prepared, fitted: &Fitted, options: &FitOptions) -> String {
         prepared.rows()
     );
     let _ = writeln!(s, "lambda          {}", options.lambda);
-    let _ = writeln!(s, "standardized    {}", if prepared.standardizer.is_some() { "yes" } else { "no" });
+    let _ = writeln!(
+        s,
+        "standardized    {}",
+        if prepared.standardizer.is_some() {
+            "yes"
+        } else {
+            "no"
+        }
+    );
     let _ = writeln!(s, "iterations      {}", r.iterations);
     let _ = writeln!(s, "rounds          {}", r.rounds);
     if matches!(r.optimizer, Optimizer::AcceleratedPrivLogit { .. }) {
@@ -220,7 +242,13 @@ fn table(prepared: &Prepared, fitted: &Fitted, options: &FitOptions) -> String {
         let _ = writeln!(s, "AUC             {auc:.6}");
     }
     let _ = writeln!(s, "accuracy        {:.6}", fitted.accuracy);
-    let width = prepared.names.iter().map(String::len).max().unwrap_or(0).max(11);
+    let width = prepared
+        .names
+        .iter()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .max(11);
     let _ = writeln!(s, "\n{:<width$}  {:>20}", "coefficient", "estimate");
     for (name, b) in prepared.names.iter().zip(r.beta.iter()) {
         let _ = writeln!(s, "{name:<width$}  {b:>20.12}");
@@ -293,7 +321,10 @@ impl<'a> JsonReport<'a> {
                 .sources
                 .iter()
                 .zip(&prepared.parties)
-                .map(|(s, p)| JsonParty { source: s, rows: p.rows() })
+                .map(|(s, p)| JsonParty {
+                    source: s,
+                    rows: p.rows(),
+                })
                 .collect(),
             standardized: prepared.standardizer.is_some(),
             intercept: !args.no_intercept,

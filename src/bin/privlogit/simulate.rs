@@ -24,6 +24,9 @@ pub struct SimulateArgs {
     /// Seed; the same seed gives the same data on every machine.
     #[arg(long, value_name = "S")]
     seed: u64,
+    /// Standard deviation of the linear predictor x^T beta (signal strength).
+    #[arg(long, value_name = "S", default_value_t = synthetic::DEFAULT_SIGNAL)]
+    signal: f64,
     /// Output file (written atomically).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
@@ -45,14 +48,16 @@ enum Format {
 }
 
 pub fn run(args: SimulateArgs) -> Result<Outcome> {
-    let sim = Simulation::new(args.rows, args.features, args.seed).map_err(anyhow::Error::msg)?;
-    let format = args.format.unwrap_or(
-        if args.out.extension().is_some_and(|e| e == "plb") {
+    let sim = Simulation::new(args.rows, args.features, args.seed)
+        .and_then(|s| s.signal(args.signal))
+        .map_err(anyhow::Error::msg)?;
+    let format = args
+        .format
+        .unwrap_or(if args.out.extension().is_some_and(|e| e == "plb") {
             Format::Binary
         } else {
             Format::Csv
-        },
-    );
+        });
     let bar = ProgressBar::new(sim.rows() as u64).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} rows ({eta} left)")
             .expect("valid template"),
@@ -61,7 +66,9 @@ pub fn run(args: SimulateArgs) -> Result<Outcome> {
     output::write_atomically(&args.out, |out| match format {
         Format::Csv => {
             writeln!(out, "{},{LABEL}", names.join(","))?;
-            sim.write(out, synthetic::encode_csv, |done| bar.set_position(done as u64))
+            sim.write(out, synthetic::encode_csv, |done| {
+                bar.set_position(done as u64)
+            })
         }
         Format::Binary => {
             binary::write_header(out, &names, LABEL, sim.rows() as u64)?;
@@ -84,6 +91,7 @@ pub fn run(args: SimulateArgs) -> Result<Outcome> {
             "rows": args.rows,
             "features": args.features,
             "seed": args.seed,
+            "signal": args.signal,
             "names": names,
             "coefficients": sim.coefficients().to_vec(),
         });

@@ -1,0 +1,410 @@
+//! The `privlogit` command line: malformed input is refused with file, line and column and no
+//! output; good input gives the documented JSON and table.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A scratch directory unique to one test, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("privlogit-cli-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.0.join(name);
+        fs::write(&path, contents).expect("write scratch file");
+        path
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn privlogit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_privlogit"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Each malformed file fails with exit status 1, a message starting `file:line:column:` (or
+/// `file:line:` where there is no column), nothing on standard output and no --out file.
+#[test]
+fn malformed_csv_is_refused_with_position_and_no_output() {
+    let dir = Scratch::new("malformed");
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("empty", "", "y", ":1:1: file is empty"),
+        (
+            "ragged",
+            "a,b,y\n1,2,0\n3,1\n",
+            "y",
+            ":3:3: expected 3 fields as in the header, found 2",
+        ),
+        (
+            "too_long",
+            "a,b,y\n1,2,0\n3,1,1,9\n",
+            "y",
+            ":3:4: expected 3 fields as in the header, found 4",
+        ),
+        (
+            "non_numeric",
+            "a,b,y\n1,2,0\n3,abc,1\n",
+            "y",
+            ":3:2: \"abc\" in column \"b\" is not a finite number",
+        ),
+        (
+            "infinite",
+            "a,b,y\n1,inf,0\n",
+            "y",
+            ":2:2: \"inf\" in column \"b\" is not a finite number",
+        ),
+        (
+            "missing_empty",
+            "a,b,y\n1,2,0\n,4,1\n",
+            "y",
+            ":3:1: missing value \"\" in column \"a\"",
+        ),
+        (
+            "missing_na",
+            "a,b,y\n1,2,0\n5,NA,1\n",
+            "y",
+            ":3:2: missing value \"NA\" in column \"b\"",
+        ),
+        (
+            "bad_label",
+            "a,b,y\n1,2,0\n3,4,2\n",
+            "y",
+            ":3:3: label \"2\" in column \"y\" is not 0 or 1",
+        ),
+        (
+            "text_label",
+            "a,b,y\n1,2,yes\n",
+            "y",
+            ":2:3: \"yes\" in column \"y\" is not a finite number",
+        ),
+        (
+            "unknown_label",
+            "a,b,y\n1,2,0\n",
+            "outcome",
+            ":1: label column \"outcome\" not found; the columns are a, b, y",
+        ),
+        (
+            "duplicate",
+            "a,b,a,y\n1,2,3,0\n",
+            "y",
+            ":1:3: duplicate column name \"a\" (also column 1)",
+        ),
+        (
+            "header_only",
+            "a,b,y\n",
+            "y",
+            ":2:1: no data rows after the header",
+        ),
+    ];
+    for (name, contents, label, expected) in cases {
+        let file = dir.file(&format!("{name}.csv"), contents);
+        let out_file = dir.path(&format!("{name}.json"));
+        for extra in [vec![], vec!["--out", s(&out_file)]] {
+            let mut args = vec!["fit", "--party", s(&file), "--label", label, "--json"];
+            args.extend(extra.iter().copied());
+            let out = privlogit(&args);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+            assert!(
+                out.stdout.is_empty(),
+                "{name}: printed {:?}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            let want = format!("{}{expected}", file.display());
+            assert!(err.contains(&want), "{name}: expected {want:?} in {err:?}");
+            assert!(!out_file.exists(), "{name}: left {}", out_file.display());
+        }
+    }
+    // Only the scratch inputs remain: no partial files anywhere.
+    let left: Vec<_> = fs::read_dir(&dir.0)
+        .expect("readable")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), cases.len(), "{left:?}");
+}
+
+/// Parties whose columns differ are refused, naming the party, the column and the reference.
+#[test]
+fn parties_must_agree_on_features() {
+    let dir = Scratch::new("agree");
+    let a = dir.file("a.csv", "age,bmi,y\n1,2,0\n3,4,1\n");
+    let b = dir.file("b.csv", "age,weight,y\n1,2,0\n3,5,1\n");
+    let c = dir.file("c.csv", "age,y\n1,0\n3,1\n");
+    let out = privlogit(&["fit", "--party", s(&a), "--party", s(&b), "--label", "y"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.contains(&format!("{}: its features differ from those of {}: feature 2 is \"weight\" here but \"bmi\" there", b.display(), a.display())),
+        "{err}"
+    );
+    let out = privlogit(&["fit", "--party", s(&a), "--party", s(&c), "--label", "y"]);
+    assert!(
+        stderr(&out).contains("1 features here, 2 there (first extra one, there: \"bmi\")"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `--json` prints one object with the documented fields, intercept first; progress goes to
+/// standard error.
+#[test]
+fn json_output_has_the_documented_fields() {
+    let data = common::shared_data("breast_cancer.csv");
+    let out = privlogit(&[
+        "fit",
+        "--data",
+        s(&data),
+        "--split",
+        "3",
+        "--label",
+        "label",
+        "--standardize",
+        "--lambda",
+        "1",
+        "--optimizer",
+        "privlogit-accel",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    for field in [
+        "names",
+        "coefficients",
+        "iterations",
+        "rounds",
+        "converged",
+        "log_likelihood",
+        "optimizer",
+    ] {
+        assert!(json.get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(json["names"][0], "intercept");
+    assert_eq!(json["names"].as_array().expect("array").len(), 31);
+    assert_eq!(json["coefficients"].as_array().expect("array").len(), 31);
+    assert_eq!(json["optimizer"], "privlogit-accel");
+    assert_eq!(json["converged"], true);
+    assert_eq!(json["n"], 569);
+    assert_eq!(json["parties"].as_array().expect("array").len(), 3);
+    assert!(json["rounds"].as_u64() >= json["iterations"].as_u64());
+    let err = stderr(&out);
+    assert!(err.contains("iteration    1  objective"), "{err}");
+    assert!(err.contains("relative change"), "{err}");
+}
+
+/// The readable table names every coefficient; --quiet silences progress.
+#[test]
+fn table_output_lists_coefficients() {
+    let data = common::shared_data("winequality_red.csv");
+    let out = privlogit(&[
+        "fit",
+        "--data",
+        s(&data),
+        "--label",
+        "good",
+        "--standardize",
+        "--optimizer",
+        "newton",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout.clone()).expect("utf-8");
+    assert!(
+        text.contains("optimizer       newton (converged)"),
+        "{text}"
+    );
+    for name in ["intercept", "fixed_acidity", "alcohol"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(name)),
+            "{name} missing in {text}"
+        );
+    }
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}
+
+/// Splitting by a group column makes one party per value, and the fit equals the one on
+/// separate files with the same rows.
+#[test]
+fn group_column_partitions_like_separate_files() {
+    let dir = Scratch::new("groups");
+    let rows = [
+        ("h1", "0.5,1.2,1"),
+        ("h2", "-1.0,0.3,0"),
+        ("h1", "2.0,-0.7,1"),
+        ("h2", "0.1,0.1,0"),
+        ("h1", "-0.3,2.2,0"),
+        ("h2", "1.5,-1.1,1"),
+        ("h1", "0.9,0.4,1"),
+        ("h2", "-2.0,0.8,0"),
+    ];
+    let mut all = String::from("site,a,b,y\n");
+    let mut h1 = String::from("a,b,y\n");
+    let mut h2 = String::from("a,b,y\n");
+    for (site, rest) in rows {
+        all.push_str(&format!("{site},{rest}\n"));
+        if site == "h1" {
+            h1.push_str(&format!("{rest}\n"))
+        } else {
+            h2.push_str(&format!("{rest}\n"))
+        }
+    }
+    let all = dir.file("all.csv", &all);
+    let h1 = dir.file("h1.csv", &h1);
+    let h2 = dir.file("h2.csv", &h2);
+    let grouped = privlogit(&[
+        "fit",
+        "--data",
+        s(&all),
+        "--group-by",
+        "site",
+        "--label",
+        "y",
+        "--json",
+        "--quiet",
+    ]);
+    let files = privlogit(&[
+        "fit",
+        "--party",
+        s(&h1),
+        "--party",
+        s(&h2),
+        "--label",
+        "y",
+        "--json",
+        "--quiet",
+    ]);
+    let g: serde_json::Value = serde_json::from_slice(&grouped.stdout).expect("json");
+    let f: serde_json::Value = serde_json::from_slice(&files.stdout).expect("json");
+    assert_eq!(g["parties"].as_array().expect("array").len(), 2);
+    assert_eq!(g["coefficients"], f["coefficients"]);
+    assert_eq!(g["names"], serde_json::json!(["intercept", "a", "b"]));
+}
+
+/// `simulate` writes CSV and binary tables holding the same data; fitting either gives the
+/// same coefficients; an unwritable target fails without leaving a file.
+#[test]
+fn simulate_csv_and_binary_agree() {
+    let dir = Scratch::new("simulate");
+    let csv = dir.path("sim.csv");
+    let plb = dir.path("sim.plb");
+    for out in [&csv, &plb] {
+        let run = privlogit(&[
+            "simulate",
+            "--rows",
+            "3000",
+            "--features",
+            "4",
+            "--seed",
+            "11",
+            "--out",
+            s(out),
+        ]);
+        assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    }
+    let header = fs::read_to_string(&csv).expect("csv written");
+    assert!(header.starts_with("x1,x2,x3,x4,y\n"));
+    assert_eq!(header.lines().count(), 3001);
+    let fits: Vec<serde_json::Value> = [&csv, &plb]
+        .iter()
+        .map(|f| {
+            let out = privlogit(&[
+                "fit",
+                "--data",
+                s(f),
+                "--split",
+                "3",
+                "--label",
+                "y",
+                "--json",
+                "--quiet",
+            ]);
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            serde_json::from_slice(&out.stdout).expect("json")
+        })
+        .collect();
+    assert_eq!(fits[0]["coefficients"], fits[1]["coefficients"]);
+
+    let missing_dir = dir.path("no/such/dir/sim.csv");
+    let run = privlogit(&[
+        "simulate",
+        "--rows",
+        "10",
+        "--features",
+        "2",
+        "--seed",
+        "1",
+        "--out",
+        s(&missing_dir),
+    ]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(stderr(&run).contains("cannot write"), "{}", stderr(&run));
+}
+
+/// A diverging Newton run prints its result, says so on standard error and exits with 3.
+#[test]
+fn divergence_is_reported_with_its_own_exit_status() {
+    let dir = Scratch::new("diverge");
+    let sim = dir.path("sim.plb");
+    let run = privlogit(&[
+        "simulate",
+        "--rows",
+        "2000",
+        "--features",
+        "50",
+        "--seed",
+        "7",
+        "--out",
+        s(&sim),
+    ]);
+    assert_eq!(run.status.code(), Some(0));
+    let out = privlogit(&[
+        "fit",
+        "--data",
+        s(&sim),
+        "--label",
+        "y",
+        "--optimizer",
+        "newton",
+        "--init",
+        "2",
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["status"], "diverged");
+    assert_eq!(json["converged"], false);
+    assert!(
+        stderr(&out).contains("newton diverged at iteration 1"),
+        "{}",
+        stderr(&out)
+    );
+}
