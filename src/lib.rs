@@ -10,7 +10,7 @@
 //! use privlogit::fit::{self, Preparation};
 //! use privlogit::protocols::{FitOptions, Optimizer};
 //!
-//! let table = data::load("data/breast_cancer.csv".as_ref(), &LoadOptions::new("label"))?;
+//! let table = data::load("data/demo/hospital_a.csv".as_ref(), &LoadOptions::new("label"))?;
 //! let parties = partition::split_contiguous(&table.data, 3)?;
 //! let prepared = fit::prepare(parties, Preparation { standardize: true, intercept: true })?;
 //! let fitted = fit::fit(&prepared, Optimizer::PrivLogit, &FitOptions::new().lambda(1.0), &mut |_| {})?;
