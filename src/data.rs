@@ -108,10 +108,12 @@ pub enum DataError {
         line: u64,
     },
     /// Two header cells carry the same name.
-    #[error("{path}:1:{column}: duplicate column name {name:?} (also column {first})")]
+    #[error("{path}:{line}:{column}: duplicate column name {name:?} (also column {first})")]
     DuplicateColumn {
         /// The file.
         path: PathBuf,
+        /// Line of the header.
+        line: u64,
         /// The repeated name.
         name: String,
         /// 1-based column of the first occurrence.
@@ -120,24 +122,45 @@ pub enum DataError {
         column: usize,
     },
     /// A header cell is empty.
-    #[error("{path}:1:{column}: empty column name")]
+    #[error("{path}:{line}:{column}: empty column name")]
     EmptyColumnName {
         /// The file.
         path: PathBuf,
+        /// Line of the header.
+        line: u64,
         /// 1-based column.
         column: usize,
     },
-    /// A named column (label, excluded or group) is not in the header.
-    #[error("{path}:1: {role} column {name:?} not found; the columns are {available}")]
+    /// A named column (label, excluded or group) is not in the header. There is no column
+    /// number to give, so the message names the header line and lists the columns.
+    #[error("{path}:{line}: {role} column {name:?} not found; the columns are {available}")]
     UnknownColumn {
         /// The file.
         path: PathBuf,
+        /// Line of the header (1 for binary tables).
+        line: u64,
         /// What the column was wanted for: "label", "excluded", "group".
         role: &'static str,
         /// The requested name.
         name: String,
         /// The header, for the user to pick from.
         available: String,
+    },
+    /// One column was asked to play two roles (say label and group).
+    #[error("{path}:{line}:{column}: column {name:?} cannot be both {first} and {second}")]
+    ColumnRoleClash {
+        /// The file.
+        path: PathBuf,
+        /// Line of the header.
+        line: u64,
+        /// 1-based column.
+        column: usize,
+        /// Column name.
+        name: String,
+        /// The role it already had.
+        first: &'static str,
+        /// The role also asked for.
+        second: &'static str,
     },
     /// A row has more or fewer fields than the header.
     #[error("{path}:{line}:{column}: expected {expected} fields as in the header, found {found}")]
@@ -212,6 +235,16 @@ pub enum DataError {
     NoFeatures {
         /// The file.
         path: PathBuf,
+    },
+    /// A binary table was asked for something only CSV has.
+    #[error("{path}: {what} is not available for binary tables ({hint})")]
+    BinaryUnsupported {
+        /// The file.
+        path: PathBuf,
+        /// What was asked.
+        what: String,
+        /// What to do instead.
+        hint: &'static str,
     },
     /// A binary table is malformed.
     #[error("{path}: not a valid privlogit binary table: {reason}")]

@@ -107,11 +107,12 @@ pub fn fit(
     let mut aggregation = PlaintextAggregation::new(&prepared.parties);
     let report = optimizer.fit(&mut aggregation, options, observer)?;
     let beta = &report.beta;
-    let mut log_likelihood = 0.0;
+    // The same compensated sums and penalty as the optimiser's, so `objective` equals the
+    // report's last objective exactly.
+    let log_likelihood = aggregation.log_likelihood(beta);
     let mut probabilities = Vec::with_capacity(prepared.rows());
     let mut labels = Vec::with_capacity(prepared.rows());
     for party in &prepared.parties {
-        log_likelihood += metrics::log_likelihood(party.x(), party.y(), beta);
         probabilities.extend(metrics::predict(party.x(), beta));
         labels.extend(party.y().iter().copied());
     }

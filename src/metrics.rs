@@ -1,15 +1,17 @@
 //! Model quality: log-likelihood (dissertation eq. 2.9), ROC AUC and accuracy.
 
 use ndarray::{Array1, ArrayView1, ArrayView2};
-use privlogit_protocols::objective::{sigmoid, softplus};
+use privlogit_protocols::compensated::CompensatedSum;
+use privlogit_protocols::objective::{log_likelihood_term, sigmoid};
 
-/// Log-likelihood `sum_i y_i z_i - log(1 + e^{z_i})` of coefficients `beta` (eq. 2.9).
+/// Log-likelihood `sum_i y_i z_i - log(1 + e^{z_i})` of coefficients `beta` (eq. 2.9), summed
+/// with compensation like the optimisers' sums.
 pub fn log_likelihood(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, beta: &Array1<f64>) -> f64 {
-    x.dot(beta)
-        .iter()
-        .zip(y.iter())
-        .map(|(&z, &y)| y * z - softplus(z))
-        .sum()
+    let mut sum = CompensatedSum::zeros(1);
+    for (z, &y) in x.dot(beta).iter().zip(y.iter()) {
+        sum.add(0, log_likelihood_term(*z, y));
+    }
+    sum.values()[0]
 }
 
 /// Predicted probabilities `sigmoid(x^T beta)`.

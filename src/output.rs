@@ -11,18 +11,51 @@ pub fn write_atomically<F>(path: &Path, write: F) -> io::Result<()>
 where
     F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 {
-    let temp = temporary_sibling(path);
-    let result = (|| {
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(&temp)?);
+    Staged::write(path, write)?.commit()
+}
+
+/// A file written in full to a temporary sibling and not yet moved into place. Several can be
+/// staged and then committed together, so a command that writes two files leaves neither when
+/// either fails. Dropping an uncommitted one removes its temporary file.
+#[derive(Debug)]
+pub struct Staged {
+    temp: PathBuf,
+    path: PathBuf,
+    committed: bool,
+}
+
+impl Staged {
+    /// Writes the future contents of `path` to a temporary sibling and syncs them to disk.
+    pub fn write<F>(path: &Path, write: F) -> io::Result<Self>
+    where
+        F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+    {
+        let staged = Staged {
+            temp: temporary_sibling(path),
+            path: path.to_path_buf(),
+            committed: false,
+        };
+        let mut out = BufWriter::with_capacity(1 << 20, File::create(&staged.temp)?);
         write(&mut out)?;
         let file = out.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
+        Ok(staged)
     }
-    result
+
+    /// Moves the file into place.
+    pub fn commit(mut self) -> io::Result<()> {
+        fs::rename(&self.temp, &self.path)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
 }
 
 fn temporary_sibling(path: &Path) -> PathBuf {

@@ -6,8 +6,9 @@
 //! beta))`, with no intercept in the truth. The linear predictor `x^T beta` then has standard
 //! deviation about `s` whatever p is. The default `s = 2.5` ([`DEFAULT_SIGNAL`]) was chosen so
 //! that the iteration counts match the dissertation's Table 5.1 on its own sizes: with lambda 1
-//! and the paper's stopping rule, SimuX50 (1,000,000 x 50) takes 6 Newton and about 33
-//! PrivLogit iterations (paper: 6 and 32), SimuX10 (50,000 x 10) 5 and 22 (paper: 6 and 20).
+//! and the paper's stopping rule, SimuX50 (1,000,000 x 50, seed 1, 5 parties) takes 6 Newton and
+//! 35 PrivLogit iterations (paper: 6 and 32); a numpy pilot of the same model on 50,000 x 10 took
+//! 5 and 22 (paper's SimuX10: 6 and 20).
 //!
 //! Rows are produced in chunks of [`CHUNK_ROWS`]; chunk `c` draws from a ChaCha20 generator
 //! seeded with `seed` on stream `c + 1` (stream 0 draws the coefficients). So a seed fixes the

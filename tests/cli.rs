@@ -123,6 +123,54 @@ fn malformed_csv_is_refused_with_position_and_no_output() {
             "y",
             ":2:1: no data rows after the header",
         ),
+        (
+            "crlf",
+            "a,b,y\r\n1,2,0\r\n3,abc,1\r\n",
+            "y",
+            ":3:2: \"abc\" in column \"b\"",
+        ),
+        (
+            "blank_lines",
+            "a,b,y\n1,2,0\n\n\n3,abc,1\n",
+            "y",
+            ":5:2: \"abc\" in column \"b\"",
+        ),
+        (
+            "blank_before_header",
+            "\n\na,a,y\n1,2,0\n",
+            "y",
+            ":3:2: duplicate column name \"a\"",
+        ),
+        (
+            "missing_n_a",
+            "a,b,y\n1,N/A,0\n",
+            "y",
+            ":2:2: missing value \"N/A\"",
+        ),
+        (
+            "missing_nan",
+            "a,b,y\n1,NaN,0\n",
+            "y",
+            ":2:2: missing value \"NaN\"",
+        ),
+        (
+            "missing_null",
+            "a,b,y\n1,null,0\n",
+            "y",
+            ":2:2: missing value \"null\"",
+        ),
+        (
+            "missing_question",
+            "a,b,y\n1,2,0\n1,?,0\n",
+            "y",
+            ":3:2: missing value \"?\"",
+        ),
+        (
+            "missing_label",
+            "a,b,y\n1,2,\n",
+            "y",
+            ":2:3: missing value \"\" in column \"y\"",
+        ),
     ];
     for (name, contents, label, expected) in cases {
         let file = dir.file(&format!("{name}.csv"), contents);
@@ -366,6 +414,51 @@ fn simulate_csv_and_binary_agree() {
     ]);
     assert_eq!(run.status.code(), Some(1));
     assert!(stderr(&run).contains("cannot write"), "{}", stderr(&run));
+
+    // A failing --truth leaves no data file either.
+    let data = dir.path("with_truth.csv");
+    let truth = dir.path("no/such/dir/truth.json");
+    let run = privlogit(&[
+        "simulate",
+        "--rows",
+        "10",
+        "--features",
+        "2",
+        "--seed",
+        "1",
+        "--out",
+        s(&data),
+        "--truth",
+        s(&truth),
+    ]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(!data.exists(), "data file left behind");
+
+    // More features than the binary format holds are refused up front.
+    let wide = dir.path("wide.plb");
+    let run = privlogit(&[
+        "simulate",
+        "--rows",
+        "1",
+        "--features",
+        "100001",
+        "--seed",
+        "1",
+        "--out",
+        s(&wide),
+    ]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(
+        stderr(&run).contains("binary tables hold 1 to 100000 features"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!wide.exists());
+    let left: Vec<_> = fs::read_dir(&dir.0)
+        .expect("readable")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "only sim.csv and sim.plb remain: {left:?}");
 }
 
 /// A diverging Newton run prints its result, says so on standard error and exits with 3.
@@ -407,4 +500,90 @@ fn divergence_is_reported_with_its_own_exit_status() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Unknown or conflicting column options are refused before any work, naming the column.
+#[test]
+fn column_options_are_checked() {
+    let dir = Scratch::new("columns");
+    let file = dir.file("t.csv", "site,a,b,y\nh1,1,2,0\nh2,3,4,1\n");
+    let f = s(&file);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--party", f, "--exclude", "site", "--exclude", "c"],
+            ":1: excluded column \"c\" not found; the columns are site, a, b, y",
+        ),
+        (
+            vec!["--data", f, "--group-by", "hospital"],
+            ":1: group column \"hospital\" not found",
+        ),
+        (
+            vec!["--data", f, "--group-by", "y"],
+            ":1:4: column \"y\" cannot be both the label and the group column",
+        ),
+        (
+            vec!["--party", f, "--exclude", "y"],
+            ":1:4: column \"y\" cannot be both the label and excluded",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["fit", "--label", "y"];
+        args.extend(extra);
+        let out = privlogit(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+        assert!(err.contains(&format!("{f}{expected}")), "{args:?}: {err}");
+    }
+    let out = privlogit(&[
+        "fit",
+        "--party",
+        f,
+        "--label",
+        "y",
+        "--exclude",
+        "site",
+        "--optimizer",
+        "privlogit-accel",
+        "--memory",
+        "0",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("invalid memory = 0: must be at least 1"),
+        "{err}"
+    );
+    assert!(!err.contains("fitting"), "validated before any work: {err}");
+}
+
+/// The CLI reports PrivLogit's iteration count under the paper's rule, the same as the library.
+#[test]
+fn cli_reports_the_library_iteration_count() {
+    let data = common::shared_data("breast_cancer.csv");
+    let out = privlogit(&[
+        "fit",
+        "--data",
+        s(&data),
+        "--split",
+        "3",
+        "--label",
+        "label",
+        "--standardize",
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let library = privlogit::fit::fit(
+        &common::prepared("breast_cancer.csv", 3),
+        privlogit::protocols::Optimizer::PrivLogit,
+        &privlogit::protocols::FitOptions::new(),
+        &mut |_| {},
+    )
+    .expect("fits");
+    assert_eq!(json["optimizer"], "privlogit");
+    assert_eq!(json["iterations"], library.report.iterations);
+    assert_eq!(json["rounds"], library.report.rounds);
+    assert_eq!(json["objective"], library.report.objective.expect("shown"));
 }

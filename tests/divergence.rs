@@ -67,13 +67,12 @@ fn newton_diverges_from_two_where_privlogit_converges() {
 
     // The detection is not a false alarm: unchecked Newton steps from 2 move ever further from
     // the optimum (Figure 5.5's "getting worse and worse").
-    let n = prepared.parties.len();
     let mut beta = ndarray::Array1::from_elem(optimum.len(), 2.0);
     let mut distances = vec![(&beta - &optimum).mapv(|d| d * d).sum().sqrt()];
     for _ in 0..3 {
         let mut gradient = -&beta;
         let mut information = ndarray::Array2::eye(beta.len());
-        for party in &prepared.parties[..n] {
+        for party in &prepared.parties {
             gradient += &party.gradient(&beta);
             information += &party.information(&beta);
         }

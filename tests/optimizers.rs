@@ -3,7 +3,8 @@
 mod common;
 
 use common::{max_abs_diff, prepared, reference};
-use privlogit::fit;
+use privlogit::data::partition;
+use privlogit::fit::{self, Preparation};
 use privlogit::protocols::{FitOptions, Optimizer, Status};
 
 const ACCEL: Optimizer = Optimizer::AcceleratedPrivLogit { memory: 5 };
@@ -59,30 +60,66 @@ fn privlogit_reaches_the_same_optimum() {
     }
 }
 
-/// The same data in 1, 3 or 7 parties gives the same iterates to 1e-12 for every optimiser.
+/// The same rows in 1, 3 or 7 parties (contiguous, shuffled, or by a group column) give the same
+/// iterates to 1e-12 for every optimiser, accelerated included.
 #[test]
 fn iterates_do_not_depend_on_the_partition() {
+    let whole = common::load_shared("breast_cancer.csv");
+    let groups: Vec<String> = (0..whole.rows())
+        .map(|i| format!("site{}", i % 4))
+        .collect();
+    let partitions = [
+        ("1 party", vec![whole.clone()]),
+        (
+            "3 contiguous",
+            partition::split_contiguous(&whole, 3).expect("split"),
+        ),
+        (
+            "7 contiguous",
+            partition::split_contiguous(&whole, 7).expect("split"),
+        ),
+        (
+            "3 shuffled",
+            partition::split_shuffled(&whole, 3, 5).expect("split"),
+        ),
+        (
+            "7 shuffled",
+            partition::split_shuffled(&whole, 7, 6).expect("split"),
+        ),
+        (
+            "4 groups",
+            partition::split_by_group(&whole, &groups).expect("split"),
+        ),
+    ];
+    let how = Preparation {
+        standardize: true,
+        intercept: true,
+    };
     for optimizer in [Optimizer::Newton, Optimizer::PrivLogit, ACCEL] {
-        let runs: Vec<_> = [1, 3, 7]
+        let runs: Vec<_> = partitions
             .iter()
-            .map(|&k| {
-                let p = prepared("breast_cancer.csv", k);
-                fit::fit(&p, optimizer, &FitOptions::new(), &mut |_| {})
+            .map(|(label, parts)| {
+                let p = fit::prepare(parts.clone(), how).expect("prepares");
+                let report = fit::fit(&p, optimizer, &FitOptions::new(), &mut |_| {})
                     .expect("fit runs")
-                    .report
+                    .report;
+                (label, report)
             })
             .collect();
-        for other in &runs[1..] {
-            assert_eq!(other.iterations, runs[0].iterations, "{optimizer}");
-            assert_eq!(other.rounds, runs[0].rounds, "{optimizer}");
-            for (a, b) in runs[0].history.iter().zip(&other.history) {
-                let diff = max_abs_diff(&a.beta, &b.beta);
-                assert!(
-                    diff <= 1e-12,
-                    "{optimizer} iteration {}: {diff:e}",
-                    a.iteration
-                );
-            }
+        let (_, reference) = &runs[0];
+        for (label, other) in &runs[1..] {
+            assert_eq!(
+                other.iterations, reference.iterations,
+                "{optimizer} {label}"
+            );
+            assert_eq!(other.rounds, reference.rounds, "{optimizer} {label}");
+            let worst = reference
+                .history
+                .iter()
+                .zip(&other.history)
+                .map(|(a, b)| max_abs_diff(&a.beta, &b.beta))
+                .fold(0.0, f64::max);
+            assert!(worst <= 1e-12, "{optimizer} {label}: {worst:e}");
         }
     }
 }
@@ -120,28 +157,51 @@ fn acceleration_cuts_iterations_threefold() {
     );
 }
 
-/// The accelerated objective never decreases from one iteration to the next. Exact arithmetic
-/// guarantees an increase (eq. 5.7 and the safeguard); the computed objective is a sum of 569
-/// terms of size ~1, so we allow round-off of 1e-13 relative.
+/// The accelerated objective never decreases from one iteration to the next, starting from the
+/// objective at the start. Exact arithmetic guarantees an increase (eq. 5.7 and the safeguard);
+/// the computed objective is a compensated sum accurate to about 1e-16 relative, so we allow
+/// 1e-15 relative for its rounding.
 #[test]
 fn accelerated_ascent_is_monotone() {
     for name in ["breast_cancer.csv", "winequality_red.csv"] {
         let p = prepared(name, 3);
         let fast = fit::fit(&p, ACCEL, &tight(), &mut |_| {}).expect("fit runs");
-        let objectives: Vec<f64> = fast
+        let start = fast
             .report
-            .history
-            .iter()
-            .map(|r| r.objective.expect("plaintext shows objectives"))
+            .initial_objective
+            .expect("plaintext shows objectives");
+        let objectives: Vec<f64> = std::iter::once(start)
+            .chain(
+                fast.report
+                    .history
+                    .iter()
+                    .map(|r| r.objective.expect("plaintext shows objectives")),
+            )
             .collect();
+        let mut falls = 0;
         for (k, w) in objectives.windows(2).enumerate() {
             assert!(
-                w[1] >= w[0] - 1e-13 * w[0].abs(),
+                w[1] >= w[0] - 1e-15 * w[0].abs(),
                 "{name}: objective fell at iteration {}: {} -> {}",
-                k + 2,
+                k + 1,
                 w[0],
                 w[1]
             );
+            falls += usize::from(w[1] < w[0]);
+        }
+        eprintln!(
+            "{name}: {} iterations, {falls} round-off-sized falls",
+            objectives.len() - 1
+        );
+
+        // Under the paper's stopping rule the run ends long before round-off matters, and
+        // there the computed objective rises strictly at every iteration.
+        let paper = fit::fit(&p, ACCEL, &FitOptions::new(), &mut |_| {}).expect("fit runs");
+        let mut previous = paper.report.initial_objective.expect("shown");
+        for r in &paper.report.history {
+            let current = r.objective.expect("shown");
+            assert!(current > previous, "{name}: iteration {}", r.iteration);
+            previous = current;
         }
     }
 }

@@ -8,10 +8,11 @@
 //!
 //! Why the optimisers need this: a Node sums its own rows and the Center sums the Nodes, so the
 //! grouping of the terms follows the partition of the rows. With plain f64 sums the iterates
-//! then depend on the partition at the 1e-16 level, which an extrapolating optimiser amplifies.
-//! With these sums the value is the correctly rounded exact sum except in the vanishingly rare
-//! case where that sum lies within ~1e-30 (relative) of a rounding boundary, so 1, 3 or 7 parties
-//! give the same numbers.
+//! then depend on the partition at the 1e-16 level, which an extrapolating optimiser amplifies
+//! (we measured 1e-10 after 35 accelerated iterations). With these sums the grouping only enters
+//! through the second-order term `gamma^2 sum |t_i|`, so different partitions give the same
+//! rounded value unless cancellation is extreme (`sum |t_i| / |sum t_i|` beyond ~1e10), and even
+//! then differ by one rounding.
 
 /// A vector of compensated accumulators.
 #[derive(Debug, Clone, PartialEq)]

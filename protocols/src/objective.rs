@@ -72,7 +72,7 @@ impl PartyData {
         self.sum_rows(p + 1, |acc, row, y| {
             let z = dot(row, beta);
             acc.add_scaled(0, row, y - sigmoid(z));
-            acc.add(p, y * z - softplus(z));
+            acc.add(p, log_likelihood_term(z, y));
         })
     }
 
@@ -96,16 +96,21 @@ impl PartyData {
         })
     }
 
+    /// Local gradient `X^T (y - p)` and log-likelihood (eq. 2.9), in one pass.
+    pub fn gradient_and_log_likelihood(&self, beta: &Array1<f64>) -> (Array1<f64>, f64) {
+        let mut v = self.gradient_sums(beta).values();
+        let l = v.pop().expect("p + 1 sums");
+        (Array1::from(v), l)
+    }
+
     /// Local gradient `X^T (y - p)`.
     pub fn gradient(&self, beta: &Array1<f64>) -> Array1<f64> {
-        let mut v = self.gradient_sums(beta).values();
-        v.pop();
-        Array1::from(v)
+        self.gradient_and_log_likelihood(beta).0
     }
 
     /// Local log-likelihood (eq. 2.9).
     pub fn log_likelihood(&self, beta: &Array1<f64>) -> f64 {
-        self.gradient_sums(beta).values()[self.columns()]
+        self.gradient_and_log_likelihood(beta).1
     }
 
     /// Local `X^T A X`.
@@ -163,6 +168,12 @@ pub fn unpack_lower(packed: &[f64], p: usize) -> Array2<f64> {
 #[inline]
 fn dot(row: &[f64], beta: &[f64]) -> f64 {
     row.iter().zip(beta).map(|(a, b)| a * b).sum()
+}
+
+/// One row's log-likelihood `y z - log(1 + e^z)` at linear predictor `z` (eq. 2.9).
+#[inline]
+pub fn log_likelihood_term(z: f64, y: f64) -> f64 {
+    y * z - softplus(z)
 }
 
 /// The logistic function `1 / (1 + e^{-z})`, evaluated without overflow for any finite `z`.

@@ -48,6 +48,18 @@ impl Optimizer {
         }
     }
 
+    /// Checks the optimiser's own parameters (the Anderson memory).
+    pub fn validate(&self) -> Result<(), FitError> {
+        match self {
+            Optimizer::AcceleratedPrivLogit { memory: 0 } => Err(FitError::InvalidParameter {
+                name: "memory",
+                value: 0.0,
+                reason: "must be at least 1",
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Runs the optimiser over `aggregation`, calling `observer` after every iteration.
     pub fn fit<A: Aggregation>(
         &self,
@@ -55,19 +67,13 @@ impl Optimizer {
         options: &FitOptions,
         observer: &mut dyn FnMut(&IterationRecord),
     ) -> Result<FitReport, FitError> {
+        self.validate()?;
         options.validate()?;
         let beta = options.initial_beta(aggregation.dimension())?;
         match *self {
             Optimizer::Newton => newton::fit(aggregation, options, beta, observer),
             Optimizer::PrivLogit => privlogit::fit(aggregation, options, beta, None, observer),
             Optimizer::AcceleratedPrivLogit { memory } => {
-                if memory == 0 {
-                    return Err(FitError::InvalidParameter {
-                        name: "memory",
-                        value: 0.0,
-                        reason: "must be at least 1",
-                    });
-                }
                 privlogit::fit(aggregation, options, beta, Some(memory), observer)
             }
         }

@@ -31,13 +31,31 @@ pub const VERSION: u32 = 1;
 const MAX_FEATURES: u32 = 100_000;
 const MAX_NAME_BYTES: u32 = 4096;
 
-/// Writes the header of a binary table with `rows` rows.
+/// Writes the header of a binary table with `rows` rows, refusing (with `InvalidInput`) what the
+/// reader would refuse: no or too many features, empty, over-long or repeated names.
 pub fn write_header<W: Write>(
     out: &mut W,
     names: &[String],
     label: &str,
     rows: u64,
 ) -> std::io::Result<()> {
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+    if names.is_empty() || names.len() > MAX_FEATURES as usize {
+        return Err(invalid(format!(
+            "binary tables hold 1 to {MAX_FEATURES} features, not {}",
+            names.len()
+        )));
+    }
+    for name in names.iter().map(String::as_str).chain([label]) {
+        if name.is_empty() || name.len() > MAX_NAME_BYTES as usize {
+            return Err(invalid(format!(
+                "column name {name:?} must have 1 to {MAX_NAME_BYTES} bytes"
+            )));
+        }
+    }
+    if let Some(name) = first_repeat(names, label) {
+        return Err(invalid(format!("column name {name:?} appears twice")));
+    }
     out.write_all(&MAGIC)?;
     out.write_all(&VERSION.to_le_bytes())?;
     out.write_all(&(names.len() as u32).to_le_bytes())?;
@@ -120,27 +138,41 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
             file_len.saturating_sub(header_len)
         )));
     }
+    if let Some(name) = first_repeat(&all_names, &label) {
+        return Err(bad(format!("column name {name:?} appears twice")));
+    }
     if label != options.label {
         return Err(DataError::UnknownColumn {
             path: path.to_path_buf(),
+            line: 1,
             role: "label",
             name: options.label.clone(),
             available: format!("{} (label {label})", all_names.join(", ")),
         });
     }
     if let Some(group) = &options.group {
-        return Err(bad(format!(
-            "group column {group:?} requested, but binary tables have no text columns"
-        )));
+        return Err(DataError::BinaryUnsupported {
+            path: path.to_path_buf(),
+            what: format!("group column {group:?}"),
+            hint: "binary tables hold numbers only; split them with --split",
+        });
     }
     let mut keep = vec![true; p as usize];
     for name in &options.exclude {
+        if *name == label {
+            return Err(DataError::BinaryUnsupported {
+                path: path.to_path_buf(),
+                what: format!("excluding the label {name:?}"),
+                hint: "the label column is always read",
+            });
+        }
         let i =
             all_names
                 .iter()
                 .position(|n| n == name)
                 .ok_or_else(|| DataError::UnknownColumn {
                     path: path.to_path_buf(),
+                    line: 1,
                     role: "excluded",
                     name: name.clone(),
                     available: all_names.join(", "),
@@ -159,10 +191,7 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
         });
     }
     if rows == 0 {
-        return Err(DataError::NoRows {
-            path: path.to_path_buf(),
-            line: 1,
-        });
+        return Err(bad("the table has no rows".to_string()));
     }
 
     let rows_usize = usize::try_from(rows).map_err(|_| bad("too many rows".to_string()))?;
@@ -219,6 +248,16 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
         },
         groups: None,
     })
+}
+
+/// The first name that occurs twice among the features and the label.
+fn first_repeat<'a>(names: &'a [String], label: &'a str) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    names
+        .iter()
+        .map(String::as_str)
+        .chain([label])
+        .find(|n| !seen.insert(*n))
 }
 
 fn read_u32<R: Read>(input: &mut R) -> std::io::Result<u32> {

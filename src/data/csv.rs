@@ -3,11 +3,13 @@
 //!
 //! Missing values are empty cells and the usual markers `NA`, `N/A`, `NaN`, `null` and `?`
 //! (any case); they are refused, not imputed. Labels must read as the number 0 or 1.
-//! Leading and trailing blanks around cells are ignored; blank lines are skipped.
+//! Leading and trailing blanks around cells are ignored; blank lines are skipped. Line numbers
+//! in errors are those an editor shows (LF or CRLF endings, blank lines counted); for a quoted
+//! cell spanning lines, the line where its record starts.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use ndarray::{Array1, Array2};
@@ -26,6 +28,17 @@ enum Role {
     Excluded,
 }
 
+impl Role {
+    fn describe(self) -> &'static str {
+        match self {
+            Role::Feature => "a feature",
+            Role::Label => "the label",
+            Role::Group => "the group column",
+            Role::Excluded => "excluded",
+        }
+    }
+}
+
 /// Reads the CSV file at `path`.
 pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
     let io = |source| DataError::Io {
@@ -38,6 +51,8 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
         .flexible(true)
         .trim(::csv::Trim::All)
         .from_reader(BufReader::with_capacity(1 << 20, file));
+    // Line numbers are worked out only when an error needs one (see `line_at`).
+    let line_of = |byte: u64| line_at(path, byte);
 
     let mut record = ::csv::StringRecord::new();
     let syntax = |e: ::csv::Error| match e.kind() {
@@ -47,7 +62,7 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
         },
         _ => DataError::Syntax {
             path: path.to_path_buf(),
-            line: e.position().map_or(1, |p| p.line()),
+            line: e.position().map_or(1, |p| line_of(p.byte())),
             message: e.to_string(),
         },
     };
@@ -67,8 +82,8 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
             }
         })
         .collect();
-    let header_line = record.position().map_or(1, |p| p.line());
-    let roles = assign_roles(path, &header, options)?;
+    let header_line = line_of(record.position().map_or(0, |p| p.byte()));
+    let roles = assign_roles(path, header_line, &header, options)?;
     let names: Vec<String> = header
         .iter()
         .zip(&roles)
@@ -85,11 +100,11 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
     let mut labels: Vec<f64> = Vec::new();
     let mut groups: Option<Vec<String>> = options.group.as_ref().map(|_| Vec::new());
     while reader.read_record(&mut record).map_err(syntax)? {
-        let line = record.position().map_or(0, |p| p.line());
+        let line = || line_of(record.position().map_or(0, |p| p.byte()));
         if record.len() != header.len() {
             return Err(DataError::Ragged {
                 path: path.to_path_buf(),
-                line,
+                line: line(),
                 column: record.len().min(header.len()) + 1,
                 expected: header.len(),
                 found: record.len(),
@@ -97,7 +112,7 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
         }
         for (index, (cell, role)) in record.iter().zip(&roles).enumerate() {
             let cell_error =
-                |problem: Problem| problem.at(path, line, index + 1, &header[index], cell);
+                |problem: Problem| problem.at(path, line(), index + 1, &header[index], cell);
             match role {
                 Role::Excluded => {}
                 Role::Group => {
@@ -138,9 +153,34 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
     })
 }
 
-/// Decides each header column's role, refusing duplicate, empty and unknown names.
+/// The 1-based line of the record whose parse started at byte `start`.
+///
+/// The csv crate's own line counter is off for CRLF endings and after blank lines, and its
+/// record positions can point at the line ending before a record; so count the newlines in the
+/// file up to the first byte of the record instead. Only called on the error path.
+fn line_at(path: &Path, start: u64) -> u64 {
+    let Ok(file) = File::open(path) else {
+        return 0;
+    };
+    let mut newlines = 0;
+    for (offset, byte) in (0u64..).zip(BufReader::new(file).bytes()) {
+        let Ok(b) = byte else { break };
+        let is_newline = b == b'\n' || b == b'\r';
+        if offset >= start && !is_newline {
+            break;
+        }
+        if b == b'\n' {
+            newlines += 1;
+        }
+    }
+    newlines + 1
+}
+
+/// Decides each header column's role, refusing duplicate, empty and unknown names and a column
+/// asked to play two roles.
 fn assign_roles(
     path: &Path,
+    line: u64,
     header: &[String],
     options: &LoadOptions,
 ) -> Result<Vec<Role>, DataError> {
@@ -149,36 +189,52 @@ fn assign_roles(
         if name.is_empty() {
             return Err(DataError::EmptyColumnName {
                 path: path.to_path_buf(),
+                line,
                 column: i + 1,
             });
         }
         if let Some(first) = seen.insert(name, i + 1) {
             return Err(DataError::DuplicateColumn {
                 path: path.to_path_buf(),
+                line,
                 name: name.clone(),
                 first,
                 column: i + 1,
             });
         }
     }
-    let find = |role: &'static str, name: &str| {
-        seen.get(name)
+    let mut roles = vec![Role::Feature; header.len()];
+    let mut assign = |role: Role, what: &'static str, name: &str| {
+        let index = seen
+            .get(name)
             .map(|c| c - 1)
             .ok_or_else(|| DataError::UnknownColumn {
                 path: path.to_path_buf(),
-                role,
+                line,
+                role: what,
                 name: name.to_string(),
                 available: header.join(", "),
-            })
+            })?;
+        if roles[index] != Role::Feature {
+            return Err(DataError::ColumnRoleClash {
+                path: path.to_path_buf(),
+                line,
+                column: index + 1,
+                name: name.to_string(),
+                first: roles[index].describe(),
+                second: role.describe(),
+            });
+        }
+        roles[index] = role;
+        Ok(())
     };
-    let mut roles = vec![Role::Feature; header.len()];
-    for name in &options.exclude {
-        roles[find("excluded", name)?] = Role::Excluded;
-    }
+    assign(Role::Label, "label", &options.label)?;
     if let Some(group) = &options.group {
-        roles[find("group", group)?] = Role::Group;
+        assign(Role::Group, "group", group)?;
     }
-    roles[find("label", &options.label)?] = Role::Label;
+    for name in &options.exclude {
+        assign(Role::Excluded, "excluded", name)?;
+    }
     Ok(roles)
 }
 

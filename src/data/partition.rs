@@ -31,7 +31,12 @@ pub fn split_shuffled(
 /// One party per distinct value of the group column, in sorted order of the values; rows keep
 /// their file order within a party.
 pub fn split_by_group(data: &Dataset, groups: &[String]) -> Result<Vec<Dataset>, DataError> {
-    assert_eq!(groups.len(), data.rows(), "one group value per row");
+    if groups.len() != data.rows() {
+        return Err(DataError::Partition {
+            source_name: data.source.clone(),
+            reason: format!("{} group values for {} rows", groups.len(), data.rows()),
+        });
+    }
     let mut members: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (row, g) in groups.iter().enumerate() {
         members.entry(g).or_default().push(row);

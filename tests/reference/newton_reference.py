@@ -74,7 +74,10 @@ def scipy_fit(x, y):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "../shared/data"
-    out = {"lambda": LAMBDA, "numpy": np.__version__, "datasets": {}}
+    import scipy
+    out = {"lambda": LAMBDA, "numpy": np.__version__, "scipy": scipy.__version__,
+           "command": "python3 tests/reference/newton_reference.py ../shared/data",
+           "datasets": {}}
     for file, label in DATASETS:
         names, x, y = load(f"{root}/{file}", label)
         beta, iterations = newton(x, y)
@@ -83,6 +86,8 @@ def main():
               f"= {np.max(np.abs(beta - other)):.2e}", file=sys.stderr)
         out["datasets"][file] = {
             "label": label,
+            "newton_iterations": iterations,
+            "max_abs_diff_scipy_trust_exact": float(np.max(np.abs(beta - other))),
             "names": names,
             "coefficients": [float(b) for b in beta],
             "objective": float(objective(beta, x, y)),

@@ -23,8 +23,8 @@ pub struct PlaintextAggregation<'a> {
 impl<'a> PlaintextAggregation<'a> {
     /// Aggregates over `parties`, which must be non-empty and agree on the column count.
     pub fn new(parties: &'a [PartyData]) -> Self {
-        let dimension = parties.first().map_or(0, PartyData::columns);
         assert!(!parties.is_empty(), "at least one party is needed");
+        let dimension = parties[0].columns();
         assert!(
             parties.iter().all(|p| p.columns() == dimension),
             "parties disagree on the number of columns"
@@ -38,6 +38,11 @@ impl<'a> PlaintextAggregation<'a> {
         let mut total = local(parties.next().expect("at least one party"));
         parties.for_each(|party| total.merge(&local(party)));
         total.values()
+    }
+
+    /// The pooled log-likelihood (eq. 2.9), summed exactly as the optimisers sum it.
+    pub fn log_likelihood(&self, beta: &Array1<f64>) -> f64 {
+        self.merged(|party| party.gradient_sums(beta))[self.dimension]
     }
 
     fn identity_times(&self, lambda: f64) -> Array2<f64> {

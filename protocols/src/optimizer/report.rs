@@ -93,6 +93,8 @@ pub struct FitReport {
     pub status: Status,
     /// Penalised objective at `beta`, when the backend may show it.
     pub objective: Option<f64>,
+    /// Penalised objective at the starting point, when the backend may show it.
+    pub initial_objective: Option<f64>,
     /// Accepted extrapolated steps (accelerated PrivLogit only).
     pub accelerated_steps: usize,
     /// Extrapolated candidates evaluated and rejected by the safeguard; each cost one round.
@@ -112,6 +114,7 @@ impl FitReport {
 pub(crate) struct Trace<'o> {
     history: Vec<IterationRecord>,
     rounds: usize,
+    initial_objective: Option<f64>,
     last_objective: Option<f64>,
     observer: &'o mut dyn FnMut(&IterationRecord),
 }
@@ -121,6 +124,7 @@ impl<'o> Trace<'o> {
         Self {
             history: Vec::new(),
             rounds: 0,
+            initial_objective: None,
             last_objective: None,
             observer,
         }
@@ -133,6 +137,7 @@ impl<'o> Trace<'o> {
 
     /// Remembers the objective at the starting point, for the first relative change.
     pub(crate) fn start(&mut self, objective: Option<f64>) {
+        self.initial_objective = objective;
         self.last_objective = objective;
     }
 
@@ -178,6 +183,7 @@ impl<'o> Trace<'o> {
             rounds: self.rounds,
             status,
             objective: self.last_objective,
+            initial_objective: self.initial_objective,
             accelerated_steps,
             rejected_candidates: 0,
             history: self.history,

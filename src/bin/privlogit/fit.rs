@@ -1,6 +1,7 @@
 //! `privlogit fit`: load parties, prepare them, run an optimiser in the clear, report.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -8,7 +9,9 @@ use clap::Args;
 use privlogit::data::{self, Dataset, LoadOptions, partition};
 use privlogit::fit::{self, Fitted, Preparation, Prepared};
 use privlogit::output;
-use privlogit::protocols::{FitOptions, Initial, IterationRecord, Optimizer, Status, StepKind};
+use privlogit::protocols::{
+    DivergenceReason, FitOptions, Initial, IterationRecord, Optimizer, Status, StepKind,
+};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -99,6 +102,7 @@ pub fn run(args: FitArgs) -> Result<Outcome> {
         .gradient_tolerance(args.gradient_tol)
         .max_iterations(args.max_iter)
         .initial(args.init.map_or(Initial::Zeros, Initial::Constant));
+    optimizer.validate()?;
     options.validate()?;
 
     let parties = load_parties(&args)?;
@@ -137,13 +141,23 @@ pub fn run(args: FitArgs) -> Result<Outcome> {
     match &args.out {
         Some(path) => output::write_text(path, &rendered)
             .with_context(|| format!("cannot write {}", path.display()))?,
-        None => print!("{rendered}"),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(rendered.as_bytes())
+                .and_then(|()| stdout.flush())
+                .context("cannot write to standard output")?;
+        }
     }
 
     match fitted.report.status {
         Status::Diverged(reason) => {
+            let hint = match reason {
+                DivergenceReason::HessianNotPositiveDefinite => "",
+                _ => "; PrivLogit converges from any start",
+            };
             eprintln!(
-                "error: {optimizer} diverged at iteration {}: {}; PrivLogit converges from any start",
+                "error: {optimizer} diverged at iteration {}: {}{hint}",
                 fitted.report.iterations,
                 reason.describe()
             );

@@ -63,7 +63,7 @@ pub fn run(args: SimulateArgs) -> Result<Outcome> {
             .expect("valid template"),
     );
     let names = sim.feature_names();
-    output::write_atomically(&args.out, |out| match format {
+    let data = output::Staged::write(&args.out, |out| match format {
         Format::Csv => {
             writeln!(out, "{},{LABEL}", names.join(","))?;
             sim.write(out, synthetic::encode_csv, |done| {
@@ -86,16 +86,29 @@ pub fn run(args: SimulateArgs) -> Result<Outcome> {
     .with_context(|| format!("cannot write {}", args.out.display()))?;
     bar.finish_and_clear();
 
-    if let Some(path) = &args.truth {
-        let truth = serde_json::json!({
-            "rows": args.rows,
-            "features": args.features,
-            "seed": args.seed,
-            "signal": args.signal,
-            "names": names,
-            "coefficients": sim.coefficients().to_vec(),
-        });
-        output::write_text(path, &format!("{truth:#}\n"))
+    // Both files are staged before either is moved into place: a failure leaves neither.
+    let truth = match &args.truth {
+        Some(path) => {
+            let truth = serde_json::json!({
+                "rows": args.rows,
+                "features": args.features,
+                "seed": args.seed,
+                "signal": args.signal,
+                "names": names,
+                "coefficients": sim.coefficients().to_vec(),
+            });
+            let text = format!("{truth:#}\n");
+            let staged = output::Staged::write(path, |out| out.write_all(text.as_bytes()))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Some((staged, path))
+        }
+        None => None,
+    };
+    data.commit()
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    if let Some((staged, path)) = truth {
+        staged
+            .commit()
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     eprintln!(
