@@ -15,6 +15,7 @@ pub mod compensated;
 pub mod linalg;
 pub mod objective;
 pub mod optimizer;
+pub mod paillier;
 
 pub use aggregation::{Aggregation, PlaintextAggregation};
 pub use objective::PartyData;

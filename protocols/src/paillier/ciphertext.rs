@@ -1,0 +1,202 @@
+//! Ciphertexts and the homomorphic operations on them (Paillier 1999, section 8):
+//! `E(a) E(b) = E(a + b)`, `E(a)^k = E(k a)`, `E(a) (1 + b n) = E(a + b)`, all modulo `n^2`.
+//!
+//! Plaintexts here are raw elements of `Z_n`; signed fixed-point values and the checks that
+//! keep them from wrapping around `n` are the job of [`super::encoding`].
+
+use num_bigint::{BigInt, BigUint, Sign};
+use num_traits::Zero;
+use rand::CryptoRng;
+use rayon::prelude::*;
+
+use super::PaillierError;
+use super::keys::{PublicKey, SecretKey};
+use super::montgomery::Residue;
+use super::noise::NoiseSource;
+
+/// A ciphertext, held as a Montgomery residue modulo `n^2` of the key it was made under.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Ciphertext {
+    residue: Residue,
+}
+
+impl std::fmt::Debug for Ciphertext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Ciphertext({} limbs)", self.residue.len())
+    }
+}
+
+impl Ciphertext {
+    /// The ciphertext as the integer `c` in `[0, n^2)`.
+    pub fn value(&self, key: &PublicKey) -> BigUint {
+        key.context().to_biguint(&self.residue)
+    }
+
+    /// The ciphertext of the integer `c`, which must lie in `(0, n^2)` and be prime to `n`.
+    pub fn from_value(key: &PublicKey, c: &BigUint) -> Result<Self, PaillierError> {
+        if c.is_zero() || c >= key.n_squared() {
+            return Err(PaillierError::InvalidCiphertext);
+        }
+        Ok(Self {
+            residue: key.context().to_residue(c),
+        })
+    }
+
+    /// Exactly [`PublicKey::ciphertext_bytes`] big-endian bytes.
+    pub fn to_bytes(&self, key: &PublicKey) -> Vec<u8> {
+        let raw = self.value(key).to_bytes_be();
+        let mut out = vec![0u8; key.ciphertext_bytes() - raw.len()];
+        out.extend_from_slice(&raw);
+        out
+    }
+
+    /// Reads [`Self::to_bytes`] output, refusing any other length or an out-of-range value.
+    pub fn from_bytes(key: &PublicKey, bytes: &[u8]) -> Result<Self, PaillierError> {
+        if bytes.len() != key.ciphertext_bytes() {
+            return Err(PaillierError::Format(format!(
+                "ciphertext of {} bytes, expected {}",
+                bytes.len(),
+                key.ciphertext_bytes()
+            )));
+        }
+        Self::from_value(key, &BigUint::from_bytes_be(bytes))
+    }
+
+    pub(crate) fn from_residue(residue: Residue) -> Self {
+        Self { residue }
+    }
+
+    pub(crate) fn residue(&self) -> &Residue {
+        &self.residue
+    }
+}
+
+impl PublicKey {
+    /// `(1 + m n)` as a residue: the plaintext part of a ciphertext, for `m < n`.
+    fn plaintext_residue(&self, m: &BigUint) -> Residue {
+        self.context().to_residue(&(m * self.n() + 1u32))
+    }
+
+    /// Encrypts `m` (reduced modulo n) with a fresh noise from `source`.
+    pub fn encrypt<S, R>(&self, m: &BigUint, source: &S, rng: &mut R) -> Ciphertext
+    where
+        S: NoiseSource,
+        R: CryptoRng + ?Sized,
+    {
+        debug_assert!(source.public_key() == self, "noise from another key");
+        self.encrypt_with_noise(m, &source.noise(rng))
+    }
+
+    /// Encrypts `m` with a given noise residue `r^n` (for known-answer tests and pools).
+    pub fn encrypt_with_noise(&self, m: &BigUint, noise: &Residue) -> Ciphertext {
+        let m = m % self.n();
+        Ciphertext {
+            residue: self.context().mul(&self.plaintext_residue(&m), noise),
+        }
+    }
+
+    /// Encrypts many plaintexts in parallel, each task drawing from its own OS-seeded CSPRNG.
+    pub fn encrypt_all<S: NoiseSource>(
+        &self,
+        plaintexts: &[BigUint],
+        source: &S,
+    ) -> Vec<Ciphertext> {
+        plaintexts
+            .par_iter()
+            .map_init(rand::rng, |rng, m| self.encrypt(m, source, rng))
+            .collect()
+    }
+
+    /// `E(a + b)`.
+    pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
+        Ciphertext {
+            residue: self.context().mul(&a.residue, &b.residue),
+        }
+    }
+
+    /// `E(-a)`: the inverse modulo `n^2`.
+    pub fn negate(&self, a: &Ciphertext) -> Ciphertext {
+        Ciphertext {
+            residue: self
+                .context()
+                .invert(&a.residue)
+                .expect("ciphertexts are units modulo n^2"),
+        }
+    }
+
+    /// `E(a - b)`.
+    pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
+        self.add(a, &self.negate(b))
+    }
+
+    /// `E(a + m)` for a plaintext `m` (reduced modulo n); no fresh randomness is added.
+    pub fn add_plain(&self, a: &Ciphertext, m: &BigUint) -> Ciphertext {
+        let m = m % self.n();
+        Ciphertext {
+            residue: self.context().mul(&a.residue, &self.plaintext_residue(&m)),
+        }
+    }
+
+    /// `E(k a)` for a signed integer `k` with `|k| < n`. A negative `k` costs one inversion and
+    /// an exponent `|k|`, never an exponent near n. Variable time in `k` (the scalar belongs to
+    /// the party computing).
+    pub fn mul_scalar(&self, a: &Ciphertext, k: &BigInt) -> Ciphertext {
+        let (sign, magnitude) = (k.sign(), k.magnitude());
+        assert!(
+            magnitude < self.n(),
+            "scalar must be smaller than n in magnitude"
+        );
+        let base = match sign {
+            Sign::Minus => self.negate(a),
+            _ => a.clone(),
+        };
+        Ciphertext {
+            residue: self
+                .context()
+                .pow_public(&base.residue, &magnitude.to_u64_digits()),
+        }
+    }
+
+    /// `E(sum a_i)` of any number of ciphertexts (`E(0)` with noise 1 for none).
+    pub fn sum<'a>(&self, items: impl IntoIterator<Item = &'a Ciphertext>) -> Ciphertext {
+        let context = self.context();
+        let mut acc = context.one();
+        let mut scratch = vec![0u64; context.limbs()];
+        for c in items {
+            context.mul_into(&acc, &c.residue, &mut scratch);
+            std::mem::swap(&mut acc, &mut scratch);
+        }
+        Ciphertext { residue: acc }
+    }
+
+    /// The same plaintext under fresh randomness: multiply by a new noise. Derived ciphertexts
+    /// (sums, products) must be re-randomised before they leave a party, or their randomness
+    /// reveals how they were formed.
+    pub fn rerandomize<S, R>(&self, a: &Ciphertext, source: &S, rng: &mut R) -> Ciphertext
+    where
+        S: NoiseSource,
+        R: CryptoRng + ?Sized,
+    {
+        Ciphertext {
+            residue: self.context().mul(&a.residue, &source.noise(rng)),
+        }
+    }
+}
+
+impl SecretKey {
+    /// Decrypts to the plaintext in `[0, n)` with the CRT (two exponentiations modulo p^2 and
+    /// q^2 with exponents p - 1 and q - 1, constant-time windows).
+    pub fn decrypt(&self, c: &Ciphertext) -> BigUint {
+        self.decrypt_crt(&c.value(self.public_key()))
+    }
+
+    /// Decrypts with the textbook formula, without the CRT (for cross-checking).
+    pub fn decrypt_without_crt(&self, c: &Ciphertext) -> BigUint {
+        self.decrypt_textbook(&c.value(self.public_key()))
+    }
+
+    /// Decrypts many ciphertexts in parallel.
+    pub fn decrypt_all(&self, ciphertexts: &[Ciphertext]) -> Vec<BigUint> {
+        ciphertexts.par_iter().map(|c| self.decrypt(c)).collect()
+    }
+}

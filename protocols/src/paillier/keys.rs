@@ -1,0 +1,417 @@
+//! Paillier keys (Paillier 1999, scheme 1) with `g = n + 1`.
+//!
+//! The public key is the modulus `n = p q`; everything else is derived. The secret key keeps
+//! `p`, `q` and the CRT constants that make decryption two half-size exponentiations. Secret
+//! values live in `Zeroizing` buffers and Montgomery contexts that are wiped on drop; `Debug`
+//! never prints them; serialising them needs the explicitly named
+//! [`SecretKey::export_secret`]. (Intermediate `BigUint`s inside key generation and in the
+//! decryption glue are ordinary heap values that num-bigint does not wipe; see the README's
+//! security notes.)
+
+use std::fmt;
+use std::sync::Arc;
+
+use num_bigint::BigUint;
+use num_integer::Integer;
+use rand::CryptoRng;
+use zeroize::{Zeroize, Zeroizing};
+
+use super::PaillierError;
+use super::montgomery::{Montgomery, pad};
+use super::prime::random_prime;
+
+/// Serialisation format version of keys.
+pub const KEY_FORMAT_VERSION: u16 = 1;
+const PUBLIC_MAGIC: &[u8; 4] = b"PLPK";
+const SECRET_MAGIC: &[u8; 4] = b"PLSK";
+/// Largest modulus accepted anywhere, in bits.
+pub const MAX_MODULUS_BITS: u64 = 4096;
+
+/// Modulus sizes for real keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeySize {
+    /// 2048-bit n (about 112-bit security; the default).
+    #[default]
+    Bits2048,
+    /// 3072-bit n (about 128-bit security).
+    Bits3072,
+    /// 4096-bit n.
+    Bits4096,
+}
+
+impl KeySize {
+    /// The modulus length in bits.
+    pub fn bits(self) -> u32 {
+        match self {
+            KeySize::Bits2048 => 2048,
+            KeySize::Bits3072 => 3072,
+            KeySize::Bits4096 => 4096,
+        }
+    }
+}
+
+/// A Paillier public key: the modulus `n`, with `n^2` and its Montgomery context.
+#[derive(Clone)]
+pub struct PublicKey {
+    n: BigUint,
+    n_squared: BigUint,
+    half_n: BigUint,
+    context: Arc<Montgomery>,
+}
+
+impl fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PublicKey {{ bits: {} }}", self.bits())
+    }
+}
+
+impl PartialEq for PublicKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.n == other.n
+    }
+}
+
+impl Eq for PublicKey {}
+
+impl PublicKey {
+    /// The public key of modulus `n` (odd, more than 64 bits, at most 4096 bits). Accepts any
+    /// such modulus, for keys made elsewhere (python-paillier exports only `n`).
+    pub fn from_modulus(n: BigUint) -> Result<Self, PaillierError> {
+        if !n.bit(0) || n.bits() <= 64 || n.bits() > MAX_MODULUS_BITS {
+            return Err(PaillierError::InvalidKey(format!(
+                "modulus must be odd with 65 to {MAX_MODULUS_BITS} bits, got {} bits",
+                n.bits()
+            )));
+        }
+        let n_squared = &n * &n;
+        Ok(Self {
+            context: Arc::new(Montgomery::new(&n_squared)),
+            half_n: &n >> 1u32,
+            n_squared,
+            n,
+        })
+    }
+
+    /// The modulus `n`.
+    pub fn n(&self) -> &BigUint {
+        &self.n
+    }
+
+    /// `n^2`, the ciphertext modulus.
+    pub fn n_squared(&self) -> &BigUint {
+        &self.n_squared
+    }
+
+    /// `floor(n / 2)`: plaintexts above it decode as negative.
+    pub fn half_n(&self) -> &BigUint {
+        &self.half_n
+    }
+
+    /// Length of `n` in bits.
+    pub fn bits(&self) -> u64 {
+        self.n.bits()
+    }
+
+    /// Bytes of one ciphertext on the wire (the length of `n^2`).
+    pub fn ciphertext_bytes(&self) -> usize {
+        self.n_squared.bits().div_ceil(8) as usize
+    }
+
+    /// The Montgomery context modulo `n^2`.
+    pub(crate) fn context(&self) -> &Montgomery {
+        &self.context
+    }
+
+    /// Versioned bytes: `"PLPK"`, version (u16 BE), length of n (u32 BE), n (big-endian).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let n = self.n.to_bytes_be();
+        let mut out = Vec::with_capacity(10 + n.len());
+        out.extend_from_slice(PUBLIC_MAGIC);
+        out.extend_from_slice(&KEY_FORMAT_VERSION.to_be_bytes());
+        out.extend_from_slice(&(n.len() as u32).to_be_bytes());
+        out.extend_from_slice(&n);
+        out
+    }
+
+    /// Reads [`Self::to_bytes`] output, checking magic, version and lengths.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, PaillierError> {
+        let mut reader = FieldReader::new(bytes, PUBLIC_MAGIC)?;
+        let n = reader.number()?;
+        reader.finish()?;
+        Self::from_modulus(n)
+    }
+}
+
+/// A Paillier secret key, with CRT constants for decryption.
+pub struct SecretKey {
+    public: PublicKey,
+    p: Zeroizing<Vec<u64>>,
+    q: Zeroizing<Vec<u64>>,
+    /// Montgomery contexts modulo p^2 and q^2, for the decryption exponentiations.
+    p_squared: Montgomery,
+    q_squared: Montgomery,
+    /// p - 1 and q - 1, the CRT decryption exponents.
+    p_minus_1: Zeroizing<Vec<u64>>,
+    q_minus_1: Zeroizing<Vec<u64>>,
+    /// h_p = L_p(g^(p-1) mod p^2)^-1 mod p, and h_q likewise (Paillier, section 7).
+    hp: Zeroizing<Vec<u64>>,
+    hq: Zeroizing<Vec<u64>>,
+    /// p^-1 mod q, for recombination.
+    p_inv_q: Zeroizing<Vec<u64>>,
+    /// lambda = lcm(p - 1, q - 1) and mu = lambda^-1 mod n, for the textbook decryption.
+    lambda: Zeroizing<Vec<u64>>,
+    mu: Zeroizing<Vec<u64>>,
+}
+
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretKey {{ bits: {}, .. }}", self.public.bits())
+    }
+}
+
+impl SecretKey {
+    /// The matching public key.
+    pub fn public_key(&self) -> &PublicKey {
+        &self.public
+    }
+
+    /// Builds the secret key from its primes (distinct, odd; their primality is the caller's
+    /// responsibility, as for imported keys).
+    pub fn from_primes(p: &BigUint, q: &BigUint) -> Result<Self, PaillierError> {
+        if p == q || !p.bit(0) || !q.bit(0) || p.bits() < 8 || q.bits() < 8 {
+            return Err(PaillierError::InvalidKey(
+                "p and q must be distinct odd primes".to_string(),
+            ));
+        }
+        let public = PublicKey::from_modulus(p * q)?;
+        let one = BigUint::from(1u8);
+        let (pm1, qm1) = (p - &one, q - &one);
+        // gcd(n, (p-1)(q-1)) = 1 is what makes g = n + 1 a valid base.
+        if !public.n().gcd(&(&pm1 * &qm1)).eq(&one) {
+            return Err(PaillierError::InvalidKey(
+                "gcd(pq, (p-1)(q-1)) must be 1".to_string(),
+            ));
+        }
+        let hp = h_constant(p, q);
+        let hq = h_constant(q, p);
+        let p_inv_q = p.modinv(q).ok_or_else(|| {
+            PaillierError::InvalidKey("p must be invertible modulo q".to_string())
+        })?;
+        let lambda = pm1.lcm(&qm1);
+        let mu = (&lambda % public.n()).modinv(public.n()).ok_or_else(|| {
+            PaillierError::InvalidKey("lambda must be invertible modulo n".to_string())
+        })?;
+        let secret = |x: &BigUint| Zeroizing::new(x.to_u64_digits());
+        Ok(Self {
+            p_squared: Montgomery::new(&(p * p)),
+            q_squared: Montgomery::new(&(q * q)),
+            p: secret(p),
+            q: secret(q),
+            p_minus_1: secret(&pm1),
+            q_minus_1: secret(&qm1),
+            hp: secret(&hp),
+            hq: secret(&hq),
+            p_inv_q: secret(&p_inv_q),
+            lambda: secret(&lambda),
+            mu: secret(&mu),
+            public,
+        })
+    }
+
+    /// `p` (secret).
+    pub(crate) fn p(&self) -> BigUint {
+        from_limbs(&self.p)
+    }
+
+    /// `q` (secret).
+    pub(crate) fn q(&self) -> BigUint {
+        from_limbs(&self.q)
+    }
+
+    /// Decrypts the ciphertext value `c < n^2` with the CRT: `m_p = L_p(c^(p-1) mod p^2) h_p mod p`, likewise for q, then
+    /// `m = m_p + p ((m_q - m_p) p^-1 mod q)`.
+    pub(crate) fn decrypt_crt(&self, c: &BigUint) -> BigUint {
+        let p = self.p();
+        let q = self.q();
+        let mp = self.half_decrypt(c, &self.p_squared, &self.p_minus_1, &p, &self.hp);
+        let mq = self.half_decrypt(c, &self.q_squared, &self.q_minus_1, &q, &self.hq);
+        let p_inv_q = from_limbs(&self.p_inv_q);
+        let diff = (&mq + &q - (&mp % &q)) % &q;
+        let h = (diff * p_inv_q) % &q;
+        mp + p * h
+    }
+
+    fn half_decrypt(
+        &self,
+        c: &BigUint,
+        context: &Montgomery,
+        exponent: &[u64],
+        prime: &BigUint,
+        h: &[u64],
+    ) -> BigUint {
+        let base = context.to_residue(c);
+        let x = context.to_biguint(&context.pow_secret(&base, exponent));
+        let l = (x - 1u32) / prime;
+        (l * from_limbs(h)) % prime
+    }
+
+    /// Decrypts with the textbook formula `m = L(c^lambda mod n^2) mu mod n`, without the CRT
+    /// (for cross-checking; about four times slower).
+    pub(crate) fn decrypt_textbook(&self, c: &BigUint) -> BigUint {
+        let context = self.public.context();
+        let x = context.to_biguint(&context.pow_secret(&context.to_residue(c), &self.lambda));
+        let l = (x - 1u32) / self.public.n();
+        (l * from_limbs(&self.mu)) % self.public.n()
+    }
+
+    /// Noise `r^n mod n^2` computed with the CRT (what the key holder can do): `r^(n mod
+    /// p(p-1)) mod p^2` and likewise for q, recombined. About three times faster than
+    /// exponentiating modulo n^2.
+    pub(crate) fn crt_noise(&self, r: &BigUint) -> BigUint {
+        let p = self.p();
+        let q = self.q();
+        let n = self.public.n();
+        let part = |context: &Montgomery, prime: &BigUint| {
+            let order = prime * (prime - 1u32);
+            let exponent = pad((n % &order).to_u64_digits(), context.limbs());
+            context.to_biguint(&context.pow_secret(&context.to_residue(r), &exponent))
+        };
+        let (p2, q2) = (&p * &p, &q * &q);
+        let xp = part(&self.p_squared, &p);
+        let xq = part(&self.q_squared, &q);
+        // CRT modulo p^2 q^2: x = xp + p^2 ((xq - xp) (p^2)^-1 mod q^2).
+        let inv = p2.modinv(&q2).expect("p^2 is invertible modulo q^2");
+        let diff = (&xq + &q2 - (&xp % &q2)) % &q2;
+        xp + &p2 * ((diff * inv) % &q2)
+    }
+
+    /// Versioned bytes of the secret key: `"PLSK"`, version, then p and q. The name says what
+    /// it does: whoever holds the result can decrypt everything.
+    pub fn export_secret(&self) -> Zeroizing<Vec<u8>> {
+        let mut out = Zeroizing::new(Vec::new());
+        out.extend_from_slice(SECRET_MAGIC);
+        out.extend_from_slice(&KEY_FORMAT_VERSION.to_be_bytes());
+        for value in [self.p(), self.q()] {
+            let mut bytes = value.to_bytes_be();
+            out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+            out.extend_from_slice(&bytes);
+            bytes.zeroize();
+        }
+        out
+    }
+
+    /// Reads [`Self::export_secret`] output.
+    pub fn import_secret(bytes: &[u8]) -> Result<Self, PaillierError> {
+        let mut reader = FieldReader::new(bytes, SECRET_MAGIC)?;
+        let p = reader.number()?;
+        let q = reader.number()?;
+        reader.finish()?;
+        Self::from_primes(&p, &q)
+    }
+}
+
+/// A public and secret key together.
+#[derive(Debug)]
+pub struct KeyPair {
+    /// The secret key (which also holds the public key).
+    pub secret: SecretKey,
+}
+
+impl KeyPair {
+    /// A fresh key pair of a real size. Primes of half the modulus length each with their top
+    /// two bits set, so n has exactly the requested length, and `|p - q| > 2^(bits/2 - 100)`
+    /// (FIPS 186-5, A.1.3) so Fermat factoring cannot work.
+    pub fn generate<R: CryptoRng + ?Sized>(size: KeySize, rng: &mut R) -> Self {
+        Self::generate_bits(size.bits(), rng)
+    }
+
+    /// A key pair of any even size from 128 bits: **insecure below 2048 bits**, for tests and
+    /// experiments that need fast keys only.
+    pub fn generate_insecure_for_tests<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Self {
+        assert!(bits >= 128 && bits % 2 == 0 && u64::from(bits) <= MAX_MODULUS_BITS);
+        Self::generate_bits(bits, rng)
+    }
+
+    fn generate_bits<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Self {
+        let half = bits / 2;
+        let min_gap = BigUint::from(1u8) << half.saturating_sub(100);
+        loop {
+            let p = random_prime(half, rng);
+            let q = random_prime(half, rng);
+            let gap = if p > q { &p - &q } else { &q - &p };
+            if gap <= min_gap {
+                continue;
+            }
+            if let Ok(secret) = SecretKey::from_primes(&p, &q) {
+                debug_assert_eq!(secret.public_key().bits(), u64::from(bits));
+                return Self { secret };
+            }
+        }
+    }
+
+    /// The public key.
+    pub fn public_key(&self) -> &PublicKey {
+        self.secret.public_key()
+    }
+}
+
+/// `h = L(g^(x-1) mod x^2)^-1 mod x` for g = n + 1, n = x y: since `g^(x-1) = 1 + (x-1) n mod
+/// x^2`, `L = (x-1) y mod x`, so `h = ((x-1) y)^-1 mod x`.
+fn h_constant(x: &BigUint, y: &BigUint) -> BigUint {
+    (((x - 1u32) * y) % x)
+        .modinv(x)
+        .expect("(x-1) y is invertible modulo the prime x")
+}
+
+fn from_limbs(limbs: &[u64]) -> BigUint {
+    BigUint::from_slice(&super::montgomery::u32_digits(limbs))
+}
+
+/// Reads length-prefixed big-endian numbers after a magic and version.
+struct FieldReader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> FieldReader<'a> {
+    fn new(bytes: &'a [u8], magic: &[u8; 4]) -> Result<Self, PaillierError> {
+        let bad = |m: &str| PaillierError::Format(m.to_string());
+        if bytes.len() < 6 || &bytes[..4] != magic {
+            return Err(bad("not a privlogit key (wrong magic)"));
+        }
+        let version = u16::from_be_bytes([bytes[4], bytes[5]]);
+        if version != KEY_FORMAT_VERSION {
+            return Err(PaillierError::Format(format!(
+                "key format version {version}, this build reads {KEY_FORMAT_VERSION}"
+            )));
+        }
+        Ok(Self { rest: &bytes[6..] })
+    }
+
+    fn number(&mut self) -> Result<BigUint, PaillierError> {
+        let bad = || PaillierError::Format("truncated key".to_string());
+        let len_bytes: [u8; 4] = self
+            .rest
+            .get(..4)
+            .ok_or_else(bad)?
+            .try_into()
+            .map_err(|_| bad())?;
+        let len = u32::from_be_bytes(len_bytes) as usize;
+        if len == 0 || len as u64 > MAX_MODULUS_BITS / 8 {
+            return Err(PaillierError::Format(format!("key field of {len} bytes")));
+        }
+        let value = self.rest.get(4..4 + len).ok_or_else(bad)?;
+        self.rest = &self.rest[4 + len..];
+        Ok(BigUint::from_bytes_be(value))
+    }
+
+    fn finish(self) -> Result<(), PaillierError> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(PaillierError::Format(format!(
+                "{} unexpected bytes after the key",
+                self.rest.len()
+            )))
+        }
+    }
+}

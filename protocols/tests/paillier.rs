@@ -1,0 +1,183 @@
+//! Paillier known answers and algebraic laws.
+
+use num_bigint::{BigInt, BigUint};
+use privlogit_protocols::paillier::{
+    Ciphertext, CrtNoise, DjnNoise, KeyPair, NoisePool, NoiseSource, PublicKey, SecretKey,
+    StandardNoise,
+};
+use proptest::prelude::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+fn hex(s: &str) -> BigUint {
+    BigUint::parse_bytes(s.trim_start_matches("0x").as_bytes(), 16).expect("hex number")
+}
+
+/// The ISO/IEC 18033-6 vector (file header records its provenance).
+fn iso_vector() -> std::collections::HashMap<String, BigUint> {
+    let text = include_str!("vectors/iso_iec_18033_6_paillier.txt");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && l.contains('='))
+        .map(|l| {
+            let (k, v) = l.split_once('=').expect("key = value");
+            (k.trim().to_string(), hex(v.trim()))
+        })
+        .collect()
+}
+
+#[test]
+fn iso_iec_18033_6_vector() {
+    let v = iso_vector();
+    let secret = SecretKey::from_primes(&v["p"], &v["q"]).expect("valid primes");
+    let key = secret.public_key();
+    assert_eq!(key.bits(), 2048);
+    let noise = StandardNoise::new(key);
+    let c1 = key.encrypt_with_noise(&v["m1"], &noise.for_r(&v["r1"]));
+    let c2 = key.encrypt_with_noise(&v["m2"], &noise.for_r(&v["r2"]));
+    assert_eq!(c1.value(key), v["c1"]);
+    assert_eq!(c2.value(key), v["c2"]);
+    let sum = key.add(&c1, &c2);
+    assert_eq!(sum.value(key), v["c1c2"]);
+    assert_eq!(secret.decrypt(&sum), v["m1_plus_m2"]);
+    assert_eq!(secret.decrypt(&c1), v["m1"]);
+    assert_eq!(secret.decrypt_without_crt(&c2), v["m2"]);
+}
+
+/// p = 23194683100664294251, q = 11084480205242485763, m = 150, r = 464682464, g = n + 1
+/// encrypts to the value below (from the issue; checked with Python's pow in
+/// `(1 + m n) * pow(r, n, n * n) % (n * n)` in Python).
+#[test]
+fn small_known_answer() {
+    let p = BigUint::from(23194683100664294251u128);
+    let q = BigUint::from(11084480205242485763u128);
+    let secret = SecretKey::from_primes(&p, &q).expect("valid primes");
+    let key = secret.public_key();
+    let noise = StandardNoise::new(key).for_r(&BigUint::from(464682464u32));
+    let c = key.encrypt_with_noise(&BigUint::from(150u32), &noise);
+    let expected: BigUint =
+        "1841450431121342017079889925321805034960817609110249141263892292849164403537"
+            .parse()
+            .expect("decimal");
+    assert_eq!(c.value(key), expected);
+    assert_eq!(secret.decrypt(&c), BigUint::from(150u32));
+    assert_eq!(secret.decrypt_without_crt(&c), BigUint::from(150u32));
+}
+
+#[test]
+fn keys_serialise_and_refuse_garbage() {
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    let pair = KeyPair::generate_insecure_for_tests(512, &mut rng);
+    let key = pair.public_key();
+    assert_eq!(key.bits(), 512);
+    let back = PublicKey::from_bytes(&key.to_bytes()).expect("round trip");
+    assert_eq!(&back, key);
+    let secret = SecretKey::import_secret(&pair.secret.export_secret()).expect("round trip");
+    assert_eq!(secret.public_key(), key);
+    let mut bad = key.to_bytes();
+    bad[5] = 9;
+    assert!(PublicKey::from_bytes(&bad).is_err());
+    assert!(PublicKey::from_bytes(&key.to_bytes()[..20]).is_err());
+    let mut long = key.to_bytes();
+    long.push(0);
+    assert!(PublicKey::from_bytes(&long).is_err());
+    // Debug output never shows secrets.
+    let shown = format!("{:?} {:?}", pair.secret, key);
+    assert!(!shown.contains(&secret.public_key().n().to_string()));
+    // Ciphertexts: fixed length, range-checked.
+    let c = key.encrypt(&BigUint::from(7u8), &StandardNoise::new(key), &mut rng);
+    let bytes = c.to_bytes(key);
+    assert_eq!(bytes.len(), key.ciphertext_bytes());
+    assert_eq!(Ciphertext::from_bytes(key, &bytes).expect("round trip"), c);
+    assert!(Ciphertext::from_bytes(key, &bytes[1..]).is_err());
+    assert!(Ciphertext::from_bytes(key, &vec![0u8; bytes.len()]).is_err());
+    assert!(Ciphertext::from_bytes(key, &vec![0xffu8; bytes.len()]).is_err());
+}
+
+#[test]
+fn generated_keys_have_exact_size() {
+    let mut rng = ChaCha20Rng::seed_from_u64(4);
+    for bits in [256u32, 768, 1024] {
+        let pair = KeyPair::generate_insecure_for_tests(bits, &mut rng);
+        assert_eq!(pair.public_key().bits(), u64::from(bits));
+    }
+}
+
+/// A shared 768-bit key for the property tests (generated once, seeded).
+fn test_key() -> &'static SecretKey {
+    static KEY: std::sync::OnceLock<SecretKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        KeyPair::generate_insecure_for_tests(768, &mut ChaCha20Rng::seed_from_u64(5)).secret
+    })
+}
+
+fn plaintext(seed: u64, key: &PublicKey) -> BigUint {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let words: Vec<u32> = (0..key.bits() / 32 + 1)
+        .map(|_| rand::Rng::next_u32(&mut rng))
+        .collect();
+    BigUint::from_slice(&words) % key.n()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// E(a) E(b) = E(a + b); E(a)^k = E(k a); E(a) (1 + b n) = E(a + b); E(a) / E(b) = E(a - b);
+    /// CRT and textbook decryption agree; every noise source decrypts correctly.
+    #[test]
+    fn homomorphic_laws(sa in any::<u64>(), sb in any::<u64>(), k in any::<i64>(), seed in any::<u64>()) {
+        let secret = test_key();
+        let key = secret.public_key();
+        let n = key.n();
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let (a, b) = (plaintext(sa, key), plaintext(sb, key));
+        let standard = StandardNoise::new(key);
+        let ea = key.encrypt(&a, &standard, &mut rng);
+        let eb = key.encrypt(&b, &CrtNoise::new(secret), &mut rng);
+        prop_assert_eq!(secret.decrypt(&ea), a.clone());
+        prop_assert_eq!(secret.decrypt_without_crt(&eb), b.clone());
+        prop_assert_eq!(secret.decrypt(&key.add(&ea, &eb)), (&a + &b) % n);
+        prop_assert_eq!(secret.decrypt(&key.sub(&ea, &eb)), (&a + n - &b) % n);
+        prop_assert_eq!(secret.decrypt(&key.add_plain(&ea, &b)), (&a + &b) % n);
+        let kb = BigInt::from(k);
+        let expected = ((BigInt::from(a.clone()) * &kb) % BigInt::from(n.clone()) + BigInt::from(n.clone()))
+            % BigInt::from(n.clone());
+        let product = key.mul_scalar(&ea, &kb);
+        prop_assert_eq!(BigInt::from(secret.decrypt(&product)), expected);
+        prop_assert_eq!(secret.decrypt(&product), secret.decrypt_without_crt(&product));
+        let fresh = key.rerandomize(&ea, &standard, &mut rng);
+        prop_assert_ne!(&fresh, &ea);
+        prop_assert_eq!(secret.decrypt(&fresh), a.clone());
+        prop_assert_eq!(secret.decrypt(&key.sum([&ea, &eb, &ea])), (&a + &a + &b) % n);
+    }
+}
+
+#[test]
+fn djn_and_pooled_noise_decrypt() {
+    let secret = test_key();
+    let key = secret.public_key();
+    let mut rng = ChaCha20Rng::seed_from_u64(6);
+    let djn = DjnNoise::new(key, &mut rng);
+    let pool = NoisePool::new(DjnNoise::from_base(key, djn.base().clone()));
+    pool.fill(5);
+    assert_eq!(pool.available(), 5);
+    for i in 0..8u32 {
+        let m = BigUint::from(1000u32 + i);
+        let a = key.encrypt(&m, &djn, &mut rng);
+        let b = key.encrypt(&m, &pool, &mut rng);
+        assert_ne!(a, b);
+        assert_eq!(secret.decrypt(&a), m);
+        assert_eq!(secret.decrypt(&b), m);
+    }
+    assert_eq!(
+        pool.available(),
+        0,
+        "pool used first, then refilled on demand"
+    );
+    let batch: Vec<BigUint> = (0..20u32).map(BigUint::from).collect();
+    let encrypted = key.encrypt_all(&batch, &djn);
+    assert_eq!(secret.decrypt_all(&encrypted), batch);
+    // DJN noise is an n-th power: it decrypts to 0.
+    let zero = key.encrypt(&BigUint::ZERO, &djn, &mut rng);
+    assert_eq!(secret.decrypt(&zero), BigUint::ZERO);
+    let _ = NoiseSource::public_key(&djn);
+}
