@@ -29,7 +29,9 @@ fn paillier(c: &mut Criterion) {
     group.bench_function("encrypt_standard_noise", |b| {
         b.iter(|| key.encrypt(&m, &standard, &mut rng))
     });
-    group.bench_function("encrypt_djn_noise", |b| b.iter(|| key.encrypt(&m, &djn, &mut rng)));
+    group.bench_function("encrypt_djn_noise", |b| {
+        b.iter(|| key.encrypt(&m, &djn, &mut rng))
+    });
     group.bench_function("encrypt_crt_noise_keyholder", |b| {
         b.iter(|| key.encrypt(&m, &crt, &mut rng))
     });
@@ -41,8 +43,12 @@ fn paillier(c: &mut Criterion) {
         )
     });
     group.bench_function("decrypt_crt", |b| b.iter(|| secret.decrypt(&c1)));
-    group.bench_function("decrypt_without_crt", |b| b.iter(|| secret.decrypt_without_crt(&c1)));
-    group.bench_function("mul_signed_64bit_scalar", |b| b.iter(|| key.mul_scalar(&c1, &scalar)));
+    group.bench_function("decrypt_without_crt", |b| {
+        b.iter(|| secret.decrypt_without_crt(&c1))
+    });
+    group.bench_function("mul_signed_64bit_scalar", |b| {
+        b.iter(|| key.mul_scalar(&c1, &scalar))
+    });
     group.bench_function("add", |b| b.iter(|| key.add(&c1, &c1)));
     group.finish();
 }

@@ -5,18 +5,28 @@
 //! - [`keys`]: key generation, the secret key's CRT constants, serialisation.
 //! - [`noise`]: the randomness of encryption: standard `r^n`, DJN fixed-base, pools, CRT.
 //! - [`ciphertext`]: encryption, decryption and homomorphic operations on raw plaintexts.
-//! - [`montgomery`], [`prime`]: the arithmetic engine and prime generation underneath.
+//! - [`encoding`]: signed fixed-point values and encrypted numbers with overflow checks.
+//! - [`packing`]: several signed slots per plaintext.
+//! - [`tensor`]: encrypted vectors and matrices, `Enc(M) v`, wire format.
+//! - [`montgomery`], [`multiexp`], [`inverse`], [`prime`]: the arithmetic engine underneath.
 
 pub mod ciphertext;
+pub mod encoding;
 pub mod inverse;
 pub mod keys;
 pub mod montgomery;
+pub mod multiexp;
 pub mod noise;
+pub mod packing;
 pub mod prime;
+pub mod tensor;
 
 pub use ciphertext::Ciphertext;
+pub use encoding::{EncryptedNumber, Fixed};
 pub use keys::{KeyPair, KeySize, PublicKey, SecretKey};
 pub use noise::{CrtNoise, DjnNoise, NoisePool, NoiseSource, StandardNoise};
+pub use packing::Packing;
+pub use tensor::{EncryptedMatrix, EncryptedVector};
 
 use thiserror::Error;
 

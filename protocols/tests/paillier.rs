@@ -181,3 +181,198 @@ fn djn_and_pooled_noise_decrypt() {
     assert_eq!(secret.decrypt(&zero), BigUint::ZERO);
     let _ = NoiseSource::public_key(&djn);
 }
+
+mod encoded {
+    use super::*;
+    use ndarray::Array2;
+    use privlogit_protocols::paillier::{
+        EncryptedMatrix, EncryptedNumber, EncryptedVector, Fixed, Packing, PaillierError,
+    };
+
+    /// Values at the edges of the centred range decode exactly; one more is refused.
+    #[test]
+    fn extremes_of_the_centred_range() {
+        let secret = test_key();
+        let key = secret.public_key();
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        let noise = StandardNoise::new(key);
+        let half = BigInt::from(key.half_n().clone());
+        let one = BigInt::from(1);
+        for v in [
+            half.clone(),
+            -half.clone(),
+            &half - &one,
+            -(&half - &one),
+            -one.clone(),
+        ] {
+            let x = Fixed::integer(v.clone());
+            let e = EncryptedNumber::encrypt(key, &x, key.half_n(), &noise, &mut rng)
+                .expect("in range");
+            assert_eq!(e.decrypt(secret).value, v);
+        }
+        let too_big = Fixed::integer(&half + &one);
+        let bound = too_big.value.magnitude().clone();
+        assert!(matches!(
+            EncryptedNumber::encrypt(key, &too_big, &bound, &noise, &mut rng),
+            Err(PaillierError::Overflow { .. })
+        ));
+        // Operations whose bound could leave the range are refused, not wrapped.
+        let big = EncryptedNumber::encrypt(
+            key,
+            &Fixed::integer(&half - &one),
+            key.half_n(),
+            &noise,
+            &mut rng,
+        )
+        .expect("in range");
+        assert!(matches!(
+            big.add(key, &big),
+            Err(PaillierError::Overflow { .. })
+        ));
+        assert!(matches!(
+            big.mul_plain(key, &Fixed::integer(2)),
+            Err(PaillierError::Overflow { .. })
+        ));
+        assert!(matches!(
+            big.rescaled(key, 1),
+            Err(PaillierError::Overflow { .. })
+        ));
+        // A small one stays fine.
+        let small = EncryptedNumber::encrypt(
+            key,
+            &Fixed::integer(-3),
+            &BigUint::from(10u8),
+            &noise,
+            &mut rng,
+        )
+        .expect("in range");
+        assert_eq!(
+            small.add(key, &small).expect("fits").decrypt(secret).value,
+            BigInt::from(-6)
+        );
+    }
+
+    /// phe's example: E(-1.5) * (-2.25) + E(0.1) = 3.475, with exact float encodings.
+    #[test]
+    fn fixed_point_arithmetic_like_phe() {
+        let secret = test_key();
+        let key = secret.public_key();
+        let mut rng = ChaCha20Rng::seed_from_u64(8);
+        let noise = DjnNoise::new(key, &mut rng);
+        let enc = |x: f64, rng: &mut ChaCha20Rng| {
+            let f = Fixed::from_f64_exact(x).expect("finite");
+            let bound = Fixed::bound_for(4.0, f.scale).expect("finite");
+            EncryptedNumber::encrypt(key, &f, &bound, &noise, rng).expect("fits")
+        };
+        let a = enc(-1.5, &mut rng);
+        let b = enc(0.1, &mut rng);
+        assert_eq!(a.decrypt_f64(secret), -1.5);
+        assert_eq!(b.decrypt_f64(secret), 0.1);
+        let product = a
+            .mul_plain(key, &Fixed::from_f64_exact(-2.25).expect("finite"))
+            .expect("fits");
+        let result = product.add(key, &b).expect("fits");
+        assert_eq!(result.decrypt_f64(secret), 3.475);
+        assert_eq!(
+            result.sub(key, &b).expect("fits").decrypt_f64(secret),
+            3.375
+        );
+        assert_eq!(
+            a.add_plain(key, &Fixed::from_f64(0.25, 2).expect("finite"))
+                .expect("fits")
+                .decrypt_f64(secret),
+            -1.25
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        /// Packed vectors with negative slots: sums of three and scalar products decode to the
+        /// slot-wise integer results.
+        #[test]
+        fn packed_sums_with_negative_slots(values in proptest::collection::vec(-1_000_000i64..1_000_000, 1..40), k in -500i64..500) {
+            let secret = test_key();
+            let key = secret.public_key();
+            let noise = StandardNoise::new(key);
+            let bound = BigUint::from(1_000_000u32);
+            let packing = Packing::for_sums(key, &(&bound * 500u32), 3).expect("fits");
+            prop_assert!(packing.slots() > 1);
+            let fixed: Vec<Fixed> = values.iter().map(|&v| Fixed::integer(v)).collect();
+            let negated: Vec<Fixed> = values.iter().map(|&v| Fixed::integer(-v / 2)).collect();
+            let a = EncryptedVector::encrypt(key, &fixed, &bound, packing, &noise).expect("fits");
+            let b = EncryptedVector::encrypt(key, &negated, &bound, packing, &noise).expect("fits");
+            let sum = EncryptedVector::sum(key, &[&a, &b, &a]).expect("fits");
+            let expected: Vec<BigInt> = values.iter().map(|&v| BigInt::from(2 * v - v / 2)).collect();
+            let got: Vec<BigInt> = sum.decrypt(secret).into_iter().map(|f| f.value).collect();
+            prop_assert_eq!(got, expected);
+            let scaled = a.mul_scalar(key, &Fixed::integer(k)).expect("fits");
+            let got: Vec<BigInt> = scaled.decrypt(secret).into_iter().map(|f| f.value).collect();
+            let expected: Vec<BigInt> = values.iter().map(|&v| BigInt::from(v * k)).collect();
+            prop_assert_eq!(got, expected);
+        }
+    }
+
+    /// Enc(M) v by multi-exponentiation equals the entrywise product and the plaintext product,
+    /// packed and unpacked, with negative entries on both sides.
+    #[test]
+    fn matrix_vector_products() {
+        let secret = test_key();
+        let key = secret.public_key();
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let noise = DjnNoise::new(key, &mut rng);
+        let (rows, cols, scale) = (9, 6, 16);
+        let m = Array2::from_shape_fn((rows, cols), |(i, j)| {
+            ((i * 7 + j * 3) % 11) as f64 / 4.0 - 1.25
+        });
+        let v: Vec<f64> = (0..cols).map(|j| (j as f64 - 2.5) * 0.75).collect();
+        let vf: Vec<Fixed> = v
+            .iter()
+            .map(|&x| Fixed::from_f64(x, scale).expect("finite"))
+            .collect();
+        let bound = Fixed::bound_for(2.0, scale).expect("finite");
+        for packing in [
+            Packing::unpacked(key),
+            Packing::for_sums(
+                key,
+                &(&bound * Fixed::bound_for(4.0, scale).expect("finite")),
+                cols,
+            )
+            .expect("fits"),
+        ] {
+            let em = EncryptedMatrix::encrypt_f64(key, m.view(), scale, 2.0, packing, &noise)
+                .expect("fits");
+            assert_eq!(em.decrypt_f64(secret)[3][4], m[(3, 4)]);
+            let fast = em.mul_vector(key, &vf).expect("fits");
+            let slow = em.mul_vector_entrywise(key, &vf).expect("fits");
+            let fast_values = fast.decrypt_f64(secret);
+            assert_eq!(fast_values, slow.decrypt_f64(secret));
+            for r in 0..rows {
+                let expected: f64 = (0..cols).map(|j| m[(r, j)] * v[j]).sum();
+                assert!(
+                    (fast_values[r] - expected).abs() < 1e-12,
+                    "row {r}: {} vs {expected}",
+                    fast_values[r]
+                );
+            }
+            // Wire round trip, and refusal of truncated or padded bytes.
+            let bytes = em.to_bytes(key);
+            assert_eq!(
+                EncryptedMatrix::from_bytes(key, &bytes).expect("round trip"),
+                em
+            );
+            assert!(EncryptedMatrix::from_bytes(key, &bytes[..bytes.len() - 1]).is_err());
+            let mut padded = bytes.clone();
+            padded.push(0);
+            assert!(EncryptedMatrix::from_bytes(key, &padded).is_err());
+            let vb = fast.to_bytes(key);
+            assert_eq!(
+                EncryptedVector::from_bytes(key, &vb).expect("round trip"),
+                fast
+            );
+            let mut lying = vb.clone();
+            lying[6..14].copy_from_slice(&(1u64 << 40).to_be_bytes());
+            assert!(EncryptedVector::from_bytes(key, &lying).is_err());
+        }
+    }
+}

@@ -14,7 +14,10 @@ const STEP: u32 = 31;
 /// length), or `None` when `gcd(x, m) != 1`.
 pub fn invert_mod_odd(x: &[u64], m: &[u64]) -> Option<Vec<u64>> {
     let n = m.len();
-    assert!(x.len() == n && m[0] & 1 == 1, "odd modulus, operand of the same length");
+    assert!(
+        x.len() == n && m[0] & 1 == 1,
+        "odd modulus, operand of the same length"
+    );
     // -m^-1 mod 2^64, by Newton iteration.
     let mut inv: u64 = 1;
     for _ in 0..6 {
@@ -214,7 +217,14 @@ mod tests {
 
     #[test]
     fn small_and_edge_cases() {
-        for (x, m) in [(1u64, 3u64), (2, 3), (3, 7), (6, 9), (0, 9), (5, 1_000_000_007)] {
+        for (x, m) in [
+            (1u64, 3u64),
+            (2, 3),
+            (3, 7),
+            (6, 9),
+            (0, 9),
+            (5, 1_000_000_007),
+        ] {
             check(&BigUint::from(x), &BigUint::from(m));
         }
         let m = (BigUint::from(1u8) << 4095) + 12345u32;

@@ -1,0 +1,563 @@
+//! Encrypted vectors and matrices: packed ciphertexts with a common scale and a public bound per
+//! slot, the homomorphic operations the protocols need, and a fixed-length wire format.
+//!
+//! A vector of length `len` under packing `P` is `ceil(len / slots)` ciphertexts, values in
+//! order. A matrix is stored by columns, each column a packed vector down the rows, so that
+//! `Enc(M) v = sum_j v_j Enc(M[:, j])` is, for every packed block of rows, one
+//! multi-exponentiation over the columns ([`EncryptedMatrix::mul_vector`]).
+
+use ndarray::ArrayView2;
+use num_bigint::{BigInt, BigUint, Sign};
+use rayon::prelude::*;
+
+use super::PaillierError;
+use super::ciphertext::Ciphertext;
+use super::encoding::{Fixed, fits};
+use super::keys::{PublicKey, SecretKey};
+use super::multiexp::multi_pow;
+use super::noise::NoiseSource;
+use super::packing::Packing;
+
+/// Wire format version of encrypted tensors.
+pub const TENSOR_FORMAT_VERSION: u16 = 1;
+const VECTOR_MAGIC: &[u8; 4] = b"PLEV";
+const MATRIX_MAGIC: &[u8; 4] = b"PLEM";
+/// Largest length accepted off the wire (values per vector, columns per matrix).
+pub const MAX_WIRE_LEN: u64 = 1 << 24;
+
+/// An encrypted vector of fixed-point values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncryptedVector {
+    len: usize,
+    scale: u32,
+    slot_bound: BigUint,
+    packing: Packing,
+    blocks: Vec<Ciphertext>,
+}
+
+impl EncryptedVector {
+    /// Encrypts `values` (one scale for all) whose magnitudes never exceed `slot_bound`
+    /// (public), packed by `packing`, in parallel.
+    pub fn encrypt<S: NoiseSource>(
+        key: &PublicKey,
+        values: &[Fixed],
+        slot_bound: &BigUint,
+        packing: Packing,
+        source: &S,
+    ) -> Result<Self, PaillierError> {
+        let scale = common_scale(values)?;
+        check_slot_bound(key, &packing, slot_bound)?;
+        if values.iter().any(|v| v.value.magnitude() > slot_bound) {
+            return Err(PaillierError::Encoding(
+                "a value exceeds its declared bound".to_string(),
+            ));
+        }
+        let plaintexts = values
+            .chunks(packing.slots())
+            .map(|chunk| {
+                let ints: Vec<BigInt> = chunk.iter().map(|v| v.value.clone()).collect();
+                key.encode_signed(&packing.pack(key, &ints)?)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            len: values.len(),
+            scale,
+            slot_bound: slot_bound.clone(),
+            packing,
+            blocks: key.encrypt_all(&plaintexts, source),
+        })
+    }
+
+    /// Encrypts reals at `scale` fractional bits, declaring `|v| <= max_abs`.
+    pub fn encrypt_f64<S: NoiseSource>(
+        key: &PublicKey,
+        values: &[f64],
+        scale: u32,
+        max_abs: f64,
+        packing: Packing,
+        source: &S,
+    ) -> Result<Self, PaillierError> {
+        let fixed = values
+            .iter()
+            .map(|&v| Fixed::from_f64(v, scale))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::encrypt(
+            key,
+            &fixed,
+            &Fixed::bound_for(max_abs, scale)?,
+            packing,
+            source,
+        )
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Fractional bits of every value.
+    pub fn scale(&self) -> u32 {
+        self.scale
+    }
+
+    /// Public bound on every value's magnitude.
+    pub fn slot_bound(&self) -> &BigUint {
+        &self.slot_bound
+    }
+
+    /// The slot layout.
+    pub fn packing(&self) -> Packing {
+        self.packing
+    }
+
+    /// The packed ciphertexts.
+    pub fn ciphertexts(&self) -> &[Ciphertext] {
+        &self.blocks
+    }
+
+    /// Decrypts every value (in parallel).
+    pub fn decrypt(&self, secret: &SecretKey) -> Vec<Fixed> {
+        let key = secret.public_key();
+        let plaintexts = secret.decrypt_all(&self.blocks);
+        let mut out = Vec::with_capacity(self.len);
+        for (i, m) in plaintexts.iter().enumerate() {
+            let count = (self.len - i * self.packing.slots()).min(self.packing.slots());
+            for value in self.packing.unpack(&key.decode_signed(m), count) {
+                out.push(Fixed {
+                    value,
+                    scale: self.scale,
+                });
+            }
+        }
+        out
+    }
+
+    /// Decrypts to the nearest f64s.
+    pub fn decrypt_f64(&self, secret: &SecretKey) -> Vec<f64> {
+        self.decrypt(secret).iter().map(Fixed::to_f64).collect()
+    }
+
+    /// The slot-wise sum of vectors of the same length, layout and scale (the Center's
+    /// aggregation of the Nodes' contributions).
+    pub fn sum(key: &PublicKey, vectors: &[&Self]) -> Result<Self, PaillierError> {
+        let first = vectors
+            .first()
+            .ok_or_else(|| PaillierError::Mismatch("no vectors to sum".to_string()))?;
+        for v in vectors {
+            if v.len != first.len || v.packing != first.packing || v.scale != first.scale {
+                return Err(PaillierError::Mismatch(
+                    "vectors differ in length, packing or scale".to_string(),
+                ));
+            }
+        }
+        let slot_bound = vectors.iter().map(|v| &v.slot_bound).sum::<BigUint>();
+        check_slot_bound(key, &first.packing, &slot_bound)?;
+        let blocks = (0..first.blocks.len())
+            .into_par_iter()
+            .map(|b| key.sum(vectors.iter().map(|v| &v.blocks[b])))
+            .collect();
+        Ok(Self {
+            slot_bound,
+            blocks,
+            ..(*first).clone()
+        })
+    }
+
+    /// Every value times the plaintext `k` (scales add).
+    pub fn mul_scalar(&self, key: &PublicKey, k: &Fixed) -> Result<Self, PaillierError> {
+        let slot_bound = &self.slot_bound * k.value.magnitude();
+        check_slot_bound(key, &self.packing, &slot_bound)?;
+        let scale = self.scale + k.scale;
+        let blocks = self
+            .blocks
+            .par_iter()
+            .map(|c| key.mul_scalar(c, &k.value))
+            .collect();
+        Ok(Self {
+            len: self.len,
+            scale,
+            slot_bound,
+            packing: self.packing,
+            blocks,
+        })
+    }
+
+    /// The same values under fresh randomness, before the vector leaves a party.
+    pub fn rerandomized<S: NoiseSource>(&self, key: &PublicKey, source: &S) -> Self {
+        let blocks = self
+            .blocks
+            .par_iter()
+            .map_init(rand::rng, |rng, c| key.rerandomize(c, source, rng))
+            .collect();
+        Self {
+            blocks,
+            ..self.clone()
+        }
+    }
+
+    /// Wire bytes: `"PLEV"`, version (u16), then [`Self::write_body`].
+    pub fn to_bytes(&self, key: &PublicKey) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(VECTOR_MAGIC);
+        out.extend_from_slice(&TENSOR_FORMAT_VERSION.to_be_bytes());
+        self.write_body(key, &mut out);
+        out
+    }
+
+    /// Reads [`Self::to_bytes`] output, checking every length against the key before
+    /// allocating and refusing trailing bytes.
+    pub fn from_bytes(key: &PublicKey, bytes: &[u8]) -> Result<Self, PaillierError> {
+        let mut reader = Reader::new(bytes, VECTOR_MAGIC)?;
+        let v = Self::read_body(key, &mut reader)?;
+        reader.finish()?;
+        Ok(v)
+    }
+
+    /// Body: len (u64), scale (u32), slot bits (u32), slots (u32), bound (u32 length + bytes),
+    /// then `ceil(len / slots)` ciphertexts of exactly `key.ciphertext_bytes()` bytes each.
+    fn write_body(&self, key: &PublicKey, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.len as u64).to_be_bytes());
+        out.extend_from_slice(&self.scale.to_be_bytes());
+        out.extend_from_slice(&self.packing.slot_bits().to_be_bytes());
+        out.extend_from_slice(&(self.packing.slots() as u32).to_be_bytes());
+        let bound = self.slot_bound.to_bytes_be();
+        out.extend_from_slice(&(bound.len() as u32).to_be_bytes());
+        out.extend_from_slice(&bound);
+        for c in &self.blocks {
+            out.extend_from_slice(&c.to_bytes(key));
+        }
+    }
+
+    fn read_body(key: &PublicKey, reader: &mut Reader<'_>) -> Result<Self, PaillierError> {
+        let len = reader.u64()?;
+        if len > MAX_WIRE_LEN {
+            return Err(format_error(format!("vector of {len} values")));
+        }
+        let scale = reader.u32()?;
+        let slot_bits = reader.u32()?;
+        let slots = reader.u32()? as usize;
+        let packing = if slots == 1 && u64::from(slot_bits) == key.bits() {
+            Packing::unpacked(key)
+        } else {
+            Packing::new(key, slot_bits)?
+        };
+        if packing.slots() != slots {
+            return Err(format_error(format!(
+                "{slots} slots of {slot_bits} bits do not match the key"
+            )));
+        }
+        let bound_len = reader.u32()? as u64;
+        if bound_len > key.bits().div_ceil(8) {
+            return Err(format_error(format!("bound of {bound_len} bytes")));
+        }
+        let slot_bound = BigUint::from_bytes_be(reader.take(bound_len as usize)?);
+        check_slot_bound(key, &packing, &slot_bound)?;
+        let count = packing.plaintexts_for(len as usize);
+        let size = key.ciphertext_bytes();
+        if reader.remaining() < count * size {
+            return Err(format_error("truncated ciphertexts".to_string()));
+        }
+        let blocks = (0..count)
+            .map(|_| Ciphertext::from_bytes(key, reader.take(size)?))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            len: len as usize,
+            scale,
+            slot_bound,
+            packing,
+            blocks,
+        })
+    }
+}
+
+/// An encrypted matrix, stored by columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncryptedMatrix {
+    rows: usize,
+    columns: Vec<EncryptedVector>,
+}
+
+impl EncryptedMatrix {
+    /// Encrypts `matrix` at `scale` fractional bits, declaring `|entry| <= max_abs`, each column
+    /// packed by `packing`.
+    pub fn encrypt_f64<S: NoiseSource>(
+        key: &PublicKey,
+        matrix: ArrayView2<'_, f64>,
+        scale: u32,
+        max_abs: f64,
+        packing: Packing,
+        source: &S,
+    ) -> Result<Self, PaillierError> {
+        let columns = matrix
+            .columns()
+            .into_iter()
+            .map(|col| {
+                let values: Vec<f64> = col.iter().copied().collect();
+                EncryptedVector::encrypt_f64(key, &values, scale, max_abs, packing, source)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            rows: matrix.nrows(),
+            columns,
+        })
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// The encrypted columns.
+    pub fn columns(&self) -> &[EncryptedVector] {
+        &self.columns
+    }
+
+    /// Ciphertexts held.
+    pub fn ciphertext_count(&self) -> usize {
+        self.columns.iter().map(|c| c.blocks.len()).sum()
+    }
+
+    /// Decrypts to rows of f64.
+    pub fn decrypt_f64(&self, secret: &SecretKey) -> Vec<Vec<f64>> {
+        let cols: Vec<Vec<f64>> = self.columns.iter().map(|c| c.decrypt_f64(secret)).collect();
+        (0..self.rows)
+            .map(|r| cols.iter().map(|c| c[r]).collect())
+            .collect()
+    }
+
+    /// `Enc(M v)` for a plaintext vector `v` (one scale for all entries): for every packed block
+    /// of rows, one multi-exponentiation over the columns with exponents `|v_j|`, bases inverted
+    /// (all at once) where `v_j < 0`. Blocks run in parallel.
+    pub fn mul_vector(
+        &self,
+        key: &PublicKey,
+        v: &[Fixed],
+    ) -> Result<EncryptedVector, PaillierError> {
+        let template = self.product_template(key, v)?;
+        let context = key.context();
+        let exponents: Vec<Vec<u64>> = v
+            .iter()
+            .map(|x| x.value.magnitude().to_u64_digits())
+            .collect();
+        let negative: Vec<bool> = v.iter().map(|x| x.value.sign() == Sign::Minus).collect();
+        let blocks_per_column = self.columns.first().map_or(0, |c| c.blocks.len());
+        // Invert the bases of negative entries, every block at once (Montgomery's trick).
+        let to_invert: Vec<_> = (0..self.cols())
+            .filter(|&j| negative[j])
+            .flat_map(|j| self.columns[j].blocks.iter().map(|c| c.residue().clone()))
+            .collect();
+        let inverses = context
+            .invert_all(&to_invert)
+            .ok_or(PaillierError::InvalidCiphertext)?;
+        let mut inverse_of = vec![Vec::new(); self.cols()];
+        let mut next = inverses.into_iter();
+        for j in (0..self.cols()).filter(|&j| negative[j]) {
+            inverse_of[j] = next.by_ref().take(blocks_per_column).collect();
+        }
+        let blocks = (0..blocks_per_column)
+            .into_par_iter()
+            .map(|b| {
+                let bases: Vec<&Vec<u64>> = (0..self.cols())
+                    .map(|j| {
+                        if negative[j] {
+                            &inverse_of[j][b]
+                        } else {
+                            self.columns[j].blocks[b].residue()
+                        }
+                    })
+                    .collect();
+                let limbs: Vec<&[u64]> = exponents.iter().map(Vec::as_slice).collect();
+                Ciphertext::from_residue(multi_pow(context, &bases, &limbs))
+            })
+            .collect();
+        Ok(EncryptedVector { blocks, ..template })
+    }
+
+    /// The same product by one scalar multiplication per ciphertext and a sum per block: the
+    /// baseline [`Self::mul_vector`] is measured against.
+    pub fn mul_vector_entrywise(
+        &self,
+        key: &PublicKey,
+        v: &[Fixed],
+    ) -> Result<EncryptedVector, PaillierError> {
+        let template = self.product_template(key, v)?;
+        let blocks_per_column = self.columns.first().map_or(0, |c| c.blocks.len());
+        let blocks = (0..blocks_per_column)
+            .into_par_iter()
+            .map(|b| {
+                let terms: Vec<Ciphertext> = (0..self.cols())
+                    .map(|j| key.mul_scalar(&self.columns[j].blocks[b], &v[j].value))
+                    .collect();
+                key.sum(&terms)
+            })
+            .collect();
+        Ok(EncryptedVector { blocks, ..template })
+    }
+
+    /// Shape, scale and bound of `M v`, checked.
+    fn product_template(
+        &self,
+        key: &PublicKey,
+        v: &[Fixed],
+    ) -> Result<EncryptedVector, PaillierError> {
+        if v.len() != self.cols() {
+            return Err(PaillierError::Mismatch(format!(
+                "vector of {} for a matrix with {} columns",
+                v.len(),
+                self.cols()
+            )));
+        }
+        let first = self
+            .columns
+            .first()
+            .ok_or_else(|| PaillierError::Mismatch("empty matrix".to_string()))?;
+        let v_scale = common_scale(v)?;
+        let weight: BigUint = v.iter().map(|x| x.value.magnitude()).sum();
+        let slot_bound = self
+            .columns
+            .iter()
+            .map(|c| &c.slot_bound)
+            .max()
+            .expect("non-empty")
+            * weight;
+        check_slot_bound(key, &first.packing, &slot_bound)?;
+        Ok(EncryptedVector {
+            len: self.rows,
+            scale: first.scale + v_scale,
+            slot_bound,
+            packing: first.packing,
+            blocks: Vec::new(),
+        })
+    }
+
+    /// Wire bytes: `"PLEM"`, version, rows (u64), columns (u64), then each column's vector body.
+    pub fn to_bytes(&self, key: &PublicKey) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(MATRIX_MAGIC);
+        out.extend_from_slice(&TENSOR_FORMAT_VERSION.to_be_bytes());
+        out.extend_from_slice(&(self.rows as u64).to_be_bytes());
+        out.extend_from_slice(&(self.columns.len() as u64).to_be_bytes());
+        for c in &self.columns {
+            c.write_body(key, &mut out);
+        }
+        out
+    }
+
+    /// Reads [`Self::to_bytes`] output with the same checks as vectors.
+    pub fn from_bytes(key: &PublicKey, bytes: &[u8]) -> Result<Self, PaillierError> {
+        let mut reader = Reader::new(bytes, MATRIX_MAGIC)?;
+        let rows = reader.u64()?;
+        let cols = reader.u64()?;
+        if rows > MAX_WIRE_LEN || cols > MAX_WIRE_LEN {
+            return Err(format_error(format!("matrix of {rows} x {cols}")));
+        }
+        let columns = (0..cols)
+            .map(|_| EncryptedVector::read_body(key, &mut reader))
+            .collect::<Result<Vec<_>, _>>()?;
+        if columns.iter().any(|c| c.len as u64 != rows) {
+            return Err(format_error(
+                "column length differs from the row count".to_string(),
+            ));
+        }
+        reader.finish()?;
+        Ok(Self {
+            rows: rows as usize,
+            columns,
+        })
+    }
+}
+
+/// The scale shared by all values (an error if they differ).
+fn common_scale(values: &[Fixed]) -> Result<u32, PaillierError> {
+    let scale = values.first().map_or(0, |v| v.scale);
+    if values.iter().any(|v| v.scale != scale) {
+        return Err(PaillierError::Mismatch(
+            "values of one tensor must share a scale".to_string(),
+        ));
+    }
+    Ok(scale)
+}
+
+/// Refuses a slot bound the packing cannot hold.
+fn check_slot_bound(
+    key: &PublicKey,
+    packing: &Packing,
+    bound: &BigUint,
+) -> Result<(), PaillierError> {
+    fits(key, bound)?;
+    let max = packing.max_slot(key);
+    if bound > &max {
+        return Err(PaillierError::Overflow {
+            needed_bits: bound.bits(),
+            available_bits: max.bits(),
+        });
+    }
+    Ok(())
+}
+
+fn format_error(message: String) -> PaillierError {
+    PaillierError::Format(message)
+}
+
+/// A bounds-checked reader over wire bytes.
+struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], magic: &[u8; 4]) -> Result<Self, PaillierError> {
+        if bytes.len() < 6 || &bytes[..4] != magic {
+            return Err(format_error("wrong magic".to_string()));
+        }
+        let version = u16::from_be_bytes([bytes[4], bytes[5]]);
+        if version != TENSOR_FORMAT_VERSION {
+            return Err(format_error(format!(
+                "version {version}, this build reads {TENSOR_FORMAT_VERSION}"
+            )));
+        }
+        Ok(Self { rest: &bytes[6..] })
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], PaillierError> {
+        if self.rest.len() < n {
+            return Err(format_error("truncated".to_string()));
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
+    }
+
+    fn u32(&mut self) -> Result<u32, PaillierError> {
+        Ok(u32::from_be_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self) -> Result<u64, PaillierError> {
+        Ok(u64::from_be_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn remaining(&self) -> usize {
+        self.rest.len()
+    }
+
+    fn finish(self) -> Result<(), PaillierError> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(format_error(format!("{} trailing bytes", self.rest.len())))
+        }
+    }
+}
