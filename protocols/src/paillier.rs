@@ -12,6 +12,7 @@
 
 pub mod ciphertext;
 pub mod encoding;
+pub mod ifma;
 pub mod inverse;
 pub mod keys;
 pub mod montgomery;

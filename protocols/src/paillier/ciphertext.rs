@@ -10,8 +10,9 @@ use rand::CryptoRng;
 use rayon::prelude::*;
 
 use super::PaillierError;
+use super::inverse::invert_mod_odd;
 use super::keys::{PublicKey, SecretKey};
-use super::montgomery::Residue;
+use super::montgomery::{Residue, pad, u32_digits};
 use super::noise::NoiseSource;
 
 /// A ciphertext, held as a Montgomery residue modulo `n^2` of the key it was made under.
@@ -114,13 +115,19 @@ impl PublicKey {
         }
     }
 
-    /// `E(-a)`: the inverse modulo `n^2`.
+    /// `E(-a)`: the inverse modulo `n^2`, found by inverting modulo n (half the length, about
+    /// a quarter of the work) and one Hensel step: if `c x0 = 1 mod n` then `x = x0 (2 - c x0)`
+    /// has `c x = 1 mod n^2`.
     pub fn negate(&self, a: &Ciphertext) -> Ciphertext {
+        let context = self.context();
+        let limbs = self.n().to_u64_digits();
+        let reduced = pad((a.value(self) % self.n()).to_u64_digits(), limbs.len());
+        let x0 = invert_mod_odd(&reduced, &limbs).expect("ciphertexts are units modulo n");
+        let x0 = context.to_residue(&BigUint::from_slice(&u32_digits(&x0)));
+        let two = context.to_residue(&BigUint::from(2u8));
+        let correction = context.sub(&two, &context.mul(&a.residue, &x0));
         Ciphertext {
-            residue: self
-                .context()
-                .invert(&a.residue)
-                .expect("ciphertexts are units modulo n^2"),
+            residue: context.mul(&x0, &correction),
         }
     }
 

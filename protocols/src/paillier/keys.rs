@@ -273,7 +273,11 @@ impl SecretKey {
         let n = self.public.n();
         let part = |context: &Montgomery, prime: &BigUint| {
             let order = prime * (prime - 1u32);
-            let exponent = pad((n % &order).to_u64_digits(), context.limbs());
+            // The exponent's length is public (that of p(p-1)); its value is not.
+            let exponent = pad(
+                (n % &order).to_u64_digits(),
+                order.bits().div_ceil(64) as usize,
+            );
             context.to_biguint(&context.pow_secret(&context.to_residue(r), &exponent))
         };
         let (p2, q2) = (&p * &p, &q * &q);
@@ -328,7 +332,7 @@ impl KeyPair {
     /// A key pair of any even size from 128 bits: **insecure below 2048 bits**, for tests and
     /// experiments that need fast keys only.
     pub fn generate_insecure_for_tests<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Self {
-        assert!(bits >= 128 && bits % 2 == 0 && u64::from(bits) <= MAX_MODULUS_BITS);
+        assert!(bits >= 128 && bits.is_multiple_of(2) && u64::from(bits) <= MAX_MODULUS_BITS);
         Self::generate_bits(bits, rng)
     }
 

@@ -25,12 +25,37 @@ pub const MAX_LIMBS: usize = 128;
 /// A value in Montgomery form, `a R mod m` with `R = 2^(64 limbs)`, as limbs.
 pub type Residue = Vec<u64>;
 
+/// Which arithmetic engine a context uses. Residues of different engines differ in layout
+/// (64-bit or 52-bit limbs) and in `R`, so they never mix: everything goes through the context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// Portable Rust on 64-bit limbs.
+    Portable,
+    /// AVX-512 IFMA on 52-bit limbs ([`super::ifma`]), four to six times faster where present.
+    Ifma,
+}
+
+impl Engine {
+    /// The fastest engine this CPU supports.
+    pub fn best() -> Self {
+        if super::ifma::available() {
+            Engine::Ifma
+        } else {
+            Engine::Portable
+        }
+    }
+}
+
 /// Montgomery context for one odd modulus `m`. The modulus may be secret (`p^2`), so the
 /// context is zeroized on drop.
 #[derive(Clone)]
 pub struct Montgomery {
+    engine: Engine,
+    /// The modulus in the engine's radix.
     modulus: Vec<u64>,
-    /// `-m^{-1} mod 2^64`.
+    /// The modulus as 64-bit limbs (for conversions and inversion).
+    modulus_words: Vec<u64>,
+    /// `-m^{-1}` modulo the limb base.
     minv: u64,
     /// `R^2 mod m`, to enter Montgomery form.
     r2: Residue,
@@ -42,14 +67,20 @@ pub struct Montgomery {
 
 impl std::fmt::Debug for Montgomery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The modulus may be secret: show only its size.
-        write!(f, "Montgomery {{ limbs: {} }}", self.limbs())
+        // The modulus may be secret: show only its size and engine.
+        write!(
+            f,
+            "Montgomery {{ limbs: {}, engine: {:?} }}",
+            self.limbs(),
+            self.engine
+        )
     }
 }
 
 impl Drop for Montgomery {
     fn drop(&mut self) {
         self.modulus.zeroize();
+        self.modulus_words.zeroize();
         self.minv.zeroize();
         self.r2.zeroize();
         self.r3.zeroize();
@@ -58,44 +89,81 @@ impl Drop for Montgomery {
 }
 
 impl Montgomery {
-    /// A context for the odd modulus `m > 1` of at most [`MAX_LIMBS`] limbs.
+    /// A context for the odd modulus `m > 1` of at most [`MAX_LIMBS`] 64-bit limbs, on the
+    /// fastest engine available.
     ///
     /// # Panics
     /// If `m` is even, 1, or too large: callers pass moduli they built, so this is a bug.
     pub fn new(m: &BigUint) -> Self {
+        Self::with_engine(m, Engine::best())
+    }
+
+    /// A context on a chosen engine (tests compare the two). Panics as [`Self::new`], and if
+    /// IFMA is asked for on a CPU without it.
+    pub fn with_engine(m: &BigUint, engine: Engine) -> Self {
         assert!(
             m.bit(0) && m.bits() > 1,
             "Montgomery modulus must be odd and > 1"
         );
-        let modulus = m.to_u64_digits();
-        let n = modulus.len();
-        assert!(n <= MAX_LIMBS, "modulus of {} bits is too large", m.bits());
+        let modulus_words = m.to_u64_digits();
+        assert!(
+            modulus_words.len() <= MAX_LIMBS,
+            "modulus of {} bits is too large",
+            m.bits()
+        );
+        assert!(
+            engine == Engine::Portable || super::ifma::available(),
+            "IFMA engine requested on a CPU without AVX-512 IFMA"
+        );
         // Newton iteration for the inverse modulo 2^64: each step doubles the correct bits.
         let mut inv: u64 = 1;
         for _ in 0..6 {
-            inv = inv.wrapping_mul(2u64.wrapping_sub(modulus[0].wrapping_mul(inv)));
+            inv = inv.wrapping_mul(2u64.wrapping_sub(modulus_words[0].wrapping_mul(inv)));
         }
-        let r_bits = 64 * n as u64;
-        let to_limbs = |x: BigUint| pad(x.to_u64_digits(), n);
-        let mut context = Self {
-            minv: inv.wrapping_neg(),
-            one: to_limbs((BigUint::from(1u8) << r_bits) % m),
-            r2: to_limbs((BigUint::from(1u8) << (2 * r_bits)) % m),
-            r3: to_limbs((BigUint::from(1u8) << (3 * r_bits)) % m),
-            modulus,
+        let (limbs, r_bits, minv) = match engine {
+            Engine::Portable => {
+                let n = modulus_words.len();
+                (n, 64 * n as u64, inv.wrapping_neg())
+            }
+            Engine::Ifma => {
+                let n = super::ifma::limbs_for(m.bits());
+                let mask = (1u64 << super::ifma::LIMB_BITS) - 1;
+                (
+                    n,
+                    u64::from(super::ifma::LIMB_BITS) * n as u64,
+                    inv.wrapping_neg() & mask,
+                )
+            }
         };
-        context.modulus.shrink_to_fit();
-        context
+        let convert = |x: &BigUint| match engine {
+            Engine::Portable => pad(x.to_u64_digits(), limbs),
+            Engine::Ifma => super::ifma::from_u64_limbs(&x.to_u64_digits(), limbs),
+        };
+        let power = |k: u64| convert(&((BigUint::from(1u8) << (k * r_bits)) % m));
+        Self {
+            engine,
+            modulus: convert(m),
+            one: power(1),
+            r2: power(2),
+            r3: power(3),
+            minv,
+            modulus_words,
+        }
     }
 
-    /// Number of limbs of the modulus.
+    /// The engine in use.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// Number of limbs of a residue.
     pub fn limbs(&self) -> usize {
         self.modulus.len()
     }
 
     /// The modulus.
     pub fn modulus(&self) -> BigUint {
-        BigUint::from_slice(&u32_digits(&self.modulus))
+        BigUint::from_slice(&u32_digits(&self.modulus_words))
     }
 
     /// The Montgomery form of 1.
@@ -103,24 +171,36 @@ impl Montgomery {
         self.one.clone()
     }
 
+    /// The engine's limbs of a number below `2^(limb bits * limbs)`.
+    fn limbs_of(&self, x: &BigUint) -> Vec<u64> {
+        match self.engine {
+            Engine::Portable => pad(x.to_u64_digits(), self.limbs()),
+            Engine::Ifma => super::ifma::from_u64_limbs(&x.to_u64_digits(), self.limbs()),
+        }
+    }
+
     /// The Montgomery form of `x mod m`. Values below `m R` (every value this crate passes:
     /// ciphertexts below `n^2` reduced modulo `p^2` or `q^2`, or anything below `m`) are reduced
-    /// by Montgomery reduction without division; larger ones by long division (variable time,
+    /// by Montgomery products without division; larger ones by long division (variable time,
     /// only ever on public values).
     pub fn to_residue(&self, x: &BigUint) -> Residue {
-        let n = self.limbs();
-        let digits = x.to_u64_digits();
-        if digits.len() <= 2 * n && less_than(digits.get(n..).unwrap_or(&[]), &self.modulus) {
-            // x = hi R + lo with hi < m, so x < m R: REDC(x) = x R^-1, then times R^3 R^-1.
-            let mut wide = pad(digits, 2 * n);
-            let mut reduced = vec![0u64; n];
-            redc(&self.modulus, self.minv, &mut wide, &mut reduced);
-            wide.zeroize();
-            let out = self.mul(&reduced, &self.r3);
-            reduced.zeroize();
-            out
+        let r_bits = match self.engine {
+            Engine::Portable => 64 * self.limbs() as u64,
+            Engine::Ifma => u64::from(super::ifma::LIMB_BITS) * self.limbs() as u64,
+        };
+        let high = x >> r_bits;
+        if high < self.modulus() {
+            // x = hi R + lo with hi < m: lo R^2 R^-1 + hi R^3 R^-1 = x R (mod m). Each product
+            // has one factor below m and one below R, so it lands below 2m and is reduced.
+            let low = x - (&high << r_bits);
+            let mut lo = self.limbs_of(&low);
+            let mut hi = self.limbs_of(&high);
+            let sum = self.add(&self.mul(&lo, &self.r2), &self.mul(&hi, &self.r3));
+            lo.zeroize();
+            hi.zeroize();
+            sum
         } else {
-            let reduced = pad((x % self.modulus()).to_u64_digits(), n);
+            let reduced = self.limbs_of(&(x % self.modulus()));
             self.mul(&reduced, &self.r2)
         }
     }
@@ -129,7 +209,12 @@ impl Montgomery {
     pub fn to_biguint(&self, a: &Residue) -> BigUint {
         let mut unit = vec![0u64; self.limbs()];
         unit[0] = 1;
-        BigUint::from_slice(&u32_digits(&self.mul(a, &unit)))
+        let value = self.mul(a, &unit);
+        let words = match self.engine {
+            Engine::Portable => value,
+            Engine::Ifma => super::ifma::to_u64_limbs(&value),
+        };
+        BigUint::from_slice(&u32_digits(&words))
     }
 
     /// `a b R^-1 mod m`: the Montgomery product.
@@ -142,6 +227,9 @@ impl Montgomery {
     /// The Montgomery product into `out`.
     pub fn mul_into(&self, a: &[u64], b: &[u64], out: &mut [u64]) {
         let (m, k) = (&self.modulus[..], self.minv);
+        if self.engine == Engine::Ifma {
+            return super::ifma::mul(m, k, a, b, out);
+        }
         match m.len() {
             32 => mul_fixed::<32>(m, k, a, b, out),
             48 => mul_fixed::<48>(m, k, a, b, out),
@@ -162,6 +250,9 @@ impl Montgomery {
     /// The Montgomery square into `out`.
     pub fn square_into(&self, a: &[u64], out: &mut [u64]) {
         let (m, k) = (&self.modulus[..], self.minv);
+        if self.engine == Engine::Ifma {
+            return super::ifma::mul(m, k, a, a, out);
+        }
         match m.len() {
             32 => square_fixed::<32>(m, k, a, out),
             48 => square_fixed::<48>(m, k, a, out),
@@ -169,6 +260,71 @@ impl Montgomery {
             96 => square_fixed::<96>(m, k, a, out),
             128 => square_fixed::<128>(m, k, a, out),
             _ => square_kernel(m, k, a, out),
+        }
+    }
+
+    /// `a + b mod m` for residues.
+    pub fn add(&self, a: &Residue, b: &Residue) -> Residue {
+        let bits = self.limb_bits();
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1 << bits) - 1
+        };
+        // Sum with carries, then subtract m when the sum is at least m.
+        let mut sum = vec![0u64; self.limbs() + 1];
+        let mut carry = 0u64;
+        for i in 0..self.limbs() {
+            let (s, c) = limb_add(a[i], b[i], carry, bits, mask);
+            sum[i] = s;
+            carry = c;
+        }
+        sum[self.limbs()] = carry;
+        let mut diff = vec![0u64; self.limbs()];
+        let mut borrow = 0u64;
+        for i in 0..self.limbs() {
+            let (d, b) = limb_sub(sum[i], self.modulus[i], borrow, bits, mask);
+            diff[i] = d;
+            borrow = b;
+        }
+        // Take the difference when the carry out covers the borrow (sum >= m).
+        let take = (carry | (borrow ^ 1)) & 1;
+        let select = take.wrapping_neg();
+        (0..self.limbs())
+            .map(|i| (diff[i] & select) | (sum[i] & !select))
+            .collect()
+    }
+
+    /// `a - b mod m` for residues.
+    pub fn sub(&self, a: &Residue, b: &Residue) -> Residue {
+        let bits = self.limb_bits();
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1 << bits) - 1
+        };
+        let mut out = vec![0u64; self.limbs()];
+        let mut borrow = 0u64;
+        for i in 0..self.limbs() {
+            let (d, b) = limb_sub(a[i], b[i], borrow, bits, mask);
+            out[i] = d;
+            borrow = b;
+        }
+        // Add m back when the subtraction borrowed, without branching on it.
+        let select = borrow.wrapping_neg();
+        let mut carry = 0u64;
+        for (o, &m) in out.iter_mut().zip(&self.modulus) {
+            let (s, c) = limb_add(*o, m & select, carry, bits, mask);
+            *o = s;
+            carry = c;
+        }
+        out
+    }
+
+    fn limb_bits(&self) -> u32 {
+        match self.engine {
+            Engine::Portable => 64,
+            Engine::Ifma => super::ifma::LIMB_BITS,
         }
     }
 
@@ -260,9 +416,10 @@ impl Montgomery {
     /// The modular inverse of a residue, or `None` if it shares a factor with the modulus.
     /// Variable time (binary GCD); used only on public values (ciphertexts).
     pub fn invert(&self, a: &Residue) -> Option<Residue> {
-        // a = x R, so (x R)^-1 R^3 R^-1 = x^-1 R is the residue of x^-1.
-        let inverse = super::inverse::invert_mod_odd(a, &self.modulus)?;
-        Some(self.mul(&inverse, &self.r3))
+        let words = self.modulus_words.len();
+        let value = pad(self.to_biguint(a).to_u64_digits(), words);
+        let inverse = super::inverse::invert_mod_odd(&value, &self.modulus_words)?;
+        Some(self.to_residue(&BigUint::from_slice(&u32_digits(&inverse))))
     }
 
     /// Inverses of many residues with one modular inversion (Montgomery's trick): `3(k - 1)`
@@ -288,6 +445,32 @@ impl Montgomery {
     }
 }
 
+/// One limb of an addition in base `2^bits`: `(sum, carry)`.
+#[inline(always)]
+fn limb_add(a: u64, b: u64, carry: u64, bits: u32, mask: u64) -> (u64, u64) {
+    if bits == 64 {
+        let (s1, c1) = a.overflowing_add(b);
+        let (s2, c2) = s1.overflowing_add(carry);
+        (s2, u64::from(c1 | c2))
+    } else {
+        let s = a + b + carry;
+        (s & mask, s >> bits)
+    }
+}
+
+/// One limb of a subtraction in base `2^bits`: `(difference, borrow)`.
+#[inline(always)]
+fn limb_sub(a: u64, b: u64, borrow: u64, bits: u32, mask: u64) -> (u64, u64) {
+    if bits == 64 {
+        let (d1, b1) = a.overflowing_sub(b);
+        let (d2, b2) = d1.overflowing_sub(borrow);
+        (d2, u64::from(b1 | b2))
+    } else {
+        let d = a.wrapping_sub(b).wrapping_sub(borrow);
+        (d & mask, d >> 63)
+    }
+}
+
 /// Pads little-endian limbs with zeros to `len`.
 pub(crate) fn pad(mut limbs: Vec<u64>, len: usize) -> Vec<u64> {
     limbs.resize(len.max(limbs.len()), 0);
@@ -300,20 +483,6 @@ pub(crate) fn u32_digits(limbs: &[u64]) -> Vec<u32> {
         .iter()
         .flat_map(|&d| [d as u32, (d >> 32) as u32])
         .collect()
-}
-
-/// `a < b` for little-endian numbers (`a` may be shorter).
-fn less_than(a: &[u64], b: &[u64]) -> bool {
-    if a.iter().skip(b.len()).any(|&d| d != 0) {
-        return false;
-    }
-    for i in (0..b.len()).rev() {
-        let ai = a.get(i).copied().unwrap_or(0);
-        if ai != b[i] {
-            return ai < b[i];
-        }
-    }
-    false
 }
 
 /// Number of significant bits.
@@ -467,27 +636,6 @@ fn square_kernel(m: &[u64], minv: u64, a: &[u64], out: &mut [u64]) {
     u.zeroize();
 }
 
-/// Montgomery reduction of a double-width `t < m R` into `out = t R^-1 mod m`; `t` is
-/// overwritten.
-fn redc(m: &[u64], minv: u64, t: &mut [u64], out: &mut [u64]) {
-    let n = m.len();
-    let mut extra = 0u64;
-    for i in 0..n {
-        let ui = t[i].wrapping_mul(minv);
-        let mut carry = 0u64;
-        for j in 0..n {
-            let s = mul128(ui, m[j]) + u128::from(t[i + j]) + u128::from(carry);
-            t[i + j] = s as u64;
-            carry = (s >> 64) as u64;
-        }
-        let s = u128::from(t[i + n]) + u128::from(carry) + u128::from(extra);
-        t[i + n] = s as u64;
-        extra = (s >> 64) as u64;
-    }
-    out.copy_from_slice(&t[n..2 * n]);
-    final_subtract(m, extra, out);
-}
-
 /// Replaces `value` (with an overflow word `extra`) by `value - m` when it is at least `m`,
 /// without branching on the values.
 #[inline(always)]
@@ -533,13 +681,25 @@ mod tests {
         modulus(bits, seed.wrapping_mul(31).wrapping_add(7)) % below
     }
 
-    /// Products, squares and powers agree with num-bigint for the specialised limb counts and a
-    /// few odd ones.
+    /// The engines this CPU can run.
+    fn engines() -> Vec<Engine> {
+        let mut e = vec![Engine::Portable];
+        if super::super::ifma::available() {
+            e.push(Engine::Ifma);
+        }
+        e
+    }
+
+    /// Products, squares, sums, differences and powers agree with num-bigint for the
+    /// specialised limb counts and a few odd ones, on every engine.
     #[test]
     fn agrees_with_num_bigint() {
-        for bits in [64u64, 130, 1024, 2048, 3072, 4096, 6144, 8192] {
+        for (bits, engine) in [64u64, 130, 1024, 2048, 3072, 4096, 6144, 8192]
+            .into_iter()
+            .flat_map(|b| engines().into_iter().map(move |e| (b, e)))
+        {
             let m = modulus(bits, bits);
-            let ctx = Montgomery::new(&m);
+            let ctx = Montgomery::with_engine(&m, engine);
             let a = value(bits, 1, &m);
             let b = value(bits, 2, &m);
             let (ra, rb) = (ctx.to_residue(&a), ctx.to_residue(&b));
@@ -572,9 +732,12 @@ mod tests {
     /// Extreme operands: 0, 1, m - 1, and inputs whose product needs the final subtraction.
     #[test]
     fn edge_operands() {
-        for bits in [128u64, 2048] {
+        for (bits, engine) in [128u64, 2048]
+            .into_iter()
+            .flat_map(|b| engines().into_iter().map(move |e| (b, e)))
+        {
             let m = modulus(bits, 9);
-            let ctx = Montgomery::new(&m);
+            let ctx = Montgomery::with_engine(&m, engine);
             let max = &m - 1u32;
             for x in [BigUint::ZERO, BigUint::one(), max.clone()] {
                 for y in [BigUint::one(), max.clone()] {
@@ -596,11 +759,35 @@ mod tests {
     /// Wide values below `m R` reduce without division; larger ones by division.
     #[test]
     fn reduces_wide_values() {
-        let m = modulus(1000, 5);
-        let ctx = Montgomery::new(&m);
-        for x in [&m * &m - 1u32, (&m << 1200) + 17u32, BigUint::from(5u8)] {
-            assert_eq!(ctx.to_biguint(&ctx.to_residue(&x)), &x % &m);
+        for engine in engines() {
+            let m = modulus(1000, 5);
+            let ctx = Montgomery::with_engine(&m, engine);
+            for x in [
+                &m * &m - 1u32,
+                (&m << 1200) + 17u32,
+                BigUint::from(5u8),
+                m.clone(),
+            ] {
+                assert_eq!(ctx.to_biguint(&ctx.to_residue(&x)), &x % &m);
+            }
         }
+    }
+
+    /// Both engines give the same values for the same inputs.
+    #[test]
+    fn engines_agree() {
+        let m = modulus(4096, 21);
+        let contexts: Vec<Montgomery> = engines()
+            .into_iter()
+            .map(|e| Montgomery::with_engine(&m, e))
+            .collect();
+        let a = value(4096, 4, &m);
+        let e = value(300, 8, &(BigUint::one() << 300)).to_u64_digits();
+        let results: Vec<BigUint> = contexts
+            .iter()
+            .map(|c| c.to_biguint(&c.pow_secret(&c.to_residue(&a), &e)))
+            .collect();
+        assert!(results.windows(2).all(|w| w[0] == w[1]));
     }
 
     #[test]
@@ -622,6 +809,7 @@ mod tests {
         fn random_products(a in any::<[u64; 4]>(), b in any::<[u64; 4]>(), seed in any::<u64>()) {
             let m = modulus(256, seed);
             let ctx = Montgomery::new(&m);
+            prop_assert_eq!(ctx.engine(), Engine::best());
             let a = BigUint::from_slice(&u32_digits(&a)) % &m;
             let b = BigUint::from_slice(&u32_digits(&b)) % &m;
             let r = ctx.mul(&ctx.to_residue(&a), &ctx.to_residue(&b));

@@ -50,7 +50,10 @@ pub fn is_probable_prime<R: CryptoRng + ?Sized>(n: &BigUint, rng: &mut R) -> boo
     let ctx = Montgomery::new(n);
     let n_minus_1 = n - 1u32;
     let s = n_minus_1.trailing_zeros().expect("n > 1");
-    let mut d = pad((&n_minus_1 >> s).to_u64_digits(), ctx.limbs());
+    let mut d = pad(
+        (&n_minus_1 >> s).to_u64_digits(),
+        n.bits().div_ceil(64) as usize,
+    );
     let one = ctx.one();
     let minus_one = ctx.to_residue(&n_minus_1);
     let strong_witness_fails = |base: &BigUint| {

@@ -1,5 +1,6 @@
-//! The `privlogit` command line: fit models on CSV or binary tables, simulate data.
+//! The `privlogit` command line: fit models on CSV or binary tables, simulate data, benchmark.
 
+mod bench;
 mod fit;
 mod simulate;
 
@@ -21,6 +22,8 @@ enum Command {
     Fit(fit::FitArgs),
     /// Write a simulated data set (SimuX-style: Gaussian covariates, Bernoulli labels).
     Simulate(simulate::SimulateArgs),
+    /// Time the cryptographic layers on this machine.
+    Bench(bench::BenchArgs),
 }
 
 /// Exit status when the fit ran but diverged.
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Fit(args) => fit::run(args),
         Command::Simulate(args) => simulate::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
