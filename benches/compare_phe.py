@@ -7,8 +7,9 @@ thread, 2048-bit keys, medians.
     python3 benches/compare_phe.py [--binary target/release/privlogit] [--matrix 200] [--runs 7]
 
 privlogit's figures come from `privlogit bench paillier --json`; phe's are timed here with
-time.perf_counter over batches (median of --runs batches, each at least 50 ms). Ratios are
-phe time / privlogit time: above 1 means privlogit is faster.
+time.perf_counter over batches (median of --runs batches, each at least 50 ms). The two are run
+alternately (--rounds times) and each figure is the median over rounds. Ratios are phe time /
+privlogit time: above 1 means privlogit is faster.
 """
 import argparse
 import json
@@ -59,14 +60,26 @@ def main():
     parser.add_argument("--bits", type=int, default=2048)
     parser.add_argument("--matrix", type=int, default=200)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternate privlogit and phe this many times; medians over rounds")
     args = parser.parse_args()
 
-    ours = json.loads(subprocess.run(
-        [args.binary, "bench", "paillier", "--bits", str(args.bits), "--matrix", str(args.matrix),
-         "--runs", str(args.runs), "--threads", "1", "--json"],
-        check=True, stdout=subprocess.PIPE).stdout)
-    figures = {f["name"]: f["seconds"] for f in ours["figures"]}
-    theirs = time_phe(args.bits, args.runs)
+    def run_ours(matrix):
+        return json.loads(subprocess.run(
+            [args.binary, "bench", "paillier", "--bits", str(args.bits), "--matrix", str(matrix),
+             "--runs", str(args.runs), "--threads", "1", "--json"],
+            check=True, stdout=subprocess.PIPE).stdout)
+
+    # A B A B ...: both sides see the same machine conditions; the matrix product runs once.
+    ours_rounds, theirs_rounds = [], []
+    for r in range(args.rounds):
+        ours_rounds.append(run_ours(args.matrix if r == 0 else 0))
+        theirs_rounds.append(time_phe(args.bits, args.runs))
+    ours = ours_rounds[0]
+    figures = {f["name"]: statistics.median(
+        [next(g["seconds"] for g in o["figures"] if g["name"] == f["name"]) for o in ours_rounds])
+        for f in ours["figures"]}
+    theirs = {k: statistics.median([t[k] for t in theirs_rounds]) for k in theirs_rounds[0]}
 
     rows = [
         # (what, privlogit figure, phe figure, target ratio phe/privlogit)
@@ -79,7 +92,7 @@ def main():
         ("mul by 63-bit scalar (positive)", "mul_scalar_positive_63bit", "mul_scalar_positive_63bit", ">= 1"),
         ("add", "add", "add", ""),
     ]
-    print(f"{args.bits}-bit keys, one thread, {ours['machine']}; phe {getattr(paillier, '__version__', '')}"
+    print(f"{args.bits}-bit keys, one thread, {ours['machine']}; phe {getattr(__import__('phe'), '__version__', '')}"
           f" with gmpy2: {phe.util.HAVE_GMP if hasattr(phe.util, 'HAVE_GMP') else 'unknown'}")
     print(f"{'operation':<40} {'privlogit':>12} {'phe':>12} {'phe/privlogit':>14}  target")
     for what, ours_key, phe_key, target in rows:

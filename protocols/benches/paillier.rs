@@ -1,12 +1,15 @@
-//! Paillier at 2048-bit n, one thread: encryption (each noise source), decryption, scalar
-//! multiplication. Keys and inputs are built outside the timed closures from fixed seeds.
+//! Paillier at 2048-bit n: encryption (each noise source), decryption, scalar multiplication,
+//! and the encrypted matrix-vector product. Keys and inputs are built outside the timed
+//! closures from fixed seeds. The figures in the README are for one thread:
 //!
-//! Run with: cargo bench -p privlogit-protocols --bench paillier
+//! Run with: RAYON_NUM_THREADS=1 cargo bench -p privlogit-protocols --bench paillier
+//! (PRIVLOGIT_NO_IFMA=1 measures the portable engine.)
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use ndarray::Array2;
 use num_bigint::{BigInt, BigUint};
 use privlogit_protocols::paillier::{
-    CrtNoise, DjnNoise, KeyPair, KeySize, NoisePool, StandardNoise,
+    CrtNoise, DjnNoise, EncryptedMatrix, Fixed, KeyPair, KeySize, NoisePool, Packing, StandardNoise,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -50,6 +53,53 @@ fn paillier(c: &mut Criterion) {
         b.iter(|| key.mul_scalar(&c1, &scalar))
     });
     group.bench_function("add", |b| b.iter(|| key.add(&c1, &c1)));
+    group.finish();
+
+    // Enc(M) v for a 200 x 200 matrix, entries in [-1, 1] and vector entries in [-4, 4] at 32
+    // fractional bits: packed columns with multi-exponentiation (the whole product), against
+    // one scalar multiplication per entry of an unpacked matrix (one row of 200 entries; the
+    // whole product is 200 such rows).
+    const N: usize = 200;
+    const SCALE: u32 = 32;
+    let mut next = {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        }
+    };
+    let matrix = Array2::from_shape_fn((N, N), |_| next() * 2.0 - 1.0);
+    let v: Vec<Fixed> = (0..N)
+        .map(|_| Fixed::from_f64(next() * 8.0 - 4.0, SCALE).expect("finite"))
+        .collect();
+    let bound = Fixed::bound_for(1.0, SCALE).expect("finite");
+    let packing = Packing::for_sums(
+        key,
+        &(&bound * Fixed::bound_for(4.0, SCALE).expect("finite")),
+        N,
+    )
+    .expect("fits");
+    let packed =
+        EncryptedMatrix::encrypt_f64(key, matrix.view(), SCALE, 1.0, packing, &djn).expect("fits");
+    let one_row = EncryptedMatrix::encrypt_f64(
+        key,
+        matrix.slice(ndarray::s![0..1, ..]),
+        SCALE,
+        1.0,
+        Packing::unpacked(key),
+        &djn,
+    )
+    .expect("fits");
+    let mut group = c.benchmark_group("matvec_200");
+    group.sample_size(10);
+    group.bench_function("packed_multiexp_whole_product", |b| {
+        b.iter(|| packed.mul_vector(key, &v).expect("fits"))
+    });
+    group.bench_function("entrywise_one_row_of_200", |b| {
+        b.iter(|| one_row.mul_vector_entrywise(key, &v).expect("fits"))
+    });
     group.finish();
 }
 

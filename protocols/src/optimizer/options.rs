@@ -144,9 +144,10 @@ impl FitOptions {
             return invalid("tolerance", tol, "must be finite and >= 0");
         }
         if let Some(g) = self.stopping.gradient_tolerance
-            && !(g.is_finite() && g > 0.0) {
-                return invalid("gradient tolerance", g, "must be finite and > 0");
-            }
+            && !(g.is_finite() && g > 0.0)
+        {
+            return invalid("gradient tolerance", g, "must be finite and > 0");
+        }
         if self.stopping.max_iterations == 0 {
             return invalid("max iterations", 0.0, "must be at least 1");
         }

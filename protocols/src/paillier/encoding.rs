@@ -264,7 +264,9 @@ impl EncryptedNumber {
 
     /// The base-16 exponent phe would use, when the scale is a multiple of 4.
     pub fn phe_exponent(&self) -> Option<i32> {
-        self.scale.is_multiple_of(4).then(|| -((self.scale / 4) as i32))
+        self.scale
+            .is_multiple_of(4)
+            .then(|| -((self.scale / 4) as i32))
     }
 
     /// The ciphertext.
