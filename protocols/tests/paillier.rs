@@ -370,6 +370,18 @@ mod encoded {
                 EncryptedVector::from_bytes(key, &vb).expect("round trip"),
                 fast
             );
+            // The dot product of an unpacked vector equals the plaintext one; packed is refused.
+            let column = &em.columns()[2];
+            let w: Vec<Fixed> = (0..rows)
+                .map(|i| Fixed::from_f64(i as f64 - 4.0, 0).expect("finite"))
+                .collect();
+            let dot = column.dot(key, &w);
+            if packing.slots() == 1 {
+                let expected: f64 = (0..rows).map(|i| m[(i, 2)] * (i as f64 - 4.0)).sum();
+                assert_eq!(dot.expect("unpacked").decrypt_f64(secret), expected);
+            } else {
+                assert!(dot.is_err());
+            }
             let mut lying = vb.clone();
             lying[6..14].copy_from_slice(&(1u64 << 40).to_be_bytes());
             assert!(EncryptedVector::from_bytes(key, &lying).is_err());

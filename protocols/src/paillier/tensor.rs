@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::PaillierError;
 use super::ciphertext::Ciphertext;
-use super::encoding::{Fixed, fits};
+use super::encoding::{EncryptedNumber, Fixed, fits};
 use super::keys::{PublicKey, SecretKey};
 use super::multiexp::multi_pow;
 use super::noise::NoiseSource;
@@ -187,6 +187,31 @@ impl EncryptedVector {
         })
     }
 
+    /// `Enc(sum_i x_i v_i)` for a plaintext vector `v` (one scale for all entries), by one
+    /// multi-exponentiation. Needs an unpacked vector: packed slots would be summed together.
+    pub fn dot(&self, key: &PublicKey, v: &[Fixed]) -> Result<EncryptedNumber, PaillierError> {
+        if self.packing.slots() != 1 {
+            return Err(PaillierError::Mismatch(
+                "a dot product needs an unpacked vector".to_string(),
+            ));
+        }
+        if v.len() != self.len {
+            return Err(PaillierError::Mismatch(format!(
+                "vector of {} for an encrypted vector of {}",
+                v.len(),
+                self.len
+            )));
+        }
+        let scale = self.scale + common_scale(v)?;
+        let weight: BigUint = v.iter().map(|x| x.value.magnitude()).sum();
+        let bound = &self.slot_bound * weight;
+        let group = vec![self.blocks.iter().collect::<Vec<_>>()];
+        let product = signed_products(key, &group, v)?
+            .pop()
+            .expect("one group, one product");
+        EncryptedNumber::from_parts(key, product, scale, bound)
+    }
+
     /// The same values under fresh randomness, before the vector leaves a party.
     pub fn rerandomized<S: NoiseSource>(&self, key: &PublicKey, source: &S) -> Self {
         let blocks = self
@@ -344,42 +369,11 @@ impl EncryptedMatrix {
         v: &[Fixed],
     ) -> Result<EncryptedVector, PaillierError> {
         let template = self.product_template(key, v)?;
-        let context = key.context();
-        let exponents: Vec<Vec<u64>> = v
-            .iter()
-            .map(|x| x.value.magnitude().to_u64_digits())
-            .collect();
-        let negative: Vec<bool> = v.iter().map(|x| x.value.sign() == Sign::Minus).collect();
         let blocks_per_column = self.columns.first().map_or(0, |c| c.blocks.len());
-        // Invert the bases of negative entries, every block at once (Montgomery's trick).
-        let to_invert: Vec<_> = (0..self.cols())
-            .filter(|&j| negative[j])
-            .flat_map(|j| self.columns[j].blocks.iter().map(|c| c.residue().clone()))
+        let groups: Vec<Vec<&Ciphertext>> = (0..blocks_per_column)
+            .map(|b| self.columns.iter().map(|c| &c.blocks[b]).collect())
             .collect();
-        let inverses = context
-            .invert_all(&to_invert)
-            .ok_or(PaillierError::InvalidCiphertext)?;
-        let mut inverse_of = vec![Vec::new(); self.cols()];
-        let mut next = inverses.into_iter();
-        for j in (0..self.cols()).filter(|&j| negative[j]) {
-            inverse_of[j] = next.by_ref().take(blocks_per_column).collect();
-        }
-        let blocks = (0..blocks_per_column)
-            .into_par_iter()
-            .map(|b| {
-                let bases: Vec<&Vec<u64>> = (0..self.cols())
-                    .map(|j| {
-                        if negative[j] {
-                            &inverse_of[j][b]
-                        } else {
-                            self.columns[j].blocks[b].residue()
-                        }
-                    })
-                    .collect();
-                let limbs: Vec<&[u64]> = exponents.iter().map(Vec::as_slice).collect();
-                Ciphertext::from_residue(multi_pow(context, &bases, &limbs))
-            })
-            .collect();
+        let blocks = signed_products(key, &groups, v)?;
         Ok(EncryptedVector { blocks, ..template })
     }
 
@@ -475,6 +469,58 @@ impl EncryptedMatrix {
             columns,
         })
     }
+}
+
+/// For every group of ciphertexts `c_j`, `prod_j c_j^(v_j)` by multi-exponentiation with
+/// exponents `|v_j|`; the bases of negative `v_j` are inverted first, across all groups with one
+/// modular inversion (Montgomery's trick). Groups run in parallel.
+fn signed_products(
+    key: &PublicKey,
+    groups: &[Vec<&Ciphertext>],
+    v: &[Fixed],
+) -> Result<Vec<Ciphertext>, PaillierError> {
+    let context = key.context();
+    let exponents: Vec<Vec<u64>> = v
+        .iter()
+        .map(|x| x.value.magnitude().to_u64_digits())
+        .collect();
+    let negative: Vec<bool> = v.iter().map(|x| x.value.sign() == Sign::Minus).collect();
+    let to_invert: Vec<_> = groups
+        .iter()
+        .flat_map(|g| {
+            g.iter()
+                .zip(&negative)
+                .filter(|(_, n)| **n)
+                .map(|(c, _)| c.residue().clone())
+        })
+        .collect();
+    let mut inverses = context
+        .invert_all(&to_invert)
+        .ok_or(PaillierError::InvalidCiphertext)?
+        .into_iter();
+    let bases: Vec<Vec<Vec<u64>>> = groups
+        .iter()
+        .map(|g| {
+            g.iter()
+                .zip(&negative)
+                .map(|(c, &neg)| {
+                    if neg {
+                        inverses.next().expect("one inverse per negative base")
+                    } else {
+                        c.residue().clone()
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let limbs: Vec<&[u64]> = exponents.iter().map(Vec::as_slice).collect();
+    Ok(bases
+        .par_iter()
+        .map(|group| {
+            let refs: Vec<&Vec<u64>> = group.iter().collect();
+            Ciphertext::from_residue(multi_pow(context, &refs, &limbs))
+        })
+        .collect())
 }
 
 /// The scale shared by all values (an error if they differ).
