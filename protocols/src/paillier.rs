@@ -42,9 +42,12 @@ pub enum PaillierError {
     /// Bytes are not in the expected format.
     #[error("malformed Paillier data: {0}")]
     Format(String),
-    /// A ciphertext is out of range for its key.
+    /// A ciphertext is out of range for its key or not a unit modulo n.
     #[error("invalid ciphertext")]
     InvalidCiphertext,
+    /// Decryption failed (said without saying why).
+    #[error("decryption failed")]
+    DecryptionFailed,
     /// An operation could wrap around n and decode to garbage, so it was refused.
     #[error(
         "refused: the result could reach {needed_bits} bits, beyond the {available_bits} bits a plaintext can hold without wrapping around n"

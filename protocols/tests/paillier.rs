@@ -38,9 +38,9 @@ fn iso_iec_18033_6_vector() {
     assert_eq!(c2.value(key), v["c2"]);
     let sum = key.add(&c1, &c2);
     assert_eq!(sum.value(key), v["c1c2"]);
-    assert_eq!(secret.decrypt(&sum), v["m1_plus_m2"]);
-    assert_eq!(secret.decrypt(&c1), v["m1"]);
-    assert_eq!(secret.decrypt_without_crt(&c2), v["m2"]);
+    assert_eq!(secret.decrypt(&sum).expect("decrypts"), v["m1_plus_m2"]);
+    assert_eq!(secret.decrypt(&c1).expect("decrypts"), v["m1"]);
+    assert_eq!(secret.decrypt_without_crt(&c2).expect("decrypts"), v["m2"]);
 }
 
 /// p = 23194683100664294251, q = 11084480205242485763, m = 150, r = 464682464, g = n + 1
@@ -50,7 +50,7 @@ fn iso_iec_18033_6_vector() {
 fn small_known_answer() {
     let p = BigUint::from(23194683100664294251u128);
     let q = BigUint::from(11084480205242485763u128);
-    let secret = SecretKey::from_primes(&p, &q).expect("valid primes");
+    let secret = SecretKey::from_primes_insecure_for_tests(&p, &q).expect("valid primes");
     let key = secret.public_key();
     let noise = StandardNoise::new(key).for_r(&BigUint::from(464682464u32));
     let c = key.encrypt_with_noise(&BigUint::from(150u32), &noise);
@@ -59,16 +59,21 @@ fn small_known_answer() {
             .parse()
             .expect("decimal");
     assert_eq!(c.value(key), expected);
-    assert_eq!(secret.decrypt(&c), BigUint::from(150u32));
-    assert_eq!(secret.decrypt_without_crt(&c), BigUint::from(150u32));
+    assert_eq!(secret.decrypt(&c).expect("decrypts"), BigUint::from(150u32));
+    assert_eq!(
+        secret.decrypt_without_crt(&c).expect("decrypts"),
+        BigUint::from(150u32)
+    );
 }
 
 #[test]
 fn keys_serialise_and_refuse_garbage() {
+    let v = iso_vector();
     let mut rng = ChaCha20Rng::seed_from_u64(3);
-    let pair = KeyPair::generate_insecure_for_tests(512, &mut rng);
+    let pair = KeyPair {
+        secret: SecretKey::from_primes(&v["p"], &v["q"]).expect("valid primes"),
+    };
     let key = pair.public_key();
-    assert_eq!(key.bits(), 512);
     let back = PublicKey::from_bytes(&key.to_bytes()).expect("round trip");
     assert_eq!(&back, key);
     let secret = SecretKey::import_secret(&pair.secret.export_secret()).expect("round trip");
@@ -80,10 +85,35 @@ fn keys_serialise_and_refuse_garbage() {
     let mut long = key.to_bytes();
     long.push(0);
     assert!(PublicKey::from_bytes(&long).is_err());
-    // Debug output never shows secrets.
-    let shown = format!("{:?} {:?}", pair.secret, key);
-    assert!(!shown.contains(&secret.public_key().n().to_string()));
-    // Ciphertexts: fixed length, range-checked.
+    // Keys below 2048 bits are refused from outside.
+    let small = KeyPair::generate_insecure_for_tests(512, &mut rng);
+    assert!(PublicKey::from_bytes(&small.public_key().to_bytes()).is_err());
+    assert!(SecretKey::import_secret(&small.secret.export_secret()).is_err());
+    // Secret keys with equal, even or composite "primes" are refused, not panicked on.
+    let secret_bytes = |p: &BigUint, q: &BigUint| {
+        let mut out = b"PLSK".to_vec();
+        out.extend_from_slice(&1u16.to_be_bytes());
+        for x in [p, q] {
+            let bytes = x.to_bytes_be();
+            out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+            out.extend_from_slice(&bytes);
+        }
+        out
+    };
+    let composite = BigUint::from(3u8) * ((&v["p"] >> 2u32) | BigUint::from(1u8));
+    for (p, q) in [
+        (v["p"].clone(), v["p"].clone()),
+        (&v["p"] + 1u32, v["q"].clone()),
+        (composite, v["q"].clone()),
+    ] {
+        assert!(SecretKey::import_secret(&secret_bytes(&p, &q)).is_err());
+    }
+    // Debug output never shows secrets, in decimal or hex.
+    let shown = format!("{:?} {:?} {:?}", pair.secret, key, pair);
+    for x in [&v["p"], &v["q"]] {
+        assert!(!shown.contains(&x.to_string()) && !shown.contains(&format!("{x:x}")));
+    }
+    // Ciphertexts: fixed length, range-checked, units only.
     let c = key.encrypt(&BigUint::from(7u8), &StandardNoise::new(key), &mut rng);
     let bytes = c.to_bytes(key);
     assert_eq!(bytes.len(), key.ciphertext_bytes());
@@ -91,6 +121,16 @@ fn keys_serialise_and_refuse_garbage() {
     assert!(Ciphertext::from_bytes(key, &bytes[1..]).is_err());
     assert!(Ciphertext::from_bytes(key, &vec![0u8; bytes.len()]).is_err());
     assert!(Ciphertext::from_bytes(key, &vec![0xffu8; bytes.len()]).is_err());
+    for not_a_unit in [key.n().clone(), &v["p"] * 12345u32, v["q"].clone()] {
+        assert!(Ciphertext::from_value(key, &not_a_unit).is_err());
+    }
+    // A DJN base of 1 (deterministic encryption) or a non-unit is refused.
+    assert!(DjnNoise::from_base(key, BigUint::from(1u8)).is_err());
+    assert!(DjnNoise::from_base(key, key.n().clone()).is_err());
+    // Pooled noise is secret: Debug shows only the count.
+    let pool = NoisePool::new(StandardNoise::new(key));
+    pool.fill(1);
+    assert_eq!(format!("{pool:?}"), "NoisePool { available: 1 }");
 }
 
 #[test]
@@ -133,21 +173,21 @@ proptest! {
         let standard = StandardNoise::new(key);
         let ea = key.encrypt(&a, &standard, &mut rng);
         let eb = key.encrypt(&b, &CrtNoise::new(secret), &mut rng);
-        prop_assert_eq!(secret.decrypt(&ea), a.clone());
-        prop_assert_eq!(secret.decrypt_without_crt(&eb), b.clone());
-        prop_assert_eq!(secret.decrypt(&key.add(&ea, &eb)), (&a + &b) % n);
-        prop_assert_eq!(secret.decrypt(&key.sub(&ea, &eb)), (&a + n - &b) % n);
-        prop_assert_eq!(secret.decrypt(&key.add_plain(&ea, &b)), (&a + &b) % n);
+        prop_assert_eq!(secret.decrypt(&ea).expect("decrypts"), a.clone());
+        prop_assert_eq!(secret.decrypt_without_crt(&eb).expect("decrypts"), b.clone());
+        prop_assert_eq!(secret.decrypt(&key.add(&ea, &eb)).expect("decrypts"), (&a + &b) % n);
+        prop_assert_eq!(secret.decrypt(&key.sub(&ea, &eb)).expect("decrypts"), (&a + n - &b) % n);
+        prop_assert_eq!(secret.decrypt(&key.add_plain(&ea, &b)).expect("decrypts"), (&a + &b) % n);
         let kb = BigInt::from(k);
         let expected = ((BigInt::from(a.clone()) * &kb) % BigInt::from(n.clone()) + BigInt::from(n.clone()))
             % BigInt::from(n.clone());
         let product = key.mul_scalar(&ea, &kb);
-        prop_assert_eq!(BigInt::from(secret.decrypt(&product)), expected);
-        prop_assert_eq!(secret.decrypt(&product), secret.decrypt_without_crt(&product));
+        prop_assert_eq!(BigInt::from(secret.decrypt(&product).expect("decrypts")), expected);
+        prop_assert_eq!(secret.decrypt(&product).expect("decrypts"), secret.decrypt_without_crt(&product).expect("decrypts"));
         let fresh = key.rerandomize(&ea, &standard, &mut rng);
         prop_assert_ne!(&fresh, &ea);
-        prop_assert_eq!(secret.decrypt(&fresh), a.clone());
-        prop_assert_eq!(secret.decrypt(&key.sum([&ea, &eb, &ea])), (&a + &a + &b) % n);
+        prop_assert_eq!(secret.decrypt(&fresh).expect("decrypts"), a.clone());
+        prop_assert_eq!(secret.decrypt(&key.sum([&ea, &eb, &ea])).expect("decrypts"), (&a + &a + &b) % n);
     }
 }
 
@@ -157,7 +197,7 @@ fn djn_and_pooled_noise_decrypt() {
     let key = secret.public_key();
     let mut rng = ChaCha20Rng::seed_from_u64(6);
     let djn = DjnNoise::new(key, &mut rng);
-    let pool = NoisePool::new(DjnNoise::from_base(key, djn.base().clone()));
+    let pool = NoisePool::new(DjnNoise::from_base(key, djn.base().clone()).expect("valid base"));
     pool.fill(5);
     assert_eq!(pool.available(), 5);
     for i in 0..8u32 {
@@ -165,8 +205,8 @@ fn djn_and_pooled_noise_decrypt() {
         let a = key.encrypt(&m, &djn, &mut rng);
         let b = key.encrypt(&m, &pool, &mut rng);
         assert_ne!(a, b);
-        assert_eq!(secret.decrypt(&a), m);
-        assert_eq!(secret.decrypt(&b), m);
+        assert_eq!(secret.decrypt(&a).expect("decrypts"), m);
+        assert_eq!(secret.decrypt(&b).expect("decrypts"), m);
     }
     assert_eq!(
         pool.available(),
@@ -175,10 +215,10 @@ fn djn_and_pooled_noise_decrypt() {
     );
     let batch: Vec<BigUint> = (0..20u32).map(BigUint::from).collect();
     let encrypted = key.encrypt_all(&batch, &djn);
-    assert_eq!(secret.decrypt_all(&encrypted), batch);
+    assert_eq!(secret.decrypt_all(&encrypted).expect("decrypts"), batch);
     // DJN noise is an n-th power: it decrypts to 0.
     let zero = key.encrypt(&BigUint::ZERO, &djn, &mut rng);
-    assert_eq!(secret.decrypt(&zero), BigUint::ZERO);
+    assert_eq!(secret.decrypt(&zero).expect("decrypts"), BigUint::ZERO);
     let _ = NoiseSource::public_key(&djn);
 }
 
@@ -208,7 +248,7 @@ mod encoded {
             let x = Fixed::integer(v.clone());
             let e = EncryptedNumber::encrypt(key, &x, key.half_n(), &noise, &mut rng)
                 .expect("in range");
-            assert_eq!(e.decrypt(secret).value, v);
+            assert_eq!(e.decrypt(secret).expect("decrypts").value, v);
         }
         let too_big = Fixed::integer(&half + &one);
         let bound = too_big.value.magnitude().clone();
@@ -237,6 +277,27 @@ mod encoded {
             big.rescaled(key, 1),
             Err(PaillierError::Overflow { .. })
         ));
+        // Arithmetic that lands exactly on the edges: (floor(n/2) - 1) + 1 and its negative.
+        let near = EncryptedNumber::encrypt(
+            key,
+            &Fixed::integer(&half - &one),
+            &(key.half_n() - 1u32),
+            &noise,
+            &mut rng,
+        )
+        .expect("in range");
+        let edge = near
+            .add_plain(key, &Fixed::integer(1))
+            .expect("lands on floor(n/2)");
+        assert_eq!(edge.decrypt(secret).expect("decrypts").value, half.clone());
+        let negative_edge = near
+            .neg(key)
+            .add_plain(key, &Fixed::integer(-1))
+            .expect("lands on -floor(n/2)");
+        assert_eq!(
+            negative_edge.decrypt(secret).expect("decrypts").value,
+            -half.clone()
+        );
         // A small one stays fine.
         let small = EncryptedNumber::encrypt(
             key,
@@ -247,7 +308,12 @@ mod encoded {
         )
         .expect("in range");
         assert_eq!(
-            small.add(key, &small).expect("fits").decrypt(secret).value,
+            small
+                .add(key, &small)
+                .expect("fits")
+                .decrypt(secret)
+                .expect("decrypts")
+                .value,
             BigInt::from(-6)
         );
     }
@@ -266,21 +332,26 @@ mod encoded {
         };
         let a = enc(-1.5, &mut rng);
         let b = enc(0.1, &mut rng);
-        assert_eq!(a.decrypt_f64(secret), -1.5);
-        assert_eq!(b.decrypt_f64(secret), 0.1);
+        assert_eq!(a.decrypt_f64(secret).expect("decrypts"), -1.5);
+        assert_eq!(b.decrypt_f64(secret).expect("decrypts"), 0.1);
         let product = a
             .mul_plain(key, &Fixed::from_f64_exact(-2.25).expect("finite"))
             .expect("fits");
         let result = product.add(key, &b).expect("fits");
-        assert_eq!(result.decrypt_f64(secret), 3.475);
+        assert_eq!(result.decrypt_f64(secret).expect("decrypts"), 3.475);
         assert_eq!(
-            result.sub(key, &b).expect("fits").decrypt_f64(secret),
+            result
+                .sub(key, &b)
+                .expect("fits")
+                .decrypt_f64(secret)
+                .expect("decrypts"),
             3.375
         );
         assert_eq!(
             a.add_plain(key, &Fixed::from_f64(0.25, 2).expect("finite"))
                 .expect("fits")
-                .decrypt_f64(secret),
+                .decrypt_f64(secret)
+                .expect("decrypts"),
             -1.25
         );
     }
@@ -304,10 +375,10 @@ mod encoded {
             let b = EncryptedVector::encrypt(key, &negated, &bound, packing, &noise).expect("fits");
             let sum = EncryptedVector::sum(key, &[&a, &b, &a]).expect("fits");
             let expected: Vec<BigInt> = values.iter().map(|&v| BigInt::from(2 * v - v / 2)).collect();
-            let got: Vec<BigInt> = sum.decrypt(secret).into_iter().map(|f| f.value).collect();
+            let got: Vec<BigInt> = sum.decrypt(secret).expect("decrypts").into_iter().map(|f| f.value).collect();
             prop_assert_eq!(got, expected);
             let scaled = a.mul_scalar(key, &Fixed::integer(k)).expect("fits");
-            let got: Vec<BigInt> = scaled.decrypt(secret).into_iter().map(|f| f.value).collect();
+            let got: Vec<BigInt> = scaled.decrypt(secret).expect("decrypts").into_iter().map(|f| f.value).collect();
             let expected: Vec<BigInt> = values.iter().map(|&v| BigInt::from(v * k)).collect();
             prop_assert_eq!(got, expected);
         }
@@ -342,11 +413,11 @@ mod encoded {
         ] {
             let em = EncryptedMatrix::encrypt_f64(key, m.view(), scale, 2.0, packing, &noise)
                 .expect("fits");
-            assert_eq!(em.decrypt_f64(secret)[3][4], m[(3, 4)]);
+            assert_eq!(em.decrypt_f64(secret).expect("decrypts")[3][4], m[(3, 4)]);
             let fast = em.mul_vector(key, &vf).expect("fits");
             let slow = em.mul_vector_entrywise(key, &vf).expect("fits");
-            let fast_values = fast.decrypt_f64(secret);
-            assert_eq!(fast_values, slow.decrypt_f64(secret));
+            let fast_values = fast.decrypt_f64(secret).expect("decrypts");
+            assert_eq!(fast_values, slow.decrypt_f64(secret).expect("decrypts"));
             for r in 0..rows {
                 let expected: f64 = (0..cols).map(|j| m[(r, j)] * v[j]).sum();
                 assert!(
@@ -378,7 +449,12 @@ mod encoded {
             let dot = column.dot(key, &w);
             if packing.slots() == 1 {
                 let expected: f64 = (0..rows).map(|i| m[(i, 2)] * (i as f64 - 4.0)).sum();
-                assert_eq!(dot.expect("unpacked").decrypt_f64(secret), expected);
+                assert_eq!(
+                    dot.expect("unpacked")
+                        .decrypt_f64(secret)
+                        .expect("decrypts"),
+                    expected
+                );
             } else {
                 assert!(dot.is_err());
             }
@@ -386,5 +462,83 @@ mod encoded {
             lying[6..14].copy_from_slice(&(1u64 << 40).to_be_bytes());
             assert!(EncryptedVector::from_bytes(key, &lying).is_err());
         }
+    }
+
+    /// Packed operations whose slots could overflow are refused.
+    #[test]
+    fn packed_overflow_is_refused() {
+        let secret = test_key();
+        let key = secret.public_key();
+        let noise = StandardNoise::new(key);
+        let packing = Packing::new(key, 20).expect("fits");
+        let bound = BigUint::from(300_000u32);
+        let values: Vec<Fixed> = (0..5).map(|i| Fixed::integer(i * 1000 - 2000)).collect();
+        let v = EncryptedVector::encrypt(key, &values, &bound, packing, &noise).expect("fits");
+        // 2^19 - 1 is the largest slot: two of these sum past it.
+        assert!(matches!(
+            EncryptedVector::sum(key, &[&v, &v]),
+            Err(PaillierError::Overflow { .. })
+        ));
+        assert!(matches!(
+            v.mul_scalar(key, &Fixed::integer(2)),
+            Err(PaillierError::Overflow { .. })
+        ));
+        let m = EncryptedMatrix::encrypt_f64(
+            key,
+            Array2::from_elem((3, 2), 1.0).view(),
+            0,
+            300_000.0,
+            packing,
+            &noise,
+        )
+        .expect("fits");
+        let small = [Fixed::integer(1), Fixed::integer(0)];
+        assert!(m.mul_vector(key, &small).is_ok());
+        let big = [Fixed::integer(1), Fixed::integer(1)];
+        assert!(matches!(
+            m.mul_vector(key, &big),
+            Err(PaillierError::Overflow { .. })
+        ));
+    }
+
+    /// Wire bytes with mixed column layouts or an absurd scale are refused.
+    #[test]
+    fn inconsistent_wire_tensors_are_refused() {
+        let secret = test_key();
+        let key = secret.public_key();
+        let noise = StandardNoise::new(key);
+        let bound = BigUint::from(1000u32);
+        let values: Vec<Fixed> = (0..4).map(Fixed::integer).collect();
+        let a = EncryptedVector::encrypt(
+            key,
+            &values,
+            &bound,
+            Packing::new(key, 40).expect("fits"),
+            &noise,
+        )
+        .expect("fits");
+        let b = EncryptedVector::encrypt(
+            key,
+            &values,
+            &bound,
+            Packing::new(key, 41).expect("fits"),
+            &noise,
+        )
+        .expect("fits");
+        // A matrix whose two columns were packed differently.
+        let mut bytes = b"PLEM".to_vec();
+        bytes.extend_from_slice(&1u16.to_be_bytes());
+        bytes.extend_from_slice(&4u64.to_be_bytes());
+        bytes.extend_from_slice(&2u64.to_be_bytes());
+        bytes.extend_from_slice(&a.to_bytes(key)[6..]);
+        bytes.extend_from_slice(&b.to_bytes(key)[6..]);
+        assert!(matches!(
+            EncryptedMatrix::from_bytes(key, &bytes),
+            Err(PaillierError::Mismatch(_))
+        ));
+        // A scale beyond the supported range.
+        let mut wire = a.to_bytes(key);
+        wire[14..18].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(EncryptedVector::from_bytes(key, &wire).is_err());
     }
 }

@@ -88,7 +88,7 @@ fn python_paillier_interoperates() {
     };
     for (name, x) in values {
         assert_eq!(
-            theirs(name).decrypt_f64(secret),
+            theirs(name).decrypt_f64(secret).expect("decrypts"),
             x,
             "decrypting phe's {name}"
         );
@@ -100,12 +100,12 @@ fn python_paillier_interoperates() {
         .expect("decimal");
     let exponent = reply["combined"][1].as_i64().expect("exponent") as i32;
     let phe_combined = EncryptedNumber::from_phe(key, &c, exponent).expect("valid");
-    assert_eq!(phe_combined.decrypt_f64(secret), 3.475);
+    assert_eq!(phe_combined.decrypt_f64(secret).expect("decrypts"), 3.475);
     let mixed = theirs("minus_1_5")
         .mul_plain(key, &Fixed::from_f64_exact(-2.25).expect("finite"))
         .and_then(|p| p.add(key, &theirs("point_1")))
         .expect("fits");
-    assert_eq!(mixed.decrypt_f64(secret), 3.475);
+    assert_eq!(mixed.decrypt_f64(secret).expect("decrypts"), 3.475);
 }
 
 fn secret_p(pair: &KeyPair) -> String {

@@ -34,8 +34,15 @@ impl Ciphertext {
     }
 
     /// The ciphertext of the integer `c`, which must lie in `(0, n^2)` and be prime to `n`.
+    /// Every `Ciphertext` is a unit modulo `n^2` (checked here, preserved by every operation),
+    /// which is what lets negation and decryption assume an inverse exists.
     pub fn from_value(key: &PublicKey, c: &BigUint) -> Result<Self, PaillierError> {
         if c.is_zero() || c >= key.n_squared() {
+            return Err(PaillierError::InvalidCiphertext);
+        }
+        let limbs = key.n().to_u64_digits();
+        let reduced = pad((c % key.n()).to_u64_digits(), limbs.len());
+        if invert_mod_odd(&reduced, &limbs).is_none() {
             return Err(PaillierError::InvalidCiphertext);
         }
         Ok(Self {
@@ -84,7 +91,7 @@ impl PublicKey {
         S: NoiseSource,
         R: CryptoRng + ?Sized,
     {
-        debug_assert!(source.public_key() == self, "noise from another key");
+        assert!(source.public_key() == self, "noise source of another key");
         self.encrypt_with_noise(m, &source.noise(rng))
     }
 
@@ -144,15 +151,16 @@ impl PublicKey {
         }
     }
 
-    /// `E(k a)` for a signed integer `k` with `|k| < n`. A negative `k` costs one inversion and
-    /// an exponent `|k|`, never an exponent near n. Variable time in `k` (the scalar belongs to
-    /// the party computing).
+    /// `E(k a)` for a signed integer `k`. A negative `k` costs one inversion and an exponent
+    /// `|k|`, never an exponent near n (magnitudes of n or more are first reduced modulo n).
+    /// Variable time in `k` (the scalar belongs to the party computing).
     pub fn mul_scalar(&self, a: &Ciphertext, k: &BigInt) -> Ciphertext {
-        let (sign, magnitude) = (k.sign(), k.magnitude());
-        assert!(
-            magnitude < self.n(),
-            "scalar must be smaller than n in magnitude"
-        );
+        let sign = k.sign();
+        let magnitude = if k.magnitude() < self.n() {
+            k.magnitude().clone()
+        } else {
+            k.magnitude() % self.n()
+        };
         let base = match sign {
             Sign::Minus => self.negate(a),
             _ => a.clone(),
@@ -192,18 +200,19 @@ impl PublicKey {
 
 impl SecretKey {
     /// Decrypts to the plaintext in `[0, n)` with the CRT (two exponentiations modulo p^2 and
-    /// q^2 with exponents p - 1 and q - 1, constant-time windows).
-    pub fn decrypt(&self, c: &Ciphertext) -> BigUint {
+    /// q^2 with exponents p - 1 and q - 1, constant-time windows). Fails (without saying why)
+    /// for a ciphertext that is not a unit modulo this key's n, e.g. one made under another key.
+    pub fn decrypt(&self, c: &Ciphertext) -> Result<BigUint, PaillierError> {
         self.decrypt_crt(&c.value(self.public_key()))
     }
 
     /// Decrypts with the textbook formula, without the CRT (for cross-checking).
-    pub fn decrypt_without_crt(&self, c: &Ciphertext) -> BigUint {
+    pub fn decrypt_without_crt(&self, c: &Ciphertext) -> Result<BigUint, PaillierError> {
         self.decrypt_textbook(&c.value(self.public_key()))
     }
 
     /// Decrypts many ciphertexts in parallel.
-    pub fn decrypt_all(&self, ciphertexts: &[Ciphertext]) -> Vec<BigUint> {
+    pub fn decrypt_all(&self, ciphertexts: &[Ciphertext]) -> Result<Vec<BigUint>, PaillierError> {
         ciphertexts.par_iter().map(|c| self.decrypt(c)).collect()
     }
 }

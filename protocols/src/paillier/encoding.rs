@@ -71,23 +71,24 @@ impl Fixed {
         }
     }
 
-    /// The nearest f64 (one rounding).
+    /// The nearest f64 (one rounding, except for results in the subnormal range).
     pub fn to_f64(&self) -> f64 {
-        let magnitude = self.value.magnitude().to_f64().unwrap_or(f64::INFINITY);
-        let signed = if self.value.is_negative() {
-            -magnitude
-        } else {
-            magnitude
-        };
-        // Scale by 2^-scale in steps that stay exact in the normal range.
-        let mut out = signed;
-        let mut left = self.scale;
-        while left > 0 {
-            let step = left.min(1000);
-            out *= (-(step as f64)).exp2();
-            left -= step;
+        // Keep the top 64 bits with a sticky bit for the rest, so the conversion to f64 rounds
+        // as the exact value would; fold the dropped bits into the exponent.
+        let magnitude = self.value.magnitude();
+        let shift = magnitude.bits().saturating_sub(64);
+        let mut top = (magnitude >> shift).to_u64().unwrap_or(u64::MAX);
+        if shift > 0 && magnitude.trailing_zeros().unwrap_or(0) < shift {
+            top |= 1;
         }
-        out
+        let mut out = top as f64;
+        let mut exponent = shift as i64 - i64::from(self.scale);
+        while exponent != 0 {
+            let step = exponent.clamp(-1000, 1000);
+            out *= (step as f64).exp2();
+            exponent -= step;
+        }
+        if self.value.is_negative() { -out } else { out }
     }
 
     /// The same number at a larger scale (exact).
@@ -116,7 +117,16 @@ impl Fixed {
     }
 }
 
-fn check_scale(scale: u32) -> Result<(), PaillierError> {
+/// The scale of a product, refused beyond [`MAX_SCALE`].
+pub(crate) fn add_scales(a: u32, b: u32) -> Result<u32, PaillierError> {
+    let scale = a
+        .checked_add(b)
+        .ok_or_else(|| PaillierError::Encoding(format!("scale {a} + {b}")))?;
+    check_scale(scale)?;
+    Ok(scale)
+}
+
+pub(crate) fn check_scale(scale: u32) -> Result<(), PaillierError> {
     if scale > MAX_SCALE {
         return Err(PaillierError::Encoding(format!(
             "scale {scale} above the supported {MAX_SCALE}"
@@ -285,17 +295,17 @@ impl EncryptedNumber {
     }
 
     /// Decrypts to the fixed-point value.
-    pub fn decrypt(&self, secret: &SecretKey) -> Fixed {
+    pub fn decrypt(&self, secret: &SecretKey) -> Result<Fixed, PaillierError> {
         let key = secret.public_key();
-        Fixed {
-            value: key.decode_signed(&secret.decrypt(&self.ciphertext)),
+        Ok(Fixed {
+            value: key.decode_signed(&secret.decrypt(&self.ciphertext)?),
             scale: self.scale,
-        }
+        })
     }
 
     /// Decrypts to the nearest f64.
-    pub fn decrypt_f64(&self, secret: &SecretKey) -> f64 {
-        self.decrypt(secret).to_f64()
+    pub fn decrypt_f64(&self, secret: &SecretKey) -> Result<f64, PaillierError> {
+        Ok(self.decrypt(secret)?.to_f64())
     }
 
     /// The same number at a larger scale: multiplied by `2^(scale - self.scale)`.
@@ -363,8 +373,8 @@ impl EncryptedNumber {
 
     /// `self * k` for a plaintext `k`: scales add, bounds multiply.
     pub fn mul_plain(&self, key: &PublicKey, k: &Fixed) -> Result<Self, PaillierError> {
-        let scale = self.scale + k.scale;
-        check_scale(scale)?;
+        let scale = add_scales(self.scale, k.scale)?;
+        key.encode_signed(&k.value)?;
         let bound = &self.bound * k.value.magnitude();
         fits(key, &bound)?;
         Ok(Self {

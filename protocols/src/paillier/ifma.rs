@@ -43,12 +43,12 @@ pub fn available() -> bool {
 }
 
 /// Limbs (a multiple of 8) for a modulus of `bits` bits, keeping `R = 2^(52 L) > 4m`.
-pub fn limbs_for(bits: u64) -> usize {
+pub(crate) fn limbs_for(bits: u64) -> usize {
     ((bits as usize + 2).div_ceil(LIMB_BITS as usize)).div_ceil(8) * 8
 }
 
 /// Radix-2^52 limbs of a little-endian u64 number, padded to `len`.
-pub fn from_u64_limbs(x: &[u64], len: usize) -> Vec<u64> {
+pub(crate) fn from_u64_limbs(x: &[u64], len: usize) -> Vec<u64> {
     let mut out = vec![0u64; len];
     for (i, o) in out.iter_mut().enumerate() {
         let bit = i * LIMB_BITS as usize;
@@ -63,7 +63,7 @@ pub fn from_u64_limbs(x: &[u64], len: usize) -> Vec<u64> {
 }
 
 /// Little-endian u64 limbs of a radix-2^52 number.
-pub fn to_u64_limbs(x: &[u64]) -> Vec<u64> {
+pub(crate) fn to_u64_limbs(x: &[u64]) -> Vec<u64> {
     let words = (x.len() * LIMB_BITS as usize).div_ceil(64);
     let mut out = vec![0u64; words];
     for (i, &limb) in x.iter().enumerate() {
@@ -77,12 +77,17 @@ pub fn to_u64_limbs(x: &[u64]) -> Vec<u64> {
     out
 }
 
-/// `a b R^-1 mod m` into `out`, all radix-2^52 with `m.len()` limbs; `k0 = -m^-1 mod 2^52`.
-/// The caller has checked [`available`].
-pub fn mul(m: &[u64], k0: u64, a: &[u64], b: &[u64], out: &mut [u64]) {
+/// `a b R^-1 mod m` into `out`, all radix-2^52 with `m.len()` limbs (a multiple of 8);
+/// `k0 = -m^-1 mod 2^52`. Panics unless [`available`]: running the kernel on a CPU without
+/// IFMA would be undefined behaviour, so the check is not left to callers.
+pub(crate) fn mul(m: &[u64], k0: u64, a: &[u64], b: &[u64], out: &mut [u64]) {
     #[cfg(target_arch = "x86_64")]
     {
-        debug_assert!(available());
+        assert!(available(), "the IFMA engine needs AVX-512 IFMA");
+        assert!(
+            m.len().is_multiple_of(8),
+            "radix-2^52 operands come in whole vectors"
+        );
         let vectors = m.len() / 8;
         // SAFETY: the caller checked `available()`, so the CPU supports the target features
         // these functions are compiled for.

@@ -13,12 +13,13 @@ use std::sync::Arc;
 
 use num_bigint::BigUint;
 use num_integer::Integer;
+use num_traits::CheckedSub;
 use rand::CryptoRng;
 use zeroize::{Zeroize, Zeroizing};
 
 use super::PaillierError;
 use super::montgomery::{Montgomery, pad};
-use super::prime::random_prime;
+use super::prime::{is_probable_prime, random_prime};
 
 /// Serialisation format version of keys.
 pub const KEY_FORMAT_VERSION: u16 = 1;
@@ -26,6 +27,9 @@ const PUBLIC_MAGIC: &[u8; 4] = b"PLPK";
 const SECRET_MAGIC: &[u8; 4] = b"PLSK";
 /// Largest modulus accepted anywhere, in bits.
 pub const MAX_MODULUS_BITS: u64 = 4096;
+/// Smallest modulus accepted from outside (imported keys); smaller ones only through the
+/// explicitly named `*_insecure_for_tests` constructors.
+pub const MIN_MODULUS_BITS: u64 = 2048;
 
 /// Modulus sizes for real keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -74,9 +78,21 @@ impl PartialEq for PublicKey {
 impl Eq for PublicKey {}
 
 impl PublicKey {
-    /// The public key of modulus `n` (odd, more than 64 bits, at most 4096 bits). Accepts any
-    /// such modulus, for keys made elsewhere (python-paillier exports only `n`).
+    /// The public key of an odd modulus `n` of 2048 to 4096 bits, for keys made elsewhere
+    /// (python-paillier exports only `n`).
     pub fn from_modulus(n: BigUint) -> Result<Self, PaillierError> {
+        if n.bits() < MIN_MODULUS_BITS {
+            return Err(PaillierError::InvalidKey(format!(
+                "modulus of {} bits: at least {MIN_MODULUS_BITS} are required",
+                n.bits()
+            )));
+        }
+        Self::from_modulus_insecure_for_tests(n)
+    }
+
+    /// Like [`Self::from_modulus`] but accepting any odd modulus of more than 64 bits:
+    /// **insecure below 2048 bits**, for tests and known-answer vectors only.
+    pub fn from_modulus_insecure_for_tests(n: BigUint) -> Result<Self, PaillierError> {
         if !n.bit(0) || n.bits() <= 64 || n.bits() > MAX_MODULUS_BITS {
             return Err(PaillierError::InvalidKey(format!(
                 "modulus must be odd with 65 to {MAX_MODULUS_BITS} bits, got {} bits",
@@ -181,16 +197,36 @@ impl SecretKey {
         &self.public
     }
 
-    /// Builds the secret key from its primes (distinct, odd; their primality is the caller's
-    /// responsibility, as for imported keys).
+    /// Builds the secret key from its primes, checking that they are probable primes (the
+    /// Miller-Rabin test of key generation) and that n has at least 2048 bits.
     pub fn from_primes(p: &BigUint, q: &BigUint) -> Result<Self, PaillierError> {
-        if p == q || !p.bit(0) || !q.bit(0) || p.bits() < 8 || q.bits() < 8 {
+        let mut rng = rand::rng();
+        for x in [p, q] {
+            if x.bits() < 3 || !is_probable_prime(x, &mut rng) {
+                return Err(PaillierError::InvalidKey(
+                    "p and q must be primes".to_string(),
+                ));
+            }
+        }
+        if (p * q).bits() < MIN_MODULUS_BITS {
+            return Err(PaillierError::InvalidKey(format!(
+                "modulus of {} bits: at least {MIN_MODULUS_BITS} are required",
+                (p * q).bits()
+            )));
+        }
+        Self::from_primes_insecure_for_tests(p, q)
+    }
+
+    /// Like [`Self::from_primes`] without the primality test and accepting small moduli:
+    /// **for tests and known-answer vectors only** (key generation calls it after testing).
+    pub fn from_primes_insecure_for_tests(p: &BigUint, q: &BigUint) -> Result<Self, PaillierError> {
+        let one = BigUint::from(1u8);
+        if p == q || !p.bit(0) || !q.bit(0) || p.bits() < 8 || q.bits() < 8 || p.gcd(q) != one {
             return Err(PaillierError::InvalidKey(
                 "p and q must be distinct odd primes".to_string(),
             ));
         }
-        let public = PublicKey::from_modulus(p * q)?;
-        let one = BigUint::from(1u8);
+        let public = PublicKey::from_modulus_insecure_for_tests(p * q)?;
         let (pm1, qm1) = (p - &one, q - &one);
         // gcd(n, (p-1)(q-1)) = 1 is what makes g = n + 1 a valid base.
         if !public.n().gcd(&(&pm1 * &qm1)).eq(&one) {
@@ -198,8 +234,10 @@ impl SecretKey {
                 "gcd(pq, (p-1)(q-1)) must be 1".to_string(),
             ));
         }
-        let hp = h_constant(p, q);
-        let hq = h_constant(q, p);
+        let invalid =
+            || PaillierError::InvalidKey("p and q must be distinct odd primes".to_string());
+        let hp = h_constant(p, q).ok_or_else(invalid)?;
+        let hq = h_constant(q, p).ok_or_else(invalid)?;
         let p_inv_q = p.modinv(q).ok_or_else(|| {
             PaillierError::InvalidKey("p must be invertible modulo q".to_string())
         })?;
@@ -251,15 +289,15 @@ impl SecretKey {
 
     /// Decrypts the ciphertext value `c < n^2` with the CRT: `m_p = L_p(c^(p-1) mod p^2) h_p mod p`, likewise for q, then
     /// `m = m_p + p ((m_q - m_p) p^-1 mod q)`.
-    pub(crate) fn decrypt_crt(&self, c: &BigUint) -> BigUint {
+    pub(crate) fn decrypt_crt(&self, c: &BigUint) -> Result<BigUint, PaillierError> {
         let p = self.p();
         let q = self.q();
-        let mp = self.half_decrypt(c, &self.p_squared, &self.p_minus_1, &p, &self.hp);
-        let mq = self.half_decrypt(c, &self.q_squared, &self.q_minus_1, &q, &self.hq);
+        let mp = self.half_decrypt(c, &self.p_squared, &self.p_minus_1, &p, &self.hp)?;
+        let mq = self.half_decrypt(c, &self.q_squared, &self.q_minus_1, &q, &self.hq)?;
         let p_inv_q = from_limbs(&self.p_inv_q);
         let diff = (&mq + &q - (&mp % &q)) % &q;
         let h = (diff * p_inv_q) % &q;
-        mp + p * h
+        Ok(mp + p * h)
     }
 
     fn half_decrypt(
@@ -269,20 +307,33 @@ impl SecretKey {
         exponent: &[u64],
         prime: &BigUint,
         h: &[u64],
-    ) -> BigUint {
+    ) -> Result<BigUint, PaillierError> {
         let base = context.to_residue(c);
         let x = context.to_biguint(&context.pow_secret(&base, exponent));
-        let l = (x - 1u32) / prime;
-        (l * from_limbs(h)) % prime
+        // For a valid ciphertext x = 1 mod p; anything else (c sharing a factor with n) fails.
+        let (l, rest) = x
+            .checked_sub(&BigUint::from(1u8))
+            .map(|t| t.div_rem(prime))
+            .ok_or(PaillierError::DecryptionFailed)?;
+        if rest != BigUint::ZERO {
+            return Err(PaillierError::DecryptionFailed);
+        }
+        Ok((l * from_limbs(h)) % prime)
     }
 
     /// Decrypts with the textbook formula `m = L(c^lambda mod n^2) mu mod n`, without the CRT
     /// (for cross-checking; about four times slower).
-    pub(crate) fn decrypt_textbook(&self, c: &BigUint) -> BigUint {
+    pub(crate) fn decrypt_textbook(&self, c: &BigUint) -> Result<BigUint, PaillierError> {
         let context = self.public.context();
         let x = context.to_biguint(&context.pow_secret(&context.to_residue(c), &self.lambda));
-        let l = (x - 1u32) / self.public.n();
-        (l * from_limbs(&self.mu)) % self.public.n()
+        let (l, rest) = x
+            .checked_sub(&BigUint::from(1u8))
+            .map(|t| t.div_rem(self.public.n()))
+            .ok_or(PaillierError::DecryptionFailed)?;
+        if rest != BigUint::ZERO {
+            return Err(PaillierError::DecryptionFailed);
+        }
+        Ok((l * from_limbs(&self.mu)) % self.public.n())
     }
 
     /// Noise `r^n mod n^2` computed with the CRT (what the key holder can do): `r^(n mod
@@ -355,7 +406,7 @@ impl KeyPair {
             if gap <= min_gap {
                 continue;
             }
-            if let Ok(secret) = SecretKey::from_primes(&p, &q) {
+            if let Ok(secret) = SecretKey::from_primes_insecure_for_tests(&p, &q) {
                 debug_assert_eq!(secret.public_key().bits(), u64::from(bits));
                 return Self { secret };
             }
@@ -369,11 +420,9 @@ impl KeyPair {
 }
 
 /// `h = L(g^(x-1) mod x^2)^-1 mod x` for g = n + 1, n = x y: since `g^(x-1) = 1 + (x-1) n mod
-/// x^2`, `L = (x-1) y mod x`, so `h = ((x-1) y)^-1 mod x`.
-fn h_constant(x: &BigUint, y: &BigUint) -> BigUint {
-    (((x - 1u32) * y) % x)
-        .modinv(x)
-        .expect("(x-1) y is invertible modulo the prime x")
+/// x^2`, `L = (x-1) y mod x`, so `h = ((x-1) y)^-1 mod x` (`None` when x is not prime).
+fn h_constant(x: &BigUint, y: &BigUint) -> Option<BigUint> {
+    (((x - 1u32) * y) % x).modinv(x)
 }
 
 fn from_limbs(limbs: &[u64]) -> BigUint {

@@ -20,6 +20,10 @@ use num_integer::Integer;
 use rand::CryptoRng;
 use rayon::prelude::*;
 
+use zeroize::{Zeroize, Zeroizing};
+
+use super::PaillierError;
+use super::ciphertext::Ciphertext;
 use super::keys::{PublicKey, SecretKey};
 use super::montgomery::{Montgomery, Residue, bit_length};
 use super::prime::random_bits;
@@ -172,11 +176,24 @@ impl DjnNoise {
         let x = random_unit(key.n(), rng);
         let h = key.n() - (&x * &x) % key.n();
         let h_s = StandardNoise::new(key).for_r(&h);
-        Self::from_base(key, key.context().to_biguint(&h_s))
+        Self::with_base(key, key.context().to_biguint(&h_s))
     }
 
-    /// DJN noise with a given published base `h_s` (an element of `Z_{n^2}^*`).
-    pub fn from_base(key: &PublicKey, h_s: BigUint) -> Self {
+    /// DJN noise with a published base `h_s`, which must be a unit of `Z_{n^2}` other than 1
+    /// (a base of 1 would make encryption deterministic).
+    pub fn from_base(key: &PublicKey, h_s: BigUint) -> Result<Self, PaillierError> {
+        if h_s == BigUint::from(1u8) {
+            return Err(PaillierError::InvalidKey(
+                "DJN base must not be 1".to_string(),
+            ));
+        }
+        Ciphertext::from_value(key, &h_s).map_err(|_| {
+            PaillierError::InvalidKey("DJN base must be a unit below n^2".to_string())
+        })?;
+        Ok(Self::with_base(key, h_s))
+    }
+
+    fn with_base(key: &PublicKey, h_s: BigUint) -> Self {
         let alpha_bits = (key.bits() as usize).div_ceil(2);
         let context = key.context();
         let table = FixedBaseTable::new(context, &context.to_residue(&h_s), alpha_bits);
@@ -201,7 +218,14 @@ impl DjnNoise {
 
 impl NoiseSource for DjnNoise {
     fn noise<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Residue {
-        let alpha = random_bits(self.alpha_bits as u32, rng).to_u64_digits();
+        // alpha straight from the generator into a buffer that is wiped afterwards.
+        let words = self.alpha_bits.div_ceil(64);
+        let mut alpha: Zeroizing<Vec<u64>> =
+            Zeroizing::new((0..words).map(|_| rng.next_u64()).collect());
+        let excess = 64 * words - self.alpha_bits;
+        if excess > 0 {
+            alpha[words - 1] >>= excess;
+        }
         self.table.pow(&alpha)
     }
 
@@ -237,11 +261,26 @@ impl NoiseSource for CrtNoise<'_> {
 
 /// Noise drawn ahead of time. [`NoisePool::fill`] computes a batch in parallel (offline);
 /// [`NoiseSource::noise`] hands one out and computes a fresh one from the inner source when the
-/// pool is empty, so it never runs dry.
-#[derive(Debug)]
+/// pool is empty, so it never runs dry. Pooled noise is secret (with a ciphertext it reveals the
+/// plaintext): `Debug` shows only the count and the pool is wiped on drop.
 pub struct NoisePool<S> {
     source: S,
     pool: Mutex<Vec<Residue>>,
+}
+
+impl<S> std::fmt::Debug for NoisePool<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = self.pool.lock().map_or(0, |p| p.len());
+        write!(f, "NoisePool {{ available: {count} }}")
+    }
+}
+
+impl<S> Drop for NoisePool<S> {
+    fn drop(&mut self) {
+        if let Ok(pool) = self.pool.get_mut() {
+            pool.iter_mut().for_each(|r| r.zeroize());
+        }
+    }
 }
 
 impl<S: NoiseSource> NoisePool<S> {

@@ -133,7 +133,7 @@ mod tests {
     fn key() -> PublicKey {
         let p = BigUint::from(23194683100664294251u128);
         let q = BigUint::from(11084480205242485763u128);
-        SecretKey::from_primes(&p, &q)
+        SecretKey::from_primes_insecure_for_tests(&p, &q)
             .expect("primes")
             .public_key()
             .clone()

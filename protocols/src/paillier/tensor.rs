@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::PaillierError;
 use super::ciphertext::Ciphertext;
-use super::encoding::{EncryptedNumber, Fixed, fits};
+use super::encoding::{EncryptedNumber, Fixed, add_scales, check_scale, fits};
 use super::keys::{PublicKey, SecretKey};
 use super::multiexp::multi_pow;
 use super::noise::NoiseSource;
@@ -121,9 +121,9 @@ impl EncryptedVector {
     }
 
     /// Decrypts every value (in parallel).
-    pub fn decrypt(&self, secret: &SecretKey) -> Vec<Fixed> {
+    pub fn decrypt(&self, secret: &SecretKey) -> Result<Vec<Fixed>, PaillierError> {
         let key = secret.public_key();
-        let plaintexts = secret.decrypt_all(&self.blocks);
+        let plaintexts = secret.decrypt_all(&self.blocks)?;
         let mut out = Vec::with_capacity(self.len);
         for (i, m) in plaintexts.iter().enumerate() {
             let count = (self.len - i * self.packing.slots()).min(self.packing.slots());
@@ -134,12 +134,12 @@ impl EncryptedVector {
                 });
             }
         }
-        out
+        Ok(out)
     }
 
     /// Decrypts to the nearest f64s.
-    pub fn decrypt_f64(&self, secret: &SecretKey) -> Vec<f64> {
-        self.decrypt(secret).iter().map(Fixed::to_f64).collect()
+    pub fn decrypt_f64(&self, secret: &SecretKey) -> Result<Vec<f64>, PaillierError> {
+        Ok(self.decrypt(secret)?.iter().map(Fixed::to_f64).collect())
     }
 
     /// The slot-wise sum of vectors of the same length, layout and scale (the Center's
@@ -170,9 +170,10 @@ impl EncryptedVector {
 
     /// Every value times the plaintext `k` (scales add).
     pub fn mul_scalar(&self, key: &PublicKey, k: &Fixed) -> Result<Self, PaillierError> {
+        key.encode_signed(&k.value)?;
         let slot_bound = &self.slot_bound * k.value.magnitude();
         check_slot_bound(key, &self.packing, &slot_bound)?;
-        let scale = self.scale + k.scale;
+        let scale = add_scales(self.scale, k.scale)?;
         let blocks = self
             .blocks
             .par_iter()
@@ -202,7 +203,7 @@ impl EncryptedVector {
                 self.len
             )));
         }
-        let scale = self.scale + common_scale(v)?;
+        let scale = add_scales(self.scale, common_scale(v)?)?;
         let weight: BigUint = v.iter().map(|x| x.value.magnitude()).sum();
         let bound = &self.slot_bound * weight;
         let group = vec![self.blocks.iter().collect::<Vec<_>>()];
@@ -264,6 +265,7 @@ impl EncryptedVector {
             return Err(format_error(format!("vector of {len} values")));
         }
         let scale = reader.u32()?;
+        check_scale(scale)?;
         let slot_bits = reader.u32()?;
         let slots = reader.u32()? as usize;
         let packing = if slots == 1 && u64::from(slot_bits) == key.bits() {
@@ -353,11 +355,15 @@ impl EncryptedMatrix {
     }
 
     /// Decrypts to rows of f64.
-    pub fn decrypt_f64(&self, secret: &SecretKey) -> Vec<Vec<f64>> {
-        let cols: Vec<Vec<f64>> = self.columns.iter().map(|c| c.decrypt_f64(secret)).collect();
-        (0..self.rows)
+    pub fn decrypt_f64(&self, secret: &SecretKey) -> Result<Vec<Vec<f64>>, PaillierError> {
+        let cols = self
+            .columns
+            .iter()
+            .map(|c| c.decrypt_f64(secret))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((0..self.rows)
             .map(|r| cols.iter().map(|c| c[r]).collect())
-            .collect()
+            .collect())
     }
 
     /// `Enc(M v)` for a plaintext vector `v` (one scale for all entries): for every packed block
@@ -415,6 +421,7 @@ impl EncryptedMatrix {
             .columns
             .first()
             .ok_or_else(|| PaillierError::Mismatch("empty matrix".to_string()))?;
+        check_columns_agree(&self.columns)?;
         let v_scale = common_scale(v)?;
         let weight: BigUint = v.iter().map(|x| x.value.magnitude()).sum();
         let slot_bound = self
@@ -427,7 +434,7 @@ impl EncryptedMatrix {
         check_slot_bound(key, &first.packing, &slot_bound)?;
         Ok(EncryptedVector {
             len: self.rows,
-            scale: first.scale + v_scale,
+            scale: add_scales(first.scale, v_scale)?,
             slot_bound,
             packing: first.packing,
             blocks: Vec::new(),
@@ -463,6 +470,7 @@ impl EncryptedMatrix {
                 "column length differs from the row count".to_string(),
             ));
         }
+        check_columns_agree(&columns)?;
         reader.finish()?;
         Ok(Self {
             rows: rows as usize,
@@ -521,6 +529,20 @@ fn signed_products(
             Ciphertext::from_residue(multi_pow(context, &refs, &limbs))
         })
         .collect())
+}
+
+/// Refuses columns that differ in length, packing or scale (the products assume they agree).
+fn check_columns_agree(columns: &[EncryptedVector]) -> Result<(), PaillierError> {
+    if let Some(first) = columns.first()
+        && columns
+            .iter()
+            .any(|c| c.len != first.len || c.packing != first.packing || c.scale != first.scale)
+    {
+        return Err(PaillierError::Mismatch(
+            "matrix columns differ in length, packing or scale".to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// The scale shared by all values (an error if they differ).

@@ -101,7 +101,8 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
     let standard = StandardNoise::new(key);
     let djn = DjnNoise::new(key, &mut rng);
     let crt = CrtNoise::new(secret);
-    let pool_noise = NoisePool::new(DjnNoise::from_base(key, djn.base().clone()));
+    let pool_noise =
+        NoisePool::new(DjnNoise::from_base(key, djn.base().clone()).expect("valid base"));
     let m = BigUint::from(rng.random::<u64>());
     let c = key.encrypt(&m, &djn, &mut rng);
     let scalar = BigInt::from(-(rng.random::<i64>().unsigned_abs() as i128 >> 1));
@@ -136,10 +137,10 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
         black_box(key.encrypt(&m, &pool_noise, &mut rng2));
     });
     measure("decrypt", &mut || {
-        black_box(secret.decrypt(&c));
+        black_box(secret.decrypt(&c).expect("decrypts"));
     });
     measure("decrypt_without_crt", &mut || {
-        black_box(secret.decrypt_without_crt(&c));
+        black_box(secret.decrypt_without_crt(&c).expect("decrypts"));
     });
     measure("mul_scalar_negative_63bit", &mut || {
         black_box(key.mul_scalar(&c, &scalar));
