@@ -1,9 +1,12 @@
-//! Boolean circuits and fixed-point arithmetic for privlogit's garbled-circuit side.
+//! Boolean circuits, fixed-point arithmetic and garbling for privlogit's garbled-circuit side.
 //!
-//! Today this crate holds the fixed-point number format that both the garbled circuits and the
-//! Paillier encoding use ([`fixed`]). The circuit builder, gadgets, linear-algebra circuits,
-//! half-gates garbling and oblivious transfer are planned here (see `ARCHITECTURE.md`).
+//! - [`circuit`]: gate lists in topological order and their plaintext evaluation.
+//! - [`bristol`]: Bristol Fashion import and export.
+//! - [`fixed`]: the fixed-point number format (shared with the Paillier encoding).
 
+pub mod bristol;
+pub mod circuit;
 pub mod fixed;
 
+pub use circuit::{Circuit, CircuitError, Gate, GateCounts};
 pub use fixed::{FixedError, FixedFormat};

@@ -1,0 +1,322 @@
+//! Boolean circuits as gate lists in topological order, with plaintext evaluation.
+//!
+//! Wires are numbered; the first wires are the inputs, group after group, and the last wires
+//! are the outputs (the Bristol Fashion convention, `../shared/circuits/README.md`): bit `j` of an
+//! input or output value sits on its group's `j`-th wire, least significant bit first. Every
+//! wire other than an input is written by exactly one gate, before any gate reads it.
+
+use thiserror::Error;
+
+/// One gate. XOR, NOT and constants are free in garbling (free-XOR); AND costs two ciphertexts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Gate {
+    /// `out = a ^ b`.
+    Xor {
+        /// First input wire.
+        a: u32,
+        /// Second input wire.
+        b: u32,
+        /// Output wire.
+        out: u32,
+    },
+    /// `out = a & b`.
+    And {
+        /// First input wire.
+        a: u32,
+        /// Second input wire.
+        b: u32,
+        /// Output wire.
+        out: u32,
+    },
+    /// `out = !a`.
+    Not {
+        /// Input wire.
+        a: u32,
+        /// Output wire.
+        out: u32,
+    },
+    /// `out = value` (Bristol EQ with a literal).
+    Const {
+        /// The constant.
+        value: bool,
+        /// Output wire.
+        out: u32,
+    },
+    /// `out = a` (Bristol EQW).
+    Copy {
+        /// Input wire.
+        a: u32,
+        /// Output wire.
+        out: u32,
+    },
+}
+
+impl Gate {
+    /// The wire this gate writes.
+    pub fn output(&self) -> u32 {
+        match *self {
+            Gate::Xor { out, .. }
+            | Gate::And { out, .. }
+            | Gate::Not { out, .. }
+            | Gate::Const { out, .. }
+            | Gate::Copy { out, .. } => out,
+        }
+    }
+
+    /// The wires this gate reads.
+    pub fn inputs(&self) -> impl Iterator<Item = u32> {
+        let (first, second) = match *self {
+            Gate::Xor { a, b, .. } | Gate::And { a, b, .. } => (Some(a), Some(b)),
+            Gate::Not { a, .. } | Gate::Copy { a, .. } => (Some(a), None),
+            Gate::Const { .. } => (None, None),
+        };
+        first.into_iter().chain(second)
+    }
+}
+
+/// Problems with a circuit's structure.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum CircuitError {
+    /// A gate refers to a wire beyond the circuit's wire count.
+    #[error("gate {gate} refers to wire {wire}, but the circuit has {wires} wires")]
+    WireOutOfRange {
+        /// 0-based gate index.
+        gate: usize,
+        /// The wire.
+        wire: u32,
+        /// Wire count.
+        wires: usize,
+    },
+    /// A gate reads a wire no earlier gate or input has set.
+    #[error("gate {gate} reads wire {wire} before anything writes it")]
+    ReadBeforeWrite {
+        /// 0-based gate index.
+        gate: usize,
+        /// The wire.
+        wire: u32,
+    },
+    /// Two gates (or an input and a gate) write the same wire.
+    #[error("gate {gate} writes wire {wire}, which is already set")]
+    Rewritten {
+        /// 0-based gate index.
+        gate: usize,
+        /// The wire.
+        wire: u32,
+    },
+    /// Input and output groups do not fit the wires.
+    #[error("{what}: groups of {total} wires do not fit a circuit of {wires} wires")]
+    Groups {
+        /// Inputs or outputs.
+        what: &'static str,
+        /// Wires the groups need.
+        total: usize,
+        /// Wire count.
+        wires: usize,
+    },
+    /// An output wire is never set.
+    #[error("output wire {wire} is never set")]
+    UnsetOutput {
+        /// The wire.
+        wire: u32,
+    },
+    /// Evaluation got the wrong inputs.
+    #[error("expected {expected} input groups of sizes {sizes:?}, got {got:?}")]
+    Inputs {
+        /// Number of groups expected.
+        expected: usize,
+        /// Their sizes.
+        sizes: Vec<usize>,
+        /// Sizes given.
+        got: Vec<usize>,
+    },
+}
+
+/// Gate counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GateCounts {
+    /// AND gates (the ones garbling pays for).
+    pub and: u64,
+    /// XOR gates.
+    pub xor: u64,
+    /// NOT gates.
+    pub not: u64,
+    /// Constants and copies.
+    pub other: u64,
+}
+
+impl GateCounts {
+    /// All gates.
+    pub fn total(&self) -> u64 {
+        self.and + self.xor + self.not + self.other
+    }
+}
+
+/// A checked circuit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Circuit {
+    wires: usize,
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+    gates: Vec<Gate>,
+}
+
+impl Circuit {
+    /// Checks and wraps a gate list: wires in range, inputs first, every wire written once
+    /// before it is read, outputs set.
+    pub fn new(
+        wires: usize,
+        inputs: Vec<usize>,
+        outputs: Vec<usize>,
+        gates: Vec<Gate>,
+    ) -> Result<Self, CircuitError> {
+        let input_wires: usize = inputs.iter().sum();
+        let output_wires: usize = outputs.iter().sum();
+        if input_wires > wires {
+            return Err(CircuitError::Groups {
+                what: "inputs",
+                total: input_wires,
+                wires,
+            });
+        }
+        if output_wires > wires {
+            return Err(CircuitError::Groups {
+                what: "outputs",
+                total: output_wires,
+                wires,
+            });
+        }
+        let mut set = vec![false; wires];
+        set[..input_wires].iter_mut().for_each(|s| *s = true);
+        for (index, gate) in gates.iter().enumerate() {
+            for wire in gate.inputs().chain(std::iter::once(gate.output())) {
+                if wire as usize >= wires {
+                    return Err(CircuitError::WireOutOfRange {
+                        gate: index,
+                        wire,
+                        wires,
+                    });
+                }
+            }
+            if let Some(wire) = gate.inputs().find(|&w| !set[w as usize]) {
+                return Err(CircuitError::ReadBeforeWrite { gate: index, wire });
+            }
+            let out = gate.output();
+            if set[out as usize] {
+                return Err(CircuitError::Rewritten {
+                    gate: index,
+                    wire: out,
+                });
+            }
+            set[out as usize] = true;
+        }
+        if let Some(wire) = (wires - output_wires..wires).find(|&w| !set[w]) {
+            return Err(CircuitError::UnsetOutput { wire: wire as u32 });
+        }
+        Ok(Self {
+            wires,
+            inputs,
+            outputs,
+            gates,
+        })
+    }
+
+    /// Number of wires.
+    pub fn wires(&self) -> usize {
+        self.wires
+    }
+
+    /// Sizes of the input groups.
+    pub fn inputs(&self) -> &[usize] {
+        &self.inputs
+    }
+
+    /// Sizes of the output groups.
+    pub fn outputs(&self) -> &[usize] {
+        &self.outputs
+    }
+
+    /// The gates, in order.
+    pub fn gates(&self) -> &[Gate] {
+        &self.gates
+    }
+
+    /// The wires of output group `k`.
+    pub fn output_wires(&self, k: usize) -> std::ops::Range<usize> {
+        let total: usize = self.outputs.iter().sum();
+        let start = self.wires - total + self.outputs[..k].iter().sum::<usize>();
+        start..start + self.outputs[k]
+    }
+
+    /// The wires of input group `k`.
+    pub fn input_wires(&self, k: usize) -> std::ops::Range<usize> {
+        let start: usize = self.inputs[..k].iter().sum();
+        start..start + self.inputs[k]
+    }
+
+    /// Gate counts by kind.
+    pub fn counts(&self) -> GateCounts {
+        let mut c = GateCounts::default();
+        for g in &self.gates {
+            match g {
+                Gate::And { .. } => c.and += 1,
+                Gate::Xor { .. } => c.xor += 1,
+                Gate::Not { .. } => c.not += 1,
+                Gate::Const { .. } | Gate::Copy { .. } => c.other += 1,
+            }
+        }
+        c
+    }
+
+    /// Evaluates in the clear: one bit vector per input group, one per output group.
+    pub fn evaluate(&self, inputs: &[Vec<bool>]) -> Result<Vec<Vec<bool>>, CircuitError> {
+        let got: Vec<usize> = inputs.iter().map(Vec::len).collect();
+        if got != self.inputs {
+            return Err(CircuitError::Inputs {
+                expected: self.inputs.len(),
+                sizes: self.inputs.clone(),
+                got,
+            });
+        }
+        let mut value = vec![false; self.wires];
+        let mut next = 0;
+        for group in inputs {
+            value[next..next + group.len()].copy_from_slice(group);
+            next += group.len();
+        }
+        for g in &self.gates {
+            match *g {
+                Gate::Xor { a, b, out } => {
+                    value[out as usize] = value[a as usize] ^ value[b as usize]
+                }
+                Gate::And { a, b, out } => {
+                    value[out as usize] = value[a as usize] & value[b as usize]
+                }
+                Gate::Not { a, out } => value[out as usize] = !value[a as usize],
+                Gate::Const { value: v, out } => value[out as usize] = v,
+                Gate::Copy { a, out } => value[out as usize] = value[a as usize],
+            }
+        }
+        Ok((0..self.outputs.len())
+            .map(|k| value[self.output_wires(k)].to_vec())
+            .collect())
+    }
+}
+
+/// The bits of a little-endian byte string, least significant first, `width` of them.
+pub fn bits_of(bytes_le: &[u8], width: usize) -> Vec<bool> {
+    (0..width)
+        .map(|i| bytes_le.get(i / 8).is_some_and(|b| (b >> (i % 8)) & 1 == 1))
+        .collect()
+}
+
+/// Little-endian bytes of a bit vector (least significant bit first).
+pub fn bytes_of(bits: &[bool]) -> Vec<u8> {
+    let mut out = vec![0u8; bits.len().div_ceil(8)];
+    for (i, &b) in bits.iter().enumerate() {
+        if b {
+            out[i / 8] |= 1 << (i % 8);
+        }
+    }
+    out
+}
