@@ -47,29 +47,32 @@ pub struct FixedFormat {
 impl Default for FixedFormat {
     /// 64-bit words with 32 fractional bits, the format the design uses unless configured.
     fn default() -> Self {
-        Self {
-            width: 64,
-            frac: 32,
-        }
+        Self::DEFAULT
     }
 }
 
 impl FixedFormat {
     /// A format of `width` bits with `frac` fractional bits; `2 <= width <= 64`, `frac < width`.
-    pub fn new(width: u32, frac: u32) -> Result<Self, FixedError> {
-        if !(2..=64).contains(&width) || frac >= width {
+    pub const fn new(width: u32, frac: u32) -> Result<Self, FixedError> {
+        if width < 2 || width > 64 || frac >= width {
             return Err(FixedError::InvalidFormat { width, frac });
         }
         Ok(Self { width, frac })
     }
 
+    /// The default format, 64 bits with 32 fractional bits, usable in constants.
+    pub const DEFAULT: Self = Self {
+        width: 64,
+        frac: 32,
+    };
+
     /// Total word width in bits.
-    pub fn width(&self) -> u32 {
+    pub const fn width(&self) -> u32 {
         self.width
     }
 
     /// Number of fractional bits.
-    pub fn frac(&self) -> u32 {
+    pub const fn frac(&self) -> u32 {
         self.frac
     }
 

@@ -2,11 +2,19 @@
 //!
 //! - [`circuit`]: gate lists in topological order and their plaintext evaluation.
 //! - [`bristol`]: Bristol Fashion import and export.
+//! - [`backend`]: the backend trait circuits are written against, with plaintext, counting and
+//!   recording backends and constant folding.
+//! - [`word`]: integer gadgets (add, compare, select, products, ...).
 //! - [`fixed`]: the fixed-point number format (shared with the Paillier encoding).
+//! - [`fixedpoint`]: fixed-point gadgets (multiply, dot product, divide, square root).
 
+pub mod backend;
 pub mod bristol;
 pub mod circuit;
 pub mod fixed;
+pub mod fixedpoint;
+pub mod word;
 
+pub use backend::{Backend, Bit, Builder, Word};
 pub use circuit::{Circuit, CircuitError, Gate, GateCounts};
 pub use fixed::{FixedError, FixedFormat};

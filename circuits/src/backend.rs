@@ -1,0 +1,305 @@
+//! Circuits written once, run anywhere: a [`Backend`] executes gates as a circuit function issues
+//! them, and the [`Builder`] in front of it folds public constants so that gates with a known
+//! input cost nothing on any backend.
+//!
+//! Backends here: [`Plain`] evaluates in the clear (the reference), [`Counter`] only counts, and
+//! [`Recorder`] writes the gates down as a [`Circuit`] (for Bristol export). The garbler and the
+//! evaluator are backends too, so a circuit function never materialises its gates or tables:
+//! each gate is executed, counted or garbled the moment it is built.
+
+use crate::circuit::{Circuit, CircuitError, Gate, GateCounts};
+
+/// Executes gates on wires of some representation.
+pub trait Backend {
+    /// A wire whose value is not a public constant (a bool, a label, a wire index, ...).
+    type Wire: Clone;
+
+    /// `a ^ b`.
+    fn xor(&mut self, a: &Self::Wire, b: &Self::Wire) -> Self::Wire;
+
+    /// `!a`.
+    fn not(&mut self, a: &Self::Wire) -> Self::Wire;
+
+    /// `a & b`.
+    fn and(&mut self, a: &Self::Wire, b: &Self::Wire) -> Self::Wire;
+
+    /// Many independent ANDs at once (no pair may depend on another's output), so that
+    /// backends which hash per AND can batch the hashing.
+    fn and_many(&mut self, pairs: &[(Self::Wire, Self::Wire)]) -> Vec<Self::Wire> {
+        pairs.iter().map(|(a, b)| self.and(a, b)).collect()
+    }
+}
+
+/// A bit in a circuit: a public constant, or a wire of the backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bit<W> {
+    /// Known to both parties; gates on it are folded away.
+    Const(bool),
+    /// A wire.
+    Wire(W),
+}
+
+impl<W> Bit<W> {
+    /// The constant, if this bit is one.
+    pub fn as_const(&self) -> Option<bool> {
+        match self {
+            Bit::Const(v) => Some(*v),
+            Bit::Wire(_) => None,
+        }
+    }
+}
+
+/// A word: bits, least significant first.
+pub type Word<W> = Vec<Bit<W>>;
+
+/// The front of every backend: constant folding, then the backend's gates.
+#[derive(Debug)]
+pub struct Builder<B: Backend> {
+    backend: B,
+}
+
+impl<B: Backend> Builder<B> {
+    /// A builder over `backend`.
+    pub fn new(backend: B) -> Self {
+        Self { backend }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The backend, mutably (for inputs and outputs, which are backend-specific).
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    /// Gives the backend back.
+    pub fn into_backend(self) -> B {
+        self.backend
+    }
+
+    /// `a ^ b`.
+    pub fn xor(&mut self, a: &Bit<B::Wire>, b: &Bit<B::Wire>) -> Bit<B::Wire> {
+        match (a, b) {
+            (Bit::Const(x), Bit::Const(y)) => Bit::Const(x ^ y),
+            (Bit::Const(false), w) | (w, Bit::Const(false)) => w.clone(),
+            (Bit::Const(true), Bit::Wire(w)) | (Bit::Wire(w), Bit::Const(true)) => {
+                Bit::Wire(self.backend.not(w))
+            }
+            (Bit::Wire(x), Bit::Wire(y)) => Bit::Wire(self.backend.xor(x, y)),
+        }
+    }
+
+    /// `!a`.
+    pub fn not(&mut self, a: &Bit<B::Wire>) -> Bit<B::Wire> {
+        match a {
+            Bit::Const(v) => Bit::Const(!v),
+            Bit::Wire(w) => Bit::Wire(self.backend.not(w)),
+        }
+    }
+
+    /// `a & b`.
+    pub fn and(&mut self, a: &Bit<B::Wire>, b: &Bit<B::Wire>) -> Bit<B::Wire> {
+        match (a, b) {
+            (Bit::Const(false), _) | (_, Bit::Const(false)) => Bit::Const(false),
+            (Bit::Const(true), w) | (w, Bit::Const(true)) => w.clone(),
+            (Bit::Wire(x), Bit::Wire(y)) => Bit::Wire(self.backend.and(x, y)),
+        }
+    }
+
+    /// `a | b` (one AND).
+    pub fn or(&mut self, a: &Bit<B::Wire>, b: &Bit<B::Wire>) -> Bit<B::Wire> {
+        let (na, nb) = (self.not(a), self.not(b));
+        let both = self.and(&na, &nb);
+        self.not(&both)
+    }
+
+    /// Independent ANDs, constants folded and the rest batched.
+    pub fn and_many(&mut self, pairs: &[(Bit<B::Wire>, Bit<B::Wire>)]) -> Vec<Bit<B::Wire>> {
+        let mut out: Vec<Option<Bit<B::Wire>>> = Vec::with_capacity(pairs.len());
+        let mut live = Vec::new();
+        let mut live_at = Vec::new();
+        for (i, (a, b)) in pairs.iter().enumerate() {
+            match (a, b) {
+                (Bit::Wire(x), Bit::Wire(y)) => {
+                    live.push((x.clone(), y.clone()));
+                    live_at.push(i);
+                    out.push(None);
+                }
+                _ => out.push(Some(self.and(a, b))),
+            }
+        }
+        if !live.is_empty() {
+            for (i, w) in live_at.into_iter().zip(self.backend.and_many(&live)) {
+                out[i] = Some(Bit::Wire(w));
+            }
+        }
+        out.into_iter()
+            .map(|b| b.expect("every AND computed"))
+            .collect()
+    }
+}
+
+/// Plaintext evaluation: wires are bools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Plain;
+
+impl Backend for Plain {
+    type Wire = bool;
+
+    fn xor(&mut self, a: &bool, b: &bool) -> bool {
+        a ^ b
+    }
+
+    fn not(&mut self, a: &bool) -> bool {
+        !a
+    }
+
+    fn and(&mut self, a: &bool, b: &bool) -> bool {
+        a & b
+    }
+}
+
+impl Builder<Plain> {
+    /// A plaintext builder.
+    pub fn plain() -> Self {
+        Self::new(Plain)
+    }
+
+    /// The low `width` bits of `x` as input wires.
+    pub fn input_u128(&mut self, x: u128, width: usize) -> Word<bool> {
+        (0..width)
+            .map(|i| Bit::Wire(i < 128 && (x >> i) & 1 == 1))
+            .collect()
+    }
+
+    /// The value of a word (at most 128 bits).
+    pub fn value(word: &[Bit<bool>]) -> u128 {
+        word.iter().enumerate().fold(0, |acc, (i, b)| {
+            let set = match b {
+                Bit::Const(v) | Bit::Wire(v) => *v,
+            };
+            acc | (u128::from(set) << i)
+        })
+    }
+}
+
+/// Gate counting: wires carry nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counter {
+    /// The counts so far.
+    pub counts: GateCounts,
+}
+
+impl Backend for Counter {
+    type Wire = ();
+
+    fn xor(&mut self, _: &(), _: &()) {
+        self.counts.xor += 1;
+    }
+
+    fn not(&mut self, _: &()) {
+        self.counts.not += 1;
+    }
+
+    fn and(&mut self, _: &(), _: &()) {
+        self.counts.and += 1;
+    }
+
+    fn and_many(&mut self, pairs: &[((), ())]) -> Vec<()> {
+        self.counts.and += pairs.len() as u64;
+        vec![(); pairs.len()]
+    }
+}
+
+impl Builder<Counter> {
+    /// A counting builder.
+    pub fn counter() -> Self {
+        Self::new(Counter::default())
+    }
+
+    /// `width` input wires.
+    pub fn input(&mut self, width: usize) -> Word<()> {
+        vec![Bit::Wire(()); width]
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> GateCounts {
+        self.backend().counts
+    }
+}
+
+/// Writes gates down as a [`Circuit`]: wires are wire numbers.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    wires: u32,
+    inputs: Vec<usize>,
+    gates: Vec<Gate>,
+}
+
+impl Backend for Recorder {
+    type Wire = u32;
+
+    fn xor(&mut self, a: &u32, b: &u32) -> u32 {
+        let out = self.fresh();
+        self.gates.push(Gate::Xor { a: *a, b: *b, out });
+        out
+    }
+
+    fn not(&mut self, a: &u32) -> u32 {
+        let out = self.fresh();
+        self.gates.push(Gate::Not { a: *a, out });
+        out
+    }
+
+    fn and(&mut self, a: &u32, b: &u32) -> u32 {
+        let out = self.fresh();
+        self.gates.push(Gate::And { a: *a, b: *b, out });
+        out
+    }
+}
+
+impl Recorder {
+    fn fresh(&mut self) -> u32 {
+        let w = self.wires;
+        self.wires += 1;
+        w
+    }
+}
+
+impl Builder<Recorder> {
+    /// A recording builder.
+    pub fn recorder() -> Self {
+        Self::new(Recorder::default())
+    }
+
+    /// An input group of `width` wires; all inputs must come before the first gate.
+    pub fn input(&mut self, width: usize) -> Word<u32> {
+        let r = self.backend_mut();
+        assert!(r.gates.is_empty(), "inputs come before gates");
+        r.inputs.push(width);
+        (0..width).map(|_| Bit::Wire(r.fresh())).collect()
+    }
+
+    /// The circuit with `outputs` as its output groups (copied onto the last wires, as Bristol
+    /// Fashion wants them).
+    pub fn finish(self, outputs: &[Word<u32>]) -> Result<Circuit, CircuitError> {
+        let mut r = self.into_backend();
+        for word in outputs {
+            for bit in word {
+                let out = r.fresh();
+                r.gates.push(match bit {
+                    Bit::Const(value) => Gate::Const { value: *value, out },
+                    Bit::Wire(a) => Gate::Copy { a: *a, out },
+                });
+            }
+        }
+        Circuit::new(
+            r.wires as usize,
+            r.inputs,
+            outputs.iter().map(Vec::len).collect(),
+            r.gates,
+        )
+    }
+}
