@@ -13,6 +13,7 @@ pub mod bristol;
 pub mod circuit;
 pub mod fixed;
 pub mod fixedpoint;
+pub mod linalg;
 pub mod word;
 
 pub use backend::{Backend, Bit, Builder, Word};
