@@ -52,6 +52,9 @@ impl<W> Bit<W> {
 /// A word: bits, least significant first.
 pub type Word<W> = Vec<Bit<W>>;
 
+/// The two inputs of an AND gate.
+pub type BitPair<W> = (Bit<W>, Bit<W>);
+
 /// The front of every backend: constant folding, then the backend's gates.
 #[derive(Debug)]
 pub struct Builder<B: Backend> {
@@ -116,7 +119,7 @@ impl<B: Backend> Builder<B> {
     }
 
     /// Independent ANDs, constants folded and the rest batched.
-    pub fn and_many(&mut self, pairs: &[(Bit<B::Wire>, Bit<B::Wire>)]) -> Vec<Bit<B::Wire>> {
+    pub fn and_many(&mut self, pairs: &[BitPair<B::Wire>]) -> Vec<Bit<B::Wire>> {
         let mut out: Vec<Option<Bit<B::Wire>>> = Vec::with_capacity(pairs.len());
         let mut live = Vec::new();
         let mut live_at = Vec::new();

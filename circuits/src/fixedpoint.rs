@@ -16,6 +16,9 @@
 
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::fixed::FixedFormat;
+
+/// The two factors of a product term.
+pub type WordPair<W> = (Word<W>, Word<W>);
 use crate::word::{
     add, add_with_carry, conditional_negate, constant, lt_unsigned, mul_columns, select, sub,
     sum_columns, zero_extend,
@@ -47,7 +50,7 @@ pub fn mul<B: Backend>(
 pub fn dot<B: Backend>(
     b: &mut Builder<B>,
     addend: Option<&[Bit<B::Wire>]>,
-    terms: &[(Word<B::Wire>, Word<B::Wire>)],
+    terms: &[WordPair<B::Wire>],
     format: FixedFormat,
 ) -> Word<B::Wire> {
     let (w, f) = (format.width() as usize, format.frac() as usize);
@@ -296,7 +299,8 @@ mod tests {
 
     #[test]
     fn gate_counts_at_64_32() {
-        let count = |f: &dyn Fn(&mut Builder<crate::backend::Counter>, &Word<()>, &Word<()>)| {
+        type Gadget = dyn Fn(&mut Builder<crate::backend::Counter>, &Word<()>, &Word<()>);
+        let count = |f: &Gadget| {
             let mut c = Builder::counter();
             let (x, y) = (c.input(64), c.input(64));
             f(&mut c, &x, &y);

@@ -95,12 +95,15 @@ pub fn triangular_inverse<B: Backend>(
     let mut m: Matrix<B::Wire> = vec![vec![zero; d]; d];
     for i in 0..d {
         m[i][i] = div(b, &one, &l[i][i], format);
-        for j in 0..i {
-            let terms: Vec<_> = (j..i).map(|k| (l[i][k].clone(), m[k][j].clone())).collect();
-            let s = dot(b, None, &terms, format);
-            let negated = neg(b, &s);
-            m[i][j] = div(b, &negated, &l[i][i], format);
-        }
+        let row: Vec<Word<B::Wire>> = (0..i)
+            .map(|j| {
+                let terms: Vec<_> = (j..i).map(|k| (l[i][k].clone(), m[k][j].clone())).collect();
+                let s = dot(b, None, &terms, format);
+                let negated = neg(b, &s);
+                div(b, &negated, &l[i][i], format)
+            })
+            .collect();
+        m[i][..i].clone_from_slice(&row);
     }
     m
 }

@@ -131,7 +131,7 @@ fn cholesky_and_inverse_match_f64() {
 
         // Solving A x = v by substitution agrees with the inverse.
         let v: Vec<f64> = (0..d).map(|i| (i as f64 * 0.37).sin()).collect();
-        let wv: Vec<_> = encode(&mut b, &[v.clone()]).remove(0);
+        let wv: Vec<_> = encode(&mut b, std::slice::from_ref(&v)).remove(0);
         let y = forward_substitution(&mut b, &l, &wv, F);
         let x = back_substitution(&mut b, &l, &y, F);
         let want: Vec<f64> = inverse_f64(&a)
