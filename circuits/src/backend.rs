@@ -144,6 +144,81 @@ impl<B: Backend> Builder<B> {
     }
 }
 
+impl<B: Backend> Builder<B> {
+    /// Runs a gate-list circuit on this backend: `inputs` per input group, outputs per output
+    /// group. Consecutive AND gates that do not depend on each other are handed to the backend
+    /// as one batch.
+    pub fn run_circuit(
+        &mut self,
+        circuit: &Circuit,
+        inputs: &[Word<B::Wire>],
+    ) -> Vec<Word<B::Wire>> {
+        assert_eq!(
+            inputs.len(),
+            circuit.inputs().len(),
+            "one word per input group"
+        );
+        let mut wires: Vec<Option<Bit<B::Wire>>> = vec![None; circuit.wires()];
+        for (k, word) in inputs.iter().enumerate() {
+            assert_eq!(word.len(), circuit.inputs()[k], "input group {k} width");
+            for (w, bit) in circuit.input_wires(k).zip(word) {
+                wires[w] = Some(bit.clone());
+            }
+        }
+        let mut pending: Vec<(u32, u32, u32)> = Vec::new();
+        let mut is_pending = vec![false; circuit.wires()];
+        let get = |wires: &[Option<Bit<B::Wire>>], w: u32| -> Bit<B::Wire> {
+            wires[w as usize]
+                .clone()
+                .expect("circuit checked: wire set before use")
+        };
+        let flush = |b: &mut Self,
+                     wires: &mut Vec<Option<Bit<B::Wire>>>,
+                     pending: &mut Vec<(u32, u32, u32)>,
+                     is_pending: &mut Vec<bool>| {
+            let pairs: Vec<_> = pending
+                .iter()
+                .map(|&(a, c, _)| (get(wires, a), get(wires, c)))
+                .collect();
+            for (&(_, _, out), bit) in pending.iter().zip(b.and_many(&pairs)) {
+                wires[out as usize] = Some(bit);
+                is_pending[out as usize] = false;
+            }
+            pending.clear();
+        };
+        for gate in circuit.gates() {
+            if gate.inputs().any(|w| is_pending[w as usize]) {
+                flush(self, &mut wires, &mut pending, &mut is_pending);
+            }
+            match *gate {
+                Gate::And { a, b: c, out } => {
+                    pending.push((a, c, out));
+                    is_pending[out as usize] = true;
+                }
+                Gate::Xor { a, b: c, out } => {
+                    let v = self.xor(&get(&wires, a), &get(&wires, c));
+                    wires[out as usize] = Some(v);
+                }
+                Gate::Not { a, out } => {
+                    let v = self.not(&get(&wires, a));
+                    wires[out as usize] = Some(v);
+                }
+                Gate::Const { value, out } => wires[out as usize] = Some(Bit::Const(value)),
+                Gate::Copy { a, out } => wires[out as usize] = Some(get(&wires, a)),
+            }
+        }
+        flush(self, &mut wires, &mut pending, &mut is_pending);
+        (0..circuit.outputs().len())
+            .map(|k| {
+                circuit
+                    .output_wires(k)
+                    .map(|w| get(&wires, w as u32))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
 /// Plaintext evaluation: wires are bools.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Plain;

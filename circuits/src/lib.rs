@@ -6,13 +6,16 @@
 //!   recording backends and constant folding.
 //! - [`word`]: integer gadgets (add, compare, select, products, ...).
 //! - [`fixed`]: the fixed-point number format (shared with the Paillier encoding).
+//! - [`garble`]: half-gates garbling and evaluation as backends; [`channel`]: byte channels.
 //! - [`fixedpoint`]: fixed-point gadgets (multiply, dot product, divide, square root).
 
 pub mod backend;
 pub mod bristol;
+pub mod channel;
 pub mod circuit;
 pub mod fixed;
 pub mod fixedpoint;
+pub mod garble;
 pub mod linalg;
 pub mod word;
 

@@ -1,0 +1,192 @@
+//! Byte channels between the two parties. Protocol code is synchronous and talks to a
+//! [`Channel`]; [`MemoryChannel`] pairs connect two threads in one process (tests, the CLI), and
+//! [`IoChannel`] wraps any byte stream (a TCP socket) with buffering. Both count bytes.
+
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+/// A reliable, ordered byte pipe to the other party.
+pub trait Channel {
+    /// Queues `bytes` for the other party (may buffer; see [`Channel::flush`]).
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()>;
+
+    /// Fills `buf` with the next bytes from the other party, waiting as needed.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()>;
+
+    /// Pushes buffered bytes out (before waiting for an answer).
+    fn flush(&mut self) -> io::Result<()>;
+
+    /// Bytes sent so far.
+    fn bytes_sent(&self) -> u64;
+
+    /// Bytes received so far.
+    fn bytes_received(&self) -> u64;
+}
+
+/// Bytes per chunk handed between the threads of a [`MemoryChannel`].
+const CHUNK: usize = 1 << 16;
+/// Chunks that may be in flight in one direction before the sender waits (bounds memory).
+const IN_FLIGHT: usize = 64;
+
+/// One end of an in-memory channel pair.
+#[derive(Debug)]
+pub struct MemoryChannel {
+    outgoing: SyncSender<Vec<u8>>,
+    incoming: Receiver<Vec<u8>>,
+    write_buffer: Vec<u8>,
+    read_buffer: Vec<u8>,
+    read_position: usize,
+    sent: u64,
+    received: u64,
+}
+
+impl MemoryChannel {
+    /// Two connected ends.
+    pub fn pair() -> (Self, Self) {
+        let (a_out, b_in) = sync_channel(IN_FLIGHT);
+        let (b_out, a_in) = sync_channel(IN_FLIGHT);
+        (Self::end(a_out, a_in), Self::end(b_out, b_in))
+    }
+
+    fn end(outgoing: SyncSender<Vec<u8>>, incoming: Receiver<Vec<u8>>) -> Self {
+        Self {
+            outgoing,
+            incoming,
+            write_buffer: Vec::with_capacity(CHUNK),
+            read_buffer: Vec::new(),
+            read_position: 0,
+            sent: 0,
+            received: 0,
+        }
+    }
+}
+
+fn disconnected() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the other party hung up")
+}
+
+impl Channel for MemoryChannel {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.sent += bytes.len() as u64;
+        self.write_buffer.extend_from_slice(bytes);
+        if self.write_buffer.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            if self.read_position == self.read_buffer.len() {
+                self.read_buffer = self.incoming.recv().map_err(|_| disconnected())?;
+                self.read_position = 0;
+            }
+            let n = (buf.len() - filled).min(self.read_buffer.len() - self.read_position);
+            buf[filled..filled + n]
+                .copy_from_slice(&self.read_buffer[self.read_position..self.read_position + n]);
+            self.read_position += n;
+            filled += n;
+        }
+        self.received += buf.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.write_buffer.is_empty() {
+            let chunk = std::mem::replace(&mut self.write_buffer, Vec::with_capacity(CHUNK));
+            self.outgoing.send(chunk).map_err(|_| disconnected())?;
+        }
+        Ok(())
+    }
+
+    fn bytes_sent(&self) -> u64 {
+        self.sent
+    }
+
+    fn bytes_received(&self) -> u64 {
+        self.received
+    }
+}
+
+/// A channel over a byte stream (for example a `TcpStream`), buffered both ways.
+#[derive(Debug)]
+pub struct IoChannel<S: Read + Write> {
+    reader: BufReader<S>,
+    writer: BufWriter<S>,
+    sent: u64,
+    received: u64,
+}
+
+impl<S: Read + Write> IoChannel<S> {
+    /// Wraps a stream; `reader` and `writer` are two handles to the same connection (for TCP,
+    /// a stream and its `try_clone`).
+    pub fn new(reader: S, writer: S) -> Self {
+        Self {
+            reader: BufReader::with_capacity(1 << 16, reader),
+            writer: BufWriter::with_capacity(1 << 16, writer),
+            sent: 0,
+            received: 0,
+        }
+    }
+}
+
+impl<S: Read + Write> Channel for IoChannel<S> {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.sent += bytes.len() as u64;
+        self.writer.write_all(bytes)
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        self.reader.read_exact(buf)?;
+        self.received += buf.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()
+    }
+
+    fn bytes_sent(&self) -> u64 {
+        self.sent
+    }
+
+    fn bytes_received(&self) -> u64 {
+        self.received
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_pair_carries_bytes_both_ways() {
+        let (mut a, mut b) = MemoryChannel::pair();
+        let sender = std::thread::spawn(move || {
+            let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+            a.send(&data).expect("send");
+            a.flush().expect("flush");
+            let mut reply = [0u8; 3];
+            a.recv(&mut reply).expect("reply");
+            (reply, a.bytes_sent())
+        });
+        let mut got = vec![0u8; 200_000];
+        b.recv(&mut got).expect("recv");
+        assert!(got.iter().enumerate().all(|(i, &v)| v == i as u8));
+        b.send(b"ok!").expect("send");
+        b.flush().expect("flush");
+        let (reply, sent) = sender.join().expect("thread");
+        assert_eq!(&reply, b"ok!");
+        assert_eq!(sent, 200_000);
+        drop(b);
+    }
+
+    #[test]
+    fn hang_up_is_an_error() {
+        let (mut a, b) = MemoryChannel::pair();
+        drop(b);
+        let mut buf = [0u8; 1];
+        assert!(a.recv(&mut buf).is_err());
+    }
+}

@@ -1,0 +1,182 @@
+//! The evaluator: a circuit backend whose wires are the active labels. Each AND gate reads its
+//! two ciphertexts from the channel, in the order the garbler wrote them:
+//!
+//! ```text
+//! W_G = H(A, j) ^ sa T_G,    W_E = H(B, j') ^ sb (T_E ^ A),    output W_G ^ W_E
+//! ```
+//!
+//! where `sa`, `sb` are the permute bits of the active labels.
+
+use std::io;
+
+use super::hash::Hash;
+use super::{LABEL_BYTES, lsb, mask};
+use crate::backend::{Backend, Bit, Builder, Word};
+use crate::channel::Channel;
+
+/// AND gates read from the channel at a time.
+const READ_GATES: usize = 2048;
+
+/// The evaluator's state.
+pub struct Evaluator<C: Channel> {
+    channel: C,
+    hash: Hash,
+    gate: u128,
+    ands: u64,
+    tables: Vec<u8>,
+    position: usize,
+    /// AND gates the garbler has sent that we have not read yet: reads never run ahead of them.
+    error: Option<io::Error>,
+}
+
+impl<C: Channel> std::fmt::Debug for Evaluator<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Evaluator {{ ands: {} }}", self.ands)
+    }
+}
+
+impl<C: Channel> Evaluator<C> {
+    /// An evaluator reading tables from `channel`.
+    pub fn new(channel: C) -> Self {
+        Self {
+            channel,
+            hash: Hash::new(),
+            gate: 0,
+            ands: 0,
+            tables: Vec::new(),
+            position: 0,
+            error: None,
+        }
+    }
+
+    /// AND gates evaluated so far.
+    pub fn and_gates(&self) -> u64 {
+        self.ands
+    }
+
+    /// The channel.
+    pub fn channel_mut(&mut self) -> &mut C {
+        &mut self.channel
+    }
+
+    /// Reports the first channel error, if any.
+    pub fn check(&mut self) -> io::Result<()> {
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends evaluation: reports errors and returns the channel.
+    pub fn finish(mut self) -> io::Result<C> {
+        self.check()?;
+        Ok(self.channel)
+    }
+
+    /// The next `n` ciphertext pairs. The garbler flushes in chunks of whole gates and before
+    /// every exchange, so reading exactly what is needed never waits for more than was sent.
+    fn tables(&mut self, n: usize) -> Vec<(u128, u128)> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            if self.position == self.tables.len() {
+                let want = (n - out.len()).min(READ_GATES) * 2 * LABEL_BYTES;
+                self.tables.resize(want, 0);
+                if self.error.is_none() {
+                    if let Err(e) = self.channel.recv(&mut self.tables) {
+                        self.error = Some(e);
+                    }
+                }
+                self.position = 0;
+            }
+            let t = &self.tables[self.position..self.position + 2 * LABEL_BYTES];
+            let tg = u128::from_le_bytes(t[..16].try_into().expect("16 bytes"));
+            let te = u128::from_le_bytes(t[16..].try_into().expect("16 bytes"));
+            out.push((tg, te));
+            self.position += 2 * LABEL_BYTES;
+        }
+        out
+    }
+}
+
+impl<C: Channel> Backend for Evaluator<C> {
+    type Wire = u128;
+
+    fn xor(&mut self, a: &u128, b: &u128) -> u128 {
+        a ^ b
+    }
+
+    fn not(&mut self, a: &u128) -> u128 {
+        *a
+    }
+
+    fn and(&mut self, a: &u128, b: &u128) -> u128 {
+        self.and_many(&[(*a, *b)])[0]
+    }
+
+    fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
+        let mut h = Vec::with_capacity(2 * pairs.len());
+        let mut tweaks = Vec::with_capacity(2 * pairs.len());
+        for &(a, b) in pairs {
+            let (j, j2) = (2 * self.gate, 2 * self.gate + 1);
+            self.gate += 1;
+            h.extend_from_slice(&[a, b]);
+            tweaks.extend_from_slice(&[j, j2]);
+        }
+        self.hash.hash_many(&mut h, &tweaks);
+        let tables = self.tables(pairs.len());
+        self.ands += pairs.len() as u64;
+        pairs
+            .iter()
+            .zip(tables)
+            .enumerate()
+            .map(|(k, (&(a, b), (tg, te)))| {
+                let wg = h[2 * k] ^ (mask(lsb(a)) & tg);
+                let we = h[2 * k + 1] ^ (mask(lsb(b)) & (te ^ a));
+                wg ^ we
+            })
+            .collect()
+    }
+}
+
+impl<C: Channel> Builder<Evaluator<C>> {
+    /// Input wires whose labels the garbler sends (the garbler's inputs).
+    pub fn garbler_input(&mut self, width: usize) -> io::Result<Word<u128>> {
+        let mut bytes = vec![0u8; width * LABEL_BYTES];
+        self.backend_mut().channel.recv(&mut bytes)?;
+        Ok(bytes
+            .chunks_exact(LABEL_BYTES)
+            .map(|c| Bit::Wire(u128::from_le_bytes(c.try_into().expect("16 bytes"))))
+            .collect())
+    }
+
+    /// Learns `word`: receives the garbler's permute bits and decodes the active labels.
+    pub fn reveal_to_evaluator(&mut self, word: &[Bit<u128>]) -> io::Result<Vec<bool>> {
+        let e = self.backend_mut();
+        e.check()?;
+        let mut bits = vec![0u8; word.len()];
+        e.channel.recv(&mut bits)?;
+        Ok(word
+            .iter()
+            .zip(bits)
+            .map(|(b, p)| match b {
+                Bit::Const(v) => *v,
+                Bit::Wire(label) => (p & 1) as u128 != lsb(*label),
+            })
+            .collect())
+    }
+
+    /// Reveals `word` to the garbler: sends the permute bits of the active labels.
+    pub fn reveal_to_garbler(&mut self, word: &[Bit<u128>]) -> io::Result<()> {
+        let bits: Vec<u8> = word
+            .iter()
+            .map(|b| match b {
+                Bit::Const(_) => 0,
+                Bit::Wire(label) => lsb(*label) as u8,
+            })
+            .collect();
+        let e = self.backend_mut();
+        e.check()?;
+        e.channel.send(&bits)?;
+        e.channel.flush()
+    }
+}

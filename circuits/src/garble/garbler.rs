@@ -1,0 +1,220 @@
+//! The garbler: a circuit backend whose wires are zero-labels. Each AND gate is garbled with
+//! half-gates as it is built and its two ciphertexts go to the channel.
+//!
+//! For an AND of wires with zero-labels `A`, `B` (permute bits `pa`, `pb`) and tweaks `j`, `j'`:
+//!
+//! ```text
+//! T_G = H(A, j) ^ H(A ^ delta, j) ^ pb delta        W_G = H(A, j) ^ pa T_G
+//! T_E = H(B, j') ^ H(B ^ delta, j') ^ A             W_E = H(B, j') ^ pb (T_E ^ A)
+//! output zero-label W_G ^ W_E; send T_G, T_E.
+//! ```
+//!
+//! Channel errors cannot be returned from a gate, so the first one is kept and reported by
+//! [`Garbler::finish`]; gates after it still produce (meaningless) labels.
+
+use std::io;
+
+use rand::CryptoRng;
+use zeroize::Zeroizing;
+
+use super::hash::Hash;
+use super::{LABEL_BYTES, lsb, mask};
+use crate::backend::{Backend, Bit, Builder, Word};
+use crate::channel::Channel;
+
+/// AND gates whose ciphertexts are collected before one write to the channel.
+const FLUSH_GATES: usize = 2048;
+
+/// The garbler's state.
+pub struct Garbler<C: Channel> {
+    channel: C,
+    hash: Hash,
+    /// The global offset, wiped on drop.
+    delta: Zeroizing<u128>,
+    gate: u128,
+    ands: u64,
+    out: Vec<u8>,
+    error: Option<io::Error>,
+}
+
+impl<C: Channel> std::fmt::Debug for Garbler<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Garbler {{ ands: {} }}", self.ands)
+    }
+}
+
+impl<C: Channel> Garbler<C> {
+    /// A garbler with a fresh `delta` (lowest bit set) from `rng`.
+    pub fn new<R: CryptoRng + ?Sized>(channel: C, rng: &mut R) -> Self {
+        let delta = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) | 1;
+        Self::with_delta(channel, delta)
+    }
+
+    /// A garbler with a given `delta` (its lowest bit must be set): oblivious transfer needs the
+    /// same offset as the garbling.
+    pub fn with_delta(channel: C, delta: u128) -> Self {
+        assert_eq!(delta & 1, 1, "delta's permute bit must be 1");
+        Self {
+            channel,
+            hash: Hash::new(),
+            delta: Zeroizing::new(delta),
+            gate: 0,
+            ands: 0,
+            out: Vec::with_capacity(FLUSH_GATES * 2 * LABEL_BYTES),
+            error: None,
+        }
+    }
+
+    /// The global offset (secret).
+    pub fn delta(&self) -> u128 {
+        *self.delta
+    }
+
+    /// AND gates garbled so far.
+    pub fn and_gates(&self) -> u64 {
+        self.ands
+    }
+
+    /// The channel.
+    pub fn channel_mut(&mut self) -> &mut C {
+        &mut self.channel
+    }
+
+    /// Fresh zero-labels for `width` wires from `rng`.
+    pub fn fresh_labels<R: CryptoRng + ?Sized>(&self, width: usize, rng: &mut R) -> Vec<u128> {
+        (0..width)
+            .map(|_| u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()))
+            .collect()
+    }
+
+    /// Flushes pending ciphertexts and reports the first channel error, if any.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.write_out();
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.channel.flush()
+    }
+
+    /// Ends garbling: flushes, reports errors, and returns the channel.
+    pub fn finish(mut self) -> io::Result<C> {
+        self.flush()?;
+        Ok(self.channel)
+    }
+
+    fn write_out(&mut self) {
+        if !self.out.is_empty() && self.error.is_none() {
+            if let Err(e) = self.channel.send(&self.out) {
+                self.error = Some(e);
+            }
+        }
+        self.out.clear();
+    }
+
+    fn push(&mut self, tg: u128, te: u128) {
+        self.out.extend_from_slice(&tg.to_le_bytes());
+        self.out.extend_from_slice(&te.to_le_bytes());
+        self.ands += 1;
+        if self.out.len() >= FLUSH_GATES * 2 * LABEL_BYTES {
+            self.write_out();
+        }
+    }
+
+    /// Garbles gates whose four hashes are in `h` (`H(A), H(A^d), H(B), H(B^d)` per gate).
+    fn finish_gates(&mut self, pairs: &[(u128, u128)], h: &[u128]) -> Vec<u128> {
+        let d = *self.delta;
+        let mut outputs = Vec::with_capacity(pairs.len());
+        for (k, &(a, b)) in pairs.iter().enumerate() {
+            let (ha0, ha1, hb0, hb1) = (h[4 * k], h[4 * k + 1], h[4 * k + 2], h[4 * k + 3]);
+            let (pa, pb) = (lsb(a), lsb(b));
+            let tg = ha0 ^ ha1 ^ (mask(pb) & d);
+            let wg = ha0 ^ (mask(pa) & tg);
+            let te = hb0 ^ hb1 ^ a;
+            let we = hb0 ^ (mask(pb) & (te ^ a));
+            self.push(tg, te);
+            outputs.push(wg ^ we);
+        }
+        outputs
+    }
+}
+
+impl<C: Channel> Backend for Garbler<C> {
+    type Wire = u128;
+
+    fn xor(&mut self, a: &u128, b: &u128) -> u128 {
+        a ^ b
+    }
+
+    fn not(&mut self, a: &u128) -> u128 {
+        a ^ *self.delta
+    }
+
+    fn and(&mut self, a: &u128, b: &u128) -> u128 {
+        self.and_many(&[(*a, *b)])[0]
+    }
+
+    fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
+        let d = *self.delta;
+        let mut h = Vec::with_capacity(4 * pairs.len());
+        let mut tweaks = Vec::with_capacity(4 * pairs.len());
+        for &(a, b) in pairs {
+            let (j, j2) = (2 * self.gate, 2 * self.gate + 1);
+            self.gate += 1;
+            h.extend_from_slice(&[a, a ^ d, b, b ^ d]);
+            tweaks.extend_from_slice(&[j, j, j2, j2]);
+        }
+        self.hash.hash_many(&mut h, &tweaks);
+        self.finish_gates(pairs, &h)
+    }
+}
+
+impl<C: Channel> Builder<Garbler<C>> {
+    /// Input wires the garbler knows the value of: fresh zero-labels, and the active labels
+    /// (`zero ^ bit * delta`) sent to the evaluator.
+    pub fn garbler_input<R: CryptoRng + ?Sized>(
+        &mut self,
+        bits: &[bool],
+        rng: &mut R,
+    ) -> io::Result<Word<u128>> {
+        let g = self.backend_mut();
+        let zeros = g.fresh_labels(bits.len(), rng);
+        let mut bytes = Vec::with_capacity(bits.len() * LABEL_BYTES);
+        for (z, &bit) in zeros.iter().zip(bits) {
+            bytes.extend_from_slice(&(z ^ (mask(u128::from(bit)) & *g.delta)).to_le_bytes());
+        }
+        g.write_out();
+        g.channel.send(&bytes)?;
+        Ok(zeros.into_iter().map(Bit::Wire).collect())
+    }
+
+    /// Reveals `word` to the evaluator: sends the permute bit of every zero-label.
+    pub fn reveal_to_evaluator(&mut self, word: &[Bit<u128>]) -> io::Result<()> {
+        let bits: Vec<u8> = word
+            .iter()
+            .map(|b| match b {
+                Bit::Const(_) => 0,
+                Bit::Wire(z) => lsb(*z) as u8,
+            })
+            .collect();
+        let g = self.backend_mut();
+        g.write_out();
+        g.channel.send(&bits)?;
+        g.flush()
+    }
+
+    /// Learns `word`: receives the evaluator's permute bits and decodes them.
+    pub fn reveal_to_garbler(&mut self, word: &[Bit<u128>]) -> io::Result<Vec<bool>> {
+        let g = self.backend_mut();
+        g.flush()?;
+        let mut bits = vec![0u8; word.len()];
+        g.channel.recv(&mut bits)?;
+        Ok(word
+            .iter()
+            .zip(bits)
+            .map(|(b, e)| match b {
+                Bit::Const(v) => *v,
+                Bit::Wire(z) => (e & 1) as u128 != lsb(*z),
+            })
+            .collect())
+    }
+}
