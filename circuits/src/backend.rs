@@ -120,6 +120,25 @@ impl<B: Backend> Builder<B> {
 
     /// Independent ANDs, constants folded and the rest batched.
     pub fn and_many(&mut self, pairs: &[BitPair<B::Wire>]) -> Vec<Bit<B::Wire>> {
+        // Fast path: no constants, one batch straight through.
+        if pairs
+            .iter()
+            .all(|(a, b)| matches!((a, b), (Bit::Wire(_), Bit::Wire(_))))
+        {
+            let live: Vec<(B::Wire, B::Wire)> = pairs
+                .iter()
+                .map(|(a, b)| match (a, b) {
+                    (Bit::Wire(x), Bit::Wire(y)) => (x.clone(), y.clone()),
+                    _ => unreachable!("checked above"),
+                })
+                .collect();
+            return self
+                .backend
+                .and_many(&live)
+                .into_iter()
+                .map(Bit::Wire)
+                .collect();
+        }
         let mut out: Vec<Option<Bit<B::Wire>>> = Vec::with_capacity(pairs.len());
         let mut live = Vec::new();
         let mut live_at = Vec::new();

@@ -190,3 +190,35 @@ mod tests {
         assert!(a.recv(&mut buf).is_err());
     }
 }
+
+/// A channel that discards what is sent (for timing the garbler alone).
+#[derive(Debug, Default)]
+pub struct Discard {
+    sent: u64,
+}
+
+impl Channel for Discard {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.sent += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn recv(&mut self, _: &mut [u8]) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "a discarding channel receives nothing",
+        ))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn bytes_sent(&self) -> u64 {
+        self.sent
+    }
+
+    fn bytes_received(&self) -> u64 {
+        0
+    }
+}

@@ -320,3 +320,49 @@ pub fn bytes_of(bits: &[bool]) -> Vec<u8> {
     }
     out
 }
+
+/// An order for executing a circuit that exposes independent AND gates: stage `s` holds the
+/// free gates (XOR, NOT, constants, copies) of AND-depth `s`, in circuit order, then every AND
+/// gate of AND-depth `s + 1`, which depend only on earlier stages and so form one batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    stages: Vec<(Vec<u32>, Vec<u32>)>,
+}
+
+impl Schedule {
+    /// The schedule of `circuit`.
+    pub fn new(circuit: &Circuit) -> Self {
+        let mut depth = vec![0u32; circuit.wires()];
+        let mut stages: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+        for (index, gate) in circuit.gates().iter().enumerate() {
+            let inputs = gate.inputs().map(|w| depth[w as usize]).max().unwrap_or(0);
+            let is_and = matches!(gate, Gate::And { .. });
+            let d = inputs + u32::from(is_and);
+            depth[gate.output() as usize] = d;
+            let stage = if is_and { d - 1 } else { d } as usize;
+            if stages.len() <= stage {
+                stages.resize(stage + 1, (Vec::new(), Vec::new()));
+            }
+            let slot = if is_and {
+                &mut stages[stage].1
+            } else {
+                &mut stages[stage].0
+            };
+            slot.push(index as u32);
+        }
+        Self { stages }
+    }
+
+    /// The stages: (free gates, AND gates), as gate indices.
+    pub fn stages(&self) -> &[(Vec<u32>, Vec<u32>)] {
+        &self.stages
+    }
+
+    /// AND-depth of the circuit.
+    pub fn and_depth(&self) -> usize {
+        self.stages
+            .iter()
+            .filter(|(_, ands)| !ands.is_empty())
+            .count()
+    }
+}

@@ -32,3 +32,41 @@ pub(crate) fn lsb(x: u128) -> u128 {
 pub(crate) fn mask(bit: u128) -> u128 {
     bit.wrapping_neg()
 }
+
+use crate::circuit::{Circuit, Gate, Schedule};
+
+/// Runs the gates of a scheduled circuit over a flat array of labels: `xor`, `not` and
+/// `constant` are the role's free operations, `and_batch` its AND gates (one call per stage).
+/// Shared by the garbler's and the evaluator's fast paths so both walk gates in the same order.
+pub(crate) fn run_scheduled(
+    circuit: &Circuit,
+    schedule: &Schedule,
+    labels: &mut [u128],
+    not: impl Fn(u128) -> u128,
+    constant: impl Fn(bool) -> u128,
+    mut and_batch: impl FnMut(&[(u128, u128)]) -> Vec<u128>,
+) {
+    let gates = circuit.gates();
+    let mut pairs = Vec::new();
+    for (free, ands) in schedule.stages() {
+        for &g in free {
+            match gates[g as usize] {
+                Gate::Xor { a, b, out } => {
+                    labels[out as usize] = labels[a as usize] ^ labels[b as usize]
+                }
+                Gate::Not { a, out } => labels[out as usize] = not(labels[a as usize]),
+                Gate::Const { value, out } => labels[out as usize] = constant(value),
+                Gate::Copy { a, out } => labels[out as usize] = labels[a as usize],
+                Gate::And { .. } => unreachable!("AND gates are in the batch"),
+            }
+        }
+        pairs.clear();
+        pairs.extend(ands.iter().map(|&g| match gates[g as usize] {
+            Gate::And { a, b, .. } => (labels[a as usize], labels[b as usize]),
+            _ => unreachable!("only AND gates are batched"),
+        }));
+        for (&g, label) in ands.iter().zip(and_batch(&pairs)) {
+            labels[gates[g as usize].output() as usize] = label;
+        }
+    }
+}

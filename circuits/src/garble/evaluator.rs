@@ -13,6 +13,7 @@ use super::hash::Hash;
 use super::{LABEL_BYTES, lsb, mask};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
+use crate::circuit::{Circuit, Schedule};
 
 /// AND gates read from the channel at a time.
 const READ_GATES: usize = 2048;
@@ -25,7 +26,8 @@ pub struct Evaluator<C: Channel> {
     ands: u64,
     tables: Vec<u8>,
     position: usize,
-    /// AND gates the garbler has sent that we have not read yet: reads never run ahead of them.
+    /// Reused buffer for the two hashes of every gate in a batch.
+    scratch: Vec<u128>,
     error: Option<io::Error>,
 }
 
@@ -45,6 +47,7 @@ impl<C: Channel> Evaluator<C> {
             ands: 0,
             tables: Vec::new(),
             position: 0,
+            scratch: Vec::new(),
             error: None,
         }
     }
@@ -114,18 +117,18 @@ impl<C: Channel> Backend for Evaluator<C> {
     }
 
     fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
-        let mut h = Vec::with_capacity(2 * pairs.len());
-        let mut tweaks = Vec::with_capacity(2 * pairs.len());
+        let first = self.gate;
+        self.gate += pairs.len() as u128;
+        let mut h = std::mem::take(&mut self.scratch);
+        h.clear();
         for &(a, b) in pairs {
-            let (j, j2) = (2 * self.gate, 2 * self.gate + 1);
-            self.gate += 1;
             h.extend_from_slice(&[a, b]);
-            tweaks.extend_from_slice(&[j, j2]);
         }
-        self.hash.hash_many(&mut h, &tweaks);
+        self.hash
+            .hash_with(&mut h, |i| 2 * (first + (i / 2) as u128) + (i % 2) as u128);
         let tables = self.tables(pairs.len());
         self.ands += pairs.len() as u64;
-        pairs
+        let out = pairs
             .iter()
             .zip(tables)
             .enumerate()
@@ -134,7 +137,32 @@ impl<C: Channel> Backend for Evaluator<C> {
                 let we = h[2 * k + 1] ^ (mask(lsb(b)) & (te ^ a));
                 wg ^ we
             })
-            .collect()
+            .collect();
+        self.scratch = h;
+        out
+    }
+}
+
+impl<C: Channel> Evaluator<C> {
+    /// Evaluates a gate-list circuit stage by stage given the active labels of its input wires
+    /// (constants have active label 0); returns the active label of every wire.
+    pub fn evaluate_circuit(
+        &mut self,
+        circuit: &Circuit,
+        schedule: &Schedule,
+        inputs: &[u128],
+    ) -> Vec<u128> {
+        let mut labels = vec![0u128; circuit.wires()];
+        labels[..inputs.len()].copy_from_slice(inputs);
+        crate::garble::run_scheduled(
+            circuit,
+            schedule,
+            &mut labels,
+            |a| a,
+            |_| 0,
+            |pairs| self.and_many(pairs),
+        );
+        labels
     }
 }
 

@@ -21,6 +21,7 @@ use super::hash::Hash;
 use super::{LABEL_BYTES, lsb, mask};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
+use crate::circuit::{Circuit, Schedule};
 
 /// AND gates whose ciphertexts are collected before one write to the channel.
 const FLUSH_GATES: usize = 2048;
@@ -34,6 +35,8 @@ pub struct Garbler<C: Channel> {
     gate: u128,
     ands: u64,
     out: Vec<u8>,
+    /// Reused buffer for the four hashes of every gate in a batch.
+    scratch: Vec<u128>,
     error: Option<io::Error>,
 }
 
@@ -61,6 +64,7 @@ impl<C: Channel> Garbler<C> {
             gate: 0,
             ands: 0,
             out: Vec::with_capacity(FLUSH_GATES * 2 * LABEL_BYTES),
+            scratch: Vec::new(),
             error: None,
         }
     }
@@ -119,23 +123,6 @@ impl<C: Channel> Garbler<C> {
             self.write_out();
         }
     }
-
-    /// Garbles gates whose four hashes are in `h` (`H(A), H(A^d), H(B), H(B^d)` per gate).
-    fn finish_gates(&mut self, pairs: &[(u128, u128)], h: &[u128]) -> Vec<u128> {
-        let d = *self.delta;
-        let mut outputs = Vec::with_capacity(pairs.len());
-        for (k, &(a, b)) in pairs.iter().enumerate() {
-            let (ha0, ha1, hb0, hb1) = (h[4 * k], h[4 * k + 1], h[4 * k + 2], h[4 * k + 3]);
-            let (pa, pb) = (lsb(a), lsb(b));
-            let tg = ha0 ^ ha1 ^ (mask(pb) & d);
-            let wg = ha0 ^ (mask(pa) & tg);
-            let te = hb0 ^ hb1 ^ a;
-            let we = hb0 ^ (mask(pb) & (te ^ a));
-            self.push(tg, te);
-            outputs.push(wg ^ we);
-        }
-        outputs
-    }
 }
 
 impl<C: Channel> Backend for Garbler<C> {
@@ -155,16 +142,55 @@ impl<C: Channel> Backend for Garbler<C> {
 
     fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
         let d = *self.delta;
-        let mut h = Vec::with_capacity(4 * pairs.len());
-        let mut tweaks = Vec::with_capacity(4 * pairs.len());
+        let first = self.gate;
+        self.gate += pairs.len() as u128;
+        let mut h = std::mem::take(&mut self.scratch);
+        h.clear();
         for &(a, b) in pairs {
-            let (j, j2) = (2 * self.gate, 2 * self.gate + 1);
-            self.gate += 1;
             h.extend_from_slice(&[a, a ^ d, b, b ^ d]);
-            tweaks.extend_from_slice(&[j, j, j2, j2]);
         }
-        self.hash.hash_many(&mut h, &tweaks);
-        self.finish_gates(pairs, &h)
+        // Gate k of the batch uses tweaks 2(first + k) for A and 2(first + k) + 1 for B.
+        self.hash.hash_with(&mut h, |i| {
+            2 * (first + (i / 4) as u128) + ((i / 2) % 2) as u128
+        });
+        let mut outputs = Vec::with_capacity(pairs.len());
+        for (k, &(a, b)) in pairs.iter().enumerate() {
+            let (ha0, ha1, hb0, hb1) = (h[4 * k], h[4 * k + 1], h[4 * k + 2], h[4 * k + 3]);
+            let (pa, pb) = (lsb(a), lsb(b));
+            let tg = ha0 ^ ha1 ^ (mask(pb) & d);
+            let wg = ha0 ^ (mask(pa) & tg);
+            let te = hb0 ^ hb1 ^ a;
+            let we = hb0 ^ (mask(pb) & (te ^ a));
+            self.push(tg, te);
+            outputs.push(wg ^ we);
+        }
+        self.scratch = h;
+        outputs
+    }
+}
+
+impl<C: Channel> Garbler<C> {
+    /// Garbles a gate-list circuit stage by stage (its AND gates batched) given the zero-labels
+    /// of its input wires; returns the zero-labels of every wire. Constant wires get the
+    /// zero-label `value * delta`, so their active label is 0 for the evaluator.
+    pub fn garble_circuit(
+        &mut self,
+        circuit: &Circuit,
+        schedule: &Schedule,
+        inputs: &[u128],
+    ) -> Vec<u128> {
+        let mut labels = vec![0u128; circuit.wires()];
+        labels[..inputs.len()].copy_from_slice(inputs);
+        let d = *self.delta;
+        crate::garble::run_scheduled(
+            circuit,
+            schedule,
+            &mut labels,
+            |a| a ^ d,
+            |v| mask(u128::from(v)) & d,
+            |pairs| self.and_many(pairs),
+        );
+        labels
     }
 }
 

@@ -61,12 +61,18 @@ impl Hash {
     /// Replaces every `xs[k]` by `H(xs[k], tweaks[k])`.
     pub fn hash_many(&self, xs: &mut [u128], tweaks: &[u128]) {
         assert_eq!(xs.len(), tweaks.len(), "one tweak per block");
+        self.hash_with(xs, |k| tweaks[k]);
+    }
+
+    /// Replaces every `xs[k]` by `H(xs[k], tweak(k))`, eight blocks per AES call.
+    #[inline]
+    pub fn hash_with(&self, xs: &mut [u128], tweak: impl Fn(usize) -> u128) {
         let mut blocks = [GenericArray::from([0u8; 16]); LANES];
         let mut sigmas = [0u128; LANES];
-        for (chunk, tweak_chunk) in xs.chunks_mut(LANES).zip(tweaks.chunks(LANES)) {
+        for (c, chunk) in xs.chunks_mut(LANES).enumerate() {
             for k in 0..chunk.len() {
                 sigmas[k] = sigma(chunk[k]);
-                blocks[k] = GenericArray::from((sigmas[k] ^ tweak_chunk[k]).to_le_bytes());
+                blocks[k] = GenericArray::from((sigmas[k] ^ tweak(c * LANES + k)).to_le_bytes());
             }
             self.cipher.encrypt_blocks(&mut blocks);
             for k in 0..chunk.len() {
