@@ -84,10 +84,10 @@ impl<C: Channel> Evaluator<C> {
             if self.position == self.tables.len() {
                 let want = (n - out.len()).min(READ_GATES) * 2 * LABEL_BYTES;
                 self.tables.resize(want, 0);
-                if self.error.is_none() {
-                    if let Err(e) = self.channel.recv(&mut self.tables) {
-                        self.error = Some(e);
-                    }
+                if self.error.is_none()
+                    && let Err(e) = self.channel.recv(&mut self.tables)
+                {
+                    self.error = Some(e);
                 }
                 self.position = 0;
             }

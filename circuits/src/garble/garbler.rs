@@ -107,10 +107,11 @@ impl<C: Channel> Garbler<C> {
     }
 
     fn write_out(&mut self) {
-        if !self.out.is_empty() && self.error.is_none() {
-            if let Err(e) = self.channel.send(&self.out) {
-                self.error = Some(e);
-            }
+        if !self.out.is_empty()
+            && self.error.is_none()
+            && let Err(e) = self.channel.send(&self.out)
+        {
+            self.error = Some(e);
         }
         self.out.clear();
     }
