@@ -321,17 +321,41 @@ pub fn bytes_of(bits: &[bool]) -> Vec<u8> {
     out
 }
 
+/// A free gate compiled for fast execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FreeOp {
+    /// `out = a ^ b`.
+    Xor(u32, u32, u32),
+    /// `out = !a`.
+    Not(u32, u32),
+    /// `out = value`.
+    Const(bool, u32),
+    /// `out = a`.
+    Copy(u32, u32),
+}
+
 /// An order for executing a circuit that exposes independent AND gates: stage `s` holds the
 /// free gates (XOR, NOT, constants, copies) of AND-depth `s`, in circuit order, then every AND
 /// gate of AND-depth `s + 1`, which depend only on earlier stages and so form one batch.
+///
+/// Gates are compiled onto slots rather than wires: a wire's slot is reused once its last reader
+/// has run, so executing needs only as many labels as are live at once (a few thousand for the
+/// reference multiplier instead of 28,000), which keeps them in cache. Inputs occupy the first
+/// slots in order; [`Schedule::output_slots`] says where the outputs end up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
-    stages: Vec<(Vec<u32>, Vec<u32>)>,
+    /// Per stage: the end of its free gates in `free`, and of its ANDs in `ands`.
+    bounds: Vec<(u32, u32)>,
+    free: Vec<FreeOp>,
+    ands: Vec<[u32; 3]>,
+    slots: usize,
+    outputs: Vec<u32>,
 }
 
 impl Schedule {
     /// The schedule of `circuit`.
     pub fn new(circuit: &Circuit) -> Self {
+        // Stages by AND-depth, as gate indices in circuit order.
         let mut depth = vec![0u32; circuit.wires()];
         let mut stages: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
         for (index, gate) in circuit.gates().iter().enumerate() {
@@ -350,19 +374,136 @@ impl Schedule {
             };
             slot.push(index as u32);
         }
-        Self { stages }
+        // Execution order: position of each gate; a wire's last use is its last reader's position
+        // (outputs are used "at the end").
+        let gates = circuit.gates();
+        let order: Vec<u32> = stages
+            .iter()
+            .flat_map(|(f, a)| f.iter().chain(a))
+            .copied()
+            .collect();
+        let end = order.len() as u32;
+        let mut last_use = vec![0u32; circuit.wires()];
+        for (position, &g) in order.iter().enumerate() {
+            for w in gates[g as usize].inputs() {
+                last_use[w as usize] = position as u32;
+            }
+        }
+        let outputs_start = circuit.wires() - circuit.outputs().iter().sum::<usize>();
+        last_use[outputs_start..].iter_mut().for_each(|u| *u = end);
+        // Slot assignment: inputs first, then reuse freed slots.
+        let inputs: usize = circuit.inputs().iter().sum();
+        let mut slot_of = vec![u32::MAX; circuit.wires()];
+        for (w, s) in slot_of.iter_mut().enumerate().take(inputs) {
+            *s = w as u32;
+        }
+        let mut slots = inputs as u32;
+        let mut free_slots: Vec<u32> = Vec::new();
+        let mut allocate = |free_slots: &mut Vec<u32>| {
+            free_slots.pop().unwrap_or_else(|| {
+                slots += 1;
+                slots - 1
+            })
+        };
+        let mut schedule = Self {
+            bounds: Vec::with_capacity(stages.len()),
+            free: Vec::new(),
+            ands: Vec::new(),
+            slots: 0,
+            outputs: Vec::new(),
+        };
+        let mut position = 0u32;
+        // Frees the slots of `gate`'s inputs that are read for the last time at `position`.
+        let release = |gate: &Gate, position: u32, slot_of: &[u32], free_slots: &mut Vec<u32>| {
+            let mut seen = [u32::MAX; 2];
+            for (k, w) in gate.inputs().enumerate() {
+                if last_use[w as usize] == position && !seen.contains(&w) {
+                    free_slots.push(slot_of[w as usize]);
+                }
+                seen[k] = w;
+            }
+        };
+        for (free, ands) in &stages {
+            for &g in free {
+                let gate = &gates[g as usize];
+                let op = match *gate {
+                    Gate::Xor { a, b, .. } => {
+                        FreeOp::Xor(slot_of[a as usize], slot_of[b as usize], 0)
+                    }
+                    Gate::Not { a, .. } => FreeOp::Not(slot_of[a as usize], 0),
+                    Gate::Const { value, .. } => FreeOp::Const(value, 0),
+                    Gate::Copy { a, .. } => FreeOp::Copy(slot_of[a as usize], 0),
+                    Gate::And { .. } => unreachable!("free gates only"),
+                };
+                release(gate, position, &slot_of, &mut free_slots);
+                let out = allocate(&mut free_slots);
+                slot_of[gate.output() as usize] = out;
+                schedule.free.push(match op {
+                    FreeOp::Xor(a, b, _) => FreeOp::Xor(a, b, out),
+                    FreeOp::Not(a, _) => FreeOp::Not(a, out),
+                    FreeOp::Const(v, _) => FreeOp::Const(v, out),
+                    FreeOp::Copy(a, _) => FreeOp::Copy(a, out),
+                });
+                position += 1;
+            }
+            // The batch reads all its inputs before writing, so inputs freed here may be reused
+            // by the batch's outputs.
+            let reads: Vec<[u32; 2]> = ands
+                .iter()
+                .map(|&g| match gates[g as usize] {
+                    Gate::And { a, b, .. } => [slot_of[a as usize], slot_of[b as usize]],
+                    _ => unreachable!("AND gates only"),
+                })
+                .collect();
+            for (k, &g) in ands.iter().enumerate() {
+                release(
+                    &gates[g as usize],
+                    position + k as u32,
+                    &slot_of,
+                    &mut free_slots,
+                );
+            }
+            for (&g, [a, b]) in ands.iter().zip(reads) {
+                let out = allocate(&mut free_slots);
+                slot_of[gates[g as usize].output() as usize] = out;
+                schedule.ands.push([a, b, out]);
+            }
+            position += ands.len() as u32;
+            schedule
+                .bounds
+                .push((schedule.free.len() as u32, schedule.ands.len() as u32));
+        }
+        schedule.slots = slots as usize;
+        schedule.outputs = (outputs_start..circuit.wires())
+            .map(|w| slot_of[w])
+            .collect();
+        schedule
     }
 
-    /// The stages: (free gates, AND gates), as gate indices.
-    pub fn stages(&self) -> &[(Vec<u32>, Vec<u32>)] {
-        &self.stages
+    /// The stages: each one's free gates, then its independent AND gates `[a, b, out]`, all on
+    /// slots.
+    pub fn stages(&self) -> impl Iterator<Item = (&[FreeOp], &[[u32; 3]])> {
+        let mut previous = (0usize, 0usize);
+        self.bounds.iter().map(move |&(f, a)| {
+            let (f, a) = (f as usize, a as usize);
+            let stage = (&self.free[previous.0..f], &self.ands[previous.1..a]);
+            previous = (f, a);
+            stage
+        })
+    }
+
+    /// Slots needed (the most labels live at once, inputs included).
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// The slot of each output wire, in output order.
+    pub fn output_slots(&self) -> &[u32] {
+        &self.outputs
     }
 
     /// AND-depth of the circuit.
     pub fn and_depth(&self) -> usize {
-        self.stages
-            .iter()
-            .filter(|(_, ands)| !ands.is_empty())
-            .count()
+        self.stages().filter(|(_, ands)| !ands.is_empty()).count()
     }
 }

@@ -14,6 +14,7 @@
 pub mod evaluator;
 pub mod garbler;
 pub mod hash;
+pub mod vaes;
 
 pub use evaluator::Evaluator;
 pub use garbler::Garbler;
@@ -33,40 +34,54 @@ pub(crate) fn mask(bit: u128) -> u128 {
     bit.wrapping_neg()
 }
 
-use crate::circuit::{Circuit, Gate, Schedule};
+use crate::circuit::{Circuit, FreeOp, Schedule};
 
-/// Runs the gates of a scheduled circuit over a flat array of labels: `xor`, `not` and
-/// `constant` are the role's free operations, `and_batch` its AND gates (one call per stage).
-/// Shared by the garbler's and the evaluator's fast paths so both walk gates in the same order.
+/// Runs the gates of a scheduled circuit over its slots, given the labels of the input wires,
+/// and returns the labels of the output wires: `not` and `constant` are the role's free
+/// operations, `and_batch` its AND gates (one call per stage). Shared by the garbler's and the
+/// evaluator's fast paths so both walk gates in the same order.
 pub(crate) fn run_scheduled(
     circuit: &Circuit,
     schedule: &Schedule,
-    labels: &mut [u128],
+    inputs: &[u128],
     not: impl Fn(u128) -> u128,
     constant: impl Fn(bool) -> u128,
     mut and_batch: impl FnMut(&[(u128, u128)]) -> Vec<u128>,
-) {
-    let gates = circuit.gates();
+) -> Vec<u128> {
+    assert_eq!(
+        inputs.len(),
+        circuit.inputs().iter().sum::<usize>(),
+        "one label per input wire"
+    );
+    let mut labels = vec![0u128; schedule.slots()];
+    labels[..inputs.len()].copy_from_slice(inputs);
     let mut pairs = Vec::new();
     for (free, ands) in schedule.stages() {
-        for &g in free {
-            match gates[g as usize] {
-                Gate::Xor { a, b, out } => {
+        for op in free {
+            match *op {
+                FreeOp::Xor(a, b, out) => {
                     labels[out as usize] = labels[a as usize] ^ labels[b as usize]
                 }
-                Gate::Not { a, out } => labels[out as usize] = not(labels[a as usize]),
-                Gate::Const { value, out } => labels[out as usize] = constant(value),
-                Gate::Copy { a, out } => labels[out as usize] = labels[a as usize],
-                Gate::And { .. } => unreachable!("AND gates are in the batch"),
+                FreeOp::Not(a, out) => labels[out as usize] = not(labels[a as usize]),
+                FreeOp::Const(value, out) => labels[out as usize] = constant(value),
+                FreeOp::Copy(a, out) => labels[out as usize] = labels[a as usize],
             }
         }
+        if ands.is_empty() {
+            continue;
+        }
         pairs.clear();
-        pairs.extend(ands.iter().map(|&g| match gates[g as usize] {
-            Gate::And { a, b, .. } => (labels[a as usize], labels[b as usize]),
-            _ => unreachable!("only AND gates are batched"),
-        }));
-        for (&g, label) in ands.iter().zip(and_batch(&pairs)) {
-            labels[gates[g as usize].output() as usize] = label;
+        pairs.extend(
+            ands.iter()
+                .map(|&[a, b, _]| (labels[a as usize], labels[b as usize])),
+        );
+        for (&[_, _, out], label) in ands.iter().zip(and_batch(&pairs)) {
+            labels[out as usize] = label;
         }
     }
+    schedule
+        .output_slots()
+        .iter()
+        .map(|&s| labels[s as usize])
+        .collect()
 }

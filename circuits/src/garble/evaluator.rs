@@ -9,7 +9,7 @@
 
 use std::io;
 
-use super::hash::Hash;
+use super::hash::{Hash, sigma};
 use super::{LABEL_BYTES, lsb, mask};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
@@ -121,11 +121,16 @@ impl<C: Channel> Backend for Evaluator<C> {
         self.gate += pairs.len() as u128;
         let mut h = std::mem::take(&mut self.scratch);
         h.clear();
-        for &(a, b) in pairs {
-            h.extend_from_slice(&[a, b]);
+        h.reserve(2 * pairs.len());
+        for (k, &(a, b)) in pairs.iter().enumerate() {
+            let j = 2 * (first + k as u128);
+            h.extend_from_slice(&[sigma(a) ^ j, sigma(b) ^ j ^ 1]);
         }
-        self.hash
-            .hash_with(&mut h, |i| 2 * (first + (i / 2) as u128) + (i % 2) as u128);
+        self.hash.permute(&mut h);
+        for (k, &(a, b)) in pairs.iter().enumerate() {
+            h[2 * k] ^= sigma(a);
+            h[2 * k + 1] ^= sigma(b);
+        }
         let tables = self.tables(pairs.len());
         self.ands += pairs.len() as u64;
         let out = pairs
@@ -145,24 +150,21 @@ impl<C: Channel> Backend for Evaluator<C> {
 
 impl<C: Channel> Evaluator<C> {
     /// Evaluates a gate-list circuit stage by stage given the active labels of its input wires
-    /// (constants have active label 0); returns the active label of every wire.
+    /// (constants have active label 0); returns the active labels of its output wires.
     pub fn evaluate_circuit(
         &mut self,
         circuit: &Circuit,
         schedule: &Schedule,
         inputs: &[u128],
     ) -> Vec<u128> {
-        let mut labels = vec![0u128; circuit.wires()];
-        labels[..inputs.len()].copy_from_slice(inputs);
         crate::garble::run_scheduled(
             circuit,
             schedule,
-            &mut labels,
+            inputs,
             |a| a,
             |_| 0,
             |pairs| self.and_many(pairs),
-        );
-        labels
+        )
     }
 }
 

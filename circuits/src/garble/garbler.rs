@@ -17,7 +17,7 @@ use std::io;
 use rand::CryptoRng;
 use zeroize::Zeroizing;
 
-use super::hash::Hash;
+use super::hash::{Hash, sigma};
 use super::{LABEL_BYTES, lsb, mask};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
@@ -115,15 +115,6 @@ impl<C: Channel> Garbler<C> {
         }
         self.out.clear();
     }
-
-    fn push(&mut self, tg: u128, te: u128) {
-        self.out.extend_from_slice(&tg.to_le_bytes());
-        self.out.extend_from_slice(&te.to_le_bytes());
-        self.ands += 1;
-        if self.out.len() >= FLUSH_GATES * 2 * LABEL_BYTES {
-            self.write_out();
-        }
-    }
 }
 
 impl<C: Channel> Backend for Garbler<C> {
@@ -142,37 +133,51 @@ impl<C: Channel> Backend for Garbler<C> {
     }
 
     fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
+        let n = pairs.len();
         let d = *self.delta;
+        let sd = sigma(d);
         let first = self.gate;
-        self.gate += pairs.len() as u128;
-        let mut h = std::mem::take(&mut self.scratch);
-        h.clear();
-        for &(a, b) in pairs {
-            h.extend_from_slice(&[a, a ^ d, b, b ^ d]);
-        }
-        // Gate k of the batch uses tweaks 2(first + k) for A and 2(first + k) + 1 for B.
-        self.hash.hash_with(&mut h, |i| {
-            2 * (first + (i / 4) as u128) + ((i / 2) % 2) as u128
-        });
-        let mut outputs = Vec::with_capacity(pairs.len());
+        self.gate += n as u128;
+        // Blocks sigma(x) ^ tweak for A, A ^ delta (tweak 2g) and B, B ^ delta (tweak 2g + 1);
+        // sigma is linear, so sigma(x ^ delta) = sigma(x) ^ sigma(delta).
+        let mut blocks = std::mem::take(&mut self.scratch);
+        blocks.clear();
+        blocks.reserve(8 * n);
         for (k, &(a, b)) in pairs.iter().enumerate() {
-            let (ha0, ha1, hb0, hb1) = (h[4 * k], h[4 * k + 1], h[4 * k + 2], h[4 * k + 3]);
+            let j = 2 * (first + k as u128);
+            let (sa, sb) = (sigma(a), sigma(b));
+            blocks.extend_from_slice(&[sa ^ j, sa ^ sd ^ j, sb ^ j ^ 1, sb ^ sd ^ j ^ 1]);
+        }
+        self.hash.permute(&mut blocks);
+        self.out.reserve(n * 2 * LABEL_BYTES);
+        let mut outputs = Vec::with_capacity(n);
+        for (k, &(a, b)) in pairs.iter().enumerate() {
+            let (sa, sb) = (sigma(a), sigma(b));
+            let ha0 = blocks[4 * k] ^ sa;
+            let ha1 = blocks[4 * k + 1] ^ sa ^ sd;
+            let hb0 = blocks[4 * k + 2] ^ sb;
+            let hb1 = blocks[4 * k + 3] ^ sb ^ sd;
             let (pa, pb) = (lsb(a), lsb(b));
             let tg = ha0 ^ ha1 ^ (mask(pb) & d);
             let wg = ha0 ^ (mask(pa) & tg);
             let te = hb0 ^ hb1 ^ a;
             let we = hb0 ^ (mask(pb) & (te ^ a));
-            self.push(tg, te);
+            self.out.extend_from_slice(&tg.to_le_bytes());
+            self.out.extend_from_slice(&te.to_le_bytes());
             outputs.push(wg ^ we);
         }
-        self.scratch = h;
+        self.ands += n as u64;
+        self.scratch = blocks;
+        if self.out.len() >= FLUSH_GATES * 2 * LABEL_BYTES {
+            self.write_out();
+        }
         outputs
     }
 }
 
 impl<C: Channel> Garbler<C> {
     /// Garbles a gate-list circuit stage by stage (its AND gates batched) given the zero-labels
-    /// of its input wires; returns the zero-labels of every wire. Constant wires get the
+    /// of its input wires; returns the zero-labels of its output wires. Constant wires get the
     /// zero-label `value * delta`, so their active label is 0 for the evaluator.
     pub fn garble_circuit(
         &mut self,
@@ -180,18 +185,15 @@ impl<C: Channel> Garbler<C> {
         schedule: &Schedule,
         inputs: &[u128],
     ) -> Vec<u128> {
-        let mut labels = vec![0u128; circuit.wires()];
-        labels[..inputs.len()].copy_from_slice(inputs);
         let d = *self.delta;
         crate::garble::run_scheduled(
             circuit,
             schedule,
-            &mut labels,
+            inputs,
             |a| a ^ d,
             |v| mask(u128::from(v)) & d,
             |pairs| self.and_many(pairs),
-        );
-        labels
+        )
     }
 }
 
