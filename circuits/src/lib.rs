@@ -7,6 +7,8 @@
 //! - [`word`]: integer gadgets (add, compare, select, products, ...).
 //! - [`fixed`]: the fixed-point number format (shared with the Paillier encoding).
 //! - [`garble`]: half-gates garbling and evaluation as backends; [`channel`]: byte channels.
+//! - [`ot`]: base OT and IKNP extension; [`session`]: two-party sessions tying them together.
+//! - [`linalg`]: Cholesky, substitutions and inverses on fixed-point matrices.
 //! - [`fixedpoint`]: fixed-point gadgets (multiply, dot product, divide, square root).
 
 pub mod backend;
@@ -17,6 +19,8 @@ pub mod fixed;
 pub mod fixedpoint;
 pub mod garble;
 pub mod linalg;
+pub mod ot;
+pub mod session;
 pub mod word;
 
 pub use backend::{Backend, Bit, Builder, Word};

@@ -241,3 +241,66 @@ fn gate_list_fast_path_matches_plaintext() {
         let _ = (active, permute, flat);
     }
 }
+
+/// A session with inputs from both parties (the evaluator's through OT), outputs revealed to
+/// each party and a masked output, and a word reused across two circuits.
+#[test]
+fn two_party_session_with_ot() {
+    use privlogit_circuits::fixedpoint::{mul, sqrt};
+    use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
+    use privlogit_circuits::word::add;
+    let format = privlogit_circuits::FixedFormat::DEFAULT;
+    let enc = move |x: f64| word(format.to_word(format.encode(x).expect("in range")));
+    let dec = move |bits: &[bool]| {
+        let raw = bits
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &v)| acc | (u64::from(v) << i));
+        format.decode(format.from_word(raw))
+    };
+    let (gc, ec) = MemoryChannel::pair();
+    let mask_value = 0x0bad_c0de_1234_5678u64;
+    let garbler = std::thread::spawn(move || {
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let mut s = GarblerSession::new(gc, &mut rng).expect("session");
+        let x = s.garbler_input(&enc(6.25), &mut rng).expect("input");
+        let y = s.evaluator_input(64).expect("ot input");
+        // First circuit: p = x * y, kept.
+        let p = mul(s.builder(), &x, &y, format);
+        // Second circuit reuses p: sqrt(p) to the evaluator, p to the garbler.
+        let r = sqrt(s.builder(), &p, format);
+        s.reveal_to_evaluator(&r).expect("reveal");
+        let p_clear = s.reveal_to_garbler(&p).expect("reveal");
+        // p + mask (the evaluator's random input) revealed to the garbler: it learns only the
+        // masked value.
+        let m = s.evaluator_input(64).expect("ot input");
+        let masked = add(s.builder(), &p, &m);
+        let masked_clear = s.reveal_to_garbler(&masked).expect("reveal");
+        s.finish().expect("finish");
+        (dec(&p_clear), masked_clear)
+    });
+    let mut rng = ChaCha20Rng::seed_from_u64(12);
+    let mut s = EvaluatorSession::new(ec, &mut rng).expect("session");
+    let x = s.garbler_input(64).expect("input");
+    let y = s.evaluator_input(&enc(4.0)).expect("ot input");
+    let p = mul(s.builder(), &x, &y, format);
+    let r = sqrt(s.builder(), &p, format);
+    let root = dec(&s.reveal_to_evaluator(&r).expect("reveal"));
+    s.reveal_to_garbler(&p).expect("reveal");
+    let m = s.evaluator_input(&word(mask_value)).expect("ot input");
+    let masked = add(s.builder(), &p, &m);
+    s.reveal_to_garbler(&masked).expect("reveal");
+    let (p_clear, masked_clear) = garbler.join().expect("garbler");
+    assert_eq!(root, 5.0);
+    assert_eq!(p_clear, 25.0);
+    let raw = masked_clear
+        .iter()
+        .enumerate()
+        .fold(0u64, |acc, (i, &v)| acc | (u64::from(v) << i));
+    assert_eq!(
+        raw,
+        format
+            .to_word(format.encode(25.0).expect("in range"))
+            .wrapping_add(mask_value)
+    );
+}

@@ -1,0 +1,249 @@
+//! Oblivious transfer for the evaluator's input labels, semi-honest: 128 base OTs (Chou and
+//! Orlandi, "The simplest protocol for oblivious transfer", LATINCRYPT 2015, over Ristretto) and
+//! their extension to any number of correlated OTs (Ishai, Kilian, Nissim and Petrank,
+//! "Extending oblivious transfers efficiently", CRYPTO 2003).
+//!
+//! The extension is run with the roles of the garbling: the garbler is the OT sender and its
+//! secret offset is IKNP's `s`, so the extension hands it `q_j` and the evaluator
+//! `t_j = q_j ^ r_j delta` for the evaluator's choice bit `r_j`. Taking `q_j` as the zero-label
+//! of the evaluator's `j`-th input wire, the evaluator ends up holding exactly its active label
+//! and learns nothing about the other (correlated OT, as used for garbled-circuit inputs by
+//! EMP-toolkit; the garbling hash is correlation robust).
+//!
+//! Base OT, for each `i`: the sender (here the evaluator) sends `A = aG`; the receiver (here the
+//! garbler, choice `c`) sends `B = bG + cA`; keys are `H(i, bA)` for the receiver and
+//! `H(i, aB)`, `H(i, a(B - A))` for the sender. Extension matrices are expanded from the base-OT
+//! keys by ChaCha20 and transposed 128 x m.
+
+use std::io;
+
+use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
+use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
+use curve25519_dalek::scalar::Scalar;
+use rand::{CryptoRng, Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use sha2::{Digest, Sha256};
+use zeroize::Zeroize;
+
+use crate::channel::Channel;
+
+/// Base OTs run once per session: one per bit of the garbler's offset.
+pub const BASE_OTS: usize = 128;
+
+fn invalid(message: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.to_string())
+}
+
+fn random_scalar<R: CryptoRng + ?Sized>(rng: &mut R) -> Scalar {
+    let mut wide = [0u8; 64];
+    rng.fill_bytes(&mut wide);
+    let s = Scalar::from_bytes_mod_order_wide(&wide);
+    wide.zeroize();
+    s
+}
+
+/// `H(i, P)`: a 32-byte seed for the extension's PRG.
+fn key(index: usize, point: &RistrettoPoint) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"privlogit base OT v1");
+    h.update((index as u64).to_le_bytes());
+    h.update(point.compress().as_bytes());
+    h.finalize().into()
+}
+
+fn read_point<C: Channel>(channel: &mut C) -> io::Result<RistrettoPoint> {
+    let mut bytes = [0u8; 32];
+    channel.recv(&mut bytes)?;
+    CompressedRistretto(bytes)
+        .decompress()
+        .ok_or_else(|| invalid("base OT: not a Ristretto point"))
+}
+
+/// The extension's sender side: the garbler, holding `delta`.
+pub struct CotSender {
+    delta: u128,
+    /// PRGs seeded by the base-OT keys the garbler chose (`k_{s_i}`).
+    prgs: Vec<ChaCha20Rng>,
+}
+
+impl std::fmt::Debug for CotSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CotSender { .. }")
+    }
+}
+
+impl CotSender {
+    /// Runs the base OTs as their receiver, with choice bits the bits of `delta`.
+    pub fn setup<C: Channel, R: CryptoRng + ?Sized>(
+        channel: &mut C,
+        delta: u128,
+        rng: &mut R,
+    ) -> io::Result<Self> {
+        let a = read_point(channel)?;
+        let mut bs = Vec::with_capacity(BASE_OTS);
+        let mut out = Vec::with_capacity(32 * BASE_OTS);
+        for i in 0..BASE_OTS {
+            let b = random_scalar(rng);
+            let mut point = &b * RISTRETTO_BASEPOINT_TABLE;
+            if (delta >> i) & 1 == 1 {
+                point += a;
+            }
+            out.extend_from_slice(point.compress().as_bytes());
+            bs.push(b);
+        }
+        channel.send(&out)?;
+        channel.flush()?;
+        let prgs = bs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| {
+                let seed = key(i, &(*b * a));
+                b.zeroize();
+                ChaCha20Rng::from_seed(seed)
+            })
+            .collect();
+        Ok(Self { delta, prgs })
+    }
+
+    /// Extends to `m` correlated OTs: returns the zero-labels `q_j` (the one-labels are
+    /// `q_j ^ delta`).
+    pub fn extend<C: Channel>(&mut self, channel: &mut C, m: usize) -> io::Result<Vec<u128>> {
+        let words = m.div_ceil(64);
+        let mut u = vec![0u8; BASE_OTS * words * 8];
+        channel.recv(&mut u)?;
+        let mut columns = vec![0u64; BASE_OTS * words];
+        for i in 0..BASE_OTS {
+            let column = &mut columns[i * words..(i + 1) * words];
+            for w in column.iter_mut() {
+                *w = self.prgs[i].next_u64();
+            }
+            if (self.delta >> i) & 1 == 1 {
+                for (k, w) in column.iter_mut().enumerate() {
+                    let at = (i * words + k) * 8;
+                    *w ^= u64::from_le_bytes(u[at..at + 8].try_into().expect("8 bytes"));
+                }
+            }
+        }
+        Ok(transpose(&columns, words, m))
+    }
+}
+
+/// The extension's receiver side: the evaluator.
+pub struct CotReceiver {
+    /// PRGs seeded by both base-OT keys (`k0_i`, `k1_i`).
+    prgs: Vec<(ChaCha20Rng, ChaCha20Rng)>,
+}
+
+impl std::fmt::Debug for CotReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CotReceiver { .. }")
+    }
+}
+
+impl CotReceiver {
+    /// Runs the base OTs as their sender.
+    pub fn setup<C: Channel, R: CryptoRng + ?Sized>(
+        channel: &mut C,
+        rng: &mut R,
+    ) -> io::Result<Self> {
+        let mut a = random_scalar(rng);
+        let big_a = &a * RISTRETTO_BASEPOINT_TABLE;
+        channel.send(big_a.compress().as_bytes())?;
+        channel.flush()?;
+        let mut prgs = Vec::with_capacity(BASE_OTS);
+        for i in 0..BASE_OTS {
+            let b = read_point(channel)?;
+            let k0 = key(i, &(a * b));
+            let k1 = key(i, &(a * (b - big_a)));
+            prgs.push((ChaCha20Rng::from_seed(k0), ChaCha20Rng::from_seed(k1)));
+        }
+        a.zeroize();
+        Ok(Self { prgs })
+    }
+
+    /// Extends to one correlated OT per choice bit: returns `t_j = q_j ^ r_j delta`, the
+    /// garbler's label for value `r_j`.
+    pub fn extend<C: Channel>(
+        &mut self,
+        channel: &mut C,
+        choices: &[bool],
+    ) -> io::Result<Vec<u128>> {
+        let m = choices.len();
+        let words = m.div_ceil(64);
+        let mut r = vec![0u64; words];
+        for (j, &c) in choices.iter().enumerate() {
+            r[j / 64] |= u64::from(c) << (j % 64);
+        }
+        let mut t = vec![0u64; BASE_OTS * words];
+        let mut u = Vec::with_capacity(BASE_OTS * words * 8);
+        for i in 0..BASE_OTS {
+            let (p0, p1) = &mut self.prgs[i];
+            for (k, rk) in r.iter().enumerate() {
+                let t0 = p0.next_u64();
+                let t1 = p1.next_u64();
+                t[i * words + k] = t0;
+                u.extend_from_slice(&(t0 ^ t1 ^ rk).to_le_bytes());
+            }
+        }
+        channel.send(&u)?;
+        channel.flush()?;
+        Ok(transpose(&t, words, m))
+    }
+}
+
+/// Rows `j < m` of a 128 x m bit matrix given as 128 columns of `words` u64 each: row `j` has
+/// bit `i` equal to bit `j` of column `i`.
+fn transpose(columns: &[u64], words: usize, m: usize) -> Vec<u128> {
+    let mut rows = vec![0u128; m];
+    for i in 0..BASE_OTS {
+        let column = &columns[i * words..(i + 1) * words];
+        for (j, row) in rows.iter_mut().enumerate() {
+            let bit = (column[j / 64] >> (j % 64)) & 1;
+            *row |= u128::from(bit) << i;
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::MemoryChannel;
+
+    /// For random choices, the receiver's labels are the sender's zero-labels XOR choice * delta,
+    /// over two extensions (the PRG streams continue).
+    #[test]
+    fn correlated_ots_are_correct() {
+        let (mut a, mut b) = MemoryChannel::pair();
+        let delta = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3211u128;
+        let sender = std::thread::spawn(move || {
+            let mut rng = ChaCha20Rng::seed_from_u64(1);
+            let mut s = CotSender::setup(&mut a, delta, &mut rng).expect("base OT");
+            let first = s.extend(&mut a, 1000).expect("extend");
+            let second = s.extend(&mut a, 70).expect("extend");
+            (first, second)
+        });
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let mut r = CotReceiver::setup(&mut b, &mut rng).expect("base OT");
+        let choices: Vec<bool> = (0..1000).map(|j| (j * 7 + j / 3) % 5 < 2).collect();
+        let got = r.extend(&mut b, &choices).expect("extend");
+        let choices2: Vec<bool> = (0..70).map(|j| j % 3 == 0).collect();
+        let got2 = r.extend(&mut b, &choices2).expect("extend");
+        let (first, second) = sender.join().expect("sender");
+        for (j, &c) in choices.iter().enumerate() {
+            assert_eq!(got[j], first[j] ^ if c { delta } else { 0 }, "ot {j}");
+        }
+        for (j, &c) in choices2.iter().enumerate() {
+            assert_eq!(
+                got2[j],
+                second[j] ^ if c { delta } else { 0 },
+                "second ot {j}"
+            );
+        }
+        // The zero-labels look random: no two equal, none equal to delta.
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), first.len());
+    }
+}
