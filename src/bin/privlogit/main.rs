@@ -1,6 +1,7 @@
 //! The `privlogit` command line: fit models on CSV or binary tables, simulate data, benchmark.
 
 mod bench;
+mod circuit;
 mod fit;
 mod simulate;
 
@@ -24,6 +25,8 @@ enum Command {
     Simulate(simulate::SimulateArgs),
     /// Time the cryptographic layers on this machine.
     Bench(bench::BenchArgs),
+    /// Run Bristol Fashion circuits, in plaintext or garbled.
+    Circuit(circuit::CircuitArgs),
 }
 
 /// Exit status when the fit ran but diverged.
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Fit(args) => fit::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Circuit(args) => circuit::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
