@@ -20,8 +20,8 @@ use crate::fixed::FixedFormat;
 /// The two factors of a product term.
 pub type WordPair<W> = (Word<W>, Word<W>);
 use crate::word::{
-    add, add_with_carry, conditional_negate, constant, lt_unsigned, mul_columns, select, sub,
-    sum_columns, zero_extend,
+    add, add_with_carry, conditional_negate, constant, finish_columns, lt_unsigned, mul_columns,
+    reduce_columns, select, sub, sum_columns, take_constants, zero_extend,
 };
 
 /// The rounding constant `2^(frac - 1)` as an extra column bit (none when `frac` is 0).
@@ -55,41 +55,52 @@ pub fn dot<B: Backend>(
 ) -> Word<B::Wire> {
     let (w, f) = (format.width() as usize, format.frac() as usize);
     let columns = w + f;
-    let mut pairs = Vec::new();
-    let mut places = Vec::new();
-    for (x, y) in terms {
-        let n = x.len();
-        assert!(n == w && y.len() == w, "operands of the format's width");
-        for (i, xi) in x.iter().enumerate() {
-            for (j, yj) in y.iter().enumerate() {
-                if i + j < columns {
-                    pairs.push((xi.clone(), yj.clone()));
-                    places.push((i + j, (i == n - 1) != (j == n - 1)));
-                }
-            }
-        }
-    }
-    let products = b.and_many(&pairs);
     let mut by_column: Vec<Vec<Bit<B::Wire>>> = vec![Vec::new(); columns];
-    for (p, (k, negated)) in products.into_iter().zip(places) {
-        by_column[k].push(if negated { b.not(&p) } else { p });
-    }
-    // Baugh-Wooley constants, once per term: 2^n (and 2^(2n-1), beyond the columns).
-    for _ in terms {
-        if w < columns {
-            by_column[w].push(Bit::Const(true));
-        }
-    }
+    let mut constant: u128 = 0;
     if let Some(a) = addend {
         assert_eq!(a.len(), w, "addend of the format's width");
         for (i, bit) in a.iter().enumerate() {
             by_column[f + i].push(bit.clone());
         }
     }
-    for (k, bit) in rounding(format) {
-        by_column[k].push(bit);
+    for (k, bit) in rounding::<B::Wire>(format) {
+        if bit.as_const() == Some(true) {
+            constant = constant.wrapping_add(1u128 << k);
+        }
     }
-    let wide = sum_columns(b, by_column);
+    // Term by term: its partial products (one batch of ANDs) join the columns, which are then
+    // reduced back to two bits each, so the columns stay small whatever the number of terms.
+    let mut pairs = Vec::with_capacity(w * w);
+    let mut places = Vec::with_capacity(w * w);
+    for (x, y) in terms {
+        let n = x.len();
+        assert!(n == w && y.len() == w, "operands of the format's width");
+        pairs.clear();
+        places.clear();
+        for (i, xi) in x.iter().enumerate() {
+            for (j, yj) in y.iter().enumerate().take(columns - i) {
+                pairs.push((xi.clone(), yj.clone()));
+                places.push((i + j, (i == n - 1) != (j == n - 1)));
+            }
+        }
+        let products = b.and_many(&pairs);
+        for (p, &(k, negated)) in products.into_iter().zip(&places) {
+            by_column[k].push(if negated { b.not(&p) } else { p });
+        }
+        // Baugh-Wooley constant 2^n per term (2^(2n-1) is beyond the columns).
+        if w < columns {
+            constant = constant.wrapping_add(1u128 << w);
+        }
+        take_constants(&mut by_column, &mut constant);
+        reduce_columns(b, &mut by_column);
+    }
+    take_constants(&mut by_column, &mut constant);
+    let mask = if columns >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << columns) - 1
+    };
+    let wide = finish_columns(b, by_column, constant & mask);
     wide[f..f + w].to_vec()
 }
 

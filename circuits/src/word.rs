@@ -240,49 +240,73 @@ pub fn sum_columns<B: Backend>(
     b: &mut Builder<B>,
     mut columns: Vec<Vec<Bit<B::Wire>>>,
 ) -> Word<B::Wire> {
-    let width = columns.len();
-    // Fold the constants of every column into one constant number.
     let mut constant_value: u128 = 0;
+    take_constants(&mut columns, &mut constant_value);
+    finish_columns(b, columns, constant_value)
+}
+
+/// Removes the constant bits from the columns, adding their value to `constant` (mod 2^128).
+pub fn take_constants<W>(columns: &mut [Vec<Bit<W>>], constant: &mut u128) {
     for (k, column) in columns.iter_mut().enumerate() {
         let ones = column.iter().filter(|x| x.as_const() == Some(true)).count() as u128;
         column.retain(|x| x.as_const().is_none());
         if k < 128 {
-            constant_value = constant_value.wrapping_add(ones.wrapping_shl(k as u32));
+            *constant = constant.wrapping_add(ones.wrapping_shl(k as u32));
         }
     }
-    for (k, column) in columns.iter_mut().enumerate() {
-        if k < 128 && (constant_value >> k) & 1 == 1 {
-            column.push(Bit::Const(true));
-        }
-    }
+}
+
+/// Reduces every column to at most two bits with full adders (one AND each), a pass at a time,
+/// each pass's adders batched; carries out of the top column are dropped (mod `2^width`). The
+/// number of adders depends only on the number of bits, so bits can be added and reduced in
+/// several rounds (keeping the columns small) at no extra cost.
+pub fn reduce_columns<B: Backend>(b: &mut Builder<B>, columns: &mut [Vec<Bit<B::Wire>>]) {
+    let width = columns.len();
+    let mut adders = Vec::new();
+    let mut pairs = Vec::new();
     while columns.iter().any(|c| c.len() > 2) {
-        let mut next: Vec<Vec<Bit<B::Wire>>> = vec![Vec::new(); width];
-        // Full adders of this pass: (column, a ^ c, b ^ c, c).
-        let mut adders = Vec::new();
-        for (k, column) in columns.iter().enumerate() {
-            let mut chunks = column.chunks_exact(3);
-            for t in chunks.by_ref() {
+        adders.clear();
+        pairs.clear();
+        for (k, column) in columns.iter_mut().enumerate() {
+            let full = column.len() / 3;
+            if full == 0 {
+                continue;
+            }
+            let rest = column.split_off(3 * full);
+            let triples = std::mem::replace(column, rest);
+            for t in triples.chunks_exact(3) {
                 let (x, y, c) = (&t[0], &t[1], &t[2]);
                 let xc = b.xor(x, c);
                 let yc = b.xor(y, c);
-                let s = b.xor(&xc, y);
-                next[k].push(s);
-                adders.push((k, xc, yc, c.clone()));
+                let sum = b.xor(&xc, y);
+                column.push(sum);
+                if k + 1 < width {
+                    pairs.push((xc, yc));
+                    adders.push((k, c.clone()));
+                }
             }
-            next[k].extend(chunks.remainder().iter().cloned());
         }
-        let pairs: Vec<_> = adders
-            .iter()
-            .filter(|(k, ..)| k + 1 < width)
-            .map(|(_, xc, yc, _)| (xc.clone(), yc.clone()))
-            .collect();
         let products = b.and_many(&pairs);
-        for ((k, _, _, c), t) in adders.iter().filter(|(k, ..)| k + 1 < width).zip(products) {
-            let carry = b.xor(&t, c);
-            next[k + 1].push(carry);
+        for ((k, c), t) in adders.drain(..).zip(products) {
+            let carry = b.xor(&t, &c);
+            columns[k + 1].push(carry);
         }
-        columns = next;
     }
+}
+
+/// Adds the constant `constant` (as at most one bit per column), reduces, and adds the last two
+/// rows: the sum modulo `2^columns.len()`.
+pub fn finish_columns<B: Backend>(
+    b: &mut Builder<B>,
+    mut columns: Vec<Vec<Bit<B::Wire>>>,
+    constant: u128,
+) -> Word<B::Wire> {
+    for (k, column) in columns.iter_mut().enumerate() {
+        if k < 128 && (constant >> k) & 1 == 1 {
+            column.push(Bit::Const(true));
+        }
+    }
+    reduce_columns(b, &mut columns);
     let row = |i: usize| -> Word<B::Wire> {
         columns
             .iter()

@@ -28,6 +28,8 @@ pub struct BenchArgs {
 enum BenchTarget {
     /// Paillier primitives and the encrypted matrix-vector product.
     Paillier(PaillierArgs),
+    /// Garbling throughput, OT extension, and a secure Cholesky factorisation.
+    Circuits(crate::bench_circuits::CircuitBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -83,7 +85,10 @@ struct MatVec {
 }
 
 pub fn run(args: BenchArgs) -> Result<Outcome> {
-    let BenchTarget::Paillier(args) = args.what;
+    let args = match args.what {
+        BenchTarget::Paillier(args) => args,
+        BenchTarget::Circuits(args) => return crate::bench_circuits::run(args),
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))
         .build()
@@ -221,7 +226,7 @@ fn matvec(
 
 /// Median over `runs` timed batches of one call each, after one warm-up call; fast operations
 /// are repeated within a batch so that a batch lasts at least 20 ms.
-fn median_seconds(runs: usize, f: &mut (dyn FnMut() + Send)) -> f64 {
+pub(crate) fn median_seconds(runs: usize, f: &mut (dyn FnMut() + Send)) -> f64 {
     let start = Instant::now();
     f();
     let once = start.elapsed().max(Duration::from_nanos(1));
@@ -240,7 +245,7 @@ fn median_seconds(runs: usize, f: &mut (dyn FnMut() + Send)) -> f64 {
     samples[samples.len() / 2]
 }
 
-fn machine() -> String {
+pub(crate) fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {

@@ -1,6 +1,7 @@
 //! The `privlogit` command line: fit models on CSV or binary tables, simulate data, benchmark.
 
 mod bench;
+mod bench_circuits;
 mod circuit;
 mod fit;
 mod simulate;
