@@ -321,38 +321,37 @@ pub fn bytes_of(bits: &[bool]) -> Vec<u8> {
     out
 }
 
-/// A free gate compiled for fast execution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FreeOp {
-    /// `out = a ^ b`.
-    Xor(u32, u32, u32),
-    /// `out = !a`.
-    Not(u32, u32),
-    /// `out = value`.
-    Const(bool, u32),
-    /// `out = a`.
-    Copy(u32, u32),
-}
-
 /// An order for executing a circuit that exposes independent AND gates: stage `s` holds the
 /// free gates (XOR, NOT, constants, copies) of AND-depth `s`, in circuit order, then every AND
 /// gate of AND-depth `s + 1`, which depend only on earlier stages and so form one batch.
 ///
+/// Every free gate becomes an XOR `[a, b, out]` of slots, so running a stage is a tight loop
+/// with no dispatch: two constant slots follow the inputs, [`Schedule::ZERO`] holding the label
+/// of false and [`Schedule::ONE`] the label of true (for the garbler the offset `delta`, for the
+/// evaluator 0; in plaintext `true`). Then NOT a = a ^ ONE, a constant is ZERO ^ ZERO or
+/// ONE ^ ZERO and a copy is a ^ ZERO.
+///
 /// Gates are compiled onto slots rather than wires: a wire's slot is reused once its last reader
 /// has run, so executing needs only as many labels as are live at once (a few thousand for the
 /// reference multiplier instead of 28,000), which keeps them in cache. Inputs occupy the first
-/// slots in order; [`Schedule::output_slots`] says where the outputs end up.
+/// slots in order, then the two constant slots; [`Schedule::output_slots`] says where the outputs
+/// end up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
     /// Per stage: the end of its free gates in `free`, and of its ANDs in `ands`.
     bounds: Vec<(u32, u32)>,
-    free: Vec<FreeOp>,
+    free: Vec<[u32; 3]>,
     ands: Vec<[u32; 3]>,
     slots: usize,
     outputs: Vec<u32>,
 }
 
 impl Schedule {
+    /// Offset from the number of input wires of the slot holding the label of false.
+    pub const ZERO: usize = 0;
+    /// Offset from the number of input wires of the slot holding the label of true.
+    pub const ONE: usize = 1;
+
     /// The schedule of `circuit`.
     pub fn new(circuit: &Circuit) -> Self {
         // Stages by AND-depth, as gate indices in circuit order.
@@ -397,7 +396,8 @@ impl Schedule {
         for (w, s) in slot_of.iter_mut().enumerate().take(inputs) {
             *s = w as u32;
         }
-        let mut slots = inputs as u32;
+        let (zero, one) = ((inputs + Self::ZERO) as u32, (inputs + Self::ONE) as u32);
+        let mut slots = inputs as u32 + 2;
         let mut free_slots: Vec<u32> = Vec::new();
         let mut allocate = |free_slots: &mut Vec<u32>| {
             free_slots.pop().unwrap_or_else(|| {
@@ -426,24 +426,17 @@ impl Schedule {
         for (free, ands) in &stages {
             for &g in free {
                 let gate = &gates[g as usize];
-                let op = match *gate {
-                    Gate::Xor { a, b, .. } => {
-                        FreeOp::Xor(slot_of[a as usize], slot_of[b as usize], 0)
-                    }
-                    Gate::Not { a, .. } => FreeOp::Not(slot_of[a as usize], 0),
-                    Gate::Const { value, .. } => FreeOp::Const(value, 0),
-                    Gate::Copy { a, .. } => FreeOp::Copy(slot_of[a as usize], 0),
+                let (a, b) = match *gate {
+                    Gate::Xor { a, b, .. } => (slot_of[a as usize], slot_of[b as usize]),
+                    Gate::Not { a, .. } => (slot_of[a as usize], one),
+                    Gate::Const { value, .. } => (if value { one } else { zero }, zero),
+                    Gate::Copy { a, .. } => (slot_of[a as usize], zero),
                     Gate::And { .. } => unreachable!("free gates only"),
                 };
                 release(gate, position, &slot_of, &mut free_slots);
                 let out = allocate(&mut free_slots);
                 slot_of[gate.output() as usize] = out;
-                schedule.free.push(match op {
-                    FreeOp::Xor(a, b, _) => FreeOp::Xor(a, b, out),
-                    FreeOp::Not(a, _) => FreeOp::Not(a, out),
-                    FreeOp::Const(v, _) => FreeOp::Const(v, out),
-                    FreeOp::Copy(a, _) => FreeOp::Copy(a, out),
-                });
+                schedule.free.push([a, b, out]);
                 position += 1;
             }
             // The batch reads all its inputs before writing, so inputs freed here may be reused
@@ -480,9 +473,9 @@ impl Schedule {
         schedule
     }
 
-    /// The stages: each one's free gates, then its independent AND gates `[a, b, out]`, all on
-    /// slots.
-    pub fn stages(&self) -> impl Iterator<Item = (&[FreeOp], &[[u32; 3]])> {
+    /// The stages: each one's free gates as XORs `[a, b, out]`, then its independent AND gates
+    /// `[a, b, out]`, all on slots.
+    pub fn stages(&self) -> impl Iterator<Item = (&[[u32; 3]], &[[u32; 3]])> {
         let mut previous = (0usize, 0usize);
         self.bounds.iter().map(move |&(f, a)| {
             let (f, a) = (f as usize, a as usize);
@@ -492,7 +485,7 @@ impl Schedule {
         })
     }
 
-    /// Slots needed (the most labels live at once, inputs included).
+    /// Slots needed (the most labels live at once, inputs and the two constants included).
     pub fn slots(&self) -> usize {
         self.slots
     }

@@ -34,19 +34,18 @@ pub(crate) fn mask(bit: u128) -> u128 {
     bit.wrapping_neg()
 }
 
-use crate::circuit::{Circuit, FreeOp, Schedule};
+use crate::circuit::{Circuit, Schedule};
 
 /// Runs the gates of a scheduled circuit over its slots, given the labels of the input wires,
-/// and returns the labels of the output wires: `not` and `constant` are the role's free
-/// operations, `and_batch` its AND gates (one call per stage). Shared by the garbler's and the
+/// and returns the labels of the output wires: `one` is the role's label of the constant true
+/// (see [`Schedule`]), `and_batch` its AND gates (one call per stage, writing the output labels). Shared by the garbler's and the
 /// evaluator's fast paths so both walk gates in the same order.
 pub(crate) fn run_scheduled(
     circuit: &Circuit,
     schedule: &Schedule,
     inputs: &[u128],
-    not: impl Fn(u128) -> u128,
-    constant: impl Fn(bool) -> u128,
-    mut and_batch: impl FnMut(&[(u128, u128)]) -> Vec<u128>,
+    one: u128,
+    mut and_batch: impl FnMut(&[(u128, u128)], &mut Vec<u128>),
 ) -> Vec<u128> {
     assert_eq!(
         inputs.len(),
@@ -55,17 +54,11 @@ pub(crate) fn run_scheduled(
     );
     let mut labels = vec![0u128; schedule.slots()];
     labels[..inputs.len()].copy_from_slice(inputs);
-    let mut pairs = Vec::new();
+    labels[inputs.len() + Schedule::ONE] = one;
+    let (mut pairs, mut outputs) = (Vec::new(), Vec::new());
     for (free, ands) in schedule.stages() {
-        for op in free {
-            match *op {
-                FreeOp::Xor(a, b, out) => {
-                    labels[out as usize] = labels[a as usize] ^ labels[b as usize]
-                }
-                FreeOp::Not(a, out) => labels[out as usize] = not(labels[a as usize]),
-                FreeOp::Const(value, out) => labels[out as usize] = constant(value),
-                FreeOp::Copy(a, out) => labels[out as usize] = labels[a as usize],
-            }
+        for &[a, b, out] in free {
+            labels[out as usize] = labels[a as usize] ^ labels[b as usize];
         }
         if ands.is_empty() {
             continue;
@@ -75,7 +68,8 @@ pub(crate) fn run_scheduled(
             ands.iter()
                 .map(|&[a, b, _]| (labels[a as usize], labels[b as usize])),
         );
-        for (&[_, _, out], label) in ands.iter().zip(and_batch(&pairs)) {
+        and_batch(&pairs, &mut outputs);
+        for (&[_, _, out], &label) in ands.iter().zip(&outputs) {
             labels[out as usize] = label;
         }
     }

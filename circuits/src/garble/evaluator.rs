@@ -157,14 +157,9 @@ impl<C: Channel> Evaluator<C> {
         schedule: &Schedule,
         inputs: &[u128],
     ) -> Vec<u128> {
-        crate::garble::run_scheduled(
-            circuit,
-            schedule,
-            inputs,
-            |a| a,
-            |_| 0,
-            |pairs| self.and_many(pairs),
-        )
+        crate::garble::run_scheduled(circuit, schedule, inputs, 0, |pairs, outputs| {
+            *outputs = self.and_many(pairs)
+        })
     }
 }
 

@@ -133,6 +133,16 @@ impl<C: Channel> Backend for Garbler<C> {
     }
 
     fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
+        let mut outputs = Vec::new();
+        self.and_into(pairs, &mut outputs);
+        outputs
+    }
+}
+
+impl<C: Channel> Garbler<C> {
+    /// Garbles a batch of AND gates, their output zero-labels replacing `outputs` (a buffer the
+    /// gate-list path reuses from stage to stage).
+    fn and_into(&mut self, pairs: &[(u128, u128)], outputs: &mut Vec<u128>) {
         let n = pairs.len();
         let d = *self.delta;
         let sd = sigma(d);
@@ -142,40 +152,46 @@ impl<C: Channel> Backend for Garbler<C> {
         // sigma is linear, so sigma(x ^ delta) = sigma(x) ^ sigma(delta).
         let mut blocks = std::mem::take(&mut self.scratch);
         blocks.clear();
-        blocks.reserve(8 * n);
-        for (k, &(a, b)) in pairs.iter().enumerate() {
+        blocks.resize(4 * n, 0);
+        for (k, (&(a, b), q)) in pairs.iter().zip(blocks.chunks_exact_mut(4)).enumerate() {
             let j = 2 * (first + k as u128);
             let (sa, sb) = (sigma(a), sigma(b));
-            blocks.extend_from_slice(&[sa ^ j, sa ^ sd ^ j, sb ^ j ^ 1, sb ^ sd ^ j ^ 1]);
+            q.copy_from_slice(&[sa ^ j, sa ^ sd ^ j, sb ^ j ^ 1, sb ^ sd ^ j ^ 1]);
         }
         self.hash.permute(&mut blocks);
-        self.out.reserve(n * 2 * LABEL_BYTES);
-        let mut outputs = Vec::with_capacity(n);
-        for (k, &(a, b)) in pairs.iter().enumerate() {
+        // Written in place into pre-sized buffers: no per-gate capacity checks.
+        let start = self.out.len();
+        self.out.resize(start + n * 2 * LABEL_BYTES, 0);
+        let tables = self.out[start..].chunks_exact_mut(2 * LABEL_BYTES);
+        outputs.clear();
+        outputs.resize(n, 0);
+        for (((&(a, b), h), table), output) in pairs
+            .iter()
+            .zip(blocks.chunks_exact(4))
+            .zip(tables)
+            .zip(outputs.iter_mut())
+        {
             let (sa, sb) = (sigma(a), sigma(b));
-            let ha0 = blocks[4 * k] ^ sa;
-            let ha1 = blocks[4 * k + 1] ^ sa ^ sd;
-            let hb0 = blocks[4 * k + 2] ^ sb;
-            let hb1 = blocks[4 * k + 3] ^ sb ^ sd;
+            let ha0 = h[0] ^ sa;
+            let ha1 = h[1] ^ sa ^ sd;
+            let hb0 = h[2] ^ sb;
+            let hb1 = h[3] ^ sb ^ sd;
             let (pa, pb) = (lsb(a), lsb(b));
             let tg = ha0 ^ ha1 ^ (mask(pb) & d);
             let wg = ha0 ^ (mask(pa) & tg);
             let te = hb0 ^ hb1 ^ a;
             let we = hb0 ^ (mask(pb) & (te ^ a));
-            self.out.extend_from_slice(&tg.to_le_bytes());
-            self.out.extend_from_slice(&te.to_le_bytes());
-            outputs.push(wg ^ we);
+            table[..LABEL_BYTES].copy_from_slice(&tg.to_le_bytes());
+            table[LABEL_BYTES..].copy_from_slice(&te.to_le_bytes());
+            *output = wg ^ we;
         }
         self.ands += n as u64;
         self.scratch = blocks;
         if self.out.len() >= FLUSH_GATES * 2 * LABEL_BYTES {
             self.write_out();
         }
-        outputs
     }
-}
 
-impl<C: Channel> Garbler<C> {
     /// Garbles a gate-list circuit stage by stage (its AND gates batched) given the zero-labels
     /// of its input wires; returns the zero-labels of its output wires. Constant wires get the
     /// zero-label `value * delta`, so their active label is 0 for the evaluator.
@@ -186,14 +202,9 @@ impl<C: Channel> Garbler<C> {
         inputs: &[u128],
     ) -> Vec<u128> {
         let d = *self.delta;
-        crate::garble::run_scheduled(
-            circuit,
-            schedule,
-            inputs,
-            |a| a ^ d,
-            |v| mask(u128::from(v)) & d,
-            |pairs| self.and_many(pairs),
-        )
+        crate::garble::run_scheduled(circuit, schedule, inputs, d, |pairs, outputs| {
+            self.and_into(pairs, outputs)
+        })
     }
 }
 

@@ -99,6 +99,10 @@ pub fn encrypt(round_keys: &[u128; 11], blocks: &mut [u128]) {
     }
 }
 
+/// 512-bit registers processed together.
+#[cfg(target_arch = "x86_64")]
+const LANES: usize = 8;
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,vaes,aes")]
 fn encrypt_vaes(round_keys: &[u128; 11], blocks: &mut [u128]) {
@@ -110,7 +114,8 @@ fn encrypt_vaes(round_keys: &[u128; 11], blocks: &mut [u128]) {
             let k = round_keys[r].to_le_bytes();
             _mm512_broadcast_i32x4(_mm_loadu_si128(k.as_ptr().cast()))
         });
-        let round = |mut v: [__m512i; 4]| {
+        // Eight registers (32 blocks) in flight hide the latency of the AES rounds.
+        let round = |mut v: [__m512i; LANES]| {
             for x in v.iter_mut() {
                 *x = _mm512_xor_si512(*x, keys[0]);
             }
@@ -124,37 +129,29 @@ fn encrypt_vaes(round_keys: &[u128; 11], blocks: &mut [u128]) {
             }
             v
         };
-        let mut chunks = blocks.chunks_exact_mut(16);
+        let mut chunks = blocks.chunks_exact_mut(4 * LANES);
         for chunk in chunks.by_ref() {
             let p = chunk.as_mut_ptr();
-            let v = [
-                _mm512_loadu_si512(p.cast()),
-                _mm512_loadu_si512(p.add(4).cast()),
-                _mm512_loadu_si512(p.add(8).cast()),
-                _mm512_loadu_si512(p.add(12).cast()),
-            ];
-            let v = round(v);
-            _mm512_storeu_si512(p.cast(), v[0]);
-            _mm512_storeu_si512(p.add(4).cast(), v[1]);
-            _mm512_storeu_si512(p.add(8).cast(), v[2]);
-            _mm512_storeu_si512(p.add(12).cast(), v[3]);
+            let v = round(core::array::from_fn(|r| {
+                _mm512_loadu_si512(p.add(4 * r).cast())
+            }));
+            for (r, x) in v.iter().enumerate() {
+                _mm512_storeu_si512(p.add(4 * r).cast(), *x);
+            }
         }
+        // The tail: whole registers straight from the slice, the last partial one via a buffer.
         let tail = chunks.into_remainder();
-        if !tail.is_empty() {
-            let mut buf = [0u128; 16];
-            buf[..tail.len()].copy_from_slice(tail);
+        for group in tail.chunks_mut(4) {
+            let mut buf = [0u128; 4];
+            buf[..group.len()].copy_from_slice(group);
             let p = buf.as_mut_ptr();
-            let v = round([
-                _mm512_loadu_si512(p.cast()),
-                _mm512_loadu_si512(p.add(4).cast()),
-                _mm512_loadu_si512(p.add(8).cast()),
-                _mm512_loadu_si512(p.add(12).cast()),
-            ]);
-            _mm512_storeu_si512(p.cast(), v[0]);
-            _mm512_storeu_si512(p.add(4).cast(), v[1]);
-            _mm512_storeu_si512(p.add(8).cast(), v[2]);
-            _mm512_storeu_si512(p.add(12).cast(), v[3]);
-            tail.copy_from_slice(&buf[..tail.len()]);
+            let mut x = _mm512_xor_si512(_mm512_loadu_si512(p.cast()), keys[0]);
+            for key in &keys[1..10] {
+                x = _mm512_aesenc_epi128(x, *key);
+            }
+            x = _mm512_aesenclast_epi128(x, keys[10]);
+            _mm512_storeu_si512(p.cast(), x);
+            group.copy_from_slice(&buf[..group.len()]);
         }
     }
 }
