@@ -1,7 +1,7 @@
 //! Garbling throughput in AND gates per second, one thread: the gate-list path on the 64-bit
 //! multiplier from `../shared/circuits` (the same kind of test as EMP-toolkit's AES Bristol
 //! benchmark), and the builder path on fixed-point multiplications; plus garbler and evaluator
-//! on two threads through an in-memory channel.
+//! on two threads through an in-memory channel; and IKNP OT extension.
 //!
 //! Run with: cargo bench -p privlogit-circuits --bench garbling
 
@@ -13,6 +13,7 @@ use privlogit_circuits::channel::{Discard, MemoryChannel};
 use privlogit_circuits::circuit::{Circuit, Schedule};
 use privlogit_circuits::fixedpoint::mul;
 use privlogit_circuits::garble::{Evaluator, Garbler};
+use privlogit_circuits::ot::{CotReceiver, CotSender};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -89,5 +90,34 @@ fn garbling(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, garbling);
+/// IKNP extension of 2^18 correlated OTs per iteration, sender and receiver on two threads
+/// (the base OTs are done once, outside the timing).
+fn ot_extension(c: &mut Criterion) {
+    let m = 1 << 18;
+    let (mut a, mut b) = MemoryChannel::pair();
+    let (mut sender, mut receiver) = std::thread::scope(|scope| {
+        let sender = scope.spawn(|| {
+            let mut rng = ChaCha20Rng::seed_from_u64(3);
+            CotSender::setup(&mut a, 0x1234_5678_9abc_def1, &mut rng).expect("base OT")
+        });
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        let receiver = CotReceiver::setup(&mut b, &mut rng).expect("base OT");
+        (sender.join().expect("sender thread"), receiver)
+    });
+    let choices: Vec<bool> = (0..m).map(|j| j % 3 == 0).collect();
+    let mut group = c.benchmark_group("ot");
+    group.throughput(Throughput::Elements(m as u64));
+    group.sample_size(20);
+    group.bench_function("iknp_extend_2pow18_two_threads", |bench| {
+        bench.iter(|| {
+            std::thread::scope(|scope| {
+                scope.spawn(|| sender.extend(&mut a, m).expect("extend"));
+                receiver.extend(&mut b, &choices).expect("extend")
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, garbling, ot_extension);
 criterion_main!(benches);

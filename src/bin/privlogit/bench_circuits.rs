@@ -95,14 +95,18 @@ pub fn run(args: CircuitBenchArgs) -> Result<Outcome> {
                 .expect("discarding channel")
         })
         .collect();
-    let before = b.backend().and_gates();
+    let per_call = {
+        let mut count = Builder::counter();
+        let (x, y) = (count.input(64), count.input(64));
+        mul(&mut count, &x, &y, format);
+        16 * count.counts().and
+    };
     let s = median_seconds(runs, &mut || {
         for k in 0..16 {
             mul(&mut b, &words[2 * k], &words[2 * k + 1], format);
         }
     });
-    let per_run = (b.backend().and_gates() - before) / (runs as u64 + 1);
-    let builder = per_run as f64 / s;
+    let builder = per_call as f64 / s;
 
     eprintln!("timing garbler and evaluator on two threads ...");
     let copies = 256;
