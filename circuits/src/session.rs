@@ -76,6 +76,13 @@ impl<C: Channel> GarblerSession<C> {
         self.builder.backend().and_gates()
     }
 
+    /// The channel, every pending table flushed first: for messages between circuits.
+    pub fn channel(&mut self) -> io::Result<&mut C> {
+        let g = self.builder.backend_mut();
+        g.flush()?;
+        Ok(g.channel_mut())
+    }
+
     /// Ends the session: flushes and returns the channel.
     pub fn finish(self) -> io::Result<C> {
         self.builder.into_backend().finish()
@@ -130,6 +137,14 @@ impl<C: Channel> EvaluatorSession<C> {
     /// AND gates evaluated so far.
     pub fn and_gates(&self) -> u64 {
         self.builder.backend().and_gates()
+    }
+
+    /// The channel, after reporting any error met while reading tables: for messages between
+    /// circuits.
+    pub fn channel(&mut self) -> io::Result<&mut C> {
+        let e = self.builder.backend_mut();
+        e.check()?;
+        Ok(e.channel_mut())
     }
 
     /// Ends the session and returns the channel.

@@ -1,5 +1,5 @@
-//! Logistic-regression optimisers written once over an aggregation backend, and (planned) the
-//! secure two-server protocols built on them.
+//! Logistic-regression optimisers written once over an aggregation backend, and the secure
+//! two-server protocols built on them.
 //!
 //! - [`objective`]: what one Node computes on its own rows (dissertation eq. 2.9, 2.12, 2.13,
 //!   5.5): log-likelihood, gradient, Hessian and the constant Hessian bound.
@@ -9,6 +9,8 @@
 //!   written once against [`Aggregation`] so a secure backend runs the very same update code.
 //! - [`compensated`]: partition-independent sums of the Nodes' row terms.
 //! - [`linalg`]: the small dense Cholesky factorisation and triangular solves they need.
+//! - [`paillier`]: the additively homomorphic encryption of the Nodes' sums.
+//! - [`secure`]: the Node, aggregator and key-holder roles of PrivLogit-Hessian and -Local.
 
 pub mod aggregation;
 pub mod compensated;
@@ -16,6 +18,7 @@ pub mod linalg;
 pub mod objective;
 pub mod optimizer;
 pub mod paillier;
+pub mod secure;
 
 pub use aggregation::{Aggregation, PlaintextAggregation};
 pub use objective::PartyData;

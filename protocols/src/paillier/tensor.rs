@@ -213,6 +213,54 @@ impl EncryptedVector {
         EncryptedNumber::from_parts(key, product, scale, bound)
     }
 
+    /// Adds the plaintext integer `values[k]` to slot `k` (at this vector's scale): how the
+    /// Center masks a sum before the key holder decrypts it.
+    pub fn add_plain(&self, key: &PublicKey, values: &[BigInt]) -> Result<Self, PaillierError> {
+        if values.len() != self.len {
+            return Err(PaillierError::Mismatch(format!(
+                "{} plaintexts for an encrypted vector of {}",
+                values.len(),
+                self.len
+            )));
+        }
+        let largest = values.iter().map(BigInt::magnitude).max().cloned();
+        let slot_bound = &self.slot_bound + largest.unwrap_or_default();
+        check_slot_bound(key, &self.packing, &slot_bound)?;
+        let blocks = values
+            .chunks(self.packing.slots())
+            .zip(&self.blocks)
+            .map(|(chunk, c)| {
+                let packed = key.encode_signed(&self.packing.pack(key, chunk)?)?;
+                Ok(key.add_plain(c, &packed))
+            })
+            .collect::<Result<Vec<_>, PaillierError>>()?;
+        Ok(Self {
+            slot_bound,
+            blocks,
+            ..self.clone()
+        })
+    }
+
+    /// A one-value unpacked vector holding an encrypted number.
+    pub fn from_number(key: &PublicKey, x: &EncryptedNumber) -> Self {
+        Self {
+            len: 1,
+            scale: x.scale(),
+            slot_bound: x.bound().clone(),
+            packing: Packing::unpacked(key),
+            blocks: vec![x.ciphertext().clone()],
+        }
+    }
+
+    /// The same vector with a smaller public bound that the caller knows from elsewhere (a value
+    /// that left a garbled circuit as a fixed-width word, then was masked and unmasked).
+    pub fn assume_slot_bound(&self, bound: BigUint) -> Self {
+        Self {
+            slot_bound: bound,
+            ..self.clone()
+        }
+    }
+
     /// The same values under fresh randomness, before the vector leaves a party.
     pub fn rerandomized<S: NoiseSource>(&self, key: &PublicKey, source: &S) -> Self {
         let blocks = self
@@ -332,6 +380,17 @@ impl EncryptedMatrix {
             rows: matrix.nrows(),
             columns,
         })
+    }
+
+    /// A matrix from its encrypted columns, each of `rows` values.
+    pub fn from_columns(rows: usize, columns: Vec<EncryptedVector>) -> Result<Self, PaillierError> {
+        if let Some(c) = columns.iter().find(|c| c.len != rows) {
+            return Err(PaillierError::Mismatch(format!(
+                "a column of {} values in a matrix of {rows} rows",
+                c.len
+            )));
+        }
+        Ok(Self { rows, columns })
     }
 
     /// Rows.

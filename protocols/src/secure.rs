@@ -1,0 +1,123 @@
+//! The two-server secure protocols (dissertation chapter 5, Algorithms 6-8; data flow in
+//! ARCHITECTURE.md): Nodes encrypt their sums under the key holder's Paillier key, the
+//! aggregator adds them up, and the key holder (garbler) and the aggregator (evaluator) finish
+//! every computation on secret values in a garbled circuit.
+//!
+//! - [`wire`]: framed, session- and step-checked messages over a byte channel.
+//! - [`gc`]: the circuits both servers run (unmasking, Cholesky, inverse, solve, comparisons).
+//! - [`node`], [`keyholder`]: the two serving roles.
+//! - [`aggregator`]: the driving role, an [`Aggregation`](crate::Aggregation) backend, so the
+//!   optimisers of [`crate::optimizer`] run unchanged on top of it.
+//! - [`inprocess`]: every role on its own thread over in-memory channels.
+//!
+//! Scaling: every sum is divided by N before encryption (ARCHITECTURE.md, "Fixed point"), so the
+//! bound, gradient and objective the Center holds are `B/N`, `g/N` and `l/N`. Steps `(B/N)^-1
+//! (g/N) = B^-1 g` and the relative-change test are unchanged by the scaling, so the optimisers
+//! see the same quantities as the plaintext run up to fixed-point rounding.
+
+pub mod aggregator;
+pub mod gc;
+pub mod inprocess;
+pub mod keyholder;
+pub mod node;
+pub mod wire;
+
+use num_bigint::BigUint;
+use privlogit_circuits::fixed::FixedFormat;
+
+use crate::paillier::{Packing, PaillierError, PublicKey};
+
+/// Largest number of coefficients a request may claim.
+pub const MAX_DIMENSION: usize = 1024;
+
+/// The public parameters every party of a study agrees on.
+#[derive(Debug, Clone)]
+pub struct SecureConfig {
+    /// Study session id carried by every message.
+    pub session: u64,
+    /// Number of Nodes.
+    pub parties: usize,
+    /// Number of coefficients.
+    pub dimension: usize,
+    /// Fixed-point format of the garbled circuits (Paillier values use its fractional bits).
+    pub format: FixedFormat,
+    /// Every value a Node encrypts (entries of `B_i/N`, `g_i/N`, `l_i/N`) must be below
+    /// `2^value_bits` in magnitude; a Node refuses to send anything larger. Public, because
+    /// mask and slot widths follow from it.
+    pub value_bits: u32,
+    /// Largest row count a Node may declare.
+    pub max_rows: u64,
+}
+
+impl SecureConfig {
+    /// A study in `format`; Node values must stay below the circuit's range divided by the
+    /// number of terms of a sum ([`Self::value_bits`]); at most 2^40 rows per Node.
+    pub fn new(session: u64, parties: usize, dimension: usize, format: FixedFormat) -> Self {
+        let integer_bits = format.width() - format.frac() - 1;
+        Self {
+            session,
+            parties,
+            dimension,
+            format,
+            value_bits: integer_bits.saturating_sub(bits_for(parties as u64 + 1)),
+            max_rows: 1 << 40,
+        }
+    }
+
+    /// Bits to hold the sum over all Nodes of values below `2^(value_bits + scale)`, plus the
+    /// Center's one added term.
+    fn sum_bits(&self, scale: u32) -> u32 {
+        self.value_bits + scale + bits_for(self.parties as u64 + 1)
+    }
+
+    /// Slots for the Hessian bound: a sum over the Nodes plus the penalty, then a mask of
+    /// `sigma` more bits.
+    pub fn bound_packing(&self, key: &PublicKey) -> Result<Packing, PaillierError> {
+        Packing::new(key, self.sum_bits(self.format.frac()) + gc::SIGMA + 3)
+    }
+
+    /// Slots for `Enc((B/N)^-1)`: the masked words from the circuit, and the products with
+    /// gradients summed over the Nodes (`2^(width - 1) * d * 2^(value_bits + frac)` each).
+    pub fn inverse_packing(&self, key: &PublicKey, d: usize) -> Result<Packing, PaillierError> {
+        let masked = self.format.width() + gc::SIGMA + 3;
+        let products =
+            self.format.width() + bits_for(d as u64) + self.sum_bits(self.format.frac()) + 2;
+        Packing::new(key, masked.max(products))
+    }
+}
+
+/// Bits of `x` (at least 1).
+fn bits_for(x: u64) -> u32 {
+    (u64::BITS - x.leading_zeros()).max(1)
+}
+
+/// A bound `2^bits` as an integer.
+pub(crate) fn pow2(bits: u32) -> BigUint {
+    BigUint::from(1u8) << bits
+}
+
+/// What can stop a secure study.
+#[derive(Debug, thiserror::Error)]
+pub enum SecureError {
+    /// A party could not send or receive (it disconnected, or sent something malformed).
+    #[error("{context}: {source}")]
+    Io {
+        /// Who was doing what.
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A Paillier operation was refused.
+    #[error(transparent)]
+    Paillier(#[from] PaillierError),
+    /// A message broke the protocol.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+impl SecureError {
+    /// An I/O error with who was doing what.
+    pub fn io(context: String, source: std::io::Error) -> Self {
+        Self::Io { context, source }
+    }
+}

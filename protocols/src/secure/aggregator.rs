@@ -1,0 +1,539 @@
+//! The aggregator role: drives the study. It implements [`Aggregation`], so the optimisers run
+//! on it unchanged: sums are formed under Paillier, and whatever must be computed on them is
+//! computed in a garbled circuit with the key holder.
+//!
+//! What the aggregator learns: N, the steps (hence the coefficients) and the revealed bits. It
+//! sees only ciphertexts otherwise; the masks it draws hide every value it hands to the key
+//! holder.
+
+use ndarray::Array1;
+use num_bigint::{BigInt, BigUint, Sign};
+use privlogit_circuits::channel::Channel;
+use privlogit_circuits::linalg::Matrix;
+use privlogit_circuits::session::EvaluatorSession;
+
+use super::gc::{self, AggregatorGc, Comparison};
+use super::wire::{self, Reader, Step, Writer};
+use super::{SecureConfig, SecureError, pow2};
+use crate::aggregation::{Aggregation, NewtonSystem};
+use crate::optimizer::StoppingRule;
+use crate::paillier::{EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
+
+/// Which secure protocol the aggregator runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// PrivLogit-Hessian: the factor stays in the circuit; every step is a garbled solve.
+    Hessian,
+    /// PrivLogit-Local: `Enc((B/N)^-1)` goes to the Nodes, which multiply it into their
+    /// gradients; the step is decrypted.
+    Local,
+    /// Secure Newton: a Hessian every iteration, factored and solved in circuits.
+    Newton,
+}
+
+/// The aggregator's view of an aggregated gradient.
+#[derive(Debug, Clone)]
+pub struct SecureGradient {
+    /// `Enc(g/N)`, unpacked, at the format's fractional bits.
+    gradient: EncryptedVector,
+    /// PrivLogit-Local: `Enc((B/N)^-1 g/N)` at twice the fractional bits.
+    step: Option<EncryptedVector>,
+}
+
+/// Counters for the cost report.
+#[derive(Debug, Clone, Default)]
+pub struct AggregatorStats {
+    /// AND gates evaluated.
+    pub and_gates: u64,
+    /// Bytes the aggregator sent to each Node.
+    pub bytes_to_nodes: u64,
+    /// Bytes the Nodes sent to the aggregator.
+    pub bytes_from_nodes: u64,
+}
+
+/// The aggregator, connected to every Node and to the key holder.
+pub struct SecureAggregation<C: Channel> {
+    nodes: Vec<C>,
+    gc: AggregatorGc<C>,
+    key: PublicKey,
+    config: SecureConfig,
+    protocol: Protocol,
+    rows: usize,
+    /// `Enc((B/N)^-1)` for PrivLogit-Local.
+    inverse: Option<EncryptedMatrix>,
+    /// The aggregator's labels of every factor computed so far.
+    factors: Vec<Matrix<u128>>,
+}
+
+impl<C: Channel> SecureAggregation<C> {
+    /// Connects: runs the base OTs with the key holder, then the count round (the Nodes'
+    /// encrypted row counts are summed and N alone is decrypted).
+    pub fn connect(
+        nodes: Vec<C>,
+        keyholder: C,
+        key: PublicKey,
+        config: SecureConfig,
+        protocol: Protocol,
+    ) -> Result<Self, SecureError> {
+        let session = EvaluatorSession::new(keyholder, &mut rand::rng())
+            .map_err(|e| SecureError::io("aggregator, base OT with the key holder".into(), e))?;
+        let mut me = Self {
+            nodes,
+            gc: AggregatorGc { session },
+            key,
+            config,
+            protocol,
+            rows: 0,
+            inverse: None,
+            factors: Vec::new(),
+        };
+        let replies = me.ask_nodes(Step::Count, &[], Step::CountReply)?;
+        let counts = replies
+            .iter()
+            .map(|r| me.read_vectors(r, 1).map(|mut v| v.remove(0)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let total = EncryptedVector::sum(&me.key, &counts.iter().collect::<Vec<_>>())?;
+        let n = me.decrypt_public(&total)?[0];
+        if n < 1.0 || n.is_nan() {
+            return Err(SecureError::Protocol("the Nodes hold no rows".to_string()));
+        }
+        me.rows = n as usize;
+        Ok(me)
+    }
+
+    /// Tells every party the study is over and returns the counters.
+    pub fn finish(mut self) -> Result<AggregatorStats, SecureError> {
+        let session = self.config.session;
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            wire::send(node, session, Step::Done, &[])
+                .map_err(|e| SecureError::io(format!("aggregator, ending Node {}", i + 1), e))?;
+        }
+        let ch = self.keyholder()?;
+        wire::send(ch, session, Step::Done, &[])
+            .map_err(|e| SecureError::io("aggregator, ending the key holder".into(), e))?;
+        Ok(AggregatorStats {
+            and_gates: self.gc.session.and_gates(),
+            bytes_to_nodes: self.nodes.iter().map(Channel::bytes_sent).sum(),
+            bytes_from_nodes: self.nodes.iter().map(Channel::bytes_received).sum(),
+        })
+    }
+
+    fn keyholder(&mut self) -> Result<&mut C, SecureError> {
+        self.gc
+            .session
+            .channel()
+            .map_err(|e| SecureError::io("aggregator, talking to the key holder".into(), e))
+    }
+
+    /// Sends `payload` to every Node, then collects one `reply` from each, in Node order.
+    fn ask_nodes(
+        &mut self,
+        step: Step,
+        payload: &[u8],
+        reply: Step,
+    ) -> Result<Vec<Vec<u8>>, SecureError> {
+        let session = self.config.session;
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            wire::send(node, session, step, payload).map_err(|e| {
+                SecureError::io(format!("aggregator, {step:?} to Node {}", i + 1), e)
+            })?;
+        }
+        self.nodes
+            .iter_mut()
+            .enumerate()
+            .map(|(i, node)| {
+                wire::recv(node, session, &[reply])
+                    .map(|(_, p)| p)
+                    .map_err(|e| {
+                        SecureError::io(format!("aggregator, {reply:?} from Node {}", i + 1), e)
+                    })
+            })
+            .collect()
+    }
+
+    /// `count` encrypted vectors of one reply.
+    fn read_vectors(
+        &self,
+        payload: &[u8],
+        count: usize,
+    ) -> Result<Vec<EncryptedVector>, SecureError> {
+        let mut r = Reader::new(payload);
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let bytes = r
+                .bytes()
+                .map_err(|e| SecureError::io("aggregator, reading a Node's reply".into(), e))?;
+            out.push(EncryptedVector::from_bytes(&self.key, bytes)?);
+        }
+        r.end()
+            .map_err(|e| SecureError::io("aggregator, reading a Node's reply".into(), e))?;
+        Ok(out)
+    }
+
+    /// Has the key holder decrypt values that are public by design.
+    fn decrypt_public(&mut self, v: &EncryptedVector) -> Result<Vec<f64>, SecureError> {
+        let session = self.config.session;
+        let payload = Writer::new().bytes(&v.to_bytes(&self.key)).finish();
+        let ch = self.keyholder()?;
+        let at = |e| SecureError::io("aggregator, public decryption".into(), e);
+        wire::send(ch, session, Step::DecryptPublic, &payload).map_err(at)?;
+        let (_, reply) = wire::recv(ch, session, &[Step::DecryptPublicReply]).map_err(at)?;
+        let mut r = Reader::new(&reply);
+        let values = r.f64s().map_err(at)?;
+        r.end().map_err(at)?;
+        Ok(values)
+    }
+
+    /// Masks every value of `v` (bound `2^b`) with a fresh `r` in `[0, 2^(b + sigma))`;
+    /// returns the masked vector, the masks and the masked width.
+    fn mask(
+        &self,
+        v: &EncryptedVector,
+    ) -> Result<(EncryptedVector, Vec<BigUint>, usize), SecureError> {
+        let bits = v.slot_bound().bits();
+        self.mask_with_bits(v, bits)
+    }
+
+    fn mask_with_bits(
+        &self,
+        v: &EncryptedVector,
+        bits: u64,
+    ) -> Result<(EncryptedVector, Vec<BigUint>, usize), SecureError> {
+        let mut rng = rand::rng();
+        let masks: Vec<BigUint> = (0..v.len())
+            .map(|_| gc::random_mask(bits + u64::from(gc::SIGMA), &mut rng))
+            .collect();
+        let signed: Vec<BigInt> = masks
+            .iter()
+            .map(|m| BigInt::from_biguint(Sign::Plus, m.clone()))
+            .collect();
+        Ok((
+            v.add_plain(&self.key, &signed)?,
+            masks,
+            gc::masked_width(bits),
+        ))
+    }
+
+    /// Factors `B/N` (lower triangle, already summed with the penalty) in a circuit; for
+    /// PrivLogit-Local also distributes `Enc((B/N)^-1)` to the Nodes.
+    fn factor(&mut self, lower: &EncryptedVector, local: bool) -> Result<usize, SecureError> {
+        let d = self.config.dimension;
+        let (masked, masks, width) = self.mask(lower)?;
+        let format = self.config.format;
+        let inverse_masks: Option<Vec<BigUint>> = local.then(|| {
+            let mut rng = rand::rng();
+            (0..d * d)
+                .map(|_| gc::random_mask(u64::from(format.width() + gc::SIGMA), &mut rng))
+                .collect()
+        });
+        let payload = Writer::new()
+            .u64(d as u64)
+            .u64(u64::from(local))
+            .u64(width as u64)
+            .bytes(&masked.to_bytes(&self.key))
+            .finish();
+        let session = self.config.session;
+        let at = |e| SecureError::io("aggregator, the factor circuit".into(), e);
+        wire::send(self.keyholder()?, session, Step::Factor, &payload).map_err(at)?;
+        let (l, _) = gc::factor_circuit(
+            &mut self.gc,
+            d,
+            None,
+            Some(&masks),
+            width,
+            format,
+            local,
+            inverse_masks.as_deref(),
+        )
+        .map_err(at)?;
+        if let Some(masks) = inverse_masks {
+            let (_, reply) =
+                wire::recv(self.keyholder()?, session, &[Step::FactorReply]).map_err(at)?;
+            let mut r = Reader::new(&reply);
+            let m = EncryptedMatrix::from_bytes(&self.key, r.bytes().map_err(at)?)?;
+            r.end().map_err(at)?;
+            if m.rows() != d || m.cols() != d {
+                return Err(SecureError::Protocol(
+                    "inverse of the wrong shape".to_string(),
+                ));
+            }
+            // Unmask column by column; the result is a fixed-point word, below 2^(width - 1).
+            let columns = m
+                .columns()
+                .iter()
+                .enumerate()
+                .map(|(j, column)| {
+                    let minus: Vec<BigInt> = (0..d)
+                        .map(|i| -BigInt::from_biguint(Sign::Plus, masks[i * d + j].clone()))
+                        .collect();
+                    Ok(column
+                        .add_plain(&self.key, &minus)?
+                        .assume_slot_bound(pow2(format.width() - 1)))
+                })
+                .collect::<Result<Vec<_>, SecureError>>()?;
+            let inverse = EncryptedMatrix::from_columns(d, columns)?;
+            let payload = Writer::new().bytes(&inverse.to_bytes(&self.key)).finish();
+            for (i, node) in self.nodes.iter_mut().enumerate() {
+                wire::send(node, session, Step::Inverse, &payload).map_err(|e| {
+                    SecureError::io(format!("aggregator, the inverse to Node {}", i + 1), e)
+                })?;
+            }
+            self.inverse = Some(inverse);
+        }
+        self.factors.push(l);
+        Ok(self.factors.len() - 1)
+    }
+
+    /// One comparison circuit on two encrypted single values of the same scale.
+    fn compare(
+        &mut self,
+        kind: Comparison,
+        a: &EncryptedVector,
+        b: &EncryptedVector,
+    ) -> Result<bool, SecureError> {
+        let bits = a.slot_bound().bits().max(b.slot_bound().bits());
+        let (ma, mut masks, masked) = self.mask_with_bits(a, bits)?;
+        let (mb, mb_masks, _) = self.mask_with_bits(b, bits)?;
+        masks.extend(mb_masks);
+        let width = bits as usize + 2;
+        let payload = Writer::new()
+            .u64(kind.code())
+            .u64(masked as u64)
+            .u64(width as u64)
+            .bytes(&ma.to_bytes(&self.key))
+            .bytes(&mb.to_bytes(&self.key))
+            .finish();
+        let session = self.config.session;
+        let at = |e| SecureError::io("aggregator, a comparison circuit".into(), e);
+        wire::send(self.keyholder()?, session, Step::Compare, &payload).map_err(at)?;
+        let bit = gc::compare_circuit(&mut self.gc, kind, None, Some(&masks), masked, width)
+            .map_err(at)?;
+        Ok(bit.expect("the aggregator learns the bit"))
+    }
+
+    /// `x` at `scale` fractional bits.
+    fn fixed(x: f64, scale: u32) -> Result<Fixed, SecureError> {
+        Ok(Fixed::from_f64(x, scale)?)
+    }
+
+    /// `v` (one value at `from` fractional bits) at `to >= from` bits, same real value.
+    fn rescale(
+        &self,
+        v: &EncryptedVector,
+        from: u32,
+        to: u32,
+    ) -> Result<EncryptedVector, SecureError> {
+        let k = Fixed {
+            value: BigInt::from(1u8) << (to - from),
+            scale: to - from,
+        };
+        // Multiplying by 2^k at scale k keeps the real value and adds k fractional bits.
+        Ok(v.mul_scalar(&self.key, &k)?)
+    }
+
+    /// `a - b` for single values of one scale.
+    fn difference(
+        &self,
+        a: &EncryptedVector,
+        b: &EncryptedVector,
+    ) -> Result<EncryptedVector, SecureError> {
+        let minus_b = b.mul_scalar(&self.key, &Fixed::integer(-1))?;
+        Ok(EncryptedVector::sum(&self.key, &[a, &minus_b])?)
+    }
+}
+
+impl<C: Channel> Aggregation for SecureAggregation<C> {
+    /// `Enc(l/N)` at twice the fractional bits.
+    type Scalar = EncryptedVector;
+    type Vector = SecureGradient;
+    /// The index of a factor held in the circuit session.
+    type Factor = usize;
+    type Error = SecureError;
+
+    fn dimension(&self) -> usize {
+        self.config.dimension
+    }
+
+    fn sample_count(&self) -> usize {
+        self.rows
+    }
+
+    /// Always `Some`: positive definiteness cannot be checked without revealing more, and
+    /// `1/4 X^T X + lambda I` is positive definite whenever `lambda > 0`.
+    fn bound_factor(&mut self, lambda: f64) -> Result<Option<usize>, SecureError> {
+        let payload = Writer::new().u64(self.rows as u64).finish();
+        let replies = self.ask_nodes(Step::Bound, &payload, Step::BoundReply)?;
+        let parts = replies
+            .iter()
+            .map(|r| self.read_vectors(r, 1).map(|mut v| v.remove(0)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sum = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
+        let d = self.config.dimension;
+        if sum.len() != d * (d + 1) / 2 {
+            return Err(SecureError::Protocol(format!(
+                "a bound of {} entries for {d} coefficients",
+                sum.len()
+            )));
+        }
+        let frac = self.config.format.frac();
+        let diagonal = Self::fixed(lambda / self.rows as f64, frac)?.value;
+        let mut penalty = Vec::with_capacity(sum.len());
+        for i in 0..d {
+            for j in 0..=i {
+                penalty.push(if i == j {
+                    diagonal.clone()
+                } else {
+                    BigInt::from(0)
+                });
+            }
+        }
+        let lower = sum.add_plain(&self.key, &penalty)?;
+        let local = self.protocol == Protocol::Local;
+        self.factor(&lower, local).map(Some)
+    }
+
+    fn gradient_and_objective(
+        &mut self,
+        beta: &Array1<f64>,
+        lambda: f64,
+    ) -> Result<(SecureGradient, EncryptedVector), SecureError> {
+        let payload = Writer::new()
+            .f64s(beta.as_slice().expect("contiguous"))
+            .finish();
+        let replies = self.ask_nodes(Step::Gradient, &payload, Step::GradientReply)?;
+        let with_step = self.inverse.is_some();
+        let parts = replies
+            .iter()
+            .map(|r| self.read_vectors(r, if with_step { 3 } else { 2 }))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sum_of = |k: usize| {
+            EncryptedVector::sum(&self.key, &parts.iter().map(|p| &p[k]).collect::<Vec<_>>())
+        };
+        let n = self.rows as f64;
+        let frac = self.config.format.frac();
+        // The Center's penalty terms (eq. 2.10, 2.12), divided by N like everything else.
+        let penalty: Vec<Fixed> = beta
+            .iter()
+            .map(|b| Self::fixed(-lambda * b / n, frac))
+            .collect::<Result<_, _>>()?;
+        let gradient = sum_of(0)?.add_plain(
+            &self.key,
+            &penalty.iter().map(|f| f.value.clone()).collect::<Vec<_>>(),
+        )?;
+        let objective = sum_of(1)?.add_plain(
+            &self.key,
+            &[Self::fixed(-0.5 * lambda * beta.dot(beta) / n, 2 * frac)?.value],
+        )?;
+        let step = match &self.inverse {
+            Some(m) => {
+                let own = m.mul_vector(&self.key, &penalty)?;
+                let nodes = sum_of(2)?;
+                Some(EncryptedVector::sum(&self.key, &[&nodes, &own])?)
+            }
+            None => None,
+        };
+        if gradient.len() != self.config.dimension {
+            return Err(SecureError::Protocol(
+                "a gradient of the wrong length".to_string(),
+            ));
+        }
+        Ok((SecureGradient { gradient, step }, objective))
+    }
+
+    fn newton_system(
+        &mut self,
+        _beta: &Array1<f64>,
+        _lambda: f64,
+    ) -> Result<NewtonSystem<Self>, SecureError> {
+        Err(SecureError::Protocol(
+            "secure Newton is not implemented yet".to_string(),
+        ))
+    }
+
+    fn solve_step(
+        &mut self,
+        factor: &usize,
+        gradient: &SecureGradient,
+    ) -> Result<Array1<f64>, SecureError> {
+        if let Some(step) = &gradient.step {
+            // PrivLogit-Local: the step is public (beta is), so it is simply decrypted.
+            return Ok(Array1::from(self.decrypt_public(step)?));
+        }
+        let (masked, masks, width) = self.mask(&gradient.gradient)?;
+        let payload = Writer::new()
+            .u64(*factor as u64)
+            .u64(width as u64)
+            .bytes(&masked.to_bytes(&self.key))
+            .finish();
+        let session = self.config.session;
+        let at = |e| SecureError::io("aggregator, the solve circuit".into(), e);
+        wire::send(self.keyholder()?, session, Step::Solve, &payload).map_err(at)?;
+        // The circuit needs the factor's wires, which live on the key holder's side too.
+        let format = self.config.format;
+        let l = self
+            .factors
+            .get(*factor)
+            .ok_or_else(|| SecureError::Protocol(format!("no factor {factor}")))?
+            .clone();
+        let raw = gc::solve_circuit(&mut self.gc, &l, None, Some(&masks), width, format)
+            .map_err(at)?
+            .expect("the aggregator learns the step");
+        Ok(raw.into_iter().map(|r| format.decode(r)).collect())
+    }
+
+    fn converged(
+        &mut self,
+        previous: &EncryptedVector,
+        current: &EncryptedVector,
+        _gradient: &SecureGradient,
+        rule: &StoppingRule,
+    ) -> Result<bool, SecureError> {
+        if rule.gradient_tolerance.is_some() {
+            return Err(SecureError::Protocol(
+                "the gradient-norm stopping test is not available in secure runs yet".to_string(),
+            ));
+        }
+        // |current - previous| < tol |previous|, both sides at three times the fractional bits.
+        let frac = self.config.format.frac();
+        let change = self.rescale(&self.difference(current, previous)?, 2 * frac, 3 * frac)?;
+        let threshold =
+            previous.mul_scalar(&self.key, &Self::fixed(rule.relative_tolerance, frac)?)?;
+        self.compare(Comparison::AbsLess, &change, &threshold)
+    }
+
+    fn increased(
+        &mut self,
+        candidate: &EncryptedVector,
+        base: &EncryptedVector,
+        slack: f64,
+    ) -> Result<bool, SecureError> {
+        let frac = self.config.format.frac();
+        let change = self.rescale(&self.difference(candidate, base)?, 2 * frac, 3 * frac)?;
+        let allowance = base.mul_scalar(&self.key, &Self::fixed(slack, frac)?)?;
+        self.compare(Comparison::NonNegativeWithSlack, &change, &allowance)
+    }
+
+    fn sufficient_increase(
+        &mut self,
+        candidate: &EncryptedVector,
+        base: &EncryptedVector,
+        base_gradient: &SecureGradient,
+        step: &Array1<f64>,
+    ) -> Result<bool, SecureError> {
+        // candidate - base - 1/2 step^T g_base >= 0, all at twice the fractional bits.
+        let frac = self.config.format.frac();
+        let half_step: Vec<Fixed> = step
+            .iter()
+            .map(|s| Self::fixed(0.5 * s, frac))
+            .collect::<Result<_, _>>()?;
+        let gain = base_gradient.gradient.dot(&self.key, &half_step)?;
+        let gain = EncryptedVector::from_number(&self.key, &gain);
+        let change = self.difference(candidate, base)?;
+        let excess = self.difference(&change, &gain)?;
+        self.compare(Comparison::NonNegative, &excess, &excess)
+    }
+
+    fn peek(&self, _value: &EncryptedVector) -> Option<f64> {
+        None
+    }
+}

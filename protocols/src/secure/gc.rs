@@ -1,0 +1,340 @@
+//! The garbled-circuit half of the Center: the key holder garbles, the aggregator evaluates, and
+//! both run the same circuit functions below on their side of one session ([`GcParty`]).
+//!
+//! Values enter a circuit from Paillier by additive masking over the integers (ARCHITECTURE.md,
+//! "Fixed point"): for a secret integer `x` with `|x| < 2^b` (a public bound), the aggregator
+//! draws `r` uniform in `[0, 2^(b + sigma))` and has the key holder decrypt `v = x + r`; the
+//! statistical distance between `v` and `r` alone is below `2^-sigma`. In the circuit the key
+//! holder inputs `v`, the aggregator inputs `r` by oblivious transfer, and `x = v - r` is
+//! computed in `b + sigma + 2` bits, of which the fixed-point word keeps the low `width`.
+//!
+//! Values leave a circuit towards Paillier the same way round: the aggregator inputs a mask
+//! `s` in `[0, 2^(width + sigma))`, the key holder learns `z + s` only, encrypts it, and the
+//! aggregator subtracts `s` under encryption.
+
+use std::io;
+
+use num_bigint::{BigInt, BigUint, Sign};
+use num_traits::{One, Zero};
+use privlogit_circuits::backend::{Backend, Bit, Builder, Word};
+use privlogit_circuits::channel::Channel;
+use privlogit_circuits::fixed::FixedFormat;
+use privlogit_circuits::garble::{Evaluator, Garbler};
+use privlogit_circuits::linalg::{
+    Matrix, back_substitution, cholesky, forward_substitution, spd_inverse_from_cholesky,
+};
+use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
+use privlogit_circuits::word::{abs, add, lt_signed, sign_extend, sub, zero_extend};
+use rand::CryptoRng;
+
+/// Statistical security of the masks, in bits (ARCHITECTURE.md: sigma = 40).
+pub const SIGMA: u32 = 40;
+
+/// One side of the Center's garbled-circuit session. Inputs and reveals take `Some` on the side
+/// that knows the value and `None` on the other.
+pub trait GcParty {
+    /// The circuit backend (garbler or evaluator).
+    type Backend: Backend<Wire = u128>;
+    /// The builder to run circuit functions on.
+    fn builder(&mut self) -> &mut Builder<Self::Backend>;
+    /// An input the key holder knows.
+    fn keyholder_input(&mut self, bits: Option<&[bool]>, width: usize) -> io::Result<Word<u128>>;
+    /// An input the aggregator knows.
+    fn aggregator_input(&mut self, bits: Option<&[bool]>, width: usize) -> io::Result<Word<u128>>;
+    /// Reveals `word` to the aggregator (which gets `Some`).
+    fn reveal_to_aggregator(&mut self, word: &[Bit<u128>]) -> io::Result<Option<Vec<bool>>>;
+    /// Reveals `word` to the key holder (which gets `Some`).
+    fn reveal_to_keyholder(&mut self, word: &[Bit<u128>]) -> io::Result<Option<Vec<bool>>>;
+    /// AND gates so far.
+    fn and_gates(&self) -> u64;
+}
+
+/// The key holder's side: the garbler.
+pub struct KeyholderGc<C: Channel, R: CryptoRng> {
+    /// The session.
+    pub session: GarblerSession<C>,
+    /// Randomness for fresh labels.
+    pub rng: R,
+}
+
+impl<C: Channel, R: CryptoRng> GcParty for KeyholderGc<C, R> {
+    type Backend = Garbler<C>;
+
+    fn builder(&mut self) -> &mut Builder<Garbler<C>> {
+        self.session.builder()
+    }
+
+    fn keyholder_input(&mut self, bits: Option<&[bool]>, _: usize) -> io::Result<Word<u128>> {
+        let bits = bits.expect("the key holder knows its input");
+        self.session.garbler_input(bits, &mut self.rng)
+    }
+
+    fn aggregator_input(&mut self, _: Option<&[bool]>, width: usize) -> io::Result<Word<u128>> {
+        self.session.evaluator_input(width)
+    }
+
+    fn reveal_to_aggregator(&mut self, word: &[Bit<u128>]) -> io::Result<Option<Vec<bool>>> {
+        self.session.reveal_to_evaluator(word)?;
+        Ok(None)
+    }
+
+    fn reveal_to_keyholder(&mut self, word: &[Bit<u128>]) -> io::Result<Option<Vec<bool>>> {
+        self.session.reveal_to_garbler(word).map(Some)
+    }
+
+    fn and_gates(&self) -> u64 {
+        self.session.and_gates()
+    }
+}
+
+/// The aggregator's side: the evaluator.
+pub struct AggregatorGc<C: Channel> {
+    /// The session.
+    pub session: EvaluatorSession<C>,
+}
+
+impl<C: Channel> GcParty for AggregatorGc<C> {
+    type Backend = Evaluator<C>;
+
+    fn builder(&mut self) -> &mut Builder<Evaluator<C>> {
+        self.session.builder()
+    }
+
+    fn keyholder_input(&mut self, _: Option<&[bool]>, width: usize) -> io::Result<Word<u128>> {
+        self.session.garbler_input(width)
+    }
+
+    fn aggregator_input(&mut self, bits: Option<&[bool]>, _: usize) -> io::Result<Word<u128>> {
+        let bits = bits.expect("the aggregator knows its input");
+        self.session.evaluator_input(bits)
+    }
+
+    fn reveal_to_aggregator(&mut self, word: &[Bit<u128>]) -> io::Result<Option<Vec<bool>>> {
+        self.session.reveal_to_evaluator(word).map(Some)
+    }
+
+    fn reveal_to_keyholder(&mut self, word: &[Bit<u128>]) -> io::Result<Option<Vec<bool>>> {
+        self.session.reveal_to_garbler(word)?;
+        Ok(None)
+    }
+
+    fn and_gates(&self) -> u64 {
+        self.session.and_gates()
+    }
+}
+
+/// Width in bits of a masked value whose secret part is below `2^value_bits`.
+pub fn masked_width(value_bits: u64) -> usize {
+    value_bits as usize + SIGMA as usize + 2
+}
+
+/// A uniform mask in `[0, 2^bits)`.
+pub fn random_mask<R: CryptoRng + ?Sized>(bits: u64, rng: &mut R) -> BigUint {
+    let limbs: Vec<u64> = (0..bits.div_ceil(64)).map(|_| rng.next_u64()).collect();
+    let x = BigUint::from_slice(
+        &limbs
+            .iter()
+            .flat_map(|l| [*l as u32, (*l >> 32) as u32])
+            .collect::<Vec<_>>(),
+    );
+    x % (BigUint::one() << bits)
+}
+
+/// The low `width` bits of the two's-complement integer `x`, least significant first.
+pub fn to_bits(x: &BigInt, width: usize) -> Vec<bool> {
+    let modulus = BigInt::one() << width;
+    let mut v = x % &modulus;
+    if v.sign() == Sign::Minus {
+        v += &modulus;
+    }
+    let (_, digits) = v.to_u64_digits();
+    (0..width)
+        .map(|i| digits.get(i / 64).is_some_and(|d| d >> (i % 64) & 1 == 1))
+        .collect()
+}
+
+/// The two's-complement integer of `bits` (least significant first).
+pub fn from_bits_signed(bits: &[bool]) -> BigInt {
+    let mut v = BigInt::zero();
+    for (i, &bit) in bits.iter().enumerate() {
+        if bit {
+            v += BigInt::one() << i;
+        }
+    }
+    if bits.last() == Some(&true) {
+        v -= BigInt::one() << bits.len();
+    }
+    v
+}
+
+/// Unmasks many values at once: the key holder passes the masked values `v_k`, the aggregator
+/// the masks `r_k`; every value is `x_k = v_k - r_k` in `masked` bits, returned as its low
+/// `width` bits (the caller knows `|x_k| < 2^(width - 1)`).
+pub fn unmask<P: GcParty>(
+    party: &mut P,
+    count: usize,
+    masked_values: Option<&[BigInt]>,
+    masks: Option<&[BigUint]>,
+    masked: usize,
+    width: usize,
+) -> io::Result<Vec<Word<u128>>> {
+    let flatten = |values: Vec<BigInt>| -> Vec<bool> {
+        values.iter().flat_map(|v| to_bits(v, masked)).collect()
+    };
+    let v_bits = masked_values.map(|v| flatten(v.to_vec()));
+    let r_bits = masks.map(|r| {
+        flatten(
+            r.iter()
+                .map(|m| BigInt::from_biguint(Sign::Plus, m.clone()))
+                .collect(),
+        )
+    });
+    let v = party.keyholder_input(v_bits.as_deref(), count * masked)?;
+    let r = party.aggregator_input(r_bits.as_deref(), count * masked)?;
+    let b = party.builder();
+    Ok(v.chunks(masked)
+        .zip(r.chunks(masked))
+        .map(|(v, r)| sub(b, v, r)[..width].to_vec())
+        .collect())
+}
+
+/// Sends words to the key holder masked: the aggregator passes masks `s_k` below
+/// `2^(width + SIGMA)`, the key holder receives `z_k + s_k` as signed integers.
+pub fn reveal_masked<P: GcParty>(
+    party: &mut P,
+    words: &[Word<u128>],
+    masks: Option<&[BigUint]>,
+    width: usize,
+) -> io::Result<Option<Vec<BigInt>>> {
+    let out = width + SIGMA as usize + 2;
+    let s_bits: Option<Vec<bool>> = masks.map(|m| {
+        m.iter()
+            .flat_map(|s| to_bits(&BigInt::from_biguint(Sign::Plus, s.clone()), out - 2))
+            .collect()
+    });
+    let s = party.aggregator_input(s_bits.as_deref(), words.len() * (out - 2))?;
+    let b = party.builder();
+    let sums: Vec<Bit<u128>> = words
+        .iter()
+        .zip(s.chunks(out - 2))
+        .flat_map(|(z, s)| add(b, &sign_extend(z, out), &zero_extend(s, out)))
+        .collect();
+    Ok(party
+        .reveal_to_keyholder(&sums)?
+        .map(|bits| bits.chunks(out).map(from_bits_signed).collect()))
+}
+
+/// The lower triangle (row by row, `i >= j`) of a symmetric matrix into a full matrix.
+fn symmetric(lower: Vec<Word<u128>>, d: usize) -> Matrix<u128> {
+    // Row i of the triangle starts at i (i + 1) / 2.
+    let at = |i: usize, j: usize| &lower[i * (i + 1) / 2 + j];
+    (0..d)
+        .map(|i| (0..d).map(|j| at(i.max(j), i.min(j)).clone()).collect())
+        .collect()
+}
+
+/// Setup circuit: unmasks the bound `B/N` (lower triangle), factors it, and for PrivLogit-Local
+/// also forms `(B/N)^-1` and reveals it to the key holder masked by `inverse_masks` (the
+/// aggregator's, `d * d` of them, row by row). Returns the factor's wires and, on the key
+/// holder's side with `local`, the masked inverse.
+#[allow(clippy::too_many_arguments)]
+pub fn factor_circuit<P: GcParty>(
+    party: &mut P,
+    d: usize,
+    masked_values: Option<&[BigInt]>,
+    masks: Option<&[BigUint]>,
+    masked: usize,
+    format: FixedFormat,
+    local: bool,
+    inverse_masks: Option<&[BigUint]>,
+) -> io::Result<(Matrix<u128>, Option<Vec<BigInt>>)> {
+    let width = format.width() as usize;
+    let lower = unmask(party, d * (d + 1) / 2, masked_values, masks, masked, width)?;
+    let a = symmetric(lower, d);
+    let l = cholesky(party.builder(), &a, format);
+    let mut masked_inverse = None;
+    if local {
+        let inverse = spd_inverse_from_cholesky(party.builder(), &l, format);
+        let flat: Vec<Word<u128>> = inverse.into_iter().flatten().collect();
+        masked_inverse = reveal_masked(party, &flat, inverse_masks, width)?;
+    }
+    Ok((l, masked_inverse))
+}
+
+/// Iteration circuit of PrivLogit-Hessian and Newton: unmasks `g/N` and reveals the step
+/// `(L L^T)^-1 g` to the aggregator as fixed-point words.
+pub fn solve_circuit<P: GcParty>(
+    party: &mut P,
+    l: &Matrix<u128>,
+    masked_values: Option<&[BigInt]>,
+    masks: Option<&[BigUint]>,
+    masked: usize,
+    format: FixedFormat,
+) -> io::Result<Option<Vec<i64>>> {
+    let d = l.len();
+    let width = format.width() as usize;
+    let g = unmask(party, d, masked_values, masks, masked, width)?;
+    let y = forward_substitution(party.builder(), l, &g, format);
+    let x = back_substitution(party.builder(), l, &y, format);
+    let flat: Vec<Bit<u128>> = x.into_iter().flatten().collect();
+    Ok(party.reveal_to_aggregator(&flat)?.map(|bits| {
+        bits.chunks(width)
+            .map(|c| from_bits_signed(c).try_into().expect("a 64-bit word"))
+            .collect()
+    }))
+}
+
+/// A comparison on masked integers, one bit revealed to the aggregator: `|a| < |b|` for
+/// [`Comparison::AbsLess`] (the relative-change test), `a + |b| >= 0` for
+/// [`Comparison::NonNegativeWithSlack`] (Newton's ascent test), `a >= 0` for
+/// [`Comparison::NonNegative`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    /// `|a| < |b|`.
+    AbsLess,
+    /// `a + |b| >= 0`.
+    NonNegativeWithSlack,
+    /// `a >= 0` (`b` ignored but still input, so every comparison has one shape).
+    NonNegative,
+}
+
+impl Comparison {
+    /// Wire code.
+    pub fn code(self) -> u64 {
+        self as u64
+    }
+
+    /// From its wire code.
+    pub fn from_code(c: u64) -> Option<Self> {
+        [Self::AbsLess, Self::NonNegativeWithSlack, Self::NonNegative]
+            .into_iter()
+            .find(|k| k.code() == c)
+    }
+}
+
+/// Runs `kind` on two masked integers of `width` bits (their magnitudes below
+/// `2^(width - 2)`, so sums do not overflow).
+pub fn compare_circuit<P: GcParty>(
+    party: &mut P,
+    kind: Comparison,
+    masked_values: Option<&[BigInt]>,
+    masks: Option<&[BigUint]>,
+    masked: usize,
+    width: usize,
+) -> io::Result<Option<bool>> {
+    let v = unmask(party, 2, masked_values, masks, masked, width)?;
+    let b = party.builder();
+    let bit = match kind {
+        Comparison::AbsLess => {
+            let (x, y) = (abs(b, &v[0]), abs(b, &v[1]));
+            lt_signed(b, &x, &y)
+        }
+        Comparison::NonNegativeWithSlack => {
+            let y = abs(b, &v[1]);
+            let s = add(b, &v[0], &y);
+            b.not(&s[width - 1])
+        }
+        Comparison::NonNegative => b.not(&v[0][width - 1]),
+    };
+    Ok(party.reveal_to_aggregator(&[bit])?.map(|bits| bits[0]))
+}

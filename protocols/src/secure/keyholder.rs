@@ -1,0 +1,180 @@
+//! The key holder role: holds the Paillier secret key and garbles. It decrypts only masked
+//! values (which it cannot tell from random) and the values that are public by design (N and
+//! the PrivLogit-Local step), and learns nothing from the circuits it garbles.
+
+use num_bigint::{BigInt, BigUint};
+use num_traits::One;
+use privlogit_circuits::channel::Channel;
+use privlogit_circuits::linalg::Matrix;
+use privlogit_circuits::session::GarblerSession;
+
+use super::gc::{self, Comparison, KeyholderGc};
+use super::wire::{self, Reader, Step, Writer};
+use super::{SecureConfig, SecureError};
+use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, SecretKey};
+
+/// What the key holder did, for the cost report.
+#[derive(Debug, Clone, Default)]
+pub struct KeyholderStats {
+    /// AND gates garbled.
+    pub and_gates: u64,
+    /// Bytes sent to the aggregator (garbled tables included).
+    pub bytes_sent: u64,
+}
+
+/// Serves the aggregator over `channel` until it says [`Step::Done`].
+pub fn serve<C: Channel>(
+    channel: C,
+    secret: &SecretKey,
+    config: &SecureConfig,
+) -> Result<KeyholderStats, SecureError> {
+    let at = |step| move |e| SecureError::io(format!("key holder, {step}"), e);
+    let key = secret.public_key();
+    let mut rng = rand::rng();
+    let session = GarblerSession::new(channel, &mut rng).map_err(at("base OT"))?;
+    let mut party = KeyholderGc { session, rng };
+    let noise = DjnNoise::new(key, &mut rand::rng());
+    let format = config.format;
+    let mut factors: Vec<Matrix<u128>> = Vec::new();
+    loop {
+        let ch = party.session.channel().map_err(at("flushing"))?;
+        let (step, payload) = wire::recv(
+            ch,
+            config.session,
+            &[
+                Step::DecryptPublic,
+                Step::Factor,
+                Step::Solve,
+                Step::Compare,
+                Step::Done,
+            ],
+        )
+        .map_err(at("waiting for the aggregator"))?;
+        let mut r = Reader::new(&payload);
+        let bad = at("reading a request");
+        match step {
+            Step::Done => {
+                let stats = KeyholderStats {
+                    and_gates: party.session.and_gates(),
+                    bytes_sent: party
+                        .session
+                        .channel()
+                        .map_err(at("flushing"))?
+                        .bytes_sent(),
+                };
+                return Ok(stats);
+            }
+            Step::DecryptPublic => {
+                let v = EncryptedVector::from_bytes(key, r.bytes().map_err(bad)?)?;
+                r.end().map_err(at("reading a request"))?;
+                let values: Vec<f64> = v.decrypt(secret)?.iter().map(Fixed::to_f64).collect();
+                let ch = party.session.channel().map_err(at("replying"))?;
+                wire::send(
+                    ch,
+                    config.session,
+                    Step::DecryptPublicReply,
+                    &Writer::new().f64s(&values).finish(),
+                )
+                .map_err(at("replying"))?;
+            }
+            Step::Factor => {
+                let d = r.u64().map_err(bad)? as usize;
+                let local = r.u64().map_err(at("reading a request"))? == 1;
+                let masked = r.u64().map_err(at("reading a request"))? as usize;
+                let v =
+                    EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
+                r.end().map_err(at("reading a request"))?;
+                check_request(d, masked, v.len(), d * (d + 1) / 2)?;
+                let values = decrypt_values(&v, secret)?;
+                let (l, inverse) = gc::factor_circuit(
+                    &mut party,
+                    d,
+                    Some(&values),
+                    None,
+                    masked,
+                    format,
+                    local,
+                    None,
+                )
+                .map_err(at("the factor circuit"))?;
+                factors.push(l);
+                if let Some(masked_inverse) = inverse {
+                    let packing = config.inverse_packing(key, d)?;
+                    let bound = BigUint::one() << (format.width() + gc::SIGMA + 2);
+                    let columns = (0..d)
+                        .map(|j| {
+                            let column: Vec<Fixed> = (0..d)
+                                .map(|i| Fixed {
+                                    value: masked_inverse[i * d + j].clone(),
+                                    scale: format.frac(),
+                                })
+                                .collect();
+                            EncryptedVector::encrypt(key, &column, &bound, packing, &noise)
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let m = EncryptedMatrix::from_columns(d, columns)?;
+                    let ch = party.session.channel().map_err(at("replying"))?;
+                    wire::send(
+                        ch,
+                        config.session,
+                        Step::FactorReply,
+                        &Writer::new().bytes(&m.to_bytes(key)).finish(),
+                    )
+                    .map_err(at("replying"))?;
+                }
+            }
+            Step::Solve => {
+                let index = r.u64().map_err(bad)? as usize;
+                let masked = r.u64().map_err(at("reading a request"))? as usize;
+                let v =
+                    EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
+                r.end().map_err(at("reading a request"))?;
+                let l = factors.get(index).ok_or_else(|| {
+                    SecureError::Protocol(format!("no factor {index} to solve against"))
+                })?;
+                check_request(l.len(), masked, v.len(), l.len())?;
+                let values = decrypt_values(&v, secret)?;
+                let l = l.clone();
+                gc::solve_circuit(&mut party, &l, Some(&values), None, masked, format)
+                    .map_err(at("the solve circuit"))?;
+            }
+            Step::Compare => {
+                let kind = Comparison::from_code(r.u64().map_err(bad)?)
+                    .ok_or_else(|| SecureError::Protocol("unknown comparison".to_string()))?;
+                let masked = r.u64().map_err(at("reading a request"))? as usize;
+                let width = r.u64().map_err(at("reading a request"))? as usize;
+                let a =
+                    EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
+                let b =
+                    EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
+                r.end().map_err(at("reading a request"))?;
+                check_request(1, masked, a.len() + b.len(), 2)?;
+                if width + gc::SIGMA as usize > masked || width < 2 {
+                    return Err(SecureError::Protocol(
+                        "inconsistent comparison widths".to_string(),
+                    ));
+                }
+                let mut values = decrypt_values(&a, secret)?;
+                values.extend(decrypt_values(&b, secret)?);
+                gc::compare_circuit(&mut party, kind, Some(&values), None, masked, width)
+                    .map_err(at("the comparison circuit"))?;
+            }
+            other => unreachable!("{other:?} was not expected"),
+        }
+    }
+}
+
+/// Masked values of a request as integers.
+fn decrypt_values(v: &EncryptedVector, secret: &SecretKey) -> Result<Vec<BigInt>, SecureError> {
+    Ok(v.decrypt(secret)?.into_iter().map(|f| f.value).collect())
+}
+
+/// Bounds a request's sizes before any circuit is built for it.
+fn check_request(d: usize, masked: usize, got: usize, expected: usize) -> Result<(), SecureError> {
+    if d == 0 || d > super::MAX_DIMENSION || masked > 4096 || got != expected {
+        return Err(SecureError::Protocol(format!(
+            "malformed request: dimension {d}, {got} values (expected {expected}), mask width {masked}"
+        )));
+    }
+    Ok(())
+}

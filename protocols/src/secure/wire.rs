@@ -1,0 +1,243 @@
+//! Framed messages between the parties over a byte [`Channel`].
+//!
+//! A frame is `"PLM1"`, the session id (u64), the protocol step (u16), the payload length (u32)
+//! and the payload, all little-endian. The receiver states which step it expects: a frame of
+//! another session or step is refused, and a length above [`MAX_FRAME`] is refused before
+//! anything is allocated for it.
+
+use std::io;
+
+use privlogit_circuits::channel::Channel;
+
+/// Largest payload accepted off the wire (an encrypted 200 x 200 matrix under 4096-bit keys is
+/// about 11 MB).
+pub const MAX_FRAME: u32 = 1 << 28;
+
+const MAGIC: &[u8; 4] = b"PLM1";
+
+/// The protocol steps a frame can belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Step {
+    /// Aggregator to Node: send your encrypted row count.
+    Count = 1,
+    /// Node to aggregator: `Enc(n_i)`.
+    CountReply,
+    /// Aggregator to key holder: decrypt these public-by-design values (N, a PrivLogit-Local step).
+    DecryptPublic,
+    /// Key holder to aggregator: the plaintexts.
+    DecryptPublicReply,
+    /// Aggregator to Node: N, then send your encrypted Hessian bound.
+    Bound,
+    /// Node to aggregator: `Enc(1/4 X_i^T X_i / N)`, lower triangle.
+    BoundReply,
+    /// Aggregator to key holder: a masked bound to factor in a garbled circuit.
+    Factor,
+    /// Key holder to aggregator: the masked inverse (PrivLogit-Local), encrypted.
+    FactorReply,
+    /// Aggregator to Nodes: `Enc(B^-1 / N)` for PrivLogit-Local.
+    Inverse,
+    /// Aggregator to Node: `beta`; send your encrypted gradient and objective.
+    Gradient,
+    /// Node to aggregator: `Enc(g_i / N)`, `Enc(l_i / N)` and, for PrivLogit-Local,
+    /// `Enc(B^-1 g_i / N)`.
+    GradientReply,
+    /// Aggregator to key holder: a masked gradient to solve against a factor in a circuit.
+    Solve,
+    /// Aggregator to key holder: masked values for a comparison circuit.
+    Compare,
+    /// Aggregator to everyone: the study is over.
+    Done,
+}
+
+impl Step {
+    fn from_u16(v: u16) -> Option<Self> {
+        use Step::*;
+        [
+            Count,
+            CountReply,
+            DecryptPublic,
+            DecryptPublicReply,
+            Bound,
+            BoundReply,
+            Factor,
+            FactorReply,
+            Inverse,
+            Gradient,
+            GradientReply,
+            Solve,
+            Compare,
+            Done,
+        ]
+        .into_iter()
+        .find(|s| *s as u16 == v)
+    }
+}
+
+/// Sends one frame and flushes.
+pub fn send<C: Channel>(
+    channel: &mut C,
+    session: u64,
+    step: Step,
+    payload: &[u8],
+) -> io::Result<()> {
+    let len = u32::try_from(payload.len())
+        .ok()
+        .filter(|&l| l <= MAX_FRAME)
+        .ok_or_else(|| {
+            invalid(format!(
+                "a {step:?} payload of {} bytes is too large",
+                payload.len()
+            ))
+        })?;
+    let mut header = Vec::with_capacity(18);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&session.to_le_bytes());
+    header.extend_from_slice(&(step as u16).to_le_bytes());
+    header.extend_from_slice(&len.to_le_bytes());
+    channel.send(&header)?;
+    channel.send(payload)?;
+    channel.flush()
+}
+
+/// Receives one frame of `session` that must be `expected` (or [`Step::Done`] when `or_done`),
+/// and returns its step and payload.
+pub fn recv<C: Channel>(
+    channel: &mut C,
+    session: u64,
+    expected: &[Step],
+) -> io::Result<(Step, Vec<u8>)> {
+    let mut header = [0u8; 18];
+    channel.recv(&mut header)?;
+    if &header[..4] != MAGIC {
+        return Err(invalid("not a privlogit message (bad magic)".to_string()));
+    }
+    let got_session = u64::from_le_bytes(header[4..12].try_into().expect("8 bytes"));
+    if got_session != session {
+        return Err(invalid(format!(
+            "message of session {got_session:#x}, expected {session:#x}"
+        )));
+    }
+    let raw = u16::from_le_bytes(header[12..14].try_into().expect("2 bytes"));
+    let step = Step::from_u16(raw)
+        .filter(|s| expected.contains(s))
+        .ok_or_else(|| {
+            invalid(format!(
+                "unexpected protocol step {raw}, expected {expected:?}"
+            ))
+        })?;
+    let len = u32::from_le_bytes(header[14..18].try_into().expect("4 bytes"));
+    if len > MAX_FRAME {
+        return Err(invalid(format!(
+            "a {step:?} frame claims {len} bytes (limit {MAX_FRAME})"
+        )));
+    }
+    let mut payload = vec![0u8; len as usize];
+    channel.recv(&mut payload)?;
+    Ok((step, payload))
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}
+
+/// Builds a payload from length-prefixed fields.
+#[derive(Debug, Default)]
+pub struct Writer(Vec<u8>);
+
+impl Writer {
+    /// An empty payload.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A u64.
+    pub fn u64(mut self, v: u64) -> Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// A length-prefixed byte string.
+    pub fn bytes(mut self, b: &[u8]) -> Self {
+        self = self.u64(b.len() as u64);
+        self.0.extend_from_slice(b);
+        self
+    }
+
+    /// A length-prefixed list of f64.
+    pub fn f64s(mut self, values: &[f64]) -> Self {
+        self = self.u64(values.len() as u64);
+        for v in values {
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+        self
+    }
+
+    /// The payload.
+    pub fn finish(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+/// Reads the fields of a payload in order; every length is checked against what is left.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// Reads `payload`.
+    pub fn new(payload: &'a [u8]) -> Self {
+        Self { rest: payload }
+    }
+
+    fn take(&mut self, n: u64) -> io::Result<&'a [u8]> {
+        if n > self.rest.len() as u64 {
+            return Err(invalid(format!(
+                "a field of {n} bytes in a message with {} left",
+                self.rest.len()
+            )));
+        }
+        let (head, tail) = self.rest.split_at(n as usize);
+        self.rest = tail;
+        Ok(head)
+    }
+
+    /// A u64.
+    pub fn u64(&mut self) -> io::Result<u64> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    /// A length-prefixed byte string.
+    pub fn bytes(&mut self) -> io::Result<&'a [u8]> {
+        let n = self.u64()?;
+        self.take(n)
+    }
+
+    /// A length-prefixed list of f64.
+    pub fn f64s(&mut self) -> io::Result<Vec<f64>> {
+        let n = self.u64()?;
+        let raw = self.take(
+            n.checked_mul(8)
+                .ok_or_else(|| invalid("length overflow".into()))?,
+        )?;
+        Ok(raw
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    }
+
+    /// Fails unless every byte was read.
+    pub fn end(self) -> io::Result<()> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(invalid(format!(
+                "{} unexpected trailing bytes",
+                self.rest.len()
+            )))
+        }
+    }
+}
