@@ -90,6 +90,7 @@ fn secure_protocols_match_plaintext_on_simulated_data() {
             check(&parties, protocol, optimizer, &options);
         }
     }
+    check(&parties, Protocol::Newton, Optimizer::Newton, &options);
 }
 
 #[test]

@@ -116,6 +116,13 @@ pub enum SecureError {
 }
 
 impl SecureError {
+    /// True when the error only says that the other side went away.
+    pub fn is_disconnection(&self) -> bool {
+        use std::io::ErrorKind::*;
+        matches!(self, Self::Io { source, .. }
+            if matches!(source.kind(), BrokenPipe | UnexpectedEof | ConnectionReset | ConnectionAborted))
+    }
+
     /// An I/O error with who was doing what.
     pub fn io(context: String, source: std::io::Error) -> Self {
         Self::Io { context, source }

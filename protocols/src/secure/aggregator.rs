@@ -98,6 +98,8 @@ impl<C: Channel> SecureAggregation<C> {
             return Err(SecureError::Protocol("the Nodes hold no rows".to_string()));
         }
         me.rows = n as usize;
+        let payload = Writer::new().u64(me.rows as u64).finish();
+        me.tell_nodes(Step::Total, &payload)?;
         Ok(me)
     }
 
@@ -125,6 +127,17 @@ impl<C: Channel> SecureAggregation<C> {
             .map_err(|e| SecureError::io("aggregator, talking to the key holder".into(), e))
     }
 
+    /// Sends `payload` to every Node.
+    fn tell_nodes(&mut self, step: Step, payload: &[u8]) -> Result<(), SecureError> {
+        let session = self.config.session;
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            wire::send(node, session, step, payload).map_err(|e| {
+                SecureError::io(format!("aggregator, {step:?} to Node {}", i + 1), e)
+            })?;
+        }
+        Ok(())
+    }
+
     /// Sends `payload` to every Node, then collects one `reply` from each, in Node order.
     fn ask_nodes(
         &mut self,
@@ -132,12 +145,8 @@ impl<C: Channel> SecureAggregation<C> {
         payload: &[u8],
         reply: Step,
     ) -> Result<Vec<Vec<u8>>, SecureError> {
+        self.tell_nodes(step, payload)?;
         let session = self.config.session;
-        for (i, node) in self.nodes.iter_mut().enumerate() {
-            wire::send(node, session, step, payload).map_err(|e| {
-                SecureError::io(format!("aggregator, {step:?} to Node {}", i + 1), e)
-            })?;
-        }
         self.nodes
             .iter_mut()
             .enumerate()
@@ -284,6 +293,92 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(self.factors.len() - 1)
     }
 
+    /// One round: the Nodes' gradients and objectives (and Hessians for Newton) at `beta`,
+    /// summed, with the Center's penalty terms.
+    #[allow(clippy::type_complexity)]
+    fn gather(
+        &mut self,
+        beta: &Array1<f64>,
+        lambda: f64,
+        newton: bool,
+    ) -> Result<(SecureGradient, EncryptedVector, Option<EncryptedVector>), SecureError> {
+        let payload = Writer::new()
+            .f64s(beta.as_slice().expect("contiguous"))
+            .finish();
+        let request = if newton { Step::Newton } else { Step::Gradient };
+        let replies = self.ask_nodes(request, &payload, Step::GradientReply)?;
+        let with_step = self.inverse.is_some();
+        let count = 2 + usize::from(with_step) + usize::from(newton);
+        let parts = replies
+            .iter()
+            .map(|r| self.read_vectors(r, count))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sum_of = |k: usize| {
+            EncryptedVector::sum(&self.key, &parts.iter().map(|p| &p[k]).collect::<Vec<_>>())
+        };
+        let n = self.rows as f64;
+        let frac = self.config.format.frac();
+        // The Center's penalty terms (eq. 2.10, 2.12), divided by N like everything else.
+        let penalty: Vec<Fixed> = beta
+            .iter()
+            .map(|b| Self::fixed(-lambda * b / n, frac))
+            .collect::<Result<_, _>>()?;
+        let gradient = sum_of(0)?.add_plain(
+            &self.key,
+            &penalty.iter().map(|f| f.value.clone()).collect::<Vec<_>>(),
+        )?;
+        let objective = sum_of(1)?.add_plain(
+            &self.key,
+            &[Self::fixed(-0.5 * lambda * beta.dot(beta) / n, 2 * frac)?.value],
+        )?;
+        let step = match &self.inverse {
+            Some(m) => {
+                let own = m.mul_vector(&self.key, &penalty)?;
+                let nodes = sum_of(2)?;
+                Some(EncryptedVector::sum(&self.key, &[&nodes, &own])?)
+            }
+            None => None,
+        };
+        if gradient.len() != self.config.dimension {
+            return Err(SecureError::Protocol(
+                "a gradient of the wrong length".to_string(),
+            ));
+        }
+        let information = if newton {
+            Some(sum_of(count - 1)?)
+        } else {
+            None
+        };
+        Ok((SecureGradient { gradient, step }, objective, information))
+    }
+
+    /// `lower + lambda/N I` for a lower triangle packed by rows.
+    fn add_penalty_diagonal(
+        &self,
+        lower: &EncryptedVector,
+        lambda: f64,
+    ) -> Result<EncryptedVector, SecureError> {
+        let d = self.config.dimension;
+        if lower.len() != d * (d + 1) / 2 {
+            return Err(SecureError::Protocol(format!(
+                "a matrix of {} entries for {d} coefficients",
+                lower.len()
+            )));
+        }
+        let diagonal = Self::fixed(lambda / self.rows as f64, self.config.format.frac())?.value;
+        let mut penalty = Vec::with_capacity(lower.len());
+        for i in 0..d {
+            for j in 0..=i {
+                penalty.push(if i == j {
+                    diagonal.clone()
+                } else {
+                    BigInt::from(0)
+                });
+            }
+        }
+        Ok(lower.add_plain(&self.key, &penalty)?)
+    }
+
     /// One comparison circuit on two encrypted single values of the same scale.
     fn compare(
         &mut self,
@@ -361,33 +456,13 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// Always `Some`: positive definiteness cannot be checked without revealing more, and
     /// `1/4 X^T X + lambda I` is positive definite whenever `lambda > 0`.
     fn bound_factor(&mut self, lambda: f64) -> Result<Option<usize>, SecureError> {
-        let payload = Writer::new().u64(self.rows as u64).finish();
-        let replies = self.ask_nodes(Step::Bound, &payload, Step::BoundReply)?;
+        let replies = self.ask_nodes(Step::Bound, &[], Step::BoundReply)?;
         let parts = replies
             .iter()
             .map(|r| self.read_vectors(r, 1).map(|mut v| v.remove(0)))
             .collect::<Result<Vec<_>, _>>()?;
         let sum = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
-        let d = self.config.dimension;
-        if sum.len() != d * (d + 1) / 2 {
-            return Err(SecureError::Protocol(format!(
-                "a bound of {} entries for {d} coefficients",
-                sum.len()
-            )));
-        }
-        let frac = self.config.format.frac();
-        let diagonal = Self::fixed(lambda / self.rows as f64, frac)?.value;
-        let mut penalty = Vec::with_capacity(sum.len());
-        for i in 0..d {
-            for j in 0..=i {
-                penalty.push(if i == j {
-                    diagonal.clone()
-                } else {
-                    BigInt::from(0)
-                });
-            }
-        }
-        let lower = sum.add_plain(&self.key, &penalty)?;
+        let lower = self.add_penalty_diagonal(&sum, lambda)?;
         let local = self.protocol == Protocol::Local;
         self.factor(&lower, local).map(Some)
     }
@@ -397,57 +472,26 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         beta: &Array1<f64>,
         lambda: f64,
     ) -> Result<(SecureGradient, EncryptedVector), SecureError> {
-        let payload = Writer::new()
-            .f64s(beta.as_slice().expect("contiguous"))
-            .finish();
-        let replies = self.ask_nodes(Step::Gradient, &payload, Step::GradientReply)?;
-        let with_step = self.inverse.is_some();
-        let parts = replies
-            .iter()
-            .map(|r| self.read_vectors(r, if with_step { 3 } else { 2 }))
-            .collect::<Result<Vec<_>, _>>()?;
-        let sum_of = |k: usize| {
-            EncryptedVector::sum(&self.key, &parts.iter().map(|p| &p[k]).collect::<Vec<_>>())
-        };
-        let n = self.rows as f64;
-        let frac = self.config.format.frac();
-        // The Center's penalty terms (eq. 2.10, 2.12), divided by N like everything else.
-        let penalty: Vec<Fixed> = beta
-            .iter()
-            .map(|b| Self::fixed(-lambda * b / n, frac))
-            .collect::<Result<_, _>>()?;
-        let gradient = sum_of(0)?.add_plain(
-            &self.key,
-            &penalty.iter().map(|f| f.value.clone()).collect::<Vec<_>>(),
-        )?;
-        let objective = sum_of(1)?.add_plain(
-            &self.key,
-            &[Self::fixed(-0.5 * lambda * beta.dot(beta) / n, 2 * frac)?.value],
-        )?;
-        let step = match &self.inverse {
-            Some(m) => {
-                let own = m.mul_vector(&self.key, &penalty)?;
-                let nodes = sum_of(2)?;
-                Some(EncryptedVector::sum(&self.key, &[&nodes, &own])?)
-            }
-            None => None,
-        };
-        if gradient.len() != self.config.dimension {
-            return Err(SecureError::Protocol(
-                "a gradient of the wrong length".to_string(),
-            ));
-        }
-        Ok((SecureGradient { gradient, step }, objective))
+        let (gradient, objective, _) = self.gather(beta, lambda, false)?;
+        Ok((gradient, objective))
     }
 
+    /// The factor is always `Some`: `X^T A X + lambda I` is positive definite for `lambda > 0`,
+    /// and a circuit could only check it by revealing more.
     fn newton_system(
         &mut self,
-        _beta: &Array1<f64>,
-        _lambda: f64,
+        beta: &Array1<f64>,
+        lambda: f64,
     ) -> Result<NewtonSystem<Self>, SecureError> {
-        Err(SecureError::Protocol(
-            "secure Newton is not implemented yet".to_string(),
-        ))
+        let (gradient, objective, information) = self.gather(beta, lambda, true)?;
+        let information = information.expect("asked for the Hessian");
+        let lower = self.add_penalty_diagonal(&information, lambda)?;
+        let factor = self.factor(&lower, false)?;
+        Ok(NewtonSystem {
+            gradient,
+            objective,
+            factor: Some(factor),
+        })
     }
 
     fn solve_step(

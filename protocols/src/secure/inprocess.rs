@@ -37,6 +37,9 @@ pub enum StudyError {
     /// The optimiser failed (its backend errors are the aggregator's).
     #[error(transparent)]
     Fit(#[from] FitError),
+    /// A serving party failed (named).
+    #[error("{0} failed: {1}")]
+    Party(String, SecureError),
     /// A party's thread panicked.
     #[error("the {0} thread panicked")]
     Panicked(String),
@@ -91,7 +94,12 @@ pub fn run(
                     .map_err(|_| StudyError::Panicked(format!("Node {}", i + 1)))
             })
             .collect::<Result<_, _>>()?;
-        let (fit, aggregator) = driven?;
+        // When the aggregator failed because a serving party did (its channel broke), report
+        // that party's own error, unless it is itself only a broken channel.
+        let (fit, aggregator) = match driven {
+            Ok(v) => v,
+            Err(e) => return Err(root_cause(e, keyholder, node_results)),
+        };
         let keyholder = keyholder?;
         for r in node_results {
             r?;
@@ -103,4 +111,23 @@ pub fn run(
             seconds: start.elapsed().as_secs_f64(),
         })
     })
+}
+
+/// The error to report when the aggregator failed with `driven`: the first serving party's
+/// error that is not a broken channel, else `driven`.
+fn root_cause(
+    driven: StudyError,
+    keyholder: Result<KeyholderStats, SecureError>,
+    nodes: Vec<Result<(), SecureError>>,
+) -> StudyError {
+    let keyholder = keyholder.err().map(|e| ("key holder".to_string(), e));
+    let nodes = nodes
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.err().map(|e| (format!("Node {}", i + 1), e)));
+    keyholder
+        .into_iter()
+        .chain(nodes)
+        .find(|(_, e)| !e.is_disconnection())
+        .map_or(driven, |(who, e)| StudyError::Party(who, e))
 }

@@ -30,9 +30,11 @@ pub fn serve<C: Channel>(
             config.session,
             &[
                 Step::Count,
+                Step::Total,
                 Step::Bound,
                 Step::Inverse,
                 Step::Gradient,
+                Step::Newton,
                 Step::Done,
             ],
         )
@@ -62,10 +64,21 @@ pub fn serve<C: Channel>(
                     Writer::new().bytes(&v.to_bytes(key)).finish(),
                 ))
             }
-            Step::Bound => {
-                let n = reader.u64().map_err(at("reading N"))? as f64;
+            Step::Total => {
+                let n = reader.u64().map_err(at("reading N"))?;
                 reader.end().map_err(at("reading N"))?;
-                n_total = Some(n);
+                if n < party.rows() as u64 {
+                    return Err(SecureError::Protocol(format!(
+                        "N = {n} is below this Node's own {} rows",
+                        party.rows()
+                    )));
+                }
+                n_total = Some(n as f64);
+                None
+            }
+            Step::Bound => {
+                let n = n_total
+                    .ok_or_else(|| SecureError::Protocol("bound requested before N".to_string()))?;
                 let sums = party.information_bound_sums().values();
                 let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
                 let v = encrypt_values(
@@ -87,7 +100,7 @@ pub fn serve<C: Channel>(
                 inverse = Some(EncryptedMatrix::from_bytes(key, bytes)?);
                 None
             }
-            Step::Gradient => {
+            Step::Gradient | Step::Newton => {
                 let n = n_total.ok_or_else(|| {
                     SecureError::Protocol("gradient requested before the setup".to_string())
                 })?;
@@ -124,6 +137,14 @@ pub fn serve<C: Channel>(
                         .collect::<Result<Vec<_>, _>>()?;
                     let step = m.mul_vector(key, &fixed)?.rerandomized(key, &noise);
                     w = w.bytes(&step.to_bytes(key));
+                }
+                if step == Step::Newton {
+                    // The local information X_i^T A X_i / N (eq. 2.13), lower triangle.
+                    let sums = party.information_sums(&beta).values();
+                    let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
+                    let packing = config.bound_packing(key)?;
+                    let h = encrypt_values(key, &values, frac, config, packing, &noise)?;
+                    w = w.bytes(&h.to_bytes(key));
                 }
                 Some((Step::GradientReply, w.finish()))
             }

@@ -27,7 +27,9 @@ pub enum Step {
     DecryptPublic,
     /// Key holder to aggregator: the plaintexts.
     DecryptPublicReply,
-    /// Aggregator to Node: N, then send your encrypted Hessian bound.
+    /// Aggregator to Node: the total row count N (public by design).
+    Total,
+    /// Aggregator to Node: send your encrypted Hessian bound.
     Bound,
     /// Node to aggregator: `Enc(1/4 X_i^T X_i / N)`, lower triangle.
     BoundReply,
@@ -44,6 +46,9 @@ pub enum Step {
     GradientReply,
     /// Aggregator to key holder: a masked gradient to solve against a factor in a circuit.
     Solve,
+    /// Aggregator to Node: `beta`; send your encrypted gradient, objective and Hessian
+    /// (secure Newton).
+    Newton,
     /// Aggregator to key holder: masked values for a comparison circuit.
     Compare,
     /// Aggregator to everyone: the study is over.
@@ -58,6 +63,7 @@ impl Step {
             CountReply,
             DecryptPublic,
             DecryptPublicReply,
+            Total,
             Bound,
             BoundReply,
             Factor,
@@ -66,6 +72,7 @@ impl Step {
             Gradient,
             GradientReply,
             Solve,
+            Newton,
             Compare,
             Done,
         ]
