@@ -11,6 +11,7 @@
 //! - [`linalg`]: the small dense Cholesky factorisation and triangular solves they need.
 //! - [`paillier`]: the additively homomorphic encryption of the Nodes' sums.
 //! - [`secure`]: the Node, aggregator and key-holder roles of PrivLogit-Hessian and -Local.
+//! - [`transport`]: TCP channels (tokio moves the bytes; the roles stay synchronous).
 
 pub mod aggregation;
 pub mod compensated;
@@ -19,6 +20,7 @@ pub mod objective;
 pub mod optimizer;
 pub mod paillier;
 pub mod secure;
+pub mod transport;
 
 pub use aggregation::{Aggregation, PlaintextAggregation};
 pub use objective::PartyData;

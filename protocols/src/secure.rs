@@ -8,6 +8,7 @@
 //! - [`node`], [`keyholder`]: the two serving roles.
 //! - [`aggregator`]: the driving role, an [`Aggregation`](crate::Aggregation) backend, so the
 //!   optimisers of [`crate::optimizer`] run unchanged on top of it.
+//! - [`study`]: the handshake and the roles from their first message, over any channel.
 //! - [`inprocess`]: every role on its own thread over in-memory channels.
 //!
 //! Scaling: every sum is divided by N before encryption (ARCHITECTURE.md, "Fixed point"), so the
@@ -20,6 +21,7 @@ pub mod gc;
 pub mod inprocess;
 pub mod keyholder;
 pub mod node;
+pub mod study;
 pub mod wire;
 
 use num_bigint::BigUint;

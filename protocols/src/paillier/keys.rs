@@ -156,6 +156,14 @@ impl PublicKey {
         reader.finish()?;
         Self::from_modulus(n)
     }
+
+    /// [`Self::from_bytes`] accepting moduli below 2048 bits: **insecure**, for tests.
+    pub fn from_bytes_insecure_for_tests(bytes: &[u8]) -> Result<Self, PaillierError> {
+        let mut reader = FieldReader::new(bytes, PUBLIC_MAGIC)?;
+        let n = reader.number()?;
+        reader.finish()?;
+        Self::from_modulus_insecure_for_tests(n)
+    }
 }
 
 /// A Paillier secret key, with CRT constants for decryption.

@@ -103,6 +103,45 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(me)
     }
 
+    /// Secure standardisation: the pooled mean of every feature, then the pooled variance
+    /// around it (two rounds, the two-pass algorithm of the plaintext standardiser), each summed
+    /// under encryption and decrypted as public by design; the Nodes then standardise their
+    /// own rows. Returns the means and the standard deviations (ddof = 0).
+    pub fn standardize(&mut self, names: &[String]) -> Result<(Vec<f64>, Vec<f64>), SecureError> {
+        let means = self.pooled_moments(&[], names.len())?;
+        let variances = self.pooled_moments(&means, names.len())?;
+        let scales: Vec<f64> = variances.iter().map(|v| v.max(0.0).sqrt()).collect();
+        for ((name, &m), &s) in names.iter().zip(&means).zip(&scales) {
+            if s == 0.0 || s <= 1e-12 * m.abs() {
+                return Err(SecureError::Protocol(format!(
+                    "column {name:?} is constant ({m}) over all Nodes and cannot be standardised"
+                )));
+            }
+        }
+        let payload = Writer::new().f64s(&means).f64s(&scales).finish();
+        self.tell_nodes(Step::Standardize, &payload)?;
+        Ok((means, scales))
+    }
+
+    /// One moments round: per feature, the pooled sum of `x` (no means given) or of
+    /// `(x - mean)^2`, divided by N.
+    fn pooled_moments(&mut self, means: &[f64], features: usize) -> Result<Vec<f64>, SecureError> {
+        let payload = Writer::new().f64s(means).finish();
+        let replies = self.ask_nodes(Step::Moments, &payload, Step::MomentsReply)?;
+        let parts = replies
+            .iter()
+            .map(|r| self.read_vectors(r, 1).map(|mut v| v.remove(0)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let total = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
+        if total.len() != features {
+            return Err(SecureError::Protocol(format!(
+                "moments of {} features, expected {features}",
+                total.len()
+            )));
+        }
+        self.decrypt_public(&total)
+    }
+
     /// Tells every party the study is over and returns the counters.
     pub fn finish(mut self) -> Result<AggregatorStats, SecureError> {
         let session = self.config.session;

@@ -1,19 +1,24 @@
 //! A whole secure study in one process: the key holder and every Node on their own threads,
-//! the aggregator on the caller's, all connected by in-memory channels. Used by tests and as
-//! the reference for the networked roles.
+//! the aggregator on the caller's, connected by in-memory channels (tests) or real loopback TCP
+//! sockets (`privlogit study`).
 
+use std::borrow::Borrow;
+use std::io;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use privlogit_circuits::channel::MemoryChannel;
+use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_circuits::fixed::FixedFormat;
 
-use super::aggregator::{AggregatorStats, Protocol, SecureAggregation};
-use super::keyholder::{self, KeyholderStats};
-use super::{SecureConfig, SecureError, node};
+use super::SecureError;
+use super::aggregator::{AggregatorStats, Protocol};
+use super::keyholder::KeyholderStats;
+use super::node::NodeData;
+use super::study::{self, StudyError, StudyOutcome, StudyPlan};
 use crate::objective::PartyData;
-use crate::optimizer::{FitError, FitOptions, FitReport, IterationRecord, Optimizer};
+use crate::optimizer::{FitOptions, FitReport, IterationRecord, Optimizer};
 use crate::paillier::SecretKey;
+use crate::transport::{Listener, TcpChannel};
 
 /// The outcome of a secure study.
 #[derive(Debug)]
@@ -28,25 +33,8 @@ pub struct SecureReport {
     pub seconds: f64,
 }
 
-/// What can stop an in-process study.
-#[derive(Debug, thiserror::Error)]
-pub enum StudyError {
-    /// A party failed.
-    #[error(transparent)]
-    Secure(#[from] SecureError),
-    /// The optimiser failed (its backend errors are the aggregator's).
-    #[error(transparent)]
-    Fit(#[from] FitError),
-    /// A serving party failed (named).
-    #[error("{0} failed: {1}")]
-    Party(String, SecureError),
-    /// A party's thread panicked.
-    #[error("the {0} thread panicked")]
-    Panicked(String),
-}
-
-/// Runs `optimizer` over `protocol` with the key holder holding `secret`, the circuits in
-/// `format`.
+/// Runs `optimizer` over `protocol` on prepared design matrices (no standardisation, no added
+/// intercept), over in-memory channels, the key holder holding `secret`, the circuits in `format`.
 pub fn run(
     parties: &[PartyData],
     secret: &SecretKey,
@@ -58,35 +46,84 @@ pub fn run(
 ) -> Result<SecureReport, StudyError> {
     let start = Instant::now();
     let dimension = parties.first().map_or(0, PartyData::columns);
-    let config = SecureConfig::new(rand::random(), parties.len(), dimension, format);
-    let key = secret.public_key().clone();
+    let names: Vec<String> = (1..=dimension).map(|j| format!("x{j}")).collect();
+    let plan = StudyPlan {
+        protocol,
+        optimizer,
+        options: options.clone(),
+        format,
+        key_bits: secret.public_key().bits() as u32,
+        parties: parties.len(),
+        standardize: false,
+        intercept: false,
+    };
+    let nodes = parties
+        .iter()
+        .map(|p| (names.clone(), NodeData::prepared(p.clone())))
+        .collect();
+    let (outcome, keyholder) = run_study(
+        || Ok(MemoryChannel::pair()),
+        nodes,
+        &plan,
+        |_| Ok(secret),
+        observer,
+    )?;
+    Ok(SecureReport {
+        fit: outcome.fit,
+        aggregator: outcome.aggregator,
+        keyholder,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// A connected pair of channels over real loopback TCP.
+pub fn loopback_pair() -> io::Result<(TcpChannel, TcpChannel)> {
+    let listener = Listener::bind("127.0.0.1:0")?;
+    let address = listener.local_addr()?.to_string();
+    // The kernel completes the connection from the listen backlog, so connecting before
+    // accepting does not wait.
+    let client = TcpChannel::connect(&address, Duration::from_secs(10))?;
+    let server = listener.accept(Duration::from_secs(10))?;
+    Ok((server, client))
+}
+
+/// Runs a whole study in this process: the key holder and every Node on their own threads,
+/// the aggregator on the caller's, each link a pair from `make_pair` (in-memory or
+/// [`loopback_pair`]). Nodes are `(feature names, rows)`; `make_key` gives the key holder its
+/// key for the modulus size the plan asks. On failure, reports the party that caused it.
+pub fn run_study<C, K>(
+    mut make_pair: impl FnMut() -> io::Result<(C, C)>,
+    nodes: Vec<(Vec<String>, NodeData)>,
+    plan: &StudyPlan,
+    make_key: impl FnOnce(u32) -> Result<K, SecureError> + Send,
+    observer: &mut dyn FnMut(&IterationRecord),
+) -> Result<(StudyOutcome, KeyholderStats), StudyError>
+where
+    C: Channel + Send,
+    K: Borrow<SecretKey>,
+{
+    let link = |e| SecureError::io("connecting the parties".into(), e);
+    let (to_keyholder, keyholder_end) = make_pair().map_err(link)?;
+    let mut links = Vec::with_capacity(nodes.len());
+    for _ in &nodes {
+        links.push(make_pair().map_err(link)?);
+    }
     thread::scope(|scope| {
-        let (to_keyholder, keyholder_end) = MemoryChannel::pair();
-        let keyholder = scope.spawn(|| keyholder::serve(keyholder_end, secret, &config));
+        let keyholder = scope.spawn(move || study::run_keyholder(keyholder_end, make_key));
         let mut node_ends = Vec::new();
-        let mut nodes = Vec::new();
-        for party in parties {
-            let (aggregator_end, node_end) = MemoryChannel::pair();
+        let mut handles = Vec::new();
+        let min_key_bits = plan.key_bits;
+        for ((names, data), (aggregator_end, node_end)) in nodes.into_iter().zip(links) {
             node_ends.push(aggregator_end);
-            let (key, config) = (&key, &config);
-            nodes.push(scope.spawn(move || node::serve(node_end, party, key, config)));
+            handles
+                .push(scope.spawn(move || study::run_node(node_end, &names, data, min_key_bits)));
         }
-        let driven = (|| -> Result<_, StudyError> {
-            let mut aggregation = SecureAggregation::connect(
-                node_ends,
-                to_keyholder,
-                key.clone(),
-                config.clone(),
-                protocol,
-            )?;
-            let fit = optimizer.fit(&mut aggregation, options, observer)?;
-            Ok((fit, aggregation.finish()?))
-        })();
+        let driven = study::run_aggregator(node_ends, to_keyholder, plan, observer);
         // The aggregator's channels are dropped by now, so every serving thread ends.
         let keyholder = keyholder
             .join()
             .map_err(|_| StudyError::Panicked("key holder".into()))?;
-        let node_results: Vec<_> = nodes
+        let node_results: Vec<_> = handles
             .into_iter()
             .enumerate()
             .map(|(i, h)| {
@@ -94,9 +131,7 @@ pub fn run(
                     .map_err(|_| StudyError::Panicked(format!("Node {}", i + 1)))
             })
             .collect::<Result<_, _>>()?;
-        // When the aggregator failed because a serving party did (its channel broke), report
-        // that party's own error, unless it is itself only a broken channel.
-        let (fit, aggregator) = match driven {
+        let outcome = match driven {
             Ok(v) => v,
             Err(e) => return Err(root_cause(e, keyholder, node_results)),
         };
@@ -104,18 +139,13 @@ pub fn run(
         for r in node_results {
             r?;
         }
-        Ok(SecureReport {
-            fit,
-            aggregator,
-            keyholder,
-            seconds: start.elapsed().as_secs_f64(),
-        })
+        Ok((outcome, keyholder))
     })
 }
 
 /// The error to report when the aggregator failed with `driven`: the first serving party's
 /// error that is not a broken channel, else `driven`.
-fn root_cause(
+pub fn root_cause(
     driven: StudyError,
     keyholder: Result<KeyholderStats, SecureError>,
     nodes: Vec<Result<(), SecureError>>,

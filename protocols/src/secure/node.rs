@@ -2,7 +2,7 @@
 //! Everything a Node sends is encrypted under the key holder's key; what it receives (N, the
 //! coefficients, `Enc((B/N)^-1)`) is public by design or encrypted.
 
-use ndarray::Array1;
+use ndarray::{Array1, Array2, Axis, concatenate};
 use num_bigint::BigUint;
 use num_traits::One;
 use privlogit_circuits::channel::Channel;
@@ -12,10 +12,98 @@ use super::{SecureConfig, SecureError};
 use crate::objective::PartyData;
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, Packing, PublicKey};
 
+/// A Node's rows: features (without the intercept) and 0/1 labels. Standardisation, when the
+/// study asks for it, replaces the features by z-scores with the pooled statistics; the design
+/// matrix (intercept first when asked) is formed at the first request that needs it.
+#[derive(Debug, Clone)]
+pub struct NodeData {
+    x: Array2<f64>,
+    y: Array1<f64>,
+    intercept: bool,
+    party: Option<PartyData>,
+}
+
+impl NodeData {
+    /// Rows `x` (features only) with labels `y`; `intercept` prepends a column of ones.
+    pub fn new(x: Array2<f64>, y: Array1<f64>, intercept: bool) -> Self {
+        assert_eq!(x.nrows(), y.len(), "one label per row");
+        Self {
+            x,
+            y,
+            intercept,
+            party: None,
+        }
+    }
+
+    /// A design matrix already formed (intercept included if wanted).
+    pub fn prepared(party: PartyData) -> Self {
+        Self {
+            x: Array2::zeros((0, 0)),
+            y: Array1::zeros(0),
+            intercept: false,
+            party: Some(party),
+        }
+    }
+
+    /// Whether the design matrix gets an intercept column (the study decides).
+    pub fn set_intercept(&mut self, intercept: bool) {
+        self.intercept = intercept;
+    }
+
+    /// Rows held.
+    pub fn rows(&self) -> usize {
+        self.party.as_ref().map_or(self.x.nrows(), PartyData::rows)
+    }
+
+    fn party(&mut self) -> &PartyData {
+        if self.party.is_none() {
+            let x = if self.intercept {
+                let ones = Array2::ones((self.x.nrows(), 1));
+                concatenate(Axis(1), &[ones.view(), self.x.view()]).expect("same rows")
+            } else {
+                self.x.clone()
+            };
+            self.party = Some(PartyData::new(x, self.y.clone()));
+        }
+        self.party.as_ref().expect("formed above")
+    }
+
+    /// Per-feature sums of `x` or, given means, of `(x - mean)^2`, divided by `n`.
+    fn moments(&self, means: Option<&[f64]>, n: f64) -> Result<Vec<f64>, SecureError> {
+        if self.party.is_some() {
+            return Err(SecureError::Protocol(
+                "standardisation asked after the fit started".to_string(),
+            ));
+        }
+        let p = self.x.ncols();
+        if means.is_some_and(|m| m.len() != p) {
+            return Err(SecureError::Protocol(
+                "means of the wrong length".to_string(),
+            ));
+        }
+        let mut total = crate::compensated::CompensatedSum::zeros(p);
+        let mut term = vec![0.0; p];
+        for row in self.x.outer_iter() {
+            for (j, (t, x)) in term.iter_mut().zip(row.iter()).enumerate() {
+                *t = match means {
+                    Some(m) => (x - m[j]) * (x - m[j]),
+                    None => *x,
+                };
+            }
+            total.add_scaled(0, &term, 1.0);
+        }
+        Ok(total.values().iter().map(|v| v / n).collect())
+    }
+}
+
+/// Public bound (as a power of two) on a Node's feature sums divided by N, and their scale.
+const MOMENT_BITS: u32 = 48;
+const MOMENT_SCALE: u32 = 40;
+
 /// Serves the aggregator over `channel` until it says [`Step::Done`].
 pub fn serve<C: Channel>(
     mut channel: C,
-    party: &PartyData,
+    data: &mut NodeData,
     key: &PublicKey,
     config: &SecureConfig,
 ) -> Result<(), SecureError> {
@@ -35,6 +123,8 @@ pub fn serve<C: Channel>(
                 Step::Inverse,
                 Step::Gradient,
                 Step::Newton,
+                Step::Moments,
+                Step::Standardize,
                 Step::Done,
             ],
         )
@@ -43,12 +133,12 @@ pub fn serve<C: Channel>(
         let reply = match step {
             Step::Done => return Ok(()),
             Step::Count => {
-                let count = Fixed::integer(party.rows() as u64);
+                let count = Fixed::integer(data.rows() as u64);
                 let bound = BigUint::from(config.max_rows);
-                if party.rows() as u64 > config.max_rows {
+                if data.rows() as u64 > config.max_rows {
                     return Err(SecureError::Protocol(format!(
                         "a Node holds {} rows, above the study's limit {}",
-                        party.rows(),
+                        data.rows(),
                         config.max_rows
                     )));
                 }
@@ -67,10 +157,10 @@ pub fn serve<C: Channel>(
             Step::Total => {
                 let n = reader.u64().map_err(at("reading N"))?;
                 reader.end().map_err(at("reading N"))?;
-                if n < party.rows() as u64 {
+                if n < data.rows() as u64 {
                     return Err(SecureError::Protocol(format!(
                         "N = {n} is below this Node's own {} rows",
-                        party.rows()
+                        data.rows()
                     )));
                 }
                 n_total = Some(n as f64);
@@ -79,7 +169,7 @@ pub fn serve<C: Channel>(
             Step::Bound => {
                 let n = n_total
                     .ok_or_else(|| SecureError::Protocol("bound requested before N".to_string()))?;
-                let sums = party.information_bound_sums().values();
+                let sums = data.party().information_bound_sums().values();
                 let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
                 let v = encrypt_values(
                     key,
@@ -106,6 +196,7 @@ pub fn serve<C: Channel>(
                 })?;
                 let beta = Array1::from(reader.f64s().map_err(at("reading beta"))?);
                 reader.end().map_err(at("reading beta"))?;
+                let party = data.party();
                 if beta.len() != party.columns() {
                     return Err(SecureError::Protocol(format!(
                         "beta of {} coefficients for {} columns",
@@ -147,6 +238,48 @@ pub fn serve<C: Channel>(
                     w = w.bytes(&h.to_bytes(key));
                 }
                 Some((Step::GradientReply, w.finish()))
+            }
+            Step::Moments => {
+                let n = n_total.ok_or_else(|| {
+                    SecureError::Protocol("moments requested before N".to_string())
+                })?;
+                let means = reader.f64s().map_err(at("reading the means"))?;
+                reader.end().map_err(at("reading the means"))?;
+                let values = data.moments((!means.is_empty()).then_some(&means[..]), n)?;
+                let limit = f64::from(MOMENT_BITS).exp2();
+                if let Some(v) = values.iter().find(|v| v.is_nan() || v.abs() >= limit) {
+                    return Err(SecureError::Protocol(format!(
+                        "a Node's feature moment {v} is beyond 2^{MOMENT_BITS}"
+                    )));
+                }
+                let fixed = values
+                    .iter()
+                    .map(|&v| Fixed::from_f64(v, MOMENT_SCALE))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let bound = BigUint::one() << (MOMENT_BITS + MOMENT_SCALE);
+                let packing = Packing::for_sums(key, &bound, config.parties)?;
+                let v = EncryptedVector::encrypt(key, &fixed, &bound, packing, &noise)?;
+                Some((
+                    Step::MomentsReply,
+                    Writer::new().bytes(&v.to_bytes(key)).finish(),
+                ))
+            }
+            Step::Standardize => {
+                let means = reader.f64s().map_err(at("reading the statistics"))?;
+                let scales = reader.f64s().map_err(at("reading the statistics"))?;
+                reader.end().map_err(at("reading the statistics"))?;
+                if data.party.is_some()
+                    || means.len() != data.x.ncols()
+                    || scales.len() != data.x.ncols()
+                    || scales.iter().any(|s| !(s.is_finite() && *s > 0.0))
+                {
+                    return Err(SecureError::Protocol(
+                        "unusable standardisation statistics".to_string(),
+                    ));
+                }
+                data.x -= &Array1::from(means);
+                data.x /= &Array1::from(scales);
+                None
             }
             other => unreachable!("{other:?} was not expected"),
         };

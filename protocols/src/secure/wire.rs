@@ -53,6 +53,20 @@ pub enum Step {
     Compare,
     /// Aggregator to everyone: the study is over.
     Done,
+    /// Node to aggregator, first message: its feature names.
+    Join,
+    /// Aggregator to Node: the study's parameters and the public key.
+    Welcome,
+    /// Aggregator to key holder, first message: the study's parameters and the key size.
+    Setup,
+    /// Key holder to aggregator: the public key.
+    PublicKey,
+    /// Aggregator to Node: send encrypted feature sums (or, given means, squared deviations).
+    Moments,
+    /// Node to aggregator: the encrypted sums.
+    MomentsReply,
+    /// Aggregator to Node: the pooled means and standard deviations to standardise with.
+    Standardize,
 }
 
 impl Step {
@@ -75,11 +89,21 @@ impl Step {
             Newton,
             Compare,
             Done,
+            Join,
+            Welcome,
+            Setup,
+            PublicKey,
+            Moments,
+            MomentsReply,
+            Standardize,
         ]
         .into_iter()
         .find(|s| *s as u16 == v)
     }
 }
+
+/// The session id of the handshake frames sent before a study has its id.
+pub const HANDSHAKE: u64 = 0;
 
 /// Sends one frame and flushes.
 pub fn send<C: Channel>(
@@ -171,6 +195,11 @@ impl Writer {
         self
     }
 
+    /// A length-prefixed UTF-8 string.
+    pub fn string(self, s: &str) -> Self {
+        self.bytes(s.as_bytes())
+    }
+
     /// A length-prefixed list of f64.
     pub fn f64s(mut self, values: &[f64]) -> Self {
         self = self.u64(values.len() as u64);
@@ -234,6 +263,12 @@ impl<'a> Reader<'a> {
             .chunks_exact(8)
             .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
             .collect())
+    }
+
+    /// A length-prefixed UTF-8 string.
+    pub fn string(&mut self) -> io::Result<String> {
+        String::from_utf8(self.bytes()?.to_vec())
+            .map_err(|_| invalid("a string is not UTF-8".into()))
     }
 
     /// Fails unless every byte was read.

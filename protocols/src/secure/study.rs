@@ -1,0 +1,314 @@
+//! A whole study over any channels: the handshake that fixes its parameters, then the roles.
+//!
+//! 1. Every Node sends `Join` with its feature names; the aggregator waits for all of them and
+//!    refuses, before any cryptography, a Node whose columns differ from Node 1's.
+//! 2. The aggregator sends `Setup` (session id, parties, dimension, fixed-point format, key size)
+//!    to the key holder, which makes a key pair and answers with the public key.
+//! 3. The aggregator sends `Welcome` (the same parameters and the public key) to every Node.
+//! 4. Count round (N), secure standardisation when asked, then the optimiser.
+
+use std::borrow::Borrow;
+use std::time::Instant;
+
+use privlogit_circuits::channel::Channel;
+use privlogit_circuits::fixed::FixedFormat;
+
+use super::aggregator::{AggregatorStats, Protocol, SecureAggregation};
+use super::keyholder::{self, KeyholderStats};
+use super::node::{self, NodeData};
+use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
+use super::{SecureConfig, SecureError};
+use crate::optimizer::{FitError, FitOptions, FitReport, IterationRecord, Optimizer};
+use crate::paillier::{PublicKey, SecretKey};
+
+/// What the aggregator runs, fixed before the study starts.
+#[derive(Debug, Clone)]
+pub struct StudyPlan {
+    /// Which secure protocol.
+    pub protocol: Protocol,
+    /// Which optimiser (Newton goes with [`Protocol::Newton`], the PrivLogit ones with the others).
+    pub optimizer: Optimizer,
+    /// Penalty, stopping rule, start.
+    pub options: FitOptions,
+    /// Fixed-point format of the circuits.
+    pub format: FixedFormat,
+    /// Paillier modulus size the key holder is asked for; the aggregator refuses a shorter key.
+    pub key_bits: u32,
+    /// Number of Nodes to wait for.
+    pub parties: usize,
+    /// Standardise the features with pooled statistics computed under encryption.
+    pub standardize: bool,
+    /// Prepend an intercept column.
+    pub intercept: bool,
+}
+
+impl StudyPlan {
+    /// Checks that the optimiser fits the protocol.
+    pub fn validate(&self) -> Result<(), SecureError> {
+        let newton = matches!(self.optimizer, Optimizer::Newton);
+        if newton != (self.protocol == Protocol::Newton) {
+            return Err(SecureError::Protocol(format!(
+                "optimizer {} does not go with protocol {:?}",
+                self.optimizer, self.protocol
+            )));
+        }
+        if self.parties == 0 {
+            return Err(SecureError::Protocol(
+                "a study needs at least one Node".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a study produced, as the aggregator sees it.
+#[derive(Debug)]
+pub struct StudyOutcome {
+    /// The optimiser's report.
+    pub fit: FitReport,
+    /// Coefficient names (intercept first when there is one).
+    pub names: Vec<String>,
+    /// Pooled means and standard deviations, when standardised (public by design).
+    pub standardization: Option<(Vec<f64>, Vec<f64>)>,
+    /// N.
+    pub rows: usize,
+    /// The aggregator's counters.
+    pub aggregator: AggregatorStats,
+    /// Seconds from the first Join to the end of the setup round, and in total.
+    pub setup_seconds: f64,
+    /// Seconds in total.
+    pub seconds: f64,
+}
+
+/// What can stop a study.
+#[derive(Debug, thiserror::Error)]
+pub enum StudyError {
+    /// A party failed.
+    #[error(transparent)]
+    Secure(#[from] SecureError),
+    /// The optimiser failed (its backend errors are the aggregator's).
+    #[error(transparent)]
+    Fit(#[from] FitError),
+    /// A serving party failed (named).
+    #[error("{0} failed: {1}")]
+    Party(String, SecureError),
+    /// A party's thread panicked.
+    #[error("the {0} thread panicked")]
+    Panicked(String),
+}
+
+fn io_at(context: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
+    move |e| SecureError::io(context.to_string(), e)
+}
+
+/// Reads a public key, refusing one below `min_bits` (below 2048 bits only in tests).
+fn parse_key(bytes: &[u8], min_bits: u32) -> Result<PublicKey, SecureError> {
+    let key = if min_bits >= 2048 {
+        PublicKey::from_bytes(bytes)?
+    } else {
+        PublicKey::from_bytes_insecure_for_tests(bytes)?
+    };
+    if key.bits() < u64::from(min_bits) {
+        return Err(SecureError::Protocol(format!(
+            "the key holder's key has {} bits, at least {min_bits} are required",
+            key.bits()
+        )));
+    }
+    Ok(key)
+}
+
+/// The Node role from the first message: joins with its feature `names`, then serves. The
+/// Node refuses a public key shorter than `min_key_bits` (its own policy, not the study's).
+pub fn run_node<C: Channel>(
+    mut channel: C,
+    names: &[String],
+    mut data: NodeData,
+    min_key_bits: u32,
+) -> Result<(), SecureError> {
+    let mut w = Writer::new().u64(names.len() as u64);
+    for n in names {
+        w = w.string(n);
+    }
+    wire::send(&mut channel, HANDSHAKE, Step::Join, &w.finish()).map_err(io_at("Node, joining"))?;
+    let (_, welcome) = wire::recv(&mut channel, HANDSHAKE, &[Step::Welcome])
+        .map_err(io_at("Node, waiting for the study to start"))?;
+    let mut r = Reader::new(&welcome);
+    let (config, intercept) =
+        read_parameters(&mut r).map_err(io_at("Node, reading the welcome"))?;
+    let key = parse_key(
+        r.bytes().map_err(io_at("Node, reading the key"))?,
+        min_key_bits,
+    )?;
+    r.end().map_err(io_at("Node, reading the welcome"))?;
+    if config.dimension != names.len() + usize::from(intercept) {
+        return Err(SecureError::Protocol(
+            "the study's dimension does not match this Node".into(),
+        ));
+    }
+    data.set_intercept(intercept);
+    node::serve(channel, &mut data, &key, &config)
+}
+
+/// The key-holder role from the first message: makes the key pair the study asks for (with
+/// `make_key`, given the modulus size), then serves.
+pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
+    mut channel: C,
+    make_key: impl FnOnce(u32) -> Result<K, SecureError>,
+) -> Result<KeyholderStats, SecureError> {
+    let (_, setup) = wire::recv(&mut channel, HANDSHAKE, &[Step::Setup])
+        .map_err(io_at("key holder, waiting for the aggregator"))?;
+    let mut r = Reader::new(&setup);
+    let (config, _) = read_parameters(&mut r).map_err(io_at("key holder, reading the setup"))?;
+    let bits = r.u64().map_err(io_at("key holder, reading the setup"))?;
+    r.end().map_err(io_at("key holder, reading the setup"))?;
+    let bits = u32::try_from(bits).map_err(|_| SecureError::Protocol("key size".into()))?;
+    let secret = make_key(bits)?;
+    let secret = secret.borrow();
+    let payload = Writer::new()
+        .bytes(&secret.public_key().to_bytes())
+        .finish();
+    wire::send(&mut channel, HANDSHAKE, Step::PublicKey, &payload)
+        .map_err(io_at("key holder, sending the public key"))?;
+    keyholder::serve(channel, secret, &config)
+}
+
+/// The aggregator role: waits for every Node, checks their columns, sets the study up, runs
+/// the optimiser, and ends the study.
+pub fn run_aggregator<C: Channel>(
+    mut nodes: Vec<C>,
+    mut keyholder: C,
+    plan: &StudyPlan,
+    observer: &mut dyn FnMut(&IterationRecord),
+) -> Result<StudyOutcome, StudyError> {
+    plan.validate()?;
+    let start = Instant::now();
+    let mut names: Option<Vec<String>> = None;
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let context = format!("aggregator, waiting for Node {} to join", i + 1);
+        let (_, join) = wire::recv(node, HANDSHAKE, &[Step::Join]).map_err(io_at(&context))?;
+        let mut r = Reader::new(&join);
+        let count = r.u64().map_err(io_at(&context))?;
+        if count as usize > super::MAX_DIMENSION {
+            return Err(
+                SecureError::Protocol(format!("Node {} declares {count} columns", i + 1)).into(),
+            );
+        }
+        let these = (0..count)
+            .map(|_| r.string())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(io_at(&context))?;
+        r.end().map_err(io_at(&context))?;
+        match &names {
+            None => names = Some(these),
+            Some(first) => check_columns(first, &these, i + 1)?,
+        }
+    }
+    let mut names = names.unwrap_or_default();
+    let dimension = names.len() + usize::from(plan.intercept);
+    let session = loop {
+        let s: u64 = rand::random();
+        if s != HANDSHAKE {
+            break s;
+        }
+    };
+    let mut config = SecureConfig::new(session, plan.parties, dimension, plan.format);
+    config.parties = nodes.len();
+    let setup = write_parameters(&config, plan.intercept)
+        .u64(u64::from(plan.key_bits))
+        .finish();
+    wire::send(&mut keyholder, HANDSHAKE, Step::Setup, &setup)
+        .map_err(io_at("aggregator, setting up the key holder"))?;
+    let (_, reply) = wire::recv(&mut keyholder, HANDSHAKE, &[Step::PublicKey])
+        .map_err(io_at("aggregator, waiting for the public key"))?;
+    let mut r = Reader::new(&reply);
+    let key = parse_key(
+        r.bytes().map_err(io_at("aggregator, reading the key"))?,
+        plan.key_bits,
+    )?;
+    r.end().map_err(io_at("aggregator, reading the key"))?;
+    let welcome = write_parameters(&config, plan.intercept)
+        .bytes(&key.to_bytes())
+        .finish();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        wire::send(node, HANDSHAKE, Step::Welcome, &welcome)
+            .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
+    }
+    let mut aggregation = SecureAggregation::connect(nodes, keyholder, key, config, plan.protocol)?;
+    let standardization = if plan.standardize {
+        Some(aggregation.standardize(&names)?)
+    } else {
+        None
+    };
+    if plan.intercept {
+        names.insert(0, "intercept".to_string());
+    }
+    let setup_seconds = start.elapsed().as_secs_f64();
+    let rows = crate::Aggregation::sample_count(&aggregation);
+    let fit = plan
+        .optimizer
+        .fit(&mut aggregation, &plan.options, observer)?;
+    let aggregator = aggregation.finish()?;
+    Ok(StudyOutcome {
+        fit,
+        names,
+        standardization,
+        rows,
+        aggregator,
+        setup_seconds,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Refuses a Node whose feature names differ from Node 1's, naming the first difference.
+fn check_columns(first: &[String], these: &[String], node: usize) -> Result<(), SecureError> {
+    for (k, (a, b)) in first.iter().zip(these).enumerate() {
+        if a != b {
+            return Err(SecureError::Protocol(format!(
+                "Node {node}'s column {} is {b:?} where Node 1 has {a:?}",
+                k + 1
+            )));
+        }
+    }
+    if first.len() != these.len() {
+        let (longer, who) = if these.len() > first.len() {
+            (these, node)
+        } else {
+            (first, 1)
+        };
+        let extra = &longer[first.len().min(these.len())];
+        return Err(SecureError::Protocol(format!(
+            "Node {node} has {} feature columns and Node 1 has {}: column {extra:?} of Node {who} has no counterpart",
+            these.len(),
+            first.len()
+        )));
+    }
+    Ok(())
+}
+
+fn write_parameters(config: &SecureConfig, intercept: bool) -> Writer {
+    Writer::new()
+        .u64(config.session)
+        .u64(config.parties as u64)
+        .u64(config.dimension as u64)
+        .u64(u64::from(config.format.width()))
+        .u64(u64::from(config.format.frac()))
+        .u64(u64::from(intercept))
+}
+
+fn read_parameters(r: &mut Reader<'_>) -> std::io::Result<(SecureConfig, bool)> {
+    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
+    let session = r.u64()?;
+    let parties = r.u64()? as usize;
+    let dimension = r.u64()? as usize;
+    let width = u32::try_from(r.u64()?).map_err(|_| bad("format width"))?;
+    let frac = u32::try_from(r.u64()?).map_err(|_| bad("format fraction"))?;
+    let intercept = r.u64()? == 1;
+    let format = FixedFormat::new(width, frac).map_err(|_| bad("fixed-point format"))?;
+    if parties == 0 || parties > 10_000 || dimension == 0 || dimension > super::MAX_DIMENSION {
+        return Err(bad("study parameters out of range"));
+    }
+    Ok((
+        SecureConfig::new(session, parties, dimension, format),
+        intercept,
+    ))
+}
