@@ -42,6 +42,7 @@ fn runtime() -> &'static Runtime {
 #[derive(Debug)]
 pub struct TcpChannel {
     peer: SocketAddr,
+    local: SocketAddr,
     outgoing: mpsc::Sender<Vec<u8>>,
     incoming: mpsc::Receiver<io::Result<Vec<u8>>>,
     write_buffer: Vec<u8>,
@@ -78,9 +79,15 @@ impl TcpChannel {
         self.peer
     }
 
+    /// This end's address.
+    pub fn local(&self) -> SocketAddr {
+        self.local
+    }
+
     fn from_stream(stream: TcpStream) -> io::Result<Self> {
         stream.set_nodelay(true)?;
         let peer = stream.peer_addr()?;
+        let local = stream.local_addr()?;
         let (mut reader, mut writer) = stream.into_split();
         let (to_socket, mut from_channel) = mpsc::channel::<Vec<u8>>(IN_FLIGHT);
         let (to_channel, from_socket) = mpsc::channel::<io::Result<Vec<u8>>>(IN_FLIGHT);
@@ -113,6 +120,7 @@ impl TcpChannel {
         });
         Ok(Self {
             peer,
+            local,
             outgoing: to_socket,
             incoming: from_socket,
             write_buffer: Vec::with_capacity(CHUNK),

@@ -32,9 +32,10 @@ pub enum FitError {
          use lambda > 0 or remove constant or collinear columns"
     )]
     BoundNotPositiveDefinite,
-    /// The aggregation backend failed (for example a Node disconnected).
+    /// The aggregation backend failed (for example a Node disconnected). Its message is part
+    /// of this one (not chained as a source, so it is printed once).
     #[error("aggregation failed: {0}")]
-    Aggregation(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Aggregation(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// When to stop iterating. Any satisfied criterion stops the fit as converged.

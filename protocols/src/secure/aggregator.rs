@@ -45,10 +45,16 @@ pub struct SecureGradient {
 pub struct AggregatorStats {
     /// AND gates evaluated.
     pub and_gates: u64,
-    /// Bytes the aggregator sent to each Node.
+    /// Bytes the aggregator sent to all Nodes.
     pub bytes_to_nodes: u64,
-    /// Bytes the Nodes sent to the aggregator.
+    /// Bytes the Nodes sent to the aggregator, in all.
     pub bytes_from_nodes: u64,
+    /// Bytes each Node sent, in Node order.
+    pub bytes_from_each_node: Vec<u64>,
+    /// Bytes the aggregator sent to the key holder (masked values, OT messages).
+    pub bytes_to_keyholder: u64,
+    /// Seconds spent forming and factoring the PrivLogit bound (the one-time setup round).
+    pub bound_seconds: f64,
 }
 
 /// The aggregator, connected to every Node and to the key holder.
@@ -63,6 +69,7 @@ pub struct SecureAggregation<C: Channel> {
     inverse: Option<EncryptedMatrix>,
     /// The aggregator's labels of every factor computed so far.
     factors: Vec<Matrix<u128>>,
+    bound_seconds: f64,
 }
 
 impl<C: Channel> SecureAggregation<C> {
@@ -86,6 +93,7 @@ impl<C: Channel> SecureAggregation<C> {
             rows: 0,
             inverse: None,
             factors: Vec::new(),
+            bound_seconds: 0.0,
         };
         let replies = me.ask_nodes(Step::Count, &[], Step::CountReply)?;
         let counts = replies
@@ -152,10 +160,14 @@ impl<C: Channel> SecureAggregation<C> {
         let ch = self.keyholder()?;
         wire::send(ch, session, Step::Done, &[])
             .map_err(|e| SecureError::io("aggregator, ending the key holder".into(), e))?;
+        let bytes_to_keyholder = self.keyholder()?.bytes_sent();
         Ok(AggregatorStats {
             and_gates: self.gc.session.and_gates(),
             bytes_to_nodes: self.nodes.iter().map(Channel::bytes_sent).sum(),
             bytes_from_nodes: self.nodes.iter().map(Channel::bytes_received).sum(),
+            bytes_from_each_node: self.nodes.iter().map(Channel::bytes_received).collect(),
+            bytes_to_keyholder,
+            bound_seconds: self.bound_seconds,
         })
     }
 
@@ -495,6 +507,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// Always `Some`: positive definiteness cannot be checked without revealing more, and
     /// `1/4 X^T X + lambda I` is positive definite whenever `lambda > 0`.
     fn bound_factor(&mut self, lambda: f64) -> Result<Option<usize>, SecureError> {
+        let start = std::time::Instant::now();
         let replies = self.ask_nodes(Step::Bound, &[], Step::BoundReply)?;
         let parts = replies
             .iter()
@@ -503,7 +516,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let sum = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
         let lower = self.add_penalty_diagonal(&sum, lambda)?;
         let local = self.protocol == Protocol::Local;
-        self.factor(&lower, local).map(Some)
+        let factor = self.factor(&lower, local)?;
+        self.bound_seconds += start.elapsed().as_secs_f64();
+        Ok(Some(factor))
     }
 
     fn gradient_and_objective(

@@ -74,7 +74,8 @@ pub struct StudyOutcome {
     pub rows: usize,
     /// The aggregator's counters.
     pub aggregator: AggregatorStats,
-    /// Seconds from the first Join to the end of the setup round, and in total.
+    /// Seconds of setup: handshake, key pair, count, standardisation, and the bound's factor
+    /// circuit (PrivLogit).
     pub setup_seconds: f64,
     /// Seconds in total.
     pub seconds: f64,
@@ -248,6 +249,7 @@ pub fn run_aggregator<C: Channel>(
         .optimizer
         .fit(&mut aggregation, &plan.options, observer)?;
     let aggregator = aggregation.finish()?;
+    let setup_seconds = setup_seconds + aggregator.bound_seconds;
     Ok(StudyOutcome {
         fit,
         names,

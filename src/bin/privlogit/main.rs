@@ -5,6 +5,7 @@ mod bench_circuits;
 mod circuit;
 mod fit;
 mod simulate;
+mod study;
 
 use std::process::ExitCode;
 
@@ -28,6 +29,15 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run Bristol Fashion circuits, in plaintext or garbled.
     Circuit(circuit::CircuitArgs),
+    /// Run a secure study: key holder, aggregator and one Node per file in this process, over
+    /// loopback TCP.
+    Study(study::StudyArgs),
+    /// Serve as the key holder of a secure study (Paillier keys, garbling).
+    Keyholder(study::KeyholderArgs),
+    /// Drive a secure study as the aggregator.
+    Aggregator(study::AggregatorArgs),
+    /// Take part in a secure study as a Node with one data file.
+    Node(study::NodeArgs),
 }
 
 /// Exit status when the fit ran but diverged.
@@ -40,6 +50,10 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Circuit(args) => circuit::run(args),
+        Command::Study(args) => study::run_study(args),
+        Command::Keyholder(args) => study::run_keyholder(args),
+        Command::Aggregator(args) => study::run_aggregator(args),
+        Command::Node(args) => study::run_node(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

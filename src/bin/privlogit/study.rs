@@ -1,0 +1,464 @@
+//! The secure study commands: `privlogit study` (every role in this process, over loopback TCP)
+//! and the three roles as separate processes (`keyholder`, `aggregator`, `node`).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use privlogit::data::{self, Dataset, LoadOptions};
+use privlogit::output;
+use privlogit::protocols::paillier::{KeyPair, KeySize, SecretKey};
+use privlogit::protocols::secure::SecureError;
+use privlogit::protocols::secure::aggregator::Protocol;
+use privlogit::protocols::secure::inprocess;
+use privlogit::protocols::secure::keyholder::KeyholderStats;
+use privlogit::protocols::secure::node::NodeData;
+use privlogit::protocols::secure::study::{self, StudyOutcome, StudyPlan};
+use privlogit::protocols::transport::{Listener, TcpChannel};
+use privlogit::protocols::{FitOptions, IterationRecord, Optimizer, Status, StepKind};
+use privlogit_circuits::FixedFormat;
+use serde::Serialize;
+
+use crate::Outcome;
+
+/// How long a party waits for the others to connect.
+const PATIENCE: Duration = Duration::from_secs(600);
+
+/// The protocol, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolName {
+    /// PrivLogit-Hessian: the factor stays in the garbled circuit.
+    Hessian,
+    /// PrivLogit-Local: the Nodes multiply the encrypted inverse into their gradients.
+    Local,
+    /// Secure distributed Newton (the baseline).
+    Newton,
+}
+
+/// The study parameters shared by `study` and `aggregator`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// hessian, local or newton.
+    #[arg(long, value_enum, default_value = "local")]
+    protocol: ProtocolName,
+    /// Accelerated PrivLogit (Hessian and Local only).
+    #[arg(long)]
+    accelerate: bool,
+    /// Z-score the features with pooled statistics computed under encryption (the means and
+    /// standard deviations become public).
+    #[arg(long)]
+    standardize: bool,
+    /// Do not add the intercept column.
+    #[arg(long)]
+    no_intercept: bool,
+    /// l2 penalty lambda (dissertation eq. 2.10).
+    #[arg(long, default_value_t = 1.0)]
+    lambda: f64,
+    /// Stop when the relative change of the penalised log-likelihood is below T.
+    #[arg(long, value_name = "T", default_value_t = 1e-6)]
+    tol: f64,
+    /// Give up after N iterations.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    max_iter: usize,
+    /// Paillier modulus bits (2048 or more).
+    #[arg(long, value_name = "BITS", default_value_t = 2048)]
+    key_bits: u32,
+    /// Fixed-point format of the garbled circuits, WIDTH/FRACTION bits (more fraction: closer
+    /// to the plaintext run; more integer bits: room for larger values).
+    #[arg(long, value_name = "W/F", default_value = "64/46", value_parser = parse_format)]
+    fixed: FixedFormat,
+}
+
+fn parse_format(s: &str) -> Result<FixedFormat, String> {
+    let (w, f) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?} is not WIDTH/FRACTION, e.g. 64/44"))?;
+    let w: u32 = w
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad width in {s:?}"))?;
+    let f: u32 = f
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad fraction in {s:?}"))?;
+    FixedFormat::new(w, f).map_err(|e| e.to_string())
+}
+
+impl PlanArgs {
+    fn plan(&self, parties: usize) -> Result<StudyPlan> {
+        let protocol = match self.protocol {
+            ProtocolName::Hessian => Protocol::Hessian,
+            ProtocolName::Local => Protocol::Local,
+            ProtocolName::Newton => Protocol::Newton,
+        };
+        let optimizer = match (protocol, self.accelerate) {
+            (Protocol::Newton, true) => bail!("--accelerate applies to hessian and local only"),
+            (Protocol::Newton, false) => Optimizer::Newton,
+            (_, true) => Optimizer::AcceleratedPrivLogit {
+                memory: privlogit::protocols::optimizer::DEFAULT_ANDERSON_MEMORY,
+            },
+            (_, false) => Optimizer::PrivLogit,
+        };
+        if self.key_bits < 2048 {
+            bail!(
+                "--key-bits {} is below 2048, which is not secure",
+                self.key_bits
+            );
+        }
+        let options = FitOptions::new()
+            .lambda(self.lambda)
+            .relative_tolerance(self.tol)
+            .max_iterations(self.max_iter);
+        options.validate()?;
+        let plan = StudyPlan {
+            protocol,
+            optimizer,
+            options,
+            format: self.fixed,
+            key_bits: self.key_bits,
+            parties,
+            standardize: self.standardize,
+            intercept: !self.no_intercept,
+        };
+        plan.validate()?;
+        Ok(plan)
+    }
+}
+
+/// Arguments of `privlogit study`.
+#[derive(Debug, Args)]
+pub struct StudyArgs {
+    /// The parties' data files, one per Node: `--party a.csv --party b.csv`.
+    #[arg(long = "party", value_name = "FILE", num_args = 1.., required = true)]
+    parties: Vec<PathBuf>,
+    /// Name of the 0/1 label column.
+    #[arg(long, value_name = "COLUMN")]
+    label: String,
+    #[command(flatten)]
+    plan: PlanArgs,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write the result to FILE (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// No progress on standard error.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// `privlogit study`: key holder, aggregator and one Node per file, in this process, over
+/// loopback TCP.
+pub fn run_study(args: StudyArgs) -> Result<Outcome> {
+    let plan = args.plan.plan(args.parties.len())?;
+    let datasets = args
+        .parties
+        .iter()
+        .map(|p| load(p, &args.label))
+        .collect::<Result<Vec<_>>>()?;
+    let quiet = args.quiet;
+    let say = |m: &str| {
+        if !quiet {
+            eprintln!("{m}");
+        }
+    };
+    say(&format!(
+        "secure study: {} Nodes, protocol {:?}, optimizer {}, {}-bit Paillier key, fixed point {}/{}",
+        datasets.len(),
+        plan.protocol,
+        plan.optimizer,
+        plan.key_bits,
+        plan.format.width(),
+        plan.format.frac()
+    ));
+    say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
+    let nodes = datasets
+        .into_iter()
+        .map(|d| (d.names.clone(), NodeData::new(d.x, d.y, plan.intercept)))
+        .collect();
+    let mut progress = |r: &IterationRecord| {
+        if !quiet {
+            eprintln!("{}", progress_line(r));
+        }
+    };
+    let (outcome, keyholder) = inprocess::run_study(
+        inprocess::loopback_pair,
+        nodes,
+        &plan,
+        make_key,
+        &mut progress,
+    )
+    .map_err(anyhow::Error::from)?;
+    finish(
+        &outcome,
+        Some(&keyholder),
+        &plan,
+        args.json,
+        args.out.as_ref(),
+    )
+}
+
+/// Arguments of `privlogit keyholder`.
+#[derive(Debug, Args)]
+pub struct KeyholderArgs {
+    /// Address to listen on for the aggregator, e.g. 0.0.0.0:7000.
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+}
+
+/// `privlogit keyholder`: waits for the aggregator, makes the key pair it asks for, serves.
+pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
+    let listener = Listener::bind(&args.listen)?;
+    eprintln!("key holder listening on {}", listener.local_addr()?);
+    let channel = listener.accept(PATIENCE)?;
+    eprintln!("aggregator connected from {}", channel.peer());
+    let stats = study::run_keyholder(channel, make_key)?;
+    eprintln!(
+        "study done: {} AND gates garbled, {} sent",
+        stats.and_gates,
+        human_bytes(stats.bytes_sent)
+    );
+    Ok(Outcome::Success)
+}
+
+/// Arguments of `privlogit aggregator`.
+#[derive(Debug, Args)]
+pub struct AggregatorArgs {
+    /// Address to listen on for the Nodes.
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    /// The key holder's address.
+    #[arg(long, value_name = "ADDR")]
+    keyholder: String,
+    /// Number of Nodes to wait for.
+    #[arg(long, value_name = "N")]
+    parties: usize,
+    #[command(flatten)]
+    plan: PlanArgs,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write the result to FILE (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// `privlogit aggregator`: waits for the Nodes, connects to the key holder, runs the study.
+pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
+    let plan = args.plan.plan(args.parties)?;
+    let listener = Listener::bind(&args.listen)?;
+    eprintln!(
+        "aggregator listening on {}, waiting for {} Nodes",
+        listener.local_addr()?,
+        args.parties
+    );
+    let mut nodes = Vec::with_capacity(args.parties);
+    for i in 0..args.parties {
+        let c = listener
+            .accept(PATIENCE)
+            .with_context(|| format!("waiting for Node {}", i + 1))?;
+        eprintln!("Node {} connected from {}", i + 1, c.peer());
+        nodes.push(c);
+    }
+    let keyholder = TcpChannel::connect(&args.keyholder, PATIENCE)?;
+    let mut progress = |r: &IterationRecord| eprintln!("{}", progress_line(r));
+    let outcome = study::run_aggregator(nodes, keyholder, &plan, &mut progress)?;
+    finish(&outcome, None, &plan, args.json, args.out.as_ref())
+}
+
+/// Arguments of `privlogit node`.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// This Node's data file.
+    #[arg(long, value_name = "FILE")]
+    party: PathBuf,
+    /// Name of the 0/1 label column.
+    #[arg(long, value_name = "COLUMN")]
+    label: String,
+    /// The aggregator's address.
+    #[arg(long, value_name = "ADDR")]
+    aggregator: String,
+}
+
+/// `privlogit node`: joins the aggregator's study with one data file and serves it.
+pub fn run_node(args: NodeArgs) -> Result<Outcome> {
+    let d = load(&args.party, &args.label)?;
+    let rows = d.rows();
+    let channel = TcpChannel::connect(&args.aggregator, PATIENCE)?;
+    eprintln!(
+        "Node with {rows} rows joined the aggregator at {} from {}",
+        channel.peer(),
+        channel.local()
+    );
+    study::run_node(channel, &d.names, NodeData::new(d.x, d.y, true), 2048)?;
+    eprintln!("study done");
+    Ok(Outcome::Success)
+}
+
+fn load(path: &std::path::Path, label: &str) -> Result<Dataset> {
+    Ok(data::load(path, &LoadOptions::new(label))?.data)
+}
+
+/// The key holder's key pair of the size the study asks (at least 2048 bits).
+fn make_key(bits: u32) -> Result<SecretKey, SecureError> {
+    let size = match bits {
+        2048 => KeySize::Bits2048,
+        3072 => KeySize::Bits3072,
+        4096 => KeySize::Bits4096,
+        other => {
+            return Err(SecureError::Protocol(format!(
+                "the study asks for a {other}-bit key; 2048, 3072 or 4096 are supported"
+            )));
+        }
+    };
+    Ok(KeyPair::generate(size, &mut rand::rng()).secret)
+}
+
+fn progress_line(r: &IterationRecord) -> String {
+    let kind = if r.step == StepKind::Accelerated {
+        "  (accelerated)"
+    } else {
+        ""
+    };
+    format!("iteration {:>4}  rounds {:>5}{kind}", r.iteration, r.rounds)
+}
+
+fn human_bytes(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / f64::from(1u32 << 30)),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
+#[derive(Serialize)]
+struct JsonStudy<'a> {
+    protocol: String,
+    optimizer: String,
+    status: &'a str,
+    converged: bool,
+    iterations: usize,
+    rounds: usize,
+    rows: usize,
+    names: &'a [String],
+    coefficients: Vec<f64>,
+    setup_seconds: f64,
+    seconds: f64,
+    seconds_per_iteration: f64,
+    and_gates: u64,
+    bytes_from_each_node: &'a [u64],
+    bytes_to_nodes: u64,
+    bytes_aggregator_to_keyholder: u64,
+    bytes_keyholder_to_aggregator: Option<u64>,
+}
+
+fn finish(
+    o: &StudyOutcome,
+    keyholder: Option<&KeyholderStats>,
+    plan: &StudyPlan,
+    json: bool,
+    out: Option<&PathBuf>,
+) -> Result<Outcome> {
+    let r = &o.fit;
+    let per_iteration = (o.seconds - o.setup_seconds) / r.iterations.max(1) as f64;
+    let rendered = if json {
+        let report = JsonStudy {
+            protocol: format!("{:?}", plan.protocol).to_lowercase(),
+            optimizer: r.optimizer.to_string(),
+            status: r.status.name(),
+            converged: r.status == Status::Converged,
+            iterations: r.iterations,
+            rounds: r.rounds,
+            rows: o.rows,
+            names: &o.names,
+            coefficients: r.beta.to_vec(),
+            setup_seconds: o.setup_seconds,
+            seconds: o.seconds,
+            seconds_per_iteration: per_iteration,
+            and_gates: o.aggregator.and_gates,
+            bytes_from_each_node: &o.aggregator.bytes_from_each_node,
+            bytes_to_nodes: o.aggregator.bytes_to_nodes,
+            bytes_aggregator_to_keyholder: o.aggregator.bytes_to_keyholder,
+            bytes_keyholder_to_aggregator: keyholder.map(|k| k.bytes_sent),
+        };
+        let mut s = serde_json::to_string_pretty(&report)?;
+        s.push('\n');
+        s
+    } else {
+        let mut s = String::new();
+        let _ = writeln!(s, "protocol        {:?} ({})", plan.protocol, r.optimizer);
+        let _ = writeln!(s, "status          {}", r.status.name());
+        let _ = writeln!(
+            s,
+            "Nodes           {} (N = {})",
+            o.aggregator.bytes_from_each_node.len(),
+            o.rows
+        );
+        let _ = writeln!(s, "iterations      {}", r.iterations);
+        let _ = writeln!(s, "rounds          {}", r.rounds);
+        let _ = writeln!(
+            s,
+            "setup           {:.2} s (key pair, handshake, counts, bound and its factor circuit)",
+            o.setup_seconds
+        );
+        let _ = writeln!(s, "per iteration   {:.3} s", per_iteration);
+        let _ = writeln!(s, "total           {:.2} s", o.seconds);
+        let _ = writeln!(s, "AND gates       {}", o.aggregator.and_gates);
+        let sent: Vec<String> = o
+            .aggregator
+            .bytes_from_each_node
+            .iter()
+            .map(|&b| human_bytes(b))
+            .collect();
+        let _ = writeln!(
+            s,
+            "bytes sent      Nodes {}; aggregator to Nodes {}, to key holder {}{}",
+            sent.join(" / "),
+            human_bytes(o.aggregator.bytes_to_nodes),
+            human_bytes(o.aggregator.bytes_to_keyholder),
+            keyholder.map_or(String::new(), |k| format!(
+                "; key holder {}",
+                human_bytes(k.bytes_sent)
+            ))
+        );
+        let width = o.names.iter().map(String::len).max().unwrap_or(0).max(11);
+        let _ = writeln!(s, "\n{:<width$}  coefficient", "name");
+        for (n, b) in o.names.iter().zip(r.beta.iter()) {
+            let _ = writeln!(s, "{n:<width$}  {b:>14.8}");
+        }
+        s
+    };
+    match out {
+        Some(path) => output::write_text(path, &rendered)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(rendered.as_bytes())
+                .and_then(|()| stdout.flush())
+                .context("cannot write to standard output")?;
+        }
+    }
+    match r.status {
+        Status::Diverged(reason) => {
+            eprintln!(
+                "error: diverged at iteration {}: {}",
+                r.iterations,
+                reason.describe()
+            );
+            Ok(Outcome::Diverged)
+        }
+        Status::MaxIterations => {
+            eprintln!(
+                "warning: stopped after {} iterations without meeting the stopping rule (raise --max-iter)",
+                r.iterations
+            );
+            Ok(Outcome::Success)
+        }
+        Status::Converged => Ok(Outcome::Success),
+    }
+}
