@@ -23,16 +23,27 @@ pub trait Channel {
     fn bytes_received(&self) -> u64;
 }
 
-/// Bytes per chunk handed between the threads of a [`MemoryChannel`].
-const CHUNK: usize = 1 << 16;
+/// Bytes per chunk a [`ChunkChannel`] hands to its pipe (it may hand more after a large send).
+pub const CHUNK: usize = 1 << 16;
 /// Chunks that may be in flight in one direction before the sender waits (bounds memory).
-const IN_FLIGHT: usize = 64;
+pub const IN_FLIGHT: usize = 64;
 
-/// One end of an in-memory channel pair.
+/// Moves whole chunks of bytes to and from the other party, in order. [`ChunkChannel`] makes a
+/// byte [`Channel`] of it; the in-memory pair and the TCP transport differ only in their pipe.
+pub trait ChunkPipe {
+    /// Hands `chunk` over, waiting while too many are in flight; fails once the other side is
+    /// gone.
+    fn push(&mut self, chunk: Vec<u8>) -> io::Result<()>;
+
+    /// The next chunk from the other side, waiting for it; fails once the other side is gone.
+    fn pull(&mut self) -> io::Result<Vec<u8>>;
+}
+
+/// A byte channel over a [`ChunkPipe`]: sends are gathered into chunks of about [`CHUNK`]
+/// bytes, receives are served from the current chunk.
 #[derive(Debug)]
-pub struct MemoryChannel {
-    outgoing: SyncSender<Vec<u8>>,
-    incoming: Receiver<Vec<u8>>,
+pub struct ChunkChannel<P> {
+    pipe: P,
     write_buffer: Vec<u8>,
     read_buffer: Vec<u8>,
     read_position: usize,
@@ -40,18 +51,11 @@ pub struct MemoryChannel {
     received: u64,
 }
 
-impl MemoryChannel {
-    /// Two connected ends.
-    pub fn pair() -> (Self, Self) {
-        let (a_out, b_in) = sync_channel(IN_FLIGHT);
-        let (b_out, a_in) = sync_channel(IN_FLIGHT);
-        (Self::end(a_out, a_in), Self::end(b_out, b_in))
-    }
-
-    fn end(outgoing: SyncSender<Vec<u8>>, incoming: Receiver<Vec<u8>>) -> Self {
+impl<P: ChunkPipe> ChunkChannel<P> {
+    /// A channel over `pipe`.
+    pub fn new(pipe: P) -> Self {
         Self {
-            outgoing,
-            incoming,
+            pipe,
             write_buffer: Vec::with_capacity(CHUNK),
             read_buffer: Vec::new(),
             read_position: 0,
@@ -59,13 +63,19 @@ impl MemoryChannel {
             received: 0,
         }
     }
+
+    /// The pipe.
+    pub fn pipe(&self) -> &P {
+        &self.pipe
+    }
 }
 
-fn disconnected() -> io::Error {
+/// The error of a pipe whose other side is gone.
+pub fn disconnected() -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, "the other party hung up")
 }
 
-impl Channel for MemoryChannel {
+impl<P: ChunkPipe> Channel for ChunkChannel<P> {
     fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.sent += bytes.len() as u64;
         self.write_buffer.extend_from_slice(bytes);
@@ -79,7 +89,7 @@ impl Channel for MemoryChannel {
         let mut filled = 0;
         while filled < buf.len() {
             if self.read_position == self.read_buffer.len() {
-                self.read_buffer = self.incoming.recv().map_err(|_| disconnected())?;
+                self.read_buffer = self.pipe.pull()?;
                 self.read_position = 0;
             }
             let n = (buf.len() - filled).min(self.read_buffer.len() - self.read_position);
@@ -95,7 +105,7 @@ impl Channel for MemoryChannel {
     fn flush(&mut self) -> io::Result<()> {
         if !self.write_buffer.is_empty() {
             let chunk = std::mem::replace(&mut self.write_buffer, Vec::with_capacity(CHUNK));
-            self.outgoing.send(chunk).map_err(|_| disconnected())?;
+            self.pipe.push(chunk)?;
         }
         Ok(())
     }
@@ -106,6 +116,36 @@ impl Channel for MemoryChannel {
 
     fn bytes_received(&self) -> u64 {
         self.received
+    }
+}
+
+/// The pipe between two threads of one process.
+#[derive(Debug)]
+pub struct MemoryPipe {
+    outgoing: SyncSender<Vec<u8>>,
+    incoming: Receiver<Vec<u8>>,
+}
+
+impl ChunkPipe for MemoryPipe {
+    fn push(&mut self, chunk: Vec<u8>) -> io::Result<()> {
+        self.outgoing.send(chunk).map_err(|_| disconnected())
+    }
+
+    fn pull(&mut self) -> io::Result<Vec<u8>> {
+        self.incoming.recv().map_err(|_| disconnected())
+    }
+}
+
+/// One end of an in-memory channel pair.
+pub type MemoryChannel = ChunkChannel<MemoryPipe>;
+
+impl ChunkChannel<MemoryPipe> {
+    /// Two connected ends.
+    pub fn pair() -> (Self, Self) {
+        let (a_out, b_in) = sync_channel(IN_FLIGHT);
+        let (b_out, a_in) = sync_channel(IN_FLIGHT);
+        let end = |outgoing, incoming| Self::new(MemoryPipe { outgoing, incoming });
+        (end(a_out, a_in), end(b_out, b_in))
     }
 }
 

@@ -1,9 +1,8 @@
 //! TCP transport: a [`Channel`] whose bytes tokio moves.
 //!
 //! The crypto cores are synchronous (ARCHITECTURE.md: async code only moves bytes), so a
-//! [`TcpChannel`] is used from ordinary threads like the in-memory channel: `send` queues
-//! 64 KiB chunks for a writer task and `recv` takes chunks from a reader task, both running on
-//! one shared tokio runtime. Bulk data (garbled tables) streams through in those chunks while
+//! [`TcpChannel`] is the same [`ChunkChannel`] as the in-memory pair, over a pipe whose chunks
+//! go to a writer task and come from a reader task, both on one shared tokio runtime. Bulk data (garbled tables) streams through in those chunks while
 //! the garbler keeps working. When the peer goes away (process killed, socket closed) the reader
 //! task ends and the next `recv` fails at once with "the other party hung up".
 
@@ -12,17 +11,11 @@ use std::net::SocketAddr;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use privlogit_circuits::channel::Channel;
+use privlogit_circuits::channel::{CHUNK, ChunkChannel, ChunkPipe, IN_FLIGHT, disconnected};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
-
-/// Bytes per chunk handed between a channel and its tasks.
-const CHUNK: usize = 1 << 16;
-/// Chunks buffered in each direction (4 MiB): enough to keep the socket busy, small enough
-/// that a fast sender waits for a slow receiver instead of filling memory.
-const IN_FLIGHT: usize = 64;
 
 /// The runtime every TCP channel's tasks run on (one worker: it only copies bytes).
 fn runtime() -> &'static Runtime {
@@ -38,42 +31,16 @@ fn runtime() -> &'static Runtime {
     })
 }
 
-/// One end of a TCP connection.
+/// The pipe of a TCP connection: chunks go to and come from the connection's two tasks.
 #[derive(Debug)]
-pub struct TcpChannel {
+pub struct TcpPipe {
     peer: SocketAddr,
     local: SocketAddr,
     outgoing: mpsc::Sender<Vec<u8>>,
     incoming: mpsc::Receiver<io::Result<Vec<u8>>>,
-    write_buffer: Vec<u8>,
-    read_buffer: Vec<u8>,
-    read_position: usize,
-    sent: u64,
-    received: u64,
 }
 
-impl TcpChannel {
-    /// Connects to `address`, retrying until `patience` has passed (the other party may not be
-    /// listening yet).
-    pub fn connect(address: &str, patience: Duration) -> io::Result<Self> {
-        let deadline = Instant::now() + patience;
-        let stream = runtime().block_on(async {
-            loop {
-                match TcpStream::connect(address).await {
-                    Ok(s) => return Ok(s),
-                    Err(e) if Instant::now() >= deadline => {
-                        return Err(io::Error::new(
-                            e.kind(),
-                            format!("cannot connect to {address}: {e}"),
-                        ));
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
-        })?;
-        Self::from_stream(stream)
-    }
-
+impl TcpPipe {
     /// The peer's address.
     pub fn peer(&self) -> SocketAddr {
         self.peer
@@ -83,114 +50,87 @@ impl TcpChannel {
     pub fn local(&self) -> SocketAddr {
         self.local
     }
+}
 
-    fn from_stream(stream: TcpStream) -> io::Result<Self> {
-        stream.set_nodelay(true)?;
-        let peer = stream.peer_addr()?;
-        let local = stream.local_addr()?;
-        let (mut reader, mut writer) = stream.into_split();
-        let (to_socket, mut from_channel) = mpsc::channel::<Vec<u8>>(IN_FLIGHT);
-        let (to_channel, from_socket) = mpsc::channel::<io::Result<Vec<u8>>>(IN_FLIGHT);
-        let rt = runtime();
-        rt.spawn(async move {
-            while let Some(chunk) = from_channel.recv().await {
-                if writer.write_all(&chunk).await.is_err() {
-                    break;
+impl ChunkPipe for TcpPipe {
+    fn push(&mut self, chunk: Vec<u8>) -> io::Result<()> {
+        self.outgoing
+            .blocking_send(chunk)
+            .map_err(|_| disconnected())
+    }
+
+    fn pull(&mut self) -> io::Result<Vec<u8>> {
+        self.incoming
+            .blocking_recv()
+            .unwrap_or_else(|| Err(disconnected()))
+    }
+}
+
+/// One end of a TCP connection.
+pub type TcpChannel = ChunkChannel<TcpPipe>;
+
+/// Connects to `address`, retrying until `patience` has passed (the other party may not be
+/// listening yet).
+pub fn connect(address: &str, patience: Duration) -> io::Result<TcpChannel> {
+    let deadline = Instant::now() + patience;
+    let stream = runtime().block_on(async {
+        loop {
+            match TcpStream::connect(address).await {
+                Ok(s) => return Ok(s),
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("cannot connect to {address}: {e}"),
+                    ));
                 }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
-            let _ = writer.shutdown().await;
-        });
-        rt.spawn(async move {
-            loop {
-                let mut chunk = vec![0u8; CHUNK];
-                match reader.read(&mut chunk).await {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        chunk.truncate(n);
-                        if to_channel.send(Ok(chunk)).await.is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = to_channel.send(Err(e)).await;
+        }
+    })?;
+    from_stream(stream)
+}
+
+/// Starts the connection's reader and writer tasks.
+fn from_stream(stream: TcpStream) -> io::Result<TcpChannel> {
+    stream.set_nodelay(true)?;
+    let peer = stream.peer_addr()?;
+    let local = stream.local_addr()?;
+    let (mut reader, mut writer) = stream.into_split();
+    let (to_socket, mut from_channel) = mpsc::channel::<Vec<u8>>(IN_FLIGHT);
+    let (to_channel, from_socket) = mpsc::channel::<io::Result<Vec<u8>>>(IN_FLIGHT);
+    let rt = runtime();
+    rt.spawn(async move {
+        while let Some(chunk) = from_channel.recv().await {
+            if writer.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+        let _ = writer.shutdown().await;
+    });
+    rt.spawn(async move {
+        loop {
+            let mut chunk = vec![0u8; CHUNK];
+            match reader.read(&mut chunk).await {
+                Ok(0) => break,
+                Ok(n) => {
+                    chunk.truncate(n);
+                    if to_channel.send(Ok(chunk)).await.is_err() {
                         break;
                     }
                 }
-            }
-        });
-        Ok(Self {
-            peer,
-            local,
-            outgoing: to_socket,
-            incoming: from_socket,
-            write_buffer: Vec::with_capacity(CHUNK),
-            read_buffer: Vec::new(),
-            read_position: 0,
-            sent: 0,
-            received: 0,
-        })
-    }
-
-    fn push(&mut self, chunk: Vec<u8>) -> io::Result<()> {
-        self.outgoing.blocking_send(chunk).map_err(|_| hung_up())
-    }
-}
-
-fn hung_up() -> io::Error {
-    io::Error::new(io::ErrorKind::BrokenPipe, "the other party hung up")
-}
-
-impl Channel for TcpChannel {
-    fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        self.sent += bytes.len() as u64;
-        while !bytes.is_empty() {
-            let room = CHUNK - self.write_buffer.len();
-            let (now, later) = bytes.split_at(room.min(bytes.len()));
-            self.write_buffer.extend_from_slice(now);
-            bytes = later;
-            if self.write_buffer.len() == CHUNK {
-                let full = std::mem::replace(&mut self.write_buffer, Vec::with_capacity(CHUNK));
-                self.push(full)?;
+                Err(e) => {
+                    let _ = to_channel.send(Err(e)).await;
+                    break;
+                }
             }
         }
-        Ok(())
-    }
-
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
-        let mut filled = 0;
-        while filled < buf.len() {
-            if self.read_position == self.read_buffer.len() {
-                self.read_buffer = match self.incoming.blocking_recv() {
-                    Some(chunk) => chunk?,
-                    None => return Err(hung_up()),
-                };
-                self.read_position = 0;
-            }
-            let take = (buf.len() - filled).min(self.read_buffer.len() - self.read_position);
-            buf[filled..filled + take]
-                .copy_from_slice(&self.read_buffer[self.read_position..self.read_position + take]);
-            filled += take;
-            self.read_position += take;
-        }
-        self.received += buf.len() as u64;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        if !self.write_buffer.is_empty() {
-            let pending = std::mem::replace(&mut self.write_buffer, Vec::with_capacity(CHUNK));
-            self.push(pending)?;
-        }
-        Ok(())
-    }
-
-    fn bytes_sent(&self) -> u64 {
-        self.sent
-    }
-
-    fn bytes_received(&self) -> u64 {
-        self.received
-    }
+    });
+    Ok(ChunkChannel::new(TcpPipe {
+        peer,
+        local,
+        outgoing: to_socket,
+        incoming: from_socket,
+    }))
 }
 
 /// A listening socket that hands out [`TcpChannel`]s.
@@ -225,13 +165,14 @@ impl Listener {
                     )
                 })?
         })?;
-        TcpChannel::from_stream(stream)
+        from_stream(stream)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use privlogit_circuits::channel::Channel;
 
     /// Bytes cross a real loopback socket in order, in both directions, and a closed peer is
     /// reported as hung up.
@@ -240,7 +181,7 @@ mod tests {
         let listener = Listener::bind("127.0.0.1:0").expect("bind");
         let address = listener.local_addr().expect("address").to_string();
         let client = std::thread::spawn(move || {
-            let mut c = TcpChannel::connect(&address, Duration::from_secs(5)).expect("connect");
+            let mut c = connect(&address, Duration::from_secs(5)).expect("connect");
             let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
             c.send(&big).expect("send");
             c.flush().expect("flush");

@@ -18,7 +18,7 @@ use super::study::{self, StudyError, StudyOutcome, StudyPlan};
 use crate::objective::PartyData;
 use crate::optimizer::{FitOptions, FitReport, IterationRecord, Optimizer};
 use crate::paillier::SecretKey;
-use crate::transport::{Listener, TcpChannel};
+use crate::transport::{self, Listener, TcpChannel};
 
 /// The outcome of a secure study.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ pub fn loopback_pair() -> io::Result<(TcpChannel, TcpChannel)> {
     let address = listener.local_addr()?.to_string();
     // The kernel completes the connection from the listen backlog, so connecting before
     // accepting does not wait.
-    let client = TcpChannel::connect(&address, Duration::from_secs(10))?;
+    let client = transport::connect(&address, Duration::from_secs(10))?;
     let server = listener.accept(Duration::from_secs(10))?;
     Ok((server, client))
 }

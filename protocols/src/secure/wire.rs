@@ -70,35 +70,35 @@ pub enum Step {
 }
 
 impl Step {
+    /// Every step, for decoding.
+    const ALL: [Step; 23] = [
+        Step::Count,
+        Step::CountReply,
+        Step::DecryptPublic,
+        Step::DecryptPublicReply,
+        Step::Total,
+        Step::Bound,
+        Step::BoundReply,
+        Step::Factor,
+        Step::FactorReply,
+        Step::Inverse,
+        Step::Gradient,
+        Step::GradientReply,
+        Step::Solve,
+        Step::Newton,
+        Step::Compare,
+        Step::Done,
+        Step::Join,
+        Step::Welcome,
+        Step::Setup,
+        Step::PublicKey,
+        Step::Moments,
+        Step::MomentsReply,
+        Step::Standardize,
+    ];
+
     fn from_u16(v: u16) -> Option<Self> {
-        use Step::*;
-        [
-            Count,
-            CountReply,
-            DecryptPublic,
-            DecryptPublicReply,
-            Total,
-            Bound,
-            BoundReply,
-            Factor,
-            FactorReply,
-            Inverse,
-            Gradient,
-            GradientReply,
-            Solve,
-            Newton,
-            Compare,
-            Done,
-            Join,
-            Welcome,
-            Setup,
-            PublicKey,
-            Moments,
-            MomentsReply,
-            Standardize,
-        ]
-        .into_iter()
-        .find(|s| *s as u16 == v)
+        Self::ALL.into_iter().find(|s| *s as u16 == v)
     }
 }
 
@@ -281,5 +281,69 @@ impl<'a> Reader<'a> {
                 self.rest.len()
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use privlogit_circuits::channel::MemoryChannel;
+
+    /// Every step decodes to itself, and the codes are 1, 2, ... without gaps.
+    #[test]
+    fn every_step_round_trips() {
+        for (k, step) in Step::ALL.iter().enumerate() {
+            assert_eq!(*step as u16, k as u16 + 1);
+            assert_eq!(Step::from_u16(*step as u16), Some(*step));
+        }
+        assert_eq!(Step::from_u16(0), None);
+        assert_eq!(Step::from_u16(Step::ALL.len() as u16 + 1), None);
+    }
+
+    /// Frames of another session or step, bad magic and oversized lengths are refused.
+    #[test]
+    fn frames_are_checked() {
+        let (mut a, mut b) = MemoryChannel::pair();
+        send(&mut a, 7, Step::Gradient, b"beta").expect("send");
+        let (step, payload) = recv(&mut b, 7, &[Step::Gradient]).expect("recv");
+        assert_eq!((step, payload.as_slice()), (Step::Gradient, &b"beta"[..]));
+
+        send(&mut a, 8, Step::Gradient, b"").expect("send");
+        let e = recv(&mut b, 7, &[Step::Gradient]).expect_err("other session");
+        assert!(e.to_string().contains("session"), "{e}");
+
+        let (mut a, mut b) = MemoryChannel::pair();
+        send(&mut a, 7, Step::Done, b"").expect("send");
+        let e = recv(&mut b, 7, &[Step::Gradient]).expect_err("other step");
+        assert!(e.to_string().contains("unexpected protocol step"), "{e}");
+
+        let (mut a, mut b) = MemoryChannel::pair();
+        let mut header = Vec::new();
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&7u64.to_le_bytes());
+        header.extend_from_slice(&(Step::Gradient as u16).to_le_bytes());
+        header.extend_from_slice(&u32::MAX.to_le_bytes());
+        a.send(&header).expect("send");
+        a.flush().expect("flush");
+        let e = recv(&mut b, 7, &[Step::Gradient]).expect_err("too long");
+        assert!(e.to_string().contains("limit"), "{e}");
+
+        let (mut a, mut b) = MemoryChannel::pair();
+        a.send(&[0u8; 18]).expect("send");
+        a.flush().expect("flush");
+        let e = recv(&mut b, 7, &[Step::Gradient]).expect_err("bad magic");
+        assert!(e.to_string().contains("magic"), "{e}");
+    }
+
+    /// A field longer than the payload is refused, not read past.
+    #[test]
+    fn reader_bounds_fields() {
+        let payload = Writer::new().u64(1 << 40).finish();
+        let mut r = Reader::new(&payload);
+        assert!(r.bytes().is_err());
+        let payload = Writer::new().f64s(&[1.0, 2.0]).finish();
+        let mut r = Reader::new(&payload);
+        assert_eq!(r.f64s().expect("two"), vec![1.0, 2.0]);
+        r.end().expect("all read");
     }
 }

@@ -30,6 +30,8 @@ enum BenchTarget {
     Paillier(PaillierArgs),
     /// Garbling throughput, OT extension, and a secure Cholesky factorisation.
     Circuits(crate::bench_circuits::CircuitBenchArgs),
+    /// The secure protocols and the plaintext run on the same simulated data, in one table.
+    Protocols(crate::bench_protocols::ProtocolBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -88,6 +90,7 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
     let args = match args.what {
         BenchTarget::Paillier(args) => args,
         BenchTarget::Circuits(args) => return crate::bench_circuits::run(args),
+        BenchTarget::Protocols(args) => return crate::bench_protocols::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_circuits;
+mod bench_protocols;
 mod circuit;
 mod fit;
 mod simulate;

@@ -17,7 +17,7 @@ use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::keyholder::KeyholderStats;
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::study::{self, StudyOutcome, StudyPlan};
-use privlogit::protocols::transport::{Listener, TcpChannel};
+use privlogit::protocols::transport::{self, Listener};
 use privlogit::protocols::{FitOptions, IterationRecord, Optimizer, Status, StepKind};
 use privlogit_circuits::FixedFormat;
 use serde::Serialize;
@@ -214,7 +214,7 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
     let listener = Listener::bind(&args.listen)?;
     eprintln!("key holder listening on {}", listener.local_addr()?);
     let channel = listener.accept(PATIENCE)?;
-    eprintln!("aggregator connected from {}", channel.peer());
+    eprintln!("aggregator connected from {}", channel.pipe().peer());
     let stats = study::run_keyholder(channel, make_key)?;
     eprintln!(
         "study done: {} AND gates garbled, {} sent",
@@ -260,10 +260,10 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
         let c = listener
             .accept(PATIENCE)
             .with_context(|| format!("waiting for Node {}", i + 1))?;
-        eprintln!("Node {} connected from {}", i + 1, c.peer());
+        eprintln!("Node {} connected from {}", i + 1, c.pipe().peer());
         nodes.push(c);
     }
-    let keyholder = TcpChannel::connect(&args.keyholder, PATIENCE)?;
+    let keyholder = transport::connect(&args.keyholder, PATIENCE)?;
     let mut progress = |r: &IterationRecord| eprintln!("{}", progress_line(r));
     let outcome = study::run_aggregator(nodes, keyholder, &plan, &mut progress)?;
     finish(&outcome, None, &plan, args.json, args.out.as_ref())
@@ -287,11 +287,11 @@ pub struct NodeArgs {
 pub fn run_node(args: NodeArgs) -> Result<Outcome> {
     let d = load(&args.party, &args.label)?;
     let rows = d.rows();
-    let channel = TcpChannel::connect(&args.aggregator, PATIENCE)?;
+    let channel = transport::connect(&args.aggregator, PATIENCE)?;
     eprintln!(
         "Node with {rows} rows joined the aggregator at {} from {}",
-        channel.peer(),
-        channel.local()
+        channel.pipe().peer(),
+        channel.pipe().local()
     );
     study::run_node(channel, &d.names, NodeData::new(d.x, d.y, true), 2048)?;
     eprintln!("study done");

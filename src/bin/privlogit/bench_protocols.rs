@@ -1,0 +1,246 @@
+//! `privlogit bench protocols`: the three secure protocols and the plaintext distributed run on
+//! the same simulated data, every role in this process over loopback TCP, in one table.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use anyhow::{Result, anyhow};
+use clap::Args;
+use privlogit::data::partition;
+use privlogit::fit::{self, Preparation};
+use privlogit::protocols::paillier::{KeyPair, KeySize};
+use privlogit::protocols::secure::aggregator::Protocol;
+use privlogit::protocols::secure::inprocess;
+use privlogit::protocols::secure::node::NodeData;
+use privlogit::protocols::secure::study::StudyPlan;
+use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
+use privlogit::protocols::{FitOptions, Optimizer, PlaintextAggregation};
+use privlogit::synthetic::Simulation;
+use serde::Serialize;
+
+use crate::Outcome;
+
+/// Arguments of `privlogit bench protocols`.
+#[derive(Debug, Args)]
+pub struct ProtocolBenchArgs {
+    /// Rows of the simulated data (SimuX-style, see `privlogit simulate`).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    rows: usize,
+    /// Features (an intercept is added).
+    #[arg(long, value_name = "P", default_value_t = 50)]
+    features: usize,
+    /// Nodes (contiguous equal parts).
+    #[arg(long, value_name = "S", default_value_t = 5)]
+    parties: usize,
+    /// Seed of the simulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Use accelerated PrivLogit for Hessian and Local.
+    #[arg(long)]
+    accelerate: bool,
+    /// Skip secure Newton (the slowest).
+    #[arg(long)]
+    no_newton: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Row {
+    run: String,
+    iterations: usize,
+    rounds: usize,
+    seconds: f64,
+    setup_seconds: f64,
+    seconds_per_iteration: f64,
+    bytes: u64,
+    and_gates: u64,
+    max_abs_diff_to_plaintext: f64,
+}
+
+pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
+    if args.parties == 0 || args.rows < args.parties {
+        return Err(anyhow!("need at least one row per party"));
+    }
+    eprintln!(
+        "simulating {} x {} in {} parties ...",
+        args.rows, args.features, args.parties
+    );
+    let data = Simulation::new(args.rows, args.features, args.seed)
+        .map_err(|e| anyhow!(e))?
+        .dataset();
+    let parts = partition::split_contiguous(&data, args.parties)?;
+    drop(data);
+    let prepared = fit::prepare(
+        parts,
+        Preparation {
+            standardize: false,
+            intercept: true,
+        },
+    )?;
+    let options = FitOptions::new().lambda(1.0);
+    let privlogit = if args.accelerate {
+        Optimizer::AcceleratedPrivLogit {
+            memory: privlogit::protocols::optimizer::DEFAULT_ANDERSON_MEMORY,
+        }
+    } else {
+        Optimizer::PrivLogit
+    };
+
+    eprintln!("plaintext distributed {privlogit} ...");
+    let start = Instant::now();
+    let plain = privlogit
+        .fit(
+            &mut PlaintextAggregation::new(&prepared.parties),
+            &options,
+            &mut |_| {},
+        )
+        .map_err(|e| anyhow!(e))?;
+    let plain_seconds = start.elapsed().as_secs_f64();
+    let mut rows = vec![Row {
+        run: format!("plaintext {privlogit}"),
+        iterations: plain.iterations,
+        rounds: plain.rounds,
+        seconds: plain_seconds,
+        setup_seconds: 0.0,
+        seconds_per_iteration: plain_seconds / plain.iterations.max(1) as f64,
+        bytes: 0,
+        and_gates: 0,
+        max_abs_diff_to_plaintext: 0.0,
+    }];
+    let plain_newton = Optimizer::Newton
+        .fit(
+            &mut PlaintextAggregation::new(&prepared.parties),
+            &options,
+            &mut |_| {},
+        )
+        .map_err(|e| anyhow!(e))?;
+
+    let names: Vec<String> = prepared.names[1..].to_vec();
+    let mut runs = vec![(Protocol::Hessian, privlogit), (Protocol::Local, privlogit)];
+    if !args.no_newton {
+        runs.push((Protocol::Newton, Optimizer::Newton));
+    }
+    for (protocol, optimizer) in runs {
+        eprintln!("secure {protocol:?} with {optimizer} ...");
+        let plan = StudyPlan {
+            protocol,
+            optimizer,
+            options: options.clone(),
+            format: DEFAULT_FORMAT,
+            key_bits: 2048,
+            parties: args.parties,
+            standardize: false,
+            intercept: true,
+        };
+        // The design matrices without their intercept column; the study adds it back.
+        let nodes = prepared
+            .parties
+            .iter()
+            .map(|p| {
+                let x = p.x().slice(ndarray::s![.., 1..]).to_owned();
+                (names.clone(), NodeData::new(x, p.y().to_owned(), true))
+            })
+            .collect();
+        let (outcome, keyholder) = inprocess::run_study(
+            inprocess::loopback_pair,
+            nodes,
+            &plan,
+            |_| -> Result<_, SecureError> {
+                Ok(KeyPair::generate(KeySize::Bits2048, &mut rand::rng()).secret)
+            },
+            &mut |r| {
+                if r.iteration % 10 == 0 {
+                    eprintln!("  iteration {}", r.iteration);
+                }
+            },
+        )?;
+        let reference = if protocol == Protocol::Newton {
+            &plain_newton.beta
+        } else {
+            &plain.beta
+        };
+        let diff = outcome
+            .fit
+            .beta
+            .iter()
+            .zip(reference.iter())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        let a = &outcome.aggregator;
+        rows.push(Row {
+            run: format!(
+                "secure {} ({optimizer})",
+                format!("{protocol:?}").to_lowercase()
+            ),
+            iterations: outcome.fit.iterations,
+            rounds: outcome.fit.rounds,
+            seconds: outcome.seconds,
+            setup_seconds: outcome.setup_seconds,
+            seconds_per_iteration: (outcome.seconds - outcome.setup_seconds)
+                / outcome.fit.iterations.max(1) as f64,
+            bytes: a.bytes_from_nodes
+                + a.bytes_to_nodes
+                + a.bytes_to_keyholder
+                + keyholder.bytes_sent,
+            and_gates: a.and_gates,
+            max_abs_diff_to_plaintext: diff,
+        });
+    }
+
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(Outcome::Success);
+    }
+    let newton = rows
+        .iter()
+        .find(|r| r.run.contains("newton"))
+        .map(|r| r.seconds);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} rows x {} features (+ intercept), {} parties, 2048-bit Paillier, fixed point {}/{}",
+        args.rows,
+        args.features,
+        args.parties,
+        DEFAULT_FORMAT.width(),
+        DEFAULT_FORMAT.frac()
+    );
+    let _ = writeln!(
+        s,
+        "{:<36} {:>5} {:>6} {:>9} {:>8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "run",
+        "iter",
+        "rounds",
+        "wall s",
+        "setup s",
+        "s / iter",
+        "bytes",
+        "AND gates",
+        "vs Newton",
+        "overhead",
+        "diff"
+    );
+    for r in &rows {
+        let speedup = newton.map_or("-".to_string(), |n| format!("{:.2}x", n / r.seconds));
+        let overhead = format!("{:.0}x", r.seconds / plain_seconds);
+        let _ = writeln!(
+            s,
+            "{:<36} {:>5} {:>6} {:>9.2} {:>8.2} {:>9.3} {:>10} {:>10.3e} {:>9} {:>9} {:>9.1e}",
+            r.run,
+            r.iterations,
+            r.rounds,
+            r.seconds,
+            r.setup_seconds,
+            r.seconds_per_iteration,
+            r.bytes,
+            r.and_gates as f64,
+            speedup,
+            overhead,
+            r.max_abs_diff_to_plaintext
+        );
+    }
+    print!("{s}");
+    Ok(Outcome::Success)
+}
