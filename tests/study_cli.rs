@@ -256,3 +256,54 @@ fn killing_a_node_process_stops_the_study() {
     }
     let _ = victim.child.wait();
 }
+
+/// A study file gives the settings; a flag on the command line overrides it; a malformed file
+/// is refused with its line and column.
+#[test]
+fn study_file_settings_and_overrides() {
+    let dir = std::env::temp_dir().join(format!("privlogit-studyfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let files: Vec<String> = ["hospital_a.csv", "hospital_b.csv", "hospital_c.csv"]
+        .map(demo)
+        .to_vec();
+    let good = dir.join("study.toml");
+    std::fs::write(
+        &good,
+        format!(
+            "party = {files:?}\nlabel = \"label\"\nprotocol = \"hessian\"\nstandardize = true\nmax_iter = 5\n"
+        ),
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
+        .args([
+            "study",
+            "--study",
+            &good.display().to_string(),
+            "--max-iter",
+            "2",
+        ])
+        .args(["--json", "--quiet"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out.stdout);
+    assert_eq!(v["protocol"], "hessian");
+    assert_eq!(v["iterations"], 2, "the command line's --max-iter wins");
+    assert_eq!(v["status"], "max_iterations");
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "protocol = \"local\"\nlambda = = 2\n").expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
+        .args(["study", "--study", &bad.display().to_string()])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml:2:10:"), "{err}");
+    assert!(out.stdout.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}

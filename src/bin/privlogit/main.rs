@@ -7,6 +7,7 @@ mod circuit;
 mod fit;
 mod simulate;
 mod study;
+mod study_file;
 
 use std::process::ExitCode;
 
@@ -45,7 +46,14 @@ enum Command {
 const EXIT_DIVERGED: u8 = 3;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args = match study_file::expand(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Fit(args) => fit::run(args),
         Command::Simulate(args) => simulate::run(args),

@@ -130,7 +130,12 @@ impl PlanArgs {
 
 /// Arguments of `privlogit study`.
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 pub struct StudyArgs {
+    /// Settings from a TOML file whose keys are this command's long flags (flags given here
+    /// override it).
+    #[arg(long, value_name = "FILE")]
+    study: Option<PathBuf>,
     /// The parties' data files, one per Node: `--party a.csv --party b.csv`.
     #[arg(long = "party", value_name = "FILE", num_args = 1.., required = true)]
     parties: Vec<PathBuf>,
@@ -203,7 +208,12 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
 
 /// Arguments of `privlogit keyholder`.
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 pub struct KeyholderArgs {
+    /// Settings from a TOML file whose keys are this command's long flags (flags given here
+    /// override it).
+    #[arg(long, value_name = "FILE")]
+    study: Option<PathBuf>,
     /// Address to listen on for the aggregator, e.g. 0.0.0.0:7000.
     #[arg(long, value_name = "ADDR")]
     listen: String,
@@ -226,7 +236,12 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
 
 /// Arguments of `privlogit aggregator`.
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 pub struct AggregatorArgs {
+    /// Settings from a TOML file whose keys are this command's long flags (flags given here
+    /// override it).
+    #[arg(long, value_name = "FILE")]
+    study: Option<PathBuf>,
     /// Address to listen on for the Nodes.
     #[arg(long, value_name = "ADDR")]
     listen: String,
@@ -271,7 +286,12 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
 
 /// Arguments of `privlogit node`.
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 pub struct NodeArgs {
+    /// Settings from a TOML file whose keys are this command's long flags (flags given here
+    /// override it).
+    #[arg(long, value_name = "FILE")]
+    study: Option<PathBuf>,
     /// This Node's data file.
     #[arg(long, value_name = "FILE")]
     party: PathBuf,
