@@ -133,14 +133,15 @@ fn secure_standardisation_over_tcp_matches_plaintext() {
         standardize: true,
         intercept: true,
     };
-    let (outcome, _) = inprocess::run_study(
+    let outcome = inprocess::run_study(
         inprocess::loopback_pair,
         nodes,
         &plan,
         |_| Ok(&key.secret),
         &mut |_| {},
     )
-    .expect("secure study");
+    .expect("secure study")
+    .outcome;
     let standardizer = p.standardizer.as_ref().expect("standardised");
     let (means, scales) = outcome.standardization.as_ref().expect("standardised");
     let mean_diff = max_abs_diff(&standardizer.means, &means.clone().into());

@@ -55,6 +55,10 @@ pub struct AggregatorStats {
     pub bytes_to_keyholder: u64,
     /// Seconds spent forming and factoring the PrivLogit bound (the one-time setup round).
     pub bound_seconds: f64,
+    /// Seconds in garbled circuits (evaluating, and waiting for the garbler's tables).
+    pub gc_seconds: f64,
+    /// Seconds waiting for the Nodes' replies (their local compute and encryption).
+    pub node_wait_seconds: f64,
 }
 
 /// The aggregator, connected to every Node and to the key holder.
@@ -70,6 +74,8 @@ pub struct SecureAggregation<C: Channel> {
     /// The aggregator's labels of every factor computed so far.
     factors: Vec<Matrix<u128>>,
     bound_seconds: f64,
+    gc_seconds: f64,
+    node_wait_seconds: f64,
 }
 
 impl<C: Channel> SecureAggregation<C> {
@@ -94,6 +100,8 @@ impl<C: Channel> SecureAggregation<C> {
             inverse: None,
             factors: Vec::new(),
             bound_seconds: 0.0,
+            gc_seconds: 0.0,
+            node_wait_seconds: 0.0,
         };
         let replies = me.ask_nodes(Step::Count, &[], Step::CountReply)?;
         let counts = replies
@@ -168,6 +176,8 @@ impl<C: Channel> SecureAggregation<C> {
             bytes_from_each_node: self.nodes.iter().map(Channel::bytes_received).collect(),
             bytes_to_keyholder,
             bound_seconds: self.bound_seconds,
+            gc_seconds: self.gc_seconds,
+            node_wait_seconds: self.node_wait_seconds,
         })
     }
 
@@ -196,9 +206,11 @@ impl<C: Channel> SecureAggregation<C> {
         payload: &[u8],
         reply: Step,
     ) -> Result<Vec<Vec<u8>>, SecureError> {
+        let start = std::time::Instant::now();
         self.tell_nodes(step, payload)?;
         let session = self.config.session;
-        self.nodes
+        let replies = self
+            .nodes
             .iter_mut()
             .enumerate()
             .map(|(i, node)| {
@@ -208,7 +220,9 @@ impl<C: Channel> SecureAggregation<C> {
                         SecureError::io(format!("aggregator, {reply:?} from Node {}", i + 1), e)
                     })
             })
-            .collect()
+            .collect();
+        self.node_wait_seconds += start.elapsed().as_secs_f64();
+        replies
     }
 
     /// `count` encrypted vectors of one reply.
@@ -295,6 +309,7 @@ impl<C: Channel> SecureAggregation<C> {
         let session = self.config.session;
         let at = |e| SecureError::io("aggregator, the factor circuit".into(), e);
         wire::send(self.keyholder()?, session, Step::Factor, &payload).map_err(at)?;
+        let start = std::time::Instant::now();
         let (l, _) = gc::factor_circuit(
             &mut self.gc,
             d,
@@ -306,6 +321,7 @@ impl<C: Channel> SecureAggregation<C> {
             inverse_masks.as_deref(),
         )
         .map_err(at)?;
+        self.gc_seconds += start.elapsed().as_secs_f64();
         if let Some(masks) = inverse_masks {
             let (_, reply) =
                 wire::recv(self.keyholder()?, session, &[Step::FactorReply]).map_err(at)?;
@@ -452,8 +468,10 @@ impl<C: Channel> SecureAggregation<C> {
         let session = self.config.session;
         let at = |e| SecureError::io("aggregator, a comparison circuit".into(), e);
         wire::send(self.keyholder()?, session, Step::Compare, &payload).map_err(at)?;
+        let start = std::time::Instant::now();
         let bit = gc::compare_circuit(&mut self.gc, kind, None, Some(&masks), masked, width)
             .map_err(at)?;
+        self.gc_seconds += start.elapsed().as_secs_f64();
         Ok(bit.expect("the aggregator learns the bit"))
     }
 
@@ -573,9 +591,11 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
             .get(*factor)
             .ok_or_else(|| SecureError::Protocol(format!("no factor {factor}")))?
             .clone();
+        let start = std::time::Instant::now();
         let raw = gc::solve_circuit(&mut self.gc, &l, None, Some(&masks), width, format)
             .map_err(at)?
             .expect("the aggregator learns the step");
+        self.gc_seconds += start.elapsed().as_secs_f64();
         Ok(raw.into_iter().map(|r| format.decode(r)).collect())
     }
 

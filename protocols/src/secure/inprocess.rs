@@ -13,7 +13,7 @@ use privlogit_circuits::fixed::FixedFormat;
 use super::SecureError;
 use super::aggregator::{AggregatorStats, Protocol};
 use super::keyholder::KeyholderStats;
-use super::node::NodeData;
+use super::node::{NodeData, NodeStats};
 use super::study::{self, StudyError, StudyOutcome, StudyPlan};
 use crate::objective::PartyData;
 use crate::optimizer::{FitOptions, FitReport, IterationRecord, Optimizer};
@@ -61,7 +61,9 @@ pub fn run(
         .iter()
         .map(|p| (names.clone(), NodeData::prepared(p.clone())))
         .collect();
-    let (outcome, keyholder) = run_study(
+    let StudyRun {
+        outcome, keyholder, ..
+    } = run_study(
         || Ok(MemoryChannel::pair()),
         nodes,
         &plan,
@@ -74,6 +76,17 @@ pub fn run(
         keyholder,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// Everything a study in one process reports.
+#[derive(Debug)]
+pub struct StudyRun {
+    /// The aggregator's outcome.
+    pub outcome: StudyOutcome,
+    /// The key holder's counters.
+    pub keyholder: KeyholderStats,
+    /// Each Node's counters, in Node order.
+    pub nodes: Vec<NodeStats>,
 }
 
 /// A connected pair of channels over real loopback TCP.
@@ -97,7 +110,7 @@ pub fn run_study<C, K>(
     plan: &StudyPlan,
     make_key: impl FnOnce(u32) -> Result<K, SecureError> + Send,
     observer: &mut dyn FnMut(&IterationRecord),
-) -> Result<(StudyOutcome, KeyholderStats), StudyError>
+) -> Result<StudyRun, StudyError>
 where
     C: Channel + Send,
     K: Borrow<SecretKey>,
@@ -136,10 +149,12 @@ where
             Err(e) => return Err(root_cause(e, keyholder, node_results)),
         };
         let keyholder = keyholder?;
-        for r in node_results {
-            r?;
-        }
-        Ok((outcome, keyholder))
+        let nodes = node_results.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok(StudyRun {
+            outcome,
+            keyholder,
+            nodes,
+        })
     })
 }
 
@@ -148,7 +163,7 @@ where
 pub fn root_cause(
     driven: StudyError,
     keyholder: Result<KeyholderStats, SecureError>,
-    nodes: Vec<Result<(), SecureError>>,
+    nodes: Vec<Result<NodeStats, SecureError>>,
 ) -> StudyError {
     let keyholder = keyholder.err().map(|e| ("key holder".to_string(), e));
     let nodes = nodes

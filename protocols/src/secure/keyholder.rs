@@ -20,6 +20,10 @@ pub struct KeyholderStats {
     pub and_gates: u64,
     /// Bytes sent to the aggregator (garbled tables included).
     pub bytes_sent: u64,
+    /// Seconds in Paillier decryptions and encryptions.
+    pub paillier_seconds: f64,
+    /// Seconds garbling (including waiting for the evaluator's OT messages and bits).
+    pub gc_seconds: f64,
 }
 
 /// Serves the aggregator over `channel` until it says [`Step::Done`].
@@ -36,6 +40,8 @@ pub fn serve<C: Channel>(
     let noise = DjnNoise::new(key, &mut rand::rng());
     let format = config.format;
     let mut factors: Vec<Matrix<u128>> = Vec::new();
+    let (mut paillier_seconds, mut gc_seconds) = (0.0, 0.0);
+    let clock = std::time::Instant::now;
     loop {
         let ch = party.session.channel().map_err(at("flushing"))?;
         let (step, payload) = wire::recv(
@@ -61,13 +67,17 @@ pub fn serve<C: Channel>(
                         .channel()
                         .map_err(at("flushing"))?
                         .bytes_sent(),
+                    paillier_seconds,
+                    gc_seconds,
                 };
                 return Ok(stats);
             }
             Step::DecryptPublic => {
                 let v = EncryptedVector::from_bytes(key, r.bytes().map_err(bad)?)?;
                 r.end().map_err(at("reading a request"))?;
+                let t = clock();
                 let values: Vec<f64> = v.decrypt(secret)?.iter().map(Fixed::to_f64).collect();
+                paillier_seconds += t.elapsed().as_secs_f64();
                 let ch = party.session.channel().map_err(at("replying"))?;
                 wire::send(
                     ch,
@@ -85,7 +95,10 @@ pub fn serve<C: Channel>(
                     EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
                 r.end().map_err(at("reading a request"))?;
                 check_request(d, masked, v.len(), d * (d + 1) / 2)?;
+                let t = clock();
                 let values = decrypt_values(&v, secret)?;
+                paillier_seconds += t.elapsed().as_secs_f64();
+                let t = clock();
                 let (l, inverse) = gc::factor_circuit(
                     &mut party,
                     d,
@@ -97,8 +110,10 @@ pub fn serve<C: Channel>(
                     None,
                 )
                 .map_err(at("the factor circuit"))?;
+                gc_seconds += t.elapsed().as_secs_f64();
                 factors.push(l);
                 if let Some(masked_inverse) = inverse {
+                    let t = clock();
                     let packing = config.inverse_packing(key, d)?;
                     let bound = BigUint::one() << (format.width() + gc::SIGMA + 2);
                     let columns = (0..d)
@@ -113,6 +128,7 @@ pub fn serve<C: Channel>(
                         })
                         .collect::<Result<Vec<_>, _>>()?;
                     let m = EncryptedMatrix::from_columns(d, columns)?;
+                    paillier_seconds += t.elapsed().as_secs_f64();
                     let ch = party.session.channel().map_err(at("replying"))?;
                     wire::send(
                         ch,
@@ -133,10 +149,14 @@ pub fn serve<C: Channel>(
                     SecureError::Protocol(format!("no factor {index} to solve against"))
                 })?;
                 check_request(l.len(), masked, v.len(), l.len())?;
+                let t = clock();
                 let values = decrypt_values(&v, secret)?;
+                paillier_seconds += t.elapsed().as_secs_f64();
                 let l = l.clone();
+                let t = clock();
                 gc::solve_circuit(&mut party, &l, Some(&values), None, masked, format)
                     .map_err(at("the solve circuit"))?;
+                gc_seconds += t.elapsed().as_secs_f64();
             }
             Step::Compare => {
                 let kind = Comparison::from_code(r.u64().map_err(bad)?)
@@ -154,10 +174,14 @@ pub fn serve<C: Channel>(
                         "inconsistent comparison widths".to_string(),
                     ));
                 }
+                let t = clock();
                 let mut values = decrypt_values(&a, secret)?;
                 values.extend(decrypt_values(&b, secret)?);
+                paillier_seconds += t.elapsed().as_secs_f64();
+                let t = clock();
                 gc::compare_circuit(&mut party, kind, Some(&values), None, masked, width)
                     .map_err(at("the comparison circuit"))?;
+                gc_seconds += t.elapsed().as_secs_f64();
             }
             other => unreachable!("{other:?} was not expected"),
         }

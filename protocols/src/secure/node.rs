@@ -100,13 +100,34 @@ impl NodeData {
 const MOMENT_BITS: u32 = 48;
 const MOMENT_SCALE: u32 = 40;
 
+/// Where a Node's time went, for the cost report.
+#[derive(Debug, Clone, Default)]
+pub struct NodeStats {
+    /// Seconds computing sums over its own rows (plaintext).
+    pub local_seconds: f64,
+    /// Seconds encrypting and multiplying ciphertexts (the rest of its busy time).
+    pub paillier_seconds: f64,
+    /// Bytes sent to the aggregator.
+    pub bytes_sent: u64,
+}
+
+/// Adds the seconds `work` takes to `total`.
+fn timed<T>(total: &mut f64, work: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let out = work();
+    *total += start.elapsed().as_secs_f64();
+    out
+}
+
 /// Serves the aggregator over `channel` until it says [`Step::Done`].
 pub fn serve<C: Channel>(
     mut channel: C,
     data: &mut NodeData,
     key: &PublicKey,
     config: &SecureConfig,
-) -> Result<(), SecureError> {
+) -> Result<NodeStats, SecureError> {
+    let mut stats = NodeStats::default();
+    let mut busy_seconds = 0.0;
     let noise = DjnNoise::new(key, &mut rand::rng());
     let frac = config.format.frac();
     let mut n_total: Option<f64> = None;
@@ -129,9 +150,14 @@ pub fn serve<C: Channel>(
             ],
         )
         .map_err(at("waiting for the aggregator"))?;
+        let busy = std::time::Instant::now();
         let mut reader = Reader::new(&payload);
         let reply = match step {
-            Step::Done => return Ok(()),
+            Step::Done => {
+                stats.bytes_sent = channel.bytes_sent();
+                stats.paillier_seconds = (busy_seconds - stats.local_seconds).max(0.0);
+                return Ok(stats);
+            }
             Step::Count => {
                 let count = Fixed::integer(data.rows() as u64);
                 let bound = BigUint::from(config.max_rows);
@@ -169,7 +195,9 @@ pub fn serve<C: Channel>(
             Step::Bound => {
                 let n = n_total
                     .ok_or_else(|| SecureError::Protocol("bound requested before N".to_string()))?;
-                let sums = data.party().information_bound_sums().values();
+                let sums = timed(&mut stats.local_seconds, || {
+                    data.party().information_bound_sums().values()
+                });
                 let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
                 let v = encrypt_values(
                     key,
@@ -204,7 +232,9 @@ pub fn serve<C: Channel>(
                         party.columns()
                     )));
                 }
-                let mut sums = party.gradient_sums(&beta).values();
+                let mut sums = timed(&mut stats.local_seconds, || {
+                    party.gradient_sums(&beta).values()
+                });
                 let log_likelihood = sums.pop().expect("p + 1 sums") / n;
                 let gradient: Vec<f64> = sums.iter().map(|v| v / n).collect();
                 // Unpacked, so that the Center can take dot products with public vectors.
@@ -231,7 +261,9 @@ pub fn serve<C: Channel>(
                 }
                 if step == Step::Newton {
                     // The local information X_i^T A X_i / N (eq. 2.13), lower triangle.
-                    let sums = party.information_sums(&beta).values();
+                    let sums = timed(&mut stats.local_seconds, || {
+                        party.information_sums(&beta).values()
+                    });
                     let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
                     let packing = config.bound_packing(key)?;
                     let h = encrypt_values(key, &values, frac, config, packing, &noise)?;
@@ -245,7 +277,9 @@ pub fn serve<C: Channel>(
                 })?;
                 let means = reader.f64s().map_err(at("reading the means"))?;
                 reader.end().map_err(at("reading the means"))?;
-                let values = data.moments((!means.is_empty()).then_some(&means[..]), n)?;
+                let values = timed(&mut stats.local_seconds, || {
+                    data.moments((!means.is_empty()).then_some(&means[..]), n)
+                })?;
                 let limit = f64::from(MOMENT_BITS).exp2();
                 if let Some(v) = values.iter().find(|v| v.is_nan() || v.abs() >= limit) {
                     return Err(SecureError::Protocol(format!(
@@ -283,6 +317,7 @@ pub fn serve<C: Channel>(
             }
             other => unreachable!("{other:?} was not expected"),
         };
+        busy_seconds += busy.elapsed().as_secs_f64();
         if let Some((step, bytes)) = reply {
             wire::send(&mut channel, config.session, step, &bytes)
                 .map_err(at("replying to the aggregator"))?;

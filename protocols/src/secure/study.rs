@@ -125,7 +125,7 @@ pub fn run_node<C: Channel>(
     names: &[String],
     mut data: NodeData,
     min_key_bits: u32,
-) -> Result<(), SecureError> {
+) -> Result<node::NodeStats, SecureError> {
     let mut w = Writer::new().u64(names.len() as u64);
     for n in names {
         w = w.string(n);

@@ -143,7 +143,9 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
                 (names.clone(), NodeData::new(x, p.y().to_owned(), true))
             })
             .collect();
-        let (outcome, keyholder) = inprocess::run_study(
+        let inprocess::StudyRun {
+            outcome, keyholder, ..
+        } = inprocess::run_study(
             inprocess::loopback_pair,
             nodes,
             &plan,

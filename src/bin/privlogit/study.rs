@@ -15,7 +15,7 @@ use privlogit::protocols::secure::SecureError;
 use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::keyholder::KeyholderStats;
-use privlogit::protocols::secure::node::NodeData;
+use privlogit::protocols::secure::node::{NodeData, NodeStats};
 use privlogit::protocols::secure::study::{self, StudyOutcome, StudyPlan};
 use privlogit::protocols::transport::{self, Listener};
 use privlogit::protocols::{FitOptions, IterationRecord, Optimizer, Status, StepKind};
@@ -189,7 +189,7 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
             eprintln!("{}", progress_line(r));
         }
     };
-    let (outcome, keyholder) = inprocess::run_study(
+    let run = inprocess::run_study(
         inprocess::loopback_pair,
         nodes,
         &plan,
@@ -198,8 +198,8 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
     )
     .map_err(anyhow::Error::from)?;
     finish(
-        &outcome,
-        Some(&keyholder),
+        &run.outcome,
+        Some((&run.keyholder, &run.nodes)),
         &plan,
         args.json,
         args.out.as_ref(),
@@ -227,8 +227,10 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
     eprintln!("aggregator connected from {}", channel.pipe().peer());
     let stats = study::run_keyholder(channel, make_key)?;
     eprintln!(
-        "study done: {} AND gates garbled, {} sent",
+        "study done: {} AND gates garbled in {:.2} s, Paillier {:.2} s, {} sent",
         stats.and_gates,
+        stats.gc_seconds,
+        stats.paillier_seconds,
         human_bytes(stats.bytes_sent)
     );
     Ok(Outcome::Success)
@@ -313,8 +315,13 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
         channel.pipe().peer(),
         channel.pipe().local()
     );
-    study::run_node(channel, &d.names, NodeData::new(d.x, d.y, true), 2048)?;
-    eprintln!("study done");
+    let stats = study::run_node(channel, &d.names, NodeData::new(d.x, d.y, true), 2048)?;
+    eprintln!(
+        "study done: local sums {:.2} s, Paillier {:.2} s, {} sent",
+        stats.local_seconds,
+        stats.paillier_seconds,
+        human_bytes(stats.bytes_sent)
+    );
     Ok(Outcome::Success)
 }
 
@@ -374,15 +381,22 @@ struct JsonStudy<'a> {
     bytes_to_nodes: u64,
     bytes_aggregator_to_keyholder: u64,
     bytes_keyholder_to_aggregator: Option<u64>,
+    gc_seconds: f64,
+    waiting_for_nodes_seconds: f64,
+    node_local_seconds: Option<Vec<f64>>,
+    node_paillier_seconds: Option<Vec<f64>>,
+    keyholder_paillier_seconds: Option<f64>,
 }
 
 fn finish(
     o: &StudyOutcome,
-    keyholder: Option<&KeyholderStats>,
+    parties: Option<(&KeyholderStats, &[NodeStats])>,
     plan: &StudyPlan,
     json: bool,
     out: Option<&PathBuf>,
 ) -> Result<Outcome> {
+    let keyholder = parties.map(|(k, _)| k);
+    let nodes = parties.map(|(_, n)| n);
     let r = &o.fit;
     let per_iteration = (o.seconds - o.setup_seconds) / r.iterations.max(1) as f64;
     let rendered = if json {
@@ -404,6 +418,11 @@ fn finish(
             bytes_to_nodes: o.aggregator.bytes_to_nodes,
             bytes_aggregator_to_keyholder: o.aggregator.bytes_to_keyholder,
             bytes_keyholder_to_aggregator: keyholder.map(|k| k.bytes_sent),
+            gc_seconds: o.aggregator.gc_seconds,
+            waiting_for_nodes_seconds: o.aggregator.node_wait_seconds,
+            node_local_seconds: nodes.map(|n| n.iter().map(|s| s.local_seconds).collect()),
+            node_paillier_seconds: nodes.map(|n| n.iter().map(|s| s.paillier_seconds).collect()),
+            keyholder_paillier_seconds: keyholder.map(|k| k.paillier_seconds),
         };
         let mut s = serde_json::to_string_pretty(&report)?;
         s.push('\n');
@@ -427,7 +446,33 @@ fn finish(
         );
         let _ = writeln!(s, "per iteration   {:.3} s", per_iteration);
         let _ = writeln!(s, "total           {:.2} s", o.seconds);
-        let _ = writeln!(s, "AND gates       {}", o.aggregator.and_gates);
+        let _ = writeln!(
+            s,
+            "garbled         {} AND gates, {:.2} s in circuits",
+            o.aggregator.and_gates, o.aggregator.gc_seconds
+        );
+        let _ = writeln!(
+            s,
+            "Nodes' time     {:.2} s waited for by the aggregator",
+            o.aggregator.node_wait_seconds
+        );
+        if let (Some(k), Some(n)) = (keyholder, nodes) {
+            let local: Vec<String> = n
+                .iter()
+                .map(|s| format!("{:.2}", s.local_seconds))
+                .collect();
+            let paillier: Vec<String> = n
+                .iter()
+                .map(|s| format!("{:.2}", s.paillier_seconds))
+                .collect();
+            let _ = writeln!(s, "local compute   Nodes {} s", local.join(" / "));
+            let _ = writeln!(
+                s,
+                "Paillier        Nodes {} s; key holder {:.2} s",
+                paillier.join(" / "),
+                k.paillier_seconds
+            );
+        }
         let sent: Vec<String> = o
             .aggregator
             .bytes_from_each_node
