@@ -22,12 +22,14 @@ use crate::paillier::{EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
 /// Which secure protocol the aggregator runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
-    /// PrivLogit-Hessian: the factor stays in the circuit; every step is a garbled solve.
+    /// PrivLogit-Hessian (dissertation Algorithm 6, setup Algorithm 7): the factor stays in the
+    /// circuit; every step is a garbled solve.
     Hessian,
-    /// PrivLogit-Local: `Enc((B/N)^-1)` goes to the Nodes, which multiply it into their
-    /// gradients; the step is decrypted.
+    /// PrivLogit-Local (Algorithm 8): `Enc((B/N)^-1)` goes to the Nodes, which multiply it
+    /// into their gradients; the step is decrypted.
     Local,
-    /// Secure Newton: a Hessian every iteration, factored and solved in circuits.
+    /// Secure Newton (the baseline of section 5.4): a Hessian every iteration (eq. 2.13),
+    /// factored and solved in circuits.
     Newton,
 }
 
