@@ -128,6 +128,17 @@ impl PlanArgs {
     }
 }
 
+/// Where the result goes (shared by `study` and `aggregator`).
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write the result to FILE (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
 /// Arguments of `privlogit study`.
 #[derive(Debug, Args)]
 #[command(args_override_self = true)]
@@ -144,12 +155,8 @@ pub struct StudyArgs {
     label: String,
     #[command(flatten)]
     plan: PlanArgs,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Write the result to FILE (atomically) instead of standard output.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    output: OutputArgs,
     /// No progress on standard error.
     #[arg(long)]
     quiet: bool,
@@ -201,8 +208,7 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
         &run.outcome,
         Some((&run.keyholder, &run.nodes)),
         &plan,
-        args.json,
-        args.out.as_ref(),
+        &args.output,
     )
 }
 
@@ -255,12 +261,8 @@ pub struct AggregatorArgs {
     parties: usize,
     #[command(flatten)]
     plan: PlanArgs,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Write the result to FILE (atomically) instead of standard output.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 /// `privlogit aggregator`: waits for the Nodes, connects to the key holder, runs the study.
@@ -283,7 +285,7 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
     let keyholder = transport::connect(&args.keyholder, PATIENCE)?;
     let mut progress = |r: &IterationRecord| eprintln!("{}", progress_line(r));
     let outcome = study::run_aggregator(nodes, keyholder, &plan, &mut progress)?;
-    finish(&outcome, None, &plan, args.json, args.out.as_ref())
+    finish(&outcome, None, &plan, &args.output)
 }
 
 /// Arguments of `privlogit node`.
@@ -392,9 +394,9 @@ fn finish(
     o: &StudyOutcome,
     parties: Option<(&KeyholderStats, &[NodeStats])>,
     plan: &StudyPlan,
-    json: bool,
-    out: Option<&PathBuf>,
+    output: &OutputArgs,
 ) -> Result<Outcome> {
+    let (json, out) = (output.json, output.out.as_ref());
     let keyholder = parties.map(|(k, _)| k);
     let nodes = parties.map(|(_, n)| n);
     let r = &o.fit;
