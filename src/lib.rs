@@ -19,6 +19,7 @@
 //! ```
 
 pub mod data;
+pub mod dp;
 pub mod fit;
 pub mod metrics;
 pub mod output;

@@ -1,0 +1,34 @@
+//! Differential privacy (stacking paper `../shared/papers/002_*.txt`, transfer paper `000_*.txt`).
+//!
+//! Built so far: the privacy constants of PLR (stacking paper Algorithm 1) and the noise vector
+//! it perturbs the objective with. Still to come (issue "Differentially private logistic
+//! regression, privacy-preserving stacking and transfer"): the PLR solver, output perturbation,
+//! stacking, transfer, the accountant, PCA and the experiments.
+
+pub mod noise;
+pub mod plr;
+
+/// A parameter that cannot be used, named, refused before any work starts.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid {name} = {value}: {reason}")]
+pub struct DpError {
+    /// The parameter.
+    pub name: &'static str,
+    /// Its value.
+    pub value: f64,
+    /// Why it is refused.
+    pub reason: &'static str,
+}
+
+/// `value` if it is finite and positive, else a named error.
+pub(crate) fn positive(name: &'static str, value: f64) -> Result<f64, DpError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(DpError {
+            name,
+            value,
+            reason: "must be positive and finite",
+        })
+    }
+}
