@@ -1,8 +1,9 @@
 //! Differential privacy (stacking paper `../shared/papers/002_*.txt`, transfer paper `000_*.txt`).
 //!
-//! Built so far: the privacy constants of PLR (stacking paper Algorithm 1) and the noise vector
-//! it perturbs the objective with. Still to come (issue "Differentially private logistic
-//! regression, privacy-preserving stacking and transfer"): the PLR solver, output perturbation,
+//! Built so far: the privacy constants of PLR (stacking paper Algorithm 1), the noise vector it
+//! perturbs the objective with, and the minimiser of the perturbed objective. Still to come (issue "Differentially private logistic
+//! regression, privacy-preserving stacking and transfer"): the PLR fit end to end (row
+//! scaling, budget, noise, solve), output perturbation,
 //! stacking, transfer, the accountant, PCA and the experiments.
 
 pub mod noise;

@@ -205,3 +205,23 @@ fn accelerated_ascent_is_monotone() {
         }
     }
 }
+
+/// With the privacy noise switched off (b = 0, Delta = 0), PLR with penalty lambda is l2
+/// logistic regression with eq. 2.10's penalty n lambda: on both shared sets (standardised,
+/// intercept, labels mapped to -1/+1) it equals the numpy reference for eq. 2.10 with penalty 1
+/// (tests/reference/newton_reference.py) to 1e-8 (the tolerance; the solver stops at a
+/// gradient norm of 1e-12).
+#[test]
+fn plr_without_noise_is_l2_logistic_regression() {
+    for name in ["breast_cancer.csv", "winequality_red.csv"] {
+        let p = prepared(name, 1);
+        let (_, expected) = reference(name);
+        let party = &p.parties[0];
+        let n = party.rows() as f64;
+        let y = party.y().mapv(|t| 2.0 * t - 1.0);
+        let w = privlogit::dp::plr::minimise(party.x(), y.view(), 1.0 / n, 0.0, None);
+        let diff = max_abs_diff(&w, &expected);
+        eprintln!("{name}: PLR without noise vs reference {diff:.2e}");
+        assert!(diff <= 1e-8, "{name}: {diff:e}");
+    }
+}

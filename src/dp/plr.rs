@@ -48,6 +48,59 @@ impl PlrBudget {
     }
 }
 
+/// Minimises the PLR objective (stacking paper eq. (1)-(2)) with labels `y` in {-1, +1}:
+///
+/// `J(w) = 1/n sum_i log(1 + exp(-y_i w^T x_i)) + (lambda + delta)/2 ||w||^2 + b^T w / n`.
+///
+/// Mapping to the foundation's objective (dissertation eq. 2.10, labels `t = (y + 1)/2` in
+/// {0, 1}): `log(1 + exp(-y z)) = -(t z - log(1 + e^z))`, so `n J(w) = -l(w) + n (lambda +
+/// delta)/2 ||w||^2 + b^T w`; with `b = 0` and `delta = 0`, PLR is eq. 2.10's l2 logistic
+/// regression with penalty `n lambda`. `J` is strongly convex, so Newton's method with a
+/// backtracking line search converges; it stops when the gradient norm is below 1e-12 (or 100
+/// iterations). Rows are used as given: Algorithm 1's scaling to norm at most 1 is the caller's
+/// (it must use a public bound, not the data's own maximum norm, or the scale leaks).
+pub fn minimise(
+    x: ndarray::ArrayView2<'_, f64>,
+    y: ndarray::ArrayView1<'_, f64>,
+    lambda: f64,
+    delta: f64,
+    b: Option<&ndarray::Array1<f64>>,
+) -> ndarray::Array1<f64> {
+    use privlogit_protocols::linalg::Cholesky;
+    use privlogit_protocols::objective::{sigmoid, softplus};
+    let (n, d) = x.dim();
+    let nf = n as f64;
+    let penalty = lambda + delta;
+    let objective = |w: &ndarray::Array1<f64>| -> f64 {
+        let z = x.dot(w);
+        let loss: f64 = z.iter().zip(y).map(|(z, y)| softplus(-y * z)).sum::<f64>() / nf;
+        loss + penalty / 2.0 * w.dot(w) + b.map_or(0.0, |b| b.dot(w) / nf)
+    };
+    let mut w = ndarray::Array1::<f64>::zeros(d);
+    for _ in 0..100 {
+        let z = x.dot(&w);
+        // d/dz log(1 + exp(-y z)) = -y sigmoid(-y z); second derivative sigmoid(z)(1 - sigmoid(z)).
+        let r: ndarray::Array1<f64> = z.iter().zip(y).map(|(z, y)| -y * sigmoid(-y * z)).collect();
+        let mut g = x.t().dot(&r) / nf + &w * penalty;
+        if let Some(b) = b {
+            g = g + b / nf;
+        }
+        if g.dot(&g).sqrt() < 1e-12 {
+            break;
+        }
+        let s: ndarray::Array1<f64> = z.mapv(|z| sigmoid(z) * (1.0 - sigmoid(z)) / nf);
+        let xs = &x * &s.view().insert_axis(ndarray::Axis(1));
+        let h = x.t().dot(&xs) + ndarray::Array2::<f64>::eye(d) * penalty;
+        let step = Cholesky::factor(&h).expect("strongly convex").solve(&g);
+        let (mut t, f0, slope) = (1.0, objective(&w), g.dot(&step));
+        while objective(&(&w - &(&step * t))) > f0 - 1e-4 * t * slope && t > 1e-10 {
+            t /= 2.0;
+        }
+        w = &w - &(&step * t);
+    }
+    w
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
