@@ -6,8 +6,15 @@
 //! scaling, budget, noise, solve), output perturbation,
 //! stacking, transfer, the accountant, PCA and the experiments.
 
+pub mod accountant;
+pub mod experiment;
+pub mod feature_split;
+pub mod mnist;
 pub mod noise;
 pub mod plr;
+pub mod scaling;
+pub mod stacking;
+pub mod transfer;
 
 /// A parameter that cannot be used, named, refused before any work starts.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -19,6 +26,13 @@ pub struct DpError {
     pub value: f64,
     /// Why it is refused.
     pub reason: &'static str,
+}
+
+impl DpError {
+    /// `value` if it is finite and positive, else an error naming `name`.
+    pub fn check_positive(name: &'static str, value: f64) -> Result<f64, DpError> {
+        positive(name, value)
+    }
 }
 
 /// `value` if it is finite and positive, else a named error.

@@ -23,6 +23,8 @@ pub mod dp;
 pub mod fit;
 pub mod metrics;
 pub mod output;
+pub mod pca;
+pub mod plot;
 pub mod synthetic;
 
 pub use privlogit_protocols as protocols;

@@ -219,7 +219,7 @@ fn plr_without_noise_is_l2_logistic_regression() {
         let party = &p.parties[0];
         let n = party.rows() as f64;
         let y = party.y().mapv(|t| 2.0 * t - 1.0);
-        let w = privlogit::dp::plr::minimise(party.x(), y.view(), 1.0 / n, 0.0, None);
+        let w = privlogit::dp::plr::minimise(party.x(), y.view(), 1.0 / n, 0.0, None, None);
         let diff = max_abs_diff(&w, &expected);
         eprintln!("{name}: PLR without noise vs reference {diff:.2e}");
         assert!(diff <= 1e-8, "{name}: {diff:e}");

@@ -2,6 +2,11 @@
 //! Algorithm 1, after Chaudhuri, Monteleoni and Sarwate 2011), for the logistic loss (whose
 //! second derivative is at most c = 1/4) on rows scaled to norm at most 1.
 
+use ndarray::{Array1, ArrayView1, ArrayView2};
+use rand::Rng;
+
+use super::noise::objective_noise;
+use super::scaling::RowScaling;
 use super::{DpError, positive};
 
 /// `eps'` and `Delta` of Algorithm 1 for a budget `epsilon`, `n` rows and penalty `lambda`.
@@ -50,7 +55,12 @@ impl PlrBudget {
 
 /// Minimises the PLR objective (stacking paper eq. (1)-(2)) with labels `y` in {-1, +1}:
 ///
-/// `J(w) = 1/n sum_i log(1 + exp(-y_i w^T x_i)) + (lambda + delta)/2 ||w||^2 + b^T w / n`.
+/// `J(w) = 1/n sum_i log(1 + exp(-y_i w^T x_i)) + lambda/2 ||w - c||^2 + delta/2 ||w||^2 + b^T w / n`.
+///
+/// The centre `c` (zero when `None`) carries hypothesis transfer: the transfer paper's
+/// `g(w) = eta/2 ||w||^2 + (1 - eta)/2 ||w - w_src||^2` equals `1/2 ||w - (1 - eta) w_src||^2`
+/// plus a constant, so `c = (1 - eta) w_src` (stacking paper eq. (5) and Algorithm 4 use
+/// `eta = 0`). Either way `g` is 1-strongly convex, as the privacy proofs require.
 ///
 /// Mapping to the foundation's objective (dissertation eq. 2.10, labels `t = (y + 1)/2` in
 /// {0, 1}): `log(1 + exp(-y z)) = -(t z - log(1 + e^z))`, so `n J(w) = -l(w) + n (lambda +
@@ -64,6 +74,7 @@ pub fn minimise(
     y: ndarray::ArrayView1<'_, f64>,
     lambda: f64,
     delta: f64,
+    centre: Option<&ndarray::Array1<f64>>,
     b: Option<&ndarray::Array1<f64>>,
 ) -> ndarray::Array1<f64> {
     use privlogit_protocols::linalg::Cholesky;
@@ -71,17 +82,22 @@ pub fn minimise(
     let (n, d) = x.dim();
     let nf = n as f64;
     let penalty = lambda + delta;
+    let zero = ndarray::Array1::<f64>::zeros(d);
+    let centre = centre.unwrap_or(&zero);
     let objective = |w: &ndarray::Array1<f64>| -> f64 {
         let z = x.dot(w);
         let loss: f64 = z.iter().zip(y).map(|(z, y)| softplus(-y * z)).sum::<f64>() / nf;
-        loss + penalty / 2.0 * w.dot(w) + b.map_or(0.0, |b| b.dot(w) / nf)
+        let off = w - centre;
+        loss + lambda / 2.0 * off.dot(&off)
+            + delta / 2.0 * w.dot(w)
+            + b.map_or(0.0, |b| b.dot(w) / nf)
     };
     let mut w = ndarray::Array1::<f64>::zeros(d);
     for _ in 0..100 {
         let z = x.dot(&w);
         // d/dz log(1 + exp(-y z)) = -y sigmoid(-y z); second derivative sigmoid(z)(1 - sigmoid(z)).
         let r: ndarray::Array1<f64> = z.iter().zip(y).map(|(z, y)| -y * sigmoid(-y * z)).collect();
-        let mut g = x.t().dot(&r) / nf + &w * penalty;
+        let mut g = x.t().dot(&r) / nf + &w * penalty - centre * lambda;
         if let Some(b) = b {
             g = g + b / nf;
         }
@@ -93,12 +109,155 @@ pub fn minimise(
         let h = x.t().dot(&xs) + ndarray::Array2::<f64>::eye(d) * penalty;
         let step = Cholesky::factor(&h).expect("strongly convex").solve(&g);
         let (mut t, f0, slope) = (1.0, objective(&w), g.dot(&step));
+        // The Newton decrement: below 1e-20 the objective is within rounding of its minimum.
+        if slope < 1e-20 {
+            break;
+        }
         while objective(&(&w - &(&step * t))) > f0 - 1e-4 * t * slope && t > 1e-10 {
             t /= 2.0;
         }
         w = &w - &(&step * t);
     }
     w
+}
+
+/// Whether noise is added, and with what budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Privacy {
+    /// An epsilon-differentially private fit.
+    Epsilon(f64),
+    /// No noise and no `Delta`: the non-private reference ("infinity" in the papers' figures).
+    Off,
+}
+
+impl Privacy {
+    /// The budget, validated (positive and finite), or `None` when privacy is off.
+    pub fn epsilon(self) -> Result<Option<f64>, DpError> {
+        match self {
+            Privacy::Epsilon(e) => positive("epsilon", e).map(Some),
+            Privacy::Off => Ok(None),
+        }
+    }
+
+    /// For reports: the budget, or infinity when privacy is off.
+    pub fn spent(self) -> f64 {
+        match self {
+            Privacy::Epsilon(e) => e,
+            Privacy::Off => f64::INFINITY,
+        }
+    }
+}
+
+/// A linear model on scaled rows: `P(y = 1 | x) = sigmoid(w^T scale(x))`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearModel {
+    /// The coefficients, on scaled rows.
+    pub w: Array1<f64>,
+    /// How rows are scaled before `w` applies.
+    pub scaling: RowScaling,
+    /// The norm rows are scaled to (1, or `q_k` in a feature group).
+    pub target: f64,
+}
+
+impl LinearModel {
+    /// `P(y = 1 | x)` for every row of `x`.
+    pub fn probabilities(&self, x: ArrayView2<'_, f64>) -> Array1<f64> {
+        if self.target == 0.0 {
+            // A group of importance zero saw no data; it says nothing.
+            return Array1::from_elem(x.nrows(), 0.5);
+        }
+        self.scaling
+            .apply(x, self.target)
+            .dot(&self.w)
+            .mapv(privlogit_protocols::objective::sigmoid)
+    }
+}
+
+/// Labels 0/1 as -1/+1 (the papers' convention).
+pub(crate) fn signed(y: ArrayView1<'_, f64>) -> Array1<f64> {
+    y.mapv(|t| if t == 1.0 { 1.0 } else { -1.0 })
+}
+
+/// PLR, stacking paper Algorithm 1 (objective perturbation): `lambda` is the penalty of eq. (1)
+/// with `g(w) = 1/2 ||w - centre||^2` (`centre` zero unless transferring), labels `y` are 0/1.
+/// Steps: budget (1-6), row scaling to norm 1 (7), noise `b` (8), solve eq. (2) (9).
+pub fn fit<R: Rng + ?Sized>(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    privacy: Privacy,
+    lambda: f64,
+    scaling: RowScaling,
+    centre: Option<&Array1<f64>>,
+    rng: &mut R,
+) -> Result<LinearModel, DpError> {
+    fit_scaled(x, y, privacy, lambda, scaling, 1.0, None, centre, rng)
+}
+
+/// Algorithm 1 on rows scaled to `target`, with a budget already settled by the caller
+/// (`settled = Some((eps', Delta))`, as Algorithm 3 steps 6-10 settle them per group) or
+/// computed here by Algorithm 1 steps 1-6.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fit_scaled<R: Rng + ?Sized>(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    privacy: Privacy,
+    lambda: f64,
+    scaling: RowScaling,
+    target: f64,
+    settled: Option<(f64, f64)>,
+    centre: Option<&Array1<f64>>,
+    rng: &mut R,
+) -> Result<LinearModel, DpError> {
+    let lambda = positive("lambda", lambda)?;
+    let scaled = scaling.apply(x, target);
+    let (noise, delta) = match (privacy.epsilon()?, settled) {
+        (None, _) => (None, 0.0),
+        (Some(_), Some((eps_k, delta_k))) => {
+            (Some(objective_noise(x.ncols(), eps_k, rng)?), delta_k)
+        }
+        (Some(eps), None) => {
+            let budget = PlrBudget::new(eps, x.nrows(), lambda)?;
+            (
+                Some(objective_noise(x.ncols(), budget.epsilon_prime, rng)?),
+                budget.delta,
+            )
+        }
+    };
+    let w = minimise(
+        scaled.view(),
+        signed(y).view(),
+        lambda,
+        delta,
+        centre,
+        noise.as_ref(),
+    );
+    Ok(LinearModel { w, scaling, target })
+}
+
+/// Output perturbation, the sensitivity method of Chaudhuri, Monteleoni and Sarwate (2011,
+/// Algorithm 1 there): the non-private minimiser of eq. (1) with `g = 1/2 ||w||^2` has l2
+/// sensitivity `2/(n lambda)` on rows of norm at most 1 (the logistic loss is 1-Lipschitz), so
+/// `w* + b` with density of `b` proportional to `exp(-(n lambda eps / 2) ||b||)` is
+/// eps-differentially private. `b` is drawn as for PLR with `eps' = n lambda eps`.
+pub fn fit_output_perturbation<R: Rng + ?Sized>(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    privacy: Privacy,
+    lambda: f64,
+    scaling: RowScaling,
+    rng: &mut R,
+) -> Result<LinearModel, DpError> {
+    let lambda = positive("lambda", lambda)?;
+    let scaled = scaling.apply(x, 1.0);
+    let mut w = minimise(scaled.view(), signed(y).view(), lambda, 0.0, None, None);
+    if let Some(eps) = privacy.epsilon()? {
+        w += &objective_noise(x.ncols(), x.nrows() as f64 * lambda * eps, rng)?;
+    }
+    Ok(LinearModel {
+        w,
+        scaling,
+        target: 1.0,
+    })
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ mod bench;
 mod bench_circuits;
 mod bench_protocols;
 mod circuit;
+mod dp;
 mod fit;
 mod simulate;
 mod study;
@@ -40,6 +41,8 @@ enum Command {
     Aggregator(study::AggregatorArgs),
     /// Take part in a secure study as a Node with one data file.
     Node(study::NodeArgs),
+    /// Differentially private models: fit one, or run the papers' MNIST experiments.
+    Dp(dp::DpArgs),
 }
 
 /// Exit status when the fit ran but diverged.
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Keyholder(args) => study::run_keyholder(args),
         Command::Aggregator(args) => study::run_aggregator(args),
         Command::Node(args) => study::run_node(args),
+        Command::Dp(args) => dp::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

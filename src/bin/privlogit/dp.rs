@@ -1,0 +1,650 @@
+//! `privlogit dp fit` and `privlogit dp experiment`: differentially private models on CSV data,
+//! and the papers' MNIST experiments.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use ndarray::Array1;
+use privlogit::data::{self, Dataset, LoadOptions};
+use privlogit::dp::accountant::{Accountant, Charge};
+use privlogit::dp::experiment::{self, ExperimentSettings, Results, epsilon_label};
+use privlogit::dp::feature_split::{self, FeatureSplit, SplitModel};
+use privlogit::dp::mnist::Digits;
+use privlogit::dp::noise::Randomness;
+use privlogit::dp::plr::{self, LinearModel, Privacy};
+use privlogit::dp::scaling::RowScaling;
+use privlogit::dp::stacking::{self, Combiner, LowLevel, Stacked, StackingSettings};
+use privlogit::dp::transfer::{self, Labelled, TransferSettings};
+use privlogit::{metrics, output, plot};
+use serde_json::{Value, json};
+
+use crate::Outcome;
+
+/// `privlogit dp ...`.
+#[derive(Debug, Args)]
+pub struct DpArgs {
+    #[command(subcommand)]
+    command: DpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum DpCommand {
+    /// Fit a differentially private model on a CSV file.
+    Fit(Box<FitArgs>),
+    /// Reproduce the papers' MNIST experiments (CSV of test AUCs and an SVG figure).
+    Experiment(ExperimentArgs),
+}
+
+/// The private methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Method {
+    /// PLR, objective perturbation (stacking paper Algorithm 1).
+    Plr,
+    /// Output perturbation (Chaudhuri et al. 2011, the sensitivity method).
+    Output,
+    /// Stacking with sample partitioning (stacking Algorithm 2).
+    PstS,
+    /// Stacking with feature partitioning (stacking Algorithm 3).
+    PstF,
+    /// PLR with feature splitting, one model per group (transfer Algorithm 3).
+    PlrFs,
+    /// Stacking with hypothesis transfer (stacking Algorithm 4); needs --source.
+    PstH,
+    /// Transfer with feature splitting and stacking (transfer Algorithm 4); needs --source.
+    PptlFs,
+    /// PLR on the source, then PLR on the target near it (transfer Algorithm 2); needs --source.
+    Simcomb,
+}
+
+impl Method {
+    fn is_transfer(self) -> bool {
+        matches!(self, Method::PstH | Method::PptlFs | Method::Simcomb)
+    }
+
+    fn splits_features(self) -> bool {
+        matches!(
+            self,
+            Method::PstF | Method::PlrFs | Method::PstH | Method::PptlFs
+        )
+    }
+}
+
+/// How the low-level predictions are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CombinerArg {
+    /// A PLR on the held-out rows' meta features (spends the budget on those rows).
+    Stacking,
+    /// Share of low-level models predicting 1.
+    MajorityVote,
+    /// Importance-weighted share of low-level models predicting 1.
+    WeightedVote,
+}
+
+/// Arguments of `privlogit dp fit`.
+#[derive(Debug, Args)]
+pub struct FitArgs {
+    /// The method.
+    #[arg(long)]
+    method: Method,
+    /// The (target) data: a CSV with a 0/1 label column.
+    #[arg(long, value_name = "FILE")]
+    data: PathBuf,
+    /// Name of the 0/1 label column (in --data and --source).
+    #[arg(long, value_name = "COLUMN")]
+    label: String,
+    /// Leave this column out; repeat for several.
+    #[arg(long = "exclude", value_name = "COLUMN")]
+    exclude: Vec<String>,
+    /// The source data of a transfer method (same columns as --data).
+    #[arg(long, value_name = "FILE")]
+    source: Option<PathBuf>,
+    /// Privacy budget epsilon spent on --data.
+    #[arg(long, value_name = "E")]
+    epsilon: f64,
+    /// Budget spent on --source (default: --epsilon).
+    #[arg(long, value_name = "E")]
+    source_epsilon: Option<f64>,
+    /// Penalty lambda of eq. (1) (low level, target).
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
+    lambda: f64,
+    /// Penalty of the source models (default: --lambda).
+    #[arg(long, allow_negative_numbers = true)]
+    source_lambda: Option<f64>,
+    /// Penalty of the high-level (level-1) model.
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
+    high_lambda: f64,
+    /// eta of the transfer regulariser eta/2 ||w||^2 + (1 - eta)/2 ||w - w_src||^2.
+    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
+    eta: f64,
+    /// Number of groups K (feature groups or sample subsets).
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    /// Importance q_k of each group of consecutive columns (comma-separated, sums to 1).
+    #[arg(
+        long,
+        value_name = "Q,...",
+        value_delimiter = ',',
+        conflicts_with = "feature_scores",
+        allow_negative_numbers = true
+    )]
+    group_importance: Vec<f64>,
+    /// A public importance score per feature (comma-separated): features sorted by score into
+    /// K groups, q_k by eq. (6). Without this or --group-importance the split is random, q = 1/K.
+    #[arg(
+        long,
+        value_name = "S,...",
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
+    feature_scores: Vec<f64>,
+    /// How the low level is combined (stacking methods).
+    #[arg(long, value_enum, default_value = "stacking")]
+    combiner: CombinerArg,
+    /// Share of rows used by the low level (the rest trains the combiner).
+    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
+    low_fraction: f64,
+    /// Scale rows by this public norm bound (clipping longer rows) instead of normalising each.
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    row_bound: Option<f64>,
+    /// Seeded noise, for reproducible experiments only (the output says so).
+    #[arg(long, value_name = "SEED")]
+    seed: Option<u64>,
+    /// A privacy ledger (JSON): the fit is refused if it would take a data set past --budget.
+    #[arg(long, value_name = "FILE", requires = "budget")]
+    ledger: Option<PathBuf>,
+    /// Total epsilon each data set may spend, across every fit recorded in --ledger.
+    #[arg(long, value_name = "TOTAL", requires = "ledger")]
+    budget: Option<f64>,
+    /// Report the AUC on this labelled CSV (same columns).
+    #[arg(long, value_name = "FILE")]
+    test: Option<PathBuf>,
+    /// Write the JSON result here (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// Which experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Which {
+    /// Stacking paper, Figure 1: PLR, PST-S, PST-F(U), PST-F(W) on digits 0 vs 8.
+    Stacking,
+    /// Transfer paper, Table 1: PPTL-FS(W/R), SimComb, SourceD, Direct; 0 vs 8 to 0 vs 9.
+    Transfer,
+}
+
+/// Arguments of `privlogit dp experiment`.
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// The experiment.
+    which: Which,
+    /// The MNIST digits CSV (`label,px0,...,px783`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "../shared/data/mnist_digits.csv"
+    )]
+    data: PathBuf,
+    /// Directory for `<experiment>.csv` (mean and sd), `<experiment>_repeats.csv` (every
+    /// repeat) and `<experiment>.svg` (the figure).
+    #[arg(long, value_name = "DIR", default_value = "results/dp")]
+    out_dir: PathBuf,
+    /// Repeats.
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    /// Budgets (comma-separated; `inf` for the non-private reference).
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,2,4,8,inf")]
+    epsilons: Vec<String>,
+    /// Seed of the first repeat.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn run(args: DpArgs) -> Result<Outcome> {
+    match args.command {
+        DpCommand::Fit(a) => fit(*a),
+        DpCommand::Experiment(a) => run_experiment(a),
+    }
+}
+
+fn load(path: &Path, args: &FitArgs) -> Result<Dataset> {
+    let options = LoadOptions {
+        exclude: args.exclude.clone(),
+        ..LoadOptions::new(args.label.clone())
+    };
+    Ok(data::load(path, &options)?.data)
+}
+
+/// The ledger's name for a data file: its canonical path.
+fn dataset_name(path: &Path) -> String {
+    std::fs::canonicalize(path)
+        .unwrap_or_else(|_| path.to_owned())
+        .display()
+        .to_string()
+}
+
+fn model_json(m: &LinearModel, features: Option<&[usize]>) -> Value {
+    let scaling = match m.scaling {
+        RowScaling::Normalize => json!("normalize"),
+        RowScaling::Clip { bound } => json!({ "clip": bound }),
+    };
+    let mut v = json!({ "w": m.w.to_vec(), "row_scaling": scaling, "row_norm": m.target });
+    if let Some(f) = features {
+        v["features"] = json!(f);
+    }
+    v
+}
+
+fn split_json(s: &SplitModel) -> Value {
+    Value::Array(
+        s.models
+            .iter()
+            .zip(s.split.groups())
+            .zip(s.split.importance())
+            .map(|((m, g), q)| {
+                let mut v = model_json(m, Some(g));
+                v["importance"] = json!(q);
+                v
+            })
+            .collect(),
+    )
+}
+
+fn stacked_json(s: &Stacked) -> Value {
+    let low = match &s.low {
+        LowLevel::Samples(models) => {
+            Value::Array(models.iter().map(|m| model_json(m, None)).collect())
+        }
+        LowLevel::Features(split) => split_json(split),
+    };
+    let combiner = match s.combiner {
+        Combiner::Stacking { .. } => "stacking",
+        Combiner::MajorityVote => "majority-vote",
+        Combiner::WeightedVote => "weighted-vote",
+    };
+    json!({ "low_level": low, "combiner": combiner, "high_level": s.high.as_ref().map(|m| model_json(m, None)) })
+}
+
+/// A fitted model of any method: JSON and scores.
+enum Fitted {
+    Linear(LinearModel),
+    Split(SplitModel),
+    Stacked(Stacked),
+    Transfer { source: Value, target: Box<Fitted> },
+}
+
+impl Fitted {
+    fn json(&self) -> Value {
+        match self {
+            Fitted::Linear(m) => model_json(m, None),
+            Fitted::Split(s) => json!({ "groups": split_json(s) }),
+            Fitted::Stacked(s) => stacked_json(s),
+            Fitted::Transfer { source, target } => {
+                json!({ "source": source, "target": target.json() })
+            }
+        }
+    }
+
+    fn scores(&self, x: ndarray::ArrayView2<'_, f64>) -> Array1<f64> {
+        match self {
+            Fitted::Linear(m) => m.probabilities(x),
+            // PLR-FS alone has no combiner: report the importance-weighted mean probability.
+            Fitted::Split(s) => s
+                .group_probabilities(x)
+                .dot(&Array1::from(s.split.importance().to_vec())),
+            Fitted::Stacked(s) => s.scores(x),
+            Fitted::Transfer { target, .. } => target.scores(x),
+        }
+    }
+}
+
+fn feature_split(args: &FitArgs, d: usize, rng: &mut dyn rand::CryptoRng) -> Result<FeatureSplit> {
+    Ok(if !args.feature_scores.is_empty() {
+        if args.feature_scores.len() != d {
+            bail!(
+                "--feature-scores has {} values for {d} features",
+                args.feature_scores.len()
+            );
+        }
+        FeatureSplit::by_importance(&args.feature_scores, args.k)?
+    } else if !args.group_importance.is_empty() {
+        let order: Vec<usize> = (0..d).collect();
+        let k = args.group_importance.len();
+        if k != args.k {
+            bail!("--group-importance has {k} values but --k is {}", args.k);
+        }
+        if k == 0 || k > d {
+            bail!("invalid K = {k}: must be between 1 and the number of features ({d})");
+        }
+        let groups = (0..k)
+            .map(|i| order[i * d / k..(i + 1) * d / k].to_vec())
+            .collect();
+        FeatureSplit::new(groups, args.group_importance.clone(), d)?
+    } else {
+        FeatureSplit::random(d, args.k, rng)?
+    })
+}
+
+fn fit(args: FitArgs) -> Result<Outcome> {
+    // Everything is validated before any data is touched by a mechanism.
+    let target_privacy = Privacy::Epsilon(args.epsilon);
+    target_privacy.epsilon().context("--epsilon")?;
+    let source_privacy = Privacy::Epsilon(args.source_epsilon.unwrap_or(args.epsilon));
+    source_privacy.epsilon().context("--source-epsilon")?;
+    if args.method.is_transfer() != args.source.is_some() {
+        bail!(
+            "--method {:?} {} --source",
+            args.method,
+            if args.method.is_transfer() {
+                "needs"
+            } else {
+                "does not take"
+            }
+        );
+    }
+    let scaling = match args.row_bound {
+        Some(bound) => RowScaling::Clip {
+            bound: privlogit::dp::DpError::check_positive("--row-bound", bound)?,
+        },
+        None => RowScaling::Normalize,
+    };
+    let target = load(&args.data, &args)?;
+    let source = match &args.source {
+        Some(path) => {
+            let s = load(path, &args)?;
+            if s.names != target.names {
+                bail!(
+                    "{}: columns differ from {}",
+                    path.display(),
+                    args.data.display()
+                );
+            }
+            Some(s)
+        }
+        None => None,
+    };
+    let mut charges = vec![Charge {
+        dataset: dataset_name(&args.data),
+        epsilon: args.epsilon,
+    }];
+    if let Some(path) = &args.source {
+        charges.push(Charge {
+            dataset: dataset_name(path),
+            epsilon: source_privacy.spent(),
+        });
+    }
+    let mut ledger = match (&args.ledger, args.budget) {
+        (Some(path), Some(total)) => {
+            let accountant = Accountant::load(path, total)?;
+            accountant.check(&charges)?;
+            Some((path, accountant))
+        }
+        _ => None,
+    };
+    let randomness = args.seed.map_or(Randomness::Os, Randomness::Seeded);
+    let mut rng = randomness.rng();
+    let d = target.x.ncols();
+    let split = if args.method.splits_features() {
+        Some(feature_split(&args, d, &mut rng)?)
+    } else {
+        None
+    };
+    let combiner = match args.combiner {
+        CombinerArg::Stacking => Combiner::Stacking {
+            lambda: args.high_lambda,
+        },
+        CombinerArg::MajorityVote => Combiner::MajorityVote,
+        CombinerArg::WeightedVote => Combiner::WeightedVote,
+    };
+    let stacking_settings = StackingSettings {
+        privacy: target_privacy,
+        lambda: args.lambda,
+        combiner,
+        low_fraction: args.low_fraction,
+        scaling,
+    };
+    let transfer_settings = TransferSettings {
+        source: source_privacy,
+        target: target_privacy,
+        lambda_source: args.source_lambda.unwrap_or(args.lambda),
+        lambda_target: args.lambda,
+        eta: if args.method == Method::PstH {
+            0.0
+        } else {
+            args.eta
+        },
+        mu: args.high_lambda,
+        low_fraction: args.low_fraction,
+        scaling,
+    };
+    let (x, y) = (target.x.view(), target.y.view());
+    let fitted = match args.method {
+        Method::Plr => Fitted::Linear(plr::fit(
+            x,
+            y,
+            target_privacy,
+            args.lambda,
+            scaling,
+            None,
+            &mut rng,
+        )?),
+        Method::Output => Fitted::Linear(plr::fit_output_perturbation(
+            x,
+            y,
+            target_privacy,
+            args.lambda,
+            scaling,
+            &mut rng,
+        )?),
+        Method::PstS => {
+            Fitted::Stacked(stacking::pst_s(x, y, args.k, &stacking_settings, &mut rng)?)
+        }
+        Method::PstF => Fitted::Stacked(stacking::pst_f(
+            x,
+            y,
+            split.as_ref().expect("split"),
+            None,
+            &stacking_settings,
+            &mut rng,
+        )?),
+        Method::PlrFs => {
+            let split = split.as_ref().expect("split");
+            Fitted::Split(feature_split::plr_fs(
+                x,
+                y,
+                split,
+                target_privacy,
+                &vec![args.lambda; split.k()],
+                None,
+                scaling,
+                &mut rng,
+            )?)
+        }
+        Method::PstH | Method::PptlFs | Method::Simcomb => {
+            let source = source.as_ref().expect("checked");
+            let s = Labelled {
+                x: source.x.view(),
+                y: source.y.view(),
+            };
+            let t = Labelled { x, y };
+            if args.method == Method::Simcomb {
+                let fit = transfer::simcomb(s, t, &transfer_settings, &mut rng)?;
+                Fitted::Transfer {
+                    source: model_json(&fit.source, None),
+                    target: Box::new(Fitted::Linear(fit.target)),
+                }
+            } else {
+                let split = split.as_ref().expect("split");
+                let fit = transfer::pptl_fs(s, t, split, &transfer_settings, &mut rng)?;
+                Fitted::Transfer {
+                    source: json!({ "groups": split_json(&fit.source) }),
+                    target: Box::new(Fitted::Stacked(fit.target)),
+                }
+            }
+        }
+    };
+    let mut report = json!({
+        "method": format!("{:?}", args.method).to_lowercase(),
+        "features": target.names,
+        "epsilon_spent": charges.iter().map(|c| json!({ "dataset": c.dataset, "epsilon": c.epsilon })).collect::<Vec<_>>(),
+        "noise": match randomness {
+            Randomness::Os => "OS CSPRNG".to_string(),
+            Randomness::Seeded(s) => format!("seeded ChaCha20 (seed {s}): reproducible, NOT for private release"),
+        },
+        "model": fitted.json(),
+    });
+    if let Some(path) = &args.test {
+        let test = load(path, &args)?;
+        if test.names != target.names {
+            bail!(
+                "{}: columns differ from {}",
+                path.display(),
+                args.data.display()
+            );
+        }
+        let scores = fitted.scores(test.x.view());
+        report["test"] = json!({
+            "file": path.display().to_string(),
+            "auc": metrics::auc(scores.view(), test.y.view()),
+            "accuracy": metrics::accuracy(scores.view(), test.y.view()),
+        });
+    }
+    if let Some((path, accountant)) = &mut ledger {
+        accountant.charge(&charges)?;
+        accountant.save(path)?;
+    }
+    if let Randomness::Seeded(_) = randomness {
+        eprintln!("note: seeded noise (--seed): reproducible, not for private release");
+    }
+    let rendered = serde_json::to_string_pretty(&report)? + "\n";
+    match &args.out {
+        Some(path) => output::write_text(path, &rendered)
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(rendered.as_bytes())
+                .and_then(|()| stdout.flush())?;
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+fn parse_epsilon(s: &str) -> Result<Privacy> {
+    if s.trim().eq_ignore_ascii_case("inf") {
+        return Ok(Privacy::Off);
+    }
+    let e: f64 = s
+        .trim()
+        .parse()
+        .with_context(|| format!("--epsilons: `{s}` is not a number or `inf`"))?;
+    let p = Privacy::Epsilon(e);
+    p.epsilon().context("--epsilons")?;
+    Ok(p)
+}
+
+fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
+    let settings = ExperimentSettings {
+        repeats: args.repeats,
+        epsilons: args
+            .epsilons
+            .iter()
+            .map(|s| parse_epsilon(s))
+            .collect::<Result<_>>()?,
+        ..ExperimentSettings::papers(args.seed)
+    };
+    settings.validate()?;
+    let digits = Digits::load(&args.data)?;
+    std::fs::create_dir_all(&args.out_dir)
+        .with_context(|| format!("creating {}", args.out_dir.display()))?;
+    let name = match args.which {
+        Which::Stacking => "stacking",
+        Which::Transfer => "transfer",
+    };
+    eprintln!(
+        "{name} experiment: {} repeats x {} budgets, seeds {}..{} (seeded noise: reproducible, not for release)",
+        settings.repeats,
+        settings.epsilons.len(),
+        settings.seed,
+        settings.seed + settings.repeats as u64 - 1
+    );
+    let bar = ProgressBar::new(settings.repeats as u64).with_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} repeats, eta {eta}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    let started = std::time::Instant::now();
+    let results = match args.which {
+        Which::Stacking => experiment::stacking(&digits, &settings, &|| bar.inc(1))?,
+        Which::Transfer => experiment::transfer(&digits, &settings, &|| bar.inc(1))?,
+    };
+    bar.finish_and_clear();
+    let csv_path = args.out_dir.join(format!("{name}.csv"));
+    let svg_path = args.out_dir.join(format!("{name}.svg"));
+    let repeats_path = args.out_dir.join(format!("{name}_repeats.csv"));
+    output::write_text(&csv_path, &results.csv())
+        .with_context(|| format!("writing {}", csv_path.display()))?;
+    output::write_text(&repeats_path, &results.repeats_csv())
+        .with_context(|| format!("writing {}", repeats_path.display()))?;
+    output::write_text(&svg_path, &figure(&results))
+        .with_context(|| format!("writing {}", svg_path.display()))?;
+    print!("{}", table(&results));
+    eprintln!(
+        "wrote {} and {} in {:.1} s",
+        csv_path.display(),
+        svg_path.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Outcome::Success)
+}
+
+/// Mean +- sd per method (rows) and budget (columns), like the transfer paper's Table 1.
+fn table(results: &Results) -> String {
+    let eps = results.epsilons();
+    let mut out = format!("{:<12}", "method");
+    for e in &eps {
+        out += &format!(" {:>15}", format!("eps={}", epsilon_label(*e)));
+    }
+    out.push('\n');
+    for m in results.methods() {
+        out += &format!("{m:<12}");
+        for &e in &eps {
+            let o = results.get(m, e).expect("every cell");
+            out += &format!(" {:>15}", format!("{:.4}+-{:.4}", o.mean(), o.sd()));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn figure(results: &Results) -> String {
+    let eps = results.epsilons();
+    let series: Vec<plot::Series> = results
+        .methods()
+        .into_iter()
+        .map(|m| plot::Series {
+            name: m.to_string(),
+            points: eps
+                .iter()
+                .map(|&e| {
+                    let o = results.get(m, e).expect("every cell");
+                    (o.mean(), o.sd())
+                })
+                .collect(),
+        })
+        .collect();
+    let title = match results.experiment {
+        "stacking" => "MNIST 0 vs 8: test AUC vs epsilon (stacking paper Fig. 1)",
+        _ => "MNIST transfer 0v8 -> 0v9: test AUC vs epsilon (transfer paper Table 1)",
+    };
+    let labels: Vec<String> = eps.iter().map(|e| epsilon_label(*e)).collect();
+    plot::line_chart(
+        &format!("{title}, {} repeats", results.settings.repeats),
+        "epsilon",
+        "test AUC (mean +- sd)",
+        &labels,
+        &series,
+    )
+}
