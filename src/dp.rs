@@ -1,10 +1,14 @@
 //! Differential privacy (stacking paper `../shared/papers/002_*.txt`, transfer paper `000_*.txt`).
 //!
-//! Built so far: the privacy constants of PLR (stacking paper Algorithm 1), the noise vector it
-//! perturbs the objective with, and the minimiser of the perturbed objective. Still to come (issue "Differentially private logistic
-//! regression, privacy-preserving stacking and transfer"): the PLR fit end to end (row
-//! scaling, budget, noise, solve), output perturbation,
-//! stacking, transfer, the accountant, PCA and the experiments.
+//! - [`plr`]: PLR (stacking Algorithm 1, objective perturbation) and output perturbation;
+//! - [`scaling`]: Algorithm 1 step 7, rows to norm at most 1 (or `q_k`) without data-dependent
+//!   constants;
+//! - [`noise`]: the PLR noise vector, Laplace and Gaussian samplers, seeded or OS randomness;
+//! - [`feature_split`]: feature groups with importances and PLR-FS (transfer Algorithm 3);
+//! - [`stacking`]: PST-S and PST-F (stacking Algorithms 2-3) with their combiners;
+//! - [`transfer`]: SimComb, PPTL-FS and PST-H (transfer Algorithms 2 and 4, stacking Algorithm 4);
+//! - [`accountant`]: epsilon spent per data set, and refusals past a total;
+//! - [`mnist`], [`experiment`]: the papers' MNIST experiments.
 
 pub mod accountant;
 pub mod experiment;

@@ -16,8 +16,10 @@ const COLOURS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
 
-/// An SVG chart: categorical x positions labelled `x_labels`, one line per series.
+/// An SVG chart: categorical x positions labelled `x_labels`, one line per series. Error bars
+/// and the axis stop at `y_cap` when given (an AUC cannot exceed 1).
 pub fn line_chart(
+    y_cap: Option<f64>,
     title: &str,
     x_title: &str,
     y_title: &str,
@@ -30,6 +32,7 @@ pub fn line_chart(
     let values = series
         .iter()
         .flat_map(|s| s.points.iter().flat_map(|(m, sd)| [m - sd, m + sd]))
+        .map(|v| y_cap.map_or(v, |cap| v.min(cap)))
         .filter(|v| v.is_finite());
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
         (a.min(v), b.max(v))
@@ -41,6 +44,8 @@ pub fn line_chart(
     };
     let step = nice_step((hi - lo) / 6.0);
     let (lo, hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+    let hi = y_cap.map_or(hi, |cap| hi.min(cap));
+    let clip = |v: f64| y_cap.map_or(v, |cap| v.min(cap));
     let nx = x_labels.len().max(1);
     let x = |i: usize| left + pw * (i as f64 + 0.5) / nx as f64;
     let y = |v: f64| top + ph * (1.0 - (v - lo) / (hi - lo));
@@ -52,8 +57,7 @@ pub fn line_chart(
     let _ = writeln!(svg, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
     let _ = writeln!(
         svg,
-        r#"<text x="{}" y="22" text-anchor="middle" font-size="15">{}</text>"#,
-        left + pw / 2.0,
+        r#"<text x="10" y="22" font-size="14">{}</text>"#,
         escape(title)
     );
     let mut t = lo;
@@ -113,7 +117,7 @@ pub fn line_chart(
                 svg,
                 r#"<line x1="{xi:.1}" x2="{xi:.1}" y1="{:.1}" y2="{:.1}" stroke="{colour}"/><circle cx="{xi:.1}" cy="{:.1}" r="3.5" fill="{colour}"/>"#,
                 y(m - sd),
-                y(m + sd),
+                y(clip(m + sd)),
                 y(*m),
                 xi = x(i)
             );
@@ -165,7 +169,14 @@ mod tests {
                 points: vec![(0.8, 0.01), (0.9, 0.0)],
             },
         ];
-        let svg = line_chart("t", "eps", "AUC", &["1".into(), "inf".into()], &series);
+        let svg = line_chart(
+            Some(1.0),
+            "t",
+            "eps",
+            "AUC",
+            &["1".into(), "inf".into()],
+            &series,
+        );
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert_eq!(svg.matches("<circle").count(), 4);
         assert!(svg.contains("A&lt;1&gt;"));

@@ -4,7 +4,7 @@
 mod common;
 
 use ndarray::{Array1, Array2, Axis};
-use privlogit::dp::experiment::{self, ExperimentSettings};
+use privlogit::dp::experiment::{self, ExperimentSettings, Selection};
 use privlogit::dp::feature_split::{self, FeatureSplit};
 use privlogit::dp::mnist::Digits;
 use privlogit::dp::noise::Randomness;
@@ -127,6 +127,7 @@ fn pca_matches_numpy_eigh() {
         39.890017787272065,
     ];
     let p = Pca::fit(x.view(), 5);
+    assert!(p.residual < 1e-10, "{}", p.residual);
     let mean = x.mean_axis(Axis(0)).expect("rows");
     let centred = &x - &mean;
     let cov = centred.t().dot(&centred) / (x.nrows() as f64 - 1.0);
@@ -367,6 +368,18 @@ fn experiments_run_end_to_end() {
     let csv = s.csv();
     assert!(csv.starts_with("experiment,method,epsilon,mean_auc,sd_auc,repeats\n"));
     assert!(csv.contains("stacking,PST-F(W),inf,"));
+    let winners = experiment::stacking(
+        &digits,
+        &ExperimentSettings {
+            epsilons: vec![Privacy::Epsilon(1.0)],
+            selection: Selection::Winner,
+            ..settings.clone()
+        },
+        &|| {},
+    )
+    .expect("runs");
+    assert_eq!(winners.outcomes.len(), 5);
+    assert!(winners.repeats_csv().contains(",lambda="));
     let settings = ExperimentSettings {
         epsilons: vec![Privacy::Epsilon(2.0)],
         ..settings

@@ -37,6 +37,14 @@ pub enum AccountantError {
         /// The configured total.
         total: f64,
     },
+    /// A charge that cannot be recorded.
+    #[error("cannot charge {epsilon} to {dataset}: a charge must be finite and non-negative")]
+    Charge {
+        /// The data set.
+        dataset: String,
+        /// The charge.
+        epsilon: f64,
+    },
     /// The total is not a positive number.
     #[error("invalid privacy total {0}: must be positive (infinity allowed)")]
     Total(f64),
@@ -126,10 +134,17 @@ impl Accountant {
         self.spent.get(dataset).copied().unwrap_or(0.0)
     }
 
-    /// Refuses `charges` (all or nothing) if any data set would pass the total.
+    /// Refuses `charges` (all or nothing) if any data set would pass the total, or if a charge
+    /// is not a finite, non-negative number (a non-private fit cannot be recorded).
     pub fn check(&self, charges: &[Charge]) -> Result<(), AccountantError> {
         let mut after = self.spent.clone();
         for c in charges {
+            if !(c.epsilon.is_finite() && c.epsilon >= 0.0) {
+                return Err(AccountantError::Charge {
+                    dataset: c.dataset.clone(),
+                    epsilon: c.epsilon,
+                });
+            }
             let spent = after.entry(c.dataset.clone()).or_insert(0.0);
             if *spent + c.epsilon > self.total {
                 return Err(AccountantError::Exceeded {
@@ -142,6 +157,39 @@ impl Accountant {
             *spent += c.epsilon;
         }
         Ok(())
+    }
+
+    /// Runs `work` holding an exclusive lock on `<path>.lock`, so that concurrent fits on one
+    /// ledger read, charge and save it one at a time.
+    pub fn locked<T>(
+        path: &Path,
+        work: impl FnOnce() -> Result<T, AccountantError>,
+    ) -> Result<T, AccountantError> {
+        let lock_path = path.with_extension("lock");
+        let io = |source| AccountantError::Io {
+            path: lock_path.clone(),
+            source,
+        };
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io)?;
+        lock.lock().map_err(io)?;
+        let result = work();
+        drop(lock); // closing the file releases the lock
+        result
+    }
+
+    /// Under the ledger's lock: reloads it, charges, saves (refusing if another fit has spent
+    /// the room in the meantime).
+    pub fn record(path: &Path, total: f64, charges: &[Charge]) -> Result<(), AccountantError> {
+        Self::locked(path, || {
+            let mut accountant = Self::load(path, total)?;
+            accountant.charge(charges)?;
+            accountant.save(path)
+        })
     }
 
     /// Checks, then records `charges`.
@@ -177,8 +225,13 @@ mod tests {
         assert!(matches!(e, AccountantError::Exceeded { ref dataset, .. } if dataset == "src"));
         // All or nothing: tgt was not charged either.
         assert_eq!(a.spent("tgt"), 1.5);
-        // A non-private fit spends infinity and is refused under any finite total.
-        assert!(a.check(&[charge("new", f64::INFINITY)]).is_err());
+        // A non-private fit spends infinity; that, NaN and negative charges cannot be recorded.
+        for bad in [f64::INFINITY, f64::NAN, -0.5] {
+            assert!(matches!(
+                a.check(&[charge("new", bad)]),
+                Err(AccountantError::Charge { .. })
+            ));
+        }
         assert!(Accountant::new(0.0).is_err());
     }
 
@@ -192,6 +245,12 @@ mod tests {
         a.save(&path).expect("saved");
         let b = Accountant::load(&path, 3.0).expect("read back");
         assert_eq!(b.spent("a.csv"), 1.25);
+        Accountant::record(&path, 3.0, &[charge("a.csv", 1.5)]).expect("under the lock");
+        assert_eq!(
+            Accountant::load(&path, 3.0).expect("read").spent("a.csv"),
+            2.75
+        );
+        assert!(Accountant::record(&path, 3.0, &[charge("a.csv", 0.5)]).is_err());
         std::fs::write(&path, "{\n  \"a.csv\": oops\n}").expect("write");
         let e = Accountant::load(&path, 3.0).expect_err("broken");
         assert!(e.to_string().contains("ledger.json:2:"), "{e}");

@@ -143,7 +143,7 @@ impl FeatureSplit {
 }
 
 /// `order` cut into `k` consecutive pieces whose sizes differ by at most one.
-fn chunks(order: &[usize], k: usize) -> Vec<Vec<usize>> {
+pub(crate) fn chunks(order: &[usize], k: usize) -> Vec<Vec<usize>> {
     let (d, mut start) = (order.len(), 0);
     (0..k)
         .map(|i| {
@@ -163,7 +163,7 @@ pub struct SplitBudget {
     /// Step 3: `eps' = eps - sum_k log(1 + q_k^2/(2 n lambda_k) + q_k^4/(16 n^2 lambda_k^2))`.
     pub epsilon_prime: f64,
     /// Per group `(eps_k, Delta_k)`: `(eps', 0)` if `eps' > 0`, else
-    /// `(eps/2, q_k^2 / (4 n (exp(eps q_k / 4) - 1)) - lambda_k)`.
+    /// `(eps/2, max(0, q_k^2 / (4 n (exp(eps q_k / 4) - 1)) - lambda_k))`.
     pub groups: Vec<(f64, f64)>,
 }
 
@@ -194,10 +194,11 @@ impl SplitBudget {
                     // A group of importance zero sees all-zero rows; nothing to pay for.
                     (epsilon / 2.0, 0.0)
                 } else {
-                    (
-                        epsilon / 2.0,
-                        q * q / (4.0 * n * (epsilon * q / 4.0).exp_m1()) - l,
-                    )
+                    // Step 9 can go negative for a low-importance group (the branch is taken on
+                    // the sum over groups); a negative Delta would undercut lambda_k, so it is
+                    // clamped at 0, which only adds penalty (and so stays within budget).
+                    let delta = q * q / (4.0 * n * (epsilon * q / 4.0).exp_m1()) - l;
+                    (epsilon / 2.0, delta.max(0.0))
                 }
             })
             .collect();
@@ -252,6 +253,10 @@ pub fn plr_fs<R: Rng + ?Sized>(
             reason: "must equal the number of groups K",
         });
     }
+    for &l in lambda {
+        positive("lambda_k", l)?;
+    }
+    scaling.validate()?;
     let budget = match privacy.epsilon()? {
         Some(eps) => Some(SplitBudget::new(
             eps,
@@ -336,6 +341,17 @@ mod tests {
         }
         assert!((want[0] - 0.10910224999156255).abs() < 1e-15);
         assert!((want[1] - 0.06960066666555556).abs() < 1e-15);
+    }
+
+    /// A low-importance group's step-9 Delta can go negative (eps = 0.5, n = 50, lambda_k =
+    /// 0.01, q = (0.9, 0.1): 0.01/(200 (exp(0.0125) - 1)) - 0.01 = -0.006); it is clamped to 0.
+    #[test]
+    fn negative_delta_is_clamped() {
+        let b = SplitBudget::new(0.5, 50, &[0.01; 2], &[0.9, 0.1]).expect("valid");
+        assert!(b.epsilon_prime < 0.0);
+        assert_eq!(b.groups[1], (0.25, 0.0));
+        let want = 0.81 / (200.0 * 0.1125f64.exp_m1()) - 0.01;
+        assert!(want > 0.0 && (b.groups[0].1 - want).abs() < 1e-15);
     }
 
     #[test]

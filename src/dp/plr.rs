@@ -209,7 +209,7 @@ pub(crate) fn fit_scaled<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<LinearModel, DpError> {
     let lambda = positive("lambda", lambda)?;
-    let scaled = scaling.apply(x, target);
+    let scaled = scaling.validate()?.apply(x, target);
     let (noise, delta) = match (privacy.epsilon()?, settled) {
         (None, _) => (None, 0.0),
         (Some(_), Some((eps_k, delta_k))) => {
@@ -248,7 +248,7 @@ pub fn fit_output_perturbation<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<LinearModel, DpError> {
     let lambda = positive("lambda", lambda)?;
-    let scaled = scaling.apply(x, 1.0);
+    let scaled = scaling.validate()?.apply(x, 1.0);
     let mut w = minimise(scaled.view(), signed(y).view(), lambda, 0.0, None, None);
     if let Some(eps) = privacy.epsilon()? {
         w += &objective_noise(x.ncols(), x.nrows() as f64 * lambda * eps, rng)?;

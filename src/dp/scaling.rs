@@ -23,6 +23,14 @@ pub enum RowScaling {
 }
 
 impl RowScaling {
+    /// A clip bound must be positive and finite.
+    pub fn validate(self) -> Result<Self, super::DpError> {
+        if let RowScaling::Clip { bound } = self {
+            super::positive("row norm bound", bound)?;
+        }
+        Ok(self)
+    }
+
     /// `x` with every row scaled to norm at most `target`.
     pub fn apply(self, x: ArrayView2<'_, f64>, target: f64) -> Array2<f64> {
         let mut out = x.to_owned();

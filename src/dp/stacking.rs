@@ -72,7 +72,6 @@ impl Stacked {
     /// The combined score of every row (a probability for stacking, a vote share otherwise).
     pub fn scores(&self, x: ArrayView2<'_, f64>) -> Array1<f64> {
         let low = self.low_probabilities(x);
-        let k = low.ncols() as f64;
         match (self.combiner, &self.high) {
             (Combiner::Stacking { .. }, Some(high)) => high.probabilities(meta_rows(&low).view()),
             (Combiner::WeightedVote, _) => {
@@ -88,9 +87,23 @@ impl Stacked {
                         .sum()
                 })
             }
-            _ => low.map_axis(Axis(1), |row| {
-                row.iter().filter(|&&p| p >= 0.5).count() as f64 / k
-            }),
+            _ => {
+                // Groups of importance zero saw no data and do not vote.
+                let voters: Vec<bool> = match &self.low {
+                    LowLevel::Features(s) => {
+                        s.split.importance().iter().map(|&q| q > 0.0).collect()
+                    }
+                    LowLevel::Samples(m) => vec![true; m.len()],
+                };
+                let count = voters.iter().filter(|&&v| v).count().max(1) as f64;
+                low.map_axis(Axis(1), |row| {
+                    row.iter()
+                        .zip(&voters)
+                        .filter(|&(&p, &v)| v && p >= 0.5)
+                        .count() as f64
+                        / count
+                })
+            }
         }
     }
 }
@@ -197,9 +210,7 @@ impl StackingSettings {
             positive("high-level lambda", lambda)?;
         }
         check_fraction(self.low_fraction)?;
-        if let RowScaling::Clip { bound } = self.scaling {
-            positive("row norm bound", bound)?;
-        }
+        self.scaling.validate()?;
         Ok(())
     }
 }
@@ -223,10 +234,10 @@ pub fn pst_s<R: Rng + ?Sized>(
         });
     }
     let mut models = Vec::with_capacity(k);
-    // Step 2: D^l (already shuffled) cut into K consecutive, disjoint subsets.
-    for subset in low_rows.chunks(low_rows.len().div_ceil(k)) {
-        let xs = x.select(Axis(0), subset);
-        let ys = y.select(Axis(0), subset);
+    // Step 2: D^l (already shuffled) cut into K consecutive, disjoint subsets of near-equal size.
+    for subset in feature_split::chunks(&low_rows, k) {
+        let xs = x.select(Axis(0), &subset);
+        let ys = y.select(Axis(0), &subset);
         models.push(plr::fit(
             xs.view(),
             ys.view(),

@@ -68,6 +68,7 @@ impl TransferSettings {
                 reason: "must be between 0 and 1",
             });
         }
+        self.scaling.validate()?;
         stacking::check_fraction(self.low_fraction)
     }
 }

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use ndarray::Array1;
 use privlogit::data::{self, Dataset, LoadOptions};
 use privlogit::dp::accountant::{Accountant, Charge};
-use privlogit::dp::experiment::{self, ExperimentSettings, Results, epsilon_label};
+use privlogit::dp::experiment::{self, ExperimentSettings, Results, Selection, epsilon_label};
 use privlogit::dp::feature_split::{self, FeatureSplit, SplitModel};
 use privlogit::dp::mnist::Digits;
 use privlogit::dp::noise::Randomness;
@@ -200,6 +200,23 @@ pub struct ExperimentArgs {
     /// Seed of the first repeat.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Stacking only: `refit` tests a fresh fit of the setting with the best mean validation
+    /// AUC (three noisy fits each); `winner` tests the single best noisy fit on validation (12
+    /// fits per method).
+    #[arg(long, value_enum, default_value = "refit")]
+    selection: SelectionArg,
+    /// Output file names get this suffix (e.g. `-winner`).
+    #[arg(long, default_value = "")]
+    suffix: String,
+}
+
+/// `--selection`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SelectionArg {
+    /// Mean of three noisy validation fits picks the setting; a fresh fit is tested.
+    Refit,
+    /// The best single noisy fit on validation is tested.
+    Winner,
 }
 
 pub fn run(args: DpArgs) -> Result<Outcome> {
@@ -375,14 +392,11 @@ fn fit(args: FitArgs) -> Result<Outcome> {
             epsilon: source_privacy.spent(),
         });
     }
-    let mut ledger = match (&args.ledger, args.budget) {
-        (Some(path), Some(total)) => {
-            let accountant = Accountant::load(path, total)?;
-            accountant.check(&charges)?;
-            Some((path, accountant))
-        }
-        _ => None,
-    };
+    // Refuse early, before any noise is drawn; the charge itself is made under the ledger's
+    // lock after the fit (and refused then if a concurrent fit used the room).
+    if let (Some(path), Some(total)) = (&args.ledger, args.budget) {
+        Accountant::load(path, total)?.check(&charges)?;
+    }
     let randomness = args.seed.map_or(Randomness::Os, Randomness::Seeded);
     let mut rng = randomness.rng();
     let d = target.x.ncols();
@@ -511,9 +525,8 @@ fn fit(args: FitArgs) -> Result<Outcome> {
             "accuracy": metrics::accuracy(scores.view(), test.y.view()),
         });
     }
-    if let Some((path, accountant)) = &mut ledger {
-        accountant.charge(&charges)?;
-        accountant.save(path)?;
+    if let (Some(path), Some(total)) = (&args.ledger, args.budget) {
+        Accountant::record(path, total, &charges)?;
     }
     if let Randomness::Seeded(_) = randomness {
         eprintln!("note: seeded noise (--seed): reproducible, not for private release");
@@ -553,6 +566,10 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
             .iter()
             .map(|s| parse_epsilon(s))
             .collect::<Result<_>>()?,
+        selection: match args.selection {
+            SelectionArg::Refit => Selection::Refit,
+            SelectionArg::Winner => Selection::Winner,
+        },
         ..ExperimentSettings::papers(args.seed)
     };
     settings.validate()?;
@@ -563,6 +580,7 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
         Which::Stacking => "stacking",
         Which::Transfer => "transfer",
     };
+    let file = format!("{name}{}", args.suffix);
     eprintln!(
         "{name} experiment: {} repeats x {} budgets, seeds {}..{} (seeded noise: reproducible, not for release)",
         settings.repeats,
@@ -581,9 +599,9 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
         Which::Transfer => experiment::transfer(&digits, &settings, &|| bar.inc(1))?,
     };
     bar.finish_and_clear();
-    let csv_path = args.out_dir.join(format!("{name}.csv"));
-    let svg_path = args.out_dir.join(format!("{name}.svg"));
-    let repeats_path = args.out_dir.join(format!("{name}_repeats.csv"));
+    let csv_path = args.out_dir.join(format!("{file}.csv"));
+    let svg_path = args.out_dir.join(format!("{file}.svg"));
+    let repeats_path = args.out_dir.join(format!("{file}_repeats.csv"));
     output::write_text(&csv_path, &results.csv())
         .with_context(|| format!("writing {}", csv_path.display()))?;
     output::write_text(&repeats_path, &results.repeats_csv())
@@ -637,11 +655,19 @@ fn figure(results: &Results) -> String {
         .collect();
     let title = match results.experiment {
         "stacking" => "MNIST 0 vs 8: test AUC vs epsilon (stacking paper Fig. 1)",
-        _ => "MNIST transfer 0v8 -> 0v9: test AUC vs epsilon (transfer paper Table 1)",
+        _ => "MNIST transfer, 0 vs 8 to 0 vs 9: test AUC vs epsilon (transfer paper Table 1)",
     };
     let labels: Vec<String> = eps.iter().map(|e| epsilon_label(*e)).collect();
     plot::line_chart(
-        &format!("{title}, {} repeats", results.settings.repeats),
+        Some(1.0),
+        &format!(
+            "{title}, {} repeats{}",
+            results.settings.repeats,
+            match (results.experiment, results.settings.selection) {
+                ("stacking", Selection::Winner) => ", validation winners",
+                _ => "",
+            }
+        ),
         "epsilon",
         "test AUC (mean +- sd)",
         &labels,
