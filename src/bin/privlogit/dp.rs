@@ -559,6 +559,12 @@ fn parse_epsilon(s: &str) -> Result<Privacy> {
 }
 
 fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
+    if args.suffix.contains(['/', '\\']) {
+        bail!(
+            "--suffix {:?} must not contain a path separator",
+            args.suffix
+        );
+    }
     let settings = ExperimentSettings {
         repeats: args.repeats,
         epsilons: args
