@@ -20,7 +20,9 @@ pub mod aggregator;
 pub mod gc;
 pub mod inprocess;
 pub mod keyholder;
+pub mod masked;
 pub mod node;
+pub mod solver;
 pub mod study;
 pub mod wire;
 
@@ -90,18 +92,24 @@ impl SecureConfig {
         Packing::new(key, self.sum_bits(self.format.frac()) + gc::SIGMA + 3)
     }
 
-    /// Slots for `Enc((B/N)^-1)`: the masked words from the circuit, and the products with
-    /// gradients summed over the Nodes (`2^(width - 1) * d * 2^(value_bits + frac)` each).
-    pub fn inverse_packing(&self, key: &PublicKey, d: usize) -> Result<Packing, PaillierError> {
-        let masked = self.format.width() + gc::SIGMA + 3;
-        let products =
-            self.format.width() + bits_for(d as u64) + self.sum_bits(self.format.frac()) + 2;
-        Packing::new(key, masked.max(products))
+    /// Slots for `Enc((B/N)^-1)` sent to the Nodes: entries below `2^entry_bits` that the key
+    /// holder encrypts masked (`masked_bits` wide), and the products with gradients summed
+    /// over the Nodes (`2^entry_bits * d * 2^(value_bits + frac)` each). The circuit method's
+    /// entries are words (`entry_bits` = width, masked `width + sigma + 1`).
+    pub fn inverse_packing(
+        &self,
+        key: &PublicKey,
+        d: usize,
+        entry_bits: u32,
+        masked_bits: u32,
+    ) -> Result<Packing, PaillierError> {
+        let products = entry_bits + bits_for(d as u64) + self.sum_bits(self.format.frac()) + 2;
+        Packing::new(key, (masked_bits + 2).max(products))
     }
 }
 
 /// Bits of `x` (at least 1).
-fn bits_for(x: u64) -> u32 {
+pub(crate) fn bits_for(x: u64) -> u32 {
     (u64::BITS - x.leading_zeros()).max(1)
 }
 
@@ -127,6 +135,10 @@ pub enum SecureError {
     /// A message broke the protocol.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A value left the range its public bound or format allows (or a pivot fell below its
+    /// threshold): the study stops rather than produce a wrong model.
+    #[error("out of range: {0}")]
+    Range(String),
 }
 
 impl SecureError {

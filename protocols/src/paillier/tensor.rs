@@ -90,6 +90,33 @@ impl EncryptedVector {
         )
     }
 
+    /// A vector from its ciphertexts, checked against the layout: `len` values at `scale`,
+    /// each below `slot_bound`, packed by `packing`.
+    pub(crate) fn from_parts(
+        key: &PublicKey,
+        len: usize,
+        scale: u32,
+        slot_bound: BigUint,
+        packing: Packing,
+        blocks: Vec<Ciphertext>,
+    ) -> Result<Self, PaillierError> {
+        check_scale(scale)?;
+        check_slot_bound(key, &packing, &slot_bound)?;
+        if blocks.len() != packing.plaintexts_for(len) {
+            return Err(PaillierError::Mismatch(format!(
+                "{} ciphertexts for {len} values",
+                blocks.len()
+            )));
+        }
+        Ok(Self {
+            len,
+            scale,
+            slot_bound,
+            packing,
+            blocks,
+        })
+    }
+
     /// Number of values.
     pub fn len(&self) -> usize {
         self.len

@@ -7,14 +7,14 @@
 //! holder.
 
 use ndarray::Array1;
-use num_bigint::{BigInt, BigUint, Sign};
+use num_bigint::BigInt;
 use privlogit_circuits::channel::Channel;
-use privlogit_circuits::linalg::Matrix;
 use privlogit_circuits::session::EvaluatorSession;
 
 use super::gc::{self, AggregatorGc, Comparison};
+use super::solver::{self, LinearAlgebra, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
-use super::{SecureConfig, SecureError, pow2};
+use super::{SecureConfig, SecureError};
 use crate::aggregation::{Aggregation, NewtonSystem};
 use crate::optimizer::StoppingRule;
 use crate::paillier::{EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
@@ -61,6 +61,10 @@ pub struct AggregatorStats {
     pub gc_seconds: f64,
     /// Seconds waiting for the Nodes' replies (their local compute and encryption).
     pub node_wait_seconds: f64,
+    /// The method of the Center's linear algebra.
+    pub linear_algebra: LinearAlgebra,
+    /// Its time: garbled circuits (circuit method), masked arithmetic (masked method).
+    pub solver: SolverStats,
 }
 
 /// The aggregator, connected to every Node and to the key holder.
@@ -73,8 +77,8 @@ pub struct SecureAggregation<C: Channel> {
     rows: usize,
     /// `Enc((B/N)^-1)` for PrivLogit-Local.
     inverse: Option<EncryptedMatrix>,
-    /// The aggregator's labels of every factor computed so far.
-    factors: Vec<Matrix<u128>>,
+    /// Factors and solves on the secret curvature matrices.
+    solver: Solver,
     bound_seconds: f64,
     gc_seconds: f64,
     node_wait_seconds: f64,
@@ -89,9 +93,11 @@ impl<C: Channel> SecureAggregation<C> {
         key: PublicKey,
         config: SecureConfig,
         protocol: Protocol,
+        linear_algebra: LinearAlgebra,
     ) -> Result<Self, SecureError> {
         let session = EvaluatorSession::new(keyholder, &mut rand::rng())
             .map_err(|e| SecureError::io("aggregator, base OT with the key holder".into(), e))?;
+        let solver = Solver::new(linear_algebra, &key, &config);
         let mut me = Self {
             nodes,
             gc: AggregatorGc { session },
@@ -100,7 +106,7 @@ impl<C: Channel> SecureAggregation<C> {
             protocol,
             rows: 0,
             inverse: None,
-            factors: Vec::new(),
+            solver,
             bound_seconds: 0.0,
             gc_seconds: 0.0,
             node_wait_seconds: 0.0,
@@ -178,8 +184,10 @@ impl<C: Channel> SecureAggregation<C> {
             bytes_from_each_node: self.nodes.iter().map(Channel::bytes_received).collect(),
             bytes_to_keyholder,
             bound_seconds: self.bound_seconds,
-            gc_seconds: self.gc_seconds,
+            gc_seconds: self.gc_seconds + self.solver.stats().gc_seconds,
             node_wait_seconds: self.node_wait_seconds,
+            linear_algebra: self.solver.method(),
+            solver: self.solver.stats(),
         })
     }
 
@@ -260,96 +268,21 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(values)
     }
 
-    /// Masks every value of `v` (bound `2^b`) with a fresh `r` in `[0, 2^(b + sigma))`;
-    /// returns the masked vector, the masks and the masked width.
-    fn mask(
-        &self,
-        v: &EncryptedVector,
-    ) -> Result<(EncryptedVector, Vec<BigUint>, usize), SecureError> {
-        let bits = v.slot_bound().bits();
-        self.mask_with_bits(v, bits)
-    }
-
-    fn mask_with_bits(
-        &self,
-        v: &EncryptedVector,
-        bits: u64,
-    ) -> Result<(EncryptedVector, Vec<BigUint>, usize), SecureError> {
-        let mut rng = rand::rng();
-        let masks: Vec<BigUint> = (0..v.len())
-            .map(|_| gc::random_mask(bits + u64::from(gc::SIGMA), &mut rng))
-            .collect();
-        let signed: Vec<BigInt> = masks
-            .iter()
-            .map(|m| BigInt::from_biguint(Sign::Plus, m.clone()))
-            .collect();
-        Ok((
-            v.add_plain(&self.key, &signed)?,
-            masks,
-            gc::masked_width(bits),
-        ))
-    }
-
-    /// Factors `B/N` (lower triangle, already summed with the penalty) in a circuit; for
-    /// PrivLogit-Local also distributes `Enc((B/N)^-1)` to the Nodes.
-    fn factor(&mut self, lower: &EncryptedVector, local: bool) -> Result<usize, SecureError> {
-        let d = self.config.dimension;
-        let (masked, masks, width) = self.mask(lower)?;
-        let format = self.config.format;
-        let inverse_masks: Option<Vec<BigUint>> = local.then(|| {
-            let mut rng = rand::rng();
-            (0..d * d)
-                .map(|_| gc::random_mask(u64::from(format.width() + gc::SIGMA), &mut rng))
-                .collect()
-        });
-        let payload = Writer::new()
-            .u64(d as u64)
-            .u64(u64::from(local))
-            .u64(width as u64)
-            .bytes(&masked.to_bytes(&self.key))
-            .finish();
-        let session = self.config.session;
-        let at = |e| SecureError::io("aggregator, the factor circuit".into(), e);
-        wire::send(self.keyholder()?, session, Step::Factor, &payload).map_err(at)?;
-        let start = std::time::Instant::now();
-        let (l, _) = gc::factor_circuit(
-            &mut self.gc,
-            d,
-            None,
-            Some(&masks),
-            width,
-            format,
-            local,
-            inverse_masks.as_deref(),
-        )
-        .map_err(at)?;
-        self.gc_seconds += start.elapsed().as_secs_f64();
-        if let Some(masks) = inverse_masks {
-            let (_, reply) =
-                wire::recv(self.keyholder()?, session, &[Step::FactorReply]).map_err(at)?;
-            let mut r = Reader::new(&reply);
-            let m = EncryptedMatrix::from_bytes(&self.key, r.bytes().map_err(at)?)?;
-            r.end().map_err(at)?;
-            if m.rows() != d || m.cols() != d {
-                return Err(SecureError::Protocol(
-                    "inverse of the wrong shape".to_string(),
-                ));
-            }
-            // Unmask column by column; the result is a fixed-point word, below 2^(width - 1).
-            let columns = m
-                .columns()
-                .iter()
-                .enumerate()
-                .map(|(j, column)| {
-                    let minus: Vec<BigInt> = (0..d)
-                        .map(|i| -BigInt::from_biguint(Sign::Plus, masks[i * d + j].clone()))
-                        .collect();
-                    Ok(column
-                        .add_plain(&self.key, &minus)?
-                        .assume_slot_bound(pow2(format.width() - 1)))
-                })
-                .collect::<Result<Vec<_>, SecureError>>()?;
-            let inverse = EncryptedMatrix::from_columns(d, columns)?;
+    /// Factors the SPD matrix with lower triangle `lower` (the bound or a Newton Hessian, with
+    /// the penalty); for PrivLogit-Local also distributes `Enc((B/N)^-1)` to the Nodes.
+    fn factor(
+        &mut self,
+        lower: &EncryptedVector,
+        lambda: f64,
+        local: bool,
+    ) -> Result<usize, SecureError> {
+        // lambda_min(M / N + lambda / N I) >= lambda / N: the public bound of the inverse.
+        let bounds = solver::bounds_of(lower, self.config.dimension, lambda / self.rows as f64);
+        let (index, inverse) =
+            self.solver
+                .factor(&mut self.gc, &self.key, &self.config, lower, &bounds, local)?;
+        if let Some(inverse) = inverse {
+            let session = self.config.session;
             let payload = Writer::new().bytes(&inverse.to_bytes(&self.key)).finish();
             for (i, node) in self.nodes.iter_mut().enumerate() {
                 wire::send(node, session, Step::Inverse, &payload).map_err(|e| {
@@ -358,8 +291,7 @@ impl<C: Channel> SecureAggregation<C> {
             }
             self.inverse = Some(inverse);
         }
-        self.factors.push(l);
-        Ok(self.factors.len() - 1)
+        Ok(index)
     }
 
     /// One round: the Nodes' gradients and objectives (and Hessians for Newton) at `beta`,
@@ -456,8 +388,8 @@ impl<C: Channel> SecureAggregation<C> {
         b: &EncryptedVector,
     ) -> Result<bool, SecureError> {
         let bits = a.slot_bound().bits().max(b.slot_bound().bits());
-        let (ma, mut masks, masked) = self.mask_with_bits(a, bits)?;
-        let (mb, mb_masks, _) = self.mask_with_bits(b, bits)?;
+        let (ma, mut masks, masked) = gc::mask(&self.key, a, bits)?;
+        let (mb, mb_masks, _) = gc::mask(&self.key, b, bits)?;
         masks.extend(mb_masks);
         let width = bits as usize + 2;
         let payload = Writer::new()
@@ -536,7 +468,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let sum = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
         let lower = self.add_penalty_diagonal(&sum, lambda)?;
         let local = self.protocol == Protocol::Local;
-        let factor = self.factor(&lower, local)?;
+        let factor = self.factor(&lower, lambda, local)?;
         self.bound_seconds += start.elapsed().as_secs_f64();
         Ok(Some(factor))
     }
@@ -560,7 +492,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let (gradient, objective, information) = self.gather(beta, lambda, true)?;
         let information = information.expect("asked for the Hessian");
         let lower = self.add_penalty_diagonal(&information, lambda)?;
-        let factor = self.factor(&lower, false)?;
+        let factor = self.factor(&lower, lambda, false)?;
         Ok(NewtonSystem {
             gradient,
             objective,
@@ -577,28 +509,14 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
             // PrivLogit-Local: the step is public (beta is), so it is simply decrypted.
             return Ok(Array1::from(self.decrypt_public(step)?));
         }
-        let (masked, masks, width) = self.mask(&gradient.gradient)?;
-        let payload = Writer::new()
-            .u64(*factor as u64)
-            .u64(width as u64)
-            .bytes(&masked.to_bytes(&self.key))
-            .finish();
-        let session = self.config.session;
-        let at = |e| SecureError::io("aggregator, the solve circuit".into(), e);
-        wire::send(self.keyholder()?, session, Step::Solve, &payload).map_err(at)?;
-        // The circuit needs the factor's wires, which live on the key holder's side too.
-        let format = self.config.format;
-        let l = self
-            .factors
-            .get(*factor)
-            .ok_or_else(|| SecureError::Protocol(format!("no factor {factor}")))?
-            .clone();
-        let start = std::time::Instant::now();
-        let raw = gc::solve_circuit(&mut self.gc, &l, None, Some(&masks), width, format)
-            .map_err(at)?
-            .expect("the aggregator learns the step");
-        self.gc_seconds += start.elapsed().as_secs_f64();
-        Ok(raw.into_iter().map(|r| format.decode(r)).collect())
+        let step = self.solver.solve(
+            &mut self.gc,
+            &self.key,
+            &self.config,
+            *factor,
+            &gradient.gradient,
+        )?;
+        Ok(Array1::from(step))
     }
 
     fn converged(

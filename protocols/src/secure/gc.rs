@@ -27,6 +27,8 @@ use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
 use privlogit_circuits::word::{abs, add, lt_signed, sign_extend, sub, zero_extend};
 use rand::CryptoRng;
 
+use crate::paillier::{EncryptedVector, PaillierError, PublicKey};
+
 /// Statistical security of the masks, in bits (ARCHITECTURE.md: sigma = 40).
 pub const SIGMA: u32 = 40;
 
@@ -138,6 +140,25 @@ pub fn random_mask<R: CryptoRng + ?Sized>(bits: u64, rng: &mut R) -> BigUint {
             .collect::<Vec<_>>(),
     );
     x % (BigUint::one() << bits)
+}
+
+/// Masks every value of `v` (public bound `2^bits`) with a fresh `r` in `[0, 2^(bits +
+/// sigma))` before the key holder decrypts it; returns the masked vector, the masks and the
+/// width of a masked value.
+pub fn mask(
+    key: &PublicKey,
+    v: &EncryptedVector,
+    bits: u64,
+) -> Result<(EncryptedVector, Vec<BigUint>, usize), PaillierError> {
+    let mut rng = rand::rng();
+    let masks: Vec<BigUint> = (0..v.len())
+        .map(|_| random_mask(bits + u64::from(SIGMA), &mut rng))
+        .collect();
+    let signed: Vec<BigInt> = masks
+        .iter()
+        .map(|m| BigInt::from_biguint(Sign::Plus, m.clone()))
+        .collect();
+    Ok((v.add_plain(key, &signed)?, masks, masked_width(bits)))
 }
 
 /// The low `width` bits of the two's-complement integer `x`, least significant first.

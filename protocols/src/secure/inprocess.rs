@@ -14,6 +14,7 @@ use super::SecureError;
 use super::aggregator::{AggregatorStats, Protocol};
 use super::keyholder::KeyholderStats;
 use super::node::{NodeData, NodeStats};
+use super::solver::LinearAlgebra;
 use super::study::{self, StudyError, StudyOutcome, StudyPlan};
 use crate::objective::PartyData;
 use crate::optimizer::{FitOptions, FitReport, IterationRecord, Optimizer};
@@ -34,11 +35,14 @@ pub struct SecureReport {
 }
 
 /// Runs `optimizer` over `protocol` on prepared design matrices (no standardisation, no added
-/// intercept), over in-memory channels, the key holder holding `secret`, the circuits in `format`.
+/// intercept), over in-memory channels, the key holder holding `secret`, the circuits in `format`,
+/// the Center's linear algebra by `linear_algebra`.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     parties: &[PartyData],
     secret: &SecretKey,
     format: FixedFormat,
+    linear_algebra: LinearAlgebra,
     protocol: Protocol,
     optimizer: Optimizer,
     options: &FitOptions,
@@ -56,6 +60,7 @@ pub fn run(
         parties: parties.len(),
         standardize: false,
         intercept: false,
+        linear_algebra,
     };
     let nodes = parties
         .iter()

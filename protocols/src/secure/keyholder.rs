@@ -9,6 +9,8 @@ use privlogit_circuits::linalg::Matrix;
 use privlogit_circuits::session::GarblerSession;
 
 use super::gc::{self, Comparison, KeyholderGc};
+use super::masked::MaskedHelper;
+use super::masked::msgs::Request;
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, SecretKey};
@@ -24,6 +26,8 @@ pub struct KeyholderStats {
     pub paillier_seconds: f64,
     /// Seconds garbling (including waiting for the evaluator's OT messages and bits).
     pub gc_seconds: f64,
+    /// Masked arithmetic: Paillier, plaintext products and pivot circuits.
+    pub masked: super::masked::HelperStats,
 }
 
 /// Serves the aggregator over `channel` until it says [`Step::Done`].
@@ -40,6 +44,7 @@ pub fn serve<C: Channel>(
     let noise = DjnNoise::new(key, &mut rand::rng());
     let format = config.format;
     let mut factors: Vec<Matrix<u128>> = Vec::new();
+    let mut masked = MaskedHelper::new(DjnNoise::new(key, &mut rand::rng()));
     let (mut paillier_seconds, mut gc_seconds) = (0.0, 0.0);
     let clock = std::time::Instant::now;
     loop {
@@ -52,6 +57,7 @@ pub fn serve<C: Channel>(
                 Step::Factor,
                 Step::Solve,
                 Step::Compare,
+                Step::Masked,
                 Step::Done,
             ],
         )
@@ -69,8 +75,13 @@ pub fn serve<C: Channel>(
                         .bytes_sent(),
                     paillier_seconds,
                     gc_seconds,
+                    masked: masked.stats().clone(),
                 };
                 return Ok(stats);
+            }
+            Step::Masked => {
+                let request = Request::decode(key, &payload)?;
+                masked.handle(request, secret, &mut party, config.session)?;
             }
             Step::DecryptPublic => {
                 let v = EncryptedVector::from_bytes(key, r.bytes().map_err(bad)?)?;
@@ -114,7 +125,8 @@ pub fn serve<C: Channel>(
                 factors.push(l);
                 if let Some(masked_inverse) = inverse {
                     let t = clock();
-                    let packing = config.inverse_packing(key, d)?;
+                    let width = format.width();
+                    let packing = config.inverse_packing(key, d, width, width + gc::SIGMA + 1)?;
                     let bound = BigUint::one() << (format.width() + gc::SIGMA + 2);
                     let columns = (0..d)
                         .map(|j| {

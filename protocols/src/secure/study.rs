@@ -16,6 +16,7 @@ use privlogit_circuits::fixed::FixedFormat;
 use super::aggregator::{AggregatorStats, Protocol, SecureAggregation};
 use super::keyholder::{self, KeyholderStats};
 use super::node::{self, NodeData};
+use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::optimizer::{FitError, FitOptions, FitReport, IterationRecord, Optimizer};
@@ -40,6 +41,8 @@ pub struct StudyPlan {
     pub standardize: bool,
     /// Prepend an intercept column.
     pub intercept: bool,
+    /// How the Center computes on secret matrices.
+    pub linear_algebra: LinearAlgebra,
 }
 
 impl StudyPlan {
@@ -234,7 +237,14 @@ pub fn run_aggregator<C: Channel>(
         wire::send(node, HANDSHAKE, Step::Welcome, &welcome)
             .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
     }
-    let mut aggregation = SecureAggregation::connect(nodes, keyholder, key, config, plan.protocol)?;
+    let mut aggregation = SecureAggregation::connect(
+        nodes,
+        keyholder,
+        key,
+        config,
+        plan.protocol,
+        plan.linear_algebra,
+    )?;
     let standardization = if plan.standardize {
         Some(aggregation.standardize(&names)?)
     } else {

@@ -67,11 +67,15 @@ pub enum Step {
     MomentsReply,
     /// Aggregator to Node: the pooled means and standard deviations to standardise with.
     Standardize,
+    /// Aggregator to key holder: a masked-arithmetic request.
+    Masked,
+    /// Key holder to aggregator: the answer to a masked-arithmetic request.
+    MaskedReply,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 23] = [
+    const ALL: [Step; 25] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -95,6 +99,8 @@ impl Step {
         Step::Moments,
         Step::MomentsReply,
         Step::Standardize,
+        Step::Masked,
+        Step::MaskedReply,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {

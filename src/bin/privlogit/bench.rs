@@ -2,7 +2,7 @@
 //! JSON (the figures the README quotes and `benches/compare_phe.py` sets against phe).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -16,6 +16,7 @@ use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
 use crate::Outcome;
+use crate::timing::{machine, median_seconds};
 
 /// Arguments of `privlogit bench`.
 #[derive(Debug, Args)]
@@ -32,6 +33,8 @@ enum BenchTarget {
     Circuits(crate::bench_circuits::CircuitBenchArgs),
     /// The secure protocols and the plaintext run on the same simulated data, in one table.
     Protocols(crate::bench_protocols::ProtocolBenchArgs),
+    /// Secure Cholesky and SPD inverse by masked arithmetic or garbled circuits.
+    Linalg(crate::bench_linalg::LinalgBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -91,6 +94,7 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
         BenchTarget::Paillier(args) => args,
         BenchTarget::Circuits(args) => return crate::bench_circuits::run(args),
         BenchTarget::Protocols(args) => return crate::bench_protocols::run(args),
+        BenchTarget::Linalg(args) => return crate::bench_linalg::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))
@@ -225,41 +229,6 @@ fn matvec(
         entrywise_seconds,
         speedup: entrywise_seconds / packed_seconds,
     })
-}
-
-/// Median over `runs` timed batches of one call each, after one warm-up call; fast operations
-/// are repeated within a batch so that a batch lasts at least 20 ms.
-pub(crate) fn median_seconds(runs: usize, f: &mut (dyn FnMut() + Send)) -> f64 {
-    let start = Instant::now();
-    f();
-    let once = start.elapsed().max(Duration::from_nanos(1));
-    let per_batch =
-        (Duration::from_millis(20).as_nanos() / once.as_nanos()).clamp(1, 100_000) as u32;
-    let mut samples: Vec<f64> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..per_batch {
-                f();
-            }
-            start.elapsed().as_secs_f64() / f64::from(per_batch)
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
-pub(crate) fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_string());
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    format!("{cpu}, {cores} cores")
 }
 
 fn print_table(report: &Report) {

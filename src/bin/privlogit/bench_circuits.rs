@@ -20,7 +20,7 @@ use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
 use crate::Outcome;
-use crate::bench::{machine, median_seconds};
+use crate::timing::{machine, median_seconds};
 
 /// Arguments of `privlogit bench circuits`.
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@ use privlogit::protocols::paillier::{KeyPair, KeySize};
 use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
+use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study::StudyPlan;
 use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
 use privlogit::protocols::{FitOptions, Optimizer, PlaintextAggregation};
@@ -41,6 +42,15 @@ pub struct ProtocolBenchArgs {
     /// Skip secure Newton (the slowest).
     #[arg(long)]
     no_newton: bool,
+    /// The Center's linear algebra: masked, circuit, or both (`masked,circuit`) to time them
+    /// side by side on the same data, alternating.
+    #[arg(
+        long = "linear-algebra",
+        value_name = "METHOD",
+        value_delimiter = ',',
+        default_value = "masked"
+    )]
+    methods: Vec<LinearAlgebra>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -49,6 +59,8 @@ pub struct ProtocolBenchArgs {
 #[derive(Debug, Serialize)]
 struct Row {
     run: String,
+    protocol: String,
+    linear_algebra: Option<String>,
     iterations: usize,
     rounds: usize,
     seconds: f64,
@@ -100,6 +112,8 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     let plain_seconds = start.elapsed().as_secs_f64();
     let mut rows = vec![Row {
         run: format!("plaintext {privlogit}"),
+        protocol: "plaintext".into(),
+        linear_algebra: None,
         iterations: plain.iterations,
         rounds: plain.rounds,
         seconds: plain_seconds,
@@ -122,8 +136,20 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     if !args.no_newton {
         runs.push((Protocol::Newton, Optimizer::Newton));
     }
-    for (protocol, optimizer) in runs {
-        eprintln!("secure {protocol:?} with {optimizer} ...");
+    let runs: Vec<(Protocol, Optimizer, LinearAlgebra)> = runs
+        .into_iter()
+        .enumerate()
+        .flat_map(|(k, (p, o))| {
+            // Alternate which method goes first, so drift on a shared machine hits both.
+            let mut methods = args.methods.clone();
+            if k % 2 == 1 {
+                methods.reverse();
+            }
+            methods.into_iter().map(move |m| (p, o, m))
+        })
+        .collect();
+    for (protocol, optimizer, method) in runs {
+        eprintln!("secure {protocol:?} with {optimizer}, {method} linear algebra ...");
         let plan = StudyPlan {
             protocol,
             optimizer,
@@ -133,6 +159,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
             parties: args.parties,
             standardize: false,
             intercept: true,
+            linear_algebra: method,
         };
         // The design matrices without their intercept column; the study adds it back.
         let nodes = prepared
@@ -173,9 +200,11 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         let a = &outcome.aggregator;
         rows.push(Row {
             run: format!(
-                "secure {} ({optimizer})",
+                "secure {} ({optimizer}, {method})",
                 format!("{protocol:?}").to_lowercase()
             ),
+            protocol: format!("{protocol:?}").to_lowercase(),
+            linear_algebra: Some(method.to_string()),
             iterations: outcome.fit.iterations,
             rounds: outcome.fit.rounds,
             seconds: outcome.seconds,
@@ -195,10 +224,6 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(Outcome::Success);
     }
-    let newton = rows
-        .iter()
-        .find(|r| r.run.contains("newton"))
-        .map(|r| r.seconds);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -211,7 +236,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     );
     let _ = writeln!(
         s,
-        "{:<36} {:>5} {:>6} {:>9} {:>8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "{:<46} {:>5} {:>6} {:>9} {:>8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9}",
         "run",
         "iter",
         "rounds",
@@ -222,14 +247,30 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         "AND gates",
         "vs Newton",
         "overhead",
+        "vs circuit",
         "diff"
     );
     for r in &rows {
+        // Against secure Newton with the same linear algebra (the plaintext row: the first).
+        let newton = rows
+            .iter()
+            .find(|n| {
+                n.protocol == "newton"
+                    && (n.linear_algebra == r.linear_algebra || r.linear_algebra.is_none())
+            })
+            .map(|n| n.seconds);
         let speedup = newton.map_or("-".to_string(), |n| format!("{:.2}x", n / r.seconds));
         let overhead = format!("{:.0}x", r.seconds / plain_seconds);
+        let circuit = rows
+            .iter()
+            .find(|c| c.protocol == r.protocol && c.linear_algebra.as_deref() == Some("circuit"))
+            .filter(|_| r.linear_algebra.as_deref() == Some("masked"))
+            .map_or("-".to_string(), |c| {
+                format!("{:.1}x", c.seconds / r.seconds)
+            });
         let _ = writeln!(
             s,
-            "{:<36} {:>5} {:>6} {:>9.2} {:>8.2} {:>9.3} {:>10} {:>10.3e} {:>9} {:>9} {:>9.1e}",
+            "{:<46} {:>5} {:>6} {:>9.2} {:>8.2} {:>9.3} {:>10} {:>10.3e} {:>9} {:>9} {:>10} {:>9.1e}",
             r.run,
             r.iterations,
             r.rounds,
@@ -240,6 +281,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
             r.and_gates as f64,
             speedup,
             overhead,
+            circuit,
             r.max_abs_diff_to_plaintext
         );
     }

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_circuits;
+mod bench_linalg;
 mod bench_protocols;
 mod circuit;
 mod dp;
@@ -9,6 +10,7 @@ mod fit;
 mod simulate;
 mod study;
 mod study_file;
+mod timing;
 
 use std::process::ExitCode;
 

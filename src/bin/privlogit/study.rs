@@ -16,6 +16,7 @@ use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::keyholder::KeyholderStats;
 use privlogit::protocols::secure::node::{NodeData, NodeStats};
+use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study::{self, StudyOutcome, StudyPlan};
 use privlogit::protocols::transport::{self, Listener};
 use privlogit::protocols::{FitOptions, IterationRecord, Optimizer, Status, StepKind};
@@ -70,6 +71,10 @@ pub struct PlanArgs {
     /// to the plaintext run; more integer bits: room for larger values).
     #[arg(long, value_name = "W/F", default_value = "64/46", value_parser = parse_format)]
     fixed: FixedFormat,
+    /// How the Center factors and solves on secret matrices: masked (Paillier-assisted masked
+    /// arithmetic, pivots in small garbled circuits) or circuit (all in garbled circuits).
+    #[arg(long, value_name = "METHOD", default_value = "masked")]
+    linear_algebra: LinearAlgebra,
 }
 
 fn parse_format(s: &str) -> Result<FixedFormat, String> {
@@ -122,6 +127,7 @@ impl PlanArgs {
             parties,
             standardize: self.standardize,
             intercept: !self.no_intercept,
+            linear_algebra: self.linear_algebra,
         };
         plan.validate()?;
         Ok(plan)

@@ -1,0 +1,844 @@
+//! The aggregator's side of masked linear algebra: it drives, the key holder
+//! ([`super::helper`]) answers.
+//!
+//! **Representation.** A secret matrix `X` (integers at `frac` fractional bits, `|x| <
+//! 2^bound` by a public bound) is held as a mask `R` at the aggregator (uniform in `[0,
+//! 2^mask)`, `mask >= bound + sigma`) and a view `V = X + R` at the key holder, which cannot tell
+//! `V` from random. Encryptions `Enc(X)` the aggregator needs are made by the key holder from
+//! its view (`Enc(V)`, packed as asked) and unmasked under encryption (`- R`).
+//!
+//! **Products** (Beaver-style, the key holder as the helper). For `Z = X Y`:
+//! `XY = V_x V_y - X R_y - R_x Y - R_x R_y`. The aggregator computes the cross terms under
+//! encryption, `Enc(X) R_y` and `(Enc(Y^T) R_x^T)^T` ([`super::cross`]), masks them with fresh
+//! `M1`, `M2` (sigma bits wider than their bounds) and sends them; the key holder decrypts them
+//! and forms its share `Z_k = V_x V_y - D1 - D2`, the aggregator's share being `Z_a = M1 + M2 -
+//! R_x R_y`. Truncation is local: each side drops `frac` bits of its share (`floor`), so the sum
+//! is `floor(Z / 2^frac)` or one less (one unit in the last place, as in SecureML's truncation
+//! but over the integers, where it never fails). The aggregator then sends `floor(Z_a / 2^frac) +
+//! R_z` with a fresh mask `R_z`, and the key holder's new view is its truncated share plus that:
+//! `V_z = Z' + R_z`. One message, no reply, no decryption of the result. Linear steps (blocks,
+//! transposes, sums) are free: both sides apply them to their halves.
+//!
+//! **What each server sees.** The key holder: views and masked cross terms, every one hidden by
+//! a mask at least sigma bits wider than the public bound of what it hides (statistical
+//! distance below `2^-40` per value); the aggregator: ciphertexts, and one admission bit per
+//! non-linear step ([`super::leaf`]).
+
+use std::time::Instant;
+
+use num_bigint::{BigInt, BigUint, Sign};
+use num_traits::{One, Zero};
+use privlogit_circuits::channel::Channel;
+
+use super::cross;
+use super::leaf::{self, LeafShape};
+use super::matrix::{IntMatrix, pow2};
+use super::msgs::{LeafKind, Masked, Request, Widths};
+use super::packed::PackedMatrix;
+use super::wide;
+use crate::paillier::{DjnNoise, EncryptedVector, Packing, PublicKey};
+use crate::secure::gc::{AggregatorGc, SIGMA, random_mask};
+use crate::secure::wire::{self, Reader, Step};
+use crate::secure::{SecureError, bits_for};
+
+/// A secret matrix: the aggregator's mask of it, its public bound, and encryptions of it.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    id: u64,
+    rows: usize,
+    cols: usize,
+    bound: u32,
+    mask_bits: u32,
+    masks: IntMatrix,
+    by_columns: Option<PackedMatrix>,
+    by_rows: Option<PackedMatrix>,
+}
+
+impl Shared {
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Bits of the public bound on every entry (integer units).
+    pub fn bound(&self) -> u32 {
+        self.bound
+    }
+
+    /// Bits of the masks.
+    pub fn mask_bits(&self) -> u32 {
+        self.mask_bits
+    }
+
+    /// The key holder's name for its view.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The aggregator's masks (tests use them to read views back).
+    pub fn masks(&self) -> &IntMatrix {
+        &self.masks
+    }
+
+    fn widths(&self) -> Widths {
+        Widths {
+            bound: self.bound,
+            mask: self.mask_bits,
+        }
+    }
+}
+
+/// Where the aggregator's time in masked arithmetic went.
+#[derive(Debug, Clone, Default)]
+pub struct MaskedStats {
+    /// Seconds computing cross terms (multi-exponentiations) and re-randomising them.
+    pub cross_seconds: f64,
+    /// Seconds waiting for the key holder (its decryptions and encryptions).
+    pub wait_seconds: f64,
+    /// Seconds in garbled-circuit leaves.
+    pub leaf_seconds: f64,
+    /// Masked products.
+    pub products: u64,
+    /// Garbled-circuit leaves.
+    pub leaves: u64,
+    /// Bytes sent to the key holder in masked requests.
+    pub bytes_sent: u64,
+}
+
+/// One masked transfer as the aggregator made it: the widths it declared and the masks it
+/// used (kept only when auditing, for the mask-width tests).
+#[derive(Debug, Clone)]
+pub struct MaskRecord {
+    /// Declared bound and mask width.
+    pub widths: Widths,
+    /// The masks.
+    pub masks: IntMatrix,
+}
+
+/// The aggregator's engine.
+pub struct MaskedEngine {
+    key: PublicKey,
+    noise: DjnNoise,
+    session: u64,
+    frac: u32,
+    next_id: u64,
+    stats: MaskedStats,
+    audit: Option<Vec<MaskRecord>>,
+}
+
+impl std::fmt::Debug for MaskedEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "MaskedEngine {{ frac: {}, views: {} }}",
+            self.frac, self.next_id
+        )
+    }
+}
+
+/// Slack added to the slot width asked of the key holder, so an encryption made for one
+/// product serves the next ones too.
+const SLOT_SLACK: u32 = 6;
+
+impl MaskedEngine {
+    /// An engine for `key`, in study `session`, computing at `frac` fractional bits.
+    pub fn new(key: &PublicKey, session: u64, frac: u32) -> Self {
+        Self {
+            key: key.clone(),
+            noise: DjnNoise::new(key, &mut rand::rng()),
+            session,
+            frac,
+            next_id: 1,
+            stats: MaskedStats::default(),
+            audit: None,
+        }
+    }
+
+    /// Keeps every mask the engine hands out (tests).
+    pub fn with_audit(mut self) -> Self {
+        self.audit = Some(Vec::new());
+        self
+    }
+
+    /// The masked transfers so far (empty unless auditing).
+    pub fn audit(&self) -> &[MaskRecord] {
+        self.audit.as_deref().unwrap_or(&[])
+    }
+
+    /// Fractional bits.
+    pub fn frac(&self) -> u32 {
+        self.frac
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &MaskedStats {
+        &self.stats
+    }
+
+    fn fresh_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    fn record(&mut self, widths: Widths, masks: &IntMatrix) {
+        if let Some(audit) = self.audit.as_mut() {
+            audit.push(MaskRecord {
+                widths,
+                masks: masks.clone(),
+            });
+        }
+    }
+
+    /// Masks of width `bound + sigma` for a value bounded by `2^bound`.
+    fn fresh_masks(rows: usize, cols: usize, bound: u32) -> (IntMatrix, Widths) {
+        let widths = Widths {
+            bound,
+            mask: bound + SIGMA,
+        };
+        let mut rng = rand::rng();
+        let masks = IntMatrix::from_fn(rows, cols, |_, _| {
+            BigInt::from_biguint(Sign::Plus, random_mask(u64::from(widths.mask), &mut rng))
+        });
+        (masks, widths)
+    }
+
+    fn send<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        request: &Request,
+    ) -> Result<(), SecureError> {
+        let payload = request.encode(&self.key);
+        self.stats.bytes_sent += payload.len() as u64;
+        let ch = gc
+            .session
+            .channel()
+            .map_err(|e| SecureError::io("aggregator, masked arithmetic".into(), e))?;
+        wire::send(ch, self.session, Step::Masked, &payload)
+            .map_err(|e| SecureError::io("aggregator, a masked request".into(), e))
+    }
+
+    fn reply<C: Channel>(&mut self, gc: &mut AggregatorGc<C>) -> Result<Vec<u8>, SecureError> {
+        let start = Instant::now();
+        let at = |e| {
+            SecureError::io(
+                "aggregator, waiting for the key holder's masked reply".into(),
+                e,
+            )
+        };
+        let ch = gc.session.channel().map_err(at)?;
+        let (_, payload) = wire::recv(ch, self.session, &[Step::MaskedReply]).map_err(at)?;
+        self.stats.wait_seconds += start.elapsed().as_secs_f64();
+        Ok(payload)
+    }
+
+    /// Shares an encrypted matrix (packed by columns, every entry below `2^bound`): the key
+    /// holder decrypts it masked and keeps the view. The packing must hold `bound + sigma + 2`
+    /// bits.
+    pub fn share<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        encrypted: &PackedMatrix,
+        bound: u32,
+    ) -> Result<Shared, SecureError> {
+        let (rows, cols) = (encrypted.rows(), encrypted.cols());
+        let (masks, widths) = Self::fresh_masks(rows, cols, bound);
+        let masked = encrypted
+            .add_plain(&self.key, &masks)?
+            .rerandomized(&self.key, &self.noise);
+        let id = self.fresh_id();
+        self.record(widths, &masks);
+        self.send(
+            gc,
+            &Request::View {
+                id,
+                widths,
+                masked: Masked::Matrix(masked),
+            },
+        )?;
+        Ok(Shared {
+            id,
+            rows,
+            cols,
+            bound,
+            mask_bits: widths.mask,
+            masks,
+            by_columns: Some(encrypted.clone()),
+            by_rows: None,
+        })
+    }
+
+    /// Shares a symmetric `d x d` matrix given as its encrypted lower triangle (row by row),
+    /// every entry below `2^bound`.
+    pub fn share_lower<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        lower: &EncryptedVector,
+        d: usize,
+        bound: u32,
+    ) -> Result<Shared, SecureError> {
+        if lower.len() != d * (d + 1) / 2 {
+            return Err(SecureError::Protocol(format!(
+                "a lower triangle of {} values for {d} coefficients",
+                lower.len()
+            )));
+        }
+        let (masks, widths) = Self::fresh_masks(lower.len(), 1, bound);
+        let masked = lower
+            .add_plain(&self.key, masks.data())?
+            .rerandomized(&self.key, &self.noise);
+        let id = self.fresh_id();
+        self.record(widths, &masks);
+        self.send(
+            gc,
+            &Request::View {
+                id,
+                widths,
+                masked: Masked::Lower(d, masked),
+            },
+        )?;
+        Ok(Shared {
+            id,
+            rows: d,
+            cols: d,
+            bound,
+            mask_bits: widths.mask,
+            masks: IntMatrix::from_lower(d, masks.data()),
+            by_columns: None,
+            by_rows: None,
+        })
+    }
+
+    /// Shares an encrypted column vector (unpacked, as the Nodes send gradients), every entry
+    /// below `2^bound`. Its ciphertexts serve as its encryption in both orientations.
+    pub fn share_vector<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        v: &EncryptedVector,
+        bound: u32,
+    ) -> Result<Shared, SecureError> {
+        let unpacked = Packing::unpacked(&self.key);
+        if v.packing() != unpacked {
+            return Err(SecureError::Protocol(
+                "a vector to share must be unpacked".into(),
+            ));
+        }
+        let column = PackedMatrix::from_blocks(v.len(), 1, unpacked, v.ciphertexts().to_vec())?;
+        let mut shared = self.share(gc, &column, bound)?;
+        shared.by_rows = Some(PackedMatrix::from_blocks(
+            1,
+            v.len(),
+            unpacked,
+            v.ciphertexts().to_vec(),
+        )?);
+        Ok(shared)
+    }
+
+    /// The block of `x` of `rows x cols` at `(r0, c0)`.
+    pub fn slice<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+        (r0, c0): (usize, usize),
+        (rows, cols): (usize, usize),
+    ) -> Result<Shared, SecureError> {
+        if r0 + rows > x.rows || c0 + cols > x.cols || rows == 0 || cols == 0 {
+            return Err(SecureError::Protocol(format!(
+                "a {rows} x {cols} block at ({r0}, {c0}) of a {} x {} matrix",
+                x.rows, x.cols
+            )));
+        }
+        let id = self.fresh_id();
+        self.send(
+            gc,
+            &Request::Slice {
+                id,
+                from: x.id,
+                r0,
+                c0,
+                rows,
+                cols,
+            },
+        )?;
+        Ok(Shared {
+            id,
+            rows,
+            cols,
+            bound: x.bound,
+            mask_bits: x.mask_bits,
+            masks: x.masks.slice(r0, c0, rows, cols),
+            by_columns: None,
+            by_rows: None,
+        })
+    }
+
+    /// `x^T`.
+    pub fn transpose<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+    ) -> Result<Shared, SecureError> {
+        let id = self.fresh_id();
+        self.send(gc, &Request::Transpose { id, from: x.id })?;
+        Ok(Shared {
+            id,
+            rows: x.cols,
+            cols: x.rows,
+            bound: x.bound,
+            mask_bits: x.mask_bits,
+            masks: x.masks.transpose(),
+            by_columns: x.by_rows.clone(),
+            by_rows: x.by_columns.clone(),
+        })
+    }
+
+    /// `sum_k (-1)^negate_k x_k`, whose entries the caller knows to be below `2^bound`. The
+    /// masks stay non-negative: a subtracted mask `-R` is shifted by the public `2^mask`.
+    pub fn combine<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        terms: &[(&Shared, bool)],
+        bound: u32,
+    ) -> Result<Shared, SecureError> {
+        let first = terms
+            .first()
+            .ok_or_else(|| SecureError::Protocol("an empty combination".into()))?
+            .0;
+        if terms
+            .iter()
+            .any(|(t, _)| t.rows != first.rows || t.cols != first.cols)
+        {
+            return Err(SecureError::Protocol(
+                "combined matrices differ in shape".into(),
+            ));
+        }
+        let offset: BigInt = terms
+            .iter()
+            .filter(|(_, negate)| *negate)
+            .map(|(t, _)| pow2(t.mask_bits))
+            .sum();
+        let span: BigInt = terms.iter().map(|(t, _)| pow2(t.mask_bits)).sum();
+        let masks = IntMatrix::combine(
+            &terms
+                .iter()
+                .map(|(t, n)| (&t.masks, *n))
+                .collect::<Vec<_>>(),
+            &offset,
+        );
+        let id = self.fresh_id();
+        self.send(
+            gc,
+            &Request::Combine {
+                id,
+                terms: terms.iter().map(|(t, n)| (t.id, *n)).collect(),
+                offset,
+            },
+        )?;
+        Ok(Shared {
+            id,
+            rows: first.rows,
+            cols: first.cols,
+            bound,
+            mask_bits: span.bits() as u32,
+            masks,
+            by_columns: None,
+            by_rows: None,
+        })
+    }
+
+    /// A matrix tiled by blocks `(x, row, col, transposed)`.
+    pub fn assemble<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        (rows, cols): (usize, usize),
+        blocks: &[(&Shared, usize, usize, bool)],
+    ) -> Result<Shared, SecureError> {
+        let covered: usize = blocks.iter().map(|(b, ..)| b.rows * b.cols).sum();
+        let fits = blocks.iter().all(|(b, r0, c0, t)| {
+            let (br, bc) = if *t {
+                (b.cols, b.rows)
+            } else {
+                (b.rows, b.cols)
+            };
+            r0 + br <= rows && c0 + bc <= cols
+        });
+        if covered != rows * cols || !fits {
+            return Err(SecureError::Protocol(
+                "blocks do not tile the matrix".into(),
+            ));
+        }
+        let masks = IntMatrix::assemble(
+            rows,
+            cols,
+            &blocks
+                .iter()
+                .map(|(b, r0, c0, t)| (&b.masks, *r0, *c0, *t))
+                .collect::<Vec<_>>(),
+        );
+        let id = self.fresh_id();
+        self.send(
+            gc,
+            &Request::Assemble {
+                id,
+                rows,
+                cols,
+                blocks: blocks
+                    .iter()
+                    .map(|(b, r0, c0, t)| (b.id, *r0, *c0, *t))
+                    .collect(),
+            },
+        )?;
+        Ok(Shared {
+            id,
+            rows,
+            cols,
+            bound: blocks.iter().map(|(b, ..)| b.bound).max().unwrap_or(1),
+            mask_bits: blocks.iter().map(|(b, ..)| b.mask_bits).max().unwrap_or(1),
+            masks,
+            by_columns: None,
+            by_rows: None,
+        })
+    }
+
+    /// The public zero matrix (mask 0: nothing to hide).
+    pub fn zeros<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        (rows, cols): (usize, usize),
+    ) -> Result<Shared, SecureError> {
+        let id = self.fresh_id();
+        self.send(gc, &Request::Zeros { id, rows, cols })?;
+        Ok(Shared {
+            id,
+            rows,
+            cols,
+            bound: 0,
+            mask_bits: 0,
+            masks: IntMatrix::zeros(rows, cols),
+            by_columns: None,
+            by_rows: None,
+        })
+    }
+
+    /// Lets the key holder forget views no longer needed.
+    pub fn release<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        xs: &[&Shared],
+    ) -> Result<(), SecureError> {
+        let ids = xs.iter().map(|x| x.id).collect();
+        self.send(gc, &Request::Drop { ids })
+    }
+
+    /// `Enc(x)` packed by columns in `packing` (made by the key holder from its view).
+    pub fn encrypted<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+        packing: Packing,
+    ) -> Result<PackedMatrix, SecureError> {
+        self.fetch(gc, x, false, packing.slot_bits())
+    }
+
+    /// `Enc(x)` (or `Enc(x^T)`) packed by columns in slots of `slot_bits`.
+    fn fetch<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+        transpose: bool,
+        slot_bits: u32,
+    ) -> Result<PackedMatrix, SecureError> {
+        self.send(
+            gc,
+            &Request::Encrypt {
+                id: x.id,
+                transpose,
+                slot_bits,
+            },
+        )?;
+        let payload = self.reply(gc)?;
+        let mut r = Reader::new(&payload);
+        let side = x.rows.max(x.cols);
+        let views = PackedMatrix::read(&self.key, &mut r, side * side)?;
+        r.end()
+            .map_err(|e| SecureError::io("aggregator, reading an encryption".into(), e))?;
+        let (rows, cols) = if transpose {
+            (x.cols, x.rows)
+        } else {
+            (x.rows, x.cols)
+        };
+        if views.rows() != rows || views.cols() != cols || views.packing().slot_bits() != slot_bits
+        {
+            return Err(SecureError::Protocol(
+                "the key holder encrypted the wrong shape".into(),
+            ));
+        }
+        let minus = if transpose {
+            x.masks.transpose()
+        } else {
+            x.masks.clone()
+        };
+        let minus = IntMatrix::combine(&[(&minus, true)], &BigInt::zero());
+        Ok(views.add_plain(&self.key, &minus)?)
+    }
+
+    /// Makes sure `x` is encrypted packed by columns (`rows`: by rows) in slots of at least
+    /// `slot_bits`.
+    fn ensure<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &mut Shared,
+        rows: bool,
+        slot_bits: u32,
+    ) -> Result<(), SecureError> {
+        let cached = if rows { &x.by_rows } else { &x.by_columns };
+        if cached
+            .as_ref()
+            .is_some_and(|c| c.packing().slot_bits() >= slot_bits)
+        {
+            return Ok(());
+        }
+        let wanted = (slot_bits + SLOT_SLACK).min(self.key.bits() as u32 - 2);
+        let enc = self.fetch(gc, x, rows, wanted)?;
+        if rows {
+            x.by_rows = Some(enc);
+        } else {
+            x.by_columns = Some(enc);
+        }
+        Ok(())
+    }
+
+    /// `floor(x y / 2^frac)` (or one less), as a new shared matrix whose entries the caller
+    /// knows to be below `2^bound`.
+    pub fn product<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &mut Shared,
+        y: &mut Shared,
+        bound: u32,
+    ) -> Result<Shared, SecureError> {
+        let (masks, out) = Self::fresh_masks(x.rows, y.cols, bound);
+        let id = self.fresh_id();
+        self.product_request(gc, x, y, id, Some((&masks, out)))?;
+        Ok(Shared {
+            id,
+            rows: x.rows,
+            cols: y.cols,
+            bound,
+            mask_bits: out.mask,
+            masks,
+            by_columns: None,
+            by_rows: None,
+        })
+    }
+
+    /// `floor(x y / 2^frac)` (or one less), revealed to both servers: for values that are
+    /// public by design (a PrivLogit step).
+    pub fn product_revealed<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &mut Shared,
+        y: &mut Shared,
+    ) -> Result<IntMatrix, SecureError> {
+        self.product_request(gc, x, y, 0, None)?;
+        let payload = self.reply(gc)?;
+        let mut r = Reader::new(&payload);
+        let side = x.rows.max(y.cols);
+        let values = IntMatrix::read(&mut r, side * side, 4096)
+            .and_then(|v| r.end().map(|()| v))
+            .map_err(|e| SecureError::io("aggregator, reading a revealed product".into(), e))?;
+        if values.rows() != x.rows || values.cols() != y.cols {
+            return Err(SecureError::Protocol(
+                "the key holder revealed the wrong shape".into(),
+            ));
+        }
+        Ok(values)
+    }
+
+    fn product_request<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &mut Shared,
+        y: &mut Shared,
+        id: u64,
+        out: Option<(&IntMatrix, Widths)>,
+    ) -> Result<(), SecureError> {
+        if x.cols != y.rows {
+            return Err(SecureError::Protocol(format!(
+                "a {} x {} matrix times a {} x {} one",
+                x.rows, x.cols, y.rows, y.cols
+            )));
+        }
+        let k = x.cols as u64;
+        // D1 = X R_y + M1 and D2 = R_x Y + M2: bounds, then masks sigma bits wider.
+        let left = Widths {
+            bound: bits_for(k) + x.bound + y.mask_bits,
+            mask: bits_for(k) + x.bound + y.mask_bits + SIGMA,
+        };
+        let right = Widths {
+            bound: bits_for(k) + y.bound + x.mask_bits,
+            mask: bits_for(k) + y.bound + x.mask_bits + SIGMA,
+        };
+        self.ensure(gc, x, false, left.mask + 2)?;
+        self.ensure(gc, y, true, right.mask + 2)?;
+        let start = Instant::now();
+        let (m1, _) = Self::fresh_masks(x.rows, y.cols, left.bound);
+        let (m2t, _) = Self::fresh_masks(y.cols, x.rows, right.bound);
+        let by_columns = x.by_columns.as_ref().expect("ensured");
+        let by_rows = y.by_rows.as_ref().expect("ensured");
+        let left_cross = cross::times_plain(&self.key, by_columns, &y.masks)?
+            .add_plain(&self.key, &m1)?
+            .rerandomized(&self.key, &self.noise);
+        let right_cross = cross::times_plain(&self.key, by_rows, &x.masks.transpose())?
+            .add_plain(&self.key, &m2t)?
+            .rerandomized(&self.key, &self.noise);
+        // The aggregator's share M1 + M2 - R_x R_y, truncated, plus the new view's mask.
+        let rr = wide::product(&x.masks, &y.masks);
+        let m2 = m2t.transpose();
+        let mut share =
+            IntMatrix::combine(&[(&m1, false), (&m2, false), (&rr, true)], &BigInt::zero())
+                .floor_shift(self.frac);
+        if let Some((masks, _)) = out {
+            share = IntMatrix::combine(&[(&share, false), (masks, false)], &BigInt::zero());
+        }
+        self.stats.cross_seconds += start.elapsed().as_secs_f64();
+        self.stats.products += 1;
+        self.record(left, &m1);
+        self.record(right, &m2t);
+        if let Some((masks, widths)) = out {
+            self.record(widths, masks);
+        }
+        self.send(
+            gc,
+            &Request::Product {
+                x: x.id,
+                y: y.id,
+                id,
+                frac: self.frac,
+                left_cross,
+                left_widths: left,
+                right_cross,
+                right_widths: right,
+                share,
+                out: out.map(|(_, w)| w),
+            },
+        )
+    }
+
+    /// A non-linear step on the 1 x 1 `x` in a garbled circuit ([`super::leaf`]): the outputs,
+    /// bounded by `2^bounds[k]`, as new shared values; a named error when `x` is below
+    /// `threshold` (integer units) or past its bound.
+    pub fn leaf<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        kind: LeafKind,
+        x: &Shared,
+        threshold: &BigInt,
+        bounds: &[u32],
+    ) -> Result<Vec<Shared>, SecureError> {
+        if x.rows != 1 || x.cols != 1 || bounds.len() != kind.outputs() {
+            return Err(SecureError::Protocol("a leaf takes one value".into()));
+        }
+        let fresh: Vec<(IntMatrix, Widths)> =
+            bounds.iter().map(|&b| Self::fresh_masks(1, 1, b)).collect();
+        let ids: Vec<u64> = fresh.iter().map(|_| self.fresh_id()).collect();
+        let shape = LeafShape {
+            kind,
+            input: x.widths(),
+            outputs: fresh.iter().map(|(_, w)| *w).collect(),
+            threshold: threshold.clone(),
+            frac: self.frac,
+        };
+        for (masks, widths) in &fresh {
+            self.record(*widths, masks);
+        }
+        self.send(
+            gc,
+            &Request::Leaf {
+                kind,
+                x: x.id,
+                input: shape.input,
+                threshold: threshold.clone(),
+                frac: self.frac,
+                outputs: ids
+                    .iter()
+                    .zip(&shape.outputs)
+                    .map(|(i, w)| (*i, *w))
+                    .collect(),
+            },
+        )?;
+        let start = Instant::now();
+        let output_masks: Vec<BigInt> = fresh.iter().map(|(m, _)| m.get(0, 0).clone()).collect();
+        let result = leaf::run(
+            gc,
+            &shape,
+            None,
+            Some(x.masks.get(0, 0)),
+            Some(&output_masks),
+        )
+        .map_err(|e| SecureError::io("aggregator, a pivot circuit".into(), e))?;
+        self.stats.leaf_seconds += start.elapsed().as_secs_f64();
+        self.stats.leaves += 1;
+        if result.admitted != Some(true) {
+            return Err(SecureError::Range(format!(
+                "a pivot fell below its public threshold {} (2^-{} units) or past its bound 2^{}: \
+                 the matrix is not positive definite at working precision (raise lambda, or \
+                 remove collinear columns)",
+                threshold, self.frac, x.bound
+            )));
+        }
+        Ok(fresh
+            .into_iter()
+            .zip(ids)
+            .map(|((masks, widths), id)| Shared {
+                id,
+                rows: 1,
+                cols: 1,
+                bound: widths.bound,
+                mask_bits: widths.mask,
+                masks,
+                by_columns: None,
+                by_rows: None,
+            })
+            .collect())
+    }
+}
+
+/// Bits of the integer bound `ceil(value 2^frac)` for a positive real `value`, at least 1.
+pub fn bound_bits(value: f64, frac: u32) -> u32 {
+    if !(value.is_finite() && value > 0.0) {
+        return 1;
+    }
+    let log = value.log2().ceil();
+    ((log + f64::from(frac)).max(0.0) as u32 + 1).max(1)
+}
+
+/// `round(value 2^frac)` as an integer (for public thresholds).
+pub fn to_integer(value: f64, frac: u32) -> BigInt {
+    let scaled = value * f64::from(frac).exp2();
+    let rounded = scaled.round();
+    BigInt::from_biguint(
+        if rounded < 0.0 {
+            Sign::Minus
+        } else {
+            Sign::Plus
+        },
+        BigUint::from(rounded.abs() as u128),
+    )
+}
+
+/// The real value of an integer at `frac` fractional bits.
+pub fn to_f64(v: &BigInt, frac: u32) -> f64 {
+    use num_traits::ToPrimitive;
+    v.to_f64().unwrap_or(f64::NAN) * f64::from(frac).exp2().recip()
+}
+
+/// `1` as an integer at `frac` bits.
+pub fn one(frac: u32) -> BigInt {
+    BigInt::one() << frac
+}

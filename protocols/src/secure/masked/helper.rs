@@ -1,0 +1,393 @@
+//! The key holder's side of masked linear algebra: it keeps views `V = X + R` of the
+//! aggregator's secret matrices and answers [`Request`]s (see [`super::engine`] for the
+//! algebra). It checks what it can: shapes and ids, that every new mask is at least sigma
+//! bits wider than the bound it hides, and that every masked value it learns lies in the range
+//! its declared bound and mask allow (a value far past its public bound is a named error, not
+//! a silently wrong model).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use num_bigint::BigInt;
+use num_traits::Zero;
+use privlogit_circuits::channel::Channel;
+use rand::CryptoRng;
+
+use super::leaf::{self, LeafShape};
+use super::matrix::{IntMatrix, pow2};
+use super::msgs::{Masked, Request, Widths};
+use super::packed::PackedMatrix;
+use super::wide;
+use crate::paillier::{DjnNoise, Packing, SecretKey};
+use crate::secure::SecureError;
+use crate::secure::gc::{KeyholderGc, SIGMA};
+use crate::secure::wire::{self, Step, Writer};
+
+/// Most view entries the key holder keeps at once (bounds its memory whatever it is asked).
+pub const MAX_ENTRIES: usize = 16 * super::msgs::MAX_SIDE * super::msgs::MAX_SIDE;
+
+/// Where the key holder's time in masked arithmetic went.
+#[derive(Debug, Clone, Default)]
+pub struct HelperStats {
+    /// Seconds decrypting masked values and encrypting views.
+    pub paillier_seconds: f64,
+    /// Seconds multiplying views (plaintext integers).
+    pub product_seconds: f64,
+    /// Seconds in garbled-circuit leaves.
+    pub leaf_seconds: f64,
+}
+
+/// One masked transfer as the key holder received it (kept only when auditing).
+#[derive(Debug, Clone)]
+pub struct ViewRecord {
+    /// Declared bound and mask width.
+    pub widths: Widths,
+    /// The masked values learnt.
+    pub values: IntMatrix,
+}
+
+/// The key holder's state.
+pub struct MaskedHelper {
+    views: HashMap<u64, IntMatrix>,
+    entries: usize,
+    noise: DjnNoise,
+    stats: HelperStats,
+    audit: Option<Vec<ViewRecord>>,
+}
+
+impl std::fmt::Debug for MaskedHelper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MaskedHelper {{ views: {} }}", self.views.len())
+    }
+}
+
+fn protocol(message: String) -> SecureError {
+    SecureError::Protocol(message)
+}
+
+impl MaskedHelper {
+    /// A helper encrypting with `noise`.
+    pub fn new(noise: DjnNoise) -> Self {
+        Self {
+            views: HashMap::new(),
+            entries: 0,
+            noise,
+            stats: HelperStats::default(),
+            audit: None,
+        }
+    }
+
+    /// Keeps every masked value learnt (tests).
+    pub fn with_audit(mut self) -> Self {
+        self.audit = Some(Vec::new());
+        self
+    }
+
+    /// The masked transfers so far (empty unless auditing).
+    pub fn audit(&self) -> &[ViewRecord] {
+        self.audit.as_deref().unwrap_or(&[])
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &HelperStats {
+        &self.stats
+    }
+
+    /// View `id` (tests read results back through it).
+    pub fn view(&self, id: u64) -> Option<&IntMatrix> {
+        self.views.get(&id)
+    }
+
+    fn get(&self, id: u64) -> Result<&IntMatrix, SecureError> {
+        self.views
+            .get(&id)
+            .ok_or_else(|| protocol(format!("masked request names unknown view {id}")))
+    }
+
+    fn insert(&mut self, id: u64, view: IntMatrix) -> Result<(), SecureError> {
+        let size = view.rows() * view.cols();
+        if self.entries + size > MAX_ENTRIES {
+            return Err(protocol(format!(
+                "masked arithmetic would keep more than {MAX_ENTRIES} values"
+            )));
+        }
+        if let Some(old) = self.views.insert(id, view) {
+            self.entries -= old.rows() * old.cols();
+        }
+        self.entries += size;
+        Ok(())
+    }
+
+    /// Refuses a mask narrower than sigma bits past its bound, and values outside
+    /// `(-2^bound, 2^mask + 2^bound)`.
+    fn check(&mut self, what: &str, widths: Widths, values: &IntMatrix) -> Result<(), SecureError> {
+        if widths.mask < widths.bound + SIGMA {
+            return Err(protocol(format!(
+                "{what}: a mask of {} bits for a bound of {} bits (sigma = {SIGMA})",
+                widths.mask, widths.bound
+            )));
+        }
+        let low = -pow2(widths.bound);
+        let high = pow2(widths.mask) + pow2(widths.bound);
+        if values.data().iter().any(|v| v <= &low || v >= &high) {
+            return Err(SecureError::Range(format!(
+                "{what}: a masked value is outside the range its public bound 2^{} allows \
+                 (a value outgrew the bound its format assumes)",
+                widths.bound
+            )));
+        }
+        if let Some(audit) = self.audit.as_mut() {
+            audit.push(ViewRecord {
+                widths,
+                values: values.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn decrypt(
+        &mut self,
+        matrix: &PackedMatrix,
+        secret: &SecretKey,
+    ) -> Result<IntMatrix, SecureError> {
+        let start = Instant::now();
+        let values = matrix.decrypt(secret)?;
+        self.stats.paillier_seconds += start.elapsed().as_secs_f64();
+        Ok(values)
+    }
+
+    /// Serves one request (replying on the channel when it has a reply).
+    pub fn handle<C: Channel, R: CryptoRng>(
+        &mut self,
+        request: Request,
+        secret: &SecretKey,
+        party: &mut KeyholderGc<C, R>,
+        session: u64,
+    ) -> Result<(), SecureError> {
+        match request {
+            Request::View { id, widths, masked } => {
+                let start = Instant::now();
+                let view = match masked {
+                    Masked::Matrix(m) => m.decrypt(secret)?,
+                    Masked::Lower(d, v) => {
+                        let lower: Vec<BigInt> =
+                            v.decrypt(secret)?.into_iter().map(|f| f.value).collect();
+                        IntMatrix::from_lower(d, &lower)
+                    }
+                };
+                self.stats.paillier_seconds += start.elapsed().as_secs_f64();
+                self.check("a shared matrix", widths, &view)?;
+                self.insert(id, view)
+            }
+            Request::Slice {
+                id,
+                from,
+                r0,
+                c0,
+                rows,
+                cols,
+            } => {
+                let source = self.get(from)?;
+                if r0 + rows > source.rows() || c0 + cols > source.cols() {
+                    return Err(protocol("a block outside its matrix".into()));
+                }
+                let block = source.slice(r0, c0, rows, cols);
+                self.insert(id, block)
+            }
+            Request::Transpose { id, from } => {
+                let t = self.get(from)?.transpose();
+                self.insert(id, t)
+            }
+            Request::Combine { id, terms, offset } => {
+                let views = terms
+                    .iter()
+                    .map(|(t, n)| Ok((self.get(*t)?, *n)))
+                    .collect::<Result<Vec<_>, SecureError>>()?;
+                let first = views[0].0;
+                if views
+                    .iter()
+                    .any(|(v, _)| v.rows() != first.rows() || v.cols() != first.cols())
+                {
+                    return Err(protocol("combined views differ in shape".into()));
+                }
+                let combined = IntMatrix::combine(&views, &offset);
+                self.insert(id, combined)
+            }
+            Request::Assemble {
+                id,
+                rows,
+                cols,
+                blocks,
+            } => {
+                let parts = blocks
+                    .iter()
+                    .map(|(b, r0, c0, t)| Ok((self.get(*b)?, *r0, *c0, *t)))
+                    .collect::<Result<Vec<_>, SecureError>>()?;
+                let mut covered = vec![false; rows * cols];
+                for (v, r0, c0, t) in &parts {
+                    let (br, bc) = if *t {
+                        (v.cols(), v.rows())
+                    } else {
+                        (v.rows(), v.cols())
+                    };
+                    if r0 + br > rows || c0 + bc > cols {
+                        return Err(protocol("a block outside the assembled matrix".into()));
+                    }
+                    for i in *r0..r0 + br {
+                        for j in *c0..c0 + bc {
+                            if std::mem::replace(&mut covered[i * cols + j], true) {
+                                return Err(protocol("assembled blocks overlap".into()));
+                            }
+                        }
+                    }
+                }
+                if covered.iter().any(|c| !c) {
+                    return Err(protocol("assembled blocks leave a gap".into()));
+                }
+                let assembled = IntMatrix::assemble(rows, cols, &parts);
+                self.insert(id, assembled)
+            }
+            Request::Zeros { id, rows, cols } => self.insert(id, IntMatrix::zeros(rows, cols)),
+            Request::Drop { ids } => {
+                for id in ids {
+                    if let Some(old) = self.views.remove(&id) {
+                        self.entries -= old.rows() * old.cols();
+                    }
+                }
+                Ok(())
+            }
+            Request::Encrypt {
+                id,
+                transpose,
+                slot_bits,
+            } => {
+                let view = self.get(id)?;
+                let view = if transpose {
+                    view.transpose()
+                } else {
+                    view.clone()
+                };
+                let key = secret.public_key();
+                let packing = if u64::from(slot_bits) == key.bits() {
+                    Packing::unpacked(key)
+                } else {
+                    Packing::new(key, slot_bits)?
+                };
+                let start = Instant::now();
+                let encrypted = PackedMatrix::encrypt(key, &view, packing, &self.noise)?;
+                self.stats.paillier_seconds += start.elapsed().as_secs_f64();
+                let payload = encrypted.write(key, Writer::new()).finish();
+                reply(party, session, &payload)
+            }
+            Request::Product {
+                x,
+                y,
+                id,
+                frac,
+                left_cross,
+                left_widths,
+                right_cross,
+                right_widths,
+                share,
+                out,
+            } => {
+                let (vx, vy) = (self.get(x)?, self.get(y)?);
+                let (m, k, n) = (vx.rows(), vx.cols(), vy.cols());
+                if vy.rows() != k
+                    || (left_cross.rows(), left_cross.cols()) != (m, n)
+                    || (right_cross.rows(), right_cross.cols()) != (n, m)
+                    || (share.rows(), share.cols()) != (m, n)
+                {
+                    return Err(protocol("a masked product of mismatched shapes".into()));
+                }
+                let start = Instant::now();
+                let product = wide::product(vx, vy);
+                self.stats.product_seconds += start.elapsed().as_secs_f64();
+                let d1 = self.decrypt(&left_cross, secret)?;
+                self.check("a product's left cross term", left_widths, &d1)?;
+                let d2 = self.decrypt(&right_cross, secret)?;
+                self.check("a product's right cross term", right_widths, &d2)?;
+                let d2 = d2.transpose();
+                // Z_k = V_x V_y - D1 - D2, truncated, plus the aggregator's truncated share.
+                let mine = IntMatrix::combine(
+                    &[(&product, false), (&d1, true), (&d2, true)],
+                    &BigInt::zero(),
+                )
+                .floor_shift(frac);
+                let value = IntMatrix::combine(&[(&mine, false), (&share, false)], &BigInt::zero());
+                match out {
+                    Some(widths) => {
+                        self.check("a product", widths, &value)?;
+                        self.insert(id, value)
+                    }
+                    None => {
+                        let payload = value.write(Writer::new()).finish();
+                        reply(party, session, &payload)
+                    }
+                }
+            }
+            Request::Leaf {
+                kind,
+                x,
+                input,
+                threshold,
+                frac,
+                outputs,
+            } => {
+                let view = self.get(x)?;
+                if view.rows() != 1 || view.cols() != 1 {
+                    return Err(protocol("a leaf of more than one value".into()));
+                }
+                let v = view.get(0, 0).clone();
+                if input.bound > input.mask || v.bits() > u64::from(input.mask) + 1 {
+                    return Err(SecureError::Range(
+                        "a pivot's view is wider than its declared mask".into(),
+                    ));
+                }
+                for (_, w) in &outputs {
+                    if w.mask < w.bound + SIGMA {
+                        return Err(protocol(format!(
+                            "a pivot output masked with {} bits for a bound of {} bits",
+                            w.mask, w.bound
+                        )));
+                    }
+                }
+                let shape = LeafShape {
+                    kind,
+                    input,
+                    outputs: outputs.iter().map(|(_, w)| *w).collect(),
+                    threshold,
+                    frac,
+                };
+                let start = Instant::now();
+                let result = leaf::run(party, &shape, Some(&v), None, None)
+                    .map_err(|e| SecureError::io("key holder, a pivot circuit".into(), e))?;
+                self.stats.leaf_seconds += start.elapsed().as_secs_f64();
+                let views = result.views.expect("the key holder learns its views");
+                for ((id, widths), value) in outputs.into_iter().zip(views) {
+                    let value = IntMatrix::from_vec(1, 1, vec![value]);
+                    // An inadmissible pivot stops the study at the aggregator; its garbage
+                    // output is not range-checked here.
+                    if let Some(audit) = self.audit.as_mut() {
+                        audit.push(ViewRecord {
+                            widths,
+                            values: value.clone(),
+                        });
+                    }
+                    self.insert(id, value)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn reply<C: Channel, R: CryptoRng>(
+    party: &mut KeyholderGc<C, R>,
+    session: u64,
+    payload: &[u8],
+) -> Result<(), SecureError> {
+    let at = |e| SecureError::io("key holder, a masked reply".into(), e);
+    let ch = party.session.channel().map_err(at)?;
+    wire::send(ch, session, Step::MaskedReply, payload).map_err(at)
+}

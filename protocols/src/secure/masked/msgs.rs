@@ -1,0 +1,556 @@
+//! The aggregator's requests to the key holder in masked arithmetic, one frame each
+//! ([`Step::Masked`](crate::secure::wire::Step::Masked)), and their wire encoding.
+//!
+//! Every request that hands the key holder new masked values declares, for each of them, the
+//! public bound of the secret part and the width of its mask ([`Widths`]); the key holder
+//! refuses a mask less than sigma = 40 bits wider than the bound and a value outside the
+//! declared ranges, so a bound that was wrong is a named error rather than a leak.
+
+use std::io;
+
+use num_bigint::BigInt;
+
+use super::matrix::IntMatrix;
+use super::packed::PackedMatrix;
+use crate::paillier::{EncryptedVector, PaillierError, PublicKey};
+use crate::secure::wire::{Reader, Writer};
+
+/// Largest matrix side a request may name.
+pub const MAX_SIDE: usize = crate::secure::MAX_DIMENSION;
+/// Widest bound or mask a request may declare, in bits.
+pub const MAX_WIDTH: u32 = 1024;
+
+/// A value's public bound and its mask: `|x| < 2^bound` and the mask lies in `[0, 2^mask)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Widths {
+    /// Bits of the public bound on the secret value (integer units at the fractional scale).
+    pub bound: u32,
+    /// Bits of the mask.
+    pub mask: u32,
+}
+
+/// A non-linear step on a 1 x 1 view, in a garbled circuit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeafKind {
+    /// `1 / x` (the pivots of the SPD inverse).
+    Reciprocal,
+    /// `sqrt(x)` and `1 / sqrt(x)` (the pivots of the Cholesky factorisation).
+    SqrtPair,
+}
+
+impl LeafKind {
+    fn code(self) -> u64 {
+        match self {
+            LeafKind::Reciprocal => 1,
+            LeafKind::SqrtPair => 2,
+        }
+    }
+
+    fn from_code(c: u64) -> io::Result<Self> {
+        match c {
+            1 => Ok(LeafKind::Reciprocal),
+            2 => Ok(LeafKind::SqrtPair),
+            _ => Err(invalid(format!("unknown leaf kind {c}"))),
+        }
+    }
+
+    /// Outputs of the step.
+    pub fn outputs(self) -> usize {
+        match self {
+            LeafKind::Reciprocal => 1,
+            LeafKind::SqrtPair => 2,
+        }
+    }
+}
+
+/// One request.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// Decrypt `masked` (an encrypted matrix plus masks) and keep it as view `id`.
+    View {
+        /// New view.
+        id: u64,
+        /// Bound and mask of every entry.
+        widths: Widths,
+        /// `Enc(X + R)`, re-randomised.
+        masked: Masked,
+    },
+    /// View `id` is the block of view `from` of `rows x cols` at `(r0, c0)`.
+    Slice {
+        /// New view.
+        id: u64,
+        /// Source.
+        from: u64,
+        /// Top row.
+        r0: usize,
+        /// Left column.
+        c0: usize,
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+    },
+    /// View `id` is the transpose of view `from`.
+    Transpose {
+        /// New view.
+        id: u64,
+        /// Source.
+        from: u64,
+    },
+    /// View `id` is `sum_k (-1)^negate_k view_k + offset`.
+    Combine {
+        /// New view.
+        id: u64,
+        /// Terms: view and whether it is subtracted.
+        terms: Vec<(u64, bool)>,
+        /// A public constant added to every entry (keeps the masks non-negative).
+        offset: BigInt,
+    },
+    /// View `id` (`rows x cols`) made of blocks `(view, row, col, transposed)` that tile it.
+    Assemble {
+        /// New view.
+        id: u64,
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+        /// The blocks.
+        blocks: Vec<(u64, usize, usize, bool)>,
+    },
+    /// View `id` is the public `rows x cols` zero matrix (an empty block of a triangle).
+    Zeros {
+        /// New view.
+        id: u64,
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+    },
+    /// Forget views.
+    Drop {
+        /// The views.
+        ids: Vec<u64>,
+    },
+    /// Encrypt view `id` (or its transpose) packed by columns in slots of `slot_bits`; the
+    /// key holder answers with the [`PackedMatrix`].
+    Encrypt {
+        /// The view.
+        id: u64,
+        /// Encrypt the transpose (a matrix wanted packed by rows).
+        transpose: bool,
+        /// Slot width.
+        slot_bits: u32,
+    },
+    /// The product of views `x` and `y` (see [`super::engine`] for the algebra).
+    Product {
+        /// Left operand.
+        x: u64,
+        /// Right operand.
+        y: u64,
+        /// New view of the truncated product (when not revealed).
+        id: u64,
+        /// Fractional bits dropped from the product.
+        frac: u32,
+        /// `Enc(X R_y + M1)`, packed by columns.
+        left_cross: PackedMatrix,
+        /// Its widths.
+        left_widths: Widths,
+        /// `Enc((R_x Y + M2)^T)`, packed by columns.
+        right_cross: PackedMatrix,
+        /// Its widths.
+        right_widths: Widths,
+        /// The aggregator's share, truncated, plus the new view's mask (without a mask when
+        /// the product is revealed).
+        share: IntMatrix,
+        /// Widths of the new view; `None` reveals the product to both servers.
+        out: Option<Widths>,
+    },
+    /// A non-linear step on the 1 x 1 view `x` in a garbled circuit: fails (one bit to the
+    /// aggregator) unless `threshold <= x < 2^input.bound`; the outputs become views `outputs`.
+    Leaf {
+        /// Which step.
+        kind: LeafKind,
+        /// Input view.
+        x: u64,
+        /// Its widths.
+        input: Widths,
+        /// Smallest admissible input (integer units), public.
+        threshold: BigInt,
+        /// Fractional bits.
+        frac: u32,
+        /// New views.
+        outputs: Vec<(u64, Widths)>,
+    },
+}
+
+/// An encrypted matrix as it travels to the key holder to be decrypted.
+#[derive(Debug, Clone)]
+pub enum Masked {
+    /// A matrix packed by columns.
+    Matrix(PackedMatrix),
+    /// The lower triangle of a symmetric `d x d` matrix, row by row, as one vector.
+    Lower(usize, EncryptedVector),
+}
+
+const VIEW: u64 = 1;
+const SLICE: u64 = 2;
+const TRANSPOSE: u64 = 3;
+const COMBINE: u64 = 4;
+const ASSEMBLE: u64 = 5;
+const DROP: u64 = 6;
+const ENCRYPT: u64 = 7;
+const PRODUCT: u64 = 8;
+const LEAF: u64 = 9;
+const ZEROS: u64 = 10;
+
+fn widths(w: Writer, x: Widths) -> Writer {
+    w.u64(u64::from(x.bound)).u64(u64::from(x.mask))
+}
+
+fn read_widths(r: &mut Reader<'_>) -> io::Result<Widths> {
+    let bound = r.u64()?;
+    let mask = r.u64()?;
+    if bound > u64::from(MAX_WIDTH) || mask > u64::from(MAX_WIDTH) {
+        return Err(invalid(format!("widths {bound} / {mask} bits")));
+    }
+    Ok(Widths {
+        bound: bound as u32,
+        mask: mask as u32,
+    })
+}
+
+fn int(w: Writer, v: &BigInt) -> Writer {
+    IntMatrix::from_vec(1, 1, vec![v.clone()]).write(w)
+}
+
+fn read_int(r: &mut Reader<'_>) -> io::Result<BigInt> {
+    let m = IntMatrix::read(r, 1, u64::from(MAX_WIDTH) + 8)?;
+    m.data()
+        .first()
+        .cloned()
+        .ok_or_else(|| invalid("an empty integer".into()))
+}
+
+fn side(v: u64) -> io::Result<usize> {
+    if v == 0 || v > MAX_SIDE as u64 {
+        return Err(invalid(format!("a matrix side of {v}")));
+    }
+    Ok(v as usize)
+}
+
+fn offset(v: u64) -> io::Result<usize> {
+    if v > MAX_SIDE as u64 {
+        return Err(invalid(format!("a matrix offset of {v}")));
+    }
+    Ok(v as usize)
+}
+
+impl Request {
+    /// The payload.
+    pub fn encode(&self, key: &PublicKey) -> Vec<u8> {
+        let w = Writer::new();
+        match self {
+            Request::View {
+                id,
+                widths: x,
+                masked,
+            } => {
+                let w = widths(w.u64(VIEW).u64(*id), *x);
+                match masked {
+                    Masked::Matrix(m) => m.write(key, w.u64(0)).finish(),
+                    Masked::Lower(d, v) => w.u64(*d as u64).bytes(&v.to_bytes(key)).finish(),
+                }
+            }
+            Request::Slice {
+                id,
+                from,
+                r0,
+                c0,
+                rows,
+                cols,
+            } => w
+                .u64(SLICE)
+                .u64(*id)
+                .u64(*from)
+                .u64(*r0 as u64)
+                .u64(*c0 as u64)
+                .u64(*rows as u64)
+                .u64(*cols as u64)
+                .finish(),
+            Request::Transpose { id, from } => w.u64(TRANSPOSE).u64(*id).u64(*from).finish(),
+            Request::Combine { id, terms, offset } => {
+                let mut w = w.u64(COMBINE).u64(*id).u64(terms.len() as u64);
+                for (t, negate) in terms {
+                    w = w.u64(*t).u64(u64::from(*negate));
+                }
+                int(w, offset).finish()
+            }
+            Request::Assemble {
+                id,
+                rows,
+                cols,
+                blocks,
+            } => {
+                let mut w = w
+                    .u64(ASSEMBLE)
+                    .u64(*id)
+                    .u64(*rows as u64)
+                    .u64(*cols as u64)
+                    .u64(blocks.len() as u64);
+                for (b, r0, c0, t) in blocks {
+                    w = w.u64(*b).u64(*r0 as u64).u64(*c0 as u64).u64(u64::from(*t));
+                }
+                w.finish()
+            }
+            Request::Zeros { id, rows, cols } => w
+                .u64(ZEROS)
+                .u64(*id)
+                .u64(*rows as u64)
+                .u64(*cols as u64)
+                .finish(),
+            Request::Drop { ids } => {
+                let mut w = w.u64(DROP).u64(ids.len() as u64);
+                for i in ids {
+                    w = w.u64(*i);
+                }
+                w.finish()
+            }
+            Request::Encrypt {
+                id,
+                transpose,
+                slot_bits,
+            } => w
+                .u64(ENCRYPT)
+                .u64(*id)
+                .u64(u64::from(*transpose))
+                .u64(u64::from(*slot_bits))
+                .finish(),
+            Request::Product {
+                x,
+                y,
+                id,
+                frac,
+                left_cross,
+                left_widths,
+                right_cross,
+                right_widths,
+                share,
+                out,
+            } => {
+                let w = w
+                    .u64(PRODUCT)
+                    .u64(*x)
+                    .u64(*y)
+                    .u64(*id)
+                    .u64(u64::from(*frac));
+                let w = widths(left_cross.write(key, w), *left_widths);
+                let w = widths(right_cross.write(key, w), *right_widths);
+                let w = share.write(w);
+                match out {
+                    Some(o) => widths(w.u64(1), *o).finish(),
+                    None => w.u64(0).finish(),
+                }
+            }
+            Request::Leaf {
+                kind,
+                x,
+                input,
+                threshold,
+                frac,
+                outputs,
+            } => {
+                let w = widths(w.u64(LEAF).u64(kind.code()).u64(*x), *input);
+                let mut w = int(w, threshold)
+                    .u64(u64::from(*frac))
+                    .u64(outputs.len() as u64);
+                for (id, o) in outputs {
+                    w = widths(w.u64(*id), *o);
+                }
+                w.finish()
+            }
+        }
+    }
+
+    /// Reads a payload, bounding every size before allocating for it.
+    pub fn decode(key: &PublicKey, payload: &[u8]) -> Result<Self, PaillierError> {
+        let mut r = Reader::new(payload);
+        let request = Self::read(key, &mut r)?;
+        r.end().map_err(format)?;
+        Ok(request)
+    }
+
+    fn read(key: &PublicKey, r: &mut Reader<'_>) -> Result<Self, PaillierError> {
+        let max_entries = MAX_SIDE * MAX_SIDE;
+        let max_bits = 2 * u64::from(MAX_WIDTH);
+        Ok(match r.u64().map_err(format)? {
+            VIEW => {
+                let id = r.u64().map_err(format)?;
+                let widths = read_widths(r).map_err(format)?;
+                let lower = r.u64().map_err(format)?;
+                let masked = if lower == 0 {
+                    Masked::Matrix(PackedMatrix::read(key, r, max_entries)?)
+                } else {
+                    let d = side(lower).map_err(format)?;
+                    let v = EncryptedVector::from_bytes(key, r.bytes().map_err(format)?)?;
+                    if v.len() != d * (d + 1) / 2 {
+                        return Err(PaillierError::Format(format!(
+                            "{} values for the lower triangle of {d}",
+                            v.len()
+                        )));
+                    }
+                    Masked::Lower(d, v)
+                };
+                Request::View { id, widths, masked }
+            }
+            SLICE => Request::Slice {
+                id: r.u64().map_err(format)?,
+                from: r.u64().map_err(format)?,
+                r0: offset(r.u64().map_err(format)?).map_err(format)?,
+                c0: offset(r.u64().map_err(format)?).map_err(format)?,
+                rows: side(r.u64().map_err(format)?).map_err(format)?,
+                cols: side(r.u64().map_err(format)?).map_err(format)?,
+            },
+            TRANSPOSE => Request::Transpose {
+                id: r.u64().map_err(format)?,
+                from: r.u64().map_err(format)?,
+            },
+            COMBINE => {
+                let id = r.u64().map_err(format)?;
+                let count = r.u64().map_err(format)?;
+                if count == 0 || count > 16 {
+                    return Err(PaillierError::Format(format!("{count} terms")));
+                }
+                let terms = (0..count)
+                    .map(|_| Ok((r.u64()?, r.u64()? == 1)))
+                    .collect::<io::Result<Vec<_>>>()
+                    .map_err(format)?;
+                let offset = read_int(r).map_err(format)?;
+                Request::Combine { id, terms, offset }
+            }
+            ASSEMBLE => {
+                let id = r.u64().map_err(format)?;
+                let rows = side(r.u64().map_err(format)?).map_err(format)?;
+                let cols = side(r.u64().map_err(format)?).map_err(format)?;
+                let count = r.u64().map_err(format)?;
+                if count == 0 || count > 16 {
+                    return Err(PaillierError::Format(format!("{count} blocks")));
+                }
+                let blocks = (0..count)
+                    .map(|_| {
+                        Ok((
+                            r.u64()?,
+                            offset(r.u64()?)?,
+                            offset(r.u64()?)?,
+                            r.u64()? == 1,
+                        ))
+                    })
+                    .collect::<io::Result<Vec<_>>>()
+                    .map_err(format)?;
+                Request::Assemble {
+                    id,
+                    rows,
+                    cols,
+                    blocks,
+                }
+            }
+            ZEROS => Request::Zeros {
+                id: r.u64().map_err(format)?,
+                rows: side(r.u64().map_err(format)?).map_err(format)?,
+                cols: side(r.u64().map_err(format)?).map_err(format)?,
+            },
+            DROP => {
+                let count = r.u64().map_err(format)?;
+                if count > 1 << 20 {
+                    return Err(PaillierError::Format(format!("dropping {count} views")));
+                }
+                let ids = (0..count)
+                    .map(|_| r.u64())
+                    .collect::<io::Result<Vec<_>>>()
+                    .map_err(format)?;
+                Request::Drop { ids }
+            }
+            ENCRYPT => {
+                let id = r.u64().map_err(format)?;
+                let transpose = r.u64().map_err(format)? == 1;
+                let slot_bits = r.u64().map_err(format)?;
+                if slot_bits < 2 || slot_bits > key.bits() {
+                    return Err(PaillierError::Format(format!("slots of {slot_bits} bits")));
+                }
+                Request::Encrypt {
+                    id,
+                    transpose,
+                    slot_bits: slot_bits as u32,
+                }
+            }
+            PRODUCT => {
+                let x = r.u64().map_err(format)?;
+                let y = r.u64().map_err(format)?;
+                let id = r.u64().map_err(format)?;
+                let frac = r.u64().map_err(format)?;
+                if frac > u64::from(MAX_WIDTH) {
+                    return Err(PaillierError::Format(format!("{frac} fractional bits")));
+                }
+                let left_cross = PackedMatrix::read(key, r, max_entries)?;
+                let left_widths = read_widths(r).map_err(format)?;
+                let right_cross = PackedMatrix::read(key, r, max_entries)?;
+                let right_widths = read_widths(r).map_err(format)?;
+                let share = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
+                let out = match r.u64().map_err(format)? {
+                    0 => None,
+                    _ => Some(read_widths(r).map_err(format)?),
+                };
+                Request::Product {
+                    x,
+                    y,
+                    id,
+                    frac: frac as u32,
+                    left_cross,
+                    left_widths,
+                    right_cross,
+                    right_widths,
+                    share,
+                    out,
+                }
+            }
+            LEAF => {
+                let kind = LeafKind::from_code(r.u64().map_err(format)?).map_err(format)?;
+                let x = r.u64().map_err(format)?;
+                let input = read_widths(r).map_err(format)?;
+                let threshold = read_int(r).map_err(format)?;
+                let frac = r.u64().map_err(format)?;
+                if frac > u64::from(MAX_WIDTH) / 4 {
+                    return Err(PaillierError::Format(format!("{frac} fractional bits")));
+                }
+                let count = r.u64().map_err(format)?;
+                if count != kind.outputs() as u64 {
+                    return Err(PaillierError::Format(format!("{count} leaf outputs")));
+                }
+                let outputs = (0..count)
+                    .map(|_| Ok((r.u64()?, read_widths(r)?)))
+                    .collect::<io::Result<Vec<_>>>()
+                    .map_err(format)?;
+                Request::Leaf {
+                    kind,
+                    x,
+                    input,
+                    threshold,
+                    frac: frac as u32,
+                    outputs,
+                }
+            }
+            other => {
+                return Err(PaillierError::Format(format!(
+                    "unknown masked request {other}"
+                )));
+            }
+        })
+    }
+}
+
+fn format(e: io::Error) -> PaillierError {
+    PaillierError::Format(e.to_string())
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}

@@ -1,0 +1,325 @@
+//! The Center's linear algebra on a secret positive-definite matrix (the PrivLogit bound or a
+//! Newton Hessian): factor it once, then solve against it, by one of two methods
+//! (`--linear-algebra`):
+//!
+//! - [`LinearAlgebra::Masked`] (the default): the key holder and the aggregator invert the
+//!   matrix with masked arithmetic ([`super::masked`]); the aggregator keeps the inverse shared
+//!   and a solve is one masked matrix-vector product, revealed (the step is public by design).
+//! - [`LinearAlgebra::Circuit`]: the matrix is unmasked, factored (and for PrivLogit-Local
+//!   inverted) in a garbled circuit on fixed-point words; the factor stays in the circuit
+//!   session and a solve is a garbled forward and back substitution.
+//!
+//! Both serve every protocol; the circuit method is kept as the cross-check.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+use num_bigint::{BigInt, BigUint, Sign};
+use privlogit_circuits::channel::Channel;
+use privlogit_circuits::linalg::Matrix;
+
+use super::gc::{self, AggregatorGc};
+use super::masked::engine::to_f64;
+use super::masked::linalg::{self, SpdBounds};
+use super::masked::{MaskedEngine, MaskedStats, Shared};
+use super::wire::{self, Reader, Step, Writer};
+use super::{SecureConfig, SecureError, pow2};
+use crate::paillier::{EncryptedMatrix, EncryptedVector, PublicKey};
+
+/// How the Center computes on secret matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinearAlgebra {
+    /// Garbled circuits on fixed-point words.
+    Circuit,
+    /// Masked arithmetic on Paillier ciphertexts, pivots in small circuits.
+    #[default]
+    Masked,
+}
+
+impl LinearAlgebra {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinearAlgebra::Circuit => "circuit",
+            LinearAlgebra::Masked => "masked",
+        }
+    }
+}
+
+impl fmt::Display for LinearAlgebra {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LinearAlgebra {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "circuit" => Ok(LinearAlgebra::Circuit),
+            "masked" => Ok(LinearAlgebra::Masked),
+            other => Err(format!(
+                "unknown linear algebra {other:?} (expected circuit or masked)"
+            )),
+        }
+    }
+}
+
+/// A factored matrix as the Center holds it.
+enum Held {
+    /// The Cholesky factor's wires in the circuit session.
+    Circuit(Matrix<u128>),
+    /// The shared inverse.
+    Masked(Shared),
+}
+
+/// Where the solver's time went.
+#[derive(Debug, Clone, Default)]
+pub struct SolverStats {
+    /// Seconds in garbled circuits (the circuit method; evaluating and waiting for tables).
+    pub gc_seconds: f64,
+    /// Seconds in masked arithmetic (the masked method, pivot circuits included).
+    pub masked_seconds: f64,
+    /// The masked engine's own counters.
+    pub masked: MaskedStats,
+}
+
+/// The Center's factored matrices and the method that made them.
+pub struct Solver {
+    method: LinearAlgebra,
+    engine: Option<MaskedEngine>,
+    held: Vec<Held>,
+    gc_seconds: f64,
+    masked_seconds: f64,
+}
+
+impl fmt::Debug for Solver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Solver {{ {}, {} held }}", self.method, self.held.len())
+    }
+}
+
+/// `lower + lambda/N I` style public bounds of a shared SPD matrix: entries below `lower`'s
+/// slot bound, smallest eigenvalue at least `min_eigenvalue`.
+pub fn bounds_of(lower: &EncryptedVector, d: usize, min_eigenvalue: f64) -> SpdBounds {
+    let entry = big_to_f64(lower.slot_bound()) / f64::from(lower.scale()).exp2();
+    SpdBounds {
+        dim: d,
+        entry,
+        min_eigenvalue,
+    }
+}
+
+fn big_to_f64(v: &BigUint) -> f64 {
+    use num_traits::ToPrimitive;
+    v.to_f64().unwrap_or(f64::INFINITY)
+}
+
+impl Solver {
+    /// A solver using `method` in the study `config` under `key`.
+    pub fn new(method: LinearAlgebra, key: &PublicKey, config: &SecureConfig) -> Self {
+        let engine = (method == LinearAlgebra::Masked)
+            .then(|| MaskedEngine::new(key, config.session, config.format.frac()));
+        Self {
+            method,
+            engine,
+            held: Vec::new(),
+            gc_seconds: 0.0,
+            masked_seconds: 0.0,
+        }
+    }
+
+    /// The method.
+    pub fn method(&self) -> LinearAlgebra {
+        self.method
+    }
+
+    /// The masked engine (the masked method only).
+    pub fn engine(&mut self) -> Option<&mut MaskedEngine> {
+        self.engine.as_mut()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> SolverStats {
+        SolverStats {
+            gc_seconds: self.gc_seconds,
+            masked_seconds: self.masked_seconds,
+            masked: self
+                .engine
+                .as_ref()
+                .map(|e| e.stats().clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Factors the SPD matrix whose lower triangle (row by row, at the study's fractional bits)
+    /// is `lower`, and keeps it; returns its index and, with `encrypted_inverse`, `Enc(A^-1)`
+    /// for the Nodes (PrivLogit-Local).
+    pub fn factor<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        key: &PublicKey,
+        config: &SecureConfig,
+        lower: &EncryptedVector,
+        bounds: &SpdBounds,
+        encrypted_inverse: bool,
+    ) -> Result<(usize, Option<EncryptedMatrix>), SecureError> {
+        let d = config.dimension;
+        if lower.len() != d * (d + 1) / 2 || bounds.dim != d {
+            return Err(SecureError::Protocol(format!(
+                "a matrix of {} entries for {d} coefficients",
+                lower.len()
+            )));
+        }
+        let start = Instant::now();
+        let (held, inverse) = match self.method {
+            LinearAlgebra::Circuit => {
+                let (l, inverse) = circuit_factor(gc, key, config, lower, encrypted_inverse)?;
+                self.gc_seconds += start.elapsed().as_secs_f64();
+                (Held::Circuit(l), inverse)
+            }
+            LinearAlgebra::Masked => {
+                let engine = self
+                    .engine
+                    .as_mut()
+                    .expect("the masked method has an engine");
+                let frac = engine.frac();
+                let shared = engine.share_lower(gc, lower, d, lower.slot_bound().bits() as u32)?;
+                let inverse = linalg::spd_inverse(engine, gc, &shared, bounds)?;
+                engine.release(gc, &[&shared])?;
+                let encrypted = if encrypted_inverse {
+                    let bits = bounds.inverse_bits(frac);
+                    let packing = config.inverse_packing(key, d, bits, inverse.mask_bits() + 1)?;
+                    let packed = engine.encrypted(gc, &inverse, packing)?;
+                    Some(packed.to_encrypted_matrix(key, frac, pow2(bits))?)
+                } else {
+                    None
+                };
+                self.masked_seconds += start.elapsed().as_secs_f64();
+                (Held::Masked(inverse), encrypted)
+            }
+        };
+        self.held.push(held);
+        Ok((self.held.len() - 1, inverse))
+    }
+
+    /// `A^-1 g` for the factor `index` and the encrypted gradient `g` (unpacked, at the study's
+    /// fractional bits), revealed to the aggregator.
+    pub fn solve<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        key: &PublicKey,
+        config: &SecureConfig,
+        index: usize,
+        gradient: &EncryptedVector,
+    ) -> Result<Vec<f64>, SecureError> {
+        let start = Instant::now();
+        let held = self
+            .held
+            .get_mut(index)
+            .ok_or_else(|| SecureError::Protocol(format!("no factor {index}")))?;
+        match held {
+            Held::Circuit(l) => {
+                let format = config.format;
+                let (masked, masks, width) = gc::mask(key, gradient, gradient.slot_bound().bits())?;
+                let payload = Writer::new()
+                    .u64(index as u64)
+                    .u64(width as u64)
+                    .bytes(&masked.to_bytes(key))
+                    .finish();
+                let at = |e| SecureError::io("aggregator, the solve circuit".into(), e);
+                let ch = gc.session.channel().map_err(at)?;
+                wire::send(ch, config.session, Step::Solve, &payload).map_err(at)?;
+                let raw = gc::solve_circuit(gc, l, None, Some(&masks), width, format)
+                    .map_err(at)?
+                    .expect("the aggregator learns the step");
+                self.gc_seconds += start.elapsed().as_secs_f64();
+                Ok(raw.into_iter().map(|r| format.decode(r)).collect())
+            }
+            Held::Masked(inverse) => {
+                let engine = self
+                    .engine
+                    .as_mut()
+                    .expect("the masked method has an engine");
+                let bound = gradient.slot_bound().bits() as u32;
+                let mut g = engine.share_vector(gc, gradient, bound)?;
+                let step = engine.product_revealed(gc, inverse, &mut g)?;
+                engine.release(gc, &[&g])?;
+                self.masked_seconds += start.elapsed().as_secs_f64();
+                let frac = engine.frac();
+                Ok(step.data().iter().map(|v| to_f64(v, frac)).collect())
+            }
+        }
+    }
+}
+
+/// The circuit method's setup: the masked lower triangle goes to the key holder, the circuit
+/// unmasks and factors it (and for PrivLogit-Local inverts it and hands the inverse back
+/// masked, which the aggregator unmasks under encryption).
+fn circuit_factor<C: Channel>(
+    gc: &mut AggregatorGc<C>,
+    key: &PublicKey,
+    config: &SecureConfig,
+    lower: &EncryptedVector,
+    local: bool,
+) -> Result<(Matrix<u128>, Option<EncryptedMatrix>), SecureError> {
+    let d = config.dimension;
+    let format = config.format;
+    let (masked, masks, width) = gc::mask(key, lower, lower.slot_bound().bits())?;
+    let inverse_masks: Option<Vec<BigUint>> = local.then(|| {
+        let mut rng = rand::rng();
+        (0..d * d)
+            .map(|_| gc::random_mask(u64::from(format.width() + gc::SIGMA), &mut rng))
+            .collect()
+    });
+    let payload = Writer::new()
+        .u64(d as u64)
+        .u64(u64::from(local))
+        .u64(width as u64)
+        .bytes(&masked.to_bytes(key))
+        .finish();
+    let at = |e| SecureError::io("aggregator, the factor circuit".into(), e);
+    let ch = gc.session.channel().map_err(at)?;
+    wire::send(ch, config.session, Step::Factor, &payload).map_err(at)?;
+    let (l, _) = gc::factor_circuit(
+        gc,
+        d,
+        None,
+        Some(&masks),
+        width,
+        format,
+        local,
+        inverse_masks.as_deref(),
+    )
+    .map_err(at)?;
+    let Some(masks) = inverse_masks else {
+        return Ok((l, None));
+    };
+    let ch = gc.session.channel().map_err(at)?;
+    let (_, reply) = wire::recv(ch, config.session, &[Step::FactorReply]).map_err(at)?;
+    let mut r = Reader::new(&reply);
+    let m = EncryptedMatrix::from_bytes(key, r.bytes().map_err(at)?)?;
+    r.end().map_err(at)?;
+    if m.rows() != d || m.cols() != d {
+        return Err(SecureError::Protocol(
+            "inverse of the wrong shape".to_string(),
+        ));
+    }
+    // Unmask column by column; the result is a fixed-point word, below 2^(width - 1).
+    let columns = m
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(j, column)| {
+            let minus: Vec<BigInt> = (0..d)
+                .map(|i| -BigInt::from_biguint(Sign::Plus, masks[i * d + j].clone()))
+                .collect();
+            Ok(column
+                .add_plain(key, &minus)?
+                .assume_slot_bound(pow2(format.width() - 1)))
+        })
+        .collect::<Result<Vec<_>, SecureError>>()?;
+    Ok((l, Some(EncryptedMatrix::from_columns(d, columns)?)))
+}

@@ -1,0 +1,349 @@
+//! Masked linear algebra between the two servers: products and truncation against exact integer
+//! arithmetic, the SPD inverse and Cholesky factor against f64 references, the mask widths of
+//! everything the key holder learns, and the refusal of matrices that are not positive definite.
+
+#![allow(clippy::needless_range_loop)] // matrix indices read clearer than iterator chains here
+
+use std::sync::OnceLock;
+
+use num_bigint::BigInt;
+use num_traits::{One, ToPrimitive, Zero};
+use privlogit_protocols::paillier::{DjnNoise, KeyPair, Packing, SecretKey};
+use privlogit_protocols::secure::SecureError;
+use privlogit_protocols::secure::masked::linalg::{self, SpdBounds};
+use privlogit_protocols::secure::masked::matrix::IntMatrix;
+use privlogit_protocols::secure::masked::packed::PackedMatrix;
+use privlogit_protocols::secure::masked::pair::{self, KeyholderEnd};
+use privlogit_protocols::secure::masked::{MaskedEngine, Shared};
+use proptest::prelude::*;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+const FRAC: u32 = 46;
+const SIGMA: u32 = 40;
+
+/// One 1024-bit key for every test (insecure size, fast; slots of about 250 bits fit four).
+fn secret() -> &'static SecretKey {
+    static KEY: OnceLock<KeyPair> = OnceLock::new();
+    &KEY.get_or_init(|| KeyPair::generate_insecure_for_tests(1024, &mut rand::rng()))
+        .secret
+}
+
+/// Encrypts integers packed by columns, in slots wide enough for a masked entry.
+fn encrypt(values: &IntMatrix, bound: u32) -> PackedMatrix {
+    let key = secret().public_key();
+    let packing = Packing::new(key, bound + SIGMA + 3).expect("fits");
+    PackedMatrix::encrypt(key, values, packing, &DjnNoise::new(key, &mut rand::rng()))
+        .expect("encrypts")
+}
+
+/// The secret value of a shared matrix: the key holder's view minus the aggregator's masks.
+fn reveal(shared: &Shared, keyholder: &KeyholderEnd) -> IntMatrix {
+    let view = keyholder.helper.view(shared.id()).expect("view kept");
+    IntMatrix::combine(&[(view, false), (shared.masks(), true)], &BigInt::zero())
+}
+
+fn int_matrix(rows: usize, cols: usize, f: impl FnMut(usize, usize) -> i64) -> IntMatrix {
+    let mut f = f;
+    IntMatrix::from_fn(rows, cols, |i, j| BigInt::from(f(i, j)))
+}
+
+fn to_fixed(x: f64) -> BigInt {
+    BigInt::from((x * f64::from(FRAC).exp2()).round() as i128)
+}
+
+fn from_fixed(v: &BigInt) -> f64 {
+    v.to_f64().expect("finite") / f64::from(FRAC).exp2()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// The product of two shared matrices is `floor(x y / 2^frac)` or one less, exactly, for
+    /// any shapes and signs (reference: integer arithmetic).
+    #[test]
+    fn products_truncate_to_within_one_unit(m in 1usize..6, k in 1usize..7, n in 1usize..6,
+                                            seed in any::<u64>()) {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let bound = 60;
+        let limit = 1i64 << 59;
+        let x = int_matrix(m, k, |_, _| rng.random_range(-limit..limit));
+        let y = int_matrix(k, n, |_, _| rng.random_range(-limit..limit));
+        let (ex, ey) = (encrypt(&x, bound), encrypt(&y, bound));
+        let product_bound = 2 * bound + 4 - FRAC;
+        let ((xs, ys, z), _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
+            let mut xs = e.share(gc, &ex, bound)?;
+            let mut ys = e.share(gc, &ey, bound)?;
+            let z = e.product(gc, &mut xs, &mut ys, product_bound)?;
+            Ok((xs, ys, z))
+        }).expect("runs");
+        prop_assert_eq!(reveal(&xs, &keyholder), x.clone());
+        prop_assert_eq!(reveal(&ys, &keyholder), y.clone());
+        let got = reveal(&z, &keyholder);
+        for i in 0..m {
+            for j in 0..n {
+                let exact: BigInt = (0..k).map(|l| x.get(i, l) * y.get(l, j)).sum();
+                let floor = exact >> FRAC;
+                let diff = &floor - got.get(i, j);
+                prop_assert!(diff.is_zero() || diff.is_one(), "({}, {}): {} vs {}", i, j, got.get(i, j), floor);
+            }
+        }
+    }
+}
+
+/// A product revealed to both servers equals the truncated exact product.
+#[test]
+fn revealed_product_is_exact_to_one_unit() {
+    let x = int_matrix(3, 4, |i, j| (i as i64 - 1) * (1 << 50) + j as i64 * 12345);
+    let y = int_matrix(4, 1, |i, _| (i as i64 + 1) * -(1 << 47));
+    let (ex, ey) = (encrypt(&x, 55), encrypt(&y, 55));
+    let (z, _, _) = pair::run(secret(), FRAC, false, |e, gc| {
+        let mut xs = e.share(gc, &ex, 55)?;
+        let mut ys = e.share(gc, &ey, 55)?;
+        e.product_revealed(gc, &mut xs, &mut ys)
+    })
+    .expect("runs");
+    for i in 0..3 {
+        let exact: BigInt = (0..4).map(|l| x.get(i, l) * y.get(l, 0)).sum();
+        let diff = (exact >> FRAC) - z.get(i, 0);
+        assert!(diff.is_zero() || diff.is_one(), "row {i}");
+    }
+}
+
+/// A random SPD matrix like a PrivLogit bound: `X^T X / (4 n) + mu I`.
+fn spd(d: usize, rows: usize, mu: f64, seed: u64) -> Vec<Vec<f64>> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let x: Vec<Vec<f64>> = (0..rows)
+        .map(|_| (0..d).map(|_| rng.random_range(-1.0..1.0)).collect())
+        .collect();
+    (0..d)
+        .map(|i| {
+            (0..d)
+                .map(|j| {
+                    let s: f64 = x.iter().map(|r| r[i] * r[j]).sum();
+                    s / (4.0 * rows as f64) + if i == j { mu } else { 0.0 }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Gauss-Jordan inverse with partial pivoting in f64 (the reference).
+fn reference_inverse(a: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let d = a.len();
+    let mut m: Vec<Vec<f64>> = a
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut row = r.clone();
+            row.extend((0..d).map(|j| if i == j { 1.0 } else { 0.0 }));
+            row
+        })
+        .collect();
+    for c in 0..d {
+        let p = (c..d)
+            .max_by(|&i, &j| m[i][c].abs().total_cmp(&m[j][c].abs()))
+            .expect("rows");
+        m.swap(c, p);
+        let pivot = m[c][c];
+        m[c].iter_mut().for_each(|v| *v /= pivot);
+        for r in 0..d {
+            if r != c {
+                let f = m[r][c];
+                let pivot_row = m[c].clone();
+                m[r].iter_mut()
+                    .zip(pivot_row)
+                    .for_each(|(v, p)| *v -= f * p);
+            }
+        }
+    }
+    m.into_iter().map(|r| r[d..].to_vec()).collect()
+}
+
+fn share_spd(a: &[Vec<f64>], bounds: &SpdBounds) -> (IntMatrix, PackedMatrix, u32) {
+    let d = a.len();
+    let fixed = IntMatrix::from_fn(d, d, |i, j| to_fixed(a[i][j]));
+    let bound = bounds.entry_bits(FRAC);
+    let enc = encrypt(&fixed, bound);
+    (fixed, enc, bound)
+}
+
+/// Largest entry error relative to the largest entry.
+fn relative_error(got: &IntMatrix, expected: &[Vec<f64>]) -> f64 {
+    let d = expected.len();
+    let largest = expected
+        .iter()
+        .flatten()
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut worst = 0.0f64;
+    for i in 0..d {
+        for j in 0..d {
+            worst = worst.max((from_fixed(got.get(i, j)) - expected[i][j]).abs());
+        }
+    }
+    worst / largest
+}
+
+/// The masked SPD inverse matches the f64 inverse to 1e-9 relative to its largest entry, at
+/// sizes that exercise uneven splits (tolerance: 46 fractional bits leave about 1e-13 per
+/// rounding, amplified by the condition number, here below 1e3).
+#[test]
+fn spd_inverse_matches_f64() {
+    for (d, seed) in [(1usize, 1u64), (2, 2), (5, 3), (13, 4)] {
+        let a = spd(d, 4 * d + 10, 0.01, seed);
+        let bounds = SpdBounds {
+            dim: d,
+            entry: 1.0,
+            min_eigenvalue: 0.01,
+        };
+        let (_, enc, bound) = share_spd(&a, &bounds);
+        let (inverse, _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
+            let shared = e.share(gc, &enc, bound)?;
+            linalg::spd_inverse(e, gc, &shared, &bounds)
+        })
+        .expect("runs");
+        let got = reveal(&inverse, &keyholder);
+        let error = relative_error(&got, &reference_inverse(&a));
+        eprintln!("d = {d}: relative error {error:e}");
+        assert!(error < 1e-9, "d = {d}: relative error {error:e}");
+    }
+}
+
+/// The masked Cholesky factor and its inverse match f64 (`L L^T = A`, `L^-1 L = I`).
+#[test]
+fn cholesky_matches_f64() {
+    let d = 9;
+    let a = spd(d, 50, 0.02, 7);
+    let bounds = SpdBounds {
+        dim: d,
+        entry: 1.0,
+        min_eigenvalue: 0.02,
+    };
+    let (_, enc, bound) = share_spd(&a, &bounds);
+    let ((l, m), _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
+        let shared = e.share(gc, &enc, bound)?;
+        let (l, m) = linalg::cholesky(e, gc, &shared, &bounds, true)?;
+        Ok((l, m.expect("asked for")))
+    })
+    .expect("runs");
+    let (l, m) = (reveal(&l, &keyholder), reveal(&m, &keyholder));
+    let lf = |i: usize, j: usize| from_fixed(l.get(i, j));
+    let mf = |i: usize, j: usize| from_fixed(m.get(i, j));
+    for i in 0..d {
+        for j in 0..d {
+            if j > i {
+                assert_eq!(l.get(i, j), &BigInt::zero(), "L is lower triangular");
+                assert_eq!(m.get(i, j), &BigInt::zero(), "L^-1 is lower triangular");
+            }
+            let llt: f64 = (0..d).map(|k| lf(i, k) * lf(j, k)).sum();
+            assert!((llt - a[i][j]).abs() < 1e-11, "L L^T at ({i}, {j})");
+            let ml: f64 = (0..d).map(|k| mf(i, k) * lf(k, j)).sum();
+            let identity = if i == j { 1.0 } else { 0.0 };
+            assert!((ml - identity).abs() < 1e-10, "L^-1 L at ({i}, {j})");
+        }
+    }
+}
+
+/// Every masked value the key holder learnt carries a mask at least sigma = 40 bits wider than
+/// the public bound declared for it, and the secret it hides is inside that bound. Checked on
+/// the transcripts of both servers for a whole SPD inverse (views, cross terms, products,
+/// pivot outputs).
+#[test]
+fn every_value_the_key_holder_learns_is_masked_forty_bits_past_its_bound() {
+    let d = 6;
+    let a = spd(d, 40, 0.05, 11);
+    let bounds = SpdBounds {
+        dim: d,
+        entry: 1.0,
+        min_eigenvalue: 0.05,
+    };
+    let (_, enc, bound) = share_spd(&a, &bounds);
+    let (_, engine, keyholder) = pair::run(secret(), FRAC, true, |e, gc| {
+        let shared = e.share(gc, &enc, bound)?;
+        linalg::spd_inverse(e, gc, &shared, &bounds)
+    })
+    .expect("runs");
+    let sent: &[_] = engine.audit();
+    let learnt = keyholder.helper.audit();
+    assert_eq!(
+        sent.len(),
+        learnt.len(),
+        "one record per transfer on both sides"
+    );
+    assert!(sent.len() > 3 * d, "{} transfers", sent.len());
+    for (k, (mask, view)) in sent.iter().zip(learnt).enumerate() {
+        assert_eq!(
+            mask.widths, view.widths,
+            "transfer {k}: declared widths agree"
+        );
+        assert!(
+            mask.widths.mask >= mask.widths.bound + SIGMA,
+            "transfer {k}: mask of {} bits for a bound of {}",
+            mask.widths.mask,
+            mask.widths.bound
+        );
+        let limit = BigInt::one() << mask.widths.mask;
+        for (r, v) in mask.masks.data().iter().zip(view.values.data()) {
+            assert!(
+                r >= &BigInt::zero() && r < &limit,
+                "transfer {k}: mask in range"
+            );
+            // The secret the view hides, up to the one unit a truncation may take off.
+            let secret = v - r;
+            assert!(
+                secret.bits() <= u64::from(mask.widths.bound),
+                "transfer {k}: a secret of {} bits past its bound of {}",
+                secret.bits(),
+                mask.widths.bound
+            );
+        }
+    }
+}
+
+/// Two collinear columns and a tiny penalty: the smallest eigenvalue is far below the public
+/// bound the study assumed, so a pivot falls below its threshold and the inverse stops with a
+/// named range error (never a wrong inverse).
+#[test]
+fn a_matrix_below_its_public_eigenvalue_bound_is_refused() {
+    let d = 4;
+    let mut a = spd(d, 30, 1e-9, 5);
+    for i in 0..d {
+        a[i][1] = a[i][0];
+    }
+    for j in 0..d {
+        a[1][j] = a[0][j];
+    }
+    a[1][1] = a[0][0] + 1e-9;
+    let bounds = SpdBounds {
+        dim: d,
+        entry: 1.0,
+        min_eigenvalue: 1e-6,
+    };
+    let (_, enc, bound) = share_spd(&a, &bounds);
+    let error = pair::run(secret(), FRAC, false, |e, gc| {
+        let shared = e.share(gc, &enc, bound)?;
+        linalg::spd_inverse(e, gc, &shared, &bounds)
+    })
+    .expect_err("refused");
+    assert!(matches!(error, SecureError::Range(_)), "{error}");
+    assert!(
+        error.to_string().contains("not positive definite"),
+        "{error}"
+    );
+}
+
+/// A value far past the bound declared for it is refused by the key holder with a named range
+/// error (here a matrix of 2^60-unit entries shared as if below 2^10: its masked view cannot
+/// lie in the range a 50-bit mask allows).
+#[test]
+fn a_value_far_past_its_bound_is_refused() {
+    let big = int_matrix(2, 2, |_, _| 1 << 60);
+    let enc = encrypt(&big, 70);
+    let error = pair::run(secret(), FRAC, false, |e: &mut MaskedEngine, gc| {
+        let mut xs = e.share(gc, &enc, 10)?;
+        let mut ys = e.share(gc, &enc, 70)?;
+        e.product(gc, &mut xs, &mut ys, 100)
+    })
+    .expect_err("refused");
+    assert!(matches!(error, SecureError::Range(_)), "{error}");
+}
