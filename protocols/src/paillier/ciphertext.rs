@@ -103,15 +103,36 @@ impl PublicKey {
         }
     }
 
-    /// Encrypts many plaintexts in parallel, each task drawing from its own OS-seeded CSPRNG.
+    /// Encrypts many plaintexts in parallel, each task drawing from its own OS-seeded CSPRNG
+    /// (noise two at a time: see [`NoiseSource::noise_pair`]).
     pub fn encrypt_all<S: NoiseSource>(
         &self,
         plaintexts: &[BigUint],
         source: &S,
     ) -> Vec<Ciphertext> {
+        assert!(source.public_key() == self, "noise source of another key");
+        let noises = noise_for(source, plaintexts.len());
         plaintexts
             .par_iter()
-            .map_init(rand::rng, |rng, m| self.encrypt(m, source, rng))
+            .zip(noises)
+            .map(|(m, noise)| self.encrypt_with_noise(m, &noise))
+            .collect()
+    }
+
+    /// Every ciphertext under fresh randomness, in parallel (noise two at a time).
+    pub fn rerandomize_all<S: NoiseSource>(
+        &self,
+        ciphertexts: &[Ciphertext],
+        source: &S,
+    ) -> Vec<Ciphertext> {
+        assert!(source.public_key() == self, "noise source of another key");
+        let noises = noise_for(source, ciphertexts.len());
+        ciphertexts
+            .par_iter()
+            .zip(noises)
+            .map(|(c, noise)| Ciphertext {
+                residue: self.context().mul(&c.residue, &noise),
+            })
             .collect()
     }
 
@@ -196,6 +217,19 @@ impl PublicKey {
             residue: self.context().mul(&a.residue, &source.noise(rng)),
         }
     }
+}
+
+/// `count` fresh noises drawn in parallel, in pairs (and one alone for an odd count).
+fn noise_for<S: NoiseSource>(source: &S, count: usize) -> Vec<Residue> {
+    let mut noises: Vec<Residue> = (0..count / 2)
+        .into_par_iter()
+        .map_init(rand::rng, |rng, _| source.noise_pair(rng))
+        .flat_map_iter(|(a, b)| [a, b])
+        .collect();
+    if count % 2 == 1 {
+        noises.push(source.noise(&mut rand::rng()));
+    }
+    noises
 }
 
 impl SecretKey {

@@ -300,26 +300,27 @@ impl SecretKey {
     pub(crate) fn decrypt_crt(&self, c: &BigUint) -> Result<BigUint, PaillierError> {
         let p = self.p();
         let q = self.q();
-        let mp = self.half_decrypt(c, &self.p_squared, &self.p_minus_1, &p, &self.hp)?;
-        let mq = self.half_decrypt(c, &self.q_squared, &self.q_minus_1, &q, &self.hq)?;
+        // The two halves' exponentiations run interleaved (see `pow_secret_pair`).
+        let (xp, xq) = self.p_squared.pow_secret_pair(
+            &self.p_squared.to_residue(c),
+            &self.p_minus_1,
+            &self.q_squared,
+            &self.q_squared.to_residue(c),
+            &self.q_minus_1,
+        );
+        let mp = Self::half_decrypt(&self.p_squared.to_biguint(&xp), &p, &self.hp)?;
+        let mq = Self::half_decrypt(&self.q_squared.to_biguint(&xq), &q, &self.hq)?;
         let p_inv_q = from_limbs(&self.p_inv_q);
         let diff = (&mq + &q - (&mp % &q)) % &q;
         let h = (diff * p_inv_q) % &q;
         Ok(mp + p * h)
     }
 
-    fn half_decrypt(
-        &self,
-        c: &BigUint,
-        context: &Montgomery,
-        exponent: &[u64],
-        prime: &BigUint,
-        h: &[u64],
-    ) -> Result<BigUint, PaillierError> {
-        let base = context.to_residue(c);
-        let x = context.to_biguint(&context.pow_secret(&base, exponent));
-        // For a valid ciphertext x = 1 mod p; anything else (c sharing a factor with n) fails.
-        let (l, rest) = x
+    /// `L_x(c^(x-1) mod x^2) h_x mod x` from the power `c^(x-1) mod x^2`.
+    fn half_decrypt(power: &BigUint, prime: &BigUint, h: &[u64]) -> Result<BigUint, PaillierError> {
+        // For a valid ciphertext the power is 1 mod x; anything else (c sharing a factor with
+        // n) fails.
+        let (l, rest) = power
             .checked_sub(&BigUint::from(1u8))
             .map(|t| t.div_rem(prime))
             .ok_or(PaillierError::DecryptionFailed)?;

@@ -290,11 +290,7 @@ impl EncryptedVector {
 
     /// The same values under fresh randomness, before the vector leaves a party.
     pub fn rerandomized<S: NoiseSource>(&self, key: &PublicKey, source: &S) -> Self {
-        let blocks = self
-            .blocks
-            .par_iter()
-            .map_init(rand::rng, |rng, c| key.rerandomize(c, source, rng))
-            .collect();
+        let blocks = key.rerandomize_all(&self.blocks, source);
         Self {
             blocks,
             ..self.clone()

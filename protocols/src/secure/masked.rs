@@ -15,6 +15,7 @@
 pub mod cross;
 pub mod engine;
 pub mod helper;
+pub mod layout;
 pub mod leaf;
 pub mod linalg;
 pub mod matrix;

@@ -332,11 +332,13 @@ fn time_one(
         if method == LinearAlgebra::Masked {
             eprintln!(
                 "  aggregator: cross terms {:.2} s, waiting {:.2} s, pivots {:.2} s; key holder: \
-                 Paillier {:.2} s, products {:.2} s, pivots {:.2} s",
+                 Paillier {:.2} s ({} decryptions, {} encryptions), products {:.2} s, pivots {:.2} s",
                 m.cross_seconds,
                 m.wait_seconds,
                 m.leaf_seconds,
                 h.paillier_seconds,
+                h.decryptions,
+                h.encryptions,
                 h.product_seconds,
                 h.leaf_seconds
             );

@@ -30,7 +30,8 @@ use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::{One, Zero};
 use privlogit_circuits::channel::Channel;
 
-use super::cross;
+use super::cross::{self, Zeros};
+use super::layout::{Layout, Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
 use super::msgs::{LeafKind, Masked, Request, Widths};
@@ -41,7 +42,8 @@ use crate::secure::gc::{AggregatorGc, SIGMA, random_mask};
 use crate::secure::wire::{self, Reader, Step};
 use crate::secure::{SecureError, bits_for};
 
-/// A secret matrix: the aggregator's mask of it, its public bound, and encryptions of it.
+/// A secret matrix: the aggregator's mask of it, its public bound and zeros, and encryptions
+/// of it (packed by columns; of its transpose for "packed by rows").
 #[derive(Debug, Clone)]
 pub struct Shared {
     id: u64,
@@ -50,8 +52,15 @@ pub struct Shared {
     bound: u32,
     mask_bits: u32,
     masks: IntMatrix,
-    by_columns: Option<PackedMatrix>,
-    by_rows: Option<PackedMatrix>,
+    zeros: Zeros,
+    encryptions: Vec<Encryption>,
+}
+
+/// `Enc(X)` (or `Enc(X^T)` when `transposed`) packed by columns from some slot offset.
+#[derive(Debug, Clone)]
+struct Encryption {
+    transposed: bool,
+    matrix: PackedMatrix,
 }
 
 impl Shared {
@@ -90,6 +99,52 @@ impl Shared {
             bound: self.bound,
             mask: self.mask_bits,
         }
+    }
+
+    /// Its public zeros.
+    pub fn zeros(&self) -> Zeros {
+        self.zeros
+    }
+
+    /// A fresh handle with no encryptions.
+    fn new(
+        id: u64,
+        (rows, cols): (usize, usize),
+        widths: Widths,
+        masks: IntMatrix,
+        zeros: Zeros,
+    ) -> Self {
+        Self {
+            id,
+            rows,
+            cols,
+            bound: widths.bound,
+            mask_bits: widths.mask,
+            masks,
+            zeros,
+            encryptions: Vec::new(),
+        }
+    }
+
+    /// The cached encryption in `packing` at `offset`.
+    fn cached(&self, transposed: bool, packing: Packing, offset: usize) -> Option<&PackedMatrix> {
+        self.encryptions
+            .iter()
+            .find(|e| {
+                e.transposed == transposed
+                    && e.matrix.packing() == packing
+                    && e.matrix.offset() == offset
+            })
+            .map(|e| &e.matrix)
+    }
+
+    /// The packing of a cached encryption from slot 0 with slots of at least `bits`.
+    fn cached_packing(&self, transposed: bool, bits: u32) -> Option<Packing> {
+        self.encryptions
+            .iter()
+            .filter(|e| e.transposed == transposed && e.matrix.offset() == 0)
+            .map(|e| e.matrix.packing())
+            .find(|p| p.slot_bits() >= bits)
     }
 }
 
@@ -261,16 +316,12 @@ impl MaskedEngine {
                 masked: Masked::Matrix(masked),
             },
         )?;
-        Ok(Shared {
-            id,
-            rows,
-            cols,
-            bound,
-            mask_bits: widths.mask,
-            masks,
-            by_columns: Some(encrypted.clone()),
-            by_rows: None,
-        })
+        let mut shared = Shared::new(id, (rows, cols), widths, masks, Zeros::None);
+        shared.encryptions.push(Encryption {
+            transposed: false,
+            matrix: encrypted.clone(),
+        });
+        Ok(shared)
     }
 
     /// Shares a symmetric `d x d` matrix given as its encrypted lower triangle (row by row),
@@ -302,16 +353,8 @@ impl MaskedEngine {
                 masked: Masked::Lower(d, masked),
             },
         )?;
-        Ok(Shared {
-            id,
-            rows: d,
-            cols: d,
-            bound,
-            mask_bits: widths.mask,
-            masks: IntMatrix::from_lower(d, masks.data()),
-            by_columns: None,
-            by_rows: None,
-        })
+        let masks = IntMatrix::from_lower(d, masks.data());
+        Ok(Shared::new(id, (d, d), widths, masks, Zeros::None))
     }
 
     /// Shares an encrypted column vector (unpacked, as the Nodes send gradients), every entry
@@ -330,12 +373,10 @@ impl MaskedEngine {
         }
         let column = PackedMatrix::from_blocks(v.len(), 1, unpacked, v.ciphertexts().to_vec())?;
         let mut shared = self.share(gc, &column, bound)?;
-        shared.by_rows = Some(PackedMatrix::from_blocks(
-            1,
-            v.len(),
-            unpacked,
-            v.ciphertexts().to_vec(),
-        )?);
+        shared.encryptions.push(Encryption {
+            transposed: true,
+            matrix: PackedMatrix::from_blocks(1, v.len(), unpacked, v.ciphertexts().to_vec())?,
+        });
         Ok(shared)
     }
 
@@ -365,16 +406,10 @@ impl MaskedEngine {
                 cols,
             },
         )?;
-        Ok(Shared {
-            id,
-            rows,
-            cols,
-            bound: x.bound,
-            mask_bits: x.mask_bits,
-            masks: x.masks.slice(r0, c0, rows, cols),
-            by_columns: None,
-            by_rows: None,
-        })
+        // A diagonal block keeps a triangle's zeros; an off-diagonal one is dense below it.
+        let zeros = if r0 == c0 { x.zeros } else { Zeros::None };
+        let masks = x.masks.slice(r0, c0, rows, cols);
+        Ok(Shared::new(id, (rows, cols), x.widths(), masks, zeros))
     }
 
     /// `x^T`.
@@ -385,16 +420,22 @@ impl MaskedEngine {
     ) -> Result<Shared, SecureError> {
         let id = self.fresh_id();
         self.send(gc, &Request::Transpose { id, from: x.id })?;
-        Ok(Shared {
+        let mut t = Shared::new(
             id,
-            rows: x.cols,
-            cols: x.rows,
-            bound: x.bound,
-            mask_bits: x.mask_bits,
-            masks: x.masks.transpose(),
-            by_columns: x.by_rows.clone(),
-            by_rows: x.by_columns.clone(),
-        })
+            (x.cols, x.rows),
+            x.widths(),
+            x.masks.transpose(),
+            x.zeros.transposed(),
+        );
+        t.encryptions = x
+            .encryptions
+            .iter()
+            .map(|e| Encryption {
+                transposed: !e.transposed,
+                matrix: e.matrix.clone(),
+            })
+            .collect();
+        Ok(t)
     }
 
     /// `sum_k (-1)^negate_k x_k`, whose entries the caller knows to be below `2^bound`. The
@@ -439,24 +480,27 @@ impl MaskedEngine {
                 offset,
             },
         )?;
-        Ok(Shared {
-            id,
-            rows: first.rows,
-            cols: first.cols,
+        let widths = Widths {
             bound,
-            mask_bits: span.bits() as u32,
+            mask: span.bits() as u32,
+        };
+        Ok(Shared::new(
+            id,
+            (first.rows, first.cols),
+            widths,
             masks,
-            by_columns: None,
-            by_rows: None,
-        })
+            Zeros::None,
+        ))
     }
 
-    /// A matrix tiled by blocks `(x, row, col, transposed)`.
+    /// A matrix tiled by blocks `(x, row, col, transposed)`, whose public zeros the caller
+    /// states (a triangle assembled with a zero block).
     pub fn assemble<C: Channel>(
         &mut self,
         gc: &mut AggregatorGc<C>,
         (rows, cols): (usize, usize),
         blocks: &[(&Shared, usize, usize, bool)],
+        zeros: Zeros,
     ) -> Result<Shared, SecureError> {
         let covered: usize = blocks.iter().map(|(b, ..)| b.rows * b.cols).sum();
         let fits = blocks.iter().all(|(b, r0, c0, t)| {
@@ -493,16 +537,11 @@ impl MaskedEngine {
                     .collect(),
             },
         )?;
-        Ok(Shared {
-            id,
-            rows,
-            cols,
+        let widths = Widths {
             bound: blocks.iter().map(|(b, ..)| b.bound).max().unwrap_or(1),
-            mask_bits: blocks.iter().map(|(b, ..)| b.mask_bits).max().unwrap_or(1),
-            masks,
-            by_columns: None,
-            by_rows: None,
-        })
+            mask: blocks.iter().map(|(b, ..)| b.mask_bits).max().unwrap_or(1),
+        };
+        Ok(Shared::new(id, (rows, cols), widths, masks, zeros))
     }
 
     /// The public zero matrix (mask 0: nothing to hide).
@@ -513,16 +552,14 @@ impl MaskedEngine {
     ) -> Result<Shared, SecureError> {
         let id = self.fresh_id();
         self.send(gc, &Request::Zeros { id, rows, cols })?;
-        Ok(Shared {
+        let widths = Widths { bound: 0, mask: 0 };
+        Ok(Shared::new(
             id,
-            rows,
-            cols,
-            bound: 0,
-            mask_bits: 0,
-            masks: IntMatrix::zeros(rows, cols),
-            by_columns: None,
-            by_rows: None,
-        })
+            (rows, cols),
+            widths,
+            IntMatrix::zeros(rows, cols),
+            Zeros::None,
+        ))
     }
 
     /// Lets the key holder forget views no longer needed.
@@ -542,23 +579,25 @@ impl MaskedEngine {
         x: &Shared,
         packing: Packing,
     ) -> Result<PackedMatrix, SecureError> {
-        self.fetch(gc, x, false, packing.slot_bits())
+        self.fetch(gc, x, false, packing, 0)
     }
 
-    /// `Enc(x)` (or `Enc(x^T)`) packed by columns in slots of `slot_bits`.
+    /// `Enc(x)` (or `Enc(x^T)`) packed by columns in `packing` from slot `offset`.
     fn fetch<C: Channel>(
         &mut self,
         gc: &mut AggregatorGc<C>,
         x: &Shared,
         transpose: bool,
-        slot_bits: u32,
+        packing: Packing,
+        offset: usize,
     ) -> Result<PackedMatrix, SecureError> {
         self.send(
             gc,
             &Request::Encrypt {
                 id: x.id,
                 transpose,
-                slot_bits,
+                slot_bits: packing.slot_bits(),
+                offset,
             },
         )?;
         let payload = self.reply(gc)?;
@@ -572,45 +611,64 @@ impl MaskedEngine {
         } else {
             (x.rows, x.cols)
         };
-        if views.rows() != rows || views.cols() != cols || views.packing().slot_bits() != slot_bits
+        if (views.rows(), views.cols(), views.packing(), views.offset())
+            != (rows, cols, packing, offset)
         {
             return Err(SecureError::Protocol(
                 "the key holder encrypted the wrong shape".into(),
             ));
         }
-        let minus = if transpose {
+        let masks = if transpose {
             x.masks.transpose()
         } else {
             x.masks.clone()
         };
-        let minus = IntMatrix::combine(&[(&minus, true)], &BigInt::zero());
+        let minus = IntMatrix::combine(&[(&masks, true)], &BigInt::zero());
         Ok(views.add_plain(&self.key, &minus)?)
     }
 
-    /// Makes sure `x` is encrypted packed by columns (`rows`: by rows) in slots of at least
-    /// `slot_bits`.
-    fn ensure<C: Channel>(
+    /// The packing for `x`'s encryption (`transposed`: of `x^T`) as a cross term's operand
+    /// whose products need slots of `bits`: one already cached if wide enough.
+    fn operand_packing(
+        &self,
+        x: &Shared,
+        transposed: bool,
+        bits: u32,
+    ) -> Result<Packing, SecureError> {
+        match x.cached_packing(transposed, bits) {
+            Some(p) => Ok(p),
+            None => {
+                let wanted = (bits + SLOT_SLACK).min(self.key.bits() as u32 - 2);
+                Ok(Packing::new(&self.key, wanted)?)
+            }
+        }
+    }
+
+    /// Makes sure `x` (`transposed`: `x^T`) is encrypted in `packing` at the offsets `layout`
+    /// needs, and returns those encryptions in offset order.
+    fn operand_copies<'s, C: Channel>(
         &mut self,
         gc: &mut AggregatorGc<C>,
-        x: &mut Shared,
-        rows: bool,
-        slot_bits: u32,
-    ) -> Result<(), SecureError> {
-        let cached = if rows { &x.by_rows } else { &x.by_columns };
-        if cached
-            .as_ref()
-            .is_some_and(|c| c.packing().slot_bits() >= slot_bits)
-        {
-            return Ok(());
+        x: &'s mut Shared,
+        transposed: bool,
+        packing: Packing,
+        layout: &Layout,
+    ) -> Result<Vec<&'s PackedMatrix>, SecureError> {
+        let rows = if transposed { x.cols } else { x.rows };
+        let offsets: Vec<usize> = (0..layout.copies)
+            .map(|t| if layout.copies > 1 { t * rows } else { 0 })
+            .collect();
+        for &offset in &offsets {
+            if x.cached(transposed, packing, offset).is_none() {
+                let matrix = self.fetch(gc, x, transposed, packing, offset)?;
+                x.encryptions.push(Encryption { transposed, matrix });
+            }
         }
-        let wanted = (slot_bits + SLOT_SLACK).min(self.key.bits() as u32 - 2);
-        let enc = self.fetch(gc, x, rows, wanted)?;
-        if rows {
-            x.by_rows = Some(enc);
-        } else {
-            x.by_columns = Some(enc);
-        }
-        Ok(())
+        let x: &'s Shared = x;
+        Ok(offsets
+            .iter()
+            .map(|&o| x.cached(transposed, packing, o).expect("fetched above"))
+            .collect())
     }
 
     /// `floor(x y / 2^frac)` (or one less), as a new shared matrix whose entries the caller
@@ -622,19 +680,44 @@ impl MaskedEngine {
         y: &mut Shared,
         bound: u32,
     ) -> Result<Shared, SecureError> {
+        self.shared_product(gc, x, y, bound, Need::All)
+    }
+
+    /// [`Self::product`] for a product the caller knows to be symmetric (`A21 X A21^T`, `L21
+    /// L21^T`): only the lower triangle is computed, and mirrored.
+    pub fn symmetric_product<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &mut Shared,
+        y: &mut Shared,
+        bound: u32,
+    ) -> Result<Shared, SecureError> {
+        if x.rows != y.cols {
+            return Err(SecureError::Protocol(
+                "a symmetric product must be square".into(),
+            ));
+        }
+        self.shared_product(gc, x, y, bound, Need::Lower)
+    }
+
+    fn shared_product<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &mut Shared,
+        y: &mut Shared,
+        bound: u32,
+        need: Need,
+    ) -> Result<Shared, SecureError> {
         let (masks, out) = Self::fresh_masks(x.rows, y.cols, bound);
+        // A symmetric result gets a symmetric mask: the key holder mirrors its view.
+        let masks = if need == Need::Lower {
+            IntMatrix::from_fn(x.rows, y.cols, |i, j| masks.get(i.max(j), i.min(j)).clone())
+        } else {
+            masks
+        };
         let id = self.fresh_id();
-        self.product_request(gc, x, y, id, Some((&masks, out)))?;
-        Ok(Shared {
-            id,
-            rows: x.rows,
-            cols: y.cols,
-            bound,
-            mask_bits: out.mask,
-            masks,
-            by_columns: None,
-            by_rows: None,
-        })
+        self.product_request(gc, x, y, id, need, Some((&masks, out)))?;
+        Ok(Shared::new(id, (x.rows, y.cols), out, masks, Zeros::None))
     }
 
     /// `floor(x y / 2^frac)` (or one less), revealed to both servers: for values that are
@@ -645,7 +728,7 @@ impl MaskedEngine {
         x: &mut Shared,
         y: &mut Shared,
     ) -> Result<IntMatrix, SecureError> {
-        self.product_request(gc, x, y, 0, None)?;
+        self.product_request(gc, x, y, 0, Need::All, None)?;
         let payload = self.reply(gc)?;
         let mut r = Reader::new(&payload);
         let side = x.rows.max(y.cols);
@@ -666,6 +749,7 @@ impl MaskedEngine {
         x: &mut Shared,
         y: &mut Shared,
         id: u64,
+        need: Need,
         out: Option<(&IntMatrix, Widths)>,
     ) -> Result<(), SecureError> {
         if x.cols != y.rows {
@@ -674,31 +758,49 @@ impl MaskedEngine {
                 x.rows, x.cols, y.rows, y.cols
             )));
         }
-        let k = x.cols as u64;
+        let (m, k, n) = (x.rows, x.cols, y.cols);
         // D1 = X R_y + M1 and D2 = R_x Y + M2: bounds, then masks sigma bits wider.
+        let bits_k = bits_for(k as u64);
         let left = Widths {
-            bound: bits_for(k) + x.bound + y.mask_bits,
-            mask: bits_for(k) + x.bound + y.mask_bits + SIGMA,
+            bound: bits_k + x.bound + y.mask_bits,
+            mask: bits_k + x.bound + y.mask_bits + SIGMA,
         };
         let right = Widths {
-            bound: bits_for(k) + y.bound + x.mask_bits,
-            mask: bits_for(k) + y.bound + x.mask_bits + SIGMA,
+            bound: bits_k + y.bound + x.mask_bits,
+            mask: bits_k + y.bound + x.mask_bits + SIGMA,
         };
-        self.ensure(gc, x, false, left.mask + 2)?;
-        self.ensure(gc, y, true, right.mask + 2)?;
+        let (left_need, right_need) = Request::needs(need);
+        let left_packing = self.operand_packing(x, false, left.mask + 2)?;
+        let right_packing = self.operand_packing(y, true, right.mask + 2)?;
+        let left_layout = layout(m, n, left_packing.slots(), left_need);
+        let right_layout = layout(n, m, right_packing.slots(), right_need);
+        let (x_zeros, y_zeros) = (x.zeros, y.zeros.transposed());
+        let x_masks_t = x.masks.transpose();
+        let y_masks = y.masks.clone();
+        let left_copies = self.operand_copies(gc, x, false, left_packing, &left_layout)?;
+        let right_copies = self.operand_copies(gc, y, true, right_packing, &right_layout)?;
         let start = Instant::now();
-        let (m1, _) = Self::fresh_masks(x.rows, y.cols, left.bound);
-        let (m2t, _) = Self::fresh_masks(y.cols, x.rows, right.bound);
-        let by_columns = x.by_columns.as_ref().expect("ensured");
-        let by_rows = y.by_rows.as_ref().expect("ensured");
-        let left_cross = cross::times_plain(&self.key, by_columns, &y.masks)?
-            .add_plain(&self.key, &m1)?
-            .rerandomized(&self.key, &self.noise);
-        let right_cross = cross::times_plain(&self.key, by_rows, &x.masks.transpose())?
-            .add_plain(&self.key, &m2t)?
-            .rerandomized(&self.key, &self.noise);
+        let (m1, _) = Self::fresh_masks(m, n, left.bound);
+        let (m2t, _) = Self::fresh_masks(n, m, right.bound);
+        // The two cross terms are independent: computed side by side (small products have a
+        // block or two each, which would otherwise leave a core idle).
+        let (key, noise) = (&self.key, &self.noise);
+        let cross_term = |copies: &[&PackedMatrix],
+                          zeros,
+                          exponents: &IntMatrix,
+                          plan: &Layout,
+                          masks: &IntMatrix| {
+            cross::times_plain(key, copies, zeros, exponents, plan)?
+                .add_plain(key, plan, masks)
+                .map(|c| c.rerandomized(key, noise))
+        };
+        let (left_cross, right_cross) = rayon::join(
+            || cross_term(&left_copies, x_zeros, &y_masks, &left_layout, &m1),
+            || cross_term(&right_copies, y_zeros, &x_masks_t, &right_layout, &m2t),
+        );
+        let (left_cross, right_cross) = (left_cross?, right_cross?);
         // The aggregator's share M1 + M2 - R_x R_y, truncated, plus the new view's mask.
-        let rr = wide::product(&x.masks, &y.masks);
+        let rr = wide::product(&x_masks_t.transpose(), &y_masks);
         let m2 = m2t.transpose();
         let mut share =
             IntMatrix::combine(&[(&m1, false), (&m2, false), (&rr, true)], &BigInt::zero())
@@ -708,10 +810,12 @@ impl MaskedEngine {
         }
         self.stats.cross_seconds += start.elapsed().as_secs_f64();
         self.stats.products += 1;
-        self.record(left, &m1);
-        self.record(right, &m2t);
-        if let Some((masks, widths)) = out {
-            self.record(widths, masks);
+        if self.audit.is_some() {
+            self.record(left, &restrict(&m1, &left_layout));
+            self.record(right, &restrict(&m2t, &right_layout));
+            if let Some((masks, widths)) = out {
+                self.record(widths, masks);
+            }
         }
         self.send(
             gc,
@@ -719,6 +823,8 @@ impl MaskedEngine {
                 x: x.id,
                 y: y.id,
                 id,
+                shape: (m, k, n),
+                need,
                 frac: self.frac,
                 left_cross,
                 left_widths: left,
@@ -795,18 +901,22 @@ impl MaskedEngine {
         Ok(fresh
             .into_iter()
             .zip(ids)
-            .map(|((masks, widths), id)| Shared {
-                id,
-                rows: 1,
-                cols: 1,
-                bound: widths.bound,
-                mask_bits: widths.mask,
-                masks,
-                by_columns: None,
-                by_rows: None,
-            })
+            .map(|((masks, widths), id)| Shared::new(id, (1, 1), widths, masks, Zeros::None))
             .collect())
     }
+}
+
+/// `values` where `layout` lays entries out, zero elsewhere (what the key holder decrypts).
+fn restrict(values: &IntMatrix, layout: &Layout) -> IntMatrix {
+    let mut out = IntMatrix::zeros(values.rows(), values.cols());
+    for segments in &layout.blocks {
+        for s in segments {
+            for i in 0..s.count {
+                out.set(s.row + i, s.column, values.get(s.row + i, s.column).clone());
+            }
+        }
+    }
+    out
 }
 
 /// Bits of the integer bound `ceil(value 2^frac)` for a positive real `value`, at least 1.

@@ -13,12 +13,13 @@ use num_traits::Zero;
 use privlogit_circuits::channel::Channel;
 use rand::CryptoRng;
 
+use super::layout::{Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
 use super::msgs::{Masked, Request, Widths};
-use super::packed::PackedMatrix;
+use super::packed::{PackedMatrix, packing_of};
 use super::wide;
-use crate::paillier::{DjnNoise, Packing, SecretKey};
+use crate::paillier::{DjnNoise, SecretKey};
 use crate::secure::SecureError;
 use crate::secure::gc::{KeyholderGc, SIGMA};
 use crate::secure::wire::{self, Step, Writer};
@@ -35,6 +36,10 @@ pub struct HelperStats {
     pub product_seconds: f64,
     /// Seconds in garbled-circuit leaves.
     pub leaf_seconds: f64,
+    /// Ciphertexts decrypted.
+    pub decryptions: u64,
+    /// Ciphertexts encrypted.
+    pub encryptions: u64,
 }
 
 /// One masked transfer as the key holder received it (kept only when auditing).
@@ -145,17 +150,6 @@ impl MaskedHelper {
         Ok(())
     }
 
-    fn decrypt(
-        &mut self,
-        matrix: &PackedMatrix,
-        secret: &SecretKey,
-    ) -> Result<IntMatrix, SecureError> {
-        let start = Instant::now();
-        let values = matrix.decrypt(secret)?;
-        self.stats.paillier_seconds += start.elapsed().as_secs_f64();
-        Ok(values)
-    }
-
     /// Serves one request (replying on the channel when it has a reply).
     pub fn handle<C: Channel, R: CryptoRng>(
         &mut self,
@@ -167,6 +161,10 @@ impl MaskedHelper {
         match request {
             Request::View { id, widths, masked } => {
                 let start = Instant::now();
+                self.stats.decryptions += match &masked {
+                    Masked::Matrix(m) => m.blocks().len(),
+                    Masked::Lower(_, v) => v.ciphertexts().len(),
+                } as u64;
                 let view = match masked {
                     Masked::Matrix(m) => m.decrypt(secret)?,
                     Masked::Lower(d, v) => {
@@ -260,6 +258,7 @@ impl MaskedHelper {
                 id,
                 transpose,
                 slot_bits,
+                offset,
             } => {
                 let view = self.get(id)?;
                 let view = if transpose {
@@ -268,13 +267,10 @@ impl MaskedHelper {
                     view.clone()
                 };
                 let key = secret.public_key();
-                let packing = if u64::from(slot_bits) == key.bits() {
-                    Packing::unpacked(key)
-                } else {
-                    Packing::new(key, slot_bits)?
-                };
+                let packing = packing_of(key, slot_bits)?;
                 let start = Instant::now();
-                let encrypted = PackedMatrix::encrypt(key, &view, packing, &self.noise)?;
+                let encrypted = PackedMatrix::encrypt_at(key, &view, packing, offset, &self.noise)?;
+                self.stats.encryptions += encrypted.blocks().len() as u64;
                 self.stats.paillier_seconds += start.elapsed().as_secs_f64();
                 let payload = encrypted.write(key, Writer::new()).finish();
                 reply(party, session, &payload)
@@ -283,6 +279,8 @@ impl MaskedHelper {
                 x,
                 y,
                 id,
+                shape: (m, k, n),
+                need,
                 frac,
                 left_cross,
                 left_widths,
@@ -292,20 +290,27 @@ impl MaskedHelper {
                 out,
             } => {
                 let (vx, vy) = (self.get(x)?, self.get(y)?);
-                let (m, k, n) = (vx.rows(), vx.cols(), vy.cols());
-                if vy.rows() != k
-                    || (left_cross.rows(), left_cross.cols()) != (m, n)
-                    || (right_cross.rows(), right_cross.cols()) != (n, m)
+                if (vx.rows(), vx.cols(), vy.rows(), vy.cols()) != (m, k, k, n)
                     || (share.rows(), share.cols()) != (m, n)
+                    || (need != Need::All && m != n)
                 {
                     return Err(protocol("a masked product of mismatched shapes".into()));
                 }
                 let start = Instant::now();
                 let product = wide::product(vx, vy);
                 self.stats.product_seconds += start.elapsed().as_secs_f64();
-                let d1 = self.decrypt(&left_cross, secret)?;
+                let (left_need, right_need) = Request::needs(need);
+                let left_layout = layout(m, n, left_cross.packing().slots(), left_need);
+                let right_layout = layout(n, m, right_cross.packing().slots(), right_need);
+                let start = Instant::now();
+                let (d1, d2) = rayon::join(
+                    || left_cross.decrypt(secret, &left_layout),
+                    || right_cross.decrypt(secret, &right_layout),
+                );
+                let (d1, d2) = (d1?, d2?);
+                self.stats.decryptions += (left_cross.len() + right_cross.len()) as u64;
+                self.stats.paillier_seconds += start.elapsed().as_secs_f64();
                 self.check("a product's left cross term", left_widths, &d1)?;
-                let d2 = self.decrypt(&right_cross, secret)?;
                 self.check("a product's right cross term", right_widths, &d2)?;
                 let d2 = d2.transpose();
                 // Z_k = V_x V_y - D1 - D2, truncated, plus the aggregator's truncated share.
@@ -314,7 +319,12 @@ impl MaskedHelper {
                     &BigInt::zero(),
                 )
                 .floor_shift(frac);
-                let value = IntMatrix::combine(&[(&mine, false), (&share, false)], &BigInt::zero());
+                let mut value =
+                    IntMatrix::combine(&[(&mine, false), (&share, false)], &BigInt::zero());
+                if need != Need::All {
+                    // Only the lower triangle was formed: mirror it.
+                    value = IntMatrix::from_fn(m, n, |i, j| value.get(i.max(j), i.min(j)).clone());
+                }
                 match out {
                     Some(widths) => {
                         self.check("a product", widths, &value)?;

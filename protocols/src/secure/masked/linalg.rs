@@ -22,6 +22,7 @@
 use num_bigint::BigInt;
 use privlogit_circuits::channel::Channel;
 
+use super::cross::Zeros;
 use super::engine::{MaskedEngine, Shared, bound_bits, to_integer};
 use super::msgs::LeafKind;
 use crate::secure::SecureError;
@@ -170,13 +171,13 @@ fn inverse<C: Channel>(
     let mut x = inverse(e, gc, &a11, bits)?;
     let mut t = e.product(gc, &mut a21, &mut x, bits.gain)?;
     let mut a12 = e.transpose(gc, &a21)?;
-    let p = e.product(gc, &mut t, &mut a12, bits.entry)?;
+    let p = e.symmetric_product(gc, &mut t, &mut a12, bits.entry)?;
     let s = e.combine(gc, &[(&a22, false), (&p, true)], bits.entry)?;
     e.release(gc, &[&a11, &a21, &a12, &a22, &p])?;
     let mut y = inverse(e, gc, &s, bits)?;
     let mut u = e.product(gc, &mut y, &mut t, bits.inverse)?;
     let mut tt = e.transpose(gc, &t)?;
-    let q0 = e.product(gc, &mut tt, &mut u, bits.inverse)?;
+    let q0 = e.symmetric_product(gc, &mut tt, &mut u, bits.inverse)?;
     let q = e.combine(gc, &[(&x, false), (&q0, false)], bits.inverse)?;
     let minus_u = e.combine(gc, &[(&u, true)], bits.inverse)?;
     let out = e.assemble(
@@ -188,6 +189,7 @@ fn inverse<C: Channel>(
             (&minus_u, 0, n1, true),
             (&y, n1, n1, false),
         ],
+        Zeros::None,
     )?;
     e.release(gc, &[&s, &x, &t, &tt, &u, &q0, &q, &minus_u, &y])?;
     Ok(out)
@@ -221,7 +223,7 @@ fn factor<C: Channel>(
     // L21 = A21 L11^-T; S = A22 - L21 L21^T.
     let mut l21 = e.product(gc, &mut a21, &mut m11t, bits.root)?;
     let mut l21t = e.transpose(gc, &l21)?;
-    let p = e.product(gc, &mut l21, &mut l21t, bits.entry)?;
+    let p = e.symmetric_product(gc, &mut l21, &mut l21t, bits.entry)?;
     let s = e.combine(gc, &[(&a22, false), (&p, true)], bits.entry)?;
     e.release(gc, &[&a11, &a21, &a22, &m11t, &l21t, &p])?;
     let (l22, m22) = factor(e, gc, &s, bits, with_inverse)?;
@@ -235,6 +237,7 @@ fn factor<C: Channel>(
             (&l21, n1, 0, false),
             (&l22, n1, n1, false),
         ],
+        Zeros::Lower,
     )?;
     let m = match m22 {
         Some(mut m22) => {
@@ -251,6 +254,7 @@ fn factor<C: Channel>(
                     (&minus, n1, 0, false),
                     (&m22, n1, n1, false),
                 ],
+                Zeros::Lower,
             )?;
             e.release(gc, &[&gain, &m21, &minus, &m22])?;
             Some(m)

@@ -70,6 +70,11 @@ impl IntMatrix {
         &self.data[i * self.cols + j]
     }
 
+    /// Sets entry `(i, j)`.
+    pub fn set(&mut self, i: usize, j: usize, v: BigInt) {
+        self.data[i * self.cols + j] = v;
+    }
+
     /// The entries, row by row.
     pub fn data(&self) -> &[BigInt] {
         &self.data

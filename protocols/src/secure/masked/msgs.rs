@@ -10,6 +10,8 @@ use std::io;
 
 use num_bigint::BigInt;
 
+use super::cross::CrossTerm;
+use super::layout::{Need, layout};
 use super::matrix::IntMatrix;
 use super::packed::PackedMatrix;
 use crate::paillier::{EncryptedVector, PaillierError, PublicKey};
@@ -131,8 +133,8 @@ pub enum Request {
         /// The views.
         ids: Vec<u64>,
     },
-    /// Encrypt view `id` (or its transpose) packed by columns in slots of `slot_bits`; the
-    /// key holder answers with the [`PackedMatrix`].
+    /// Encrypt view `id` (or its transpose) packed by columns in slots of `slot_bits`, from
+    /// slot `offset`; the key holder answers with the [`PackedMatrix`].
     Encrypt {
         /// The view.
         id: u64,
@@ -140,6 +142,8 @@ pub enum Request {
         transpose: bool,
         /// Slot width.
         slot_bits: u32,
+        /// First slot of every column (0, or a short column's place in a shared plaintext).
+        offset: usize,
     },
     /// The product of views `x` and `y` (see [`super::engine`] for the algebra).
     Product {
@@ -149,14 +153,18 @@ pub enum Request {
         y: u64,
         /// New view of the truncated product (when not revealed).
         id: u64,
+        /// Rows of `x`, columns of `x` (rows of `y`), columns of `y`.
+        shape: (usize, usize, usize),
+        /// All entries, or only the lower triangle of a product known to be symmetric.
+        need: Need,
         /// Fractional bits dropped from the product.
         frac: u32,
-        /// `Enc(X R_y + M1)`, packed by columns.
-        left_cross: PackedMatrix,
+        /// `Enc(X R_y + M1)`, laid out by [`Request::layouts`].
+        left_cross: CrossTerm,
         /// Its widths.
         left_widths: Widths,
-        /// `Enc((R_x Y + M2)^T)`, packed by columns.
-        right_cross: PackedMatrix,
+        /// `Enc((R_x Y + M2)^T)`, laid out by [`Request::layouts`].
+        right_cross: CrossTerm,
         /// Its widths.
         right_widths: Widths,
         /// The aggregator's share, truncated, plus the new view's mask (without a mask when
@@ -245,7 +253,32 @@ fn offset(v: u64) -> io::Result<usize> {
     Ok(v as usize)
 }
 
+fn need_code(need: Need) -> u64 {
+    match need {
+        Need::All => 0,
+        Need::Lower => 1,
+        Need::Upper => 2,
+    }
+}
+
+fn need_from(code: u64) -> io::Result<Need> {
+    match code {
+        0 => Ok(Need::All),
+        1 => Ok(Need::Lower),
+        _ => Err(invalid(format!("product need {code}"))),
+    }
+}
+
 impl Request {
+    /// What each cross term of a product lays out: everything, or for a symmetric product
+    /// (`Need::Lower`) the left term's lower triangle and the transposed right term's upper one.
+    pub fn needs(need: Need) -> (Need, Need) {
+        match need {
+            Need::All => (Need::All, Need::All),
+            _ => (Need::Lower, Need::Upper),
+        }
+    }
+
     /// The payload.
     pub fn encode(&self, key: &PublicKey) -> Vec<u8> {
         let w = Writer::new();
@@ -319,16 +352,20 @@ impl Request {
                 id,
                 transpose,
                 slot_bits,
+                offset,
             } => w
                 .u64(ENCRYPT)
                 .u64(*id)
                 .u64(u64::from(*transpose))
                 .u64(u64::from(*slot_bits))
+                .u64(*offset as u64)
                 .finish(),
             Request::Product {
                 x,
                 y,
                 id,
+                shape: (m, k, n),
+                need,
                 frac,
                 left_cross,
                 left_widths,
@@ -342,6 +379,10 @@ impl Request {
                     .u64(*x)
                     .u64(*y)
                     .u64(*id)
+                    .u64(*m as u64)
+                    .u64(*k as u64)
+                    .u64(*n as u64)
+                    .u64(need_code(*need))
                     .u64(u64::from(*frac));
                 let w = widths(left_cross.write(key, w), *left_widths);
                 let w = widths(right_cross.write(key, w), *right_widths);
@@ -476,23 +517,32 @@ impl Request {
                 if slot_bits < 2 || slot_bits > key.bits() {
                     return Err(PaillierError::Format(format!("slots of {slot_bits} bits")));
                 }
+                let offset = offset(r.u64().map_err(format)?).map_err(format)?;
                 Request::Encrypt {
                     id,
                     transpose,
                     slot_bits: slot_bits as u32,
+                    offset,
                 }
             }
             PRODUCT => {
                 let x = r.u64().map_err(format)?;
                 let y = r.u64().map_err(format)?;
                 let id = r.u64().map_err(format)?;
+                let m = side(r.u64().map_err(format)?).map_err(format)?;
+                let k = side(r.u64().map_err(format)?).map_err(format)?;
+                let n = side(r.u64().map_err(format)?).map_err(format)?;
+                let need = need_from(r.u64().map_err(format)?).map_err(format)?;
                 let frac = r.u64().map_err(format)?;
                 if frac > u64::from(MAX_WIDTH) {
                     return Err(PaillierError::Format(format!("{frac} fractional bits")));
                 }
-                let left_cross = PackedMatrix::read(key, r, max_entries)?;
+                let (left_need, right_need) = Request::needs(need);
+                let left_cross =
+                    CrossTerm::read(key, r, |s| layout(m, n, s, left_need).blocks.len())?;
                 let left_widths = read_widths(r).map_err(format)?;
-                let right_cross = PackedMatrix::read(key, r, max_entries)?;
+                let right_cross =
+                    CrossTerm::read(key, r, |s| layout(n, m, s, right_need).blocks.len())?;
                 let right_widths = read_widths(r).map_err(format)?;
                 let share = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
                 let out = match r.u64().map_err(format)? {
@@ -503,6 +553,8 @@ impl Request {
                     x,
                     y,
                     id,
+                    shape: (m, k, n),
+                    need,
                     frac: frac as u32,
                     left_cross,
                     left_widths,

@@ -18,13 +18,57 @@ use crate::paillier::{
 };
 use crate::secure::wire::{Reader, Writer};
 
-/// An encrypted `rows x cols` matrix packed by columns.
+/// An encrypted `rows x cols` matrix packed by columns, row 0 in slot `offset` (0 unless the
+/// whole column fits after it in one plaintext; see [`super::layout`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PackedMatrix {
     rows: usize,
     cols: usize,
     packing: Packing,
+    offset: usize,
     blocks: Vec<Ciphertext>,
+}
+
+/// The packing of `slot_bits`-bit slots under `key` (unpacked when the slot is the whole
+/// plaintext).
+pub fn packing_of(key: &PublicKey, slot_bits: u32) -> Result<Packing, PaillierError> {
+    if u64::from(slot_bits) == key.bits() {
+        Ok(Packing::unpacked(key))
+    } else {
+        Packing::new(key, slot_bits)
+    }
+}
+
+/// Writes ciphertexts back to back (their count is the reader's to know).
+pub fn write_ciphertexts(key: &PublicKey, blocks: &[Ciphertext], w: Writer) -> Writer {
+    let mut bytes = Vec::with_capacity(blocks.len() * key.ciphertext_bytes());
+    for c in blocks {
+        bytes.extend_from_slice(&c.to_bytes(key));
+    }
+    w.bytes(&bytes)
+}
+
+/// Reads exactly `count` ciphertexts written by [`write_ciphertexts`], checking the length
+/// before parsing any.
+pub fn read_ciphertexts(
+    key: &PublicKey,
+    r: &mut Reader<'_>,
+    count: usize,
+) -> Result<Vec<Ciphertext>, PaillierError> {
+    let bytes = r
+        .bytes()
+        .map_err(|e| PaillierError::Format(e.to_string()))?;
+    let size = key.ciphertext_bytes();
+    if bytes.len() != count * size {
+        return Err(PaillierError::Format(format!(
+            "{} bytes for {count} ciphertexts",
+            bytes.len()
+        )));
+    }
+    bytes
+        .par_chunks(size)
+        .map(|c| Ciphertext::from_bytes(key, c))
+        .collect()
 }
 
 impl PackedMatrix {
@@ -35,19 +79,38 @@ impl PackedMatrix {
         packing: Packing,
         blocks: Vec<Ciphertext>,
     ) -> Result<Self, PaillierError> {
-        if blocks.len() != cols * packing.plaintexts_for(rows) {
+        Self::from_blocks_at(rows, cols, packing, 0, blocks)
+    }
+
+    /// A packed matrix whose columns start at slot `offset` (one plaintext per column).
+    pub fn from_blocks_at(
+        rows: usize,
+        cols: usize,
+        packing: Packing,
+        offset: usize,
+        blocks: Vec<Ciphertext>,
+    ) -> Result<Self, PaillierError> {
+        if offset > 0 && offset + rows > packing.slots() {
+            return Err(PaillierError::Mismatch(format!(
+                "{rows} rows from slot {offset} of {}",
+                packing.slots()
+            )));
+        }
+        let me = Self {
+            rows,
+            cols,
+            packing,
+            offset,
+            blocks: Vec::new(),
+        };
+        if blocks.len() != cols * me.blocks_per_column() {
             return Err(PaillierError::Mismatch(format!(
                 "{} ciphertexts for a {rows} x {cols} matrix of {} slots",
                 blocks.len(),
                 packing.slots()
             )));
         }
-        Ok(Self {
-            rows,
-            cols,
-            packing,
-            blocks,
-        })
+        Ok(Self { blocks, ..me })
     }
 
     /// Encrypts `values` (each within the packing's slots), in parallel.
@@ -57,18 +120,39 @@ impl PackedMatrix {
         packing: Packing,
         source: &S,
     ) -> Result<Self, PaillierError> {
-        let per_column = packing.plaintexts_for(values.rows());
+        Self::encrypt_at(key, values, packing, 0, source)
+    }
+
+    /// Encrypts `values` with every column starting at slot `offset`.
+    pub fn encrypt_at<S: NoiseSource>(
+        key: &PublicKey,
+        values: &IntMatrix,
+        packing: Packing,
+        offset: usize,
+        source: &S,
+    ) -> Result<Self, PaillierError> {
+        let shape = Self::from_blocks_at(values.rows(), 0, packing, offset, Vec::new())?;
         let plaintexts = (0..values.cols())
-            .flat_map(|j| (0..per_column).map(move |b| (j, b)))
-            .map(|(j, b)| {
-                let start = b * packing.slots();
-                let end = (start + packing.slots()).min(values.rows());
-                let slots: Vec<BigInt> = (start..end).map(|i| values.get(i, j).clone()).collect();
-                key.encode_signed(&packing.pack(key, &slots)?)
-            })
+            .flat_map(|j| (0..shape.blocks_per_column()).map(move |b| (j, b)))
+            .map(|(j, b)| key.encode_signed(&shape.pack_block(key, values, j, b)?))
             .collect::<Result<Vec<_>, _>>()?;
         let blocks = key.encrypt_all(&plaintexts, source);
-        Self::from_blocks(values.rows(), values.cols(), packing, blocks)
+        Self::from_blocks_at(values.rows(), values.cols(), packing, offset, blocks)
+    }
+
+    /// Block `b` of column `j` of `values` as one packed plaintext.
+    fn pack_block(
+        &self,
+        key: &PublicKey,
+        values: &IntMatrix,
+        j: usize,
+        b: usize,
+    ) -> Result<BigInt, PaillierError> {
+        let start = b * self.packing.slots();
+        let end = (start + self.packing.slots() - self.offset).min(self.rows);
+        let mut slots = vec![BigInt::from(0); self.offset];
+        slots.extend((start..end).map(|i| values.get(i, j).clone()));
+        self.packing.pack(key, &slots)
     }
 
     /// Rows.
@@ -86,9 +170,18 @@ impl PackedMatrix {
         self.packing
     }
 
+    /// The slot of row 0.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
     /// Ciphertexts per column.
     pub fn blocks_per_column(&self) -> usize {
-        self.packing.plaintexts_for(self.rows)
+        if self.offset > 0 {
+            1
+        } else {
+            self.packing.plaintexts_for(self.rows)
+        }
     }
 
     /// Every ciphertext, column by column.
@@ -109,6 +202,11 @@ impl PackedMatrix {
         scale: u32,
         bound: BigUint,
     ) -> Result<EncryptedMatrix, PaillierError> {
+        if self.offset != 0 {
+            return Err(PaillierError::Mismatch(
+                "an offset matrix is not an encrypted matrix".into(),
+            ));
+        }
         let per_column = self.blocks_per_column();
         let columns = self
             .blocks
@@ -138,9 +236,10 @@ impl PackedMatrix {
             .map(|j| {
                 let mut column = Vec::with_capacity(self.rows);
                 for b in 0..per_column {
-                    let count = (self.rows - b * slots).min(slots);
+                    let count = (self.rows - b * slots).min(slots - self.offset);
                     let m = key.decode_signed(&plaintexts[j * per_column + b]);
-                    column.extend(self.packing.unpack(&m, count));
+                    let unpacked = self.packing.unpack(&m, self.offset + count);
+                    column.extend(unpacked.into_iter().skip(self.offset));
                 }
                 column
             })
@@ -162,15 +261,11 @@ impl PackedMatrix {
             )));
         }
         let per_column = self.blocks_per_column();
-        let slots = self.packing.slots();
         let blocks = (0..self.blocks.len())
             .into_par_iter()
             .map(|at| {
                 let (j, b) = (at / per_column, at % per_column);
-                let start = b * slots;
-                let end = (start + slots).min(self.rows);
-                let chunk: Vec<BigInt> = (start..end).map(|i| values.get(i, j).clone()).collect();
-                let packed = key.encode_signed(&self.packing.pack(key, &chunk)?)?;
+                let packed = key.encode_signed(&self.pack_block(key, values, j, b)?)?;
                 Ok(key.add_plain(&self.blocks[at], &packed))
             })
             .collect::<Result<Vec<_>, PaillierError>>()?;
@@ -183,27 +278,21 @@ impl PackedMatrix {
     /// The same plaintexts under fresh randomness (before the matrix goes to the key holder,
     /// who could otherwise read how it was formed from its randomness).
     pub fn rerandomized<S: NoiseSource>(&self, key: &PublicKey, source: &S) -> Self {
-        let blocks = self
-            .blocks
-            .par_iter()
-            .map_init(rand::rng, |rng, c| key.rerandomize(c, source, rng))
-            .collect();
+        let blocks = key.rerandomize_all(&self.blocks, source);
         Self {
             blocks,
             ..self.clone()
         }
     }
 
-    /// Shape, slot width, then the ciphertexts.
+    /// Shape, slot width, offset, then the ciphertexts.
     pub fn write(&self, key: &PublicKey, w: Writer) -> Writer {
-        let mut bytes = Vec::with_capacity(self.blocks.len() * key.ciphertext_bytes());
-        for c in &self.blocks {
-            bytes.extend_from_slice(&c.to_bytes(key));
-        }
-        w.u64(self.rows as u64)
+        let w = w
+            .u64(self.rows as u64)
             .u64(self.cols as u64)
             .u64(u64::from(self.packing.slot_bits()))
-            .bytes(&bytes)
+            .u64(self.offset as u64);
+        write_ciphertexts(key, &self.blocks, w)
     }
 
     /// Reads what [`Self::write`] wrote, refusing more than `max_entries` entries before
@@ -223,23 +312,13 @@ impl PackedMatrix {
         }
         let slot_bits = u32::try_from(r.u64().map_err(bad)?)
             .map_err(|_| PaillierError::Format("slot width".into()))?;
-        let packing = if u64::from(slot_bits) == key.bits() {
-            Packing::unpacked(key)
-        } else {
-            Packing::new(key, slot_bits)?
-        };
-        let bytes = r.bytes().map_err(bad)?;
-        let size = key.ciphertext_bytes();
-        if bytes.len() != cols * packing.plaintexts_for(rows) * size {
-            return Err(PaillierError::Format(format!(
-                "{} bytes of ciphertexts for a packed {rows} x {cols} matrix",
-                bytes.len()
-            )));
+        let packing = packing_of(key, slot_bits)?;
+        let offset = r.u64().map_err(bad)?;
+        if offset >= packing.slots() as u64 {
+            return Err(PaillierError::Format(format!("slot offset {offset}")));
         }
-        let blocks = bytes
-            .par_chunks(size)
-            .map(|c| Ciphertext::from_bytes(key, c))
-            .collect::<Result<Vec<_>, _>>()?;
-        Self::from_blocks(rows, cols, packing, blocks)
+        let shape = Self::from_blocks_at(rows, 0, packing, offset as usize, Vec::new())?;
+        let blocks = read_ciphertexts(key, r, cols * shape.blocks_per_column())?;
+        Self::from_blocks_at(rows, cols, packing, offset as usize, blocks)
     }
 }
