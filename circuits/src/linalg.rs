@@ -7,13 +7,83 @@
 //! root. AND gates at 64 / 32: Cholesky about `d^3/6` products of 7,100 gates, plus `d^2/2`
 //! divisions and `d` square roots.
 
-use crate::backend::{Backend, Builder, Word};
+use crate::backend::{Backend, Bit, Builder, Word};
 use crate::fixed::FixedFormat;
-use crate::fixedpoint::{constant_fixed, div, dot, sqrt};
-use crate::word::neg;
+use crate::fixedpoint::{WordPair, constant_fixed, div, div_checked, dot, dot_checked, sqrt};
+use crate::word::{lt_signed, neg};
 
 /// A matrix of fixed-point words, by rows.
 pub type Matrix<W> = Vec<Vec<Word<W>>>;
+
+/// Range checks for the circuits below: one bit, set as soon as any value leaves the format's
+/// word (a product sum that wraps, a quotient too large, a division by zero) or a Cholesky pivot
+/// falls below `min_pivot`. Every word the checked circuits produce is then in range, so every
+/// sum of them is formed exactly in [`dot_checked`]'s wider columns (`extend` bits per operand,
+/// enough for `2^(2 extend + 1)` terms) and the bit is exact: a wrapped value cannot pass
+/// unnoticed. Costs about 10% more AND gates than the unchecked circuits.
+#[derive(Debug, Clone)]
+pub struct RangeCheck<W> {
+    flag: Bit<W>,
+    extend: usize,
+    min_pivot: Word<W>,
+}
+
+impl<W: Clone> RangeCheck<W> {
+    /// Checks for matrices of side `d`, refusing Cholesky pivots below the word `min_pivot`.
+    pub fn new(d: usize, min_pivot: Word<W>) -> Self {
+        // 2^(2 extend + 1) >= d terms per sum (plus the addend).
+        let terms = (d + 1).next_power_of_two().trailing_zeros() as usize;
+        Self {
+            flag: Bit::Const(false),
+            extend: terms.div_ceil(2),
+            min_pivot,
+        }
+    }
+
+    /// The bit: set when something was out of range.
+    pub fn flag(&self) -> &Bit<W> {
+        &self.flag
+    }
+
+    fn note<B: Backend<Wire = W>>(&mut self, b: &mut Builder<B>, bit: &Bit<W>) {
+        self.flag = b.or(&self.flag, bit);
+    }
+}
+
+/// A dot product and a quotient, range-checked when a [`RangeCheck`] is given.
+fn dot_in<B: Backend>(
+    b: &mut Builder<B>,
+    check: &mut Option<&mut RangeCheck<B::Wire>>,
+    addend: Option<&[crate::backend::Bit<B::Wire>]>,
+    terms: &[WordPair<B::Wire>],
+    format: FixedFormat,
+) -> Word<B::Wire> {
+    match check {
+        Some(c) => {
+            let (v, overflow) = dot_checked(b, addend, terms, format, c.extend);
+            c.note(b, &overflow);
+            v
+        }
+        None => dot(b, addend, terms, format),
+    }
+}
+
+fn div_in<B: Backend>(
+    b: &mut Builder<B>,
+    check: &mut Option<&mut RangeCheck<B::Wire>>,
+    x: &[crate::backend::Bit<B::Wire>],
+    y: &[crate::backend::Bit<B::Wire>],
+    format: FixedFormat,
+) -> Word<B::Wire> {
+    match check {
+        Some(c) => {
+            let (v, overflow) = div_checked(b, x, y, format);
+            c.note(b, &overflow);
+            v
+        }
+        None => div(b, x, y, format),
+    }
+}
 
 /// The lower-triangular `L` with `L L^T = A` for a symmetric positive-definite `A` (only the
 /// lower triangle of `A` is read): for each column `j`, `L_jj = sqrt(A_jj - sum_k L_jk^2)` and
@@ -22,6 +92,26 @@ pub fn cholesky<B: Backend>(
     b: &mut Builder<B>,
     a: &Matrix<B::Wire>,
     format: FixedFormat,
+) -> Matrix<B::Wire> {
+    cholesky_in(b, a, format, None)
+}
+
+/// [`cholesky`] with range checks (the pivots `A_jj - sum_k L_jk^2` at least the check's
+/// `min_pivot`).
+pub fn cholesky_checked<B: Backend>(
+    b: &mut Builder<B>,
+    a: &Matrix<B::Wire>,
+    format: FixedFormat,
+    check: &mut RangeCheck<B::Wire>,
+) -> Matrix<B::Wire> {
+    cholesky_in(b, a, format, Some(check))
+}
+
+fn cholesky_in<B: Backend>(
+    b: &mut Builder<B>,
+    a: &Matrix<B::Wire>,
+    format: FixedFormat,
+    mut check: Option<&mut RangeCheck<B::Wire>>,
 ) -> Matrix<B::Wire> {
     let d = a.len();
     let zero = constant_fixed(0.0, format);
@@ -32,14 +122,18 @@ pub fn cholesky<B: Backend>(
         let terms: Vec<_> = (0..j)
             .map(|k| (l[j][k].clone(), negated[k].clone()))
             .collect();
-        let s = dot(b, Some(&a[j][j]), &terms, format);
+        let s = dot_in(b, &mut check, Some(&a[j][j]), &terms, format);
+        if let Some(c) = check.as_mut() {
+            let low = lt_signed(b, &s, &c.min_pivot);
+            c.note(b, &low);
+        }
         let diagonal = sqrt(b, &s, format);
         for i in j + 1..d {
             let terms: Vec<_> = (0..j)
                 .map(|k| (l[i][k].clone(), negated[k].clone()))
                 .collect();
-            let t = dot(b, Some(&a[i][j]), &terms, format);
-            l[i][j] = div(b, &t, &diagonal, format);
+            let t = dot_in(b, &mut check, Some(&a[i][j]), &terms, format);
+            l[i][j] = div_in(b, &mut check, &t, &diagonal, format);
         }
         l[j][j] = diagonal;
     }
@@ -53,12 +147,33 @@ pub fn forward_substitution<B: Backend>(
     v: &[Word<B::Wire>],
     format: FixedFormat,
 ) -> Vec<Word<B::Wire>> {
+    forward_in(b, l, v, format, None)
+}
+
+/// [`forward_substitution`] with range checks.
+pub fn forward_substitution_checked<B: Backend>(
+    b: &mut Builder<B>,
+    l: &Matrix<B::Wire>,
+    v: &[Word<B::Wire>],
+    format: FixedFormat,
+    check: &mut RangeCheck<B::Wire>,
+) -> Vec<Word<B::Wire>> {
+    forward_in(b, l, v, format, Some(check))
+}
+
+fn forward_in<B: Backend>(
+    b: &mut Builder<B>,
+    l: &Matrix<B::Wire>,
+    v: &[Word<B::Wire>],
+    format: FixedFormat,
+    mut check: Option<&mut RangeCheck<B::Wire>>,
+) -> Vec<Word<B::Wire>> {
     let d = l.len();
     let mut y: Vec<Word<B::Wire>> = Vec::with_capacity(d);
     for i in 0..d {
         let terms: Vec<_> = (0..i).map(|k| (l[i][k].clone(), neg(b, &y[k]))).collect();
-        let t = dot(b, Some(&v[i]), &terms, format);
-        y.push(div(b, &t, &l[i][i], format));
+        let t = dot_in(b, &mut check, Some(&v[i]), &terms, format);
+        y.push(div_in(b, &mut check, &t, &l[i][i], format));
     }
     y
 }
@@ -70,14 +185,35 @@ pub fn back_substitution<B: Backend>(
     y: &[Word<B::Wire>],
     format: FixedFormat,
 ) -> Vec<Word<B::Wire>> {
+    back_in(b, l, y, format, None)
+}
+
+/// [`back_substitution`] with range checks.
+pub fn back_substitution_checked<B: Backend>(
+    b: &mut Builder<B>,
+    l: &Matrix<B::Wire>,
+    y: &[Word<B::Wire>],
+    format: FixedFormat,
+    check: &mut RangeCheck<B::Wire>,
+) -> Vec<Word<B::Wire>> {
+    back_in(b, l, y, format, Some(check))
+}
+
+fn back_in<B: Backend>(
+    b: &mut Builder<B>,
+    l: &Matrix<B::Wire>,
+    y: &[Word<B::Wire>],
+    format: FixedFormat,
+    mut check: Option<&mut RangeCheck<B::Wire>>,
+) -> Vec<Word<B::Wire>> {
     let d = l.len();
     let mut x: Vec<Option<Word<B::Wire>>> = vec![None; d];
     for i in (0..d).rev() {
         let terms: Vec<_> = (i + 1..d)
             .map(|k| (l[k][i].clone(), neg(b, x[k].as_ref().expect("solved"))))
             .collect();
-        let t = dot(b, Some(&y[i]), &terms, format);
-        x[i] = Some(div(b, &t, &l[i][i], format));
+        let t = dot_in(b, &mut check, Some(&y[i]), &terms, format);
+        x[i] = Some(div_in(b, &mut check, &t, &l[i][i], format));
     }
     x.into_iter().map(|v| v.expect("solved")).collect()
 }
@@ -89,20 +225,29 @@ pub fn triangular_inverse<B: Backend>(
     l: &Matrix<B::Wire>,
     format: FixedFormat,
 ) -> Matrix<B::Wire> {
+    triangular_inverse_in(b, l, format, None)
+}
+
+fn triangular_inverse_in<B: Backend>(
+    b: &mut Builder<B>,
+    l: &Matrix<B::Wire>,
+    format: FixedFormat,
+    mut check: Option<&mut RangeCheck<B::Wire>>,
+) -> Matrix<B::Wire> {
     let d = l.len();
     let zero = constant_fixed(0.0, format);
     let one = constant_fixed(1.0, format);
     let mut m: Matrix<B::Wire> = vec![vec![zero; d]; d];
     for i in 0..d {
-        m[i][i] = div(b, &one, &l[i][i], format);
-        let row: Vec<Word<B::Wire>> = (0..i)
-            .map(|j| {
-                let terms: Vec<_> = (j..i).map(|k| (l[i][k].clone(), m[k][j].clone())).collect();
-                let s = dot(b, None, &terms, format);
-                let negated = neg(b, &s);
-                div(b, &negated, &l[i][i], format)
-            })
-            .collect();
+        m[i][i] = div_in(b, &mut check, &one, &l[i][i], format);
+        let mut row: Vec<Word<B::Wire>> = Vec::with_capacity(i);
+        #[allow(clippy::needless_range_loop)] // j indexes m[k][j] for every k
+        for j in 0..i {
+            let terms: Vec<_> = (j..i).map(|k| (l[i][k].clone(), m[k][j].clone())).collect();
+            let s = dot_in(b, &mut check, None, &terms, format);
+            let negated = neg(b, &s);
+            row.push(div_in(b, &mut check, &negated, &l[i][i], format));
+        }
         m[i][..i].clone_from_slice(&row);
     }
     m
@@ -115,14 +260,33 @@ pub fn spd_inverse_from_cholesky<B: Backend>(
     l: &Matrix<B::Wire>,
     format: FixedFormat,
 ) -> Matrix<B::Wire> {
+    spd_inverse_in(b, l, format, None)
+}
+
+/// [`spd_inverse_from_cholesky`] with range checks.
+pub fn spd_inverse_from_cholesky_checked<B: Backend>(
+    b: &mut Builder<B>,
+    l: &Matrix<B::Wire>,
+    format: FixedFormat,
+    check: &mut RangeCheck<B::Wire>,
+) -> Matrix<B::Wire> {
+    spd_inverse_in(b, l, format, Some(check))
+}
+
+fn spd_inverse_in<B: Backend>(
+    b: &mut Builder<B>,
+    l: &Matrix<B::Wire>,
+    format: FixedFormat,
+    mut check: Option<&mut RangeCheck<B::Wire>>,
+) -> Matrix<B::Wire> {
     let d = l.len();
-    let m = triangular_inverse(b, l, format);
+    let m = triangular_inverse_in(b, l, format, check.as_deref_mut());
     let zero = constant_fixed(0.0, format);
     let mut inverse: Matrix<B::Wire> = vec![vec![zero; d]; d];
     for i in 0..d {
         for j in 0..=i {
             let terms: Vec<_> = (i..d).map(|k| (m[k][i].clone(), m[k][j].clone())).collect();
-            let v = dot(b, None, &terms, format);
+            let v = dot_in(b, &mut check, None, &terms, format);
             inverse[j][i] = v.clone();
             inverse[i][j] = v;
         }

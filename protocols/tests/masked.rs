@@ -191,11 +191,7 @@ fn relative_error(got: &IntMatrix, expected: &[Vec<f64>]) -> f64 {
 fn spd_inverse_matches_f64() {
     for (d, seed) in [(1usize, 1u64), (2, 2), (5, 3), (13, 4)] {
         let a = spd(d, 4 * d + 10, 0.01, seed);
-        let bounds = SpdBounds {
-            dim: d,
-            entry: 1.0,
-            min_eigenvalue: 0.01,
-        };
+        let bounds = SpdBounds::new(d, 1.0, 0.01);
         let (_, enc, bound) = share_spd(&a, &bounds);
         let (inverse, _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
             let shared = e.share(gc, &enc, bound)?;
@@ -214,11 +210,7 @@ fn spd_inverse_matches_f64() {
 fn cholesky_matches_f64() {
     let d = 9;
     let a = spd(d, 50, 0.02, 7);
-    let bounds = SpdBounds {
-        dim: d,
-        entry: 1.0,
-        min_eigenvalue: 0.02,
-    };
+    let bounds = SpdBounds::new(d, 1.0, 0.02);
     let (_, enc, bound) = share_spd(&a, &bounds);
     let ((l, m), _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
         let shared = e.share(gc, &enc, bound)?;
@@ -252,11 +244,7 @@ fn cholesky_matches_f64() {
 fn every_value_the_key_holder_learns_is_masked_forty_bits_past_its_bound() {
     let d = 6;
     let a = spd(d, 40, 0.05, 11);
-    let bounds = SpdBounds {
-        dim: d,
-        entry: 1.0,
-        min_eigenvalue: 0.05,
-    };
+    let bounds = SpdBounds::new(d, 1.0, 0.05);
     let (_, enc, bound) = share_spd(&a, &bounds);
     let (_, engine, keyholder) = pair::run(secret(), FRAC, true, |e, gc| {
         let shared = e.share(gc, &enc, bound)?;
@@ -314,11 +302,7 @@ fn a_matrix_below_its_public_eigenvalue_bound_is_refused() {
         a[1][j] = a[0][j];
     }
     a[1][1] = a[0][0] + 1e-9;
-    let bounds = SpdBounds {
-        dim: d,
-        entry: 1.0,
-        min_eigenvalue: 1e-6,
-    };
+    let bounds = SpdBounds::new(d, 1.0, 1e-6);
     let (_, enc, bound) = share_spd(&a, &bounds);
     let error = pair::run(secret(), FRAC, false, |e, gc| {
         let shared = e.share(gc, &enc, bound)?;

@@ -19,9 +19,11 @@ use num_traits::{One, Zero};
 use privlogit_circuits::backend::{Backend, Bit, Builder, Word};
 use privlogit_circuits::channel::Channel;
 use privlogit_circuits::fixed::FixedFormat;
+use privlogit_circuits::fixedpoint::constant_fixed;
 use privlogit_circuits::garble::{Evaluator, Garbler};
 use privlogit_circuits::linalg::{
-    Matrix, back_substitution, cholesky, forward_substitution, spd_inverse_from_cholesky,
+    Matrix, RangeCheck, back_substitution_checked, cholesky_checked, forward_substitution_checked,
+    spd_inverse_from_cholesky_checked,
 };
 use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
 use privlogit_circuits::word::{abs, add, lt_signed, sign_extend, sub, zero_extend};
@@ -254,10 +256,16 @@ fn symmetric(lower: Vec<Word<u128>>, d: usize) -> Matrix<u128> {
         .collect()
 }
 
+/// What the factor circuit yields: the factor's wires (kept in the session), the masked inverse
+/// on the key holder's side (PrivLogit-Local), and on the aggregator's side whether every
+/// value stayed in range.
+pub type Factored = (Matrix<u128>, Option<Vec<BigInt>>, Option<bool>);
+
 /// Setup circuit: unmasks the bound `B/N` (lower triangle), factors it, and for PrivLogit-Local
 /// also forms `(B/N)^-1` and reveals it to the key holder masked by `inverse_masks` (the
-/// aggregator's, `d * d` of them, row by row). Returns the factor's wires and, on the key
-/// holder's side with `local`, the masked inverse.
+/// aggregator's, `d * d` of them, row by row). Every step is range-checked (pivots at least
+/// `min_pivot`) and the check's one bit goes to the aggregator, which stops the study when it
+/// is set: a wrapped word would otherwise give a wrong model silently.
 #[allow(clippy::too_many_arguments)]
 pub fn factor_circuit<P: GcParty>(
     party: &mut P,
@@ -268,22 +276,34 @@ pub fn factor_circuit<P: GcParty>(
     format: FixedFormat,
     local: bool,
     inverse_masks: Option<&[BigUint]>,
-) -> io::Result<(Matrix<u128>, Option<Vec<BigInt>>)> {
+    min_pivot: f64,
+) -> io::Result<Factored> {
     let width = format.width() as usize;
     let lower = unmask(party, d * (d + 1) / 2, masked_values, masks, masked, width)?;
     let a = symmetric(lower, d);
-    let l = cholesky(party.builder(), &a, format);
+    let mut check = RangeCheck::new(d, pivot_word(min_pivot, format));
+    let l = cholesky_checked(party.builder(), &a, format, &mut check);
     let mut masked_inverse = None;
     if local {
-        let inverse = spd_inverse_from_cholesky(party.builder(), &l, format);
+        let inverse = spd_inverse_from_cholesky_checked(party.builder(), &l, format, &mut check);
         let flat: Vec<Word<u128>> = inverse.into_iter().flatten().collect();
         masked_inverse = reveal_masked(party, &flat, inverse_masks, width)?;
     }
-    Ok((l, masked_inverse))
+    let out_of_range = party
+        .reveal_to_aggregator(&[check.flag().clone()])?
+        .map(|bits| !bits[0]);
+    Ok((l, masked_inverse, out_of_range))
+}
+
+/// The smallest admissible pivot as a word of `format` (at least one unit).
+fn pivot_word(min_pivot: f64, format: FixedFormat) -> Word<u128> {
+    let v = min_pivot.clamp(format.resolution(), format.max_value());
+    constant_fixed(v, format)
 }
 
 /// Iteration circuit of PrivLogit-Hessian and Newton: unmasks `g/N` and reveals the step
-/// `(L L^T)^-1 g` to the aggregator as fixed-point words.
+/// `(L L^T)^-1 g` to the aggregator as fixed-point words, with the range check's bit (`None`
+/// for the step when a value left the range).
 pub fn solve_circuit<P: GcParty>(
     party: &mut P,
     l: &Matrix<u128>,
@@ -291,17 +311,25 @@ pub fn solve_circuit<P: GcParty>(
     masks: Option<&[BigUint]>,
     masked: usize,
     format: FixedFormat,
-) -> io::Result<Option<Vec<i64>>> {
+) -> io::Result<Option<Option<Vec<i64>>>> {
     let d = l.len();
     let width = format.width() as usize;
     let g = unmask(party, d, masked_values, masks, masked, width)?;
-    let y = forward_substitution(party.builder(), l, &g, format);
-    let x = back_substitution(party.builder(), l, &y, format);
-    let flat: Vec<Bit<u128>> = x.into_iter().flatten().collect();
+    let mut check = RangeCheck::new(d, pivot_word(0.0, format));
+    let y = forward_substitution_checked(party.builder(), l, &g, format, &mut check);
+    let x = back_substitution_checked(party.builder(), l, &y, format, &mut check);
+    let mut flat: Vec<Bit<u128>> = x.into_iter().flatten().collect();
+    flat.push(check.flag().clone());
     Ok(party.reveal_to_aggregator(&flat)?.map(|bits| {
-        bits.chunks(width)
-            .map(|c| from_bits_signed(c).try_into().expect("a 64-bit word"))
-            .collect()
+        if bits[d * width] {
+            return None;
+        }
+        Some(
+            bits[..d * width]
+                .chunks(width)
+                .map(|c| from_bits_signed(c).try_into().expect("a 64-bit word"))
+                .collect(),
+        )
     }))
 }
 

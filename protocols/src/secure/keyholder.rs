@@ -110,7 +110,7 @@ pub fn serve<C: Channel>(
                 let values = decrypt_values(&v, secret)?;
                 paillier_seconds += t.elapsed().as_secs_f64();
                 let t = clock();
-                let (l, inverse) = gc::factor_circuit(
+                let (l, inverse, _) = gc::factor_circuit(
                     &mut party,
                     d,
                     Some(&values),
@@ -119,6 +119,7 @@ pub fn serve<C: Channel>(
                     format,
                     local,
                     None,
+                    super::solver::largest_inverse_norm(config).recip(),
                 )
                 .map_err(at("the factor circuit"))?;
                 gc_seconds += t.elapsed().as_secs_f64();

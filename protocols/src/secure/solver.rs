@@ -105,11 +105,23 @@ impl fmt::Debug for Solver {
 /// slot bound, smallest eigenvalue at least `min_eigenvalue`.
 pub fn bounds_of(lower: &EncryptedVector, d: usize, min_eigenvalue: f64) -> SpdBounds {
     let entry = big_to_f64(lower.slot_bound()) / f64::from(lower.scale()).exp2();
-    SpdBounds {
-        dim: d,
-        entry,
-        min_eigenvalue,
-    }
+    SpdBounds::new(d, entry, min_eigenvalue)
+}
+
+/// How far a secure step may be from the exact step of the rounded sums: the issue's 1e-6
+/// agreement with the plaintext run, with a factor 10 of room.
+pub const STEP_TOLERANCE: f64 = 1e-7;
+
+/// The largest `||A^-1||` (bounded by its trace) for which the gradient's rounding moves the
+/// step by at most [`STEP_TOLERANCE`]: every Node rounds `g_i / N` to `2^-(frac + 1)`, so the
+/// sum of `parties` Nodes and the penalty is off by at most `(parties + 1) 2^-(frac + 1)` per
+/// entry and `sqrt(d)` times that in norm. A matrix past it is refused with a named error:
+/// its step (and so the model) would be noise in some direction (collinear columns, a tiny
+/// penalty), where the plaintext run is itself ill-determined.
+pub fn largest_inverse_norm(config: &SecureConfig) -> f64 {
+    let per_entry =
+        (config.parties as f64 + 1.0) * f64::from(config.format.frac() + 1).exp2().recip();
+    STEP_TOLERANCE / (per_entry * (config.dimension as f64).sqrt())
 }
 
 fn big_to_f64(v: &BigUint) -> f64 {
@@ -186,9 +198,25 @@ impl Solver {
                     .as_mut()
                     .expect("the masked method has an engine");
                 let frac = engine.frac();
+                let norm = largest_inverse_norm(config);
+                // Pivots of an inverse that passes the trace test below are at least 1 / norm:
+                // stop early at one that is not.
+                let bounds = bounds.with_min_pivot(norm.recip());
                 let shared = engine.share_lower(gc, lower, d, lower.slot_bound().bits() as u32)?;
-                let inverse = linalg::spd_inverse(engine, gc, &shared, bounds)?;
+                let inverse = linalg::spd_inverse(engine, gc, &shared, &bounds)?;
                 engine.release(gc, &[&shared])?;
+                // trace(A^-1) >= ||A^-1||_2: one revealed bit certifies the step's accuracy.
+                let trace = engine.trace(gc, &inverse)?;
+                let limit = (norm * f64::from(frac).exp2()).log2().floor().max(1.0) as u32;
+                if !engine.check_range(gc, &trace, &BigInt::from(0), limit)? {
+                    return Err(SecureError::Range(format!(
+                        "the curvature matrix is too ill-conditioned for {frac} fractional bits: \
+                         the trace of its inverse exceeds {norm:.3e}, so the secure step would be \
+                         off by more than {STEP_TOLERANCE:e} (raise lambda, or remove collinear \
+                         columns)"
+                    )));
+                }
+                engine.release(gc, &[&trace])?;
                 let encrypted = if encrypted_inverse {
                     let bits = bounds.inverse_bits(frac);
                     let packing = config.inverse_packing(key, d, bits, inverse.mask_bits() + 1)?;
@@ -234,7 +262,16 @@ impl Solver {
                 wire::send(ch, config.session, Step::Solve, &payload).map_err(at)?;
                 let raw = gc::solve_circuit(gc, l, None, Some(&masks), width, format)
                     .map_err(at)?
-                    .expect("the aggregator learns the step");
+                    .expect("the aggregator learns the step")
+                    .ok_or_else(|| {
+                        SecureError::Range(format!(
+                            "a value of the step left the {}/{} circuit format's range (the \
+                             curvature matrix is too ill-conditioned for the circuit: raise lambda \
+                             or use --linear-algebra masked)",
+                            format.width(),
+                            format.frac()
+                        ))
+                    })?;
                 self.gc_seconds += start.elapsed().as_secs_f64();
                 Ok(raw.into_iter().map(|r| format.decode(r)).collect())
             }
@@ -283,7 +320,7 @@ fn circuit_factor<C: Channel>(
     let at = |e| SecureError::io("aggregator, the factor circuit".into(), e);
     let ch = gc.session.channel().map_err(at)?;
     wire::send(ch, config.session, Step::Factor, &payload).map_err(at)?;
-    let (l, _) = gc::factor_circuit(
+    let (l, _, in_range) = gc::factor_circuit(
         gc,
         d,
         None,
@@ -292,8 +329,19 @@ fn circuit_factor<C: Channel>(
         format,
         local,
         inverse_masks.as_deref(),
+        largest_inverse_norm(config).recip(),
     )
     .map_err(at)?;
+    if in_range != Some(true) {
+        return Err(SecureError::Range(format!(
+            "a value left the {}/{} circuit format's range, or a pivot fell below {:.3e}: the \
+             curvature matrix is too ill-conditioned for the circuit (raise lambda, remove \
+             collinear columns, or use --linear-algebra masked)",
+            format.width(),
+            format.frac(),
+            largest_inverse_norm(config).recip()
+        )));
+    }
     let Some(masks) = inverse_masks else {
         return Ok((l, None));
     };

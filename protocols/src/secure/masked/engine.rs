@@ -544,6 +544,61 @@ impl MaskedEngine {
         Ok(Shared::new(id, (rows, cols), widths, masks, zeros))
     }
 
+    /// The trace of the square `x`, entries below `2^bound` each (so the trace below `2^(bound
+    /// + bits(d))`).
+    pub fn trace<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+    ) -> Result<Shared, SecureError> {
+        if x.rows != x.cols {
+            return Err(SecureError::Protocol(
+                "the trace of a non-square matrix".into(),
+            ));
+        }
+        let id = self.fresh_id();
+        self.send(gc, &Request::Trace { id, from: x.id })?;
+        let sum: BigInt = (0..x.rows).map(|i| x.masks.get(i, i)).sum();
+        let grow = bits_for(x.rows as u64);
+        let widths = Widths {
+            bound: x.bound + grow,
+            mask: x.mask_bits + grow,
+        };
+        Ok(Shared::new(
+            id,
+            (1, 1),
+            widths,
+            IntMatrix::from_vec(1, 1, vec![sum]),
+            Zeros::None,
+        ))
+    }
+
+    /// One revealed bit: is the 1 x 1 `x` in `[threshold, 2^bits)`? (`bits` at most `x`'s mask
+    /// width.)
+    pub fn check_range<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+        threshold: &BigInt,
+        bits: u32,
+    ) -> Result<bool, SecureError> {
+        if bits > x.mask_bits {
+            return Err(SecureError::Protocol(format!(
+                "a range check up to 2^{bits} of a value masked with {} bits",
+                x.mask_bits
+            )));
+        }
+        let probe = Shared {
+            bound: bits,
+            ..x.clone()
+        };
+        match self.leaf(gc, LeafKind::Check, &probe, threshold, &[]) {
+            Ok(_) => Ok(true),
+            Err(SecureError::Range(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The public zero matrix (mask 0: nothing to hide).
     pub fn zeros<C: Channel>(
         &mut self,
@@ -892,10 +947,11 @@ impl MaskedEngine {
         self.stats.leaves += 1;
         if result.admitted != Some(true) {
             return Err(SecureError::Range(format!(
-                "a pivot fell below its public threshold {} (2^-{} units) or past its bound 2^{}: \
-                 the matrix is not positive definite at working precision (raise lambda, or \
-                 remove collinear columns)",
-                threshold, self.frac, x.bound
+                "a pivot fell below its public threshold {:.3e} or past its bound {:.3e}: the \
+                 matrix is not positive definite at working precision (raise lambda, or remove \
+                 collinear columns)",
+                to_f64(threshold, self.frac),
+                f64::from(x.bound).exp2() * f64::from(self.frac).exp2().recip(),
             )));
         }
         Ok(fresh

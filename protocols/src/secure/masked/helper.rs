@@ -246,6 +246,14 @@ impl MaskedHelper {
                 self.insert(id, assembled)
             }
             Request::Zeros { id, rows, cols } => self.insert(id, IntMatrix::zeros(rows, cols)),
+            Request::Trace { id, from } => {
+                let v = self.get(from)?;
+                if v.rows() != v.cols() {
+                    return Err(protocol("the trace of a non-square view".into()));
+                }
+                let sum: BigInt = (0..v.rows()).map(|i| v.get(i, i)).sum();
+                self.insert(id, IntMatrix::from_vec(1, 1, vec![sum]))
+            }
             Request::Drop { ids } => {
                 for id in ids {
                     if let Some(old) = self.views.remove(&id) {

@@ -88,6 +88,7 @@ pub fn run<P: GcParty>(
             let inverse = reciprocal(b, &root, shape.frac);
             vec![root, inverse]
         }
+        LeafKind::Check => Vec::new(),
     };
     let mut revealed = Vec::new();
     for ((y, s), o) in values.iter().zip(&s_words).zip(&shape.outputs) {
@@ -202,6 +203,7 @@ pub fn reference(shape: &LeafShape, x: &BigInt) -> Option<Vec<BigInt>> {
     };
     let values = match shape.kind {
         LeafKind::Reciprocal => vec![reciprocal(&x)],
+        LeafKind::Check => Vec::new(),
         LeafKind::SqrtPair => {
             let big = &x << shape.frac;
             let root = big.sqrt();
@@ -242,6 +244,7 @@ mod tests {
                 let inv = reciprocal(&mut b, &root, shape.frac);
                 vec![root, inv]
             }
+            LeafKind::Check => Vec::new(),
         };
         let value = |w: &[Bit<bool>]| {
             let bits: Vec<bool> = w

@@ -37,9 +37,30 @@ pub struct SpdBounds {
     pub entry: f64,
     /// A lower bound on its smallest eigenvalue (positive).
     pub min_eigenvalue: f64,
+    /// The smallest pivot accepted (at least half the smallest eigenvalue's bound); a caller
+    /// that needs accuracy raises it (see the solver).
+    pub min_pivot: f64,
 }
 
 impl SpdBounds {
+    /// Bounds with the loosest pivot threshold the bounds allow, `min_eigenvalue / 2`.
+    pub fn new(dim: usize, entry: f64, min_eigenvalue: f64) -> Self {
+        Self {
+            dim,
+            entry,
+            min_eigenvalue,
+            min_pivot: min_eigenvalue / 2.0,
+        }
+    }
+
+    /// The same bounds refusing pivots below `pivot` too.
+    pub fn with_min_pivot(self, pivot: f64) -> Self {
+        Self {
+            min_pivot: self.min_pivot.max(pivot),
+            ..self
+        }
+    }
+
     /// Checks the numbers are usable.
     pub fn validate(&self) -> Result<(), SecureError> {
         if self.dim == 0
@@ -64,7 +85,7 @@ impl SpdBounds {
             inverse: bound_bits(4.0 / mu, frac),
             inverse_root: bound_bits(4.0 / mu.sqrt(), frac),
             gain: bound_bits(2.0 * (d * beta / mu).sqrt(), frac),
-            threshold: to_integer(mu / 2.0, frac).max(BigInt::from(1)),
+            threshold: to_integer(self.min_pivot.max(mu / 2.0), frac).max(BigInt::from(1)),
         }
     }
 

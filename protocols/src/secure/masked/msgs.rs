@@ -38,6 +38,9 @@ pub enum LeafKind {
     Reciprocal,
     /// `sqrt(x)` and `1 / sqrt(x)` (the pivots of the Cholesky factorisation).
     SqrtPair,
+    /// No output: only the admission bit, `threshold <= x < 2^bound` (a public test such as
+    /// "the inverse's trace is small enough for the working precision").
+    Check,
 }
 
 impl LeafKind {
@@ -45,6 +48,7 @@ impl LeafKind {
         match self {
             LeafKind::Reciprocal => 1,
             LeafKind::SqrtPair => 2,
+            LeafKind::Check => 3,
         }
     }
 
@@ -52,6 +56,7 @@ impl LeafKind {
         match c {
             1 => Ok(LeafKind::Reciprocal),
             2 => Ok(LeafKind::SqrtPair),
+            3 => Ok(LeafKind::Check),
             _ => Err(invalid(format!("unknown leaf kind {c}"))),
         }
     }
@@ -61,6 +66,7 @@ impl LeafKind {
         match self {
             LeafKind::Reciprocal => 1,
             LeafKind::SqrtPair => 2,
+            LeafKind::Check => 0,
         }
     }
 }
@@ -118,6 +124,13 @@ pub enum Request {
         cols: usize,
         /// The blocks.
         blocks: Vec<(u64, usize, usize, bool)>,
+    },
+    /// View `id` (1 x 1) is the trace of the square view `from`.
+    Trace {
+        /// New view.
+        id: u64,
+        /// Source.
+        from: u64,
     },
     /// View `id` is the public `rows x cols` zero matrix (an empty block of a triangle).
     Zeros {
@@ -210,6 +223,7 @@ const ENCRYPT: u64 = 7;
 const PRODUCT: u64 = 8;
 const LEAF: u64 = 9;
 const ZEROS: u64 = 10;
+const TRACE: u64 = 11;
 
 fn widths(w: Writer, x: Widths) -> Writer {
     w.u64(u64::from(x.bound)).u64(u64::from(x.mask))
@@ -335,6 +349,7 @@ impl Request {
                 }
                 w.finish()
             }
+            Request::Trace { id, from } => w.u64(TRACE).u64(*id).u64(*from).finish(),
             Request::Zeros { id, rows, cols } => w
                 .u64(ZEROS)
                 .u64(*id)
@@ -494,6 +509,10 @@ impl Request {
                     blocks,
                 }
             }
+            TRACE => Request::Trace {
+                id: r.u64().map_err(format)?,
+                from: r.u64().map_err(format)?,
+            },
             ZEROS => Request::Zeros {
                 id: r.u64().map_err(format)?,
                 rows: side(r.u64().map_err(format)?).map_err(format)?,
