@@ -7,7 +7,10 @@
 //! evaluator are backends too, so a circuit function never materialises its gates or tables:
 //! each gate is executed, counted or garbled the moment it is built.
 
-use crate::circuit::{Circuit, CircuitError, Gate, GateCounts};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::circuit::{Circuit, CircuitError, Gate, GateCounts, Schedule};
 
 /// Executes gates on wires of some representation.
 pub trait Backend {
@@ -28,7 +31,35 @@ pub trait Backend {
     fn and_many(&mut self, pairs: &[(Self::Wire, Self::Wire)]) -> Vec<Self::Wire> {
         pairs.iter().map(|(a, b)| self.and(a, b)).collect()
     }
+
+    /// [`Backend::and_many`] into a buffer the caller reuses (replacing its contents), which
+    /// spares an allocation per batch on the garbling backends.
+    fn and_many_into(&mut self, pairs: &[(Self::Wire, Self::Wire)], out: &mut Vec<Self::Wire>) {
+        out.clear();
+        out.extend(self.and_many(pairs));
+    }
+
+    /// Runs a compiled gate-list circuit on the wires of its inputs (all groups, in order),
+    /// returning the wires of its outputs, when this backend has a faster path for gate lists
+    /// than gate-by-gate building (the garbler and the evaluator do); `None` otherwise.
+    fn run_compiled(
+        &mut self,
+        _circuit: &Circuit,
+        _schedule: &Schedule,
+        _inputs: &[Self::Wire],
+    ) -> Option<Vec<Self::Wire>> {
+        None
+    }
+
+    /// True when [`Backend::run_compiled`] is worth compiling gadgets for.
+    fn runs_compiled(&self) -> bool {
+        false
+    }
 }
+
+/// A gadget compiled once into a scheduled gate list, with its output bits that are public
+/// constants (kept constant for the gates downstream to fold).
+type Compiled = Arc<(Circuit, Schedule, Vec<Option<bool>>)>;
 
 /// A bit in a circuit: a public constant, or a wire of the backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,12 +90,82 @@ pub type BitPair<W> = (Bit<W>, Bit<W>);
 #[derive(Debug)]
 pub struct Builder<B: Backend> {
     backend: B,
+    /// Reused buffers of AND batches: the live pairs and their outputs.
+    live: Vec<(B::Wire, B::Wire)>,
+    outputs: Vec<B::Wire>,
+    /// Gadgets compiled so far, by name and shape.
+    compiled: HashMap<String, Compiled>,
 }
 
 impl<B: Backend> Builder<B> {
     /// A builder over `backend`.
     pub fn new(backend: B) -> Self {
-        Self { backend }
+        Self {
+            backend,
+            live: Vec::new(),
+            outputs: Vec::new(),
+            compiled: HashMap::new(),
+        }
+    }
+
+    /// Runs a gadget through its compiled gate list: on backends with a gate-list fast path
+    /// (garbling, evaluating) and inputs that are all wires, `build` is recorded once per `key`
+    /// (which must name the gadget and every parameter its gates depend on) and every call runs
+    /// the scheduled list, batches and all, at gate-list speed; otherwise `None`, and the caller
+    /// builds the gadget directly. The circuit is the same either way: recording folds the same
+    /// constants as direct building, as every input is a wire. Both parties of a garbled
+    /// session take the same path (it depends only on public facts).
+    pub fn compiled(
+        &mut self,
+        key: impl FnOnce() -> String,
+        inputs: &[&[Bit<B::Wire>]],
+        build: impl FnOnce(&mut Builder<Recorder>, &[Word<u32>]) -> Vec<Word<u32>>,
+    ) -> Option<Vec<Word<B::Wire>>> {
+        if !self.backend.runs_compiled() {
+            return None;
+        }
+        let mut wires = Vec::with_capacity(inputs.iter().map(|i| i.len()).sum());
+        for input in inputs {
+            for bit in input.iter() {
+                match bit {
+                    Bit::Wire(w) => wires.push(w.clone()),
+                    Bit::Const(_) => return None,
+                }
+            }
+        }
+        let key = key();
+        let compiled = match self.compiled.get(&key) {
+            Some(c) => c.clone(),
+            None => {
+                let mut r = Builder::recorder();
+                let words: Vec<Word<u32>> = inputs.iter().map(|i| r.input(i.len())).collect();
+                let outputs = build(&mut r, &words);
+                let constants = outputs.iter().flatten().map(Bit::as_const).collect();
+                let circuit = r
+                    .finish(&outputs)
+                    .expect("a recorded gadget is well formed");
+                let schedule = Schedule::new(&circuit);
+                let c = Arc::new((circuit, schedule, constants));
+                self.compiled.insert(key, c.clone());
+                c
+            }
+        };
+        let (circuit, schedule, constants) = &*compiled;
+        let out = self.backend.run_compiled(circuit, schedule, &wires)?;
+        let mut bits = out
+            .into_iter()
+            .zip(constants)
+            .map(|(wire, constant)| match constant {
+                Some(v) => Bit::Const(*v),
+                None => Bit::Wire(wire),
+            });
+        Some(
+            circuit
+                .outputs()
+                .iter()
+                .map(|&width| bits.by_ref().take(width).collect())
+                .collect(),
+        )
     }
 
     /// The backend.
@@ -120,46 +221,40 @@ impl<B: Backend> Builder<B> {
 
     /// Independent ANDs, constants folded and the rest batched.
     pub fn and_many(&mut self, pairs: &[BitPair<B::Wire>]) -> Vec<Bit<B::Wire>> {
-        // Fast path: no constants, one batch straight through.
-        if pairs
-            .iter()
-            .all(|(a, b)| matches!((a, b), (Bit::Wire(_), Bit::Wire(_))))
-        {
-            let live: Vec<(B::Wire, B::Wire)> = pairs
-                .iter()
-                .map(|(a, b)| match (a, b) {
-                    (Bit::Wire(x), Bit::Wire(y)) => (x.clone(), y.clone()),
-                    _ => unreachable!("checked above"),
-                })
-                .collect();
-            return self
-                .backend
-                .and_many(&live)
-                .into_iter()
-                .map(Bit::Wire)
-                .collect();
-        }
-        let mut out: Vec<Option<Bit<B::Wire>>> = Vec::with_capacity(pairs.len());
-        let mut live = Vec::new();
-        let mut live_at = Vec::new();
-        for (i, (a, b)) in pairs.iter().enumerate() {
-            match (a, b) {
-                (Bit::Wire(x), Bit::Wire(y)) => {
-                    live.push((x.clone(), y.clone()));
-                    live_at.push(i);
-                    out.push(None);
-                }
-                _ => out.push(Some(self.and(a, b))),
+        let mut out = Vec::with_capacity(pairs.len());
+        self.and_many_into(pairs, &mut out);
+        out
+    }
+
+    /// [`Self::and_many`] appending to `out` (no allocation once the buffers have grown).
+    pub fn and_many_into(&mut self, pairs: &[BitPair<B::Wire>], out: &mut Vec<Bit<B::Wire>>) {
+        let mut live = std::mem::take(&mut self.live);
+        let mut outputs = std::mem::take(&mut self.outputs);
+        live.clear();
+        for (a, b) in pairs {
+            if let (Bit::Wire(x), Bit::Wire(y)) = (a, b) {
+                live.push((x.clone(), y.clone()));
             }
         }
-        if !live.is_empty() {
-            for (i, w) in live_at.into_iter().zip(self.backend.and_many(&live)) {
-                out[i] = Some(Bit::Wire(w));
+        if live.len() == pairs.len() {
+            self.backend.and_many_into(&live, &mut outputs);
+            out.extend(outputs.drain(..).map(Bit::Wire));
+        } else {
+            if !live.is_empty() {
+                self.backend.and_many_into(&live, &mut outputs);
+            }
+            let mut computed = outputs.drain(..);
+            for (a, b) in pairs {
+                out.push(match (a, b) {
+                    (Bit::Wire(_), Bit::Wire(_)) => {
+                        Bit::Wire(computed.next().expect("one output per live pair"))
+                    }
+                    _ => self.and(a, b),
+                });
             }
         }
-        out.into_iter()
-            .map(|b| b.expect("every AND computed"))
-            .collect()
+        self.live = live;
+        self.outputs = outputs;
     }
 }
 

@@ -14,14 +14,14 @@
 //! below `2^(frac + width)` go into one column compression together with the rounding constant
 //! `2^(frac - 1)`, and the result is read from columns `frac .. frac + width`.
 
-use crate::backend::{Backend, Bit, Builder, Word};
+use crate::backend::{Backend, Bit, Builder, Recorder, Word};
 use crate::fixed::FixedFormat;
 
 /// The two factors of a product term.
 pub type WordPair<W> = (Word<W>, Word<W>);
 use crate::word::{
-    add, add_with_carry, conditional_negate, constant, finish_columns, lt_unsigned, mul_columns,
-    reduce_columns, select, sign_extend, sub, sum_columns, take_constants, zero_extend,
+    ColumnSum, add, add_with_carry, conditional_negate, constant, lt_unsigned, mul_columns, select,
+    sign_extend, sub, sum_columns, zero_extend,
 };
 
 /// The rounding constant `2^(frac - 1)` as an extra column bit (none when `frac` is 0).
@@ -40,6 +40,21 @@ pub fn mul<B: Backend>(
     y: &[Bit<B::Wire>],
     format: FixedFormat,
 ) -> Word<B::Wire> {
+    let key = || format!("mul {} {} {}", format.width(), format.frac(), x.len());
+    match b.compiled(key, &[x, y], |r, i| {
+        vec![mul_built(r, &i[0], &i[1], format)]
+    }) {
+        Some(mut out) => out.remove(0),
+        None => mul_built(b, x, y, format),
+    }
+}
+
+fn mul_built<B: Backend>(
+    b: &mut Builder<B>,
+    x: &[Bit<B::Wire>],
+    y: &[Bit<B::Wire>],
+    format: FixedFormat,
+) -> Word<B::Wire> {
     let (w, f) = (format.width() as usize, format.frac() as usize);
     let wide = mul_columns(b, x, y, true, w + f, rounding(format));
     wide[f..f + w].to_vec()
@@ -53,54 +68,78 @@ pub fn dot<B: Backend>(
     terms: &[WordPair<B::Wire>],
     format: FixedFormat,
 ) -> Word<B::Wire> {
+    let key = || {
+        format!(
+            "dot {} {} {} {}",
+            format.width(),
+            format.frac(),
+            addend.is_some(),
+            terms.len()
+        )
+    };
+    let inputs = dot_inputs(addend, terms);
+    let build = |r: &mut Builder<Recorder>, i: &[Word<u32>]| {
+        let (a, t) = dot_operands(addend.is_some(), i);
+        vec![dot_built(r, a, &t, format)]
+    };
+    match b.compiled(key, &inputs, build) {
+        Some(mut out) => out.remove(0),
+        None => dot_built(b, addend, terms, format),
+    }
+}
+
+/// A dot product's words as one input list for [`Builder::compiled`]: the addend (if any),
+/// then each term's two factors.
+fn dot_inputs<'a, W>(addend: Option<&'a [Bit<W>]>, terms: &'a [WordPair<W>]) -> Vec<&'a [Bit<W>]> {
+    addend
+        .into_iter()
+        .chain(terms.iter().flat_map(|(x, y)| [&x[..], &y[..]]))
+        .collect()
+}
+
+/// The addend and terms back from [`dot_inputs`]' order.
+fn dot_operands(addend: bool, words: &[Word<u32>]) -> (Option<&[Bit<u32>]>, Vec<WordPair<u32>>) {
+    let (a, rest) = if addend {
+        (Some(&words[0][..]), &words[1..])
+    } else {
+        (None, words)
+    };
+    let terms = rest
+        .chunks(2)
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect();
+    (a, terms)
+}
+
+fn dot_built<B: Backend>(
+    b: &mut Builder<B>,
+    addend: Option<&[Bit<B::Wire>]>,
+    terms: &[WordPair<B::Wire>],
+    format: FixedFormat,
+) -> Word<B::Wire> {
     let (w, f) = (format.width() as usize, format.frac() as usize);
     let columns = w + f;
-    let mut by_column: Vec<Vec<Bit<B::Wire>>> = vec![Vec::new(); columns];
-    let mut constant: u128 = 0;
+    let mut sum = ColumnSum::new(columns);
     if let Some(a) = addend {
         assert_eq!(a.len(), w, "addend of the format's width");
         for (i, bit) in a.iter().enumerate() {
-            by_column[f + i].push(bit.clone());
+            sum.push(f + i, bit.clone());
         }
     }
-    for (k, bit) in rounding::<B::Wire>(format) {
-        if bit.as_const() == Some(true) {
-            constant = constant.wrapping_add(1u128 << k);
-        }
+    if f > 0 {
+        sum.push_one(f - 1);
     }
     // Term by term: its partial products (one batch of ANDs) join the columns, which are then
     // reduced back to two bits each, so the columns stay small whatever the number of terms.
-    let mut pairs = Vec::with_capacity(w * w);
-    let mut places = Vec::with_capacity(w * w);
     for (x, y) in terms {
         let n = x.len();
         assert!(n == w && y.len() == w, "operands of the format's width");
-        pairs.clear();
-        places.clear();
-        for (i, xi) in x.iter().enumerate() {
-            for (j, yj) in y.iter().enumerate().take(columns - i) {
-                pairs.push((xi.clone(), yj.clone()));
-                places.push((i + j, (i == n - 1) != (j == n - 1)));
-            }
-        }
-        let products = b.and_many(&pairs);
-        for (p, &(k, negated)) in products.into_iter().zip(&places) {
-            by_column[k].push(if negated { b.not(&p) } else { p });
-        }
+        sum.add_product(b, x, y, |i, j| (i == n - 1) != (j == n - 1));
         // Baugh-Wooley constant 2^n per term (2^(2n-1) is beyond the columns).
-        if w < columns {
-            constant = constant.wrapping_add(1u128 << w);
-        }
-        take_constants(&mut by_column, &mut constant);
-        reduce_columns(b, &mut by_column);
+        sum.push_one(w);
+        sum.reduce(b);
     }
-    take_constants(&mut by_column, &mut constant);
-    let mask = if columns >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << columns) - 1
-    };
-    let wide = finish_columns(b, by_column, constant & mask);
+    let wide = sum.finish(b);
     wide[f..f + w].to_vec()
 }
 
@@ -113,7 +152,36 @@ pub fn div<B: Backend>(
     y: &[Bit<B::Wire>],
     format: FixedFormat,
 ) -> Word<B::Wire> {
-    div_inner(b, x, y, format, false).0
+    div_compiled(b, x, y, format, false).0
+}
+
+/// [`div_inner`] through the builder's compiled gadgets.
+fn div_compiled<B: Backend>(
+    b: &mut Builder<B>,
+    x: &[Bit<B::Wire>],
+    y: &[Bit<B::Wire>],
+    format: FixedFormat,
+    checked: bool,
+) -> (Word<B::Wire>, Bit<B::Wire>) {
+    let key = || {
+        format!(
+            "div {} {} {checked} {}",
+            format.width(),
+            format.frac(),
+            x.len()
+        )
+    };
+    let build = |r: &mut Builder<Recorder>, i: &[Word<u32>]| {
+        let (q, flag) = div_inner(r, &i[0], &i[1], format, checked);
+        vec![q, vec![flag]]
+    };
+    match b.compiled(key, &[x, y], build) {
+        Some(mut out) => {
+            let flag = out.pop().expect("two outputs").remove(0);
+            (out.remove(0), flag)
+        }
+        None => div_inner(b, x, y, format, checked),
+    }
 }
 
 /// [`div`] and an overflow bit, set when the rounded quotient does not fit the format's word
@@ -124,7 +192,7 @@ pub fn div_checked<B: Backend>(
     y: &[Bit<B::Wire>],
     format: FixedFormat,
 ) -> (Word<B::Wire>, Bit<B::Wire>) {
-    div_inner(b, x, y, format, true)
+    div_compiled(b, x, y, format, true)
 }
 
 fn div_inner<B: Backend>(
@@ -178,56 +246,63 @@ pub fn dot_checked<B: Backend>(
     format: FixedFormat,
     extend: usize,
 ) -> (Word<B::Wire>, Bit<B::Wire>) {
+    let key = || {
+        format!(
+            "dot_checked {} {} {} {} {extend}",
+            format.width(),
+            format.frac(),
+            addend.is_some(),
+            terms.len()
+        )
+    };
+    let inputs = dot_inputs(addend, terms);
+    let build = |r: &mut Builder<Recorder>, i: &[Word<u32>]| {
+        let (a, t) = dot_operands(addend.is_some(), i);
+        let (v, flag) = dot_checked_built(r, a, &t, format, extend);
+        vec![v, vec![flag]]
+    };
+    match b.compiled(key, &inputs, build) {
+        Some(mut out) => {
+            let flag = out.pop().expect("two outputs").remove(0);
+            (out.remove(0), flag)
+        }
+        None => dot_checked_built(b, addend, terms, format, extend),
+    }
+}
+
+fn dot_checked_built<B: Backend>(
+    b: &mut Builder<B>,
+    addend: Option<&[Bit<B::Wire>]>,
+    terms: &[WordPair<B::Wire>],
+    format: FixedFormat,
+    extend: usize,
+) -> (Word<B::Wire>, Bit<B::Wire>) {
     let (w, f) = (format.width() as usize, format.frac() as usize);
     let n = w + extend;
     let columns = 2 * n;
-    let mut by_column: Vec<Vec<Bit<B::Wire>>> = vec![Vec::new(); columns];
-    let mut constant: u128 = 0;
+    let mut sum = ColumnSum::new(columns);
     if let Some(a) = addend {
         assert_eq!(a.len(), w, "addend of the format's width");
-        for (i, bit) in sign_extend(a, columns - f).iter().enumerate() {
-            by_column[f + i].push(bit.clone());
+        for (i, bit) in sign_extend(a, columns - f).into_iter().enumerate() {
+            sum.push(f + i, bit);
         }
     }
     if f > 0 {
-        constant = constant.wrapping_add(1u128 << (f - 1));
+        sum.push_one(f - 1);
     }
-    let mut pairs = Vec::with_capacity(n * n);
-    let mut places = Vec::with_capacity(n * n);
-    // Constants below bit 128 go into `constant`; the Baugh-Wooley 2^(2n - 1) of every term
-    // (beyond 128 bits once `extend` > 0) is counted, and only its parity matters mod 2^(2n).
-    let mut top = 0usize;
     for (x, y) in terms {
         assert!(
             x.len() == w && y.len() == w,
             "operands of the format's width"
         );
         let (x, y) = (sign_extend(x, n), sign_extend(y, n));
-        pairs.clear();
-        places.clear();
-        for (i, xi) in x.iter().enumerate() {
-            for (j, yj) in y.iter().enumerate() {
-                pairs.push((xi.clone(), yj.clone()));
-                places.push((i + j, (i == n - 1) != (j == n - 1)));
-            }
-        }
-        let products = b.and_many(&pairs);
-        for (p, &(k, negated)) in products.into_iter().zip(&places) {
-            by_column[k].push(if negated { b.not(&p) } else { p });
-        }
-        constant = constant.wrapping_add(1u128 << n);
-        top += 1;
-        reduce_columns(b, &mut by_column);
+        sum.add_product(b, &x, &y, |i, j| (i == n - 1) != (j == n - 1));
+        // Baugh-Wooley constants 2^n and 2^(2n - 1) per term (modulo 2^(2n)).
+        sum.push_one(n);
+        sum.push_one(2 * n - 1);
+        sum.reduce(b);
     }
-    if top % 2 == 1 {
-        by_column[2 * n - 1].push(Bit::Const(true));
-    }
-    let mask = if columns >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << columns) - 1
-    };
-    let wide = finish_columns(b, by_column, constant & mask);
+    let wide = sum.finish(b);
     let sign = wide[f + w - 1].clone();
     let differences: Vec<Bit<B::Wire>> =
         wide[f + w..].iter().map(|bit| b.xor(bit, &sign)).collect();
@@ -267,6 +342,18 @@ pub fn divide_unsigned<B: Backend>(
 /// `round(sqrt(x))` for `x >= 0`; negative inputs give 0. Digit-by-digit square root of the
 /// integer `x 2^frac`, rounding up when the remainder exceeds the root.
 pub fn sqrt<B: Backend>(
+    b: &mut Builder<B>,
+    x: &[Bit<B::Wire>],
+    format: FixedFormat,
+) -> Word<B::Wire> {
+    let key = || format!("sqrt {} {} {}", format.width(), format.frac(), x.len());
+    match b.compiled(key, &[x], |r, i| vec![sqrt_built(r, &i[0], format)]) {
+        Some(mut out) => out.remove(0),
+        None => sqrt_built(b, x, format),
+    }
+}
+
+fn sqrt_built<B: Backend>(
     b: &mut Builder<B>,
     x: &[Bit<B::Wire>],
     format: FixedFormat,

@@ -262,8 +262,9 @@ pub fn take_constants<W>(columns: &mut [Vec<Bit<W>>], constant: &mut u128) {
 /// several rounds (keeping the columns small) at no extra cost.
 pub fn reduce_columns<B: Backend>(b: &mut Builder<B>, columns: &mut [Vec<Bit<B::Wire>>]) {
     let width = columns.len();
-    let mut adders = Vec::new();
+    let mut adders: Vec<(usize, Bit<B::Wire>)> = Vec::new();
     let mut pairs = Vec::new();
+    let mut products = Vec::new();
     while columns.iter().any(|c| c.len() > 2) {
         adders.clear();
         pairs.clear();
@@ -272,24 +273,182 @@ pub fn reduce_columns<B: Backend>(b: &mut Builder<B>, columns: &mut [Vec<Bit<B::
             if full == 0 {
                 continue;
             }
-            let rest = column.split_off(3 * full);
-            let triples = std::mem::replace(column, rest);
-            for t in triples.chunks_exact(3) {
-                let (x, y, c) = (&t[0], &t[1], &t[2]);
+            // In place: the sum of triple t goes to slot t (read before written), then the
+            // triples' other slots are dropped and the rest slides down.
+            for t in 0..full {
+                let (x, y, c) = (&column[3 * t], &column[3 * t + 1], &column[3 * t + 2]);
                 let xc = b.xor(x, c);
                 let yc = b.xor(y, c);
                 let sum = b.xor(&xc, y);
-                column.push(sum);
                 if k + 1 < width {
-                    pairs.push((xc, yc));
                     adders.push((k, c.clone()));
+                    pairs.push((xc, yc));
+                }
+                column[t] = sum;
+            }
+            column.drain(full..3 * full);
+        }
+        products.clear();
+        b.and_many_into(&pairs, &mut products);
+        for ((k, c), t) in adders.iter().zip(&products) {
+            let carry = b.xor(t, c);
+            columns[k + 1].push(carry);
+        }
+    }
+}
+
+/// A sum of bits arranged by weight, for products and dot products: wires in per-column lists
+/// and public constants as per-column counts, so that the full adders (one AND each, a pass at
+/// a time, each pass one batch) work on raw wires without per-bit tags; the sum is taken modulo
+/// `2^width`.
+#[derive(Debug)]
+pub struct ColumnSum<W> {
+    wires: Vec<Vec<W>>,
+    constant: Vec<u32>,
+    pairs: Vec<(W, W)>,
+    carries: Vec<(usize, W)>,
+    places: Vec<(usize, bool)>,
+    products: Vec<W>,
+}
+
+impl<W: Clone> ColumnSum<W> {
+    /// An empty sum of `width` columns.
+    pub fn new(width: usize) -> Self {
+        Self {
+            wires: (0..width).map(|_| Vec::new()).collect(),
+            constant: vec![0; width],
+            pairs: Vec::new(),
+            carries: Vec::new(),
+            places: Vec::new(),
+            products: Vec::new(),
+        }
+    }
+
+    /// Columns.
+    pub fn width(&self) -> usize {
+        self.wires.len()
+    }
+
+    /// Adds `bit` at weight `2^k` (dropped beyond the width).
+    pub fn push(&mut self, k: usize, bit: Bit<W>) {
+        if k >= self.wires.len() {
+            return;
+        }
+        match bit {
+            Bit::Const(true) => self.constant[k] += 1,
+            Bit::Const(false) => {}
+            Bit::Wire(w) => self.wires[k].push(w),
+        }
+    }
+
+    /// Adds the public `2^k` (dropped beyond the width).
+    pub fn push_one(&mut self, k: usize) {
+        if k < self.constant.len() {
+            self.constant[k] += 1;
+        }
+    }
+
+    /// Reduces every column to at most two wires.
+    pub fn reduce<B: Backend<Wire = W>>(&mut self, b: &mut Builder<B>) {
+        let width = self.wires.len();
+        let backend = b.backend_mut();
+        while self.wires.iter().any(|c| c.len() > 2) {
+            self.pairs.clear();
+            self.carries.clear();
+            for (k, column) in self.wires.iter_mut().enumerate() {
+                let full = column.len() / 3;
+                for t in 0..full {
+                    let (x, y, c) = (&column[3 * t], &column[3 * t + 1], &column[3 * t + 2]);
+                    let xc = backend.xor(x, c);
+                    let yc = backend.xor(y, c);
+                    let sum = backend.xor(&xc, y);
+                    if k + 1 < width {
+                        self.carries.push((k + 1, c.clone()));
+                        self.pairs.push((xc, yc));
+                    }
+                    column[t] = sum;
+                }
+                column.drain(full..3 * full);
+            }
+            backend.and_many_into(&self.pairs, &mut self.products);
+            for ((k, c), t) in self.carries.iter().zip(&self.products) {
+                let carry = backend.xor(t, c);
+                self.wires[*k].push(carry);
+            }
+        }
+    }
+
+    /// The sum modulo `2^width`.
+    pub fn finish<B: Backend<Wire = W>>(mut self, b: &mut Builder<B>) -> Word<W> {
+        self.reduce(b);
+        // The constant's bits (carries propagated), then one pass over at most three bits a
+        // column, then the two rows added.
+        let mut columns: Vec<Vec<Bit<W>>> = self
+            .wires
+            .into_iter()
+            .map(|c| c.into_iter().map(Bit::Wire).collect())
+            .collect();
+        let mut carry = 0u64;
+        for (k, column) in columns.iter_mut().enumerate() {
+            let total = u64::from(self.constant[k]) + carry;
+            if total & 1 == 1 {
+                column.push(Bit::Const(true));
+            }
+            carry = total >> 1;
+        }
+        reduce_columns(b, &mut columns);
+        let row = |i: usize| -> Word<W> {
+            columns
+                .iter()
+                .map(|c| c.get(i).cloned().unwrap_or(Bit::Const(false)))
+                .collect()
+        };
+        let (first, second) = (row(0), row(1));
+        add(b, &first, &second)
+    }
+
+    /// Adds the product `x y`: partial product `x_i y_j` at column `i + j`, entering negated
+    /// where `negate(i, j)` (Baugh-Wooley), its ANDs as one batch; columns beyond the width are
+    /// never formed.
+    pub fn add_product<B: Backend<Wire = W>>(
+        &mut self,
+        b: &mut Builder<B>,
+        x: &[Bit<W>],
+        y: &[Bit<W>],
+        negate: impl Fn(usize, usize) -> bool,
+    ) {
+        let width = self.wires.len();
+        self.pairs.clear();
+        self.places.clear();
+        for (i, xi) in x.iter().enumerate() {
+            for (j, yj) in y.iter().enumerate().take(width.saturating_sub(i)) {
+                let (k, negated) = (i + j, negate(i, j));
+                match (xi, yj) {
+                    (Bit::Wire(a), Bit::Wire(c)) => {
+                        self.pairs.push((a.clone(), c.clone()));
+                        self.places.push((k, negated));
+                    }
+                    _ => {
+                        let p = b.and(xi, yj);
+                        let p = if negated { b.not(&p) } else { p };
+                        self.push(k, p);
+                    }
                 }
             }
         }
-        let products = b.and_many(&pairs);
-        for ((k, c), t) in adders.drain(..).zip(products) {
-            let carry = b.xor(&t, &c);
-            columns[k + 1].push(carry);
+        // Size every column once (pushing one by one would reallocate each several times).
+        let mut counts = vec![0usize; width];
+        for &(k, _) in &self.places {
+            counts[k] += 1;
+        }
+        for (column, count) in self.wires.iter_mut().zip(counts) {
+            column.reserve(count);
+        }
+        let backend = b.backend_mut();
+        backend.and_many_into(&self.pairs, &mut self.products);
+        for (&(k, negated), p) in self.places.iter().zip(self.products.drain(..)) {
+            let p = if negated { backend.not(&p) } else { p };
+            self.wires[k].push(p);
         }
     }
 }
@@ -333,35 +492,16 @@ pub fn mul_columns<B: Backend>(
     let (n, m) = (x.len(), y.len());
     assert!(columns <= n + m, "at most n + m columns");
     assert!(!signed || n == m, "signed products need equal widths");
-    let mut pairs = Vec::new();
-    let mut places = Vec::new();
-    for (i, xi) in x.iter().enumerate() {
-        for (j, yj) in y.iter().enumerate() {
-            if i + j < columns {
-                pairs.push((xi.clone(), yj.clone()));
-                let negated = signed && ((i == n - 1) != (j == m - 1));
-                places.push((i + j, negated));
-            }
-        }
-    }
-    let products = b.and_many(&pairs);
-    let mut by_column: Vec<Vec<Bit<B::Wire>>> = vec![Vec::new(); columns];
-    for (p, (k, negated)) in products.into_iter().zip(places) {
-        by_column[k].push(if negated { b.not(&p) } else { p });
-    }
+    let mut sum = ColumnSum::new(columns);
+    sum.add_product(b, x, y, |i, j| signed && ((i == n - 1) != (j == m - 1)));
     if signed {
-        for k in [n, 2 * n - 1] {
-            if k < columns {
-                by_column[k].push(Bit::Const(true));
-            }
-        }
+        sum.push_one(n);
+        sum.push_one(2 * n - 1);
     }
     for (k, bit) in extra {
-        if k < columns {
-            by_column[k].push(bit);
-        }
+        sum.push(k, bit);
     }
-    sum_columns(b, by_column)
+    sum.finish(b)
 }
 
 #[cfg(test)]

@@ -117,6 +117,25 @@ impl<C: Channel> Backend for Evaluator<C> {
     }
 
     fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
+        let mut out = Vec::new();
+        self.and_many_into(pairs, &mut out);
+        out
+    }
+
+    fn run_compiled(
+        &mut self,
+        circuit: &Circuit,
+        schedule: &Schedule,
+        inputs: &[u128],
+    ) -> Option<Vec<u128>> {
+        Some(self.evaluate_circuit(circuit, schedule, inputs))
+    }
+
+    fn runs_compiled(&self) -> bool {
+        true
+    }
+
+    fn and_many_into(&mut self, pairs: &[(u128, u128)], out: &mut Vec<u128>) {
         let first = self.gate;
         self.gate += pairs.len() as u128;
         let mut h = std::mem::take(&mut self.scratch);
@@ -133,18 +152,19 @@ impl<C: Channel> Backend for Evaluator<C> {
         }
         let tables = self.tables(pairs.len());
         self.ands += pairs.len() as u64;
-        let out = pairs
-            .iter()
-            .zip(tables)
-            .enumerate()
-            .map(|(k, (&(a, b), (tg, te)))| {
-                let wg = h[2 * k] ^ (mask(lsb(a)) & tg);
-                let we = h[2 * k + 1] ^ (mask(lsb(b)) & (te ^ a));
-                wg ^ we
-            })
-            .collect();
+        out.clear();
+        out.extend(
+            pairs
+                .iter()
+                .zip(tables)
+                .enumerate()
+                .map(|(k, (&(a, b), (tg, te)))| {
+                    let wg = h[2 * k] ^ (mask(lsb(a)) & tg);
+                    let we = h[2 * k + 1] ^ (mask(lsb(b)) & (te ^ a));
+                    wg ^ we
+                }),
+        );
         self.scratch = h;
-        out
     }
 }
 

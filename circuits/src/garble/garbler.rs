@@ -37,6 +37,8 @@ pub struct Garbler<C: Channel> {
     out: Vec<u8>,
     /// Reused buffer for the four hashes of every gate in a batch.
     scratch: Vec<u128>,
+    /// Reused output buffer of lone ANDs.
+    single: Vec<u128>,
     error: Option<io::Error>,
 }
 
@@ -65,6 +67,7 @@ impl<C: Channel> Garbler<C> {
             ands: 0,
             out: Vec::with_capacity(FLUSH_GATES * 2 * LABEL_BYTES),
             scratch: Vec::new(),
+            single: Vec::new(),
             error: None,
         }
     }
@@ -129,13 +132,35 @@ impl<C: Channel> Backend for Garbler<C> {
     }
 
     fn and(&mut self, a: &u128, b: &u128) -> u128 {
-        self.and_many(&[(*a, *b)])[0]
+        // A lone AND (a ripple carry) reuses a buffer rather than allocating one.
+        let mut single = std::mem::take(&mut self.single);
+        self.and_into(&[(*a, *b)], &mut single);
+        let out = single[0];
+        self.single = single;
+        out
     }
 
     fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
         let mut outputs = Vec::new();
         self.and_into(pairs, &mut outputs);
         outputs
+    }
+
+    fn and_many_into(&mut self, pairs: &[(u128, u128)], out: &mut Vec<u128>) {
+        self.and_into(pairs, out);
+    }
+
+    fn run_compiled(
+        &mut self,
+        circuit: &Circuit,
+        schedule: &Schedule,
+        inputs: &[u128],
+    ) -> Option<Vec<u128>> {
+        Some(self.garble_circuit(circuit, schedule, inputs))
+    }
+
+    fn runs_compiled(&self) -> bool {
+        true
     }
 }
 
@@ -151,7 +176,7 @@ impl<C: Channel> Garbler<C> {
         // Blocks sigma(x) ^ tweak for A, A ^ delta (tweak 2g) and B, B ^ delta (tweak 2g + 1);
         // sigma is linear, so sigma(x ^ delta) = sigma(x) ^ sigma(delta).
         let mut blocks = std::mem::take(&mut self.scratch);
-        blocks.clear();
+        // Every entry is overwritten below: grow (zero-filling) only when short.
         blocks.resize(4 * n, 0);
         for (k, (&(a, b), q)) in pairs.iter().zip(blocks.chunks_exact_mut(4)).enumerate() {
             let j = 2 * (first + k as u128);
@@ -163,7 +188,6 @@ impl<C: Channel> Garbler<C> {
         let start = self.out.len();
         self.out.resize(start + n * 2 * LABEL_BYTES, 0);
         let tables = self.out[start..].chunks_exact_mut(2 * LABEL_BYTES);
-        outputs.clear();
         outputs.resize(n, 0);
         for (((&(a, b), h), table), output) in pairs
             .iter()

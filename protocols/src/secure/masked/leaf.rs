@@ -72,7 +72,54 @@ pub fn run<P: GcParty>(
         })
         .collect::<io::Result<_>>()?;
     let b = party.builder();
-    let x = sub(b, &v, &r);
+    // One compiled gate list per leaf shape: the d pivots of a factorisation share it.
+    let key = || {
+        format!(
+            "leaf {:?} {:?} {:?} {} {}",
+            shape.kind, shape.input, shape.outputs, shape.threshold, shape.frac
+        )
+    };
+    let mut inputs: Vec<&[Bit<u128>]> = vec![&v, &r];
+    inputs.extend(s_words.iter().map(|w| &w[..]));
+    let (revealed, admitted) = match b.compiled(key, &inputs, |rec, i| {
+        let (revealed, admitted) = circuit(rec, shape, &i[0], &i[1], &i[2..]);
+        vec![revealed, vec![admitted]]
+    }) {
+        Some(mut out) => {
+            let admitted = out.pop().expect("two outputs").remove(0);
+            (out.remove(0), admitted)
+        }
+        None => circuit(b, shape, &v, &r, &s_words),
+    };
+    let admitted = party.reveal_to_aggregator(&[admitted])?.map(|bits| bits[0]);
+    let views = party.reveal_to_keyholder(&revealed)?.map(|bits| {
+        let mut at = 0;
+        shape
+            .outputs
+            .iter()
+            .map(|o| {
+                let width = o.mask as usize + 1;
+                let word = &bits[at..at + width];
+                at += width;
+                // y + s is non-negative and below 2^width.
+                from_bits_signed(&[word, &[false][..]].concat())
+            })
+            .collect()
+    });
+    Ok(LeafResult { admitted, views })
+}
+
+/// The leaf's arithmetic from the key holder's view `v`, the mask `r` and the output masks `s`:
+/// the masked outputs (each `mask + 1` bits, back to back) and the admission bit.
+fn circuit<B: Backend>(
+    b: &mut Builder<B>,
+    shape: &LeafShape,
+    v: &[Bit<B::Wire>],
+    r: &[Bit<B::Wire>],
+    s_words: &[Word<B::Wire>],
+) -> (Word<B::Wire>, Bit<B::Wire>) {
+    let wide = shape.input.mask as usize + 2;
+    let x = sub(b, v, r);
     let threshold = constant_big(&shape.threshold, wide);
     let limit = constant_big(&(BigInt::one() << shape.input.bound), wide);
     let below = lt_signed(b, &x, &threshold);
@@ -91,27 +138,12 @@ pub fn run<P: GcParty>(
         LeafKind::Check => Vec::new(),
     };
     let mut revealed = Vec::new();
-    for ((y, s), o) in values.iter().zip(&s_words).zip(&shape.outputs) {
+    for ((y, s), o) in values.iter().zip(s_words).zip(&shape.outputs) {
         let width = o.mask as usize + 1;
         let y = fit(y, width);
         revealed.extend(add(b, &y, &zero_extend(s, width)));
     }
-    let admitted = party.reveal_to_aggregator(&[admitted])?.map(|bits| bits[0]);
-    let views = party.reveal_to_keyholder(&revealed)?.map(|bits| {
-        let mut at = 0;
-        shape
-            .outputs
-            .iter()
-            .map(|o| {
-                let width = o.mask as usize + 1;
-                let word = &bits[at..at + width];
-                at += width;
-                // y + s is non-negative and below 2^width.
-                from_bits_signed(&[word, &[false][..]].concat())
-            })
-            .collect()
-    });
-    Ok(LeafResult { admitted, views })
+    (revealed, admitted)
 }
 
 /// `round(2^(2 frac) / x)` for unsigned `x > 0`.
