@@ -20,7 +20,7 @@ pub use plaintext::PlaintextAggregation;
 
 use ndarray::Array1;
 
-use crate::optimizer::StoppingRule;
+use crate::stopping::StoppingRule;
 
 /// The Center's access to the Nodes' pooled data, generic over how sums are formed.
 ///

@@ -7,6 +7,7 @@
 //!   contributions and acts on them, and its plaintext implementation.
 //! - [`optimizer`]: Newton (eq. 2.11), PrivLogit (eq. 5.4-5.6) and accelerated PrivLogit, each
 //!   written once against [`Aggregation`] so a secure backend runs the very same update code.
+//! - [`stopping`]: when an optimiser stops (the rule both sides of [`Aggregation`] read).
 //! - [`compensated`]: partition-independent sums of the Nodes' row terms.
 //! - [`linalg`]: the small dense Cholesky factorisation and triangular solves they need.
 //! - [`paillier`]: the additively homomorphic encryption of the Nodes' sums.
@@ -20,6 +21,7 @@ pub mod objective;
 pub mod optimizer;
 pub mod paillier;
 pub mod secure;
+pub mod stopping;
 pub mod transport;
 
 pub use aggregation::{Aggregation, PlaintextAggregation};

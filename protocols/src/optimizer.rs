@@ -13,7 +13,8 @@ mod options;
 mod privlogit;
 mod report;
 
-pub use options::{FitError, FitOptions, Initial, StoppingRule};
+pub use crate::stopping::StoppingRule;
+pub use options::{FitError, FitOptions, Initial};
 pub use report::{DivergenceReason, FitReport, IterationRecord, Status, StepKind};
 
 use std::fmt;

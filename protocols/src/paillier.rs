@@ -15,6 +15,7 @@ pub mod encoding;
 pub mod ifma;
 pub mod inverse;
 pub mod keys;
+mod limbs;
 pub mod montgomery;
 pub mod multiexp;
 pub mod noise;

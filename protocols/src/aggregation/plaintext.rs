@@ -11,7 +11,7 @@ use super::{Aggregation, NewtonSystem};
 use crate::compensated::CompensatedSum;
 use crate::linalg::Cholesky;
 use crate::objective::{PartyData, unpack_lower};
-use crate::optimizer::StoppingRule;
+use crate::stopping::StoppingRule;
 
 /// Sums over parties held in memory, in the clear.
 #[derive(Debug, Clone, Copy)]

@@ -3,6 +3,8 @@
 use ndarray::Array1;
 use thiserror::Error;
 
+use crate::stopping::StoppingRule;
+
 /// Errors that stop a fit before or while it runs (divergence is not an error: it is a
 /// [`crate::optimizer::Status`] of the report).
 #[derive(Debug, Error)]
@@ -36,28 +38,6 @@ pub enum FitError {
     /// of this one (not chained as a source, so it is printed once).
     #[error("aggregation failed: {0}")]
     Aggregation(Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// When to stop iterating. Any satisfied criterion stops the fit as converged.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoppingRule {
-    /// Stop when `|l_k - l_{k-1}| / |l_{k-1}|` of the penalised objective falls below this
-    /// (dissertation section 5.4 uses 1e-6). Zero disables the criterion.
-    pub relative_tolerance: f64,
-    /// Stop when the Euclidean norm of the penalised gradient falls below this.
-    pub gradient_tolerance: Option<f64>,
-    /// Give up (status `MaxIterations`) after this many updates.
-    pub max_iterations: usize,
-}
-
-impl Default for StoppingRule {
-    fn default() -> Self {
-        Self {
-            relative_tolerance: 1e-6,
-            gradient_tolerance: None,
-            max_iterations: 1000,
-        }
-    }
 }
 
 /// Where the coefficients start.

@@ -5,7 +5,6 @@
 //! keep them from wrapping around `n` are the job of [`super::encoding`].
 
 use num_bigint::{BigInt, BigUint, Sign};
-use num_traits::Zero;
 use rand::CryptoRng;
 use rayon::prelude::*;
 
@@ -37,12 +36,7 @@ impl Ciphertext {
     /// Every `Ciphertext` is a unit modulo `n^2` (checked here, preserved by every operation),
     /// which is what lets negation and decryption assume an inverse exists.
     pub fn from_value(key: &PublicKey, c: &BigUint) -> Result<Self, PaillierError> {
-        if c.is_zero() || c >= key.n_squared() {
-            return Err(PaillierError::InvalidCiphertext);
-        }
-        let limbs = key.n().to_u64_digits();
-        let reduced = pad((c % key.n()).to_u64_digits(), limbs.len());
-        if invert_mod_odd(&reduced, &limbs).is_none() {
+        if !key.is_unit_below_n_squared(c) {
             return Err(PaillierError::InvalidCiphertext);
         }
         Ok(Self {

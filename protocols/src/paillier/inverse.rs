@@ -75,7 +75,7 @@ pub fn invert_mod_odd(x: &[u64], m: &[u64]) -> Option<Vec<u64>> {
 }
 
 fn bit_length(x: &[u64]) -> usize {
-    super::montgomery::bit_length(x)
+    super::limbs::bit_length(x)
 }
 
 /// The low 31 bits of `x` below its top 33 bits (of a `len`-bit frame): line 4 of Algorithm 2.

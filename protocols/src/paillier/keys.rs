@@ -128,6 +128,16 @@ impl PublicKey {
         self.n.bits()
     }
 
+    /// True when `c` lies in `(0, n^2)` and is prime to `n`: a valid ciphertext (or noise base).
+    pub(crate) fn is_unit_below_n_squared(&self, c: &BigUint) -> bool {
+        if c == &BigUint::ZERO || c >= self.n_squared() {
+            return false;
+        }
+        let limbs = self.n().to_u64_digits();
+        let reduced = pad((c % self.n()).to_u64_digits(), limbs.len());
+        super::inverse::invert_mod_odd(&reduced, &limbs).is_some()
+    }
+
     /// Bytes of one ciphertext on the wire (the length of `n^2`).
     pub fn ciphertext_bytes(&self) -> usize {
         self.n_squared.bits().div_ceil(8) as usize

@@ -19,6 +19,8 @@
 use num_bigint::BigUint;
 use zeroize::Zeroize;
 
+pub(crate) use super::limbs::{bit_length, pad, u32_digits};
+
 /// Largest supported modulus, in limbs: `n^2` for a 4096-bit `n`.
 pub const MAX_LIMBS: usize = 128;
 
@@ -564,27 +566,6 @@ fn limb_sub(a: u64, b: u64, borrow: u64, bits: u32, mask: u64) -> (u64, u64) {
         let d = a.wrapping_sub(b).wrapping_sub(borrow);
         (d & mask, d >> 63)
     }
-}
-
-/// Pads little-endian limbs with zeros to `len`.
-pub(crate) fn pad(mut limbs: Vec<u64>, len: usize) -> Vec<u64> {
-    limbs.resize(len.max(limbs.len()), 0);
-    limbs
-}
-
-/// Splits u64 limbs into u32 digits for `BigUint::from_slice`.
-pub(crate) fn u32_digits(limbs: &[u64]) -> Vec<u32> {
-    limbs
-        .iter()
-        .flat_map(|&d| [d as u32, (d >> 32) as u32])
-        .collect()
-}
-
-/// Number of significant bits.
-pub(crate) fn bit_length(x: &[u64]) -> usize {
-    x.iter()
-        .rposition(|&d| d != 0)
-        .map_or(0, |i| 64 * i + 64 - x[i].leading_zeros() as usize)
 }
 
 fn bit(x: &[u64], i: usize) -> bool {

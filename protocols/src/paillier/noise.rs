@@ -23,7 +23,6 @@ use rayon::prelude::*;
 use zeroize::{Zeroize, Zeroizing};
 
 use super::PaillierError;
-use super::ciphertext::Ciphertext;
 use super::keys::{PublicKey, SecretKey};
 use super::montgomery::{Montgomery, Residue, bit_length};
 use super::prime::random_bits;
@@ -219,9 +218,11 @@ impl DjnNoise {
                 "DJN base must not be 1".to_string(),
             ));
         }
-        Ciphertext::from_value(key, &h_s).map_err(|_| {
-            PaillierError::InvalidKey("DJN base must be a unit below n^2".to_string())
-        })?;
+        if !key.is_unit_below_n_squared(&h_s) {
+            return Err(PaillierError::InvalidKey(
+                "DJN base must be a unit below n^2".to_string(),
+            ));
+        }
         Ok(Self::with_base(key, h_s))
     }
 

@@ -16,8 +16,8 @@ use super::solver::{self, LinearAlgebra, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::aggregation::{Aggregation, NewtonSystem};
-use crate::optimizer::StoppingRule;
 use crate::paillier::{EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
+use crate::stopping::StoppingRule;
 
 /// Which secure protocol the aggregator runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
