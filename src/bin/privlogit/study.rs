@@ -394,6 +394,17 @@ struct JsonStudy<'a> {
     node_local_seconds: Option<Vec<f64>>,
     node_paillier_seconds: Option<Vec<f64>>,
     keyholder_paillier_seconds: Option<f64>,
+    linear_algebra: String,
+    masked_seconds: f64,
+    masked_cross_term_seconds: f64,
+    masked_waiting_for_keyholder_seconds: f64,
+    masked_pivot_circuit_seconds: f64,
+    masked_products: u64,
+    masked_pivots: u64,
+    keyholder_masked_paillier_seconds: Option<f64>,
+    keyholder_masked_product_seconds: Option<f64>,
+    keyholder_masked_decryptions: Option<u64>,
+    keyholder_masked_encryptions: Option<u64>,
 }
 
 fn finish(
@@ -406,6 +417,7 @@ fn finish(
     let keyholder = parties.map(|(k, _)| k);
     let nodes = parties.map(|(_, n)| n);
     let r = &o.fit;
+    let masked = &o.aggregator.solver;
     let per_iteration = (o.seconds - o.setup_seconds) / r.iterations.max(1) as f64;
     let rendered = if json {
         let report = JsonStudy {
@@ -431,6 +443,17 @@ fn finish(
             node_local_seconds: nodes.map(|n| n.iter().map(|s| s.local_seconds).collect()),
             node_paillier_seconds: nodes.map(|n| n.iter().map(|s| s.paillier_seconds).collect()),
             keyholder_paillier_seconds: keyholder.map(|k| k.paillier_seconds),
+            linear_algebra: o.aggregator.linear_algebra.to_string(),
+            masked_seconds: masked.masked_seconds,
+            masked_cross_term_seconds: masked.masked.cross_seconds,
+            masked_waiting_for_keyholder_seconds: masked.masked.wait_seconds,
+            masked_pivot_circuit_seconds: masked.masked.leaf_seconds,
+            masked_products: masked.masked.products,
+            masked_pivots: masked.masked.leaves,
+            keyholder_masked_paillier_seconds: keyholder.map(|k| k.masked.paillier_seconds),
+            keyholder_masked_product_seconds: keyholder.map(|k| k.masked.product_seconds),
+            keyholder_masked_decryptions: keyholder.map(|k| k.masked.decryptions),
+            keyholder_masked_encryptions: keyholder.map(|k| k.masked.encryptions),
         };
         let mut s = serde_json::to_string_pretty(&report)?;
         s.push('\n');
@@ -449,11 +472,43 @@ fn finish(
         let _ = writeln!(s, "rounds          {}", r.rounds);
         let _ = writeln!(
             s,
-            "setup           {:.2} s (key pair, handshake, counts, bound and its factor circuit)",
+            "setup           {:.2} s (key pair, handshake, counts, the bound and its inverse or factor)",
             o.setup_seconds
         );
         let _ = writeln!(s, "per iteration   {:.3} s", per_iteration);
         let _ = writeln!(s, "total           {:.2} s", o.seconds);
+        let _ = writeln!(
+            s,
+            "linear algebra  {}{}",
+            o.aggregator.linear_algebra,
+            if masked.masked.products > 0 {
+                format!(
+                    " ({} masked products, {} pivot circuits)",
+                    masked.masked.products, masked.masked.leaves
+                )
+            } else {
+                String::new()
+            }
+        );
+        if masked.masked_seconds > 0.0 {
+            let _ = writeln!(
+                s,
+                "masked          {:.2} s: cross terms {:.2} s, waiting for the key holder {:.2} s, \
+                 pivot circuits {:.2} s{}",
+                masked.masked_seconds,
+                masked.masked.cross_seconds,
+                masked.masked.wait_seconds,
+                masked.masked.leaf_seconds,
+                keyholder.map_or(String::new(), |k| format!(
+                    "; key holder: Paillier {:.2} s ({} decryptions, {} encryptions), \
+                     products {:.2} s",
+                    k.masked.paillier_seconds,
+                    k.masked.decryptions,
+                    k.masked.encryptions,
+                    k.masked.product_seconds
+                ))
+            );
+        }
         let _ = writeln!(
             s,
             "garbled         {} AND gates, {:.2} s in circuits",
@@ -461,7 +516,7 @@ fn finish(
         );
         let _ = writeln!(
             s,
-            "Nodes' time     {:.2} s waited for by the aggregator",
+            "waiting         {:.2} s for the Nodes (their local compute and encryption)",
             o.aggregator.node_wait_seconds
         );
         if let (Some(k), Some(n)) = (keyholder, nodes) {
@@ -476,7 +531,7 @@ fn finish(
             let _ = writeln!(s, "local compute   Nodes {} s", local.join(" / "));
             let _ = writeln!(
                 s,
-                "Paillier        Nodes {} s; key holder {:.2} s",
+                "Paillier        Nodes {} s; key holder {:.2} s (besides masked arithmetic)",
                 paillier.join(" / "),
                 k.paillier_seconds
             );
