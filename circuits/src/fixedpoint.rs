@@ -68,24 +68,29 @@ pub fn dot<B: Backend>(
     terms: &[WordPair<B::Wire>],
     format: FixedFormat,
 ) -> Word<B::Wire> {
-    let key = || {
-        format!(
-            "dot {} {} {} {}",
-            format.width(),
-            format.frac(),
-            addend.is_some(),
-            terms.len()
-        )
-    };
+    let key = format!("dot {} {}", format.width(), format.frac());
+    let mut out = dot_through_cache(b, &key, addend, terms, |r, a, t| {
+        vec![dot_built(r, a, t, format)]
+    })
+    .unwrap_or_else(|| vec![dot_built(b, addend, terms, format)]);
+    out.remove(0)
+}
+
+/// A dot product through the builder's compiled gadgets ([`Builder::compiled`]), keyed by
+/// `key`, the addend's presence and the number of terms; `None` when it must be built directly.
+fn dot_through_cache<B: Backend>(
+    b: &mut Builder<B>,
+    key: &str,
+    addend: Option<&[Bit<B::Wire>]>,
+    terms: &[WordPair<B::Wire>],
+    build: impl FnOnce(&mut Builder<Recorder>, Option<&[Bit<u32>]>, &[WordPair<u32>]) -> Vec<Word<u32>>,
+) -> Option<Vec<Word<B::Wire>>> {
+    let key = || format!("{key} {} {}", addend.is_some(), terms.len());
     let inputs = dot_inputs(addend, terms);
-    let build = |r: &mut Builder<Recorder>, i: &[Word<u32>]| {
+    b.compiled(key, &inputs, |r, i| {
         let (a, t) = dot_operands(addend.is_some(), i);
-        vec![dot_built(r, a, &t, format)]
-    };
-    match b.compiled(key, &inputs, build) {
-        Some(mut out) => out.remove(0),
-        None => dot_built(b, addend, terms, format),
-    }
+        build(r, a, &t)
+    })
 }
 
 /// A dot product's words as one input list for [`Builder::compiled`]: the addend (if any),
@@ -246,22 +251,12 @@ pub fn dot_checked<B: Backend>(
     format: FixedFormat,
     extend: usize,
 ) -> (Word<B::Wire>, Bit<B::Wire>) {
-    let key = || {
-        format!(
-            "dot_checked {} {} {} {} {extend}",
-            format.width(),
-            format.frac(),
-            addend.is_some(),
-            terms.len()
-        )
-    };
-    let inputs = dot_inputs(addend, terms);
-    let build = |r: &mut Builder<Recorder>, i: &[Word<u32>]| {
-        let (a, t) = dot_operands(addend.is_some(), i);
-        let (v, flag) = dot_checked_built(r, a, &t, format, extend);
+    let key = format!("dot_checked {} {} {extend}", format.width(), format.frac());
+    let out = dot_through_cache(b, &key, addend, terms, |r, a, t| {
+        let (v, flag) = dot_checked_built(r, a, t, format, extend);
         vec![v, vec![flag]]
-    };
-    match b.compiled(key, &inputs, build) {
+    });
+    match out {
         Some(mut out) => {
             let flag = out.pop().expect("two outputs").remove(0);
             (out.remove(0), flag)

@@ -73,8 +73,8 @@ fn window_bits(k: usize, bits: usize) -> usize {
         .unwrap_or(1)
 }
 
-/// Bits `start .. start + len` of `x`.
-fn digit(x: &[u64], start: usize, len: usize) -> usize {
+/// Bits `start .. start + len` of `x` (`len` below 64).
+pub(crate) fn digit(x: &[u64], start: usize, len: usize) -> usize {
     let (word, bit) = (start / 64, start % 64);
     let mut v = x.get(word).copied().unwrap_or(0) >> bit;
     if bit + len > 64 {

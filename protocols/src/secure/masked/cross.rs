@@ -19,6 +19,7 @@ use super::layout::{Layout, Segment};
 use super::matrix::IntMatrix;
 use super::packed::{PackedMatrix, packing_of, read_ciphertexts, write_ciphertexts};
 use crate::paillier::montgomery::{Montgomery, Residue};
+use crate::paillier::multiexp::digit;
 use crate::paillier::{Ciphertext, Packing, PaillierError, PublicKey, SecretKey};
 use crate::secure::wire::{Reader, Writer};
 
@@ -487,16 +488,6 @@ fn window_bits(terms: usize, bits: usize) -> usize {
     (1..=12)
         .min_by_key(|&w| terms * bits.div_ceil(w) + (1 << (w + 1)))
         .unwrap_or(1)
-}
-
-/// Bits `start .. start + len` of `x` (`len <= 16`).
-fn digit(x: &[u64], start: usize, len: usize) -> usize {
-    let (word, bit) = (start / 64, start % 64);
-    let mut v = x.get(word).copied().unwrap_or(0) >> bit;
-    if bit + len > 64 {
-        v |= x.get(word + 1).copied().unwrap_or(0) << (64 - bit);
-    }
-    (v & ((1u64 << len) - 1)) as usize
 }
 
 #[cfg(test)]
