@@ -109,12 +109,19 @@ pub fn fit(
     let beta = &report.beta;
     // The same compensated sums and penalty as the optimiser's, so `objective` equals the
     // report's last objective exactly.
-    let log_likelihood = aggregation.log_likelihood(beta);
+    let read_failed = |e| FitError::Aggregation(Box::new(e));
+    let log_likelihood = aggregation.log_likelihood(beta).map_err(read_failed)?;
     let mut probabilities = Vec::with_capacity(prepared.rows());
     let mut labels = Vec::with_capacity(prepared.rows());
     for party in &prepared.parties {
-        probabilities.extend(metrics::predict(party.x(), beta));
-        labels.extend(party.y().iter().copied());
+        party
+            .source()
+            .scan(&mut |x, y| {
+                probabilities.extend(metrics::predict(x, beta));
+                labels.extend(y.iter().copied());
+                Ok(())
+            })
+            .map_err(read_failed)?;
     }
     let probabilities = Array1::from(probabilities);
     let labels = Array1::from(labels);

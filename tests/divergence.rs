@@ -73,8 +73,8 @@ fn newton_diverges_from_two_where_privlogit_converges() {
         let mut gradient = -&beta;
         let mut information = ndarray::Array2::eye(beta.len());
         for party in &prepared.parties {
-            gradient += &party.gradient(&beta);
-            information += &party.information(&beta);
+            gradient += &party.gradient(&beta).expect("in memory");
+            information += &party.information(&beta).expect("in memory");
         }
         let Some(factor) = Cholesky::factor(&information) else {
             break;

@@ -61,7 +61,12 @@ fn privlogit_reaches_the_same_optimum() {
 }
 
 /// The same rows in 1, 3 or 7 parties (contiguous, shuffled, or by a group column) give the same
-/// iterates to 1e-12 for every optimiser, accelerated included.
+/// iterates for every optimiser: to 1e-12 for Newton and PrivLogit, to 1e-10 for accelerated
+/// PrivLogit. The gradient and log-likelihood are compensated row by row, so they do not depend
+/// on the partition; the `p x p` sums are matrix products over blocks of rows (issue 12: at
+/// matrix-multiply speed), whose rounding follows the blocks, so the curvature bound differs by
+/// about one ulp between partitions and Anderson extrapolation amplifies that along the path
+/// (measured 4.9e-11 on breast_cancer, 3 contiguous parties).
 #[test]
 fn iterates_do_not_depend_on_the_partition() {
     let whole = common::load_shared("breast_cancer.csv");
@@ -119,7 +124,8 @@ fn iterates_do_not_depend_on_the_partition() {
                 .zip(&other.history)
                 .map(|(a, b)| max_abs_diff(&a.beta, &b.beta))
                 .fold(0.0, f64::max);
-            assert!(worst <= 1e-12, "{optimizer} {label}: {worst:e}");
+            let tolerance = if optimizer == ACCEL { 1e-10 } else { 1e-12 };
+            assert!(worst <= tolerance, "{optimizer} {label}: {worst:e}");
         }
     }
 }
@@ -218,8 +224,9 @@ fn plr_without_noise_is_l2_logistic_regression() {
         let (_, expected) = reference(name);
         let party = &p.parties[0];
         let n = party.rows() as f64;
-        let y = party.y().mapv(|t| 2.0 * t - 1.0);
-        let w = privlogit::dp::plr::minimise(party.x(), y.view(), 1.0 / n, 0.0, None, None);
+        let (x, y) = party.collect().expect("in memory");
+        let y = y.mapv(|t| 2.0 * t - 1.0);
+        let w = privlogit::dp::plr::minimise(x.view(), y.view(), 1.0 / n, 0.0, None, None);
         let diff = max_abs_diff(&w, &expected);
         eprintln!("{name}: PLR without noise vs reference {diff:.2e}");
         assert!(diff <= 1e-8, "{name}: {diff:e}");

@@ -9,6 +9,7 @@
 //!   written once against [`Aggregation`] so a secure backend runs the very same update code.
 //! - [`stopping`]: when an optimiser stops (the rule both sides of [`Aggregation`] read).
 //! - [`compensated`]: partition-independent sums of the Nodes' row terms.
+//! - [`rows`]: where a Node's rows come from, read chunk by chunk (memory, files, simulations).
 //! - [`linalg`]: the small dense Cholesky factorisation and triangular solves they need.
 //! - [`paillier`]: the additively homomorphic encryption of the Nodes' sums.
 //! - [`secure`]: the Node, aggregator and key-holder roles of PrivLogit-Hessian and -Local.
@@ -20,6 +21,7 @@ pub mod linalg;
 pub mod objective;
 pub mod optimizer;
 pub mod paillier;
+pub mod rows;
 pub mod secure;
 pub mod stopping;
 pub mod transport;

@@ -3,150 +3,221 @@
 //!
 //! The penalty terms (`-lambda/2 ||beta||^2`, `-lambda beta`, `-lambda I`) are not local: the
 //! Center adds them once to the sums (eq. 5.6), so every quantity here is a plain sum over rows.
-//! Each row's term is computed from that row alone and added into a [`CompensatedSum`]; blocks of
-//! rows are summed in parallel on rayon and merged in block order. The Center merges the Nodes'
-//! accumulators the same way, so the totals do not depend on how rows are split among Nodes.
+//! Each row's gradient and log-likelihood term is computed from that row alone and added into a
+//! [`CompensatedSum`]; the `p x p` sums (`X^T X / 4`, `X^T A X`) are formed block by block with
+//! faer's matrix multiply (lower triangle only) and each block's product is added into compensated
+//! accumulators. Blocks are fixed runs of rows ([`crate::rows::blocks`]) merged in order, so a
+//! Node's sums do not depend on how its source chunks the rows, and the Center merges the Nodes'
+//! accumulators the same way, so the totals depend on the partition among Nodes only through the
+//! rounding inside one block's product.
+//!
+//! The rows come from a [`RowSource`]: in memory, or streamed from a file or a simulation, so a
+//! Node holds one chunk and `p^2` accumulators, never its whole data.
 
+use std::sync::Arc;
+
+use faer::linalg::matmul::triangular::{BlockStructure, matmul};
+use faer::{Accum, Mat, MatRef, Par};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
-use rayon::prelude::*;
 
 use crate::compensated::CompensatedSum;
+use crate::rows::blocks::for_each_block;
+use crate::rows::{MemoryRows, RowSource, RowsError};
 
-/// Rows per block of the local sums: enough work per rayon task, small enough to spread.
-const BLOCK_ROWS: usize = 2048;
-
-/// One party's rows: design matrix `x` (n x p, including any intercept column) and 0/1 labels.
-#[derive(Debug, Clone, PartialEq)]
+/// One party's rows: design matrix (n x p, including any intercept column) and 0/1 labels,
+/// read from a [`RowSource`] each time a sum is asked for.
+#[derive(Debug, Clone)]
 pub struct PartyData {
-    x: Array2<f64>,
-    y: Array1<f64>,
+    rows: Arc<dyn RowSource>,
 }
 
 impl PartyData {
-    /// Pairs a design matrix with its labels. Panics if the row counts differ or a label is not
-    /// 0 or 1: callers build these from validated input, so a mismatch is a bug.
+    /// A design matrix and its labels held in memory. Panics if the row counts differ or a label
+    /// is not 0 or 1: callers build these from validated input, so a mismatch is a bug.
     pub fn new(x: Array2<f64>, y: Array1<f64>) -> Self {
-        assert_eq!(
-            x.nrows(),
-            y.len(),
-            "design matrix and labels differ in length"
-        );
-        assert!(
-            y.iter().all(|&v| v == 0.0 || v == 1.0),
-            "labels must be 0 or 1"
-        );
-        let x = if x.is_standard_layout() {
-            x
-        } else {
-            x.as_standard_layout().into_owned()
-        };
-        Self { x, y }
+        Self::from_source(Arc::new(MemoryRows::new(x, y)))
     }
 
-    /// The design matrix.
-    pub fn x(&self) -> ArrayView2<'_, f64> {
-        self.x.view()
+    /// Rows read from `rows` on every pass.
+    pub fn from_source(rows: Arc<dyn RowSource>) -> Self {
+        Self { rows }
     }
 
-    /// The 0/1 labels.
-    pub fn y(&self) -> ArrayView1<'_, f64> {
-        self.y.view()
+    /// Where the rows come from.
+    pub fn source(&self) -> &Arc<dyn RowSource> {
+        &self.rows
     }
 
     /// Number of rows.
     pub fn rows(&self) -> usize {
-        self.x.nrows()
+        self.rows.rows()
     }
 
     /// Number of columns (coefficients).
     pub fn columns(&self) -> usize {
-        self.x.ncols()
+        self.rows.columns()
+    }
+
+    /// Every row read into memory (tests and small data only).
+    pub fn collect(&self) -> Result<(Array2<f64>, Array1<f64>), RowsError> {
+        let p = self.columns();
+        let mut xs = Vec::with_capacity(self.rows() * p);
+        let mut ys = Vec::with_capacity(self.rows());
+        self.rows.scan(&mut |x, y| {
+            xs.extend(x.iter());
+            ys.extend(y.iter());
+            Ok(())
+        })?;
+        let x = Array2::from_shape_vec((ys.len(), p), xs)
+            .map_err(|e| RowsError::new(self.rows.describe(), e.to_string()))?;
+        Ok((x, Array1::from(ys)))
     }
 
     /// Accumulators of the local gradient `X^T (y - p)` (entries `0..p`, eq. 2.12 without the
     /// penalty) and log-likelihood `sum_i y_i z_i - log(1 + e^{z_i})` (entry `p`, eq. 2.9), with
     /// `z = X beta`: what a Node contributes to one PrivLogit round.
-    pub fn gradient_sums(&self, beta: &Array1<f64>) -> CompensatedSum {
+    pub fn gradient_sums(&self, beta: &Array1<f64>) -> Result<CompensatedSum, RowsError> {
         let p = self.columns();
         let beta = beta.as_slice().expect("contiguous coefficients");
-        self.sum_rows(p + 1, |acc, row, y| {
-            let z = dot(row, beta);
-            acc.add_scaled(0, row, y - sigmoid(z));
-            acc.add(p, log_likelihood_term(z, y));
+        self.fold(p + 1, |x, y| {
+            let mut acc = CompensatedSum::zeros(p + 1);
+            for (row, &label) in x.outer_iter().zip(y) {
+                let row = row.to_slice().expect("standard layout");
+                let z = dot(row, beta);
+                acc.add_scaled(0, row, label - sigmoid(z));
+                acc.add(p, log_likelihood_term(z, label));
+            }
+            acc
         })
     }
 
     /// Accumulators of the lower triangle (packed by rows) of `X^T A X`, `A = diag(p_i (1 -
     /// p_i))`: minus the local Hessian of eq. 2.13.
-    pub fn information_sums(&self, beta: &Array1<f64>) -> CompensatedSum {
+    pub fn information_sums(&self, beta: &Array1<f64>) -> Result<CompensatedSum, RowsError> {
         let p = self.columns();
         let beta = beta.as_slice().expect("contiguous coefficients");
-        self.sum_rows(p * (p + 1) / 2, |acc, row, _| {
-            let prob = sigmoid(dot(row, beta));
-            acc.add_outer_lower(row, prob * (1.0 - prob));
+        self.fold(p * (p + 1) / 2, |x, _| {
+            let weights: Vec<f64> = x
+                .outer_iter()
+                .map(|row| {
+                    let prob = sigmoid(dot(row.to_slice().expect("standard layout"), beta));
+                    prob * (1.0 - prob)
+                })
+                .collect();
+            lower_gram(x, Some(&weights), 1.0)
         })
     }
 
     /// Accumulators of the lower triangle (packed by rows) of `1/4 X^T X`: minus the local
     /// PrivLogit Hessian bound `H~_i` of eq. 5.5.
-    pub fn information_bound_sums(&self) -> CompensatedSum {
+    pub fn information_bound_sums(&self) -> Result<CompensatedSum, RowsError> {
         let p = self.columns();
-        self.sum_rows(p * (p + 1) / 2, |acc, row, _| {
-            acc.add_outer_lower(row, 0.25)
-        })
+        self.fold(p * (p + 1) / 2, |x, _| lower_gram(x, None, 0.25))
     }
 
     /// Local gradient `X^T (y - p)` and log-likelihood (eq. 2.9), in one pass.
-    pub fn gradient_and_log_likelihood(&self, beta: &Array1<f64>) -> (Array1<f64>, f64) {
-        let mut v = self.gradient_sums(beta).values();
+    pub fn gradient_and_log_likelihood(
+        &self,
+        beta: &Array1<f64>,
+    ) -> Result<(Array1<f64>, f64), RowsError> {
+        let mut v = self.gradient_sums(beta)?.values();
         let l = v.pop().expect("p + 1 sums");
-        (Array1::from(v), l)
+        Ok((Array1::from(v), l))
     }
 
     /// Local gradient `X^T (y - p)`.
-    pub fn gradient(&self, beta: &Array1<f64>) -> Array1<f64> {
-        self.gradient_and_log_likelihood(beta).0
+    pub fn gradient(&self, beta: &Array1<f64>) -> Result<Array1<f64>, RowsError> {
+        Ok(self.gradient_and_log_likelihood(beta)?.0)
     }
 
     /// Local log-likelihood (eq. 2.9).
-    pub fn log_likelihood(&self, beta: &Array1<f64>) -> f64 {
-        self.gradient_and_log_likelihood(beta).1
+    pub fn log_likelihood(&self, beta: &Array1<f64>) -> Result<f64, RowsError> {
+        Ok(self.gradient_and_log_likelihood(beta)?.1)
     }
 
     /// Local `X^T A X`.
-    pub fn information(&self, beta: &Array1<f64>) -> Array2<f64> {
-        unpack_lower(&self.information_sums(beta).values(), self.columns())
+    pub fn information(&self, beta: &Array1<f64>) -> Result<Array2<f64>, RowsError> {
+        Ok(unpack_lower(
+            &self.information_sums(beta)?.values(),
+            self.columns(),
+        ))
     }
 
     /// Local `1/4 X^T X`.
-    pub fn information_bound(&self) -> Array2<f64> {
-        unpack_lower(&self.information_bound_sums().values(), self.columns())
+    pub fn information_bound(&self) -> Result<Array2<f64>, RowsError> {
+        Ok(unpack_lower(
+            &self.information_bound_sums()?.values(),
+            self.columns(),
+        ))
     }
 
-    /// Runs `add_row(acc, row, label)` over every row into `len` accumulators: blocks in
-    /// parallel, merged in block order.
-    fn sum_rows<F>(&self, len: usize, add_row: F) -> CompensatedSum
+    /// Runs `block_sum` on every block of rows and merges the blocks' sums in order into `len`
+    /// compensated accumulators.
+    fn fold<T, F>(&self, len: usize, block_sum: F) -> Result<CompensatedSum, RowsError>
     where
-        F: Fn(&mut CompensatedSum, &[f64], f64) + Sync,
+        T: BlockSum + Send,
+        F: Fn(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> T + Sync,
     {
-        let p = self.columns();
-        let x = self.x.as_slice().expect("standard layout");
-        let y = self.y.as_slice().expect("contiguous labels");
-        let blocks: Vec<CompensatedSum> = x
-            .par_chunks(BLOCK_ROWS * p.max(1))
-            .zip(y.par_chunks(BLOCK_ROWS))
-            .map(|(xb, yb)| {
-                let mut acc = CompensatedSum::zeros(len);
-                for (row, &label) in xb.chunks_exact(p).zip(yb) {
-                    add_row(&mut acc, row, label);
-                }
-                acc
-            })
-            .collect();
         let mut total = CompensatedSum::zeros(len);
-        blocks.iter().for_each(|b| total.merge(b));
-        total
+        for_each_block(self.rows.as_ref(), block_sum, |b| b.merge_into(&mut total))?;
+        Ok(total)
     }
+}
+
+/// A block's partial sums, merged into the running compensated accumulators.
+trait BlockSum {
+    fn merge_into(self, total: &mut CompensatedSum);
+}
+
+impl BlockSum for CompensatedSum {
+    fn merge_into(self, total: &mut CompensatedSum) {
+        total.merge(&self);
+    }
+}
+
+/// A block's plain sums (one matrix product), each added to the accumulators as one term.
+impl BlockSum for Vec<f64> {
+    fn merge_into(self, total: &mut CompensatedSum) {
+        total.add_scaled(0, &self, 1.0);
+    }
+}
+
+/// The lower triangle, packed by rows, of `scale * X^T W X` for a block `x` (rows in standard
+/// layout) and `W = diag(weights)` (identity if `None`): one faer matrix product that computes
+/// the lower triangle only, single-threaded (the blocks run in parallel).
+fn lower_gram(x: ArrayView2<'_, f64>, weights: Option<&[f64]>, scale: f64) -> Vec<f64> {
+    let (n, p) = x.dim();
+    let xs = x.to_slice().expect("standard layout");
+    let xt = MatRef::from_column_major_slice(xs, p, n);
+    let weighted: Vec<f64>;
+    let rhs = match weights {
+        Some(w) => {
+            weighted = xs
+                .chunks_exact(p)
+                .zip(w)
+                .flat_map(|(row, &wi)| row.iter().map(move |v| wi * v))
+                .collect();
+            MatRef::from_row_major_slice(&weighted, n, p)
+        }
+        None => MatRef::from_row_major_slice(xs, n, p),
+    };
+    let mut product = Mat::<f64>::zeros(p, p);
+    matmul(
+        product.as_mut(),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        xt,
+        BlockStructure::Rectangular,
+        rhs,
+        BlockStructure::Rectangular,
+        scale,
+        Par::Seq,
+    );
+    let mut packed = Vec::with_capacity(p * (p + 1) / 2);
+    for j in 0..p {
+        packed.extend((0..=j).map(|i| product[(j, i)]));
+    }
+    packed
 }
 
 /// A symmetric p x p matrix from its lower triangle packed by rows.
@@ -164,10 +235,27 @@ pub fn unpack_lower(packed: &[f64], p: usize) -> Array2<f64> {
     m
 }
 
-/// Dot product of one row with the coefficients, in a fixed order.
+/// Dot product of one row with the coefficients in a fixed order: eight interleaved partial
+/// sums (so the compiler can vectorise it) added pairwise, then the tail.
 #[inline]
 fn dot(row: &[f64], beta: &[f64]) -> f64 {
-    row.iter().zip(beta).map(|(a, b)| a * b).sum()
+    const LANES: usize = 8;
+    let mut lanes = [0.0; LANES];
+    let split = row.len() - row.len() % LANES;
+    for (r, b) in row[..split]
+        .chunks_exact(LANES)
+        .zip(beta[..split].chunks_exact(LANES))
+    {
+        for k in 0..LANES {
+            lanes[k] += r[k] * b[k];
+        }
+    }
+    let mut total = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
+        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    for (r, b) in row[split..].iter().zip(&beta[split..]) {
+        total += r * b;
+    }
+    total
 }
 
 /// One row's log-likelihood `y z - log(1 + e^z)` at linear predictor `z` (eq. 2.9).
@@ -219,10 +307,16 @@ mod tests {
     fn values_at_zero() {
         let d = toy();
         let zero = Array1::zeros(3);
-        assert_eq!(d.gradient(&zero), array![0.5, 2.0, -1.375]);
-        assert!((d.log_likelihood(&zero) + 3.0 * 2f64.ln()).abs() < 1e-15);
-        assert_eq!(d.information(&zero), d.information_bound());
-        assert_eq!(d.information_bound()[(1, 2)], -0.75);
+        assert_eq!(
+            d.gradient(&zero).expect("in memory"),
+            array![0.5, 2.0, -1.375]
+        );
+        assert!((d.log_likelihood(&zero).expect("in memory") + 3.0 * 2f64.ln()).abs() < 1e-15);
+        assert_eq!(
+            d.information(&zero).expect("in memory"),
+            d.information_bound().expect("in memory")
+        );
+        assert_eq!(d.information_bound().expect("in memory")[(1, 2)], -0.75);
     }
 
     /// Central finite differences of the log-likelihood agree with the analytic gradient, and
@@ -232,16 +326,20 @@ mod tests {
         let d = toy();
         let beta = array![0.3, -0.2, 0.7];
         let h = 1e-6;
-        let g = d.gradient(&beta);
-        let info = d.information(&beta);
+        let g = d.gradient(&beta).expect("in memory");
+        let info = d.information(&beta).expect("in memory");
         for j in 0..3 {
             let mut up = beta.clone();
             let mut down = beta.clone();
             up[j] += h;
             down[j] -= h;
-            let fd = (d.log_likelihood(&up) - d.log_likelihood(&down)) / (2.0 * h);
+            let fd = (d.log_likelihood(&up).expect("in memory")
+                - d.log_likelihood(&down).expect("in memory"))
+                / (2.0 * h);
             assert!((fd - g[j]).abs() < 1e-8, "gradient {j}: {fd} vs {}", g[j]);
-            let fd_g = (d.gradient(&up) - d.gradient(&down)) / (2.0 * h);
+            let fd_g = (d.gradient(&up).expect("in memory")
+                - d.gradient(&down).expect("in memory"))
+                / (2.0 * h);
             for i in 0..3 {
                 assert!((fd_g[i] + info[(i, j)]).abs() < 1e-7);
             }
@@ -252,7 +350,8 @@ mod tests {
     #[test]
     fn bound_dominates_information() {
         let d = toy();
-        let gap = d.information_bound() - d.information(&array![0.1, 2.0, -0.3]);
+        let gap = d.information_bound().expect("in memory")
+            - d.information(&array![0.1, 2.0, -0.3]).expect("in memory");
         for v in [
             array![1.0, 0.0, 0.0],
             array![0.3, -1.0, 2.0],

@@ -139,6 +139,9 @@ pub enum SecureError {
     /// threshold): the study stops rather than produce a wrong model.
     #[error("out of range: {0}")]
     Range(String),
+    /// A Node could not read its own rows.
+    #[error("a Node's data: {0}")]
+    Data(#[from] crate::rows::RowsError),
 }
 
 impl SecureError {

@@ -3,14 +3,13 @@
 //! how the rows are partitioned. It is both the non-secure distributed
 //! baseline and the oracle the secure backends are compared against step by step.
 
-use std::convert::Infallible;
-
 use ndarray::{Array1, Array2};
 
 use super::{Aggregation, NewtonSystem};
 use crate::compensated::CompensatedSum;
 use crate::linalg::Cholesky;
 use crate::objective::{PartyData, unpack_lower};
+use crate::rows::RowsError;
 use crate::stopping::StoppingRule;
 
 /// Sums over parties held in memory, in the clear.
@@ -33,16 +32,21 @@ impl<'a> PlaintextAggregation<'a> {
     }
 
     /// Every party's accumulators merged in party order, rounded once.
-    fn merged(&self, local: impl Fn(&PartyData) -> CompensatedSum) -> Vec<f64> {
+    fn merged(
+        &self,
+        local: impl Fn(&PartyData) -> Result<CompensatedSum, RowsError>,
+    ) -> Result<Vec<f64>, RowsError> {
         let mut parties = self.parties.iter();
-        let mut total = local(parties.next().expect("at least one party"));
-        parties.for_each(|party| total.merge(&local(party)));
-        total.values()
+        let mut total = local(parties.next().expect("at least one party"))?;
+        for party in parties {
+            total.merge(&local(party)?);
+        }
+        Ok(total.values())
     }
 
     /// The pooled log-likelihood (eq. 2.9), summed exactly as the optimisers sum it.
-    pub fn log_likelihood(&self, beta: &Array1<f64>) -> f64 {
-        self.merged(|party| party.gradient_sums(beta))[self.dimension]
+    pub fn log_likelihood(&self, beta: &Array1<f64>) -> Result<f64, RowsError> {
+        Ok(self.merged(|party| party.gradient_sums(beta))?[self.dimension])
     }
 
     fn identity_times(&self, lambda: f64) -> Array2<f64> {
@@ -54,7 +58,7 @@ impl Aggregation for PlaintextAggregation<'_> {
     type Scalar = f64;
     type Vector = Array1<f64>;
     type Factor = Cholesky;
-    type Error = Infallible;
+    type Error = RowsError;
 
     fn dimension(&self) -> usize {
         self.dimension
@@ -64,9 +68,9 @@ impl Aggregation for PlaintextAggregation<'_> {
         self.parties.iter().map(PartyData::rows).sum()
     }
 
-    fn bound_factor(&mut self, lambda: f64) -> Result<Option<Cholesky>, Infallible> {
+    fn bound_factor(&mut self, lambda: f64) -> Result<Option<Cholesky>, RowsError> {
         // eq. 5.5: sum of the local bounds, then the penalty once.
-        let bound = self.merged(PartyData::information_bound_sums);
+        let bound = self.merged(PartyData::information_bound_sums)?;
         let b = unpack_lower(&bound, self.dimension) + self.identity_times(lambda);
         Ok(Cholesky::factor(&b))
     }
@@ -75,8 +79,8 @@ impl Aggregation for PlaintextAggregation<'_> {
         &mut self,
         beta: &Array1<f64>,
         lambda: f64,
-    ) -> Result<(Array1<f64>, f64), Infallible> {
-        let mut sums = self.merged(|party| party.gradient_sums(beta));
+    ) -> Result<(Array1<f64>, f64), RowsError> {
+        let mut sums = self.merged(|party| party.gradient_sums(beta))?;
         let log_likelihood = sums.pop().expect("p + 1 sums");
         Ok(penalise(Array1::from(sums), log_likelihood, beta, lambda))
     }
@@ -85,9 +89,9 @@ impl Aggregation for PlaintextAggregation<'_> {
         &mut self,
         beta: &Array1<f64>,
         lambda: f64,
-    ) -> Result<NewtonSystem<Self>, Infallible> {
+    ) -> Result<NewtonSystem<Self>, RowsError> {
         let (gradient, objective) = self.gradient_and_objective(beta, lambda)?;
-        let information = self.merged(|party| party.information_sums(beta));
+        let information = self.merged(|party| party.information_sums(beta))?;
         let information = unpack_lower(&information, self.dimension) + self.identity_times(lambda);
         Ok(NewtonSystem {
             gradient,
@@ -100,7 +104,7 @@ impl Aggregation for PlaintextAggregation<'_> {
         &mut self,
         factor: &Cholesky,
         gradient: &Array1<f64>,
-    ) -> Result<Array1<f64>, Infallible> {
+    ) -> Result<Array1<f64>, RowsError> {
         Ok(factor.solve(gradient))
     }
 
@@ -110,7 +114,7 @@ impl Aggregation for PlaintextAggregation<'_> {
         current: &f64,
         gradient: &Array1<f64>,
         rule: &StoppingRule,
-    ) -> Result<bool, Infallible> {
+    ) -> Result<bool, RowsError> {
         let relative = (current - previous).abs() / previous.abs();
         let by_objective = relative < rule.relative_tolerance;
         let by_gradient = rule
@@ -119,7 +123,7 @@ impl Aggregation for PlaintextAggregation<'_> {
         Ok(by_objective || by_gradient)
     }
 
-    fn increased(&mut self, candidate: &f64, base: &f64, slack: f64) -> Result<bool, Infallible> {
+    fn increased(&mut self, candidate: &f64, base: &f64, slack: f64) -> Result<bool, RowsError> {
         Ok(*candidate >= base - slack * base.abs())
     }
 
@@ -129,7 +133,7 @@ impl Aggregation for PlaintextAggregation<'_> {
         base: &f64,
         base_gradient: &Array1<f64>,
         step: &Array1<f64>,
-    ) -> Result<bool, Infallible> {
+    ) -> Result<bool, RowsError> {
         Ok(*candidate >= base + 0.5 * step.dot(base_gradient))
     }
 

@@ -2,35 +2,46 @@
 //! Everything a Node sends is encrypted under the key holder's key; what it receives (N, the
 //! coefficients, `Enc((B/N)^-1)`) is public by design or encrypted.
 
-use ndarray::{Array1, Array2, Axis, concatenate};
+use std::sync::Arc;
+
+use ndarray::{Array1, Array2};
 use num_bigint::BigUint;
 use num_traits::One;
 use privlogit_circuits::channel::Channel;
 
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
+use crate::compensated::CompensatedSum;
 use crate::objective::PartyData;
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, Packing, PublicKey};
+use crate::rows::blocks::for_each_block;
+use crate::rows::{DesignRows, MemoryRows, RowSource};
 
-/// A Node's rows: features (without the intercept) and 0/1 labels. Standardisation, when the
-/// study asks for it, replaces the features by z-scores with the pooled statistics; the design
-/// matrix (intercept first when asked) is formed at the first request that needs it.
+/// A Node's rows: features (without the intercept) and 0/1 labels, in memory or streamed from a
+/// [`RowSource`]. Standardisation, when the study asks for it, replaces the features by z-scores
+/// with the pooled statistics as each chunk is read; the design matrix (intercept first when
+/// asked) is formed at the first request that needs it.
 #[derive(Debug, Clone)]
 pub struct NodeData {
-    x: Array2<f64>,
-    y: Array1<f64>,
+    raw: Arc<dyn RowSource>,
     intercept: bool,
+    standardize: Option<(Vec<f64>, Vec<f64>)>,
     party: Option<PartyData>,
 }
 
 impl NodeData {
-    /// Rows `x` (features only) with labels `y`; `intercept` prepends a column of ones.
+    /// Rows `x` (features only) with labels `y` in memory; `intercept` prepends a column of ones.
     pub fn new(x: Array2<f64>, y: Array1<f64>, intercept: bool) -> Self {
         assert_eq!(x.nrows(), y.len(), "one label per row");
+        Self::from_source(Arc::new(MemoryRows::new(x, y)), intercept)
+    }
+
+    /// Rows read from `raw` (features only) on every pass, never held whole.
+    pub fn from_source(raw: Arc<dyn RowSource>, intercept: bool) -> Self {
         Self {
-            x,
-            y,
+            raw,
             intercept,
+            standardize: None,
             party: None,
         }
     }
@@ -38,9 +49,9 @@ impl NodeData {
     /// A design matrix already formed (intercept included if wanted).
     pub fn prepared(party: PartyData) -> Self {
         Self {
-            x: Array2::zeros((0, 0)),
-            y: Array1::zeros(0),
+            raw: party.source().clone(),
             intercept: false,
+            standardize: None,
             party: Some(party),
         }
     }
@@ -52,20 +63,18 @@ impl NodeData {
 
     /// Rows held.
     pub fn rows(&self) -> usize {
-        self.party.as_ref().map_or(self.x.nrows(), PartyData::rows)
+        self.raw.rows()
     }
 
-    fn party(&mut self) -> &PartyData {
+    fn party(&mut self) -> Result<&PartyData, SecureError> {
         if self.party.is_none() {
-            let x = if self.intercept {
-                let ones = Array2::ones((self.x.nrows(), 1));
-                concatenate(Axis(1), &[ones.view(), self.x.view()]).expect("same rows")
-            } else {
-                self.x.clone()
-            };
-            self.party = Some(PartyData::new(x, self.y.clone()));
+            let mut design = DesignRows::new(self.raw.clone(), self.intercept);
+            if let Some((means, scales)) = self.standardize.clone() {
+                design = design.standardized(means, scales)?;
+            }
+            self.party = Some(PartyData::from_source(Arc::new(design)));
         }
-        self.party.as_ref().expect("formed above")
+        Ok(self.party.as_ref().expect("formed above"))
     }
 
     /// Per-feature sums of `x` or, given means, of `(x - mean)^2`, divided by `n`.
@@ -75,23 +84,28 @@ impl NodeData {
                 "standardisation asked after the fit started".to_string(),
             ));
         }
-        let p = self.x.ncols();
+        let p = self.raw.columns();
         if means.is_some_and(|m| m.len() != p) {
             return Err(SecureError::Protocol(
                 "means of the wrong length".to_string(),
             ));
         }
-        let mut total = crate::compensated::CompensatedSum::zeros(p);
-        let mut term = vec![0.0; p];
-        for row in self.x.outer_iter() {
-            for (j, (t, x)) in term.iter_mut().zip(row.iter()).enumerate() {
-                *t = match means {
-                    Some(m) => (x - m[j]) * (x - m[j]),
-                    None => *x,
-                };
+        let mut total = CompensatedSum::zeros(p);
+        let block_sums = |x: ndarray::ArrayView2<'_, f64>, _: ndarray::ArrayView1<'_, f64>| {
+            let mut acc = CompensatedSum::zeros(p);
+            let mut term = vec![0.0; p];
+            for row in x.outer_iter() {
+                for (j, (t, x)) in term.iter_mut().zip(row.iter()).enumerate() {
+                    *t = match means {
+                        Some(m) => (x - m[j]) * (x - m[j]),
+                        None => *x,
+                    };
+                }
+                acc.add_scaled(0, &term, 1.0);
             }
-            total.add_scaled(0, &term, 1.0);
-        }
+            acc
+        };
+        for_each_block(self.raw.as_ref(), block_sums, |b| total.merge(&b))?;
         Ok(total.values().iter().map(|v| v / n).collect())
     }
 }
@@ -195,9 +209,10 @@ pub fn serve<C: Channel>(
             Step::Bound => {
                 let n = n_total
                     .ok_or_else(|| SecureError::Protocol("bound requested before N".to_string()))?;
+                let party = data.party()?;
                 let sums = timed(&mut stats.local_seconds, || {
-                    data.party().information_bound_sums().values()
-                });
+                    party.information_bound_sums().map(|s| s.values())
+                })?;
                 let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
                 let v = encrypt_values(
                     key,
@@ -224,7 +239,7 @@ pub fn serve<C: Channel>(
                 })?;
                 let beta = Array1::from(reader.f64s().map_err(at("reading beta"))?);
                 reader.end().map_err(at("reading beta"))?;
-                let party = data.party();
+                let party = data.party()?;
                 if beta.len() != party.columns() {
                     return Err(SecureError::Protocol(format!(
                         "beta of {} coefficients for {} columns",
@@ -233,8 +248,8 @@ pub fn serve<C: Channel>(
                     )));
                 }
                 let mut sums = timed(&mut stats.local_seconds, || {
-                    party.gradient_sums(&beta).values()
-                });
+                    party.gradient_sums(&beta).map(|s| s.values())
+                })?;
                 let log_likelihood = sums.pop().expect("p + 1 sums") / n;
                 let gradient: Vec<f64> = sums.iter().map(|v| v / n).collect();
                 // Unpacked, so that the Center can take dot products with public vectors.
@@ -262,8 +277,8 @@ pub fn serve<C: Channel>(
                 if step == Step::Newton {
                     // The local information X_i^T A X_i / N (eq. 2.13), lower triangle.
                     let sums = timed(&mut stats.local_seconds, || {
-                        party.information_sums(&beta).values()
-                    });
+                        party.information_sums(&beta).map(|s| s.values())
+                    })?;
                     let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
                     let packing = config.bound_packing(key)?;
                     let h = encrypt_values(key, &values, frac, config, packing, &noise)?;
@@ -303,16 +318,16 @@ pub fn serve<C: Channel>(
                 let scales = reader.f64s().map_err(at("reading the statistics"))?;
                 reader.end().map_err(at("reading the statistics"))?;
                 if data.party.is_some()
-                    || means.len() != data.x.ncols()
-                    || scales.len() != data.x.ncols()
+                    || means.len() != data.raw.columns()
+                    || scales.len() != data.raw.columns()
+                    || means.iter().any(|m| !m.is_finite())
                     || scales.iter().any(|s| !(s.is_finite() && *s > 0.0))
                 {
                     return Err(SecureError::Protocol(
                         "unusable standardisation statistics".to_string(),
                     ));
                 }
-                data.x -= &Array1::from(means);
-                data.x /= &Array1::from(scales);
+                data.standardize = Some((means, scales));
                 None
             }
             other => unreachable!("{other:?} was not expected"),

@@ -2,20 +2,20 @@
 //! the same simulated data, every role in this process over loopback TCP, in one table.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Result, anyhow};
 use clap::Args;
-use privlogit::data::partition;
-use privlogit::fit::{self, Preparation};
 use privlogit::protocols::paillier::{KeyPair, KeySize};
+use privlogit::protocols::rows::{DesignRows, RowSource};
 use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study::StudyPlan;
 use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
-use privlogit::protocols::{FitOptions, Optimizer, PlaintextAggregation};
+use privlogit::protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
 use privlogit::synthetic::Simulation;
 use serde::Serialize;
 
@@ -79,18 +79,17 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         "simulating {} x {} in {} parties ...",
         args.rows, args.features, args.parties
     );
-    let data = Simulation::new(args.rows, args.features, args.seed)
+    // Every Node regenerates its range of the simulation on each pass (nothing is held).
+    let sources: Vec<Arc<dyn RowSource>> = Simulation::new(args.rows, args.features, args.seed)
+        .and_then(|sim| sim.split(args.parties))
         .map_err(|e| anyhow!(e))?
-        .dataset();
-    let parts = partition::split_contiguous(&data, args.parties)?;
-    drop(data);
-    let prepared = fit::prepare(
-        parts,
-        Preparation {
-            standardize: false,
-            intercept: true,
-        },
-    )?;
+        .into_iter()
+        .map(|part| Arc::new(part) as Arc<dyn RowSource>)
+        .collect();
+    let parties: Vec<PartyData> = sources
+        .iter()
+        .map(|raw| PartyData::from_source(Arc::new(DesignRows::new(raw.clone(), true))))
+        .collect();
     let options = FitOptions::new().lambda(1.0);
     let privlogit = if args.accelerate {
         Optimizer::AcceleratedPrivLogit {
@@ -104,7 +103,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     let start = Instant::now();
     let plain = privlogit
         .fit(
-            &mut PlaintextAggregation::new(&prepared.parties),
+            &mut PlaintextAggregation::new(&parties),
             &options,
             &mut |_| {},
         )
@@ -125,13 +124,13 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     }];
     let plain_newton = Optimizer::Newton
         .fit(
-            &mut PlaintextAggregation::new(&prepared.parties),
+            &mut PlaintextAggregation::new(&parties),
             &options,
             &mut |_| {},
         )
         .map_err(|e| anyhow!(e))?;
 
-    let names: Vec<String> = prepared.names[1..].to_vec();
+    let names: Vec<String> = sources[0].names();
     let mut runs = vec![(Protocol::Hessian, privlogit), (Protocol::Local, privlogit)];
     if !args.no_newton {
         runs.push((Protocol::Newton, Optimizer::Newton));
@@ -161,14 +160,9 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
             intercept: true,
             linear_algebra: method,
         };
-        // The design matrices without their intercept column; the study adds it back.
-        let nodes = prepared
-            .parties
+        let nodes = sources
             .iter()
-            .map(|p| {
-                let x = p.x().slice(ndarray::s![.., 1..]).to_owned();
-                (names.clone(), NodeData::new(x, p.y().to_owned(), true))
-            })
+            .map(|raw| (names.clone(), NodeData::from_source(raw.clone(), true)))
             .collect();
         let inprocess::StudyRun {
             outcome, keyholder, ..

@@ -1,0 +1,96 @@
+//! The design matrix a study fits: a Node's raw features, standardised with the pooled means and
+//! scales when the study asks, and an intercept column first when it asks for one. Applied to
+//! each chunk as it is read, so nothing the size of the data is ever held.
+
+use std::sync::Arc;
+
+use ndarray::{Array2, Axis};
+
+use super::{ChunkVisitor, RowSource, RowsError};
+
+/// Name of the intercept column.
+pub const INTERCEPT: &str = "intercept";
+
+/// Raw rows turned into design rows on the fly.
+#[derive(Debug, Clone)]
+pub struct DesignRows {
+    raw: Arc<dyn RowSource>,
+    intercept: bool,
+    standardize: Option<(Vec<f64>, Vec<f64>)>,
+}
+
+impl DesignRows {
+    /// `raw`'s rows, with an intercept column first if `intercept`.
+    pub fn new(raw: Arc<dyn RowSource>, intercept: bool) -> Self {
+        Self {
+            raw,
+            intercept,
+            standardize: None,
+        }
+    }
+
+    /// Replaces each feature `x_j` by `(x_j - means[j]) / scales[j]`. Refuses statistics of the
+    /// wrong length or scales that are not finite and positive.
+    pub fn standardized(mut self, means: Vec<f64>, scales: Vec<f64>) -> Result<Self, RowsError> {
+        let p = self.raw.columns();
+        if means.len() != p
+            || scales.len() != p
+            || means.iter().any(|m| !m.is_finite())
+            || scales.iter().any(|s| !(s.is_finite() && *s > 0.0))
+        {
+            return Err(RowsError::new(
+                self.raw.describe(),
+                format!("unusable standardisation statistics for {p} features"),
+            ));
+        }
+        self.standardize = Some((means, scales));
+        Ok(self)
+    }
+
+    /// The raw source underneath.
+    pub fn raw(&self) -> &Arc<dyn RowSource> {
+        &self.raw
+    }
+}
+
+impl RowSource for DesignRows {
+    fn describe(&self) -> String {
+        self.raw.describe()
+    }
+
+    fn rows(&self) -> usize {
+        self.raw.rows()
+    }
+
+    fn columns(&self) -> usize {
+        self.raw.columns() + usize::from(self.intercept)
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names = Vec::with_capacity(self.columns());
+        if self.intercept {
+            names.push(INTERCEPT.to_string());
+        }
+        names.extend(self.raw.names());
+        names
+    }
+
+    fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError> {
+        if !self.intercept && self.standardize.is_none() {
+            return self.raw.scan(visit);
+        }
+        let first = usize::from(self.intercept);
+        self.raw.scan(&mut |x, y| {
+            let mut design = Array2::ones((x.nrows(), x.ncols() + first));
+            design.slice_mut(ndarray::s![.., first..]).assign(&x);
+            if let Some((means, scales)) = &self.standardize {
+                for mut row in design.axis_iter_mut(Axis(0)) {
+                    for ((v, m), s) in row.iter_mut().skip(first).zip(means).zip(scales) {
+                        *v = (*v - m) / s;
+                    }
+                }
+            }
+            visit(design.view(), y)
+        })
+    }
+}
