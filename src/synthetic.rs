@@ -1,29 +1,36 @@
 //! Simulated data sets like the dissertation's SimuX family (section 5.4.1): random covariates,
 //! random coefficients, Bernoulli responses.
 //!
-//! The paper gives no distributions, so we use the standard choice and write it down:
-//! `x_ij ~ N(0, 1)` independently, `beta_j ~ N(0, s^2 / p)`, and `y_i ~ Bernoulli(sigmoid(x_i^T
-//! beta))`, with no intercept in the truth. The linear predictor `x^T beta` then has standard
+//! The paper gives no distributions ("randomly generating covariates", section 5.4.1), so we
+//! choose and write it down: `x_ij ~ Uniform(-sqrt 3, sqrt 3)` independently (mean 0, variance
+//! 1), `beta_j ~ N(0, s^2 / p)`, and `y_i ~ Bernoulli(sigmoid(x_i^T beta))`, with no intercept in
+//! the truth. Uniform rather than Gaussian covariates because a streamed Node regenerates its
+//! rows every round, and SimuX400's 2 x 10^10 values per round must cost well under a
+//! nanosecond each ([`lanes`]: 0.3 ns against 1.7 ns for a Gaussian by the ziggurat); for the
+//! logistic model what matters is the linear predictor, which is a sum of p such terms. The linear predictor `x^T beta` then has standard
 //! deviation about `s` whatever p is. The default `s = 2.5` ([`DEFAULT_SIGNAL`]) was chosen so
 //! that the iteration counts match the dissertation's Table 5.1 on its own sizes: with lambda 1
 //! and the paper's stopping rule, SimuX50 (1,000,000 x 50, seed 1, 5 parties) takes 6 Newton and
 //! 35 PrivLogit iterations (paper: 6 and 32); a numpy pilot of the same model on 50,000 x 10 took
 //! 5 and 22 (paper's SimuX10: 6 and 20).
 //!
-//! Rows are produced in chunks of [`CHUNK_ROWS`]; chunk `c` draws from a Xoshiro256++ generator
-//! whose state is the first 32 bytes of a ChaCha20 generator seeded with `seed` on stream `c + 1`
-//! (stream 0 draws the coefficients). So a seed fixes the data exactly, independent of thread
-//! count, and 50,000,000 x 400 is regenerated chunk by chunk ([`SimulatedRows`]) without ever
-//! holding more than a few chunks in memory. Xoshiro256++ (a statistical generator, not a
-//! cryptographic one: nothing here is secret) draws a normal in 1.7 ns against ChaCha20's 5.6 ns
-//! on this machine type, which decides how fast a Node can regenerate SimuX400 once per round.
+//! Rows are produced in chunks of [`CHUNK_ROWS`]; chunk `c` takes 40 words from a ChaCha20
+//! generator seeded with `seed` on stream `c + 1` (stream 0 draws the coefficients): 32 seed
+//! eight Xoshiro256++ generators in lock-step that fill the covariates row by row, 4 seed one
+//! more that draws the labels. So a seed fixes the data exactly, independent of thread count and
+//! CPU, and 50,000,000 x 400 is regenerated chunk by chunk ([`SimulatedRows`]) without ever
+//! holding more than a few chunks in memory. Xoshiro256++ is a statistical generator, not a
+//! cryptographic one: nothing here is secret.
 
 use std::io::{self, Write};
 
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
-use privlogit_protocols::objective::sigmoid;
+mod lanes;
+
 use std::sync::Arc;
 
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use privlogit_protocols::PartyData;
+use privlogit_protocols::objective::{dot, sigmoid};
 use privlogit_protocols::rows::{ChunkVisitor, RowSource, RowsError};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -33,8 +40,9 @@ use rayon::prelude::*;
 
 use crate::data::Dataset;
 
-/// Rows per generated chunk; part of the definition of the data a seed produces.
-pub const CHUNK_ROWS: usize = 8192;
+/// Rows per generated chunk; part of the definition of the data a seed produces. Equal to the
+/// block of the Nodes' sums, so a block is regenerated in one piece inside the task that sums it.
+pub const CHUNK_ROWS: usize = privlogit_protocols::rows::blocks::BLOCK_ROWS;
 
 /// Default standard deviation of the linear predictor (see the module docs).
 pub const DEFAULT_SIGNAL: f64 = 2.5;
@@ -93,47 +101,54 @@ impl Simulation {
         Array1::from_shape_fn(self.features, |_| sd * rng.sample::<f64, _>(StandardNormal))
     }
 
-    /// Number of chunks.
-    pub fn chunks(&self) -> usize {
-        self.rows.div_ceil(CHUNK_ROWS)
+    /// The whole data set as one streamed source (part 0 of 1).
+    pub fn source(&self) -> SimulatedRows {
+        SimulatedRows {
+            simulation: *self,
+            beta: Arc::new(self.coefficients()),
+            part: 0,
+            rows: self.rows,
+        }
     }
 
-    /// Chunk `index`: rows `index * CHUNK_ROWS ..` (the last chunk may be shorter).
-    pub fn chunk(&self, index: usize, beta: &Array1<f64>) -> (Array2<f64>, Array1<f64>) {
-        let start = index * CHUNK_ROWS;
-        let n = CHUNK_ROWS.min(self.rows - start);
-        let mut seed = <Xoshiro256PlusPlus as SeedableRng>::Seed::default();
-        self.stream(index as u64 + 1).fill_bytes(&mut seed);
-        let mut rng = Xoshiro256PlusPlus::from_seed(seed);
-        let mut x = Array2::zeros((n, self.features));
-        let mut y = Array1::zeros(n);
-        for (mut row, label) in x.outer_iter_mut().zip(y.iter_mut()) {
-            row.mapv_inplace(|_| rng.sample::<f64, _>(StandardNormal));
-            let p = sigmoid(row.dot(beta));
-            *label = f64::from(u8::from(rng.random::<f64>() < p));
+    /// The rows dealt to `parts` Nodes, each a streamed source of nearly equal size (the first
+    /// ones one row longer). Part `k` draws its chunks from its own streams (see the module
+    /// docs), so every part regenerates any block of its rows on its own; part 0 is the first
+    /// rows of [`Simulation::source`].
+    pub fn parts(&self, parts: usize) -> Result<Vec<SimulatedRows>, String> {
+        if parts == 0 || parts > self.rows {
+            return Err(format!("cannot deal {} rows to {parts} parts", self.rows));
         }
-        (x, y)
+        let beta = Arc::new(self.coefficients());
+        let (base, extra) = (self.rows / parts, self.rows % parts);
+        Ok((0..parts)
+            .map(|k| SimulatedRows {
+                simulation: *self,
+                beta: beta.clone(),
+                part: k,
+                rows: base + usize::from(k < extra),
+            })
+            .collect())
     }
 
     /// The whole data set in memory (for tests and small studies).
     pub fn dataset(&self) -> Dataset {
-        let beta = self.coefficients();
-        let parts: Vec<_> = (0..self.chunks()).map(|c| self.chunk(c, &beta)).collect();
-        let xs: Vec<_> = parts.iter().map(|(x, _)| x.view()).collect();
-        let ys: Vec<_> = parts.iter().map(|(_, y)| y.view()).collect();
+        let (x, y) = PartyData::from_source(Arc::new(self.source()))
+            .collect()
+            .expect("a simulation cannot fail to generate");
         Dataset {
             source: format!(
                 "simulated {} x {} (seed {})",
                 self.rows, self.features, self.seed
             ),
             names: self.feature_names(),
-            x: ndarray::concatenate(ndarray::Axis(0), &xs).expect("same widths"),
-            y: ndarray::concatenate(ndarray::Axis(0), &ys).expect("vectors"),
+            x,
+            y,
         }
     }
 
-    /// Generates the chunks in order, several at a time in parallel, handing each to `sink`
-    /// after `encode` turned it into bytes (also in parallel); `progress` gets rows done.
+    /// Generates the rows in order, several chunks at a time in parallel, handing each to
+    /// `out` after `encode` turned it into bytes (also in parallel); `progress` gets rows done.
     pub fn write<W, E>(
         &self,
         out: &mut W,
@@ -144,15 +159,16 @@ impl Simulation {
         W: Write,
         E: Fn(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> Vec<u8> + Sync,
     {
-        let beta = self.coefficients();
-        let batch = 2 * rayon::current_num_threads().max(1);
+        let source = self.source();
+        let chunks = self.rows.div_ceil(CHUNK_ROWS);
+        let batch = 8 * rayon::current_num_threads().max(1);
         let mut done = 0;
-        for first in (0..self.chunks()).step_by(batch) {
-            let last = (first + batch).min(self.chunks());
+        for first in (0..chunks).step_by(batch) {
+            let last = (first + batch).min(chunks);
             let encoded: Vec<(usize, Vec<u8>)> = (first..last)
                 .into_par_iter()
                 .map(|c| {
-                    let (x, y) = self.chunk(c, &beta);
+                    let (x, y) = source.chunk(c);
                     (x.nrows(), encode(x.view(), y.view()))
                 })
                 .collect();
@@ -165,43 +181,6 @@ impl Simulation {
         Ok(())
     }
 
-    /// Rows `start..end` as a source that regenerates them on every scan.
-    pub fn rows_between(&self, start: usize, end: usize) -> Result<SimulatedRows, String> {
-        if start >= end || end > self.rows {
-            return Err(format!(
-                "rows {start}..{end} are not a non-empty range of the {} simulated rows",
-                self.rows
-            ));
-        }
-        Ok(SimulatedRows {
-            simulation: *self,
-            beta: Arc::new(self.coefficients()),
-            start,
-            end,
-        })
-    }
-
-    /// The rows split into `parts` contiguous ranges of nearly equal size (the first ones one
-    /// row longer), each a streaming source.
-    pub fn split(&self, parts: usize) -> Result<Vec<SimulatedRows>, String> {
-        if parts == 0 || parts > self.rows {
-            return Err(format!(
-                "cannot split {} rows into {parts} parts",
-                self.rows
-            ));
-        }
-        let (base, extra) = (self.rows / parts, self.rows % parts);
-        let mut start = 0;
-        (0..parts)
-            .map(|k| {
-                let end = start + base + usize::from(k < extra);
-                let part = self.rows_between(start, end);
-                start = end;
-                part
-            })
-            .collect()
-    }
-
     fn stream(&self, stream: u64) -> ChaCha20Rng {
         let mut rng = ChaCha20Rng::seed_from_u64(self.seed);
         rng.set_stream(stream);
@@ -209,30 +188,64 @@ impl Simulation {
     }
 }
 
-/// A range of a simulation's rows, regenerated chunk by chunk on every scan: memory is a few
-/// chunks, whatever the row count.
+/// One part of a simulation (a Node's rows, or the whole set), regenerated on every pass:
+/// memory is a few chunks, whatever the row count. Chunk `c` of part `k` comes from ChaCha20
+/// stream `k * 2^40 + c + 1`.
 #[derive(Debug, Clone)]
 pub struct SimulatedRows {
     simulation: Simulation,
     beta: Arc<Array1<f64>>,
-    start: usize,
-    end: usize,
+    part: usize,
+    rows: usize,
+}
+
+impl SimulatedRows {
+    /// Chunk `index` of this part (the last chunk may be shorter).
+    pub fn chunk(&self, index: usize) -> (Array2<f64>, Array1<f64>) {
+        let n = CHUNK_ROWS.min(self.rows - index * CHUNK_ROWS);
+        let mut x = Array2::zeros((n, self.simulation.features));
+        let mut y = Array1::zeros(n);
+        self.fill_chunk(
+            index,
+            x.as_slice_mut().expect("fresh array"),
+            y.as_slice_mut().expect("fresh array"),
+        );
+        (x, y)
+    }
+
+    /// Generates chunk `index` into `x` (its rows, row-major) and `y`.
+    fn fill_chunk(&self, index: usize, x: &mut [f64], y: &mut [f64]) {
+        let p = self.simulation.features;
+        let stream_id = ((self.part as u64) << 40) + index as u64 + 1;
+        let mut stream = self.simulation.stream(stream_id);
+        let words: [u64; 4 * lanes::LANES] = std::array::from_fn(|_| stream.next_u64());
+        let mut covariates = lanes::UniformLanes::from_words(words);
+        let mut seed = <Xoshiro256PlusPlus as SeedableRng>::Seed::default();
+        stream.fill_bytes(&mut seed);
+        let mut labels = Xoshiro256PlusPlus::from_seed(seed);
+        covariates.fill(x);
+        let beta = self.beta.as_slice().expect("contiguous coefficients");
+        for (row, label) in x.chunks_exact(p).zip(y.iter_mut()) {
+            let prob = sigmoid(dot(row, beta));
+            *label = f64::from(u8::from(labels.random::<f64>() < prob));
+        }
+    }
 }
 
 impl RowSource for SimulatedRows {
     fn describe(&self) -> String {
         format!(
-            "simulated {} x {} (seed {}), rows {}..{}",
+            "simulated {} x {} (seed {}), part {} ({} rows)",
             self.simulation.rows,
             self.simulation.features,
             self.simulation.seed,
-            self.start,
-            self.end
+            self.part,
+            self.rows
         )
     }
 
     fn rows(&self) -> usize {
-        self.end - self.start
+        self.rows
     }
 
     fn columns(&self) -> usize {
@@ -244,25 +257,51 @@ impl RowSource for SimulatedRows {
     }
 
     fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError> {
-        let first = self.start / CHUNK_ROWS;
-        let last = (self.end - 1) / CHUNK_ROWS;
-        // Two chunks per thread at a time: generation in parallel, visits in order.
-        let batch = 2 * rayon::current_num_threads().max(1);
-        for from in (first..=last).step_by(batch) {
-            let to = (from + batch).min(last + 1);
-            let chunks: Vec<(Array2<f64>, Array1<f64>)> = (from..to)
+        let chunks = self.rows.div_ceil(CHUNK_ROWS);
+        let batch = 8 * rayon::current_num_threads().max(1);
+        for first in (0..chunks).step_by(batch) {
+            let last = (first + batch).min(chunks);
+            let generated: Vec<(Array2<f64>, Array1<f64>)> = (first..last)
                 .into_par_iter()
-                .map(|c| self.simulation.chunk(c, &self.beta))
+                .map(|c| self.chunk(c))
                 .collect();
-            for (c, (x, y)) in (from..to).zip(chunks) {
-                let base = c * CHUNK_ROWS;
-                let lo = self.start.max(base) - base;
-                let hi = self.end.min(base + x.nrows()) - base;
-                visit(
-                    x.slice(ndarray::s![lo..hi, ..]),
-                    y.slice(ndarray::s![lo..hi]),
-                )?;
+            for (x, y) in generated {
+                visit(x.view(), y.view())?;
             }
+        }
+        Ok(())
+    }
+
+    fn random_access(&self) -> bool {
+        true
+    }
+
+    fn read_rows(&self, start: usize, x: &mut [f64], y: &mut [f64]) -> Result<(), RowsError> {
+        let p = self.simulation.features;
+        let end = start + y.len();
+        if end > self.rows || x.len() != y.len() * p {
+            return Err(RowsError::new(
+                self.describe(),
+                format!("rows {start}..{end} asked of {} rows", self.rows),
+            ));
+        }
+        let mut row = start;
+        while row < end {
+            let c = row / CHUNK_ROWS;
+            let chunk_start = c * CHUNK_ROWS;
+            let chunk_len = CHUNK_ROWS.min(self.rows - chunk_start);
+            let (lo, hi) = (row - start, (chunk_start + chunk_len).min(end) - start);
+            if row == chunk_start && hi - lo == chunk_len {
+                // The usual case: the block is exactly one chunk, generated in place.
+                self.fill_chunk(c, &mut x[lo * p..hi * p], &mut y[lo..hi]);
+            } else {
+                let (cx, cy) = self.chunk(c);
+                let from = row - chunk_start;
+                let cx = cx.as_slice().expect("fresh array");
+                x[lo * p..hi * p].copy_from_slice(&cx[from * p..(from + hi - lo) * p]);
+                y[lo..hi].copy_from_slice(&cy.as_slice().expect("fresh")[from..from + hi - lo]);
+            }
+            row = start + hi;
         }
         Ok(())
     }

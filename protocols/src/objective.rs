@@ -238,7 +238,7 @@ pub fn unpack_lower(packed: &[f64], p: usize) -> Array2<f64> {
 /// Dot product of one row with the coefficients in a fixed order: eight interleaved partial
 /// sums (so the compiler can vectorise it) added pairwise, then the tail.
 #[inline]
-fn dot(row: &[f64], beta: &[f64]) -> f64 {
+pub fn dot(row: &[f64], beta: &[f64]) -> f64 {
     const LANES: usize = 8;
     let mut lanes = [0.0; LANES];
     let split = row.len() - row.len() % LANES;

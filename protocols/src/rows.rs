@@ -65,4 +65,22 @@ pub trait RowSource: Send + Sync + Debug {
 
     /// Hands every row to `visit`, in order, in consecutive chunks; stops at the first error.
     fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError>;
+
+    /// True when [`RowSource::read_rows`] works: the source can produce any run of rows on its
+    /// own, from any thread (a regenerated simulation, a file read at an offset). The block
+    /// driver then produces each block inside the task that consumes it, so the rows are still
+    /// in cache when they are summed.
+    fn random_access(&self) -> bool {
+        false
+    }
+
+    /// Rows `start..start + y.len()` into `x` (row-major, `y.len() * columns()` values) and
+    /// `y`. Only called when [`RowSource::random_access`] says so.
+    fn read_rows(&self, start: usize, x: &mut [f64], y: &mut [f64]) -> Result<(), RowsError> {
+        let _ = (start, x, y);
+        Err(RowsError::new(
+            self.describe(),
+            "this source is read in order only",
+        ))
+    }
 }

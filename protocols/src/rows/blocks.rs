@@ -29,6 +29,9 @@ where
     P: Fn(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> T + Sync,
     M: FnMut(T),
 {
+    if source.random_access() {
+        return for_each_block_at_random(source, partial, merge);
+    }
     let p = source.columns();
     let mut carry_x: Vec<f64> = Vec::with_capacity(BLOCK_ROWS * p);
     let mut carry_y: Vec<f64> = Vec::with_capacity(BLOCK_ROWS);
@@ -84,6 +87,45 @@ where
     })?;
     if !carry_y.is_empty() {
         merge(carried(&carry_x, &carry_y));
+    }
+    Ok(())
+}
+
+/// Blocks a batch at a time: read (or regenerated) and summed in the same task, in parallel,
+/// merged in order.
+fn for_each_block_at_random<T, P, M>(
+    source: &dyn RowSource,
+    partial: P,
+    mut merge: M,
+) -> Result<(), RowsError>
+where
+    T: Send,
+    P: Fn(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> T + Sync,
+    M: FnMut(T),
+{
+    let (n, p) = (source.rows(), source.columns());
+    let blocks = n.div_ceil(BLOCK_ROWS);
+    let batch = 16 * rayon::current_num_threads().max(1);
+    for first in (0..blocks).step_by(batch) {
+        let last = (first + batch).min(blocks);
+        let partials: Vec<Result<T, RowsError>> = (first..last)
+            .into_par_iter()
+            .map_init(
+                || (Vec::new(), Vec::new()),
+                |(xb, yb): &mut (Vec<f64>, Vec<f64>), b| {
+                    let start = b * BLOCK_ROWS;
+                    let len = BLOCK_ROWS.min(n - start);
+                    xb.resize(len * p, 0.0);
+                    yb.resize(len, 0.0);
+                    source.read_rows(start, xb, yb)?;
+                    let x = ArrayView2::from_shape((len, p), &xb[..]).expect("whole rows");
+                    Ok(partial(x, ArrayView1::from(&yb[..])))
+                },
+            )
+            .collect();
+        for result in partials {
+            merge(result?);
+        }
     }
     Ok(())
 }

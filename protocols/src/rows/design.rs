@@ -75,6 +75,32 @@ impl RowSource for DesignRows {
         names
     }
 
+    fn random_access(&self) -> bool {
+        self.raw.random_access()
+    }
+
+    /// Reads the raw rows into the front of `x`, then widens them in place from the last row
+    /// back (each design row ends at or after where its raw row ends), so no scratch is needed.
+    fn read_rows(&self, start: usize, x: &mut [f64], y: &mut [f64]) -> Result<(), RowsError> {
+        let n = y.len();
+        let (raw_p, first) = (self.raw.columns(), usize::from(self.intercept));
+        let p = raw_p + first;
+        self.raw.read_rows(start, &mut x[..n * raw_p], y)?;
+        for i in (0..n).rev() {
+            x.copy_within(i * raw_p..(i + 1) * raw_p, i * p + first);
+            let row = &mut x[i * p..(i + 1) * p];
+            if self.intercept {
+                row[0] = 1.0;
+            }
+            if let Some((means, scales)) = &self.standardize {
+                for ((v, m), s) in row[first..].iter_mut().zip(means).zip(scales) {
+                    *v = (*v - m) / s;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError> {
         if !self.intercept && self.standardize.is_none() {
             return self.raw.scan(visit);

@@ -35,6 +35,8 @@ enum BenchTarget {
     Protocols(crate::bench_protocols::ProtocolBenchArgs),
     /// Secure Cholesky and SPD inverse by masked arithmetic or garbled circuits.
     Linalg(crate::bench_linalg::LinalgBenchArgs),
+    /// One Node's per-round sums on streamed rows, with its peak memory.
+    Node(crate::bench_node::NodeBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -95,6 +97,7 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
         BenchTarget::Circuits(args) => return crate::bench_circuits::run(args),
         BenchTarget::Protocols(args) => return crate::bench_protocols::run(args),
         BenchTarget::Linalg(args) => return crate::bench_linalg::run(args),
+        BenchTarget::Node(args) => return crate::bench_node::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))

@@ -81,7 +81,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     );
     // Every Node regenerates its range of the simulation on each pass (nothing is held).
     let sources: Vec<Arc<dyn RowSource>> = Simulation::new(args.rows, args.features, args.seed)
-        .and_then(|sim| sim.split(args.parties))
+        .and_then(|sim| sim.parts(args.parties))
         .map_err(|e| anyhow!(e))?
         .into_iter()
         .map(|part| Arc::new(part) as Arc<dyn RowSource>)

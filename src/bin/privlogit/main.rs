@@ -3,6 +3,7 @@
 mod bench;
 mod bench_circuits;
 mod bench_linalg;
+mod bench_node;
 mod bench_protocols;
 mod circuit;
 mod dp;
