@@ -25,10 +25,11 @@ impl UniformLanes {
         for (i, w) in words.iter().enumerate() {
             s[i / LANES][i % LANES] = *w;
         }
-        for k in 0..LANES {
-            if (0..4).all(|i| s[i][k] == 0) {
-                s[0][k] = 0x9e37_79b9_7f4a_7c15;
-            }
+        let zero_lanes: Vec<usize> = (0..LANES)
+            .filter(|&k| s.iter().all(|words| words[k] == 0))
+            .collect();
+        for k in zero_lanes {
+            s[0][k] = 0x9e37_79b9_7f4a_7c15;
         }
         Self { s }
     }
