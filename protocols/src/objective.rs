@@ -14,6 +14,8 @@
 //! The rows come from a [`RowSource`]: in memory, or streamed from a file or a simulation, so a
 //! Node holds one chunk and `p^2` accumulators, never its whole data.
 
+mod kernels;
+
 use std::sync::Arc;
 
 use faer::linalg::matmul::triangular::{BlockStructure, matmul};
@@ -79,16 +81,7 @@ impl PartyData {
     pub fn gradient_sums(&self, beta: &Array1<f64>) -> Result<CompensatedSum, RowsError> {
         let p = self.columns();
         let beta = beta.as_slice().expect("contiguous coefficients");
-        self.fold(p + 1, |x, y| {
-            let mut acc = CompensatedSum::zeros(p + 1);
-            for (row, &label) in x.outer_iter().zip(y) {
-                let row = row.to_slice().expect("standard layout");
-                let z = dot(row, beta);
-                acc.add_scaled(0, row, label - sigmoid(z));
-                acc.add(p, log_likelihood_term(z, label));
-            }
-            acc
-        })
+        self.fold(p + 1, |x, y| kernels::gradient_block(x, y, beta))
     }
 
     /// Accumulators of the lower triangle (packed by rows) of `X^T A X`, `A = diag(p_i (1 -

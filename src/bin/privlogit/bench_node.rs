@@ -9,6 +9,7 @@ use anyhow::{Result, anyhow};
 use clap::Args;
 use ndarray::Array1;
 use privlogit::protocols::PartyData;
+use privlogit::protocols::rows::blocks::for_each_block;
 use privlogit::protocols::rows::{DesignRows, RowSource};
 use privlogit::synthetic::Simulation;
 use serde::Serialize;
@@ -78,12 +79,9 @@ pub fn run(args: NodeBenchArgs) -> Result<Outcome> {
         });
         Ok(())
     };
-    time("read rows only (regenerate)", &mut || {
+    time("rows only (regenerated)", &mut || {
         let mut count = 0usize;
-        raw.scan(&mut |_, y| {
-            count += y.len();
-            Ok(())
-        })?;
+        for_each_block(party.source().as_ref(), |_, y| y.len(), |n| count += n)?;
         anyhow::ensure!(count == args.rows, "read {count} rows");
         Ok(())
     })?;

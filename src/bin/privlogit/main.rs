@@ -8,6 +8,7 @@ mod bench_protocols;
 mod circuit;
 mod dp;
 mod fit;
+mod reproduce;
 mod simulate;
 mod study;
 mod study_file;
@@ -46,6 +47,8 @@ enum Command {
     Node(study::NodeArgs),
     /// Differentially private models: fit one, or run the papers' MNIST experiments.
     Dp(dp::DpArgs),
+    /// Reproduce the dissertation's tables and figures (Table 5.1) at the paper's sizes.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 /// Exit status when the fit ran but diverged.
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Aggregator(args) => study::run_aggregator(args),
         Command::Node(args) => study::run_node(args),
         Command::Dp(args) => dp::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
