@@ -4,6 +4,7 @@
 //! - [`binary`]: a compact binary table format for data sets too large for CSV.
 //! - [`partition`]: horizontal partitioning into parties and the feature-agreement check.
 //! - [`standardize`]: pooled z-scores and the intercept column.
+//! - [`stream`]: binary tables, CSV and Parquet files read chunk by chunk (a Node's rows).
 //!
 //! Errors name the file, line and column (1-based, as an editor shows them).
 
@@ -11,6 +12,7 @@ pub mod binary;
 pub mod csv;
 pub mod partition;
 pub mod standardize;
+pub mod stream;
 
 use std::fs::File;
 use std::io::Read;

@@ -2,7 +2,8 @@
 //!
 //! This crate holds what sits above the protocols: data loading and partitioning
 //! ([`data`]), simulated data ([`synthetic`]), metrics ([`metrics`]), the plaintext
-//! distributed fit pipeline ([`fit`]) and safe result writing ([`output`]). The optimisers and
+//! distributed fit pipeline ([`fit`]), safe result writing ([`output`]) and figures
+//! ([`figures`], SVG and PNG through plotters). The optimisers and
 //! the aggregation backends live in [`privlogit_protocols`], re-exported as [`protocols`].
 //!
 //! ```no_run
@@ -20,11 +21,11 @@
 
 pub mod data;
 pub mod dp;
+pub mod figures;
 pub mod fit;
 pub mod metrics;
 pub mod output;
 pub mod pca;
-pub mod plot;
 pub mod synthetic;
 
 pub use privlogit_protocols as protocols;

@@ -87,9 +87,77 @@ fn write_name<W: Write>(out: &mut W, name: &str) -> std::io::Result<()> {
     out.write_all(name.as_bytes())
 }
 
-/// Reads the binary table at `path`. The label must be `options.label`; excluded columns are
-/// dropped; a group column is not supported (split binary tables by rows instead).
-pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
+/// What a binary table's header says, checked against the file's size and the load options.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    path: std::path::PathBuf,
+    /// Rows in the table.
+    pub rows: u64,
+    /// Features in the file (kept or not).
+    features_in_file: usize,
+    keep: Vec<bool>,
+    all_names: Vec<String>,
+    /// The kept feature names.
+    pub names: Vec<String>,
+    label: String,
+    /// Byte offset of the first row.
+    pub data_offset: u64,
+}
+
+impl Layout {
+    /// Bytes per row in the file.
+    pub fn row_bytes(&self) -> usize {
+        (self.features_in_file + 1) * 8
+    }
+
+    /// Decodes whole rows (`bytes`, the first being row `first_row`, 1-based in messages) into
+    /// kept features and labels, refusing non-finite features and labels other than 0 and 1.
+    pub fn decode(
+        &self,
+        bytes: &[u8],
+        first_row: u64,
+        values: &mut Vec<f64>,
+        labels: &mut Vec<f64>,
+    ) -> Result<(), DataError> {
+        let p = self.features_in_file;
+        for (i, row) in bytes.chunks_exact(self.row_bytes()).enumerate() {
+            let row_index = first_row + i as u64;
+            let mut cells = row
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8-byte chunk")));
+            for (j, v) in cells.by_ref().take(p).enumerate() {
+                if !self.keep[j] {
+                    continue;
+                }
+                if !v.is_finite() {
+                    return Err(DataError::BinaryValue {
+                        path: self.path.clone(),
+                        row: row_index,
+                        name: self.all_names[j].clone(),
+                        reason: format!("{v} is not a finite number"),
+                    });
+                }
+                values.push(v);
+            }
+            let y = cells.next().expect("label after the features");
+            if y != 0.0 && y != 1.0 {
+                return Err(DataError::BinaryValue {
+                    path: self.path.clone(),
+                    row: row_index,
+                    name: self.label.clone(),
+                    reason: format!("label {y} is not 0 or 1"),
+                });
+            }
+            labels.push(y);
+        }
+        Ok(())
+    }
+}
+
+/// Reads and checks the header of the binary table at `path`, leaving the reader at the first
+/// row. The label must be `options.label`; excluded columns are dropped; a group column is not
+/// supported (split binary tables by rows instead).
+pub fn layout(path: &Path, options: &LoadOptions) -> Result<(Layout, BufReader<File>), DataError> {
     let bad = |reason: String| DataError::Binary {
         path: path.to_path_buf(),
         reason,
@@ -194,11 +262,38 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
         return Err(bad("the table has no rows".to_string()));
     }
 
+    Ok((
+        Layout {
+            path: path.to_path_buf(),
+            rows,
+            features_in_file: p as usize,
+            keep,
+            all_names,
+            names,
+            label,
+            data_offset: header_len,
+        },
+        input,
+    ))
+}
+
+/// Reads the binary table at `path` whole (see [`layout`] for what is checked).
+pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
+    let (layout, mut input) = layout(path, options)?;
+    let io = |source| DataError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bad = |reason: String| DataError::Binary {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let rows = layout.rows;
     let rows_usize = usize::try_from(rows).map_err(|_| bad("too many rows".to_string()))?;
-    let mut values = Vec::with_capacity(rows_usize * names.len());
+    let mut values = Vec::with_capacity(rows_usize * layout.names.len());
     let mut labels = Vec::with_capacity(rows_usize);
     // Read whole rows in blocks of about 8 MiB: one copy, no per-row calls.
-    let row_bytes = row_bytes as usize;
+    let row_bytes = layout.row_bytes();
     let block_rows = ((8 << 20) / row_bytes).max(1);
     let mut block = vec![0u8; block_rows * row_bytes];
     let mut row_index: u64 = 0;
@@ -206,43 +301,15 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
         let n = block_rows.min((rows - row_index) as usize);
         let bytes = &mut block[..n * row_bytes];
         input.read_exact(bytes).map_err(io)?;
-        for row in bytes.chunks_exact(row_bytes) {
-            row_index += 1;
-            let mut cells = row
-                .chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8-byte chunk")));
-            for (j, v) in cells.by_ref().take(p as usize).enumerate() {
-                if !keep[j] {
-                    continue;
-                }
-                if !v.is_finite() {
-                    return Err(DataError::BinaryValue {
-                        path: path.to_path_buf(),
-                        row: row_index,
-                        name: all_names[j].clone(),
-                        reason: format!("{v} is not a finite number"),
-                    });
-                }
-                values.push(v);
-            }
-            let y = cells.next().expect("label after the features");
-            if y != 0.0 && y != 1.0 {
-                return Err(DataError::BinaryValue {
-                    path: path.to_path_buf(),
-                    row: row_index,
-                    name: label.clone(),
-                    reason: format!("label {y} is not 0 or 1"),
-                });
-            }
-            labels.push(y);
-        }
+        layout.decode(bytes, row_index + 1, &mut values, &mut labels)?;
+        row_index += n as u64;
     }
-    let x = Array2::from_shape_vec((rows_usize, names.len()), values)
+    let x = Array2::from_shape_vec((rows_usize, layout.names.len()), values)
         .expect("one value per kept feature per row");
     Ok(Table {
         data: Dataset {
             source: path.display().to_string(),
-            names,
+            names: layout.names,
             x,
             y: Array1::from(labels),
         },

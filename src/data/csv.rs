@@ -39,107 +39,17 @@ impl Role {
     }
 }
 
-/// Reads the CSV file at `path`.
+/// Reads the CSV file at `path` whole.
 pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
-    let io = |source| DataError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = File::open(path).map_err(io)?;
-    let mut reader = ::csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .trim(::csv::Trim::All)
-        .from_reader(BufReader::with_capacity(1 << 20, file));
-    // Line numbers are worked out only when an error needs one (see `line_at`).
-    let line_of = |byte: u64| line_at(path, byte);
-
-    let mut record = ::csv::StringRecord::new();
-    let syntax = |e: ::csv::Error| match e.kind() {
-        ::csv::ErrorKind::Io(_) => match e.into_kind() {
-            ::csv::ErrorKind::Io(source) => io(source),
-            _ => unreachable!("kind checked above"),
-        },
-        _ => DataError::Syntax {
-            path: path.to_path_buf(),
-            line: e.position().map_or(1, |p| line_of(p.byte())),
-            message: e.to_string(),
-        },
-    };
-    if !reader.read_record(&mut record).map_err(syntax)? {
-        return Err(DataError::Empty {
-            path: path.to_path_buf(),
-        });
-    }
-    let header: Vec<String> = record
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            if i == 0 {
-                h.trim_start_matches('\u{feff}').trim().to_string()
-            } else {
-                h.to_string()
-            }
-        })
-        .collect();
-    let header_line = line_of(record.position().map_or(0, |p| p.byte()));
-    let roles = assign_roles(path, header_line, &header, options)?;
-    let names: Vec<String> = header
-        .iter()
-        .zip(&roles)
-        .filter(|(_, r)| **r == Role::Feature)
-        .map(|(n, _)| n.clone())
-        .collect();
-    if names.is_empty() {
-        return Err(DataError::NoFeatures {
-            path: path.to_path_buf(),
-        });
-    }
-
+    let mut reader = RecordReader::open(path, options)?;
     let mut values: Vec<f64> = Vec::new();
     let mut labels: Vec<f64> = Vec::new();
     let mut groups: Option<Vec<String>> = options.group.as_ref().map(|_| Vec::new());
-    while reader.read_record(&mut record).map_err(syntax)? {
-        let line = || line_of(record.position().map_or(0, |p| p.byte()));
-        if record.len() != header.len() {
-            return Err(DataError::Ragged {
-                path: path.to_path_buf(),
-                line: line(),
-                column: record.len().min(header.len()) + 1,
-                expected: header.len(),
-                found: record.len(),
-            });
-        }
-        for (index, (cell, role)) in record.iter().zip(&roles).enumerate() {
-            let cell_error =
-                |problem: Problem| problem.at(path, line(), index + 1, &header[index], cell);
-            match role {
-                Role::Excluded => {}
-                Role::Group => {
-                    if is_missing(cell) {
-                        return Err(cell_error(Problem::Missing));
-                    }
-                    if let Some(g) = groups.as_mut() {
-                        g.push(cell.to_string());
-                    }
-                }
-                Role::Feature => values.push(parse_number(cell).map_err(cell_error)?),
-                Role::Label => {
-                    let v = parse_number(cell).map_err(cell_error)?;
-                    if v != 0.0 && v != 1.0 {
-                        return Err(cell_error(Problem::BadLabel));
-                    }
-                    labels.push(v);
-                }
-            }
-        }
-    }
+    reader.read_rows(usize::MAX, &mut values, &mut labels, groups.as_mut())?;
     if labels.is_empty() {
-        return Err(DataError::NoRows {
-            path: path.to_path_buf(),
-            line: header_line + 1,
-        });
+        return Err(reader.no_rows());
     }
+    let names = reader.names.clone();
     let x = Array2::from_shape_vec((labels.len(), names.len()), values)
         .expect("one value per feature per row");
     Ok(Table {
@@ -151,6 +61,157 @@ pub fn read(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
         },
         groups,
     })
+}
+
+/// A CSV file read record by record: the header checked on opening, every row checked as it
+/// is read, so a file can be streamed in chunks with the same errors as a whole read.
+pub struct RecordReader {
+    path: std::path::PathBuf,
+    reader: ::csv::Reader<BufReader<File>>,
+    record: ::csv::StringRecord,
+    header: Vec<String>,
+    roles: Vec<Role>,
+    header_line: u64,
+    /// The feature names, in column order.
+    pub names: Vec<String>,
+}
+
+impl RecordReader {
+    /// Opens `path` and reads its header.
+    pub fn open(path: &Path, options: &LoadOptions) -> Result<Self, DataError> {
+        let file = File::open(path).map_err(|source| DataError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let reader = ::csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .trim(::csv::Trim::All)
+            .from_reader(BufReader::with_capacity(1 << 20, file));
+        let mut this = Self {
+            path: path.to_path_buf(),
+            reader,
+            record: ::csv::StringRecord::new(),
+            header: Vec::new(),
+            roles: Vec::new(),
+            header_line: 1,
+            names: Vec::new(),
+        };
+        if !this.next_record()? {
+            return Err(DataError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        this.header = this
+            .record
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                if i == 0 {
+                    h.trim_start_matches('\u{feff}').trim().to_string()
+                } else {
+                    h.to_string()
+                }
+            })
+            .collect();
+        this.header_line = this.line();
+        this.roles = assign_roles(path, this.header_line, &this.header, options)?;
+        this.names = this
+            .header
+            .iter()
+            .zip(&this.roles)
+            .filter(|(_, r)| **r == Role::Feature)
+            .map(|(n, _)| n.clone())
+            .collect();
+        if this.names.is_empty() {
+            return Err(DataError::NoFeatures {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(this)
+    }
+
+    /// The error for a file with a header and no rows.
+    pub fn no_rows(&self) -> DataError {
+        DataError::NoRows {
+            path: self.path.clone(),
+            line: self.header_line + 1,
+        }
+    }
+
+    // Line numbers are worked out only when an error needs one (see `line_at`).
+    fn line(&self) -> u64 {
+        line_at(&self.path, self.record.position().map_or(0, |p| p.byte()))
+    }
+
+    fn next_record(&mut self) -> Result<bool, DataError> {
+        self.reader.read_record(&mut self.record).map_err(|e| {
+            let path = self.path.clone();
+            match e.kind() {
+                ::csv::ErrorKind::Io(_) => match e.into_kind() {
+                    ::csv::ErrorKind::Io(source) => DataError::Io { path, source },
+                    _ => unreachable!("kind checked above"),
+                },
+                _ => DataError::Syntax {
+                    line: e.position().map_or(1, |p| line_at(&path, p.byte())),
+                    path,
+                    message: e.to_string(),
+                },
+            }
+        })
+    }
+
+    /// Reads up to `max_rows` more rows, appending features (row-major), labels and group
+    /// values; returns how many were read (0 at the end of the file).
+    pub fn read_rows(
+        &mut self,
+        max_rows: usize,
+        values: &mut Vec<f64>,
+        labels: &mut Vec<f64>,
+        mut groups: Option<&mut Vec<String>>,
+    ) -> Result<usize, DataError> {
+        let mut read = 0;
+        while read < max_rows && self.next_record()? {
+            let record = &self.record;
+            let path = &self.path;
+            let header = &self.header;
+            let line = || line_at(path, record.position().map_or(0, |p| p.byte()));
+            if record.len() != header.len() {
+                return Err(DataError::Ragged {
+                    path: path.to_path_buf(),
+                    line: line(),
+                    column: record.len().min(header.len()) + 1,
+                    expected: header.len(),
+                    found: record.len(),
+                });
+            }
+            for (index, (cell, role)) in record.iter().zip(&self.roles).enumerate() {
+                let cell_error =
+                    |problem: Problem| problem.at(path, line(), index + 1, &header[index], cell);
+                match role {
+                    Role::Excluded => {}
+                    Role::Group => {
+                        if is_missing(cell) {
+                            return Err(cell_error(Problem::Missing));
+                        }
+                        if let Some(g) = groups.as_mut() {
+                            g.push(cell.to_string());
+                        }
+                    }
+                    Role::Feature => values.push(parse_number(cell).map_err(cell_error)?),
+                    Role::Label => {
+                        let v = parse_number(cell).map_err(cell_error)?;
+                        if v != 0.0 && v != 1.0 {
+                            return Err(cell_error(Problem::BadLabel));
+                        }
+                        labels.push(v);
+                    }
+                }
+            }
+            read += 1;
+        }
+        Ok(read)
+    }
 }
 
 /// The 1-based line of the record whose parse started at byte `start`.

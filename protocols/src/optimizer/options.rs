@@ -144,7 +144,7 @@ impl FitOptions {
     }
 
     /// The starting vector for a model with `dimension` coefficients.
-    pub(crate) fn initial_beta(&self, dimension: usize) -> Result<Array1<f64>, FitError> {
+    pub fn initial_beta(&self, dimension: usize) -> Result<Array1<f64>, FitError> {
         match &self.initial {
             Initial::Zeros => Ok(Array1::zeros(dimension)),
             Initial::Constant(c) => Ok(Array1::from_elem(dimension, *c)),

@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use ndarray::Array1;
@@ -18,7 +18,8 @@ use privlogit::dp::plr::{self, LinearModel, Privacy};
 use privlogit::dp::scaling::RowScaling;
 use privlogit::dp::stacking::{self, Combiner, LowLevel, Stacked, StackingSettings};
 use privlogit::dp::transfer::{self, Labelled, TransferSettings};
-use privlogit::{metrics, output, plot};
+use privlogit::figures::{Chart, Mark, Series};
+use privlogit::{metrics, output};
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -34,8 +35,18 @@ pub struct DpArgs {
 enum DpCommand {
     /// Fit a differentially private model on a CSV file.
     Fit(Box<FitArgs>),
-    /// Reproduce the papers' MNIST experiments (CSV of test AUCs and an SVG figure).
+    /// Reproduce the papers' MNIST experiments (CSV of test AUCs and an SVG and PNG figure).
     Experiment(ExperimentArgs),
+    /// Redraw an experiment's figure from its summary CSV (`results/dp/<experiment>.csv`).
+    Replot(ReplotArgs),
+}
+
+/// Arguments of `privlogit dp replot`.
+#[derive(Debug, Args)]
+struct ReplotArgs {
+    /// The summary CSV an experiment wrote; the figure goes beside it (same name, .svg and .png).
+    #[arg(long, value_name = "FILE")]
+    summary: PathBuf,
 }
 
 /// The private methods.
@@ -223,6 +234,7 @@ pub fn run(args: DpArgs) -> Result<Outcome> {
     match args.command {
         DpCommand::Fit(a) => fit(*a),
         DpCommand::Experiment(a) => run_experiment(a),
+        DpCommand::Replot(a) => replot(a),
     }
 }
 
@@ -606,17 +618,16 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
     };
     bar.finish_and_clear();
     let csv_path = args.out_dir.join(format!("{file}.csv"));
-    let svg_path = args.out_dir.join(format!("{file}.svg"));
+    let figure_stem = args.out_dir.join(&file);
     let repeats_path = args.out_dir.join(format!("{file}_repeats.csv"));
     output::write_text(&csv_path, &results.csv())
         .with_context(|| format!("writing {}", csv_path.display()))?;
     output::write_text(&repeats_path, &results.repeats_csv())
         .with_context(|| format!("writing {}", repeats_path.display()))?;
-    output::write_text(&svg_path, &figure(&results))
-        .with_context(|| format!("writing {}", svg_path.display()))?;
+    let [svg_path, _] = figure(&results).save(&figure_stem)?;
     print!("{}", table(&results));
     eprintln!(
-        "wrote {} and {} in {:.1} s",
+        "wrote {} and {} (and .png) in {:.1} s",
         csv_path.display(),
         svg_path.display(),
         started.elapsed().as_secs_f64()
@@ -643,40 +654,115 @@ fn table(results: &Results) -> String {
     out
 }
 
-fn figure(results: &Results) -> String {
-    let eps = results.epsilons();
-    let series: Vec<plot::Series> = results
+fn figure(results: &Results) -> Chart {
+    let cells: Vec<(String, f64, f64, f64)> = results
         .methods()
         .into_iter()
-        .map(|m| plot::Series {
-            name: m.to_string(),
-            points: eps
-                .iter()
-                .map(|&e| {
-                    let o = results.get(m, e).expect("every cell");
-                    (o.mean(), o.sd())
-                })
-                .collect(),
+        .flat_map(|m| {
+            results.epsilons().into_iter().map(move |e| {
+                let o = results.get(m, e).expect("every cell");
+                (m.to_string(), e, o.mean(), o.sd())
+            })
         })
         .collect();
-    let title = match results.experiment {
+    let winners =
+        results.experiment == "stacking" && results.settings.selection == Selection::Winner;
+    dp_chart(
+        results.experiment,
+        winners,
+        results.settings.repeats,
+        &cells,
+    )
+}
+
+/// The figure of an experiment from its summary cells `(method, epsilon, mean AUC, sd)`:
+/// test AUC against epsilon, one line per method with +-1 sd bars, the axis capped at 1.
+fn dp_chart(
+    experiment: &str,
+    winners: bool,
+    repeats: usize,
+    cells: &[(String, f64, f64, f64)],
+) -> Chart {
+    let mut eps: Vec<f64> = cells.iter().map(|c| c.1).collect();
+    eps.sort_by(f64::total_cmp);
+    eps.dedup();
+    let mut methods: Vec<&str> = Vec::new();
+    for (m, ..) in cells {
+        if !methods.contains(&m.as_str()) {
+            methods.push(m);
+        }
+    }
+    let series = methods
+        .iter()
+        .map(|&m| {
+            let mine: Vec<&(String, f64, f64, f64)> = cells.iter().filter(|c| c.0 == m).collect();
+            let at = |e: f64| mine.iter().find(|c| c.1 == e);
+            Series {
+                name: m.to_string(),
+                points: eps
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, &e)| at(e).map(|c| (i as f64, c.2)))
+                    .collect(),
+                errors: Some(eps.iter().filter_map(|&e| at(e).map(|c| c.3)).collect()),
+                mark: Mark::Line,
+            }
+        })
+        .collect();
+    let title = match experiment {
         "stacking" => "MNIST 0 vs 8: test AUC vs epsilon (stacking paper Fig. 1)",
         _ => "MNIST transfer, 0 vs 8 to 0 vs 9: test AUC vs epsilon (transfer paper Table 1)",
     };
-    let labels: Vec<String> = eps.iter().map(|e| epsilon_label(*e)).collect();
-    plot::line_chart(
-        Some(1.0),
-        &format!(
-            "{title}, {} repeats{}",
-            results.settings.repeats,
-            match (results.experiment, results.settings.selection) {
-                ("stacking", Selection::Winner) => ", validation winners",
-                _ => "",
-            }
+    Chart {
+        title: format!(
+            "{title}, {repeats} repeats{}",
+            if winners { ", validation winners" } else { "" }
         ),
-        "epsilon",
-        "test AUC (mean +- sd)",
-        &labels,
-        &series,
-    )
+        x_title: "epsilon".into(),
+        y_title: "test AUC (mean +- sd)".into(),
+        x_labels: Some(eps.iter().map(|e| epsilon_label(*e)).collect()),
+        log_y: false,
+        y_limits: Some((f64::NEG_INFINITY, 1.0)),
+        identity_line: false,
+        series,
+    }
+}
+
+/// `privlogit dp replot`: redraws an experiment's figure (SVG and PNG) from its summary CSV.
+fn replot(args: ReplotArgs) -> Result<Outcome> {
+    let text = std::fs::read_to_string(&args.summary)
+        .with_context(|| format!("reading {}", args.summary.display()))?;
+    let mut cells = Vec::new();
+    let (mut experiment, mut repeats) = (String::new(), 0usize);
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let bad = |what: &str| {
+            anyhow!(
+                "{}:{}:1: {what} (expected experiment,method,epsilon,mean_auc,sd_auc,repeats)",
+                args.summary.display(),
+                i + 1
+            )
+        };
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 6 {
+            return Err(bad(&format!("{} fields", f.len())));
+        }
+        let num = |s: &str| {
+            s.parse::<f64>()
+                .map_err(|_| bad(&format!("{s:?} is not a number")))
+        };
+        experiment = f[0].to_string();
+        repeats = f[5].parse().map_err(|_| bad("repeats is not a count"))?;
+        cells.push((f[1].to_string(), num(f[2])?, num(f[3])?, num(f[4])?));
+    }
+    if cells.is_empty() {
+        bail!("{}: no rows after the header", args.summary.display());
+    }
+    let winners = args
+        .summary
+        .file_stem()
+        .is_some_and(|s| s.to_string_lossy().ends_with("_winner"));
+    let stem = args.summary.with_extension("");
+    let [svg, png] = dp_chart(&experiment, winners, repeats, &cells).save(&stem)?;
+    eprintln!("wrote {} and {}", svg.display(), png.display());
+    Ok(Outcome::Success)
 }

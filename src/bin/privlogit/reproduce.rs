@@ -4,7 +4,9 @@
 //! - [`paper`]: the table's data sets and published numbers.
 //! - [`record`]: one finished run on disk (what `--resume` skips).
 //! - [`table`]: the CSV and markdown tables.
+//! - [`figures`]: Figures 5.2-5.5.
 
+mod figures;
 mod paper;
 mod record;
 mod table;
@@ -48,6 +50,40 @@ enum Target {
     /// PrivLogit-Local, and the plaintext runs, on every data set, beside the paper's.
     #[command(name = "table-5.1")]
     Table51(TableArgs),
+    /// Figure 5.2: secure PrivLogit coefficients against plaintext Newton's (from table-5.1's runs).
+    #[command(name = "fig-5.2")]
+    Fig52(FigureArgs),
+    /// Figure 5.3: iterations per data set, Newton, PrivLogit, accelerated (from the runs).
+    #[command(name = "fig-5.3")]
+    Fig53(FigureArgs),
+    /// Figure 5.4: speed-up of Hessian and Local over secure Newton, ours and the paper's.
+    #[command(name = "fig-5.4")]
+    Fig54(FigureArgs),
+    /// Figure 5.5: distance to the optimum by iteration on SimuX50 from starts 0.8 to 2.
+    #[command(name = "fig-5.5")]
+    Fig55(Fig55Args),
+}
+
+/// Arguments of the figures drawn from Table 5.1's runs.
+#[derive(Debug, Args)]
+struct FigureArgs {
+    /// Directory of the Table 5.1 results; the figure is written there (.svg and .png).
+    #[arg(long, value_name = "DIR", default_value = "results/paper")]
+    out: PathBuf,
+}
+
+/// Arguments of `privlogit reproduce fig-5.5`.
+#[derive(Debug, Args)]
+struct Fig55Args {
+    /// Multiply SimuX50's 1,000,000 rows by this.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    rows_scale: f64,
+    /// Seed of the simulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory.
+    #[arg(long, value_name = "DIR", default_value = "results/paper")]
+    out: PathBuf,
 }
 
 /// Arguments of `privlogit reproduce table-5.1`.
@@ -83,7 +119,21 @@ struct TableArgs {
 pub fn run(args: ReproduceArgs) -> Result<Outcome> {
     match args.what {
         Target::Table51(args) => table_5_1(args),
+        Target::Fig52(a) => wrote(figures::fig_5_2(&a.out)?),
+        Target::Fig53(a) => wrote(figures::fig_5_3(&a.out)?),
+        Target::Fig54(a) => wrote(figures::fig_5_4(&a.out)?),
+        Target::Fig55(a) => {
+            if !(a.rows_scale > 0.0 && a.rows_scale <= 1.0) {
+                bail!("--rows-scale must be in (0, 1] (got {})", a.rows_scale);
+            }
+            wrote(figures::fig_5_5(&a.out, a.rows_scale, a.seed)?)
+        }
     }
+}
+
+fn wrote(paths: [PathBuf; 2]) -> Result<Outcome> {
+    eprintln!("wrote {} and {}", paths[0].display(), paths[1].display());
+    Ok(Outcome::Success)
 }
 
 /// The data of one row, dealt to the Nodes: raw features (the study adds the intercept and,

@@ -4,13 +4,15 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use privlogit::data::{self, Dataset, LoadOptions};
+use privlogit::data::{self, LoadOptions};
 use privlogit::output;
 use privlogit::protocols::paillier::{KeyPair, KeySize, SecretKey};
+use privlogit::protocols::rows::RowSource;
 use privlogit::protocols::secure::SecureError;
 use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
@@ -172,10 +174,11 @@ pub struct StudyArgs {
 /// loopback TCP.
 pub fn run_study(args: StudyArgs) -> Result<Outcome> {
     let plan = args.plan.plan(args.parties.len())?;
+    // Each Node streams its file (checked whole when opened), holding one chunk at a time.
     let datasets = args
         .parties
         .iter()
-        .map(|p| load(p, &args.label))
+        .map(|p| open(p, &args.label))
         .collect::<Result<Vec<_>>>()?;
     let quiet = args.quiet;
     let say = |m: &str| {
@@ -195,7 +198,7 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
     say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
     let nodes = datasets
         .into_iter()
-        .map(|d| (d.names.clone(), NodeData::new(d.x, d.y, plan.intercept)))
+        .map(|d| (d.names(), NodeData::from_source(d, plan.intercept)))
         .collect();
     let mut progress = |r: &IterationRecord| {
         if !quiet {
@@ -315,7 +318,7 @@ pub struct NodeArgs {
 
 /// `privlogit node`: joins the aggregator's study with one data file and serves it.
 pub fn run_node(args: NodeArgs) -> Result<Outcome> {
-    let d = load(&args.party, &args.label)?;
+    let d = open(&args.party, &args.label)?;
     let rows = d.rows();
     let channel = transport::connect(&args.aggregator, PATIENCE)?;
     eprintln!(
@@ -323,7 +326,8 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
         channel.pipe().peer(),
         channel.pipe().local()
     );
-    let stats = study::run_node(channel, &d.names, NodeData::new(d.x, d.y, true), 2048)?;
+    let names = d.names();
+    let stats = study::run_node(channel, &names, NodeData::from_source(d, true), 2048)?;
     eprintln!(
         "study done: local sums {:.2} s, Paillier {:.2} s, {} sent",
         stats.local_seconds,
@@ -333,8 +337,9 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-fn load(path: &std::path::Path, label: &str) -> Result<Dataset> {
-    Ok(data::load(path, &LoadOptions::new(label))?.data)
+/// A Node's data file (CSV, binary table or Parquet), streamed.
+fn open(path: &std::path::Path, label: &str) -> Result<Arc<dyn RowSource>> {
+    Ok(data::stream::open(path, &LoadOptions::new(label))?)
 }
 
 /// The key holder's key pair of the size the study asks (at least 2048 bits).
