@@ -75,6 +75,8 @@ pub struct Chart {
     pub y_limits: Option<(f64, f64)>,
     /// Draw the line y = x (for "estimate against reference" scatters).
     pub identity_line: bool,
+    /// Where the legend goes.
+    pub legend: Corner,
     /// The series.
     pub series: Vec<Series>,
 }
@@ -176,6 +178,50 @@ fn padded(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
+/// Where a chart's legend goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corner {
+    /// Top left.
+    UpperLeft,
+    /// Top right.
+    UpperRight,
+    /// Bottom right.
+    LowerRight,
+}
+
+/// The caption and label areas every figure shares.
+fn builder<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &'b str,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 19))
+        .margin(14)
+        .x_label_area_size(48)
+        .y_label_area_size(78);
+    b
+}
+
+/// The legend, boxed, in `corner`.
+fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    corner: Corner,
+) -> Result<(), String> {
+    let position = match corner {
+        Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
+        Corner::UpperRight => SeriesLabelPosition::UpperRight,
+        Corner::LowerRight => SeriesLabelPosition::LowerRight,
+    };
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(failed)
+}
+
 fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
@@ -216,11 +262,7 @@ impl Chart {
         Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
         Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
     {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 19))
-            .margin(14)
-            .x_label_area_size(48)
-            .y_label_area_size(78)
+        let mut chart = builder(root, &self.title)
             .build_cartesian_2d(x.clone(), y)
             .map_err(failed)?;
         let labels = self.x_labels.clone().unwrap_or_default();
@@ -287,15 +329,7 @@ impl Chart {
                     .map_err(failed)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(failed)?;
-        Ok(())
+        legend(&mut chart, self.legend)
     }
 }
 
@@ -346,11 +380,7 @@ impl Bars {
         Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
         Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
     {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 19))
-            .margin(14)
-            .x_label_area_size(48)
-            .y_label_area_size(78)
+        let mut chart = builder(root, &self.title)
             .build_cartesian_2d(-0.5..x_end, y)
             .map_err(failed)?;
         let formatter = |v: &f64| category_label(&self.categories, *v);
@@ -389,15 +419,7 @@ impl Bars {
                 ))
                 .map_err(failed)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(failed)?;
-        Ok(())
+        legend(&mut chart, Corner::UpperLeft)
     }
 }
 
@@ -437,6 +459,7 @@ mod tests {
             log_y: true,
             y_limits: None,
             identity_line: false,
+            legend: Corner::UpperRight,
             series: vec![Series {
                 name: "series one".into(),
                 points: vec![(0.0, 1.0), (1.0, 10.0), (2.0, 100.0)],

@@ -18,7 +18,7 @@ use privlogit::dp::plr::{self, LinearModel, Privacy};
 use privlogit::dp::scaling::RowScaling;
 use privlogit::dp::stacking::{self, Combiner, LowLevel, Stacked, StackingSettings};
 use privlogit::dp::transfer::{self, Labelled, TransferSettings};
-use privlogit::figures::{Chart, Mark, Series};
+use privlogit::figures::{Chart, Corner, Mark, Series};
 use privlogit::{metrics, output};
 use serde_json::{Value, json};
 
@@ -724,6 +724,7 @@ fn dp_chart(
         log_y: false,
         y_limits: Some((f64::NEG_INFINITY, 1.0)),
         identity_line: false,
+        legend: Corner::LowerRight,
         series,
     }
 }

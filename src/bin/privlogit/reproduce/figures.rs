@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
-use privlogit::figures::{Bars, Chart, Mark, Series};
+use privlogit::figures::{Bars, Chart, Corner, Mark, Series};
 use privlogit::protocols::rows::{DesignRows, RowSource};
 use privlogit::protocols::{FitOptions, Initial, Optimizer, PartyData, PlaintextAggregation};
 use privlogit::synthetic::Simulation;
@@ -78,6 +78,7 @@ pub fn fig_5_2(out: &Path) -> Result<[PathBuf; 2]> {
         log_y: false,
         y_limits: None,
         identity_line: true,
+        legend: Corner::UpperLeft,
         series,
     };
     Ok(chart.save(&out.join("fig_5_2"))?)
@@ -229,6 +230,7 @@ pub fn fig_5_5(out: &Path, rows_scale: f64, seed: u64) -> Result<[PathBuf; 2]> {
         log_y: true,
         y_limits: None,
         identity_line: false,
+        legend: Corner::UpperRight,
         series,
     };
     Ok(chart.save(&out.join("fig_5_5"))?)
