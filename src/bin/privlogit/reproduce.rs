@@ -223,7 +223,7 @@ struct Estimate {
 
 impl Estimate {
     fn left(&self, cells: &[f64]) -> Option<f64> {
-        if self.ratios.is_empty() {
+        if self.ratios.is_empty() || cells.is_empty() {
             return None;
         }
         let mut r = self.ratios.clone();
