@@ -290,16 +290,18 @@ fn part(digits: &Digits, idx: &[usize], positive: u8) -> Part {
     }
 }
 
-/// PCA that ran out of iterations is refused rather than used.
-fn check_pca(pca: &Pca) -> Result<(), DpError> {
+/// PCA of `x`'s rows, refused if the eigensolver failed or its residual shows it inaccurate.
+fn fit_pca(x: ArrayView2<'_, f64>, k: usize) -> Result<Pca, DpError> {
+    let refused = |value, reason| DpError {
+        name: "PCA residual",
+        value,
+        reason,
+    };
+    let pca = Pca::fit(x, k).map_err(|_| refused(f64::NAN, "the eigendecomposition failed"))?;
     if pca.residual > 1e-8 {
-        return Err(DpError {
-            name: "PCA residual",
-            value: pca.residual,
-            reason: "subspace iteration did not converge",
-        });
+        return Err(refused(pca.residual, "the eigendecomposition is inaccurate"));
     }
-    Ok(())
+    Ok(pca)
 }
 
 /// The best of `candidates` by `score` (first wins ties).
@@ -371,11 +373,10 @@ fn stacking_repeat(
     rows.shuffle(&mut rng);
     let n = rows.len();
     let (fit_end, val_end) = (n * 2 / 5, n * 3 / 5);
-    let pca = Pca::fit(
+    let pca = fit_pca(
         digits.pixels.select(Axis(0), &rows[..val_end]).view(),
         settings.dims,
-    );
-    check_pca(&pca)?;
+    )?;
     let mut all = part(digits, &rows, 8);
     all.x = pca.transform(all.x.view());
     let idx: Vec<usize> = (0..n).collect();
@@ -513,11 +514,10 @@ fn transfer_repeat(
         .chain(&target_rows[..t_cut])
         .copied()
         .collect();
-    let pca = Pca::fit(
+    let pca = fit_pca(
         digits.pixels.select(Axis(0), &training).view(),
         settings.dims,
-    );
-    check_pca(&pca)?;
+    )?;
     let project = |mut p: Part| {
         p.x = pca.transform(p.x.view());
         p
