@@ -144,7 +144,10 @@ fn pca_matches_numpy_eigh() {
         0.005086232018734081,
         0.0021965702606348003,
         0.03507632977831098,
-    ].iter().enumerate() {
+    ]
+    .iter()
+    .enumerate()
+    {
         assert!(
             (p.components[[i, 0]] - w).abs() < 1e-10,
             "{i}: {}",
@@ -170,7 +173,11 @@ fn eigen_handles_ties_and_refuses_non_finite() {
     let (values, vectors) = pca::leading_eigen(&a, 3).expect("finite");
     assert_eq!(values.to_vec(), vec![5.0, 5.0, 2.0]);
     let gram = vectors.t().dot(&vectors);
-    assert!((&gram - &Array2::<f64>::eye(3)).iter().all(|d| d.abs() < 1e-14));
+    assert!(
+        (&gram - &Array2::<f64>::eye(3))
+            .iter()
+            .all(|d| d.abs() < 1e-14)
+    );
     assert!((vectors[[0, 2]] - 1.0).abs() < 1e-14, "sign convention");
     let mut bad = a.clone();
     bad[[1, 0]] = f64::NAN;

@@ -165,96 +165,322 @@ fn address(line: &str) -> String {
         .to_string()
 }
 
-/// Key holder, aggregator and three Nodes as five processes over TCP; one Node is killed after
-/// the third iteration. The aggregator and the key holder stop within seconds with errors that
-/// name who failed and at which step, and the aggregator writes no result file.
-#[test]
-fn killing_a_node_process_stops_the_study() {
-    let scratch = std::env::temp_dir().join(format!("privlogit-kill-{}", std::process::id()));
-    let result = scratch.with_extension("json");
-    let _ = std::fs::remove_file(&result);
-    let mut keyholder = Role::spawn(&["keyholder", "--listen", "127.0.0.1:0"]);
-    let kh = address(&keyholder.wait_for("listening on", Duration::from_secs(30)));
-    let result_path = result.display().to_string();
-    let mut aggregator = Role::spawn(&[
-        "aggregator",
-        "--listen",
-        "127.0.0.1:0",
-        "--keyholder",
-        &kh,
-        "--parties",
-        "3",
-        "--protocol",
-        "hessian",
-        "--standardize",
-        "--out",
-        &result_path,
-    ]);
-    let agg = address(&aggregator.wait_for("listening on", Duration::from_secs(30)));
-    let mut nodes: Vec<Role> = ["hospital_a.csv", "hospital_b.csv", "hospital_c.csv"]
-        .iter()
-        .map(|f| {
-            let file = demo(f);
-            Role::spawn(&[
-                "node",
-                "--party",
-                &file,
-                "--label",
-                "label",
-                "--aggregator",
-                &agg,
-            ])
-        })
-        .collect();
-    let locals: Vec<String> = nodes
-        .iter_mut()
-        .map(|n| {
-            let line = n.wait_for("joined", Duration::from_secs(30));
-            line.rsplit(' ').next().expect("local address").to_string()
-        })
-        .collect();
-    // The aggregator numbers Nodes in the order they connected.
-    let mut numbers = Vec::new();
-    for _ in 0..3 {
-        let line = aggregator.wait_for("connected from", Duration::from_secs(30));
-        let from = line.rsplit(' ').next().expect("address").to_string();
-        let number: usize = line
-            .split_whitespace()
-            .nth(1)
-            .expect("number")
-            .parse()
-            .expect("n");
-        numbers.push((from, number));
+/// Five parties with identities from `privlogit identity new` and a study file naming their
+/// certificates (hospital-a, -b, -c), plus a stranger's identity the file does not name.
+struct Deployment {
+    dir: std::path::PathBuf,
+    study: String,
+}
+
+const HOSPITALS: [&str; 3] = ["hospital-a", "hospital-b", "hospital-c"];
+
+impl Deployment {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("privlogit-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let mut fingerprints = std::collections::HashMap::new();
+        for name in ["keyholder", "aggregator", "stranger"]
+            .iter()
+            .chain(&HOSPITALS)
+        {
+            let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
+                .args(["identity", "new", "--name", name, "--out"])
+                .arg(&dir)
+                .output()
+                .expect("runs");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let fp = String::from_utf8(out.stdout)
+                .expect("utf8")
+                .trim()
+                .to_string();
+            assert!(fp.starts_with("sha256:") && fp.len() == 71, "{fp}");
+            fingerprints.insert(*name, fp);
+        }
+        let mut file = format!(
+            "label = \"label\"\nstandardize = true\n[keyholder]\nfingerprint = \"{}\"\n[aggregator]\ncertificate = \"aggregator.crt\"\n",
+            fingerprints["keyholder"]
+        );
+        for h in HOSPITALS {
+            file.push_str(&format!(
+                "[[node]]\nname = \"{h}\"\nfingerprint = \"{}\"\n",
+                fingerprints[h]
+            ));
+        }
+        let study = dir.join("study.toml");
+        std::fs::write(&study, file).expect("study file");
+        Self {
+            study: study.display().to_string(),
+            dir,
+        }
     }
-    aggregator.wait_for("iteration    3", Duration::from_secs(120));
-    let mut victim = nodes.remove(1);
-    let victim_number = numbers
+
+    fn identity(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    fn keyholder(&self) -> (Role, String) {
+        let mut k = Role::spawn(&[
+            "keyholder",
+            "--study",
+            &self.study,
+            "--identity",
+            &self.identity("keyholder"),
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        let address = address(&k.wait_for("listening on", Duration::from_secs(30)));
+        (k, address)
+    }
+
+    fn aggregator(&self, keyholder: &str, extra: &[&str]) -> (Role, String) {
+        let id = self.identity("aggregator");
+        let mut args = vec![
+            "aggregator",
+            "--study",
+            &self.study,
+            "--identity",
+            &id,
+            "--listen",
+            "127.0.0.1:0",
+            "--keyholder",
+            keyholder,
+        ];
+        args.extend(extra);
+        let mut a = Role::spawn(&args);
+        let address = address(&a.wait_for("listening on", Duration::from_secs(30)));
+        (a, address)
+    }
+
+    /// A Node with `identity`'s certificate serving hospital `data` (a, b or c).
+    fn node(&self, identity: &str, data: char, aggregator: &str) -> Role {
+        Role::spawn(&[
+            "node",
+            "--study",
+            &self.study,
+            "--identity",
+            &self.identity(identity),
+            "--party",
+            &demo(&format!("hospital_{data}.csv")),
+            "--aggregator",
+            aggregator,
+        ])
+    }
+}
+
+impl Drop for Deployment {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Over mutual TLS: a stranger's certificate is refused, named on both sides, and the study
+/// goes on with the right Nodes, every party exiting 0; a Node presenting the aggregator's
+/// certificate is refused; `--insecure-plaintext` is refused when the file names certificates.
+#[test]
+fn tls_admits_only_the_named_parties() {
+    let d = Deployment::new("tls");
+    let (keyholder, kh) = d.keyholder();
+    let (mut aggregator, agg) = d.aggregator(&kh, &["--max-iter", "3", "--protocol", "newton"]);
+    // The stranger connects first with hospital-a's data and a study file of its own making
+    // that names its certificate in hospital-a's place.
+    let own = std::fs::read_to_string(&d.study).expect("study");
+    let hospital_a = own
+        .split("name = \"hospital-a\"\nfingerprint = \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("hospital-a's fingerprint")
+        .to_string();
+    let fp = |name: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
+            .args(["identity", "show", &d.identity(name)])
+            .output()
+            .expect("runs");
+        String::from_utf8(out.stdout)
+            .expect("utf8")
+            .trim()
+            .to_string()
+    };
+    let forged = d.dir.join("forged.toml");
+    std::fs::write(&forged, own.replace(&hospital_a, &fp("stranger"))).expect("forged");
+    let stranger = Role::spawn(&[
+        "node",
+        "--study",
+        &forged.display().to_string(),
+        "--identity",
+        &d.identity("stranger"),
+        "--party",
+        &demo("hospital_a.csv"),
+        "--aggregator",
+        &agg,
+    ]);
+    let (ok, log) = stranger.end(Duration::from_secs(30));
+    assert!(!ok);
+    assert!(
+        log.contains("refused this party") && log.contains("does not accept"),
+        "{log}"
+    );
+    aggregator.wait_for(
+        "is not one of this study's parties",
+        Duration::from_secs(10),
+    );
+    // The aggregator's own certificate used by a Node.
+    let impostor = d.node("aggregator", 'a', &agg);
+    let (ok, log) = impostor.end(Duration::from_secs(30));
+    assert!(!ok);
+    assert!(log.contains("not a Node's"), "{log}");
+    let plain = Role::spawn(&[
+        "node",
+        "--study",
+        &d.study,
+        "--insecure-plaintext",
+        "--party",
+        &demo("hospital_a.csv"),
+        "--aggregator",
+        &agg,
+    ]);
+    let (ok, log) = plain.end(Duration::from_secs(30));
+    assert!(!ok);
+    assert!(log.contains("--insecure-plaintext is refused"), "{log}");
+    let nodes: Vec<Role> = HOSPITALS
         .iter()
-        .find(|(from, _)| *from == locals[1])
-        .map(|(_, n)| *n)
-        .unwrap_or_else(|| panic!("the victim's number: {locals:?} {numbers:?}"));
-    let victim_name = format!("Node {victim_number}");
-    victim.child.kill().expect("kill");
-    let killed = Instant::now();
+        .zip(['a', 'b', 'c'])
+        .map(|(h, c)| d.node(h, c, &agg))
+        .collect();
+    let (ok, log) = aggregator.end(Duration::from_secs(120));
+    assert!(ok, "{log}");
+    assert!(log.contains("Node 1 is Node hospital-a"), "{log}");
+    for role in nodes.into_iter().chain([keyholder]) {
+        let (ok, log) = role.end(Duration::from_secs(30));
+        assert!(ok, "{log}");
+    }
+}
+
+/// How a Node is taken out mid-study.
+#[derive(Clone, Copy, Debug)]
+enum Loss {
+    Killed,
+    Frozen,
+}
+
+/// Key holder, aggregator and three Nodes as five processes over mutual TLS; hospital-b is
+/// killed (or frozen with SIGSTOP, as a lost network looks) after the third iteration. Every
+/// other process exits non-zero within 10 s with an error naming the lost Node, and the
+/// aggregator writes no result file.
+fn lose_a_node(loss: Loss) {
+    let d = Deployment::new(&format!("{loss:?}").to_lowercase());
+    let result = d.dir.join("model.json");
+    let result_path = result.display().to_string();
+    let (keyholder, kh) = d.keyholder();
+    let (mut aggregator, agg) = d.aggregator(
+        &kh,
+        &[
+            "--protocol",
+            "hessian",
+            "--out",
+            &result_path,
+            "--deadline",
+            "5",
+        ],
+    );
+    let mut nodes: Vec<Role> = HOSPITALS
+        .iter()
+        .zip(['a', 'b', 'c'])
+        .map(|(h, c)| d.node(h, c, &agg))
+        .collect();
+    aggregator.wait_for("iteration    3", Duration::from_secs(120));
+    let victim = nodes.remove(1);
+    let pid = victim.child.id().to_string();
+    let signal = match loss {
+        Loss::Killed => "-KILL",
+        Loss::Frozen => "-STOP",
+    };
+    let lost = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
     let (ok, log) = aggregator.end(Duration::from_secs(30));
-    let stopped = killed.elapsed();
-    eprintln!("aggregator after the kill ({stopped:?}):\n{log}");
+    let stopped = lost.elapsed();
+    eprintln!("aggregator after the loss ({stopped:?}):\n{log}");
     assert!(!ok, "the aggregator must fail");
     assert!(stopped < Duration::from_secs(10), "{stopped:?}");
     let last = log.lines().last().expect("an error line");
     assert!(
-        last.starts_with("error:") && last.contains(&victim_name),
+        last.starts_with("error:") && last.contains("Node hospital-b"),
         "{last}"
     );
-    assert!(last.contains("Gradient"), "names the step: {last}");
     assert!(!result.exists(), "no partial result written");
-    let (ok, log) = keyholder.end(Duration::from_secs(30));
-    assert!(!ok, "the key holder must fail too:\n{log}");
-    for n in nodes {
-        let (ok, log) = n.end(Duration::from_secs(30));
-        assert!(!ok, "the other Nodes must fail too:\n{log}");
+    for role in nodes.into_iter().chain([keyholder]) {
+        let (ok, log) = role.end(Duration::from_secs(10));
+        assert!(!ok, "every other party must fail too:\n{log}");
+        assert!(log.contains("hospital-b"), "names the lost Node:\n{log}");
     }
-    let _ = victim.child.wait();
+    let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    let _ = victim.end(Duration::from_secs(5));
+}
+
+#[test]
+fn killing_a_node_process_stops_the_study() {
+    lose_a_node(Loss::Killed);
+}
+
+#[test]
+fn freezing_a_node_process_stops_the_study() {
+    lose_a_node(Loss::Frozen);
+}
+
+/// Every party of a successful study exits 0: 20 studies of each protocol as five processes
+/// over mutual TLS (a few iterations each; the end of the study is what is tested).
+#[test]
+fn every_party_exits_zero_after_a_successful_study() {
+    let d = Deployment::new("clean");
+    for protocol in ["local", "hessian", "newton"] {
+        for run in 0..20 {
+            let (keyholder, kh) = d.keyholder();
+            let (aggregator, agg) = d.aggregator(&kh, &["--protocol", protocol, "--max-iter", "2"]);
+            let nodes: Vec<Role> = HOSPITALS
+                .iter()
+                .zip(['a', 'b', 'c'])
+                .map(|(h, c)| d.node(h, c, &agg))
+                .collect();
+            for (who, role) in [("aggregator", aggregator), ("key holder", keyholder)]
+                .into_iter()
+                .chain(HOSPITALS.iter().copied().zip(nodes))
+            {
+                let (ok, log) = role.end(Duration::from_secs(60));
+                assert!(ok, "{protocol} run {run}: the {who} failed:\n{log}");
+            }
+        }
+    }
+}
+
+/// A secure study without a penalty is refused before any key is made (the inverse's public
+/// bound, from which every width follows, needs lambda > 0).
+#[test]
+fn secure_study_refuses_lambda_zero() {
+    let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
+        .args([
+            "study",
+            "--party",
+            &demo("hospital_a.csv"),
+            "--label",
+            "label",
+            "--lambda",
+            "0",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("positive penalty"), "{err}");
 }
 
 /// A study file gives the settings; a flag on the command line overrides it; a malformed file

@@ -17,6 +17,7 @@
 //! see the same quantities as the plaintext run up to fixed-point rounding.
 
 pub mod aggregator;
+pub mod endorsement;
 pub mod gc;
 pub mod inprocess;
 pub mod keyholder;

@@ -299,7 +299,10 @@ fn fit_pca(x: ArrayView2<'_, f64>, k: usize) -> Result<Pca, DpError> {
     };
     let pca = Pca::fit(x, k).map_err(|_| refused(f64::NAN, "the eigendecomposition failed"))?;
     if pca.residual > 1e-8 {
-        return Err(refused(pca.residual, "the eigendecomposition is inaccurate"));
+        return Err(refused(
+            pca.residual,
+            "the eigendecomposition is inaccurate",
+        ));
     }
     Ok(pca)
 }

@@ -117,7 +117,11 @@ impl<C: Channel> SecureAggregation<C> {
             .map(|r| me.read_vectors(r, 1).map(|mut v| v.remove(0)))
             .collect::<Result<Vec<_>, _>>()?;
         let total = EncryptedVector::sum(&me.key, &counts.iter().collect::<Vec<_>>())?;
-        let n = me.decrypt_public(&total)?[0];
+        let n = me
+            .decrypt_public(&total)?
+            .first()
+            .copied()
+            .unwrap_or(f64::NAN);
         if n < 1.0 || n.is_nan() {
             return Err(SecureError::Protocol("the Nodes hold no rows".to_string()));
         }
@@ -265,6 +269,13 @@ impl<C: Channel> SecureAggregation<C> {
         let mut r = Reader::new(&reply);
         let values = r.f64s().map_err(at)?;
         r.end().map_err(at)?;
+        if values.len() != v.len() || values.iter().any(|x| !x.is_finite()) {
+            return Err(SecureError::Protocol(format!(
+                "the key holder answered a public decryption of {} values with {} values, or a value that is not finite",
+                v.len(),
+                values.len()
+            )));
+        }
         Ok(values)
     }
 

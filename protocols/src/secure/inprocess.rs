@@ -5,7 +5,7 @@
 use std::borrow::Borrow;
 use std::io;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_circuits::fixed::FixedFormat;
@@ -19,7 +19,7 @@ use super::study::{self, StudyError, StudyOutcome, StudyPlan};
 use crate::objective::PartyData;
 use crate::optimizer::{FitOptions, FitReport, IterationRecord, Optimizer};
 use crate::paillier::SecretKey;
-use crate::transport::{self, Listener, TcpChannel};
+pub use crate::transport::{loopback_pair, tls_loopback_pair};
 
 /// The outcome of a secure study.
 #[derive(Debug)]
@@ -94,17 +94,6 @@ pub struct StudyRun {
     pub nodes: Vec<NodeStats>,
 }
 
-/// A connected pair of channels over real loopback TCP.
-pub fn loopback_pair() -> io::Result<(TcpChannel, TcpChannel)> {
-    let listener = Listener::bind("127.0.0.1:0")?;
-    let address = listener.local_addr()?.to_string();
-    // The kernel completes the connection from the listen backlog, so connecting before
-    // accepting does not wait.
-    let client = transport::connect(&address, Duration::from_secs(10))?;
-    let server = listener.accept(Duration::from_secs(10))?;
-    Ok((server, client))
-}
-
 /// Runs a whole study in this process: the key holder and every Node on their own threads,
 /// the aggregator on the caller's, each link a pair from `make_pair` (in-memory or
 /// [`loopback_pair`]). Nodes are `(feature names, rows)`; `make_key` gives the key holder its
@@ -127,14 +116,15 @@ where
         links.push(make_pair().map_err(link)?);
     }
     thread::scope(|scope| {
-        let keyholder = scope.spawn(move || study::run_keyholder(keyholder_end, make_key));
+        let keyholder = scope.spawn(move || study::run_keyholder(keyholder_end, make_key, None));
         let mut node_ends = Vec::new();
         let mut handles = Vec::new();
         let min_key_bits = plan.key_bits;
         for ((names, data), (aggregator_end, node_end)) in nodes.into_iter().zip(links) {
             node_ends.push(aggregator_end);
-            handles
-                .push(scope.spawn(move || study::run_node(node_end, &names, data, min_key_bits)));
+            handles.push(
+                scope.spawn(move || study::run_node(node_end, &names, data, min_key_bits, None)),
+            );
         }
         let driven = study::run_aggregator(node_ends, to_keyholder, plan, observer);
         // The aggregator's channels are dropped by now, so every serving thread ends.

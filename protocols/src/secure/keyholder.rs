@@ -99,13 +99,19 @@ pub fn serve<C: Channel>(
                 .map_err(at("replying"))?;
             }
             Step::Factor => {
-                let d = r.u64().map_err(bad)? as usize;
+                let d = r.u64().map_err(bad)?;
                 let local = r.u64().map_err(at("reading a request"))? == 1;
-                let masked = r.u64().map_err(at("reading a request"))? as usize;
+                let masked = r.u64().map_err(at("reading a request"))?;
                 let v =
                     EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
                 r.end().map_err(at("reading a request"))?;
-                check_request(d, masked, v.len(), d * (d + 1) / 2)?;
+                let (d, masked) = check_request(config, d, masked, v.len(), |d| d * (d + 1) / 2)?;
+                if d != config.dimension {
+                    return Err(SecureError::Protocol(format!(
+                        "a factor request of dimension {d} in a study of dimension {}",
+                        config.dimension
+                    )));
+                }
                 let t = clock();
                 let values = decrypt_values(&v, secret)?;
                 paillier_seconds += t.elapsed().as_secs_f64();
@@ -153,15 +159,18 @@ pub fn serve<C: Channel>(
                 }
             }
             Step::Solve => {
-                let index = r.u64().map_err(bad)? as usize;
-                let masked = r.u64().map_err(at("reading a request"))? as usize;
+                let index = r.u64().map_err(bad)?;
+                let masked = r.u64().map_err(at("reading a request"))?;
                 let v =
                     EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
                 r.end().map_err(at("reading a request"))?;
-                let l = factors.get(index).ok_or_else(|| {
-                    SecureError::Protocol(format!("no factor {index} to solve against"))
-                })?;
-                check_request(l.len(), masked, v.len(), l.len())?;
+                let l = usize::try_from(index)
+                    .ok()
+                    .and_then(|i| factors.get(i))
+                    .ok_or_else(|| {
+                        SecureError::Protocol(format!("no factor {index} to solve against"))
+                    })?;
+                let (_, masked) = check_request(config, l.len() as u64, masked, v.len(), |d| d)?;
                 let t = clock();
                 let values = decrypt_values(&v, secret)?;
                 paillier_seconds += t.elapsed().as_secs_f64();
@@ -174,15 +183,16 @@ pub fn serve<C: Channel>(
             Step::Compare => {
                 let kind = Comparison::from_code(r.u64().map_err(bad)?)
                     .ok_or_else(|| SecureError::Protocol("unknown comparison".to_string()))?;
-                let masked = r.u64().map_err(at("reading a request"))? as usize;
-                let width = r.u64().map_err(at("reading a request"))? as usize;
+                let masked = r.u64().map_err(at("reading a request"))?;
+                let width = r.u64().map_err(at("reading a request"))?;
                 let a =
                     EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
                 let b =
                     EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
                 r.end().map_err(at("reading a request"))?;
-                check_request(1, masked, a.len() + b.len(), 2)?;
-                if width + gc::SIGMA as usize > masked || width < 2 {
+                let (_, masked) = check_request(config, 1, masked, a.len() + b.len(), |_| 2)?;
+                let width = usize::try_from(width).unwrap_or(usize::MAX);
+                if width.saturating_add(gc::SIGMA as usize) > masked || width < 2 {
                     return Err(SecureError::Protocol(
                         "inconsistent comparison widths".to_string(),
                     ));
@@ -206,12 +216,74 @@ fn decrypt_values(v: &EncryptedVector, secret: &SecretKey) -> Result<Vec<BigInt>
     Ok(v.decrypt(secret)?.into_iter().map(|f| f.value).collect())
 }
 
-/// Bounds a request's sizes before any circuit is built for it.
-fn check_request(d: usize, masked: usize, got: usize, expected: usize) -> Result<(), SecureError> {
-    if d == 0 || d > super::MAX_DIMENSION || masked > 4096 || got != expected {
+/// Largest mask width a request may ask for, in bits.
+const MAX_MASKED: u64 = 4096;
+
+/// Bounds a request's sizes before any arithmetic on them or any circuit: the dimension first
+/// (at most the study's), then the count of values it implies, then the mask width (at least
+/// the circuit format's width plus the statistical margin sigma, so a masked value is never
+/// narrower than the word cut from it, and at most [`MAX_MASKED`]). Returns `(d, masked)`.
+fn check_request(
+    config: &SecureConfig,
+    d: u64,
+    masked: u64,
+    got: usize,
+    expected: impl Fn(usize) -> usize,
+) -> Result<(usize, usize), SecureError> {
+    let d = usize::try_from(d)
+        .ok()
+        .filter(|&d| d >= 1 && d <= config.dimension.min(super::MAX_DIMENSION))
+        .ok_or_else(|| {
+            SecureError::Protocol(format!(
+                "malformed request: dimension {d} (the study's is {})",
+                config.dimension
+            ))
+        })?;
+    let want = expected(d);
+    if got != want {
         return Err(SecureError::Protocol(format!(
-            "malformed request: dimension {d}, {got} values (expected {expected}), mask width {masked}"
+            "malformed request: {got} values, expected {want}"
         )));
     }
-    Ok(())
+    let least = u64::from(config.format.width() + gc::SIGMA);
+    if masked < least || masked > MAX_MASKED {
+        return Err(SecureError::Protocol(format!(
+            "malformed request: mask width {masked} bits, outside {least} to {MAX_MASKED}"
+        )));
+    }
+    Ok((d, masked as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secure::DEFAULT_FORMAT;
+
+    /// Sizes off the wire are checked before any arithmetic on them: a dimension that would
+    /// overflow `d (d + 1) / 2`, a dimension other than the study's, a mask width of 0 (which
+    /// panicked in `chunks`) or narrower than the circuit word plus sigma (which panicked when
+    /// the word was cut), and one beyond the largest, are all named errors.
+    #[test]
+    fn requests_are_bounded_before_arithmetic() {
+        let config = SecureConfig::new(1, 3, 10, DEFAULT_FORMAT);
+        let ok = u64::from(DEFAULT_FORMAT.width() + gc::SIGMA);
+        let tri = |d: usize| d * (d + 1) / 2;
+        assert_eq!(
+            check_request(&config, 10, ok, 55, tri).expect("fine"),
+            (10, ok as usize)
+        );
+        for (d, masked, got) in [
+            (u64::MAX, ok, 55),
+            (1 << 40, ok, 55),
+            (0, ok, 0),
+            (11, ok, 66),
+            (10, 0, 55),
+            (10, ok - 1, 55),
+            (10, MAX_MASKED + 1, 55),
+            (10, ok, 54),
+        ] {
+            let e = check_request(&config, d, masked, got, tri).expect_err("refused");
+            assert!(e.to_string().contains("malformed request"), "{e}");
+        }
+    }
 }

@@ -292,6 +292,15 @@ pub fn serve<C: Channel>(
                 })?;
                 let means = reader.f64s().map_err(at("reading the means"))?;
                 reader.end().map_err(at("reading the means"))?;
+                if !(means.is_empty() || means.len() == data.raw.columns())
+                    || means.iter().any(|m| !m.is_finite())
+                {
+                    return Err(SecureError::Protocol(format!(
+                        "the aggregator sent {} means for {} columns, or a mean that is not finite",
+                        means.len(),
+                        data.raw.columns()
+                    )));
+                }
                 let values = timed(&mut stats.local_seconds, || {
                     data.moments((!means.is_empty()).then_some(&means[..]), n)
                 })?;

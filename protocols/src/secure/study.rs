@@ -14,6 +14,7 @@ use privlogit_circuits::channel::Channel;
 use privlogit_circuits::fixed::FixedFormat;
 
 use super::aggregator::{AggregatorStats, Protocol, SecureAggregation};
+use super::endorsement::{Endorsement, Endorser, KeyTrust};
 use super::keyholder::{self, KeyholderStats};
 use super::node::{self, NodeData};
 use super::solver::LinearAlgebra;
@@ -53,6 +54,15 @@ impl StudyPlan {
             return Err(SecureError::Protocol(format!(
                 "optimizer {} does not go with protocol {:?}",
                 self.optimizer, self.protocol
+            )));
+        }
+        // The secure protocols bound the inverse's entries by N / lambda (the public bound
+        // every width is derived from): without a penalty there is no bound.
+        if !(self.options.lambda.is_finite() && self.options.lambda > 0.0) {
+            return Err(SecureError::Protocol(format!(
+                "lambda = {} in a secure study: the secure protocols need a positive penalty \
+                 (it bounds the inverse that every fixed-point width is derived from)",
+                self.options.lambda
             )));
         }
         if self.parties == 0 {
@@ -122,12 +132,14 @@ fn parse_key(bytes: &[u8], min_bits: u32) -> Result<PublicKey, SecureError> {
 }
 
 /// The Node role from the first message: joins with its feature `names`, then serves. The
-/// Node refuses a public key shorter than `min_key_bits` (its own policy, not the study's).
+/// Node refuses a public key shorter than `min_key_bits` (its own policy, not the study's) and,
+/// given `trust`, one that the named key holder did not sign for this study and session.
 pub fn run_node<C: Channel>(
     mut channel: C,
     names: &[String],
     mut data: NodeData,
     min_key_bits: u32,
+    trust: Option<KeyTrust>,
 ) -> Result<node::NodeStats, SecureError> {
     let mut w = Writer::new().u64(names.len() as u64);
     for n in names {
@@ -139,11 +151,13 @@ pub fn run_node<C: Channel>(
     let mut r = Reader::new(&welcome);
     let (config, intercept) =
         read_parameters(&mut r).map_err(io_at("Node, reading the welcome"))?;
-    let key = parse_key(
-        r.bytes().map_err(io_at("Node, reading the key"))?,
-        min_key_bits,
-    )?;
+    let key_bytes = r.bytes().map_err(io_at("Node, reading the key"))?;
+    let endorsement = read_endorsement(&mut r).map_err(io_at("Node, reading the welcome"))?;
     r.end().map_err(io_at("Node, reading the welcome"))?;
+    if let Some(trust) = trust {
+        trust.check(config.session, key_bytes, &endorsement)?;
+    }
+    let key = parse_key(key_bytes, min_key_bits)?;
     if config.dimension != names.len() + usize::from(intercept) {
         return Err(SecureError::Protocol(
             "the study's dimension does not match this Node".into(),
@@ -154,10 +168,11 @@ pub fn run_node<C: Channel>(
 }
 
 /// The key-holder role from the first message: makes the key pair the study asks for (with
-/// `make_key`, given the modulus size), then serves.
+/// `make_key`, given the modulus size), signs it with `endorser` when given, then serves.
 pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     mut channel: C,
     make_key: impl FnOnce(u32) -> Result<K, SecureError>,
+    endorser: Option<&Endorser>,
 ) -> Result<KeyholderStats, SecureError> {
     let (_, setup) = wire::recv(&mut channel, HANDSHAKE, &[Step::Setup])
         .map_err(io_at("key holder, waiting for the aggregator"))?;
@@ -168,9 +183,12 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     let bits = u32::try_from(bits).map_err(|_| SecureError::Protocol("key size".into()))?;
     let secret = make_key(bits)?;
     let secret = secret.borrow();
-    let payload = Writer::new()
-        .bytes(&secret.public_key().to_bytes())
-        .finish();
+    let key_bytes = secret.public_key().to_bytes();
+    let endorsement = endorser
+        .map(|e| e.endorse(config.session, &key_bytes))
+        .transpose()?
+        .unwrap_or_default();
+    let payload = write_endorsement(Writer::new().bytes(&key_bytes), &endorsement).finish();
     wire::send(&mut channel, HANDSHAKE, Step::PublicKey, &payload)
         .map_err(io_at("key holder, sending the public key"))?;
     keyholder::serve(channel, secret, &config)
@@ -225,14 +243,15 @@ pub fn run_aggregator<C: Channel>(
     let (_, reply) = wire::recv(&mut keyholder, HANDSHAKE, &[Step::PublicKey])
         .map_err(io_at("aggregator, waiting for the public key"))?;
     let mut r = Reader::new(&reply);
-    let key = parse_key(
-        r.bytes().map_err(io_at("aggregator, reading the key"))?,
-        plan.key_bits,
-    )?;
+    let key_bytes = r.bytes().map_err(io_at("aggregator, reading the key"))?;
+    let endorsement = read_endorsement(&mut r).map_err(io_at("aggregator, reading the key"))?;
     r.end().map_err(io_at("aggregator, reading the key"))?;
-    let welcome = write_parameters(&config, plan.intercept)
-        .bytes(&key.to_bytes())
-        .finish();
+    let key = parse_key(key_bytes, plan.key_bits)?;
+    let welcome = write_endorsement(
+        write_parameters(&config, plan.intercept).bytes(&key.to_bytes()),
+        &endorsement,
+    )
+    .finish();
     for (i, node) in nodes.iter_mut().enumerate() {
         wire::send(node, HANDSHAKE, Step::Welcome, &welcome)
             .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
@@ -295,6 +314,17 @@ fn check_columns(first: &[String], these: &[String], node: usize) -> Result<(), 
         )));
     }
     Ok(())
+}
+
+fn write_endorsement(w: Writer, e: &Endorsement) -> Writer {
+    w.bytes(&e.certificate).bytes(&e.signature)
+}
+
+fn read_endorsement(r: &mut Reader<'_>) -> std::io::Result<Endorsement> {
+    Ok(Endorsement {
+        certificate: r.bytes()?.to_vec(),
+        signature: r.bytes()?.to_vec(),
+    })
 }
 
 fn write_parameters(config: &SecureConfig, intercept: bool) -> Writer {

@@ -1,9 +1,14 @@
 //! Framed messages between the parties over a byte [`Channel`].
 //!
-//! A frame is `"PLM1"`, the session id (u64), the protocol step (u16), the payload length (u32)
-//! and the payload, all little-endian. The receiver states which step it expects: a frame of
-//! another session or step is refused, and a length above [`MAX_FRAME`] is refused before
-//! anything is allocated for it.
+//! A frame is `"PLM2"`, the session id (u64), the frame's offset in the sender's byte stream
+//! (u64), the protocol step (u16), the payload length (u32) and the payload, all little-endian.
+//! The receiver states which step it expects: a frame of another session or step is refused;
+//! the offset must equal the bytes received so far on the channel, so a lost, replayed or
+//! reordered frame is refused too (the offset is the frame's sequence number, and counts the
+//! garbled tables in between); a length above the step's limit ([`HANDSHAKE_LIMIT`] for the
+//! handshake, [`MAX_FRAME`] otherwise) is refused before anything is allocated, and the payload
+//! buffer grows only as bytes arrive ([`READ_PIECE`] at a time), so a peer that claims a large
+//! frame and sends little makes the receiver hold little.
 
 use std::io;
 
@@ -13,7 +18,16 @@ use privlogit_circuits::channel::Channel;
 /// about 11 MB).
 pub const MAX_FRAME: u32 = 1 << 28;
 
-const MAGIC: &[u8; 4] = b"PLM1";
+/// Largest payload of a handshake frame (feature names, parameters, a public key).
+pub const HANDSHAKE_LIMIT: u32 = 1 << 20;
+
+/// The payload is read, and its buffer grown, this many bytes at a time.
+pub const READ_PIECE: usize = 1 << 20;
+
+const MAGIC: &[u8; 4] = b"PLM2";
+
+/// Bytes of a frame header.
+const HEADER: usize = 26;
 
 /// The protocol steps a frame can belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +120,14 @@ impl Step {
     fn from_u16(v: u16) -> Option<Self> {
         Self::ALL.into_iter().find(|s| *s as u16 == v)
     }
+
+    /// The largest payload a frame of this step may claim.
+    pub fn limit(self) -> u32 {
+        match self {
+            Step::Join | Step::Welcome | Step::Setup | Step::PublicKey => HANDSHAKE_LIMIT,
+            _ => MAX_FRAME,
+        }
+    }
 }
 
 /// The session id of the handshake frames sent before a study has its id.
@@ -120,16 +142,17 @@ pub fn send<C: Channel>(
 ) -> io::Result<()> {
     let len = u32::try_from(payload.len())
         .ok()
-        .filter(|&l| l <= MAX_FRAME)
+        .filter(|&l| l <= step.limit())
         .ok_or_else(|| {
             invalid(format!(
                 "a {step:?} payload of {} bytes is too large",
                 payload.len()
             ))
         })?;
-    let mut header = Vec::with_capacity(18);
+    let mut header = Vec::with_capacity(HEADER);
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(&session.to_le_bytes());
+    header.extend_from_slice(&channel.bytes_sent().to_le_bytes());
     header.extend_from_slice(&(step as u16).to_le_bytes());
     header.extend_from_slice(&len.to_le_bytes());
     channel.send(&header)?;
@@ -144,18 +167,26 @@ pub fn recv<C: Channel>(
     session: u64,
     expected: &[Step],
 ) -> io::Result<(Step, Vec<u8>)> {
-    let mut header = [0u8; 18];
+    let offset = channel.bytes_received();
+    let mut header = [0u8; HEADER];
     channel.recv(&mut header)?;
     if &header[..4] != MAGIC {
         return Err(invalid("not a privlogit message (bad magic)".to_string()));
     }
-    let got_session = u64::from_le_bytes(header[4..12].try_into().expect("8 bytes"));
+    let field = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+    let got_session = field(4);
     if got_session != session {
         return Err(invalid(format!(
             "message of session {got_session:#x}, expected {session:#x}"
         )));
     }
-    let raw = u16::from_le_bytes(header[12..14].try_into().expect("2 bytes"));
+    let got_offset = field(12);
+    if got_offset != offset {
+        return Err(invalid(format!(
+            "a frame out of sequence (sent at byte {got_offset}, expected {offset}): a frame was lost, replayed or reordered"
+        )));
+    }
+    let raw = u16::from_le_bytes(header[20..22].try_into().expect("2 bytes"));
     let step = Step::from_u16(raw)
         .filter(|s| expected.contains(s))
         .ok_or_else(|| {
@@ -163,14 +194,22 @@ pub fn recv<C: Channel>(
                 "unexpected protocol step {raw}, expected {expected:?}"
             ))
         })?;
-    let len = u32::from_le_bytes(header[14..18].try_into().expect("4 bytes"));
-    if len > MAX_FRAME {
+    let len = u32::from_le_bytes(header[22..26].try_into().expect("4 bytes"));
+    if len > step.limit() {
         return Err(invalid(format!(
-            "a {step:?} frame claims {len} bytes (limit {MAX_FRAME})"
+            "a {step:?} frame claims {len} bytes (limit {})",
+            step.limit()
         )));
     }
-    let mut payload = vec![0u8; len as usize];
-    channel.recv(&mut payload)?;
+    // Grow the buffer as the bytes arrive, never ahead of them by more than one piece.
+    let len = len as usize;
+    let mut payload = Vec::with_capacity(len.min(READ_PIECE));
+    while payload.len() < len {
+        let start = payload.len();
+        let piece = (len - start).min(READ_PIECE);
+        payload.resize(start + piece, 0);
+        channel.recv(&mut payload[start..])?;
+    }
     Ok((step, payload))
 }
 
@@ -327,6 +366,7 @@ mod tests {
         let mut header = Vec::new();
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&7u64.to_le_bytes());
+        header.extend_from_slice(&0u64.to_le_bytes());
         header.extend_from_slice(&(Step::Gradient as u16).to_le_bytes());
         header.extend_from_slice(&u32::MAX.to_le_bytes());
         a.send(&header).expect("send");
@@ -335,10 +375,97 @@ mod tests {
         assert!(e.to_string().contains("limit"), "{e}");
 
         let (mut a, mut b) = MemoryChannel::pair();
-        a.send(&[0u8; 18]).expect("send");
+        a.send(&[0u8; HEADER]).expect("send");
         a.flush().expect("flush");
         let e = recv(&mut b, 7, &[Step::Gradient]).expect_err("bad magic");
         assert!(e.to_string().contains("magic"), "{e}");
+    }
+
+    /// A handshake frame above its own limit is refused; a frame whose offset is not the
+    /// receiver's count (a replay of an earlier frame) is refused.
+    #[test]
+    fn step_limits_and_sequence() {
+        let (mut a, mut b) = MemoryChannel::pair();
+        let big = vec![0u8; HANDSHAKE_LIMIT as usize + 1];
+        assert!(send(&mut a, 7, Step::Join, &big).is_err());
+        let mut header = Vec::new();
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&7u64.to_le_bytes());
+        header.extend_from_slice(&0u64.to_le_bytes());
+        header.extend_from_slice(&(Step::Join as u16).to_le_bytes());
+        header.extend_from_slice(&(HANDSHAKE_LIMIT + 1).to_le_bytes());
+        a.send(&header).expect("send");
+        a.flush().expect("flush");
+        let e = recv(&mut b, 7, &[Step::Join]).expect_err("too long for a handshake");
+        assert!(e.to_string().contains("limit"), "{e}");
+
+        let (mut a, mut b) = MemoryChannel::pair();
+        send(&mut a, 7, Step::Gradient, b"one").expect("send");
+        recv(&mut b, 7, &[Step::Gradient]).expect("first");
+        // A replay: the same bytes again, claiming offset 0 where 29 bytes were received.
+        let mut replay = Vec::new();
+        replay.extend_from_slice(MAGIC);
+        replay.extend_from_slice(&7u64.to_le_bytes());
+        replay.extend_from_slice(&0u64.to_le_bytes());
+        replay.extend_from_slice(&(Step::Gradient as u16).to_le_bytes());
+        replay.extend_from_slice(&3u32.to_le_bytes());
+        replay.extend_from_slice(b"one");
+        a.send(&replay).expect("send");
+        a.flush().expect("flush");
+        let e = recv(&mut b, 7, &[Step::Gradient]).expect_err("replayed");
+        assert!(e.to_string().contains("out of sequence"), "{e}");
+    }
+
+    /// A channel that hands out `available` bytes, then fails, recording the largest buffer
+    /// the reader asked to fill at once.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        largest_request: usize,
+    }
+
+    impl Channel for Trickle {
+        fn send(&mut self, _: &[u8]) -> io::Result<()> {
+            Ok(())
+        }
+        fn recv(&mut self, buf: &mut [u8]) -> io::Result<()> {
+            self.largest_request = self.largest_request.max(buf.len());
+            if self.at + buf.len() > self.data.len() {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "gone"));
+            }
+            buf.copy_from_slice(&self.data[self.at..self.at + buf.len()]);
+            self.at += buf.len();
+            Ok(())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn bytes_sent(&self) -> u64 {
+            0
+        }
+        fn bytes_received(&self) -> u64 {
+            self.at as u64
+        }
+    }
+
+    /// A frame that claims the largest length and then sends a few bytes makes the receiver
+    /// ask for (and allocate) at most one piece, not the claimed length.
+    #[test]
+    fn claimed_length_is_not_allocated_ahead() {
+        let mut data = Vec::new();
+        data.extend_from_slice(MAGIC);
+        data.extend_from_slice(&7u64.to_le_bytes());
+        data.extend_from_slice(&0u64.to_le_bytes());
+        data.extend_from_slice(&(Step::GradientReply as u16).to_le_bytes());
+        data.extend_from_slice(&MAX_FRAME.to_le_bytes());
+        data.extend_from_slice(&[1u8; 100]);
+        let mut c = Trickle {
+            data,
+            at: 0,
+            largest_request: 0,
+        };
+        assert!(recv(&mut c, 7, &[Step::GradientReply]).is_err());
+        assert!(c.largest_request <= READ_PIECE, "{}", c.largest_request);
     }
 
     /// A field longer than the payload is refused, not read past.

@@ -51,9 +51,31 @@ pub struct ProtocolBenchArgs {
         default_value = "masked"
     )]
     methods: Vec<LinearAlgebra>,
+    /// How the in-process parties connect: plain (loopback TCP), tls (mutual TLS 1.3 with
+    /// fresh identities), or both (`plain,tls`) side by side, alternating.
+    #[arg(
+        long,
+        value_name = "KIND",
+        value_delimiter = ',',
+        default_value = "plain"
+    )]
+    transport: Vec<Transport>,
+    /// Run every secure configuration this many times (alternating), for medians.
+    #[arg(long, value_name = "R", default_value_t = 1)]
+    repeats: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// How the parties of a benchmark run connect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// Loopback TCP.
+    Plain,
+    /// Mutual TLS 1.3 over loopback TCP.
+    Tls,
 }
 
 #[derive(Debug, Serialize)]
@@ -61,6 +83,7 @@ struct Row {
     run: String,
     protocol: String,
     linear_algebra: Option<String>,
+    transport: Option<Transport>,
     iterations: usize,
     rounds: usize,
     seconds: f64,
@@ -113,6 +136,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         run: format!("plaintext {privlogit}"),
         protocol: "plaintext".into(),
         linear_algebra: None,
+        transport: None,
         iterations: plain.iterations,
         rounds: plain.rounds,
         seconds: plain_seconds,
@@ -135,20 +159,31 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     if !args.no_newton {
         runs.push((Protocol::Newton, Optimizer::Newton));
     }
-    let runs: Vec<(Protocol, Optimizer, LinearAlgebra)> = runs
-        .into_iter()
+    if args.repeats == 0 {
+        return Err(anyhow!("--repeats must be at least 1"));
+    }
+    let mut variants: Vec<(LinearAlgebra, Transport)> = Vec::new();
+    for &m in &args.methods {
+        for &t in &args.transport {
+            variants.push((m, t));
+        }
+    }
+    let runs: Vec<(Protocol, Optimizer, LinearAlgebra, Transport)> = (0..args.repeats)
+        .flat_map(|_| runs.clone())
         .enumerate()
         .flat_map(|(k, (p, o))| {
-            // Alternate which method goes first, so drift on a shared machine hits both.
-            let mut methods = args.methods.clone();
+            // Alternate which variant goes first, so drift on a shared machine hits both.
+            let mut variants = variants.clone();
             if k % 2 == 1 {
-                methods.reverse();
+                variants.reverse();
             }
-            methods.into_iter().map(move |m| (p, o, m))
+            variants.into_iter().map(move |(m, t)| (p, o, m, t))
         })
         .collect();
-    for (protocol, optimizer, method) in runs {
-        eprintln!("secure {protocol:?} with {optimizer}, {method} linear algebra ...");
+    for (protocol, optimizer, method, transport) in runs {
+        eprintln!(
+            "secure {protocol:?} with {optimizer}, {method} linear algebra, {transport:?} ..."
+        );
         let plan = StudyPlan {
             protocol,
             optimizer,
@@ -167,7 +202,10 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         let inprocess::StudyRun {
             outcome, keyholder, ..
         } = inprocess::run_study(
-            inprocess::loopback_pair,
+            match transport {
+                Transport::Plain => inprocess::loopback_pair,
+                Transport::Tls => inprocess::tls_loopback_pair,
+            },
             nodes,
             &plan,
             |_| -> Result<_, SecureError> {
@@ -194,11 +232,13 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         let a = &outcome.aggregator;
         rows.push(Row {
             run: format!(
-                "secure {} ({optimizer}, {method})",
-                format!("{protocol:?}").to_lowercase()
+                "secure {} ({optimizer}, {method}, {})",
+                format!("{protocol:?}").to_lowercase(),
+                format!("{transport:?}").to_lowercase()
             ),
             protocol: format!("{protocol:?}").to_lowercase(),
             linear_algebra: Some(method.to_string()),
+            transport: Some(transport),
             iterations: outcome.fit.iterations,
             rounds: outcome.fit.rounds,
             seconds: outcome.seconds,
@@ -278,6 +318,41 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
             circuit,
             r.max_abs_diff_to_plaintext
         );
+    }
+    if args.transport.contains(&Transport::Plain) && args.transport.contains(&Transport::Tls) {
+        let _ = writeln!(
+            s,
+            "\nTLS against plain TCP (medians of {} runs each):",
+            args.repeats
+        );
+        let mut seen: Vec<(String, Option<String>)> = Vec::new();
+        for r in rows.iter().filter(|r| r.transport.is_some()) {
+            let key = (r.protocol.clone(), r.linear_algebra.clone());
+            if seen.contains(&key) {
+                continue;
+            }
+            let median = |t: Transport| {
+                let mut v: Vec<f64> = rows
+                    .iter()
+                    .filter(|x| (x.protocol.clone(), x.linear_algebra.clone()) == key)
+                    .filter(|x| x.transport == Some(t))
+                    .map(|x| x.seconds)
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let (plain, tls) = (median(Transport::Plain), median(Transport::Tls));
+            let _ = writeln!(
+                s,
+                "  {:<8} {:<8} plain {:>8.2} s  tls {:>8.2} s  overhead {:+.1} %",
+                key.0,
+                key.1.as_deref().unwrap_or("-"),
+                plain,
+                tls,
+                (tls / plain - 1.0) * 100.0
+            );
+            seen.push(key);
+        }
     }
     print!("{s}");
     Ok(Outcome::Success)

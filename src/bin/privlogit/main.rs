@@ -8,6 +8,7 @@ mod bench_protocols;
 mod circuit;
 mod dp;
 mod fit;
+mod identity;
 mod reproduce;
 mod simulate;
 mod study;
@@ -16,7 +17,7 @@ mod timing;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Privacy-preserving logistic regression across organizations.
 #[derive(Debug, Parser)]
@@ -45,6 +46,8 @@ enum Command {
     Aggregator(study::AggregatorArgs),
     /// Take part in a secure study as a Node with one data file.
     Node(study::NodeArgs),
+    /// Make or show a party's key pair and certificate for studies over mutual TLS.
+    Identity(identity::IdentityArgs),
     /// Differentially private models: fit one, or run the papers' MNIST experiments.
     Dp(dp::DpArgs),
     /// Reproduce the dissertation's tables and figures (Table 5.1) at the paper's sizes.
@@ -55,7 +58,12 @@ enum Command {
 const EXIT_DIVERGED: u8 = 3;
 
 fn main() -> ExitCode {
-    let args = match study_file::expand(std::env::args_os().collect()) {
+    let accepts = |command: &str, flag: &str| {
+        Cli::command()
+            .find_subcommand(command)
+            .is_some_and(|c| c.get_arguments().any(|a| a.get_long() == Some(flag)))
+    };
+    let args = match study_file::expand(std::env::args_os().collect(), &accepts) {
         Ok(args) => args,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -72,6 +80,7 @@ fn main() -> ExitCode {
         Command::Keyholder(args) => study::run_keyholder(args),
         Command::Aggregator(args) => study::run_aggregator(args),
         Command::Node(args) => study::run_node(args),
+        Command::Identity(args) => identity::run(args),
         Command::Dp(args) => dp::run(args),
         Command::Reproduce(args) => reproduce::run(args),
     };

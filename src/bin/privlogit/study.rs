@@ -15,17 +15,21 @@ use privlogit::protocols::paillier::{KeyPair, KeySize, SecretKey};
 use privlogit::protocols::rows::RowSource;
 use privlogit::protocols::secure::SecureError;
 use privlogit::protocols::secure::aggregator::Protocol;
+use privlogit::protocols::secure::endorsement::{Endorser, KeyTrust};
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::keyholder::KeyholderStats;
 use privlogit::protocols::secure::node::{NodeData, NodeStats};
 use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study::{self, StudyOutcome, StudyPlan};
-use privlogit::protocols::transport::{self, Listener};
+use privlogit::protocols::transport::{
+    Expected, Identity, Member, Network, Role, Roster, Security, Timing,
+};
 use privlogit::protocols::{FitOptions, IterationRecord, Optimizer, Status, StepKind};
 use privlogit_circuits::FixedFormat;
 use serde::Serialize;
 
 use crate::Outcome;
+use crate::study_file;
 
 /// How long a party waits for the others to connect.
 const PATIENCE: Duration = Duration::from_secs(600);
@@ -136,6 +140,162 @@ impl PlanArgs {
     }
 }
 
+/// How a party of a study between organizations connects (shared by `keyholder`,
+/// `aggregator` and `node`).
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    /// This party's identity: PREFIX.crt and PREFIX.key, from `privlogit identity new`.
+    #[arg(long, value_name = "PREFIX")]
+    identity: Option<PathBuf>,
+    /// Connect over plain TCP: anyone on the path reads the traffic and anyone may claim a
+    /// party's place. Refused when the study file names certificates.
+    #[arg(long)]
+    insecure_plaintext: bool,
+    /// Seconds without any sign of life (data or heartbeat) after which a peer counts as lost
+    /// and the study stops.
+    #[arg(long, value_name = "SECONDS", default_value_t = 6.0)]
+    deadline: f64,
+}
+
+/// A party's network, its roster (if the study file names the parties) and its own entry.
+struct Party {
+    network: Network,
+    roster: Option<Arc<Roster>>,
+    /// This party's identity (TLS studies).
+    identity: Option<Arc<Identity>>,
+}
+
+impl Party {
+    /// The key holder's signer of the public key (TLS studies).
+    fn endorser(&self) -> Option<Endorser> {
+        self.identity.as_ref().map(|identity| Endorser {
+            identity: Arc::clone(identity),
+            study: self.network.study(),
+        })
+    }
+
+    /// The signature a Node requires on the public key (TLS studies).
+    fn key_trust(&self) -> Option<KeyTrust> {
+        let roster = self.roster.as_ref().filter(|r| r.pinned())?;
+        self.identity.as_ref()?;
+        Some(KeyTrust {
+            keyholder: roster.keyholder.fingerprint?,
+            study: self.network.study(),
+        })
+    }
+}
+
+impl NetArgs {
+    /// This party's network in `role`; `name` is its name in a plaintext study without a
+    /// roster.
+    fn party(&self, study: Option<&std::path::Path>, role: Role, name: &str) -> Result<Party> {
+        if !(self.deadline.is_finite() && (0.5..=3600.0).contains(&self.deadline)) {
+            bail!(
+                "--deadline {} is outside 0.5 to 3600 seconds",
+                self.deadline
+            );
+        }
+        let timing = Timing::with_deadline(Duration::from_secs_f64(self.deadline));
+        let file = study.map(study_file::roster).transpose()?.flatten();
+        let label = file.as_ref().map(|(_, l)| l.clone()).unwrap_or_default();
+        let roster = file.map(|(r, _)| Arc::new(r));
+        let study_id = roster.as_ref().map_or([0u8; 32], |r| r.study_id(&label));
+        if self.insecure_plaintext {
+            if roster.as_ref().is_some_and(|r| r.pinned()) {
+                bail!(
+                    "--insecure-plaintext is refused: the study file names certificates for its parties, so they connect over TLS (drop the flag)"
+                );
+            }
+            let name = roster
+                .as_ref()
+                .and_then(|r| match role {
+                    Role::KeyHolder => Some(r.keyholder.name.clone()),
+                    Role::Aggregator => Some(r.aggregator.name.clone()),
+                    Role::Node => None,
+                })
+                .unwrap_or_else(|| name.to_string());
+            eprintln!(
+                "warning: plain TCP (--insecure-plaintext): the traffic is readable on the path and parties are not authenticated"
+            );
+            let security = Security::InsecurePlaintext {
+                roster: roster.clone(),
+            };
+            return Ok(Party {
+                network: Network::new(security, role, &name, study_id, timing),
+                roster,
+                identity: None,
+            });
+        }
+        let Some(roster) = roster.filter(|r| r.pinned()) else {
+            bail!(
+                "no party certificates: name every party in the study file ([keyholder], [aggregator] and [[node]] tables with fingerprint = \"sha256:...\", see `privlogit identity new`) and pass --study FILE --identity PREFIX, or pass --insecure-plaintext for plain TCP"
+            );
+        };
+        let prefix = self
+            .identity
+            .as_ref()
+            .context("--identity PREFIX is needed: this party's PREFIX.crt and PREFIX.key")?;
+        let identity = Identity::load(prefix)
+            .with_context(|| format!("cannot load the identity {}", prefix.display()))?;
+        let fingerprint = identity.fingerprint();
+        let me = roster.by_fingerprint(&fingerprint).with_context(|| {
+            format!("this party's certificate {fingerprint} is not named in the study file")
+        })?;
+        if me.role != role {
+            bail!(
+                "this party's certificate {fingerprint} is {me}'s in the study file, not a {role}'s"
+            );
+        }
+        let name = me.name.clone();
+        let identity = Arc::new(identity);
+        let security = Security::Tls {
+            identity: Arc::clone(&identity),
+            roster: Arc::clone(&roster),
+        };
+        Ok(Party {
+            network: Network::new(security, role, &name, study_id, timing),
+            roster: Some(roster),
+            identity: Some(identity),
+        })
+    }
+}
+
+/// Runs `work`; on failure every peer of `network` is told why before the error is returned.
+fn stop_peers_on_error<T>(network: &Network, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    let result = work();
+    if let Err(e) = &result {
+        network.abort(&format!("{e:#}"));
+    }
+    result
+}
+
+/// The address of `member` from the command line or else the study file.
+fn address_of(given: Option<&String>, member: Option<&Member>, flag: &str) -> Result<String> {
+    given
+        .cloned()
+        .or_else(|| member.and_then(|m| m.address.clone()))
+        .with_context(|| format!("{flag} ADDR is needed (or an address for it in the study file)"))
+}
+
+/// The server a party dials: from the roster, or an anonymous one in plaintext.
+fn server(roster: Option<&Roster>, role: Role) -> Member {
+    let from_roster = roster.map(|r| match role {
+        Role::KeyHolder => r.keyholder.clone(),
+        _ => r.aggregator.clone(),
+    });
+    from_roster.unwrap_or_else(|| Member {
+        role,
+        name: if role == Role::KeyHolder {
+            "keyholder"
+        } else {
+            "aggregator"
+        }
+        .into(),
+        address: None,
+        fingerprint: None,
+    })
+}
+
 /// Where the result goes (shared by `study` and `aggregator`).
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -225,49 +385,75 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
 #[derive(Debug, Args)]
 #[command(args_override_self = true)]
 pub struct KeyholderArgs {
-    /// Settings from a TOML file whose keys are this command's long flags (flags given here
-    /// override it).
+    /// The study file: settings, and the parties with their certificates and addresses.
     #[arg(long, value_name = "FILE")]
     study: Option<PathBuf>,
-    /// Address to listen on for the aggregator, e.g. 0.0.0.0:7000.
+    /// Address to listen on for the aggregator, e.g. 0.0.0.0:7000 (default: the study file's).
     #[arg(long, value_name = "ADDR")]
-    listen: String,
+    listen: Option<String>,
+    #[command(flatten)]
+    net: NetArgs,
 }
 
 /// `privlogit keyholder`: waits for the aggregator, makes the key pair it asks for, serves.
 pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
-    let listener = Listener::bind(&args.listen)?;
-    eprintln!("key holder listening on {}", listener.local_addr()?);
-    let channel = listener.accept(PATIENCE)?;
-    eprintln!("aggregator connected from {}", channel.pipe().peer());
-    let stats = study::run_keyholder(channel, make_key)?;
-    eprintln!(
-        "study done: {} AND gates garbled in {:.2} s, Paillier {:.2} s, {} sent",
-        stats.and_gates,
-        stats.gc_seconds,
-        stats.paillier_seconds,
-        human_bytes(stats.bytes_sent)
-    );
-    Ok(Outcome::Success)
+    let party = args
+        .net
+        .party(args.study.as_deref(), Role::KeyHolder, "keyholder")?;
+    let roster = party.roster.as_deref();
+    let listen = address_of(
+        args.listen.as_ref(),
+        roster.map(|r| &r.keyholder),
+        "--listen",
+    )?;
+    let network = &party.network;
+    stop_peers_on_error(network, || {
+        let listener = network.listen(&listen)?;
+        eprintln!("key holder listening on {}", listener.local_addr()?);
+        let expected = match roster {
+            Some(r) if r.pinned() => Expected::Members(vec![r.aggregator.clone()]),
+            _ => Expected::Anyone {
+                role: Role::Aggregator,
+                count: 1,
+            },
+        };
+        let mut channels = listener.admit(&expected, PATIENCE, &mut |m| eprintln!("{m}"))?;
+        let channel = channels.pop().context("the aggregator")?;
+        eprintln!(
+            "{} connected from {}",
+            channel.pipe().peer(),
+            channel.pipe().peer_address()
+        );
+        let stats = study::run_keyholder(channel, make_key, party.endorser().as_ref())?;
+        eprintln!(
+            "study done: {} AND gates garbled in {:.2} s, Paillier {:.2} s, {} sent",
+            stats.and_gates,
+            stats.gc_seconds,
+            stats.paillier_seconds,
+            human_bytes(stats.bytes_sent)
+        );
+        Ok(Outcome::Success)
+    })
 }
 
 /// Arguments of `privlogit aggregator`.
 #[derive(Debug, Args)]
 #[command(args_override_self = true)]
 pub struct AggregatorArgs {
-    /// Settings from a TOML file whose keys are this command's long flags (flags given here
-    /// override it).
+    /// The study file: settings, and the parties with their certificates and addresses.
     #[arg(long, value_name = "FILE")]
     study: Option<PathBuf>,
-    /// Address to listen on for the Nodes.
+    /// Address to listen on for the Nodes (default: the study file's).
     #[arg(long, value_name = "ADDR")]
-    listen: String,
-    /// The key holder's address.
+    listen: Option<String>,
+    /// The key holder's address (default: the study file's).
     #[arg(long, value_name = "ADDR")]
-    keyholder: String,
-    /// Number of Nodes to wait for.
+    keyholder: Option<String>,
+    /// Number of Nodes to wait for (default: the study file's Nodes).
     #[arg(long, value_name = "N")]
-    parties: usize,
+    parties: Option<usize>,
+    #[command(flatten)]
+    net: NetArgs,
     #[command(flatten)]
     plan: PlanArgs,
     #[command(flatten)]
@@ -276,33 +462,69 @@ pub struct AggregatorArgs {
 
 /// `privlogit aggregator`: waits for the Nodes, connects to the key holder, runs the study.
 pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
-    let plan = args.plan.plan(args.parties)?;
-    let listener = Listener::bind(&args.listen)?;
-    eprintln!(
-        "aggregator listening on {}, waiting for {} Nodes",
-        listener.local_addr()?,
-        args.parties
-    );
-    let mut nodes = Vec::with_capacity(args.parties);
-    for i in 0..args.parties {
-        let c = listener
-            .accept(PATIENCE)
-            .with_context(|| format!("waiting for Node {}", i + 1))?;
-        eprintln!("Node {} connected from {}", i + 1, c.pipe().peer());
-        nodes.push(c);
-    }
-    let keyholder = transport::connect(&args.keyholder, PATIENCE)?;
-    let mut progress = |r: &IterationRecord| eprintln!("{}", progress_line(r));
-    let outcome = study::run_aggregator(nodes, keyholder, &plan, &mut progress)?;
-    finish(&outcome, None, &plan, &args.output)
+    let party = args
+        .net
+        .party(args.study.as_deref(), Role::Aggregator, "aggregator")?;
+    let roster = party.roster.as_deref();
+    let parties = match (args.parties, roster) {
+        (Some(n), Some(r)) if n != r.nodes.len() => bail!(
+            "--parties {n} but the study file names {} Nodes",
+            r.nodes.len()
+        ),
+        (Some(n), _) => n,
+        (None, Some(r)) => r.nodes.len(),
+        (None, None) => bail!("--parties N is needed (or [[node]] tables in the study file)"),
+    };
+    let plan = args.plan.plan(parties)?;
+    let listen = address_of(
+        args.listen.as_ref(),
+        roster.map(|r| &r.aggregator),
+        "--listen",
+    )?;
+    let keyholder_address = address_of(
+        args.keyholder.as_ref(),
+        roster.map(|r| &r.keyholder),
+        "--keyholder",
+    )?;
+    let network = &party.network;
+    stop_peers_on_error(network, || {
+        let listener = network.listen(&listen)?;
+        eprintln!(
+            "aggregator listening on {}, waiting for {parties} Nodes",
+            listener.local_addr()?
+        );
+        let expected = match roster {
+            Some(r) => Expected::Members(r.nodes.clone()),
+            None => Expected::Anyone {
+                role: Role::Node,
+                count: parties,
+            },
+        };
+        let nodes = listener.admit(&expected, PATIENCE, &mut |m| eprintln!("{m}"))?;
+        for (i, c) in nodes.iter().enumerate() {
+            eprintln!(
+                "Node {} is {}, connected from {}",
+                i + 1,
+                c.pipe().peer(),
+                c.pipe().peer_address()
+            );
+        }
+        let keyholder = network.connect(
+            &keyholder_address,
+            &server(roster, Role::KeyHolder),
+            PATIENCE,
+        )?;
+        let mut progress = |r: &IterationRecord| eprintln!("{}", progress_line(r));
+        let outcome = study::run_aggregator(nodes, keyholder, &plan, &mut progress)?;
+        finish(&outcome, None, &plan, &args.output)
+    })
 }
 
 /// Arguments of `privlogit node`.
 #[derive(Debug, Args)]
 #[command(args_override_self = true)]
 pub struct NodeArgs {
-    /// Settings from a TOML file whose keys are this command's long flags (flags given here
-    /// override it).
+    /// The study file: settings, and the parties with their certificates and addresses.
     #[arg(long, value_name = "FILE")]
     study: Option<PathBuf>,
     /// This Node's data file.
@@ -311,30 +533,53 @@ pub struct NodeArgs {
     /// Name of the 0/1 label column.
     #[arg(long, value_name = "COLUMN")]
     label: String,
-    /// The aggregator's address.
+    /// The aggregator's address (default: the study file's).
     #[arg(long, value_name = "ADDR")]
-    aggregator: String,
+    aggregator: Option<String>,
+    /// This Node's name in a plaintext study (with TLS the name comes from the certificate).
+    #[arg(long, value_name = "NAME", default_value = "node")]
+    name: String,
+    #[command(flatten)]
+    net: NetArgs,
 }
 
 /// `privlogit node`: joins the aggregator's study with one data file and serves it.
 pub fn run_node(args: NodeArgs) -> Result<Outcome> {
+    let party = args
+        .net
+        .party(args.study.as_deref(), Role::Node, &args.name)?;
+    let roster = party.roster.as_deref();
+    let aggregator = address_of(
+        args.aggregator.as_ref(),
+        roster.map(|r| &r.aggregator),
+        "--aggregator",
+    )?;
     let d = open(&args.party, &args.label)?;
     let rows = d.rows();
-    let channel = transport::connect(&args.aggregator, PATIENCE)?;
-    eprintln!(
-        "Node with {rows} rows joined the aggregator at {} from {}",
-        channel.pipe().peer(),
-        channel.pipe().local()
-    );
-    let names = d.names();
-    let stats = study::run_node(channel, &names, NodeData::from_source(d, true), 2048)?;
-    eprintln!(
-        "study done: local sums {:.2} s, Paillier {:.2} s, {} sent",
-        stats.local_seconds,
-        stats.paillier_seconds,
-        human_bytes(stats.bytes_sent)
-    );
-    Ok(Outcome::Success)
+    let network = &party.network;
+    stop_peers_on_error(network, || {
+        let channel = network.connect(&aggregator, &server(roster, Role::Aggregator), PATIENCE)?;
+        eprintln!(
+            "Node with {rows} rows joined {} at {}",
+            channel.pipe().peer(),
+            channel.pipe().peer_address()
+        );
+        let names = d.names();
+        let stats = study::run_node(
+            channel,
+            &names,
+            NodeData::from_source(d, true),
+            2048,
+            party.key_trust(),
+        )?;
+        eprintln!(
+            "study done: local sums {:.2} s, Paillier {:.2} s, {} sent",
+            stats.local_seconds,
+            stats.paillier_seconds,
+            human_bytes(stats.bytes_sent)
+        );
+        Ok(Outcome::Success)
+    })
 }
 
 /// A Node's data file (CSV, binary table or Parquet), streamed.

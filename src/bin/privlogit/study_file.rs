@@ -3,17 +3,39 @@
 //! `standardize = true`, `party = ["a.csv", "b.csv"]`); the file's settings are placed before
 //! the command line's, so a flag given on the command line overrides the file (list flags such
 //! as `party` add to it).
+//!
+//! The parties of a study between organizations are tables of the same file, read by
+//! [`roster`] rather than turned into flags:
+//!
+//! ```toml
+//! study_id = "diabetes-2026"          # optional label, part of the study id
+//! [keyholder]
+//! address = "10.0.0.1:7000"
+//! fingerprint = "sha256:..."          # or certificate = "keyholder.crt"
+//! [aggregator]
+//! address = "10.0.0.2:7100"
+//! fingerprint = "sha256:..."
+//! [[node]]
+//! name = "hospital-a"
+//! fingerprint = "sha256:..."
+//! ```
 
 use std::ffi::OsString;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use privlogit::protocols::transport::{Fingerprint, Member, Role, Roster};
+
+/// Keys of the study file that name parties rather than flags.
+const PARTY_KEYS: [&str; 4] = ["keyholder", "aggregator", "node", "study_id"];
 
 /// Commands that take `--study FILE`.
 const COMMANDS: [&str; 4] = ["study", "aggregator", "keyholder", "node"];
 
-/// `args` with `--study FILE` replaced by the file's settings as flags.
-pub fn expand(args: Vec<OsString>) -> Result<Vec<OsString>> {
+/// `args` with the file of `--study FILE` expanded into the flags that the command accepts
+/// (`accepts(command, flag)`); a key that no study command accepts is an error, one that only
+/// other roles take (`protocol` for the key holder) is left to them.
+pub fn expand(args: Vec<OsString>, accepts: &dyn Fn(&str, &str) -> bool) -> Result<Vec<OsString>> {
     let Some(command) = args.iter().position(|a| COMMANDS.iter().any(|c| a == c)) else {
         return Ok(args);
     };
@@ -27,19 +49,20 @@ pub fn expand(args: Vec<OsString>) -> Result<Vec<OsString>> {
         .get(at + 1)
         .context("--study needs a file: --study FILE")?
         .clone();
-    let flags = read(Path::new(&path))?;
+    let command_name = args[command].to_string_lossy().into_owned();
+    let flags = read(Path::new(&path), &command_name, accepts)?;
     let mut out: Vec<OsString> = args[..=command].to_vec();
     out.extend(flags);
-    out.extend(args[command + 1..at].iter().cloned());
-    out.extend(args[at + 2..].iter().cloned());
+    // `--study FILE` stays: the command reads the file's parties from it.
+    out.extend(args[command + 1..].iter().cloned());
     Ok(out)
 }
 
-/// The flags a study file stands for.
-fn read(path: &Path) -> Result<Vec<OsString>> {
+/// The study file's TOML, with parse errors at their line and column.
+fn parse(path: &Path) -> Result<toml::Table> {
     let name = path.display();
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {name}"))?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+    text.parse().map_err(|e: toml::de::Error| {
         let at = e
             .span()
             .map(|span| {
@@ -50,10 +73,26 @@ fn read(path: &Path) -> Result<Vec<OsString>> {
             })
             .unwrap_or_default();
         anyhow::anyhow!("{name}{at}: {}", e.message())
-    })?;
+    })
+}
+
+/// The flags a study file stands for.
+fn read(path: &Path, command: &str, accepts: &dyn Fn(&str, &str) -> bool) -> Result<Vec<OsString>> {
+    let name = path.display();
+    let table = parse(path)?;
     let mut flags = Vec::new();
-    for (key, value) in &table {
-        let flag = format!("--{}", key.replace('_', "-"));
+    for (key, value) in table
+        .iter()
+        .filter(|(k, _)| !PARTY_KEYS.contains(&k.as_str()))
+    {
+        let long = key.replace('_', "-");
+        if !accepts(command, &long) {
+            if COMMANDS.iter().any(|c| accepts(c, &long)) {
+                continue;
+            }
+            bail!("{name}: {key} is not a setting of any study command");
+        }
+        let flag = format!("--{long}");
         let scalar = |v: &toml::Value| -> Result<String> {
             Ok(match v {
                 toml::Value::String(s) => s.clone(),
@@ -81,4 +120,129 @@ fn read(path: &Path) -> Result<Vec<OsString>> {
         }
     }
     Ok(flags)
+}
+
+/// The parties a study file names, and its study-id label; `None` when it names none.
+pub fn roster(path: &Path) -> Result<Option<(Roster, String)>> {
+    let name = path.display().to_string();
+    let table = parse(path)?;
+    let label = match table.get("study_id") {
+        None => String::new(),
+        Some(toml::Value::String(s)) => s.clone(),
+        Some(v) => bail!("{name}: study_id is a {}, expected a string", v.type_str()),
+    };
+    let present: Vec<&str> = ["keyholder", "aggregator", "node"]
+        .into_iter()
+        .filter(|k| table.contains_key(*k))
+        .collect();
+    if present.is_empty() {
+        return Ok(None);
+    }
+    if present.len() < 3 {
+        let missing: Vec<&str> = ["[keyholder]", "[aggregator]", "[[node]]"]
+            .into_iter()
+            .filter(|k| !present.contains(&k.trim_matches(['[', ']'])))
+            .collect();
+        bail!(
+            "{name}: the study names some parties but not {}: name the key holder, the aggregator and every Node",
+            missing.join(", ")
+        );
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let member = |v: &toml::Value, role: Role, default: &str, at: &str| -> Result<Member> {
+        let t = v
+            .as_table()
+            .with_context(|| format!("{name}: {at} is not a table"))?;
+        for key in t.keys() {
+            if !["name", "address", "fingerprint", "certificate"].contains(&key.as_str()) {
+                bail!(
+                    "{name}: {at} has an unknown key {key:?} (name, address, fingerprint or certificate)"
+                );
+            }
+        }
+        let text = |key: &str| -> Result<Option<String>> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+                Some(v) => bail!(
+                    "{name}: {at}.{key} is a {}, expected a string",
+                    v.type_str()
+                ),
+            }
+        };
+        let fingerprint = match (text("fingerprint")?, text("certificate")?) {
+            (Some(_), Some(_)) => {
+                bail!("{name}: {at} has both a fingerprint and a certificate: give one")
+            }
+            (Some(f), None) => Some(
+                f.parse::<Fingerprint>()
+                    .map_err(|e| anyhow::anyhow!("{name}: {at}.fingerprint: {e}"))?,
+            ),
+            (None, Some(c)) => {
+                let file = base.join(&c);
+                let der = rustls_pem_certificate(&file)
+                    .with_context(|| format!("{name}: {at}.certificate"))?;
+                Some(Fingerprint::of(&der))
+            }
+            (None, None) => None,
+        };
+        let party_name = match text("name")? {
+            Some(n) => n,
+            None if role == Role::Node => bail!("{name}: {at} has no name"),
+            None => default.to_string(),
+        };
+        Ok(Member {
+            role,
+            name: party_name,
+            address: text("address")?,
+            fingerprint,
+        })
+    };
+    let keyholder = member(
+        &table["keyholder"],
+        Role::KeyHolder,
+        "keyholder",
+        "[keyholder]",
+    )?;
+    let aggregator = member(
+        &table["aggregator"],
+        Role::Aggregator,
+        "aggregator",
+        "[aggregator]",
+    )?;
+    let nodes = match &table["node"] {
+        toml::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| member(v, Role::Node, "", &format!("[[node]] {}", i + 1)))
+            .collect::<Result<Vec<_>>>()?,
+        other => bail!(
+            "{name}: node is a {}, expected [[node]] tables",
+            other.type_str()
+        ),
+    };
+    let roster = Roster {
+        keyholder,
+        aggregator,
+        nodes,
+    };
+    roster
+        .validate()
+        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    Ok(Some((roster, label)))
+}
+
+/// The DER bytes of a PEM certificate file.
+fn rustls_pem_certificate(path: &Path) -> Result<Vec<u8>> {
+    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let pem = pem::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not a PEM certificate ({e})", path.display()))?;
+    if pem.tag() != "CERTIFICATE" {
+        bail!(
+            "{}: a PEM {:?}, not a CERTIFICATE",
+            path.display(),
+            pem.tag()
+        );
+    }
+    Ok(pem.into_contents())
 }
