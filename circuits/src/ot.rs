@@ -11,19 +11,24 @@
 //! EMP-toolkit; the garbling hash is correlation robust).
 //!
 //! Base OT, for each `i`: the sender (here the evaluator) sends `A = aG`; the receiver (here the
-//! garbler, choice `c`) sends `B = bG + cA`; keys are `H(i, bA)` for the receiver and
-//! `H(i, aB)`, `H(i, a(B - A))` for the sender. Extension matrices are expanded from the base-OT
-//! keys by ChaCha20 and transposed 128 x m.
+//! garbler, choice `c`) sends `B = bG + cA`; keys are `H(i, A, B, bA)` for the receiver and
+//! `H(i, A, B, aB)`, `H(i, A, B, a(B - A))` for the sender (the transcript points in the hash, as
+//! the paper's random-oracle proof has them). A point that decodes to the identity is refused
+//! (with `A` the identity every key would be public). Extension matrices are expanded from the
+//! base-OT keys by ChaCha20 and transposed 128 x m; the keys (the PRG seeds) and the offset are
+//! held in wiped memory, each PRG rebuilt from its seed and position for one extension and
+//! dropped after it.
 
 use std::io;
 
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
+use curve25519_dalek::traits::Identity;
 use rand::{CryptoRng, Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::channel::Channel;
 
@@ -42,28 +47,60 @@ fn random_scalar<R: CryptoRng + ?Sized>(rng: &mut R) -> Scalar {
     s
 }
 
-/// `H(i, P)`: a 32-byte seed for the extension's PRG.
-fn key(index: usize, point: &RistrettoPoint) -> [u8; 32] {
+/// `H(i, A, B, P)`: a 32-byte seed for the extension's PRG.
+fn key(index: usize, a: &RistrettoPoint, b: &RistrettoPoint, point: &RistrettoPoint) -> [u8; 32] {
     let mut h = Sha256::new();
-    h.update(b"privlogit base OT v1");
+    h.update(b"privlogit base OT v2");
     h.update((index as u64).to_le_bytes());
+    h.update(a.compress().as_bytes());
+    h.update(b.compress().as_bytes());
     h.update(point.compress().as_bytes());
     h.finalize().into()
+}
+
+/// A PRG kept as its seed (wiped on drop) and the number of words drawn from it.
+struct Prg {
+    seed: Zeroizing<[u8; 32]>,
+    words: u128,
+}
+
+impl Prg {
+    fn new(seed: [u8; 32]) -> Self {
+        Self {
+            seed: Zeroizing::new(seed),
+            words: 0,
+        }
+    }
+
+    /// The next `n` u64 words of ChaCha20 keyed by the seed.
+    fn draw(&mut self, n: usize, mut each: impl FnMut(usize, u64)) {
+        let mut rng = ChaCha20Rng::from_seed(*self.seed);
+        rng.set_word_pos(self.words);
+        for k in 0..n {
+            each(k, rng.next_u64());
+        }
+        // u32 words: two per u64.
+        self.words += 2 * n as u128;
+    }
 }
 
 fn read_point<C: Channel>(channel: &mut C) -> io::Result<RistrettoPoint> {
     let mut bytes = [0u8; 32];
     channel.recv(&mut bytes)?;
-    CompressedRistretto(bytes)
+    let point = CompressedRistretto(bytes)
         .decompress()
-        .ok_or_else(|| invalid("base OT: not a Ristretto point"))
+        .ok_or_else(|| invalid("base OT: not a Ristretto point"))?;
+    if point == RistrettoPoint::identity() {
+        return Err(invalid("base OT: the identity point"));
+    }
+    Ok(point)
 }
 
 /// The extension's sender side: the garbler, holding `delta`.
 pub struct CotSender {
-    delta: u128,
+    delta: Zeroizing<u128>,
     /// PRGs seeded by the base-OT keys the garbler chose (`k_{s_i}`).
-    prgs: Vec<ChaCha20Rng>,
+    prgs: Vec<Prg>,
 }
 
 impl std::fmt::Debug for CotSender {
@@ -97,12 +134,22 @@ impl CotSender {
             .iter_mut()
             .enumerate()
             .map(|(i, b)| {
-                let seed = key(i, &(*b * a));
+                let sent: [u8; 32] = out[32 * i..32 * (i + 1)].try_into().expect("32 bytes");
+                let big_b = CompressedRistretto(sent)
+                    .decompress()
+                    .expect("our own point");
+                let mut shared = *b * a;
+                let seed = key(i, &a, &big_b, &shared);
                 b.zeroize();
-                ChaCha20Rng::from_seed(seed)
+                shared.zeroize();
+                Prg::new(seed)
             })
             .collect();
-        Ok(Self { delta, prgs })
+        out.zeroize();
+        Ok(Self {
+            delta: Zeroizing::new(delta),
+            prgs,
+        })
     }
 
     /// Extends to `m` correlated OTs: returns the zero-labels `q_j` (the one-labels are
@@ -114,10 +161,8 @@ impl CotSender {
         let mut columns = vec![0u64; BASE_OTS * words];
         for i in 0..BASE_OTS {
             let column = &mut columns[i * words..(i + 1) * words];
-            for w in column.iter_mut() {
-                *w = self.prgs[i].next_u64();
-            }
-            if (self.delta >> i) & 1 == 1 {
+            self.prgs[i].draw(words, |k, w| column[k] = w);
+            if (*self.delta >> i) & 1 == 1 {
                 for (k, w) in column.iter_mut().enumerate() {
                     let at = (i * words + k) * 8;
                     *w ^= u64::from_le_bytes(u[at..at + 8].try_into().expect("8 bytes"));
@@ -131,7 +176,7 @@ impl CotSender {
 /// The extension's receiver side: the evaluator.
 pub struct CotReceiver {
     /// PRGs seeded by both base-OT keys (`k0_i`, `k1_i`).
-    prgs: Vec<(ChaCha20Rng, ChaCha20Rng)>,
+    prgs: Vec<(Prg, Prg)>,
 }
 
 impl std::fmt::Debug for CotReceiver {
@@ -153,9 +198,12 @@ impl CotReceiver {
         let mut prgs = Vec::with_capacity(BASE_OTS);
         for i in 0..BASE_OTS {
             let b = read_point(channel)?;
-            let k0 = key(i, &(a * b));
-            let k1 = key(i, &(a * (b - big_a)));
-            prgs.push((ChaCha20Rng::from_seed(k0), ChaCha20Rng::from_seed(k1)));
+            let (mut s0, mut s1) = (a * b, a * (b - big_a));
+            let k0 = key(i, &big_a, &b, &s0);
+            let k1 = key(i, &big_a, &b, &s1);
+            s0.zeroize();
+            s1.zeroize();
+            prgs.push((Prg::new(k0), Prg::new(k1)));
         }
         a.zeroize();
         Ok(Self { prgs })
@@ -176,15 +224,16 @@ impl CotReceiver {
         }
         let mut t = vec![0u64; BASE_OTS * words];
         let mut u = Vec::with_capacity(BASE_OTS * words * 8);
+        let mut t1 = vec![0u64; words];
         for i in 0..BASE_OTS {
             let (p0, p1) = &mut self.prgs[i];
+            p0.draw(words, |k, w| t[i * words + k] = w);
+            p1.draw(words, |k, w| t1[k] = w);
             for (k, rk) in r.iter().enumerate() {
-                let t0 = p0.next_u64();
-                let t1 = p1.next_u64();
-                t[i * words + k] = t0;
-                u.extend_from_slice(&(t0 ^ t1 ^ rk).to_le_bytes());
+                u.extend_from_slice(&(t[i * words + k] ^ t1[k] ^ rk).to_le_bytes());
             }
         }
+        t1.zeroize();
         channel.send(&u)?;
         channel.flush()?;
         Ok(transpose(&t, words, m))
@@ -209,6 +258,47 @@ fn transpose(columns: &[u64], words: usize, m: usize) -> Vec<u128> {
 mod tests {
     use super::*;
     use crate::channel::MemoryChannel;
+
+    /// The identity point is refused where a base-OT point is read (with `A` the identity,
+    /// both of the sender's keys would be `H(i, A, B, 0)`, known to anyone).
+    #[test]
+    fn identity_point_is_refused() {
+        let (mut a, mut b) = MemoryChannel::pair();
+        a.send(RistrettoPoint::identity().compress().as_bytes())
+            .expect("send");
+        a.flush().expect("flush");
+        let e = read_point(&mut b).expect_err("identity");
+        assert!(e.to_string().contains("identity"), "{e}");
+        drop(a);
+        let mut rng = rand::rng();
+        let e = CotSender::setup(&mut b, 1, &mut rng)
+            .map(|_| ())
+            .expect_err("no point");
+        assert_eq!(e.kind(), io::ErrorKind::BrokenPipe, "{e}");
+    }
+
+    /// The keys depend on the transcript points, not only on the shared point.
+    #[test]
+    fn keys_bind_the_transcript() {
+        let g = RISTRETTO_BASEPOINT_TABLE.basepoint();
+        let (p, q) = (g + g, g + g + g);
+        assert_ne!(key(0, &g, &p, &q), key(0, &p, &p, &q));
+        assert_ne!(key(0, &g, &p, &q), key(0, &g, &q, &q));
+        assert_ne!(key(0, &g, &p, &q), key(1, &g, &p, &q));
+    }
+
+    /// Drawing in pieces gives the same words as one ChaCha20 stream.
+    #[test]
+    fn prg_pieces_continue_the_stream() {
+        let seed = [9u8; 32];
+        let mut whole = ChaCha20Rng::from_seed(seed);
+        let want: Vec<u64> = (0..10).map(|_| whole.next_u64()).collect();
+        let mut prg = Prg::new(seed);
+        let mut got = vec![0u64; 10];
+        prg.draw(3, |k, w| got[k] = w);
+        prg.draw(7, |k, w| got[3 + k] = w);
+        assert_eq!(got, want);
+    }
 
     /// For random choices, the receiver's labels are the sender's zero-labels XOR choice * delta,
     /// over two extensions (the PRG streams continue).
