@@ -45,7 +45,8 @@ impl<W: Clone> RangeCheck<W> {
         &self.flag
     }
 
-    fn note<B: Backend<Wire = W>>(&mut self, b: &mut Builder<B>, bit: &Bit<W>) {
+    /// Adds `bit` (set when something was out of range) to the check.
+    pub fn note<B: Backend<Wire = W>>(&mut self, b: &mut Builder<B>, bit: &Bit<W>) {
         self.flag = b.or(&self.flag, bit);
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! - [`wire`]: framed, session- and step-checked messages over a byte channel.
 //! - [`gc`]: the circuits both servers run (unmasking, Cholesky, inverse, solve, comparisons).
+//! - [`shapes`]: the public shape of every vector a Node sends.
 //! - [`node`], [`keyholder`]: the two serving roles.
 //! - [`aggregator`]: the driving role, an [`Aggregation`](crate::Aggregation) backend, so the
 //!   optimisers of [`crate::optimizer`] run unchanged on top of it.
@@ -23,6 +24,7 @@ pub mod inprocess;
 pub mod keyholder;
 pub mod masked;
 pub mod node;
+pub mod shapes;
 pub mod solver;
 pub mod study;
 pub mod wire;
@@ -95,7 +97,8 @@ impl SecureConfig {
 
     /// Slots for `Enc((B/N)^-1)` sent to the Nodes: entries below `2^entry_bits` that the key
     /// holder encrypts masked (`masked_bits` wide), and the products with gradients summed
-    /// over the Nodes (`2^entry_bits * d * 2^(value_bits + frac)` each). The circuit method's
+    /// over the Nodes (`2^entry_bits * d * 2^(value_bits + frac)` each), which the aggregator
+    /// masks sigma bits wider before the key holder decrypts the step. The circuit method's
     /// entries are words (`entry_bits` = width, masked `width + sigma + 1`).
     pub fn inverse_packing(
         &self,
@@ -104,8 +107,8 @@ impl SecureConfig {
         entry_bits: u32,
         masked_bits: u32,
     ) -> Result<Packing, PaillierError> {
-        let products = entry_bits + bits_for(d as u64) + self.sum_bits(self.format.frac()) + 2;
-        Packing::new(key, (masked_bits + 2).max(products))
+        let products = entry_bits + bits_for(d as u64) + self.sum_bits(self.format.frac());
+        Packing::new(key, (masked_bits + 2).max(products + gc::SIGMA + 2))
     }
 }
 

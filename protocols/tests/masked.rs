@@ -91,22 +91,41 @@ proptest! {
     }
 }
 
-/// A product revealed to both servers equals the truncated exact product.
+/// A revealed product (a PrivLogit-Hessian step) reaches the aggregator as the exact floor of
+/// the product, whatever the masks (no share is truncated on the way), and the key holder sees
+/// it only masked sigma bits past its bound (it used to see the step itself).
 #[test]
-fn revealed_product_is_exact_to_one_unit() {
+fn revealed_product_is_exact_and_masked_from_the_key_holder() {
     let x = int_matrix(3, 4, |i, j| (i as i64 - 1) * (1 << 50) + j as i64 * 12345);
     let y = int_matrix(4, 1, |i, _| (i as i64 + 1) * -(1 << 47));
     let (ex, ey) = (encrypt(&x, 55), encrypt(&y, 55));
-    let (z, _, _) = pair::run(secret(), FRAC, false, |e, gc| {
-        let mut xs = e.share(gc, &ex, 55)?;
-        let mut ys = e.share(gc, &ey, 55)?;
-        e.product_revealed(gc, &mut xs, &mut ys)
-    })
-    .expect("runs");
-    for i in 0..3 {
-        let exact: BigInt = (0..4).map(|l| x.get(i, l) * y.get(l, 0)).sum();
-        let diff = (exact >> FRAC) - z.get(i, 0);
-        assert!(diff.is_zero() || diff.is_one(), "row {i}");
+    for _ in 0..3 {
+        let (z, engine, keyholder) = pair::run(secret(), FRAC, true, |e, gc| {
+            let mut xs = e.share(gc, &ex, 55)?;
+            let mut ys = e.share(gc, &ey, 55)?;
+            e.product_revealed(gc, &mut xs, &mut ys)
+        })
+        .expect("runs");
+        for i in 0..3 {
+            let exact: BigInt = (0..4).map(|l| x.get(i, l) * y.get(l, 0)).sum();
+            assert_eq!(&(&exact >> FRAC), z.get(i, 0), "row {i}");
+        }
+        // The key holder's last record is the reply: the product at twice the fractional
+        // bits plus a mask 40 bits wider than its bound.
+        let (sent, learnt) = (engine.audit(), keyholder.helper.audit());
+        assert_eq!(sent.len(), learnt.len());
+        let (mask, view) = (sent.last().expect("reply"), learnt.last().expect("reply"));
+        assert_eq!(mask.widths, view.widths);
+        assert!(mask.widths.mask >= mask.widths.bound + SIGMA);
+        for i in 0..3 {
+            let exact: BigInt = (0..4).map(|l| x.get(i, l) * y.get(l, 0)).sum();
+            assert_eq!(view.values.get(i, 0) - mask.masks.get(i, 0), exact);
+            assert_ne!(
+                view.values.get(i, 0),
+                &exact,
+                "the key holder saw the product"
+            );
+        }
     }
 }
 

@@ -12,6 +12,9 @@ use privlogit_circuits::channel::Channel;
 use privlogit_circuits::session::EvaluatorSession;
 
 use super::gc::{self, AggregatorGc, Comparison};
+use super::masked::engine::to_f64;
+use super::masked::matrix::IntMatrix;
+use super::shapes::Shape;
 use super::solver::{self, LinearAlgebra, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
@@ -112,13 +115,11 @@ impl<C: Channel> SecureAggregation<C> {
             node_wait_seconds: 0.0,
         };
         let replies = me.ask_nodes(Step::Count, &[], Step::CountReply)?;
-        let counts = replies
-            .iter()
-            .map(|r| me.read_vectors(r, 1).map(|mut v| v.remove(0)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let shape = me.config.count_shape(&me.key);
+        let counts = me.read_each(&replies, &[&shape], "row count")?;
         let total = EncryptedVector::sum(&me.key, &counts.iter().collect::<Vec<_>>())?;
         let n = me
-            .decrypt_public(&total)?
+            .decrypt_masked(&total)?
             .first()
             .copied()
             .unwrap_or(f64::NAN);
@@ -156,18 +157,10 @@ impl<C: Channel> SecureAggregation<C> {
     fn pooled_moments(&mut self, means: &[f64], features: usize) -> Result<Vec<f64>, SecureError> {
         let payload = Writer::new().f64s(means).finish();
         let replies = self.ask_nodes(Step::Moments, &payload, Step::MomentsReply)?;
-        let parts = replies
-            .iter()
-            .map(|r| self.read_vectors(r, 1).map(|mut v| v.remove(0)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let shape = self.config.moments_shape(&self.key, features)?;
+        let parts = self.read_each(&replies, &[&shape], "moments")?;
         let total = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
-        if total.len() != features {
-            return Err(SecureError::Protocol(format!(
-                "moments of {} features, expected {features}",
-                total.len()
-            )));
-        }
-        self.decrypt_public(&total)
+        self.decrypt_masked(&total)
     }
 
     /// Tells every party the study is over and returns the counters.
@@ -239,44 +232,82 @@ impl<C: Channel> SecureAggregation<C> {
         replies
     }
 
-    /// `count` encrypted vectors of one reply.
+    /// The encrypted vectors of one reply from Node `node` (counted from 1), each refused
+    /// unless it has its public shape.
     fn read_vectors(
         &self,
         payload: &[u8],
-        count: usize,
+        shapes: &[&Shape],
+        node: usize,
+        what: &str,
     ) -> Result<Vec<EncryptedVector>, SecureError> {
+        let at = |e| SecureError::io(format!("aggregator, reading Node {node}'s {what}"), e);
         let mut r = Reader::new(payload);
-        let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
-            let bytes = r
-                .bytes()
-                .map_err(|e| SecureError::io("aggregator, reading a Node's reply".into(), e))?;
-            out.push(EncryptedVector::from_bytes(&self.key, bytes)?);
+        let mut out = Vec::with_capacity(shapes.len());
+        for shape in shapes {
+            let v = EncryptedVector::from_bytes(&self.key, r.bytes().map_err(at)?)?;
+            shape.check(&v, &format!("Node {node}'s {what}"))?;
+            out.push(v);
         }
-        r.end()
-            .map_err(|e| SecureError::io("aggregator, reading a Node's reply".into(), e))?;
+        r.end().map_err(at)?;
         Ok(out)
     }
 
-    /// Has the key holder decrypt values that are public by design.
-    fn decrypt_public(&mut self, v: &EncryptedVector) -> Result<Vec<f64>, SecureError> {
+    /// The single vector of shape `shape` in every Node's reply, in Node order.
+    fn read_each(
+        &self,
+        replies: &[Vec<u8>],
+        shape: &[&Shape; 1],
+        what: &str,
+    ) -> Result<Vec<EncryptedVector>, SecureError> {
+        replies
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                self.read_vectors(r, shape, i + 1, what)
+                    .map(|mut v| v.remove(0))
+            })
+            .collect()
+    }
+
+    /// Values public by design to the aggregator (N, the standardisation moments, a
+    /// PrivLogit-Local step), decrypted by the key holder without its learning them: each is
+    /// masked with a fresh integer sigma bits wider than its public bound, and the aggregator
+    /// removes the mask from the plaintext the key holder returns.
+    fn decrypt_masked(&mut self, v: &EncryptedVector) -> Result<Vec<f64>, SecureError> {
         let session = self.config.session;
-        let payload = Writer::new().bytes(&v.to_bytes(&self.key)).finish();
+        let bound = v.slot_bound().clone();
+        let bits = bound.bits();
+        let (masked, masks, _) = gc::mask(&self.key, v, bits)?;
+        let payload = Writer::new().bytes(&masked.to_bytes(&self.key)).finish();
         let ch = self.keyholder()?;
-        let at = |e| SecureError::io("aggregator, public decryption".into(), e);
+        let at = |e| SecureError::io("aggregator, a masked decryption".into(), e);
         wire::send(ch, session, Step::DecryptPublic, &payload).map_err(at)?;
         let (_, reply) = wire::recv(ch, session, &[Step::DecryptPublicReply]).map_err(at)?;
         let mut r = Reader::new(&reply);
-        let values = r.f64s().map_err(at)?;
-        r.end().map_err(at)?;
-        if values.len() != v.len() || values.iter().any(|x| !x.is_finite()) {
+        let values = IntMatrix::read(&mut r, v.len(), bits + u64::from(gc::SIGMA) + 2)
+            .and_then(|m| r.end().map(|()| m))
+            .map_err(at)?;
+        if values.rows() != 1 || values.cols() != v.len() {
             return Err(SecureError::Protocol(format!(
-                "the key holder answered a public decryption of {} values with {} values, or a value that is not finite",
+                "the key holder answered a decryption of {} values with {}",
                 v.len(),
-                values.len()
+                values.rows() * values.cols()
             )));
         }
-        Ok(values)
+        let bound = BigInt::from_biguint(num_bigint::Sign::Plus, bound);
+        (0..v.len())
+            .map(|k| {
+                let plain = values.get(0, k)
+                    - BigInt::from_biguint(num_bigint::Sign::Plus, masks[k].clone());
+                if plain.magnitude() > bound.magnitude() {
+                    return Err(SecureError::Range(
+                        "a decrypted value outside its public bound".into(),
+                    ));
+                }
+                Ok(to_f64(&plain, v.scale()))
+            })
+            .collect()
     }
 
     /// Factors the SPD matrix with lower triangle `lower` (the bound or a Newton Hessian, with
@@ -319,11 +350,22 @@ impl<C: Channel> SecureAggregation<C> {
             .finish();
         let request = if newton { Step::Newton } else { Step::Gradient };
         let replies = self.ask_nodes(request, &payload, Step::GradientReply)?;
-        let with_step = self.inverse.is_some();
-        let count = 2 + usize::from(with_step) + usize::from(newton);
+        let mut shapes = vec![
+            self.config.gradient_shape(&self.key),
+            self.config.objective_shape(&self.key),
+        ];
+        if let Some(inverse) = &self.inverse {
+            shapes.push(self.config.local_step_shape(inverse)?);
+        }
+        if newton {
+            shapes.push(self.config.bound_shape(&self.key)?);
+        }
+        let count = shapes.len();
+        let shapes: Vec<&Shape> = shapes.iter().collect();
         let parts = replies
             .iter()
-            .map(|r| self.read_vectors(r, count))
+            .enumerate()
+            .map(|(i, r)| self.read_vectors(r, &shapes, i + 1, "gradient reply"))
             .collect::<Result<Vec<_>, _>>()?;
         let sum_of = |k: usize| {
             EncryptedVector::sum(&self.key, &parts.iter().map(|p| &p[k]).collect::<Vec<_>>())
@@ -417,7 +459,12 @@ impl<C: Channel> SecureAggregation<C> {
         let bit = gc::compare_circuit(&mut self.gc, kind, None, Some(&masks), masked, width)
             .map_err(at)?;
         self.gc_seconds += start.elapsed().as_secs_f64();
-        Ok(bit.expect("the aggregator learns the bit"))
+        bit.expect("the aggregator learns the bit")
+            .map_err(|gc::OutOfRange| {
+                SecureError::Range(format!(
+                    "a value entering the {kind:?} comparison did not fit its {width}-bit word"
+                ))
+            })
     }
 
     /// `x` at `scale` fractional bits.
@@ -472,10 +519,8 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     fn bound_factor(&mut self, lambda: f64) -> Result<Option<usize>, SecureError> {
         let start = std::time::Instant::now();
         let replies = self.ask_nodes(Step::Bound, &[], Step::BoundReply)?;
-        let parts = replies
-            .iter()
-            .map(|r| self.read_vectors(r, 1).map(|mut v| v.remove(0)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let shape = self.config.bound_shape(&self.key)?;
+        let parts = self.read_each(&replies, &[&shape], "Hessian bound")?;
         let sum = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
         let lower = self.add_penalty_diagonal(&sum, lambda)?;
         let local = self.protocol == Protocol::Local;
@@ -518,7 +563,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     ) -> Result<Array1<f64>, SecureError> {
         if let Some(step) = &gradient.step {
             // PrivLogit-Local: the step is public (beta is), so it is simply decrypted.
-            return Ok(Array1::from(self.decrypt_public(step)?));
+            return Ok(Array1::from(self.decrypt_masked(step)?));
         }
         let step = self.solver.solve(
             &mut self.gc,

@@ -192,7 +192,9 @@ pub fn from_bits_signed(bits: &[bool]) -> BigInt {
 
 /// Unmasks many values at once: the key holder passes the masked values `v_k`, the aggregator
 /// the masks `r_k`; every value is `x_k = v_k - r_k` in `masked` bits, returned as its low
-/// `width` bits (the caller knows `|x_k| < 2^(width - 1)`).
+/// `width` bits, with a bit that is set when some `x_k` does not fit them (its bits from
+/// `width - 1` up are not all equal: not the sign extension of the word kept), which a wrong
+/// public bound or a wrong mask would cause: the word would otherwise wrap silently.
 pub fn unmask<P: GcParty>(
     party: &mut P,
     count: usize,
@@ -200,7 +202,7 @@ pub fn unmask<P: GcParty>(
     masks: Option<&[BigUint]>,
     masked: usize,
     width: usize,
-) -> io::Result<Vec<Word<u128>>> {
+) -> io::Result<(Vec<Word<u128>>, Bit<u128>)> {
     let flatten = |values: Vec<BigInt>| -> Vec<bool> {
         values.iter().flat_map(|v| to_bits(v, masked)).collect()
     };
@@ -215,10 +217,21 @@ pub fn unmask<P: GcParty>(
     let v = party.keyholder_input(v_bits.as_deref(), count * masked)?;
     let r = party.aggregator_input(r_bits.as_deref(), count * masked)?;
     let b = party.builder();
-    Ok(v.chunks(masked)
+    let mut out_of_range = Bit::Const(false);
+    let words = v
+        .chunks(masked)
         .zip(r.chunks(masked))
-        .map(|(v, r)| sub(b, v, r)[..width].to_vec())
-        .collect())
+        .map(|(v, r)| {
+            let x = sub(b, v, r);
+            let sign = &x[width - 1];
+            for high in &x[width..] {
+                let differs = b.xor(high, sign);
+                out_of_range = b.or(&out_of_range, &differs);
+            }
+            x[..width].to_vec()
+        })
+        .collect();
+    Ok((words, out_of_range))
 }
 
 /// Sends words to the key holder masked: the aggregator passes masks `s_k` below
@@ -279,9 +292,10 @@ pub fn factor_circuit<P: GcParty>(
     min_pivot: f64,
 ) -> io::Result<Factored> {
     let width = format.width() as usize;
-    let lower = unmask(party, d * (d + 1) / 2, masked_values, masks, masked, width)?;
+    let (lower, wrapped) = unmask(party, d * (d + 1) / 2, masked_values, masks, masked, width)?;
     let a = symmetric(lower, d);
     let mut check = RangeCheck::new(d, pivot_word(min_pivot, format));
+    check.note(party.builder(), &wrapped);
     let l = cholesky_checked(party.builder(), &a, format, &mut check);
     let mut masked_inverse = None;
     if local {
@@ -314,8 +328,9 @@ pub fn solve_circuit<P: GcParty>(
 ) -> io::Result<Option<Option<Vec<i64>>>> {
     let d = l.len();
     let width = format.width() as usize;
-    let g = unmask(party, d, masked_values, masks, masked, width)?;
+    let (g, wrapped) = unmask(party, d, masked_values, masks, masked, width)?;
     let mut check = RangeCheck::new(d, pivot_word(0.0, format));
+    check.note(party.builder(), &wrapped);
     let y = forward_substitution_checked(party.builder(), l, &g, format, &mut check);
     let x = back_substitution_checked(party.builder(), l, &y, format, &mut check);
     let mut flat: Vec<Bit<u128>> = x.into_iter().flatten().collect();
@@ -362,7 +377,8 @@ impl Comparison {
 }
 
 /// Runs `kind` on two masked integers of `width` bits (their magnitudes below
-/// `2^(width - 2)`, so sums do not overflow).
+/// `2^(width - 2)`, so sums do not overflow). Reveals the comparison's bit and whether the
+/// unmasked values fitted their words; the aggregator gets `Err` when they did not.
 pub fn compare_circuit<P: GcParty>(
     party: &mut P,
     kind: Comparison,
@@ -370,8 +386,8 @@ pub fn compare_circuit<P: GcParty>(
     masks: Option<&[BigUint]>,
     masked: usize,
     width: usize,
-) -> io::Result<Option<bool>> {
-    let v = unmask(party, 2, masked_values, masks, masked, width)?;
+) -> io::Result<Option<Result<bool, OutOfRange>>> {
+    let (v, wrapped) = unmask(party, 2, masked_values, masks, masked, width)?;
     let b = party.builder();
     let bit = match kind {
         Comparison::AbsLess => {
@@ -385,5 +401,81 @@ pub fn compare_circuit<P: GcParty>(
         }
         Comparison::NonNegative => b.not(&v[0][width - 1]),
     };
-    Ok(party.reveal_to_aggregator(&[bit])?.map(|bits| bits[0]))
+    Ok(party.reveal_to_aggregator(&[bit, wrapped])?.map(|bits| {
+        if bits[1] {
+            Err(OutOfRange)
+        } else {
+            Ok(bits[0])
+        }
+    }))
+}
+
+/// A circuit's inputs did not fit their words (the one bit the range check reveals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfRange;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use privlogit_circuits::channel::MemoryChannel;
+
+    /// `a >= 0` on masked integers whose public width is `width`: the key holder garbles on
+    /// one thread, the aggregator evaluates; returns the aggregator's result.
+    fn non_negative(a: i64, width: usize) -> Result<bool, OutOfRange> {
+        let masked = width + SIGMA as usize + 2;
+        let mut rng = rand::rng();
+        let masks: Vec<BigUint> = (0..2)
+            .map(|_| random_mask((width + SIGMA as usize) as u64, &mut rng))
+            .collect();
+        let values: Vec<BigInt> = [a, 0]
+            .iter()
+            .zip(&masks)
+            .map(|(x, r)| BigInt::from(*x) + BigInt::from_biguint(Sign::Plus, r.clone()))
+            .collect();
+        let (k, e) = MemoryChannel::pair();
+        let garbler = std::thread::spawn(move || {
+            let session = GarblerSession::new(k, &mut rand::rng()).expect("base OT");
+            let mut party = KeyholderGc {
+                session,
+                rng: rand::rng(),
+            };
+            compare_circuit(
+                &mut party,
+                Comparison::NonNegative,
+                Some(&values),
+                None,
+                masked,
+                width,
+            )
+            .expect("garble");
+            party.session.channel().expect("flush");
+        });
+        let session = EvaluatorSession::new(e, &mut rand::rng()).expect("base OT");
+        let mut party = AggregatorGc { session };
+        let out = compare_circuit(
+            &mut party,
+            Comparison::NonNegative,
+            None,
+            Some(&masks),
+            masked,
+            width,
+        )
+        .expect("evaluate")
+        .expect("the aggregator learns it");
+        garbler.join().expect("garbler");
+        out
+    }
+
+    /// Unmasking keeps the low `width` bits of `v - r`; a value that does not fit them (a
+    /// wrong public bound, or a wrong mask) used to wrap silently (2^11 + 5 read as a negative
+    /// 12-bit word). Now the sign-extension bit reports it and the result is refused.
+    #[test]
+    fn unmasked_values_that_do_not_fit_are_refused() {
+        assert_eq!(non_negative(5, 12), Ok(true));
+        assert_eq!(non_negative(-5, 12), Ok(false));
+        assert_eq!(non_negative((1 << 11) - 1, 12), Ok(true));
+        assert_eq!(non_negative(-(1 << 11), 12), Ok(false));
+        assert_eq!(non_negative((1 << 11) + 5, 12), Err(OutOfRange));
+        assert_eq!(non_negative(-(1 << 11) - 1, 12), Err(OutOfRange));
+    }
 }

@@ -1,6 +1,7 @@
 //! The key holder role: holds the Paillier secret key and garbles. It decrypts only masked
-//! values (which it cannot tell from random) and the values that are public by design (N and
-//! the PrivLogit-Local step), and learns nothing from the circuits it garbles.
+//! values (which it cannot tell from random), N, the standardisation moments and the
+//! PrivLogit-Local steps included, and those only within the study's [`DecryptionBudget`]; it
+//! learns nothing from the circuits it garbles.
 
 use num_bigint::{BigInt, BigUint};
 use num_traits::One;
@@ -10,6 +11,7 @@ use privlogit_circuits::session::GarblerSession;
 
 use super::gc::{self, Comparison, KeyholderGc};
 use super::masked::MaskedHelper;
+use super::masked::matrix::IntMatrix;
 use super::masked::msgs::Request;
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
@@ -30,11 +32,75 @@ pub struct KeyholderStats {
     pub masked: super::masked::HelperStats,
 }
 
-/// Serves the aggregator over `channel` until it says [`Step::Done`].
+/// The decryptions outside circuits and masked arithmetic that a study may ask the key holder
+/// for, fixed by its public plan: exact counts, exact lengths, in order. The aggregator masks
+/// each of them, so this is defence in depth: an aggregator that tried to use the key holder
+/// as a decryption oracle (for a Node's gradient, say) gets no more than these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecryptionBudget {
+    /// The row count N: one value, once.
+    pub count: usize,
+    /// Standardisation: two rounds of `features` values each (means, then variances).
+    pub moments: usize,
+    /// Values per moments round.
+    pub features: usize,
+    /// PrivLogit-Local: one step of `dimension` values per iteration, at most this many.
+    pub steps: usize,
+    /// Values per step.
+    pub dimension: usize,
+}
+
+impl DecryptionBudget {
+    /// The budget of a study with `features` columns (`dimension` coefficients), standardised
+    /// or not, running PrivLogit-Local (`local`) for at most `max_iterations`.
+    pub fn new(
+        features: usize,
+        dimension: usize,
+        standardize: bool,
+        local: bool,
+        max_iterations: usize,
+    ) -> Self {
+        Self {
+            count: 1,
+            moments: if standardize { 2 } else { 0 },
+            features,
+            steps: if local { max_iterations } else { 0 },
+            dimension,
+        }
+    }
+
+    /// Spends one decryption of `len` values, or refuses it with what was expected.
+    pub fn spend(&mut self, len: usize) -> Result<(), SecureError> {
+        let (left, want, what) = if self.count > 0 {
+            (&mut self.count, 1, "the row count")
+        } else if self.moments > 0 {
+            (&mut self.moments, self.features, "standardisation moments")
+        } else {
+            (&mut self.steps, self.dimension, "a PrivLogit-Local step")
+        };
+        if *left == 0 || len != want {
+            return Err(SecureError::Protocol(format!(
+                "the aggregator asked the key holder to decrypt {len} values where the study's \
+                 budget allows {} (refused: outside the decryption budget)",
+                if *left == 0 {
+                    "nothing more".to_string()
+                } else {
+                    format!("{want} ({what})")
+                }
+            )));
+        }
+        *left -= 1;
+        Ok(())
+    }
+}
+
+/// Serves the aggregator over `channel` until it says [`Step::Done`], decrypting outside
+/// circuits and masked arithmetic no more than `budget`.
 pub fn serve<C: Channel>(
     channel: C,
     secret: &SecretKey,
     config: &SecureConfig,
+    mut budget: DecryptionBudget,
 ) -> Result<KeyholderStats, SecureError> {
     let at = |step| move |e| SecureError::io(format!("key holder, {step}"), e);
     let key = secret.public_key();
@@ -86,15 +152,17 @@ pub fn serve<C: Channel>(
             Step::DecryptPublic => {
                 let v = EncryptedVector::from_bytes(key, r.bytes().map_err(bad)?)?;
                 r.end().map_err(at("reading a request"))?;
+                budget.spend(v.len())?;
                 let t = clock();
-                let values: Vec<f64> = v.decrypt(secret)?.iter().map(Fixed::to_f64).collect();
+                let values = decrypt_values(&v, secret)?;
                 paillier_seconds += t.elapsed().as_secs_f64();
+                let reply = IntMatrix::from_vec(1, values.len(), values);
                 let ch = party.session.channel().map_err(at("replying"))?;
                 wire::send(
                     ch,
                     config.session,
                     Step::DecryptPublicReply,
-                    &Writer::new().f64s(&values).finish(),
+                    &reply.write(Writer::new()).finish(),
                 )
                 .map_err(at("replying"))?;
             }
@@ -258,6 +326,33 @@ fn check_request(
 mod tests {
     use super::*;
     use crate::secure::DEFAULT_FORMAT;
+
+    /// The key holder decrypts exactly the study's public-by-design values, in order, and
+    /// refuses anything else: a vector of another length (a Node's gradient asked for in place
+    /// of N), a third moments round, a step more than the iterations allow.
+    #[test]
+    fn decryption_budget_is_exact() {
+        let mut b = DecryptionBudget::new(3, 4, true, true, 2);
+        assert!(b.clone().spend(4).is_err(), "a gradient in place of N");
+        b.spend(1).expect("N");
+        assert!(b.clone().spend(1).is_err(), "N twice");
+        b.spend(3).expect("means");
+        b.spend(3).expect("variances");
+        assert!(b.clone().spend(3).is_err(), "a third moments round");
+        b.spend(4).expect("step 1");
+        b.spend(4).expect("step 2");
+        let e = b.spend(4).expect_err("past the iterations");
+        assert!(e.to_string().contains("nothing more"), "{e}");
+        let mut hessian = DecryptionBudget::new(3, 4, false, false, 100);
+        hessian.spend(1).expect("N");
+        let e = hessian
+            .spend(4)
+            .expect_err("Hessian reveals no step to the key holder");
+        assert!(
+            e.to_string().contains("outside the decryption budget"),
+            "{e}"
+        );
+    }
 
     /// Sizes off the wire are checked before any arithmetic on them: a dimension that would
     /// overflow `d (d + 1) / 2`, a dimension other than the study's, a mask width of 0 (which

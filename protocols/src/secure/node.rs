@@ -5,15 +5,14 @@
 use std::sync::Arc;
 
 use ndarray::{Array1, Array2};
-use num_bigint::BigUint;
-use num_traits::One;
 use privlogit_circuits::channel::Channel;
 
+use super::shapes::{MOMENT_BITS, MOMENT_SCALE, Shape};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::compensated::CompensatedSum;
 use crate::objective::PartyData;
-use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, Packing, PublicKey};
+use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
 use crate::rows::blocks::for_each_block;
 use crate::rows::{DesignRows, MemoryRows, RowSource};
 
@@ -110,10 +109,6 @@ impl NodeData {
     }
 }
 
-/// Public bound (as a power of two) on a Node's feature sums divided by N, and their scale.
-const MOMENT_BITS: u32 = 48;
-const MOMENT_SCALE: u32 = 40;
-
 /// Where a Node's time went, for the cost report.
 #[derive(Debug, Clone, Default)]
 pub struct NodeStats {
@@ -174,7 +169,7 @@ pub fn serve<C: Channel>(
             }
             Step::Count => {
                 let count = Fixed::integer(data.rows() as u64);
-                let bound = BigUint::from(config.max_rows);
+                let shape = config.count_shape(key);
                 if data.rows() as u64 > config.max_rows {
                     return Err(SecureError::Protocol(format!(
                         "a Node holds {} rows, above the study's limit {}",
@@ -182,13 +177,8 @@ pub fn serve<C: Channel>(
                         config.max_rows
                     )));
                 }
-                let v = EncryptedVector::encrypt(
-                    key,
-                    &[count],
-                    &bound,
-                    Packing::unpacked(key),
-                    &noise,
-                )?;
+                let v =
+                    EncryptedVector::encrypt(key, &[count], &shape.bound, shape.packing, &noise)?;
                 Some((
                     Step::CountReply,
                     Writer::new().bytes(&v.to_bytes(key)).finish(),
@@ -214,14 +204,7 @@ pub fn serve<C: Channel>(
                     party.information_bound_sums().map(|s| s.values())
                 })?;
                 let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
-                let v = encrypt_values(
-                    key,
-                    &values,
-                    frac,
-                    config,
-                    config.bound_packing(key)?,
-                    &noise,
-                )?;
+                let v = encrypt_values(key, &values, &config.bound_shape(key)?, config, &noise)?;
                 Some((
                     Step::BoundReply,
                     Writer::new().bytes(&v.to_bytes(key)).finish(),
@@ -254,13 +237,12 @@ pub fn serve<C: Channel>(
                 let gradient: Vec<f64> = sums.iter().map(|v| v / n).collect();
                 // Unpacked, so that the Center can take dot products with public vectors.
                 let g =
-                    encrypt_values(key, &gradient, frac, config, Packing::unpacked(key), &noise)?;
+                    encrypt_values(key, &gradient, &config.gradient_shape(key), config, &noise)?;
                 let l = encrypt_values(
                     key,
                     &[log_likelihood],
-                    2 * frac,
+                    &config.objective_shape(key),
                     config,
-                    Packing::unpacked(key),
                     &noise,
                 )?;
                 let mut w = Writer::new()
@@ -271,7 +253,18 @@ pub fn serve<C: Channel>(
                         .iter()
                         .map(|&v| Fixed::from_f64(v, frac))
                         .collect::<Result<Vec<_>, _>>()?;
-                    let step = m.mul_vector(key, &fixed)?.rerandomized(key, &noise);
+                    // Declared at the public bound, not the one these values give (which
+                    // would tell the Center the size of this Node's gradient).
+                    let shape = config.local_step_shape(m)?;
+                    let step = m.mul_vector(key, &fixed)?;
+                    if step.slot_bound() > &shape.bound {
+                        return Err(SecureError::Range(
+                            "a Node's step exceeds its public bound".into(),
+                        ));
+                    }
+                    let step = step
+                        .assume_slot_bound(shape.bound)
+                        .rerandomized(key, &noise);
                     w = w.bytes(&step.to_bytes(key));
                 }
                 if step == Step::Newton {
@@ -280,8 +273,8 @@ pub fn serve<C: Channel>(
                         party.information_sums(&beta).map(|s| s.values())
                     })?;
                     let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
-                    let packing = config.bound_packing(key)?;
-                    let h = encrypt_values(key, &values, frac, config, packing, &noise)?;
+                    let h =
+                        encrypt_values(key, &values, &config.bound_shape(key)?, config, &noise)?;
                     w = w.bytes(&h.to_bytes(key));
                 }
                 Some((Step::GradientReply, w.finish()))
@@ -314,9 +307,8 @@ pub fn serve<C: Channel>(
                     .iter()
                     .map(|&v| Fixed::from_f64(v, MOMENT_SCALE))
                     .collect::<Result<Vec<_>, _>>()?;
-                let bound = BigUint::one() << (MOMENT_BITS + MOMENT_SCALE);
-                let packing = Packing::for_sums(key, &bound, config.parties)?;
-                let v = EncryptedVector::encrypt(key, &fixed, &bound, packing, &noise)?;
+                let shape = config.moments_shape(key, fixed.len())?;
+                let v = EncryptedVector::encrypt(key, &fixed, &shape.bound, shape.packing, &noise)?;
                 Some((
                     Step::MomentsReply,
                     Writer::new().bytes(&v.to_bytes(key)).finish(),
@@ -349,14 +341,14 @@ pub fn serve<C: Channel>(
     }
 }
 
-/// Encrypts reals at `scale`, refusing values at or above the study's public bound
-/// `2^value_bits` (a value that large would not fit the masks' and slots' widths).
+/// Encrypts reals in `shape` (its scale, declared bound and packing), refusing values at or
+/// above the study's public bound `2^value_bits` (a value that large would not fit the masks'
+/// and slots' widths).
 fn encrypt_values(
     key: &PublicKey,
     values: &[f64],
-    scale: u32,
+    shape: &Shape,
     config: &SecureConfig,
-    packing: Packing,
     noise: &DjnNoise,
 ) -> Result<EncryptedVector, SecureError> {
     let limit = f64::from(config.value_bits).exp2();
@@ -368,10 +360,13 @@ fn encrypt_values(
     }
     let fixed = values
         .iter()
-        .map(|&v| Fixed::from_f64(v, scale))
+        .map(|&v| Fixed::from_f64(v, shape.scale))
         .collect::<Result<Vec<_>, _>>()?;
-    let bound = BigUint::one() << (config.value_bits + scale);
     Ok(EncryptedVector::encrypt(
-        key, &fixed, &bound, packing, noise,
+        key,
+        &fixed,
+        &shape.bound,
+        shape.packing,
+        noise,
     )?)
 }

@@ -15,13 +15,16 @@ use privlogit_circuits::fixed::FixedFormat;
 
 use super::aggregator::{AggregatorStats, Protocol, SecureAggregation};
 use super::endorsement::{Endorsement, Endorser, KeyTrust};
-use super::keyholder::{self, KeyholderStats};
+use super::keyholder::{self, DecryptionBudget, KeyholderStats};
 use super::node::{self, NodeData};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::optimizer::{FitError, FitOptions, FitReport, IterationRecord, Optimizer};
 use crate::paillier::{PublicKey, SecretKey};
+
+/// Most iterations a study may ask for (the key holder's decryption budget follows from it).
+pub const MAX_ITERATIONS: usize = 1_000_000;
 
 /// What the aggregator runs, fixed before the study starts.
 #[derive(Debug, Clone)]
@@ -63,6 +66,11 @@ impl StudyPlan {
                 "lambda = {} in a secure study: the secure protocols need a positive penalty \
                  (it bounds the inverse that every fixed-point width is derived from)",
                 self.options.lambda
+            )));
+        }
+        if self.options.stopping.max_iterations > MAX_ITERATIONS {
+            return Err(SecureError::Protocol(format!(
+                "at most {MAX_ITERATIONS} iterations in a secure study"
             )));
         }
         if self.parties == 0 {
@@ -177,10 +185,29 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     let (_, setup) = wire::recv(&mut channel, HANDSHAKE, &[Step::Setup])
         .map_err(io_at("key holder, waiting for the aggregator"))?;
     let mut r = Reader::new(&setup);
-    let (config, _) = read_parameters(&mut r).map_err(io_at("key holder, reading the setup"))?;
+    let (config, intercept) =
+        read_parameters(&mut r).map_err(io_at("key holder, reading the setup"))?;
     let bits = r.u64().map_err(io_at("key holder, reading the setup"))?;
+    let local = r.u64().map_err(io_at("key holder, reading the setup"))? == 1;
+    let standardize = r.u64().map_err(io_at("key holder, reading the setup"))? == 1;
+    let max_iterations = r.u64().map_err(io_at("key holder, reading the setup"))?;
     r.end().map_err(io_at("key holder, reading the setup"))?;
     let bits = u32::try_from(bits).map_err(|_| SecureError::Protocol("key size".into()))?;
+    let max_iterations = usize::try_from(max_iterations)
+        .ok()
+        .filter(|m| (1..=MAX_ITERATIONS).contains(m))
+        .ok_or_else(|| {
+            SecureError::Protocol(format!(
+                "a study of {max_iterations} iterations (at most {MAX_ITERATIONS})"
+            ))
+        })?;
+    let budget = DecryptionBudget::new(
+        config.dimension - usize::from(intercept),
+        config.dimension,
+        standardize,
+        local,
+        max_iterations,
+    );
     let secret = make_key(bits)?;
     let secret = secret.borrow();
     let key_bytes = secret.public_key().to_bytes();
@@ -191,7 +218,7 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     let payload = write_endorsement(Writer::new().bytes(&key_bytes), &endorsement).finish();
     wire::send(&mut channel, HANDSHAKE, Step::PublicKey, &payload)
         .map_err(io_at("key holder, sending the public key"))?;
-    keyholder::serve(channel, secret, &config)
+    keyholder::serve(channel, secret, &config, budget)
 }
 
 /// The aggregator role: waits for every Node, checks their columns, sets the study up, runs
@@ -235,8 +262,13 @@ pub fn run_aggregator<C: Channel>(
     };
     let mut config = SecureConfig::new(session, plan.parties, dimension, plan.format);
     config.parties = nodes.len();
+    // The key holder learns the plan's public shape, from which it fixes what it will
+    // decrypt outside circuits ([`DecryptionBudget`]).
     let setup = write_parameters(&config, plan.intercept)
         .u64(u64::from(plan.key_bits))
+        .u64(u64::from(plan.protocol == Protocol::Local))
+        .u64(u64::from(plan.standardize))
+        .u64(plan.options.stopping.max_iterations as u64)
         .finish();
     wire::send(&mut keyholder, HANDSHAKE, Step::Setup, &setup)
         .map_err(io_at("aggregator, setting up the key holder"))?;

@@ -286,7 +286,9 @@ fn time_one(
     let (a_end, k_end) = MemoryChannel::pair();
     thread::scope(|scope| -> Result<Sample> {
         let config_k = config.clone();
-        let keyholder = scope.spawn(move || keyholder::serve(k_end, secret, &config_k));
+        // No public decryptions in this bench: masked arithmetic only.
+        let budget = keyholder::DecryptionBudget::new(d, d, false, false, 1);
+        let keyholder = scope.spawn(move || keyholder::serve(k_end, secret, &config_k, budget));
         let session =
             EvaluatorSession::new(a_end, &mut rand::rng()).map_err(|e| anyhow!("base OT: {e}"))?;
         let mut gc = AggregatorGc { session };

@@ -34,7 +34,7 @@ use super::cross::{self, Zeros};
 use super::layout::{Layout, Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
-use super::msgs::{LeafKind, Masked, Request, Widths};
+use super::msgs::{LeafKind, Masked, ProductOut, Request, Widths};
 use super::packed::PackedMatrix;
 use super::wide;
 use crate::paillier::{DjnNoise, EncryptedVector, Packing, PublicKey};
@@ -771,23 +771,29 @@ impl MaskedEngine {
             masks
         };
         let id = self.fresh_id();
-        self.product_request(gc, x, y, id, need, Some((&masks, out)))?;
+        self.product_request(gc, x, y, id, need, Output::Kept(&masks, out))?;
         Ok(Shared::new(id, (x.rows, y.cols), out, masks, Zeros::None))
     }
 
-    /// `floor(x y / 2^frac)` (or one less), revealed to both servers: for values that are
-    /// public by design (a PrivLogit step).
+    /// `floor(x y / 2^frac)`, exactly, revealed to the aggregator alone (for values public by
+    /// design, a PrivLogit step): the key holder forms `x y + S` at twice the fractional bits
+    /// for a fresh mask `S` sigma bits wider than the product's bound, so it learns nothing,
+    /// and the aggregator removes `S` and truncates. No share is truncated on the way, so the
+    /// result is the exact floor, the same whatever the masks were.
     pub fn product_revealed<C: Channel>(
         &mut self,
         gc: &mut AggregatorGc<C>,
         x: &mut Shared,
         y: &mut Shared,
     ) -> Result<IntMatrix, SecureError> {
-        self.product_request(gc, x, y, 0, Need::All, None)?;
+        // |x y| < k 2^(bound_x + bound_y) at twice the fractional bits.
+        let bound = x.bound + y.bound + bits_for(x.cols as u64);
+        let (masks, widths) = Self::fresh_masks(x.rows, y.cols, bound);
+        self.product_request(gc, x, y, 0, Need::All, Output::Revealed(&masks, widths))?;
         let payload = self.reply(gc)?;
         let mut r = Reader::new(&payload);
         let side = x.rows.max(y.cols);
-        let values = IntMatrix::read(&mut r, side * side, 4096)
+        let values = IntMatrix::read(&mut r, side * side, u64::from(widths.mask) + 2)
             .and_then(|v| r.end().map(|()| v))
             .map_err(|e| SecureError::io("aggregator, reading a revealed product".into(), e))?;
         if values.rows() != x.rows || values.cols() != y.cols {
@@ -795,7 +801,13 @@ impl MaskedEngine {
                 "the key holder revealed the wrong shape".into(),
             ));
         }
-        Ok(values)
+        let exact = IntMatrix::combine(&[(&values, false), (&masks, true)], &BigInt::zero());
+        if exact.max_bits() > u64::from(bound) {
+            return Err(SecureError::Range(
+                "a revealed product left its public bound".into(),
+            ));
+        }
+        Ok(exact.floor_shift(self.frac))
     }
 
     fn product_request<C: Channel>(
@@ -805,7 +817,7 @@ impl MaskedEngine {
         y: &mut Shared,
         id: u64,
         need: Need,
-        out: Option<(&IntMatrix, Widths)>,
+        out: Output<'_>,
     ) -> Result<(), SecureError> {
         if x.cols != y.rows {
             return Err(SecureError::Protocol(format!(
@@ -854,23 +866,31 @@ impl MaskedEngine {
             || cross_term(&right_copies, y_zeros, &x_masks_t, &right_layout, &m2t),
         );
         let (left_cross, right_cross) = (left_cross?, right_cross?);
-        // The aggregator's share M1 + M2 - R_x R_y, truncated, plus the new view's mask.
+        // The aggregator's share M1 + M2 - R_x R_y, truncated, plus the new view's mask (or,
+        // revealed, whole plus the reply's mask, and the key holder does not truncate).
         let rr = wide::product(&x_masks_t.transpose(), &y_masks);
         let m2 = m2t.transpose();
-        let mut share =
-            IntMatrix::combine(&[(&m1, false), (&m2, false), (&rr, true)], &BigInt::zero())
-                .floor_shift(self.frac);
-        if let Some((masks, _)) = out {
-            share = IntMatrix::combine(&[(&share, false), (masks, false)], &BigInt::zero());
-        }
+        let share = IntMatrix::combine(&[(&m1, false), (&m2, false), (&rr, true)], &BigInt::zero());
+        let (share, frac) = match out {
+            Output::Kept(masks, _) => (
+                IntMatrix::combine(
+                    &[(&share.floor_shift(self.frac), false), (masks, false)],
+                    &BigInt::zero(),
+                ),
+                self.frac,
+            ),
+            Output::Revealed(masks, _) => (
+                IntMatrix::combine(&[(&share, false), (masks, false)], &BigInt::zero()),
+                0,
+            ),
+        };
         self.stats.cross_seconds += start.elapsed().as_secs_f64();
         self.stats.products += 1;
         if self.audit.is_some() {
             self.record(left, &restrict(&m1, &left_layout));
             self.record(right, &restrict(&m2t, &right_layout));
-            if let Some((masks, widths)) = out {
-                self.record(widths, masks);
-            }
+            let (Output::Kept(masks, widths) | Output::Revealed(masks, widths)) = out;
+            self.record(widths, masks);
         }
         self.send(
             gc,
@@ -880,13 +900,16 @@ impl MaskedEngine {
                 id,
                 shape: (m, k, n),
                 need,
-                frac: self.frac,
+                frac,
                 left_cross,
                 left_widths: left,
                 right_cross,
                 right_widths: right,
                 share,
-                out: out.map(|(_, w)| w),
+                out: match out {
+                    Output::Kept(_, w) => ProductOut::Keep(w),
+                    Output::Revealed(_, w) => ProductOut::Reveal(w),
+                },
             },
         )
     }
@@ -960,6 +983,15 @@ impl MaskedEngine {
             .map(|((masks, widths), id)| Shared::new(id, (1, 1), widths, masks, Zeros::None))
             .collect())
     }
+}
+
+/// Where a masked product goes.
+#[derive(Clone, Copy)]
+enum Output<'a> {
+    /// Kept at the key holder as a new view, masked by these masks of these widths.
+    Kept(&'a IntMatrix, Widths),
+    /// Sent back to the aggregator, masked by these.
+    Revealed(&'a IntMatrix, Widths),
 }
 
 /// `values` where `layout` lays entries out, zero elsewhere (what the key holder decrypts).

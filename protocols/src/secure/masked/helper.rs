@@ -16,7 +16,7 @@ use rand::CryptoRng;
 use super::layout::{Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
-use super::msgs::{Masked, Request, Widths};
+use super::msgs::{Masked, ProductOut, Request, Widths};
 use super::packed::{PackedMatrix, packing_of};
 use super::wide;
 use crate::paillier::{DjnNoise, SecretKey};
@@ -334,11 +334,12 @@ impl MaskedHelper {
                     value = IntMatrix::from_fn(m, n, |i, j| value.get(i.max(j), i.min(j)).clone());
                 }
                 match out {
-                    Some(widths) => {
+                    ProductOut::Keep(widths) => {
                         self.check("a product", widths, &value)?;
                         self.insert(id, value)
                     }
-                    None => {
+                    ProductOut::Reveal(widths) => {
+                        self.check("a revealed product", widths, &value)?;
                         let payload = value.write(Writer::new()).finish();
                         reply(party, session, &payload)
                     }

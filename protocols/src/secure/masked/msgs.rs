@@ -180,11 +180,11 @@ pub enum Request {
         right_cross: CrossTerm,
         /// Its widths.
         right_widths: Widths,
-        /// The aggregator's share, truncated, plus the new view's mask (without a mask when
-        /// the product is revealed).
+        /// The aggregator's share plus the output's mask: truncated for a new view, whole
+        /// (with `frac` 0) for a product sent back.
         share: IntMatrix,
-        /// Widths of the new view; `None` reveals the product to both servers.
-        out: Option<Widths>,
+        /// Where the product goes, and the widths of its mask.
+        out: ProductOut,
     },
     /// A non-linear step on the 1 x 1 view `x` in a garbled circuit: fails (one bit to the
     /// aggregator) unless `threshold <= x < 2^input.bound`; the outputs become views `outputs`.
@@ -202,6 +202,16 @@ pub enum Request {
         /// New views.
         outputs: Vec<(u64, Widths)>,
     },
+}
+
+/// Where a product goes: a new view at the key holder, or back to the aggregator. Either way
+/// it is masked (these are the mask's widths), so the key holder learns nothing of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProductOut {
+    /// Kept as a new view.
+    Keep(Widths),
+    /// Sent back to the aggregator, which removes the mask.
+    Reveal(Widths),
 }
 
 /// An encrypted matrix as it travels to the key holder to be decrypted.
@@ -403,8 +413,8 @@ impl Request {
                 let w = widths(right_cross.write(key, w), *right_widths);
                 let w = share.write(w);
                 match out {
-                    Some(o) => widths(w.u64(1), *o).finish(),
-                    None => w.u64(0).finish(),
+                    ProductOut::Keep(o) => widths(w.u64(1), *o).finish(),
+                    ProductOut::Reveal(o) => widths(w.u64(2), *o).finish(),
                 }
             }
             Request::Leaf {
@@ -565,8 +575,13 @@ impl Request {
                 let right_widths = read_widths(r).map_err(format)?;
                 let share = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
                 let out = match r.u64().map_err(format)? {
-                    0 => None,
-                    _ => Some(read_widths(r).map_err(format)?),
+                    1 => ProductOut::Keep(read_widths(r).map_err(format)?),
+                    2 => ProductOut::Reveal(read_widths(r).map_err(format)?),
+                    other => {
+                        return Err(PaillierError::Format(format!(
+                            "a product's output of kind {other}"
+                        )));
+                    }
                 };
                 Request::Product {
                     x,

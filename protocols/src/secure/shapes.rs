@@ -1,0 +1,218 @@
+//! The public shape of every vector a Node sends: length, scale, declared bound and packing,
+//! all derived from the study's public parameters ([`SecureConfig`]) and nothing a Node says.
+//!
+//! The aggregator sizes its masks from the bounds of the sums it forms, and a sum's bound is the
+//! sum of its terms' declared bounds. Were those taken off the wire, one Node declaring a tiny
+//! bound would narrow the mask on the whole sum and show the key holder the other Nodes'
+//! aggregate. So the Node encrypts with exactly these shapes and the aggregator refuses any
+//! vector whose shape differs, before it adds it to anything.
+
+use num_bigint::BigUint;
+use num_traits::One;
+
+use super::gc::SIGMA;
+use super::{SecureConfig, SecureError, bits_for, pow2};
+use crate::paillier::{EncryptedMatrix, EncryptedVector, Packing, PaillierError, PublicKey};
+
+/// Public bound (as a power of two) on a Node's feature sums divided by N (standardisation).
+pub const MOMENT_BITS: u32 = 48;
+/// Fractional bits of the standardisation moments.
+pub const MOMENT_SCALE: u32 = 40;
+
+/// What a vector must look like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    /// Number of values.
+    pub len: usize,
+    /// Fractional bits.
+    pub scale: u32,
+    /// The declared bound on every value's magnitude.
+    pub bound: BigUint,
+    /// The slot layout.
+    pub packing: Packing,
+}
+
+impl Shape {
+    /// Refuses `v` unless its length, scale, declared bound and packing are this shape's;
+    /// `what` names the vector and its sender in the error.
+    pub fn check(&self, v: &EncryptedVector, what: &str) -> Result<(), SecureError> {
+        let mismatch = if v.len() != self.len {
+            Some(format!("{} values, expected {}", v.len(), self.len))
+        } else if v.scale() != self.scale {
+            Some(format!(
+                "{} fractional bits, expected {}",
+                v.scale(),
+                self.scale
+            ))
+        } else if v.slot_bound() != &self.bound {
+            Some(format!(
+                "a declared bound of {} bits, the study's is {} bits",
+                v.slot_bound().bits(),
+                self.bound.bits()
+            ))
+        } else if v.packing() != self.packing {
+            Some(format!(
+                "slots of {} bits, the study's are {} bits",
+                v.packing().slot_bits(),
+                self.packing.slot_bits()
+            ))
+        } else {
+            None
+        };
+        match mismatch {
+            Some(m) => Err(SecureError::Protocol(format!(
+                "{what} has {m}: refused (every width must follow the study's public parameters)"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl SecureConfig {
+    /// `Enc(n_i)`: one unpacked integer below the largest row count.
+    pub fn count_shape(&self, key: &PublicKey) -> Shape {
+        Shape {
+            len: 1,
+            scale: 0,
+            bound: BigUint::from(self.max_rows),
+            packing: Packing::unpacked(key),
+        }
+    }
+
+    /// Bound on a Node's value at `scale` fractional bits: `2^(value_bits + scale)`.
+    pub fn value_bound(&self, scale: u32) -> BigUint {
+        pow2(self.value_bits + scale)
+    }
+
+    /// `Enc(B_i/N)` (and Newton's `Enc(X_i^T A X_i / N)`): the lower triangle, packed.
+    pub fn bound_shape(&self, key: &PublicKey) -> Result<Shape, PaillierError> {
+        let d = self.dimension;
+        Ok(Shape {
+            len: d * (d + 1) / 2,
+            scale: self.format.frac(),
+            bound: self.value_bound(self.format.frac()),
+            packing: self.bound_packing(key)?,
+        })
+    }
+
+    /// `Enc(g_i/N)`: unpacked, so that the Center can take dot products with public vectors.
+    pub fn gradient_shape(&self, key: &PublicKey) -> Shape {
+        Shape {
+            len: self.dimension,
+            scale: self.format.frac(),
+            bound: self.value_bound(self.format.frac()),
+            packing: Packing::unpacked(key),
+        }
+    }
+
+    /// `Enc(l_i/N)`: one value at twice the fractional bits.
+    pub fn objective_shape(&self, key: &PublicKey) -> Shape {
+        let scale = 2 * self.format.frac();
+        Shape {
+            len: 1,
+            scale,
+            bound: self.value_bound(scale),
+            packing: Packing::unpacked(key),
+        }
+    }
+
+    /// The standardisation moments of `features` columns, packed with room for the sum over
+    /// the Nodes and a mask sigma bits wider.
+    pub fn moments_shape(&self, key: &PublicKey, features: usize) -> Result<Shape, PaillierError> {
+        let bound = BigUint::one() << (MOMENT_BITS + MOMENT_SCALE);
+        let sum_bits = MOMENT_BITS + MOMENT_SCALE + bits_for(self.parties as u64);
+        Ok(Shape {
+            len: features,
+            scale: MOMENT_SCALE,
+            bound,
+            packing: Packing::new(key, sum_bits + SIGMA + 2)?,
+        })
+    }
+
+    /// PrivLogit-Local's `Enc((B/N)^-1 g_i/N)` for the inverse the aggregator handed out:
+    /// the largest column bound times `d` gradient entries at their public bound.
+    pub fn local_step_shape(&self, inverse: &EncryptedMatrix) -> Result<Shape, SecureError> {
+        let first = inverse
+            .columns()
+            .first()
+            .ok_or_else(|| SecureError::Protocol("an empty inverse".into()))?;
+        let largest = inverse
+            .columns()
+            .iter()
+            .map(EncryptedVector::slot_bound)
+            .max()
+            .expect("non-empty");
+        let frac = self.format.frac();
+        Ok(Shape {
+            len: inverse.rows(),
+            scale: first.scale() + frac,
+            bound: largest * BigUint::from(self.dimension) * self.value_bound(frac),
+            packing: first.packing(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paillier::{DjnNoise, Fixed, KeyPair};
+    use crate::secure::DEFAULT_FORMAT;
+
+    fn key() -> &'static crate::paillier::PublicKey {
+        use std::sync::OnceLock;
+        static KEY: OnceLock<KeyPair> = OnceLock::new();
+        KEY.get_or_init(|| KeyPair::generate_insecure_for_tests(1024, &mut rand::rng()))
+            .secret
+            .public_key()
+    }
+
+    /// A Node that declares a bound below the study's (which would narrow the aggregator's
+    /// mask on the sum and show the key holder the other Nodes' aggregate) is refused, as are
+    /// another scale, length or packing; the study's own shape passes.
+    #[test]
+    fn only_the_public_shape_is_accepted() {
+        let key = key();
+        let config = SecureConfig::new(1, 3, 4, DEFAULT_FORMAT);
+        let shape = config.gradient_shape(key);
+        let noise = DjnNoise::new(key, &mut rand::rng());
+        let values: Vec<Fixed> = (0..4).map(Fixed::integer).collect();
+        let at = |scale: u32| -> Vec<Fixed> {
+            values
+                .iter()
+                .map(|f| Fixed {
+                    value: f.value.clone(),
+                    scale,
+                })
+                .collect()
+        };
+        let frac = DEFAULT_FORMAT.frac();
+        let good = EncryptedVector::encrypt(key, &at(frac), &shape.bound, shape.packing, &noise)
+            .expect("encrypt");
+        shape
+            .check(&good, "Node 1's gradient")
+            .expect("the public shape");
+        let tiny = BigUint::from(8u8);
+        let narrow = EncryptedVector::encrypt(key, &at(frac), &tiny, shape.packing, &noise)
+            .expect("encrypt");
+        let e = shape
+            .check(&narrow, "Node 2's gradient")
+            .expect_err("narrow");
+        assert!(
+            e.to_string()
+                .contains("Node 2's gradient has a declared bound of 4 bits"),
+            "{e}"
+        );
+        let other_scale =
+            EncryptedVector::encrypt(key, &at(frac - 1), &shape.bound, shape.packing, &noise)
+                .expect("encrypt");
+        assert!(shape.check(&other_scale, "x").is_err());
+        let short =
+            EncryptedVector::encrypt(key, &at(frac)[..3], &shape.bound, shape.packing, &noise)
+                .expect("encrypt");
+        assert!(shape.check(&short, "x").is_err());
+        let packed = Packing::new(key, 200).expect("packing");
+        let repacked = EncryptedVector::encrypt(key, &at(frac), &shape.bound, packed, &noise)
+            .expect("encrypt");
+        assert!(shape.check(&repacked, "x").is_err());
+    }
+}
