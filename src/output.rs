@@ -22,6 +22,7 @@ pub struct Staged {
     temp: PathBuf,
     path: PathBuf,
     committed: bool,
+    private: bool,
 }
 
 impl Staged {
@@ -30,12 +31,29 @@ impl Staged {
     where
         F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
     {
+        Self::write_with(path, false, write)
+    }
+
+    /// [`Self::write`] for a secret: the file is readable by its owner only (mode 0600) from
+    /// the moment it is created.
+    pub fn write_private<F>(path: &Path, write: F) -> io::Result<Self>
+    where
+        F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+    {
+        Self::write_with(path, true, write)
+    }
+
+    fn write_with<F>(path: &Path, private: bool, write: F) -> io::Result<Self>
+    where
+        F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+    {
         let staged = Staged {
             temp: temporary_sibling(path),
             path: path.to_path_buf(),
             committed: false,
+            private,
         };
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(&staged.temp)?);
+        let mut out = BufWriter::with_capacity(1 << 20, create(&staged.temp, staged.private)?);
         write(&mut out)?;
         let file = out.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
@@ -56,6 +74,30 @@ impl Drop for Staged {
             let _ = fs::remove_file(&self.temp);
         }
     }
+}
+
+/// A new file, owner-only when `private` (on Unix).
+fn create(path: &Path, private: bool) -> io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    options.open(path)
+}
+
+/// Writes the secret `bytes` to `path` atomically, readable by its owner only.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    Staged::write_private(path, |out| out.write_all(bytes))?.commit()
+}
+
+/// Writes `bytes` to `path` atomically.
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomically(path, |out| out.write_all(bytes))
 }
 
 fn temporary_sibling(path: &Path) -> PathBuf {

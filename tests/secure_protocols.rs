@@ -167,6 +167,7 @@ fn secure_standardisation_over_tcp_matches_plaintext() {
         standardize: true,
         intercept: true,
         linear_algebra: LinearAlgebra::Masked,
+        mask_seed: None,
     };
     let outcome = inprocess::run_study(
         inprocess::loopback_pair,
@@ -214,6 +215,7 @@ fn mismatched_columns_are_refused() {
         standardize: false,
         intercept: true,
         linear_algebra: LinearAlgebra::Masked,
+        mask_seed: None,
     };
     let made_key = std::sync::atomic::AtomicBool::new(false);
     let error = inprocess::run_study(
@@ -288,6 +290,7 @@ fn a_node_killed_mid_run_stops_the_study_with_a_named_error() {
         standardize: false,
         intercept: false,
         linear_algebra: LinearAlgebra::Masked,
+        mask_seed: None,
     };
     let mut made = 0;
     // Links are made key holder first, then Nodes 1, 2, 3; Node 2's end breaks after 12

@@ -29,6 +29,6 @@ pub mod transport;
 pub use aggregation::{Aggregation, PlaintextAggregation};
 pub use objective::PartyData;
 pub use optimizer::{
-    DivergenceReason, FitError, FitOptions, FitReport, Initial, IterationRecord, Optimizer, Status,
-    StepKind, StoppingRule,
+    Checkpoints, DivergenceReason, FitError, FitOptions, FitReport, Initial, IterationRecord,
+    Optimizer, Progress, Status, StepKind, StoppingRule,
 };

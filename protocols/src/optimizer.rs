@@ -11,10 +11,12 @@ mod anderson;
 mod newton;
 mod options;
 mod privlogit;
+mod progress;
 mod report;
 
 pub use crate::stopping::StoppingRule;
 pub use options::{FitError, FitOptions, Initial};
+pub use progress::{Checkpoints, Progress, SaveProgress};
 pub use report::{DivergenceReason, FitReport, IterationRecord, Status, StepKind};
 
 use std::fmt;
@@ -68,15 +70,52 @@ impl Optimizer {
         options: &FitOptions,
         observer: &mut dyn FnMut(&IterationRecord),
     ) -> Result<FitReport, FitError> {
+        self.fit_with_checkpoints(aggregation, options, observer, Checkpoints::default())
+    }
+
+    /// [`Self::fit`] that continues from `checkpoints.from` (when given) and hands its
+    /// progress to `checkpoints.save` after the setup and after every iteration that does not
+    /// end the fit. A continued fit takes the same steps as an uninterrupted one.
+    pub fn fit_with_checkpoints<A: Aggregation>(
+        &self,
+        aggregation: &mut A,
+        options: &FitOptions,
+        observer: &mut dyn FnMut(&IterationRecord),
+        checkpoints: Checkpoints<'_>,
+    ) -> Result<FitReport, FitError> {
         self.validate()?;
         options.validate()?;
-        let beta = options.initial_beta(aggregation.dimension())?;
-        match *self {
-            Optimizer::Newton => newton::fit(aggregation, options, beta, observer),
-            Optimizer::PrivLogit => privlogit::fit(aggregation, options, beta, None, observer),
-            Optimizer::AcceleratedPrivLogit { memory } => {
-                privlogit::fit(aggregation, options, beta, Some(memory), observer)
+        let beta = match &checkpoints.from {
+            Some(p) => {
+                if p.beta.len() != aggregation.dimension() {
+                    return Err(FitError::Resume(format!(
+                        "the saved coefficients have {} entries, the model {}",
+                        p.beta.len(),
+                        aggregation.dimension()
+                    )));
+                }
+                if !p.window.is_empty() && !matches!(self, Optimizer::AcceleratedPrivLogit { .. }) {
+                    return Err(FitError::Resume(format!(
+                        "the saved progress belongs to accelerated PrivLogit, not {self}"
+                    )));
+                }
+                p.beta.clone()
             }
+            None => options.initial_beta(aggregation.dimension())?,
+        };
+        match *self {
+            Optimizer::Newton => newton::fit(aggregation, options, beta, observer, checkpoints),
+            Optimizer::PrivLogit => {
+                privlogit::fit(aggregation, options, beta, None, observer, checkpoints)
+            }
+            Optimizer::AcceleratedPrivLogit { memory } => privlogit::fit(
+                aggregation,
+                options,
+                beta,
+                Some(memory),
+                observer,
+                checkpoints,
+            ),
         }
     }
 }

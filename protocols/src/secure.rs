@@ -10,6 +10,7 @@
 //! - [`aggregator`]: the driving role, an [`Aggregation`](crate::Aggregation) backend, so the
 //!   optimisers of [`crate::optimizer`] run unchanged on top of it.
 //! - [`study`]: the handshake and the roles from their first message, over any channel.
+//! - [`checkpoint`]: what the aggregator keeps to continue a study after a party was lost.
 //! - [`inprocess`]: every role on its own thread over in-memory channels.
 //!
 //! Scaling: every sum is divided by N before encryption (ARCHITECTURE.md, "Fixed point"), so the
@@ -18,6 +19,7 @@
 //! see the same quantities as the plaintext run up to fixed-point rounding.
 
 pub mod aggregator;
+pub mod checkpoint;
 pub mod endorsement;
 pub mod gc;
 pub mod inprocess;

@@ -37,6 +37,25 @@ impl Anderson {
         }
     }
 
+    /// The window as `(x, f(x))` pairs, oldest first (public iterates and steps: what a
+    /// checkpoint keeps).
+    pub(crate) fn window(&self) -> Vec<(Array1<f64>, Array1<f64>)> {
+        self.iterates
+            .iter()
+            .cloned()
+            .zip(self.residuals.iter().cloned())
+            .collect()
+    }
+
+    /// A window of `memory` holding `pairs` (oldest first; only the newest `memory + 1` kept).
+    pub(crate) fn with_window(memory: usize, pairs: Vec<(Array1<f64>, Array1<f64>)>) -> Self {
+        let mut a = Self::new(memory);
+        for (x, f) in pairs {
+            a.push(x, f);
+        }
+        a
+    }
+
     /// Adds the pair `(x, f(x))`, forgetting the oldest beyond the window.
     pub(crate) fn push(&mut self, iterate: Array1<f64>, residual: Array1<f64>) {
         if self.iterates.len() == self.memory + 1 {

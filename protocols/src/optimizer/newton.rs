@@ -10,8 +10,8 @@ use ndarray::Array1;
 
 use super::report::Trace;
 use super::{
-    DivergenceReason, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Status,
-    StepKind, backend,
+    Checkpoints, DivergenceReason, FitError, FitOptions, FitReport, IterationRecord, Optimizer,
+    Status, StepKind, backend,
 };
 use crate::aggregation::{Aggregation, NewtonSystem};
 
@@ -25,10 +25,15 @@ pub(super) fn fit<A: Aggregation>(
     options: &FitOptions,
     mut beta: Array1<f64>,
     observer: &mut dyn FnMut(&IterationRecord),
+    mut checkpoints: Checkpoints<'_>,
 ) -> Result<FitReport, FitError> {
     let lambda = options.lambda;
     let rule = &options.stopping;
-    let mut trace = Trace::new(observer);
+    let from = checkpoints.from.take();
+    let mut trace = match &from {
+        Some(p) => Trace::resume(observer, p),
+        None => Trace::new(observer),
+    };
 
     let NewtonSystem {
         mut gradient,
@@ -36,7 +41,10 @@ pub(super) fn fit<A: Aggregation>(
         mut factor,
     } = aggregation.newton_system(&beta, lambda).map_err(backend)?;
     trace.round();
-    trace.start(aggregation.peek(&objective));
+    if from.is_none() {
+        trace.start(aggregation.peek(&objective));
+    }
+    checkpoints.keep(|| trace.progress(&beta, Vec::new(), 0))?;
 
     let status = loop {
         if trace.iterations() >= rule.max_iterations {
@@ -72,6 +80,7 @@ pub(super) fn fit<A: Aggregation>(
         if converged {
             break Status::Converged;
         }
+        checkpoints.keep(|| trace.progress(&beta, Vec::new(), 0))?;
     };
     Ok(trace.finish(Optimizer::Newton, beta, status))
 }

@@ -38,6 +38,13 @@ pub enum FitError {
     /// of this one (not chained as a source, so it is printed once).
     #[error("aggregation failed: {0}")]
     Aggregation(Box<dyn std::error::Error + Send + Sync>),
+    /// Saving the progress after an iteration failed (the fit stops rather than go on without
+    /// a way back).
+    #[error("cannot save the checkpoint: {0}")]
+    Checkpoint(Box<dyn std::error::Error + Send + Sync>),
+    /// A fit was asked to continue from progress that does not fit it.
+    #[error("cannot resume: {0}")]
+    Resume(String),
 }
 
 /// Where the coefficients start.

@@ -23,7 +23,8 @@ use ndarray::Array1;
 use super::anderson::Anderson;
 use super::report::Trace;
 use super::{
-    FitError, FitOptions, FitReport, IterationRecord, Optimizer, Status, StepKind, backend,
+    Checkpoints, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Status, StepKind,
+    backend,
 };
 use crate::aggregation::Aggregation;
 
@@ -33,25 +34,44 @@ pub(super) fn fit<A: Aggregation>(
     mut beta: Array1<f64>,
     acceleration_memory: Option<usize>,
     observer: &mut dyn FnMut(&IterationRecord),
+    mut checkpoints: Checkpoints<'_>,
 ) -> Result<FitReport, FitError> {
     let lambda = options.lambda;
     let rule = &options.stopping;
-    let mut trace = Trace::new(observer);
-    let mut anderson = acceleration_memory.map(Anderson::new);
-    let mut rejected = 0;
+    let from = checkpoints.from.take();
+    let resumed = from.is_some();
+    let (mut trace, mut anderson, mut rejected) = match &from {
+        Some(p) => (
+            Trace::resume(observer, p),
+            acceleration_memory.map(|m| Anderson::with_window(m, p.window.clone())),
+            p.rejected,
+        ),
+        None => (
+            Trace::new(observer),
+            acceleration_memory.map(Anderson::new),
+            0,
+        ),
+    };
 
-    // Setup (eq. 5.5): one round, one factorisation, reused by every iteration.
+    // Setup (eq. 5.5): one round, one factorisation, reused by every iteration (a resumed
+    // backend holds the factor it kept, and asks no one).
     let bound = aggregation
         .bound_factor(lambda)
         .map_err(backend)?
         .ok_or(FitError::BoundNotPositiveDefinite)?;
-    trace.round();
+    if !resumed {
+        trace.round();
+    }
 
     let (mut gradient, mut objective) = aggregation
         .gradient_and_objective(&beta, lambda)
         .map_err(backend)?;
     trace.round();
-    trace.start(aggregation.peek(&objective));
+    if !resumed {
+        trace.start(aggregation.peek(&objective));
+    }
+    let window = |a: &Option<Anderson>| a.as_ref().map(Anderson::window).unwrap_or_default();
+    checkpoints.keep(|| trace.progress(&beta, window(&anderson), rejected))?;
 
     let status = loop {
         if trace.iterations() >= rule.max_iterations {
@@ -99,6 +119,7 @@ pub(super) fn fit<A: Aggregation>(
         if converged {
             break Status::Converged;
         }
+        checkpoints.keep(|| trace.progress(&beta, window(&anderson), rejected))?;
     };
 
     let optimizer = match acceleration_memory {

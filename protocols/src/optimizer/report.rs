@@ -130,6 +130,43 @@ impl<'o> Trace<'o> {
         }
     }
 
+    /// A trace that goes on from `progress` (a checkpoint): its history, rounds and first
+    /// objective.
+    pub(crate) fn resume(
+        observer: &'o mut dyn FnMut(&IterationRecord),
+        progress: &super::Progress,
+    ) -> Self {
+        let last_objective = progress
+            .history
+            .last()
+            .map_or(progress.initial_objective, |r| r.objective);
+        Self {
+            history: progress.history.clone(),
+            rounds: progress.rounds,
+            initial_objective: progress.initial_objective,
+            last_objective,
+            observer,
+        }
+    }
+
+    /// Where the fit stands with coefficients `beta`, the accelerated optimiser's `window`
+    /// and `rejected` candidates so far.
+    pub(crate) fn progress(
+        &self,
+        beta: &Array1<f64>,
+        window: Vec<(Array1<f64>, Array1<f64>)>,
+        rejected: usize,
+    ) -> super::Progress {
+        super::Progress {
+            beta: beta.clone(),
+            history: self.history.clone(),
+            rounds: self.rounds,
+            initial_objective: self.initial_objective,
+            window,
+            rejected,
+        }
+    }
+
     /// Counts one aggregation round.
     pub(crate) fn round(&mut self) {
         self.rounds += 1;

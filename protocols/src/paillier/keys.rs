@@ -391,6 +391,15 @@ impl SecretKey {
         reader.finish()?;
         Self::from_primes(&p, &q)
     }
+
+    /// [`Self::import_secret`] accepting keys below 2048 bits: **insecure**, for tests only.
+    pub fn import_secret_insecure_for_tests(bytes: &[u8]) -> Result<Self, PaillierError> {
+        let mut reader = FieldReader::new(bytes, SECRET_MAGIC)?;
+        let p = reader.number()?;
+        let q = reader.number()?;
+        reader.finish()?;
+        Self::from_primes_insecure_for_tests(&p, &q)
+    }
 }
 
 /// A public and secret key together.

@@ -6,6 +6,8 @@
 //! sees only ciphertexts otherwise; the masks it draws hide every value it hands to the key
 //! holder.
 
+use std::sync::{Arc, Mutex};
+
 use ndarray::Array1;
 use num_bigint::BigInt;
 use privlogit_circuits::channel::Channel;
@@ -15,7 +17,7 @@ use super::gc::{self, AggregatorGc, Comparison};
 use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
 use super::shapes::Shape;
-use super::solver::{self, LinearAlgebra, Solver, SolverStats};
+use super::solver::{self, LinearAlgebra, SavedFactor, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::aggregation::{Aggregation, NewtonSystem};
@@ -70,6 +72,22 @@ pub struct AggregatorStats {
     pub solver: SolverStats,
 }
 
+/// Where the aggregator puts what holds the PrivLogit bound's factor again after a restart,
+/// for the checkpoint writer to read (it runs while the optimiser holds the aggregation).
+pub type SavedBound = Arc<Mutex<Option<SavedFactor>>>;
+
+/// What a resumed study starts from: what the Center computed in its setup, kept in a
+/// checkpoint.
+#[derive(Debug, Clone)]
+pub struct SetupState {
+    /// N.
+    pub rows: usize,
+    /// The pooled means and standard deviations, when standardised.
+    pub standardization: Option<(Vec<f64>, Vec<f64>)>,
+    /// The bound's factor (PrivLogit), when it was made.
+    pub bound: Option<SavedFactor>,
+}
+
 /// The aggregator, connected to every Node and to the key holder.
 pub struct SecureAggregation<C: Channel> {
     nodes: Vec<C>,
@@ -82,6 +100,10 @@ pub struct SecureAggregation<C: Channel> {
     inverse: Option<EncryptedMatrix>,
     /// Factors and solves on the secret curvature matrices.
     solver: Solver,
+    /// Where the bound's factor is saved for checkpoints (`None`: not saved).
+    saved_bound: Option<SavedBound>,
+    /// A resumed study's bound factor, held again, for the optimiser's setup.
+    restored_bound: Option<usize>,
     bound_seconds: f64,
     gc_seconds: f64,
     node_wait_seconds: f64,
@@ -98,22 +120,7 @@ impl<C: Channel> SecureAggregation<C> {
         protocol: Protocol,
         linear_algebra: LinearAlgebra,
     ) -> Result<Self, SecureError> {
-        let session = EvaluatorSession::new(keyholder, &mut rand::rng())
-            .map_err(|e| SecureError::io("aggregator, base OT with the key holder".into(), e))?;
-        let solver = Solver::new(linear_algebra, &key, &config);
-        let mut me = Self {
-            nodes,
-            gc: AggregatorGc { session },
-            key,
-            config,
-            protocol,
-            rows: 0,
-            inverse: None,
-            solver,
-            bound_seconds: 0.0,
-            gc_seconds: 0.0,
-            node_wait_seconds: 0.0,
-        };
+        let mut me = Self::base(nodes, keyholder, key, config, protocol, linear_algebra)?;
         let replies = me.ask_nodes(Step::Count, &[], Step::CountReply)?;
         let shape = me.config.count_shape(&me.key);
         let counts = me.read_each(&replies, &[&shape], "row count")?;
@@ -130,6 +137,94 @@ impl<C: Channel> SecureAggregation<C> {
         let payload = Writer::new().u64(me.rows as u64).finish();
         me.tell_nodes(Step::Total, &payload)?;
         Ok(me)
+    }
+
+    /// Connected, after the base OTs, before any round.
+    fn base(
+        nodes: Vec<C>,
+        keyholder: C,
+        key: PublicKey,
+        config: SecureConfig,
+        protocol: Protocol,
+        linear_algebra: LinearAlgebra,
+    ) -> Result<Self, SecureError> {
+        let session = EvaluatorSession::new(keyholder, &mut rand::rng())
+            .map_err(|e| SecureError::io("aggregator, base OT with the key holder".into(), e))?;
+        let solver = Solver::new(linear_algebra, &key, &config);
+        Ok(Self {
+            nodes,
+            gc: AggregatorGc { session },
+            key,
+            config,
+            protocol,
+            rows: 0,
+            inverse: None,
+            solver,
+            saved_bound: None,
+            restored_bound: None,
+            bound_seconds: 0.0,
+            gc_seconds: 0.0,
+            node_wait_seconds: 0.0,
+        })
+    }
+
+    /// Connects to a study that is resumed from `setup`: tells the Nodes N and the
+    /// standardisation statistics again (nothing of them is recomputed), and holds the bound's
+    /// factor again (for PrivLogit-Local the Nodes get `Enc((B/N)^-1)` again, the same values).
+    #[allow(clippy::too_many_arguments)]
+    pub fn resume(
+        nodes: Vec<C>,
+        keyholder: C,
+        key: PublicKey,
+        config: SecureConfig,
+        protocol: Protocol,
+        linear_algebra: LinearAlgebra,
+        setup: &SetupState,
+        names: &[String],
+    ) -> Result<Self, SecureError> {
+        let mut me = Self::base(nodes, keyholder, key, config, protocol, linear_algebra)?;
+        if setup.rows == 0 || setup.rows as u64 > me.config.max_rows * me.config.parties as u64 {
+            return Err(SecureError::Protocol(format!(
+                "a checkpoint with N = {}",
+                setup.rows
+            )));
+        }
+        me.rows = setup.rows;
+        let payload = Writer::new().u64(me.rows as u64).finish();
+        me.tell_nodes(Step::Total, &payload)?;
+        if let Some((means, scales)) = &setup.standardization {
+            if means.len() != names.len() || scales.len() != names.len() {
+                return Err(SecureError::Protocol(
+                    "a checkpoint's standardisation does not match the features".into(),
+                ));
+            }
+            let payload = Writer::new().f64s(means).f64s(scales).finish();
+            me.tell_nodes(Step::Standardize, &payload)?;
+        }
+        if let Some(saved) = &setup.bound {
+            let local = me.protocol == Protocol::Local;
+            let (index, inverse) = me
+                .solver
+                .restore(&mut me.gc, &me.key, &me.config, saved, local)?;
+            if let Some(inverse) = inverse {
+                me.send_inverse(inverse)?;
+            }
+            me.restored_bound = Some(index);
+        }
+        Ok(me)
+    }
+
+    /// Keeps what holds the bound's factor again after a restart, where the returned handle
+    /// reads it (for checkpoints).
+    pub fn save_bound(&mut self) -> SavedBound {
+        let handle = SavedBound::default();
+        self.saved_bound = Some(Arc::clone(&handle));
+        handle
+    }
+
+    /// Draws the masks of every factorisation from `seed` (reproducible runs only).
+    pub fn seed_masks(&mut self, seed: [u8; 32]) {
+        self.solver.set_seed(seed);
     }
 
     /// Secure standardisation: the pooled mean of every feature, then the pooled variance
@@ -312,28 +407,45 @@ impl<C: Channel> SecureAggregation<C> {
 
     /// Factors the SPD matrix with lower triangle `lower` (the bound or a Newton Hessian, with
     /// the penalty); for PrivLogit-Local also distributes `Enc((B/N)^-1)` to the Nodes.
+    /// `label` names the matrix for a seeded run's masks; `save` keeps what holds the factor
+    /// again after a restart.
     fn factor(
         &mut self,
         lower: &EncryptedVector,
         lambda: f64,
         local: bool,
-    ) -> Result<usize, SecureError> {
+        label: &[u8],
+        save: bool,
+    ) -> Result<(usize, Option<SavedFactor>), SecureError> {
         // lambda_min(M / N + lambda / N I) >= lambda / N: the public bound of the inverse.
         let bounds = solver::bounds_of(lower, self.config.dimension, lambda / self.rows as f64);
-        let (index, inverse) =
-            self.solver
-                .factor(&mut self.gc, &self.key, &self.config, lower, &bounds, local)?;
-        if let Some(inverse) = inverse {
-            let session = self.config.session;
-            let payload = Writer::new().bytes(&inverse.to_bytes(&self.key)).finish();
-            for (i, node) in self.nodes.iter_mut().enumerate() {
-                wire::send(node, session, Step::Inverse, &payload).map_err(|e| {
-                    SecureError::io(format!("aggregator, the inverse to Node {}", i + 1), e)
-                })?;
-            }
-            self.inverse = Some(inverse);
+        let factored = self.solver.factor(
+            &mut self.gc,
+            &self.key,
+            &self.config,
+            lower,
+            &bounds,
+            local,
+            save,
+            label,
+        )?;
+        if let Some(inverse) = factored.inverse {
+            self.send_inverse(inverse)?;
         }
-        Ok(index)
+        Ok((factored.index, factored.saved))
+    }
+
+    /// Hands `Enc((B/N)^-1)` to every Node (PrivLogit-Local) and keeps it.
+    fn send_inverse(&mut self, inverse: EncryptedMatrix) -> Result<(), SecureError> {
+        let session = self.config.session;
+        let payload = Writer::new().bytes(&inverse.to_bytes(&self.key)).finish();
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            wire::send(node, session, Step::Inverse, &payload).map_err(|e| {
+                SecureError::io(format!("aggregator, the inverse to Node {}", i + 1), e)
+            })?;
+        }
+        self.inverse = Some(inverse);
+        Ok(())
     }
 
     /// One round: the Nodes' gradients and objectives (and Hessians for Newton) at `beta`,
@@ -517,6 +629,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// Always `Some`: positive definiteness cannot be checked without revealing more, and
     /// `1/4 X^T X + lambda I` is positive definite whenever `lambda > 0`.
     fn bound_factor(&mut self, lambda: f64) -> Result<Option<usize>, SecureError> {
+        if let Some(index) = self.restored_bound.take() {
+            return Ok(Some(index));
+        }
         let start = std::time::Instant::now();
         let replies = self.ask_nodes(Step::Bound, &[], Step::BoundReply)?;
         let shape = self.config.bound_shape(&self.key)?;
@@ -524,7 +639,11 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let sum = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
         let lower = self.add_penalty_diagonal(&sum, lambda)?;
         let local = self.protocol == Protocol::Local;
-        let factor = self.factor(&lower, lambda, local)?;
+        let save = self.saved_bound.is_some();
+        let (factor, saved) = self.factor(&lower, lambda, local, b"bound", save)?;
+        if let (Some(handle), Some(saved)) = (&self.saved_bound, saved) {
+            *handle.lock().expect("the saved bound") = Some(saved);
+        }
         self.bound_seconds += start.elapsed().as_secs_f64();
         Ok(Some(factor))
     }
@@ -548,7 +667,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let (gradient, objective, information) = self.gather(beta, lambda, true)?;
         let information = information.expect("asked for the Hessian");
         let lower = self.add_penalty_diagonal(&information, lambda)?;
-        let factor = self.factor(&lower, lambda, false)?;
+        // A seeded run's masks follow the coefficients, so a resumed run repeats them.
+        let label: Vec<u8> = beta.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let (factor, _) = self.factor(&lower, lambda, false, &label, false)?;
         Ok(NewtonSystem {
             gradient,
             objective,

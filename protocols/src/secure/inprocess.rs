@@ -12,7 +12,7 @@ use privlogit_circuits::fixed::FixedFormat;
 
 use super::SecureError;
 use super::aggregator::{AggregatorStats, Protocol};
-use super::keyholder::KeyholderStats;
+use super::keyholder::{KeyholderStats, NoKeyStore};
 use super::node::{NodeData, NodeStats};
 use super::solver::LinearAlgebra;
 use super::study::{self, StudyError, StudyOutcome, StudyPlan};
@@ -61,6 +61,7 @@ pub fn run(
         standardize: false,
         intercept: false,
         linear_algebra,
+        mask_seed: None,
     };
     let nodes = parties
         .iter()
@@ -116,7 +117,8 @@ where
         links.push(make_pair().map_err(link)?);
     }
     thread::scope(|scope| {
-        let keyholder = scope.spawn(move || study::run_keyholder(keyholder_end, make_key, None));
+        let keyholder = scope
+            .spawn(move || study::run_keyholder(keyholder_end, make_key, None, &mut NoKeyStore));
         let mut node_ends = Vec::new();
         let mut handles = Vec::new();
         let min_key_bits = plan.key_bits;
@@ -126,7 +128,7 @@ where
                 scope.spawn(move || study::run_node(node_end, &names, data, min_key_bits, None)),
             );
         }
-        let driven = study::run_aggregator(node_ends, to_keyholder, plan, observer);
+        let driven = study::run_aggregator(node_ends, to_keyholder, plan, observer, None);
         // The aggregator's channels are dropped by now, so every serving thread ends.
         let keyholder = keyholder
             .join()

@@ -94,13 +94,102 @@ impl DecryptionBudget {
     }
 }
 
+impl DecryptionBudget {
+    fn write(&self, w: Writer) -> Writer {
+        w.u64(self.count as u64)
+            .u64(self.moments as u64)
+            .u64(self.features as u64)
+            .u64(self.steps as u64)
+            .u64(self.dimension as u64)
+    }
+
+    fn read(r: &mut Reader<'_>) -> std::io::Result<Self> {
+        let mut next = || r.u64().map(|v| v as usize);
+        Ok(Self {
+            count: next()?,
+            moments: next()?,
+            features: next()?,
+            steps: next()?,
+            dimension: next()?,
+        })
+    }
+}
+
+/// Where the key holder keeps a study's key and what is left of its decryption budget, so
+/// that a restarted key holder continues the study (`--resume`) with the same key, and a
+/// restart does not refill the budget.
+pub trait KeyStore {
+    /// Keeps `secret` and `budget` for the study `session` (called with a new key before its
+    /// public half leaves the key holder, and after every decryption the budget counts).
+    fn save(
+        &mut self,
+        session: u64,
+        secret: &SecretKey,
+        budget: &DecryptionBudget,
+    ) -> Result<(), SecureError>;
+    /// The key and budget kept for `session`, if any.
+    fn load(&mut self, session: u64) -> Result<Option<(SecretKey, DecryptionBudget)>, SecureError>;
+}
+
+/// Keeps nothing: a study in one process ends with any of its parties.
+#[derive(Debug, Default)]
+pub struct NoKeyStore;
+
+impl KeyStore for NoKeyStore {
+    fn save(&mut self, _: u64, _: &SecretKey, _: &DecryptionBudget) -> Result<(), SecureError> {
+        Ok(())
+    }
+
+    fn load(&mut self, _: u64) -> Result<Option<(SecretKey, DecryptionBudget)>, SecureError> {
+        Ok(None)
+    }
+}
+
+const KEPT_MAGIC: &[u8; 4] = b"PLKK";
+
+/// The bytes a [`KeyStore`] keeps for a study: `"PLKK"`, the session, the budget, the secret
+/// key's primes (wiped when dropped).
+pub fn encode_kept(
+    session: u64,
+    secret: &SecretKey,
+    budget: &DecryptionBudget,
+) -> zeroize::Zeroizing<Vec<u8>> {
+    let exported = secret.export_secret();
+    let body = budget
+        .write(Writer::new().u64(session))
+        .bytes(&exported)
+        .finish();
+    let mut out = zeroize::Zeroizing::new(Vec::with_capacity(4 + body.len()));
+    out.extend_from_slice(KEPT_MAGIC);
+    out.extend_from_slice(&body);
+    let mut body = body;
+    zeroize::Zeroize::zeroize(&mut body);
+    out
+}
+
+/// Reads what [`encode_kept`] wrote.
+pub fn decode_kept(bytes: &[u8]) -> Result<(u64, SecretKey, DecryptionBudget), SecureError> {
+    let bad = |m: String| SecureError::Protocol(format!("a malformed key file: {m}"));
+    if bytes.len() < 4 || &bytes[..4] != KEPT_MAGIC {
+        return Err(bad("bad magic".into()));
+    }
+    let mut r = Reader::new(&bytes[4..]);
+    let session = r.u64().map_err(|e| bad(e.to_string()))?;
+    let budget = DecryptionBudget::read(&mut r).map_err(|e| bad(e.to_string()))?;
+    let secret = SecretKey::import_secret(r.bytes().map_err(|e| bad(e.to_string()))?)?;
+    r.end().map_err(|e| bad(e.to_string()))?;
+    Ok((session, secret, budget))
+}
+
 /// Serves the aggregator over `channel` until it says [`Step::Done`], decrypting outside
-/// circuits and masked arithmetic no more than `budget`.
+/// circuits and masked arithmetic no more than `budget`, and telling `spent` what is left
+/// after every such decryption.
 pub fn serve<C: Channel>(
     channel: C,
     secret: &SecretKey,
     config: &SecureConfig,
     mut budget: DecryptionBudget,
+    spent: &mut dyn FnMut(&DecryptionBudget) -> Result<(), SecureError>,
 ) -> Result<KeyholderStats, SecureError> {
     let at = |step| move |e| SecureError::io(format!("key holder, {step}"), e);
     let key = secret.public_key();
@@ -153,6 +242,7 @@ pub fn serve<C: Channel>(
                 let v = EncryptedVector::from_bytes(key, r.bytes().map_err(bad)?)?;
                 r.end().map_err(at("reading a request"))?;
                 budget.spend(v.len())?;
+                spent(&budget)?;
                 let t = clock();
                 let values = decrypt_values(&v, secret)?;
                 paillier_seconds += t.elapsed().as_secs_f64();
@@ -352,6 +442,25 @@ mod tests {
             e.to_string().contains("outside the decryption budget"),
             "{e}"
         );
+    }
+
+    /// What a key store keeps reads back: session, budget and a key that decrypts what the
+    /// original encrypted.
+    #[test]
+    fn kept_key_round_trips() {
+        use crate::paillier::{KeyPair, KeySize};
+        let pair = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
+        let mut budget = DecryptionBudget::new(3, 4, true, true, 9);
+        budget.spend(1).expect("N");
+        let bytes = encode_kept(77, &pair.secret, &budget);
+        let (session, secret, back) = decode_kept(&bytes).expect("reads");
+        assert_eq!((session, back), (77, budget));
+        assert_eq!(
+            secret.public_key().to_bytes(),
+            pair.secret.public_key().to_bytes()
+        );
+        assert!(decode_kept(&bytes[..bytes.len() - 1]).is_err());
+        assert!(decode_kept(b"PLKKshort").is_err());
     }
 
     /// Sizes off the wire are checked before any arithmetic on them: a dimension that would

@@ -22,10 +22,12 @@ use privlogit_circuits::linalg::Matrix;
 use super::gc::{self, AggregatorGc};
 use super::masked::engine::to_f64;
 use super::masked::linalg::{self, SpdBounds};
+use super::masked::packed::PackedMatrix;
 use super::masked::{MaskedEngine, MaskedStats, Shared};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError, pow2};
 use crate::paillier::{EncryptedMatrix, EncryptedVector, PublicKey};
+use sha2::{Digest, Sha256};
 
 /// How the Center computes on secret matrices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,6 +77,34 @@ enum Held {
     Masked(Shared),
 }
 
+/// What it takes to hold a factor again after a restart, from what the aggregator may keep
+/// (ciphertexts): the continued study then solves with the same matrix as before.
+#[derive(Debug, Clone)]
+pub enum SavedFactor {
+    /// Masked method: `Enc(A^-1)` packed by columns (made by the key holder from its view),
+    /// and the bits of its public bound; shared again with fresh masks.
+    Inverse {
+        /// The encrypted inverse.
+        packed: PackedMatrix,
+        /// Bits of the bound on its entries (at the engine's fractional bits).
+        bits: u32,
+    },
+    /// Circuit method: `Enc(A)`, the lower triangle; the circuit factors it again, and gives
+    /// the same words every time.
+    Lower(EncryptedVector),
+}
+
+/// A factored matrix as [`Solver::factor`] returns it.
+#[derive(Debug)]
+pub struct Factored {
+    /// Its index in the solver.
+    pub index: usize,
+    /// `Enc(A^-1)` for the Nodes, when asked for (PrivLogit-Local).
+    pub inverse: Option<EncryptedMatrix>,
+    /// What holds it again after a restart, when asked for.
+    pub saved: Option<SavedFactor>,
+}
+
 /// Where the solver's time went.
 #[derive(Debug, Clone, Default)]
 pub struct SolverStats {
@@ -90,6 +120,8 @@ pub struct SolverStats {
 pub struct Solver {
     method: LinearAlgebra,
     engine: Option<MaskedEngine>,
+    /// Reproducible runs: the masks of each factorisation come from this and its label.
+    seed: Option<[u8; 32]>,
     held: Vec<Held>,
     gc_seconds: f64,
     masked_seconds: f64,
@@ -137,10 +169,18 @@ impl Solver {
         Self {
             method,
             engine,
+            seed: None,
             held: Vec::new(),
             gc_seconds: 0.0,
             masked_seconds: 0.0,
         }
+    }
+
+    /// Draws the masks of every factorisation from `seed` and the factorisation's label, so
+    /// that a run repeats another's rounding (benchmarks and tests only: the seed is as secret
+    /// as the masks).
+    pub fn set_seed(&mut self, seed: [u8; 32]) {
+        self.seed = Some(seed);
     }
 
     /// The method.
@@ -168,7 +208,9 @@ impl Solver {
 
     /// Factors the SPD matrix whose lower triangle (row by row, at the study's fractional bits)
     /// is `lower`, and keeps it; returns its index and, with `encrypted_inverse`, `Enc(A^-1)`
-    /// for the Nodes (PrivLogit-Local).
+    /// for the Nodes (PrivLogit-Local), and with `save`, what holds it again after a restart.
+    /// `label` names the matrix for a seeded run's masks.
+    #[allow(clippy::too_many_arguments)]
     pub fn factor<C: Channel>(
         &mut self,
         gc: &mut AggregatorGc<C>,
@@ -177,7 +219,9 @@ impl Solver {
         lower: &EncryptedVector,
         bounds: &SpdBounds,
         encrypted_inverse: bool,
-    ) -> Result<(usize, Option<EncryptedMatrix>), SecureError> {
+        save: bool,
+        label: &[u8],
+    ) -> Result<Factored, SecureError> {
         let d = config.dimension;
         if lower.len() != d * (d + 1) / 2 || bounds.dim != d {
             return Err(SecureError::Protocol(format!(
@@ -186,11 +230,19 @@ impl Solver {
             )));
         }
         let start = Instant::now();
-        let (held, inverse) = match self.method {
+        if let (Some(seed), Some(engine)) = (self.seed, self.engine.as_mut()) {
+            let mut h = Sha256::new();
+            h.update(b"privlogit masks of a factorisation v1");
+            h.update(seed);
+            h.update(label);
+            engine.reseed(h.finalize().into());
+        }
+        let (held, inverse, saved) = match self.method {
             LinearAlgebra::Circuit => {
                 let (l, inverse) = circuit_factor(gc, key, config, lower, encrypted_inverse)?;
                 self.gc_seconds += start.elapsed().as_secs_f64();
-                (Held::Circuit(l), inverse)
+                let saved = save.then(|| SavedFactor::Lower(lower.clone()));
+                (Held::Circuit(l), inverse, saved)
             }
             LinearAlgebra::Masked => {
                 let engine = self
@@ -217,16 +269,76 @@ impl Solver {
                     )));
                 }
                 engine.release(gc, &[&trace])?;
-                let encrypted = if encrypted_inverse {
-                    let bits = bounds.inverse_bits(frac);
+                let bits = bounds.inverse_bits(frac);
+                let packed = if encrypted_inverse || save {
                     let packing = config.inverse_packing(key, d, bits, inverse.mask_bits() + 1)?;
-                    let packed = engine.encrypted(gc, &inverse, packing)?;
-                    Some(packed.to_encrypted_matrix(key, frac, pow2(bits))?)
+                    Some(engine.encrypted(gc, &inverse, packing)?)
                 } else {
                     None
                 };
+                let encrypted = match (&packed, encrypted_inverse) {
+                    (Some(p), true) => Some(p.to_encrypted_matrix(key, frac, pow2(bits))?),
+                    _ => None,
+                };
+                let saved = packed.filter(|_| save).map(|packed| SavedFactor::Inverse {
+                    packed,
+                    bits: inverse.bound(),
+                });
                 self.masked_seconds += start.elapsed().as_secs_f64();
-                (Held::Masked(inverse), encrypted)
+                (Held::Masked(inverse), encrypted, saved)
+            }
+        };
+        self.held.push(held);
+        Ok(Factored {
+            index: self.held.len() - 1,
+            inverse,
+            saved,
+        })
+    }
+
+    /// Holds a saved factor again (after a restart); returns its index and, with
+    /// `encrypted_inverse`, `Enc(A^-1)` for the Nodes, equal in value to the one first made.
+    pub fn restore<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        key: &PublicKey,
+        config: &SecureConfig,
+        saved: &SavedFactor,
+        encrypted_inverse: bool,
+    ) -> Result<(usize, Option<EncryptedMatrix>), SecureError> {
+        let d = config.dimension;
+        let start = Instant::now();
+        let (held, inverse) = match (saved, self.method) {
+            (SavedFactor::Lower(lower), LinearAlgebra::Circuit) => {
+                let (l, inverse) = circuit_factor(gc, key, config, lower, encrypted_inverse)?;
+                self.gc_seconds += start.elapsed().as_secs_f64();
+                (Held::Circuit(l), inverse)
+            }
+            (SavedFactor::Inverse { packed, bits }, LinearAlgebra::Masked) => {
+                if packed.rows() != d || packed.cols() != d {
+                    return Err(SecureError::Protocol(format!(
+                        "a saved inverse of {} x {} for {d} coefficients",
+                        packed.rows(),
+                        packed.cols()
+                    )));
+                }
+                let engine = self
+                    .engine
+                    .as_mut()
+                    .expect("the masked method has an engine");
+                let frac = engine.frac();
+                let shared = engine.share(gc, packed, *bits)?;
+                let inverse = encrypted_inverse
+                    .then(|| packed.to_encrypted_matrix(key, frac, pow2(*bits)))
+                    .transpose()?;
+                self.masked_seconds += start.elapsed().as_secs_f64();
+                (Held::Masked(shared), inverse)
+            }
+            _ => {
+                return Err(SecureError::Protocol(format!(
+                    "the saved factor was made by the other linear-algebra method than {}",
+                    self.method
+                )));
             }
         };
         self.held.push(held);

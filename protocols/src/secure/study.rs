@@ -12,15 +12,19 @@ use std::time::Instant;
 
 use privlogit_circuits::channel::Channel;
 use privlogit_circuits::fixed::FixedFormat;
+use sha2::{Digest, Sha256};
 
-use super::aggregator::{AggregatorStats, Protocol, SecureAggregation};
+use super::aggregator::{AggregatorStats, Protocol, SecureAggregation, SetupState};
+use super::checkpoint::Checkpoint;
 use super::endorsement::{Endorsement, Endorser, KeyTrust};
-use super::keyholder::{self, DecryptionBudget, KeyholderStats};
+use super::keyholder::{self, DecryptionBudget, KeyStore, KeyholderStats};
 use super::node::{self, NodeData};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
-use crate::optimizer::{FitError, FitOptions, FitReport, IterationRecord, Optimizer};
+use crate::optimizer::{
+    Checkpoints, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Progress,
+};
 use crate::paillier::{PublicKey, SecretKey};
 
 /// Most iterations a study may ask for (the key holder's decryption budget follows from it).
@@ -47,6 +51,10 @@ pub struct StudyPlan {
     pub intercept: bool,
     /// How the Center computes on secret matrices.
     pub linear_algebra: LinearAlgebra,
+    /// Reproducible runs only: the aggregator's masks in every factorisation drawn from this
+    /// seed (and the coefficients the matrix belongs to), so that a run repeats another's
+    /// rounding. As secret as the masks: never in a real study.
+    pub mask_seed: Option<u64>,
 }
 
 impl StudyPlan {
@@ -100,6 +108,8 @@ pub struct StudyOutcome {
     pub setup_seconds: f64,
     /// Seconds in total.
     pub seconds: f64,
+    /// The iterations a checkpoint had done when this run took the study up.
+    pub resumed_from: Option<usize>,
 }
 
 /// What can stop a study.
@@ -176,22 +186,26 @@ pub fn run_node<C: Channel>(
 }
 
 /// The key-holder role from the first message: makes the key pair the study asks for (with
-/// `make_key`, given the modulus size), signs it with `endorser` when given, then serves.
+/// `make_key`, given the modulus size) and keeps it in `store`, or, when the aggregator resumes
+/// a study, takes the key `store` kept for it; signs the public key with `endorser` when
+/// given, then serves.
 pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     mut channel: C,
     make_key: impl FnOnce(u32) -> Result<K, SecureError>,
     endorser: Option<&Endorser>,
+    store: &mut dyn KeyStore,
 ) -> Result<KeyholderStats, SecureError> {
     let (_, setup) = wire::recv(&mut channel, HANDSHAKE, &[Step::Setup])
         .map_err(io_at("key holder, waiting for the aggregator"))?;
+    let at = io_at("key holder, reading the setup");
     let mut r = Reader::new(&setup);
-    let (config, intercept) =
-        read_parameters(&mut r).map_err(io_at("key holder, reading the setup"))?;
-    let bits = r.u64().map_err(io_at("key holder, reading the setup"))?;
-    let local = r.u64().map_err(io_at("key holder, reading the setup"))? == 1;
-    let standardize = r.u64().map_err(io_at("key holder, reading the setup"))? == 1;
-    let max_iterations = r.u64().map_err(io_at("key holder, reading the setup"))?;
-    r.end().map_err(io_at("key holder, reading the setup"))?;
+    let (config, intercept) = read_parameters(&mut r).map_err(&at)?;
+    let bits = r.u64().map_err(&at)?;
+    let local = r.u64().map_err(&at)? == 1;
+    let standardize = r.u64().map_err(&at)? == 1;
+    let max_iterations = r.u64().map_err(&at)?;
+    let resumed_key = r.bytes().map_err(&at)?.to_vec();
+    r.end().map_err(&at)?;
     let bits = u32::try_from(bits).map_err(|_| SecureError::Protocol("key size".into()))?;
     let max_iterations = usize::try_from(max_iterations)
         .ok()
@@ -201,15 +215,39 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
                 "a study of {max_iterations} iterations (at most {MAX_ITERATIONS})"
             ))
         })?;
-    let budget = DecryptionBudget::new(
-        config.dimension - usize::from(intercept),
-        config.dimension,
-        standardize,
-        local,
-        max_iterations,
-    );
-    let secret = make_key(bits)?;
-    let secret = secret.borrow();
+    let (made, loaded, budget) = if resumed_key.is_empty() {
+        let budget = DecryptionBudget::new(
+            config.dimension - usize::from(intercept),
+            config.dimension,
+            standardize,
+            local,
+            max_iterations,
+        );
+        let made = make_key(bits)?;
+        store.save(config.session, made.borrow(), &budget)?;
+        (Some(made), None, budget)
+    } else {
+        let (secret, budget) = store.load(config.session)?.ok_or_else(|| {
+            SecureError::Protocol(format!(
+                "the aggregator resumes study session {:#x}, but this key holder keeps no key \
+                 for it (start it with --resume and the --state directory of the first run)",
+                config.session
+            ))
+        })?;
+        if key_digest(&secret.public_key().to_bytes())[..] != resumed_key[..] {
+            return Err(SecureError::Protocol(
+                "the aggregator resumes the study under another public key than the one this \
+                 key holder kept"
+                    .into(),
+            ));
+        }
+        (None, Some(secret), budget)
+    };
+    let secret: &SecretKey = match (&made, &loaded) {
+        (Some(k), _) => k.borrow(),
+        (None, Some(k)) => k,
+        (None, None) => unreachable!("a key was made or loaded"),
+    };
     let key_bytes = secret.public_key().to_bytes();
     let endorsement = endorser
         .map(|e| e.endorse(config.session, &key_bytes))
@@ -218,19 +256,81 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     let payload = write_endorsement(Writer::new().bytes(&key_bytes), &endorsement).finish();
     wire::send(&mut channel, HANDSHAKE, Step::PublicKey, &payload)
         .map_err(io_at("key holder, sending the public key"))?;
-    keyholder::serve(channel, secret, &config, budget)
+    let session = config.session;
+    let mut spent = |b: &DecryptionBudget| store.save(session, secret, b);
+    keyholder::serve(channel, secret, &config, budget, &mut spent)
 }
 
-/// The aggregator role: waits for every Node, checks their columns, sets the study up, runs
-/// the optimiser, and ends the study.
+/// SHA-256 of a public key's bytes: how a resuming aggregator names the key it continues with.
+pub fn key_digest(key: &[u8]) -> [u8; 32] {
+    Sha256::digest(key).into()
+}
+
+/// How the aggregator keeps a study it can continue after a lost party: the study's id, the
+/// checkpoint to continue from (if any), and where each new checkpoint goes.
+pub struct Continuity<'a> {
+    /// The study id (a checkpoint of another study is refused).
+    pub study: [u8; 32],
+    /// The checkpoint to continue from; `None` starts the study.
+    pub from: Option<Checkpoint>,
+    /// Keeps a checkpoint (atomically: the previous one stays until the new one is whole),
+    /// after the setup and after every iteration that does not end the study.
+    pub save: &'a mut dyn FnMut(&Checkpoint) -> std::io::Result<()>,
+}
+
+/// The digest of everything in `plan` a resumed study must share with the first run.
+pub fn plan_digest(plan: &StudyPlan) -> [u8; 32] {
+    let o = &plan.options;
+    let text = format!(
+        "privlogit plan v1|{:?}|{:?}|{}|{}|{:?}|{}|{:?}|{}/{}|{}|{}|{}|{}|{}",
+        plan.protocol,
+        plan.optimizer,
+        o.lambda.to_bits(),
+        o.stopping.relative_tolerance.to_bits(),
+        o.stopping.gradient_tolerance.map(f64::to_bits),
+        o.stopping.max_iterations,
+        o.initial,
+        plan.format.width(),
+        plan.format.frac(),
+        plan.key_bits,
+        plan.parties,
+        plan.standardize,
+        plan.intercept,
+        plan.linear_algebra
+    );
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// The aggregator role: waits for every Node, checks their columns, sets the study up (or,
+/// with `continuity.from`, takes it up where its checkpoint left it), runs the optimiser,
+/// and ends the study.
 pub fn run_aggregator<C: Channel>(
     mut nodes: Vec<C>,
     mut keyholder: C,
     plan: &StudyPlan,
     observer: &mut dyn FnMut(&IterationRecord),
+    mut continuity: Option<Continuity<'_>>,
 ) -> Result<StudyOutcome, StudyError> {
     plan.validate()?;
     let start = Instant::now();
+    let digest = plan_digest(plan);
+    let from = continuity.as_mut().and_then(|c| c.from.take());
+    if let (Some(c), Some(f)) = (&continuity, &from) {
+        if f.study != c.study {
+            return Err(SecureError::Protocol(
+                "the checkpoint belongs to another study (its study id differs)".into(),
+            )
+            .into());
+        }
+        if f.plan != digest {
+            return Err(SecureError::Protocol(
+                "the checkpoint was written for another plan (protocol, optimiser, lambda, \
+                 stopping rule, formats or parties differ): resume with the first run's settings"
+                    .into(),
+            )
+            .into());
+        }
+    }
     let mut names: Option<Vec<String>> = None;
     for (i, node) in nodes.iter_mut().enumerate() {
         let context = format!("aggregator, waiting for Node {} to join", i + 1);
@@ -247,28 +347,37 @@ pub fn run_aggregator<C: Channel>(
             .collect::<Result<Vec<_>, _>>()
             .map_err(io_at(&context))?;
         r.end().map_err(io_at(&context))?;
-        match &names {
-            None => names = Some(these),
-            Some(first) => check_columns(first, &these, i + 1)?,
+        match (&names, &from) {
+            (None, Some(f)) => check_columns(&f.names, &these, i + 1)?,
+            (Some(first), _) => check_columns(first, &these, i + 1)?,
+            (None, None) => {}
+        }
+        if names.is_none() {
+            names = Some(these);
         }
     }
-    let mut names = names.unwrap_or_default();
-    let dimension = names.len() + usize::from(plan.intercept);
-    let session = loop {
-        let s: u64 = rand::random();
-        if s != HANDSHAKE {
-            break s;
-        }
+    let features = names.unwrap_or_default();
+    let dimension = features.len() + usize::from(plan.intercept);
+    let session = match &from {
+        Some(f) => f.session,
+        None => loop {
+            let s: u64 = rand::random();
+            if s != HANDSHAKE {
+                break s;
+            }
+        },
     };
     let mut config = SecureConfig::new(session, plan.parties, dimension, plan.format);
     config.parties = nodes.len();
     // The key holder learns the plan's public shape, from which it fixes what it will
-    // decrypt outside circuits ([`DecryptionBudget`]).
+    // decrypt outside circuits ([`DecryptionBudget`]); a resumed study names its key.
+    let resumed_key = from.as_ref().map(|f| key_digest(&f.key).to_vec());
     let setup = write_parameters(&config, plan.intercept)
         .u64(u64::from(plan.key_bits))
         .u64(u64::from(plan.protocol == Protocol::Local))
         .u64(u64::from(plan.standardize))
         .u64(plan.options.stopping.max_iterations as u64)
+        .bytes(resumed_key.as_deref().unwrap_or_default())
         .finish();
     wire::send(&mut keyholder, HANDSHAKE, Step::Setup, &setup)
         .map_err(io_at("aggregator, setting up the key holder"))?;
@@ -278,6 +387,12 @@ pub fn run_aggregator<C: Channel>(
     let key_bytes = r.bytes().map_err(io_at("aggregator, reading the key"))?;
     let endorsement = read_endorsement(&mut r).map_err(io_at("aggregator, reading the key"))?;
     r.end().map_err(io_at("aggregator, reading the key"))?;
+    if from.as_ref().is_some_and(|f| f.key != key_bytes) {
+        return Err(SecureError::Protocol(
+            "the key holder answered a resumed study with another public key".into(),
+        )
+        .into());
+    }
     let key = parse_key(key_bytes, plan.key_bits)?;
     let welcome = write_endorsement(
         write_parameters(&config, plan.intercept).bytes(&key.to_bytes()),
@@ -288,27 +403,100 @@ pub fn run_aggregator<C: Channel>(
         wire::send(node, HANDSHAKE, Step::Welcome, &welcome)
             .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
     }
-    let mut aggregation = SecureAggregation::connect(
-        nodes,
-        keyholder,
-        key,
-        config,
-        plan.protocol,
-        plan.linear_algebra,
-    )?;
-    let standardization = if plan.standardize {
-        Some(aggregation.standardize(&names)?)
-    } else {
-        None
+    let (mut aggregation, standardization) = match &from {
+        Some(f) => {
+            let setup = SetupState {
+                rows: usize::try_from(f.rows)
+                    .map_err(|_| SecureError::Protocol("a checkpoint's N".into()))?,
+                standardization: f.standardization.clone(),
+                bound: f.bound.clone(),
+            };
+            let aggregation = SecureAggregation::resume(
+                nodes,
+                keyholder,
+                key.clone(),
+                config,
+                plan.protocol,
+                plan.linear_algebra,
+                &setup,
+                &features,
+            )?;
+            (aggregation, f.standardization.clone())
+        }
+        None => {
+            let mut aggregation = SecureAggregation::connect(
+                nodes,
+                keyholder,
+                key.clone(),
+                config,
+                plan.protocol,
+                plan.linear_algebra,
+            )?;
+            let standardization = if plan.standardize {
+                Some(aggregation.standardize(&features)?)
+            } else {
+                None
+            };
+            (aggregation, standardization)
+        }
     };
+    if let Some(seed) = plan.mask_seed {
+        aggregation.seed_masks(Sha256::digest(seed.to_le_bytes()).into());
+    }
+    let mut names = features.clone();
     if plan.intercept {
         names.insert(0, "intercept".to_string());
     }
     let setup_seconds = start.elapsed().as_secs_f64();
     let rows = crate::Aggregation::sample_count(&aggregation);
-    let fit = plan
-        .optimizer
-        .fit(&mut aggregation, &plan.options, observer)?;
+    let resumed_from = from.as_ref().map(|f| f.progress.iterations());
+    let fit = match continuity {
+        None => plan
+            .optimizer
+            .fit(&mut aggregation, &plan.options, observer)?,
+        Some(c) => {
+            let saved = aggregation.save_bound();
+            *saved.lock().expect("the saved bound") = from.as_ref().and_then(|f| f.bound.clone());
+            let mut template = Checkpoint {
+                study: c.study,
+                plan: digest,
+                session,
+                key: key.to_bytes(),
+                names: features,
+                rows: rows as u64,
+                standardization: standardization.clone(),
+                bound: None,
+                progress: from
+                    .as_ref()
+                    .map(|f| f.progress.clone())
+                    .unwrap_or_else(|| Progress {
+                        beta: ndarray::Array1::zeros(0),
+                        history: Vec::new(),
+                        rounds: 0,
+                        initial_objective: None,
+                        window: Vec::new(),
+                        rejected: 0,
+                    }),
+            };
+            let keep = c.save;
+            let mut save =
+                |progress: &Progress| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+                    template.bound = saved.lock().expect("the saved bound").clone();
+                    template.progress = progress.clone();
+                    keep(&template)?;
+                    Ok(())
+                };
+            plan.optimizer.fit_with_checkpoints(
+                &mut aggregation,
+                &plan.options,
+                observer,
+                Checkpoints {
+                    from: from.map(|f| f.progress),
+                    save: Some(&mut save),
+                },
+            )?
+        }
+    };
     let aggregator = aggregation.finish()?;
     let setup_seconds = setup_seconds + aggregator.bound_seconds;
     Ok(StudyOutcome {
@@ -319,6 +507,7 @@ pub fn run_aggregator<C: Channel>(
         aggregator,
         setup_seconds,
         seconds: start.elapsed().as_secs_f64(),
+        resumed_from,
     })
 }
 

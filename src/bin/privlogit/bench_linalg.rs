@@ -288,7 +288,8 @@ fn time_one(
         let config_k = config.clone();
         // No public decryptions in this bench: masked arithmetic only.
         let budget = keyholder::DecryptionBudget::new(d, d, false, false, 1);
-        let keyholder = scope.spawn(move || keyholder::serve(k_end, secret, &config_k, budget));
+        let keyholder = scope
+            .spawn(move || keyholder::serve(k_end, secret, &config_k, budget, &mut |_| Ok(())));
         let session =
             EvaluatorSession::new(a_end, &mut rand::rng()).map_err(|e| anyhow!("base OT: {e}"))?;
         let mut gc = AggregatorGc { session };
@@ -296,14 +297,18 @@ fn time_one(
         let start = Instant::now();
         let outcome: Result<(f64, f64), SecureError> = (|| match (op, method) {
             (Operation::Inverse, _) => {
-                let (_, inverse) = solver.factor(&mut gc, key, &config, &lower, &bounds, true)?;
+                let factored = solver.factor(
+                    &mut gc, key, &config, &lower, &bounds, true, false, b"bench",
+                )?;
                 let seconds = start.elapsed().as_secs_f64();
-                let inverse = inverse.expect("asked for the inverse");
+                let inverse = factored.inverse.expect("asked for the inverse");
                 let got = inverse.decrypt_f64(secret)?;
                 Ok((seconds, inverse_error(a, &got)))
             }
             (Operation::Cholesky, LinearAlgebra::Circuit) => {
-                solver.factor(&mut gc, key, &config, &lower, &bounds, false)?;
+                solver.factor(
+                    &mut gc, key, &config, &lower, &bounds, false, false, b"bench",
+                )?;
                 let seconds = start.elapsed().as_secs_f64();
                 Ok((seconds, circuit_cholesky_error(a, &values, &config)))
             }

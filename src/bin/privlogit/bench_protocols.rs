@@ -194,6 +194,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
             standardize: false,
             intercept: true,
             linear_algebra: method,
+            mask_seed: None,
         };
         let nodes = sources
             .iter()

@@ -13,6 +13,7 @@ mod reproduce;
 mod simulate;
 mod study;
 mod study_file;
+mod study_state;
 mod timing;
 
 use std::process::ExitCode;

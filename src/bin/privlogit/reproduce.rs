@@ -464,6 +464,7 @@ fn run_one(
         standardize: data.standardize,
         intercept: true,
         linear_algebra: LinearAlgebra::Masked,
+        mask_seed: None,
     };
     let nodes = data
         .sources

@@ -11,16 +11,18 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use privlogit::data::{self, LoadOptions};
 use privlogit::output;
+use privlogit::protocols::paillier::PublicKey;
 use privlogit::protocols::paillier::{KeyPair, KeySize, SecretKey};
 use privlogit::protocols::rows::RowSource;
 use privlogit::protocols::secure::SecureError;
 use privlogit::protocols::secure::aggregator::Protocol;
+use privlogit::protocols::secure::checkpoint::Checkpoint;
 use privlogit::protocols::secure::endorsement::{Endorser, KeyTrust};
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::keyholder::KeyholderStats;
 use privlogit::protocols::secure::node::{NodeData, NodeStats};
 use privlogit::protocols::secure::solver::LinearAlgebra;
-use privlogit::protocols::secure::study::{self, StudyOutcome, StudyPlan};
+use privlogit::protocols::secure::study::{self, Continuity, StudyOutcome, StudyPlan};
 use privlogit::protocols::transport::{
     Expected, Identity, Member, Network, Role, Roster, Security, Timing,
 };
@@ -30,6 +32,7 @@ use serde::Serialize;
 
 use crate::Outcome;
 use crate::study_file;
+use crate::study_state::{self, FileKeyStore, StateArgs};
 
 /// How long a party waits for the others to connect.
 const PATIENCE: Duration = Duration::from_secs(600);
@@ -134,6 +137,7 @@ impl PlanArgs {
             standardize: self.standardize,
             intercept: !self.no_intercept,
             linear_algebra: self.linear_algebra,
+            mask_seed: None,
         };
         plan.validate()?;
         Ok(plan)
@@ -393,6 +397,8 @@ pub struct KeyholderArgs {
     listen: Option<String>,
     #[command(flatten)]
     net: NetArgs,
+    #[command(flatten)]
+    state: StateArgs,
 }
 
 /// `privlogit keyholder`: waits for the aggregator, makes the key pair it asks for, serves.
@@ -424,7 +430,23 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
             channel.pipe().peer(),
             channel.pipe().peer_address()
         );
-        let stats = study::run_keyholder(channel, make_key, party.endorser().as_ref())?;
+        let key_file = args.state.key_file(&network.study())?;
+        let mut store = FileKeyStore::new(key_file.clone(), args.state.resume());
+        let result = study::run_keyholder(channel, make_key, party.endorser().as_ref(), &mut store);
+        let stats = match result {
+            Ok(stats) => stats,
+            Err(e) => {
+                if key_file.exists() {
+                    eprintln!(
+                        "the study key is kept in {} (secret): restart with --resume to continue \
+                         the study",
+                        key_file.display()
+                    );
+                }
+                return Err(e.into());
+            }
+        };
+        study_state::remove(&key_file);
         eprintln!(
             "study done: {} AND gates garbled in {:.2} s, Paillier {:.2} s, {} sent",
             stats.and_gates,
@@ -458,6 +480,13 @@ pub struct AggregatorArgs {
     plan: PlanArgs,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    state: StateArgs,
+    /// Reproducible runs (tests, benchmarks): draw the aggregator's masks from SEED, so that
+    /// a run repeats another's rounding bit for bit. Whoever knows SEED and the key holder's
+    /// view can unmask everything: never in a real study.
+    #[arg(long, value_name = "SEED")]
+    seed: Option<u64>,
 }
 
 /// `privlogit aggregator`: waits for the Nodes, connects to the key holder, runs the study.
@@ -475,12 +504,33 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
         (None, Some(r)) => r.nodes.len(),
         (None, None) => bail!("--parties N is needed (or [[node]] tables in the study file)"),
     };
-    let plan = args.plan.plan(parties)?;
+    let mut plan = args.plan.plan(parties)?;
+    plan.mask_seed = args.seed;
     let listen = address_of(
         args.listen.as_ref(),
         roster.map(|r| &r.aggregator),
         "--listen",
     )?;
+    let study_id = party.network.study();
+    let checkpoint_file = args.state.checkpoint_file(&study_id)?;
+    let from = if args.state.resume() {
+        let from = study_state::read_checkpoint(&checkpoint_file)?;
+        match &from {
+            Some(c) => eprintln!(
+                "resuming the study from iteration {} (checkpoint {})",
+                c.progress.iterations(),
+                checkpoint_file.display()
+            ),
+            None => eprintln!(
+                "no checkpoint at {}: starting the study from the beginning",
+                checkpoint_file.display()
+            ),
+        }
+        from
+    } else {
+        study_state::refuse_to_overwrite(&checkpoint_file)?;
+        None
+    };
     let keyholder_address = address_of(
         args.keyholder.as_ref(),
         roster.map(|r| &r.keyholder),
@@ -515,8 +565,38 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
             PATIENCE,
         )?;
         let mut progress = |r: &IterationRecord| eprintln!("{}", progress_line(r));
-        let outcome = study::run_aggregator(nodes, keyholder, &plan, &mut progress)?;
-        finish(&outcome, None, &plan, &args.output)
+        let mut saved_iterations = None;
+        let mut save = |c: &Checkpoint| {
+            let key = PublicKey::from_bytes(&c.key)
+                .or_else(|_| PublicKey::from_bytes_insecure_for_tests(&c.key))
+                .map_err(std::io::Error::other)?;
+            output::write_bytes(&checkpoint_file, &c.to_bytes(&key))?;
+            saved_iterations = Some(c.progress.iterations());
+            Ok(())
+        };
+        let continuity = Continuity {
+            study: study_id,
+            from,
+            save: &mut save,
+        };
+        let outcome =
+            study::run_aggregator(nodes, keyholder, &plan, &mut progress, Some(continuity));
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                if let Some(k) = saved_iterations {
+                    eprintln!(
+                        "checkpoint kept at {} (after iteration {k}): restart every party, the \
+                         aggregator and the key holder with --resume, to continue from there",
+                        checkpoint_file.display()
+                    );
+                }
+                return Err(e.into());
+            }
+        };
+        let done = finish(&outcome, None, &plan, &args.output)?;
+        study_state::remove(&checkpoint_file);
+        Ok(done)
     })
 }
 

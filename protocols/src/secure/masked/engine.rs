@@ -29,6 +29,8 @@ use std::time::Instant;
 use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::{One, Zero};
 use privlogit_circuits::channel::Channel;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
 
 use super::cross::{self, Zeros};
 use super::layout::{Layout, Need, layout};
@@ -179,6 +181,8 @@ pub struct MaskRecord {
 pub struct MaskedEngine {
     key: PublicKey,
     noise: DjnNoise,
+    /// Where the masks come from: seeded from the OS, or (reproducible runs) by [`Self::reseed`].
+    masks: ChaCha20Rng,
     session: u64,
     frac: u32,
     next_id: u64,
@@ -206,12 +210,20 @@ impl MaskedEngine {
         Self {
             key: key.clone(),
             noise: DjnNoise::new(key, &mut rand::rng()),
+            masks: ChaCha20Rng::from_rng(&mut rand::rng()),
             session,
             frac,
             next_id: 1,
             stats: MaskedStats::default(),
             audit: None,
         }
+    }
+
+    /// Draws the masks from here on from `seed` (reproducible benchmarks and tests, where a
+    /// run must repeat another's rounding: the truncations of masked products depend on the
+    /// masks). The seed is as secret as the masks themselves.
+    pub fn reseed(&mut self, seed: [u8; 32]) {
+        self.masks = ChaCha20Rng::from_seed(seed);
     }
 
     /// Keeps every mask the engine hands out (tests).
@@ -251,14 +263,14 @@ impl MaskedEngine {
     }
 
     /// Masks of width `bound + sigma` for a value bounded by `2^bound`.
-    fn fresh_masks(rows: usize, cols: usize, bound: u32) -> (IntMatrix, Widths) {
+    fn fresh_masks(&mut self, rows: usize, cols: usize, bound: u32) -> (IntMatrix, Widths) {
         let widths = Widths {
             bound,
             mask: bound + SIGMA,
         };
-        let mut rng = rand::rng();
+        let rng = &mut self.masks;
         let masks = IntMatrix::from_fn(rows, cols, |_, _| {
-            BigInt::from_biguint(Sign::Plus, random_mask(u64::from(widths.mask), &mut rng))
+            BigInt::from_biguint(Sign::Plus, random_mask(u64::from(widths.mask), rng))
         });
         (masks, widths)
     }
@@ -302,7 +314,7 @@ impl MaskedEngine {
         bound: u32,
     ) -> Result<Shared, SecureError> {
         let (rows, cols) = (encrypted.rows(), encrypted.cols());
-        let (masks, widths) = Self::fresh_masks(rows, cols, bound);
+        let (masks, widths) = self.fresh_masks(rows, cols, bound);
         let masked = encrypted
             .add_plain(&self.key, &masks)?
             .rerandomized(&self.key, &self.noise);
@@ -339,7 +351,7 @@ impl MaskedEngine {
                 lower.len()
             )));
         }
-        let (masks, widths) = Self::fresh_masks(lower.len(), 1, bound);
+        let (masks, widths) = self.fresh_masks(lower.len(), 1, bound);
         let masked = lower
             .add_plain(&self.key, masks.data())?
             .rerandomized(&self.key, &self.noise);
@@ -763,7 +775,7 @@ impl MaskedEngine {
         bound: u32,
         need: Need,
     ) -> Result<Shared, SecureError> {
-        let (masks, out) = Self::fresh_masks(x.rows, y.cols, bound);
+        let (masks, out) = self.fresh_masks(x.rows, y.cols, bound);
         // A symmetric result gets a symmetric mask: the key holder mirrors its view.
         let masks = if need == Need::Lower {
             IntMatrix::from_fn(x.rows, y.cols, |i, j| masks.get(i.max(j), i.min(j)).clone())
@@ -788,7 +800,7 @@ impl MaskedEngine {
     ) -> Result<IntMatrix, SecureError> {
         // |x y| < k 2^(bound_x + bound_y) at twice the fractional bits.
         let bound = x.bound + y.bound + bits_for(x.cols as u64);
-        let (masks, widths) = Self::fresh_masks(x.rows, y.cols, bound);
+        let (masks, widths) = self.fresh_masks(x.rows, y.cols, bound);
         self.product_request(gc, x, y, 0, Need::All, Output::Revealed(&masks, widths))?;
         let payload = self.reply(gc)?;
         let mut r = Reader::new(&payload);
@@ -847,8 +859,8 @@ impl MaskedEngine {
         let left_copies = self.operand_copies(gc, x, false, left_packing, &left_layout)?;
         let right_copies = self.operand_copies(gc, y, true, right_packing, &right_layout)?;
         let start = Instant::now();
-        let (m1, _) = Self::fresh_masks(m, n, left.bound);
-        let (m2t, _) = Self::fresh_masks(n, m, right.bound);
+        let (m1, _) = self.fresh_masks(m, n, left.bound);
+        let (m2t, _) = self.fresh_masks(n, m, right.bound);
         // The two cross terms are independent: computed side by side (small products have a
         // block or two each, which would otherwise leave a core idle).
         let (key, noise) = (&self.key, &self.noise);
@@ -929,7 +941,7 @@ impl MaskedEngine {
             return Err(SecureError::Protocol("a leaf takes one value".into()));
         }
         let fresh: Vec<(IntMatrix, Widths)> =
-            bounds.iter().map(|&b| Self::fresh_masks(1, 1, b)).collect();
+            bounds.iter().map(|&b| self.fresh_masks(1, 1, b)).collect();
         let ids: Vec<u64> = fresh.iter().map(|_| self.fresh_id()).collect();
         let shape = LeafShape {
             kind,
