@@ -224,21 +224,37 @@ impl Deployment {
     }
 
     fn keyholder(&self) -> (Role, String) {
-        let mut k = Role::spawn(&[
+        self.keyholder_with(&[])
+    }
+
+    /// Each server's state directory (checkpoint, key file) inside the deployment.
+    fn state(&self, role: &str) -> String {
+        self.dir.join(format!("state-{role}")).display().to_string()
+    }
+
+    fn keyholder_with(&self, extra: &[&str]) -> (Role, String) {
+        let id = self.identity("keyholder");
+        let state = self.state("keyholder");
+        let mut args = vec![
             "keyholder",
             "--study",
             &self.study,
             "--identity",
-            &self.identity("keyholder"),
+            &id,
             "--listen",
             "127.0.0.1:0",
-        ]);
+            "--state",
+            &state,
+        ];
+        args.extend(extra);
+        let mut k = Role::spawn(&args);
         let address = address(&k.wait_for("listening on", Duration::from_secs(30)));
         (k, address)
     }
 
     fn aggregator(&self, keyholder: &str, extra: &[&str]) -> (Role, String) {
         let id = self.identity("aggregator");
+        let state = self.state("aggregator");
         let mut args = vec![
             "aggregator",
             "--study",
@@ -249,6 +265,8 @@ impl Deployment {
             "127.0.0.1:0",
             "--keyholder",
             keyholder,
+            "--state",
+            &state,
         ];
         args.extend(extra);
         let mut a = Role::spawn(&args);
@@ -360,44 +378,81 @@ fn tls_admits_only_the_named_parties() {
     }
 }
 
-/// How a Node is taken out mid-study.
+/// How a party is taken out mid-study.
 #[derive(Clone, Copy, Debug)]
 enum Loss {
+    /// hospital-b killed (SIGKILL) after the third iteration.
     Killed,
+    /// hospital-b frozen (SIGSTOP, as a lost network looks) after the third iteration.
     Frozen,
+    /// The key holder killed while it makes the key pair.
+    KeyholderInSetup,
 }
 
-/// Key holder, aggregator and three Nodes as five processes over mutual TLS; hospital-b is
-/// killed (or frozen with SIGSTOP, as a lost network looks) after the third iteration. Every
-/// other process exits non-zero within 10 s with an error naming the lost Node, and the
-/// aggregator writes no result file.
-fn lose_a_node(loss: Loss) {
+/// The coefficients of a JSON result file, bit for bit (serde_json writes the shortest
+/// representation that reads back to the same f64).
+fn model(path: &std::path::Path) -> Vec<f64> {
+    coefficients(&json(&std::fs::read(path).expect("result")))
+}
+
+/// Runs the whole study once with these settings, every party exiting 0; returns the model.
+fn uninterrupted(d: &Deployment, settings: &[&str], out: &std::path::Path) -> Vec<f64> {
+    let out_arg = out.display().to_string();
+    let state = d.state("whole-aggregator");
+    let mut args = settings.to_vec();
+    args.extend(["--json", "--out", &out_arg, "--state", &state]);
+    let (keyholder, kh) = d.keyholder_with(&["--state", &d.state("whole-keyholder")]);
+    let (aggregator, agg) = d.aggregator(&kh, &args);
+    let nodes: Vec<Role> = HOSPITALS
+        .iter()
+        .zip(['a', 'b', 'c'])
+        .map(|(h, c)| d.node(h, c, &agg))
+        .collect();
+    for role in [aggregator, keyholder].into_iter().chain(nodes) {
+        let (ok, log) = role.end(Duration::from_secs(120));
+        assert!(ok, "{log}");
+    }
+    model(out)
+}
+
+/// Key holder, aggregator and three Nodes as five processes over mutual TLS; a party is lost
+/// mid-study (see [`Loss`]). Every other process exits non-zero within 10 s (60 s while the
+/// key is made) with an error naming the lost party, and the aggregator writes no result file.
+/// Then every party is started again (the servers with `--resume`): the log says where the
+/// study resumed, and the model equals an uninterrupted run's (same mask seed) bit for bit.
+fn lose_a_party(loss: Loss, protocol: &[&str]) {
     let d = Deployment::new(&format!("{loss:?}").to_lowercase());
+    let mut settings = vec!["--deadline", "5", "--seed", "7", "--protocol"];
+    settings.extend(protocol);
+    let whole = uninterrupted(&d, &settings, &d.dir.join("whole.json"));
     let result = d.dir.join("model.json");
     let result_path = result.display().to_string();
-    let (keyholder, kh) = d.keyholder();
-    let (mut aggregator, agg) = d.aggregator(
-        &kh,
-        &[
-            "--protocol",
-            "hessian",
-            "--out",
-            &result_path,
-            "--deadline",
-            "5",
-        ],
-    );
+    let mut args = settings.to_vec();
+    args.extend(["--json", "--out", &result_path]);
+    let (mut keyholder, kh) = d.keyholder();
+    let (mut aggregator, agg) = d.aggregator(&kh, &args);
     let mut nodes: Vec<Role> = HOSPITALS
         .iter()
         .zip(['a', 'b', 'c'])
         .map(|(h, c)| d.node(h, c, &agg))
         .collect();
-    aggregator.wait_for("iteration    3", Duration::from_secs(120));
-    let victim = nodes.remove(1);
+    // The lost party, its name in the others' errors, how soon they must stop, and the rest.
+    let (victim, lost_name, patience, others) = match loss {
+        Loss::Killed | Loss::Frozen => {
+            aggregator.wait_for("iteration    3", Duration::from_secs(120));
+            let victim = nodes.remove(1);
+            nodes.push(keyholder);
+            (victim, "hospital-b", Duration::from_secs(10), nodes)
+        }
+        Loss::KeyholderInSetup => {
+            keyholder.wait_for("connected from", Duration::from_secs(60));
+            (keyholder, "keyholder", Duration::from_secs(60), nodes)
+        }
+    };
     let pid = victim.child.id().to_string();
     let signal = match loss {
-        Loss::Killed => "-KILL",
         Loss::Frozen => "-STOP",
+        Loss::Killed | Loss::KeyholderInSetup => "-KILL",
     };
     let lost = Instant::now();
     assert!(
@@ -407,34 +462,78 @@ fn lose_a_node(loss: Loss) {
             .expect("kill")
             .success()
     );
-    let (ok, log) = aggregator.end(Duration::from_secs(30));
+    let (ok, log) = aggregator.end(Duration::from_secs(90));
     let stopped = lost.elapsed();
     eprintln!("aggregator after the loss ({stopped:?}):\n{log}");
     assert!(!ok, "the aggregator must fail");
-    assert!(stopped < Duration::from_secs(10), "{stopped:?}");
+    assert!(stopped < patience, "{stopped:?}");
     let last = log.lines().last().expect("an error line");
     assert!(
-        last.starts_with("error:") && last.contains("Node hospital-b"),
+        last.starts_with("error:") && last.contains(lost_name),
         "{last}"
     );
     assert!(!result.exists(), "no partial result written");
-    for role in nodes.into_iter().chain([keyholder]) {
-        let (ok, log) = role.end(Duration::from_secs(10));
+    for role in others {
+        let (ok, log) = role.end(patience);
         assert!(!ok, "every other party must fail too:\n{log}");
-        assert!(log.contains("hospital-b"), "names the lost Node:\n{log}");
+        assert!(log.contains(lost_name), "names the lost party:\n{log}");
     }
+    assert!(lost.elapsed() < patience, "{:?}", lost.elapsed());
     let _ = Command::new("kill").args(["-KILL", &pid]).status();
     let _ = victim.end(Duration::from_secs(5));
+
+    // Everyone again, the servers with --resume.
+    let (keyholder, kh) = d.keyholder_with(&["--resume"]);
+    args.push("--resume");
+    let (aggregator, agg) = d.aggregator(&kh, &args);
+    let nodes: Vec<Role> = HOSPITALS
+        .iter()
+        .zip(['a', 'b', 'c'])
+        .map(|(h, c)| d.node(h, c, &agg))
+        .collect();
+    let (ok, log) = aggregator.end(Duration::from_secs(120));
+    if !ok {
+        let (_, k) = keyholder.end(Duration::from_secs(30));
+        panic!("the resumed aggregator failed:\n{log}\nkey holder:\n{k}");
+    }
+    match loss {
+        Loss::KeyholderInSetup => assert!(
+            log.contains("starting the study from the beginning"),
+            "{log}"
+        ),
+        _ => assert!(log.contains("resuming the study from iteration 3"), "{log}"),
+    }
+    for role in nodes.into_iter().chain([keyholder]) {
+        let (ok, log) = role.end(Duration::from_secs(30));
+        assert!(ok, "{log}");
+    }
+    assert_eq!(
+        model(&result),
+        whole,
+        "the resumed model equals the uninterrupted one"
+    );
+    // The servers' state is gone once the study ended well.
+    for role in ["aggregator", "keyholder"] {
+        let left: Vec<_> = std::fs::read_dir(d.state(role))
+            .expect("state dir")
+            .collect();
+        assert!(left.is_empty(), "{role} left {left:?}");
+    }
 }
 
 #[test]
-fn killing_a_node_process_stops_the_study() {
-    lose_a_node(Loss::Killed);
+fn killing_a_node_process_stops_the_study_and_resume_finishes_it() {
+    lose_a_party(Loss::Killed, &["hessian", "--accelerate"]);
 }
 
 #[test]
-fn freezing_a_node_process_stops_the_study() {
-    lose_a_node(Loss::Frozen);
+fn freezing_a_node_process_stops_the_study_and_resume_finishes_it() {
+    lose_a_party(Loss::Frozen, &["local", "--accelerate"]);
+}
+
+#[test]
+fn killing_the_key_holder_in_setup_stops_the_study_and_resume_finishes_it() {
+    lose_a_party(Loss::KeyholderInSetup, &["newton"]);
 }
 
 /// Every party of a successful study exits 0: 20 studies of each protocol as five processes

@@ -48,6 +48,8 @@ pub struct DecryptionBudget {
     pub steps: usize,
     /// Values per step.
     pub dimension: usize,
+    /// Whether the study decrypts steps at all (PrivLogit-Local).
+    pub local: bool,
 }
 
 impl DecryptionBudget {
@@ -66,7 +68,19 @@ impl DecryptionBudget {
             features,
             steps: if local { max_iterations } else { 0 },
             dimension,
+            local,
         }
+    }
+
+    /// The budget of a study taken up again after a lost party: the PrivLogit-Local step that
+    /// was decrypted while the lost iteration was in flight (after the last checkpoint) is
+    /// given back, since the resumed study repeats that iteration. Each resume can so add
+    /// one step; a resume needs every party restarted.
+    pub fn resumed(mut self) -> Self {
+        if self.local && self.count == 0 && self.moments == 0 {
+            self.steps += 1;
+        }
+        self
     }
 
     /// Spends one decryption of `len` values, or refuses it with what was expected.
@@ -101,6 +115,7 @@ impl DecryptionBudget {
             .u64(self.features as u64)
             .u64(self.steps as u64)
             .u64(self.dimension as u64)
+            .u64(u64::from(self.local))
     }
 
     fn read(r: &mut Reader<'_>) -> std::io::Result<Self> {
@@ -111,6 +126,7 @@ impl DecryptionBudget {
             features: next()?,
             steps: next()?,
             dimension: next()?,
+            local: next()? == 1,
         })
     }
 }
@@ -431,10 +447,15 @@ mod tests {
         assert!(b.clone().spend(3).is_err(), "a third moments round");
         b.spend(4).expect("step 1");
         b.spend(4).expect("step 2");
-        let e = b.spend(4).expect_err("past the iterations");
+        let e = b.clone().spend(4).expect_err("past the iterations");
         assert!(e.to_string().contains("nothing more"), "{e}");
+        // A resume gives back the step of the iteration in flight, one per resume.
+        let mut b = b.resumed();
+        b.spend(4).expect("the repeated step");
+        assert!(b.spend(4).is_err());
         let mut hessian = DecryptionBudget::new(3, 4, false, false, 100);
         hessian.spend(1).expect("N");
+        let mut hessian = hessian.resumed();
         let e = hessian
             .spend(4)
             .expect_err("Hessian reveals no step to the key holder");

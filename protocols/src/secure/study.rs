@@ -241,7 +241,7 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
                     .into(),
             ));
         }
-        (None, Some(secret), budget)
+        (None, Some(secret), budget.resumed())
     };
     let secret: &SecretKey = match (&made, &loaded) {
         (Some(k), _) => k.borrow(),
