@@ -632,3 +632,178 @@ fn study_file_settings_and_overrides() {
     assert!(out.stdout.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A free loopback port (bound, then released for a server to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address")
+        .port()
+}
+
+/// The plaintext fit of the demo files with this optimiser (the reference of a secure study).
+fn plaintext_fit(files: &[String], optimizer: &str) -> Vec<f64> {
+    let mut fit = Command::new(env!("CARGO_BIN_EXE_privlogit"));
+    fit.args([
+        "fit",
+        "--label",
+        "label",
+        "--standardize",
+        "--optimizer",
+        optimizer,
+    ]);
+    fit.args(["--json", "--quiet", "--party"]);
+    fit.args(files);
+    let out = fit.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    coefficients(&json(&out.stdout))
+}
+
+/// One key holder process and one aggregator process serve two studies started at the same
+/// time (different study ids, different Nodes, each study file naming its addresses and
+/// output); a Node of one study that dials the other's aggregator is refused; both studies
+/// finish with the right models and every process exits 0.
+#[test]
+fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
+    let d = Deployment::new("two");
+    let show = |name: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
+            .args(["identity", "new", "--name", name, "--out"])
+            .arg(&d.dir)
+            .output()
+            .expect("runs");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout)
+            .expect("utf8")
+            .trim()
+            .to_string()
+    };
+    let second = ["hospital-d", "hospital-e", "hospital-f"].map(|h| (h, show(h)));
+    let first = std::fs::read_to_string(&d.study).expect("study");
+    let servers = first
+        .split("[[node]]")
+        .next()
+        .expect("the servers' part")
+        .to_string();
+    let addresses = |s: &str, kh: u16, agg: u16| {
+        s.replace(
+            "[keyholder]\n",
+            &format!("[keyholder]\naddress = \"127.0.0.1:{kh}\"\n"),
+        )
+        .replace(
+            "[aggregator]\n",
+            &format!("[aggregator]\naddress = \"127.0.0.1:{agg}\"\n"),
+        )
+    };
+    let model_a = d.dir.join("model-a.json");
+    let model_b = d.dir.join("model-b.json");
+    let study_a = d.dir.join("study-a.toml");
+    let study_b = d.dir.join("study-b.toml");
+    std::fs::write(
+        &study_a,
+        format!(
+            "study_id = \"a\"\nprotocol = \"local\"\naccelerate = true\njson = true\nout = \"{}\"\n{}",
+            model_a.display(),
+            addresses(&first, free_port(), free_port())
+        ),
+    )
+    .expect("study a");
+    let mut b = format!(
+        "study_id = \"b\"\nprotocol = \"hessian\"\naccelerate = true\njson = true\nout = \"{}\"\n{}",
+        model_b.display(),
+        addresses(&servers, free_port(), free_port())
+    );
+    for (h, fp) in &second {
+        b.push_str(&format!(
+            "[[node]]\nname = \"{h}\"\nfingerprint = \"{fp}\"\n"
+        ));
+    }
+    std::fs::write(&study_b, b).expect("study b");
+    let (a_path, b_path) = (study_a.display().to_string(), study_b.display().to_string());
+
+    let server = |role: &str| {
+        Role::spawn(&[
+            role,
+            "--study",
+            &a_path,
+            "--study",
+            &b_path,
+            "--identity",
+            &d.identity(role),
+            "--state",
+            &d.state(role),
+        ])
+    };
+    let mut keyholder = server("keyholder");
+    let mut aggregator = server("aggregator");
+    for label in ["study-a", "study-b"] {
+        keyholder.wait_for(
+            &format!("[{label}] key holder listening"),
+            Duration::from_secs(30),
+        );
+    }
+    let agg_a =
+        address(&aggregator.wait_for("[study-a] aggregator listening", Duration::from_secs(30)));
+    aggregator.wait_for("[study-b] aggregator listening", Duration::from_secs(30));
+
+    // hospital-d (study b) dials study a's aggregator with its own study file.
+    let lost = Role::spawn(&[
+        "node",
+        "--study",
+        &b_path,
+        "--identity",
+        &d.identity("hospital-d"),
+        "--party",
+        &demo("hospital_a.csv"),
+        "--aggregator",
+        &agg_a,
+    ]);
+    let (ok, log) = lost.end(Duration::from_secs(30));
+    assert!(!ok);
+    // Its certificate is not one of study a's (a party known to both studies but greeting
+    // with the other's id is refused by the id: `transport` tests `another_study_is_refused`).
+    assert!(log.contains("refused this party"), "{log}");
+    aggregator.wait_for("[study-a] refused a connection", Duration::from_secs(10));
+
+    let files = ["hospital_a.csv", "hospital_b.csv", "hospital_c.csv"].map(demo);
+    let mut nodes = Vec::new();
+    for (study, names) in [
+        (&a_path, HOSPITALS),
+        (&b_path, ["hospital-d", "hospital-e", "hospital-f"]),
+    ] {
+        for (name, file) in names.iter().zip(&files) {
+            nodes.push(Role::spawn(&[
+                "node",
+                "--study",
+                study,
+                "--identity",
+                &d.identity(name),
+                "--party",
+                file,
+            ]));
+        }
+    }
+    for role in [aggregator, keyholder].into_iter().chain(nodes) {
+        let (ok, log) = role.end(Duration::from_secs(180));
+        assert!(ok, "{log}");
+    }
+    let reference = plaintext_fit(&files, "privlogit-accel");
+    for model in [&model_a, &model_b] {
+        let got = coefficients(&json(&std::fs::read(model).expect("model")));
+        let diff = got
+            .iter()
+            .zip(&reference)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
+        eprintln!(
+            "{}: max abs diff to the plaintext fit {diff:.2e}",
+            model.display()
+        );
+        assert!(diff <= 1e-6, "{diff:e}");
+    }
+}

@@ -9,6 +9,7 @@ mod circuit;
 mod dp;
 mod fit;
 mod identity;
+mod log;
 mod reproduce;
 mod simulate;
 mod study;
@@ -64,15 +65,70 @@ fn main() -> ExitCode {
             .find_subcommand(command)
             .is_some_and(|c| c.get_arguments().any(|a| a.get_long() == Some(flag)))
     };
-    let args = match study_file::expand(std::env::args_os().collect(), &accepts) {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match study_file::split_studies(&raw) {
+        Ok(Some(studies)) => return run_studies(studies, &accepts),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let args = match study_file::expand(raw, &accepts) {
         Ok(args) => args,
         Err(e) => {
             eprintln!("error: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    let cli = Cli::parse_from(args);
-    let result = match cli.command {
+    exit_code(run(Cli::parse_from(args)))
+}
+
+/// A server with several studies: each on its own thread, with its own settings (its file's)
+/// and its own listener, its lines prefixed with `[study]`. Succeeds when every study does.
+fn run_studies(
+    studies: Vec<(String, Vec<std::ffi::OsString>)>,
+    accepts: &dyn Fn(&str, &str) -> bool,
+) -> ExitCode {
+    let mut parsed = Vec::new();
+    for (label, argv) in studies {
+        let cli = study_file::expand(argv, accepts)
+            .and_then(|args| Cli::try_parse_from(args).map_err(anyhow::Error::from));
+        match cli {
+            Ok(cli) => parsed.push((label, cli)),
+            Err(e) => {
+                eprintln!("[{label}] error: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let total = parsed.len();
+    let failed = std::thread::scope(|scope| {
+        let handles: Vec<_> = parsed
+            .into_iter()
+            .map(|(label, cli)| {
+                scope.spawn(move || {
+                    log::set_study(&label);
+                    exit_code(run(cli)) == ExitCode::SUCCESS
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(false))
+            .filter(|ok| !ok)
+            .count()
+    });
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("error: {failed} of {total} studies failed");
+        ExitCode::FAILURE
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
         Command::Fit(args) => fit::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
@@ -84,12 +140,16 @@ fn main() -> ExitCode {
         Command::Identity(args) => identity::run(args),
         Command::Dp(args) => dp::run(args),
         Command::Reproduce(args) => reproduce::run(args),
-    };
+    }
+}
+
+/// The exit status of a command's result (its error printed).
+fn exit_code(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Diverged) => ExitCode::from(EXIT_DIVERGED),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            log::line(&format!("error: {e:#}"));
             ExitCode::FAILURE
         }
     }

@@ -31,6 +31,7 @@ use privlogit_circuits::FixedFormat;
 use serde::Serialize;
 
 use crate::Outcome;
+use crate::log::say;
 use crate::study_file;
 use crate::study_state::{self, FileKeyStore, StateArgs};
 
@@ -218,7 +219,7 @@ impl NetArgs {
                     Role::Node => None,
                 })
                 .unwrap_or_else(|| name.to_string());
-            eprintln!(
+            say!(
                 "warning: plain TCP (--insecure-plaintext): the traffic is readable on the path and parties are not authenticated"
             );
             let security = Security::InsecurePlaintext {
@@ -347,7 +348,7 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
     let quiet = args.quiet;
     let say = |m: &str| {
         if !quiet {
-            eprintln!("{m}");
+            say!("{m}");
         }
     };
     say(&format!(
@@ -366,7 +367,7 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
         .collect();
     let mut progress = |r: &IterationRecord| {
         if !quiet {
-            eprintln!("{}", progress_line(r));
+            say!("{}", progress_line(r));
         }
     };
     let run = inprocess::run_study(
@@ -415,7 +416,7 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
     let network = &party.network;
     stop_peers_on_error(network, || {
         let listener = network.listen(&listen)?;
-        eprintln!("key holder listening on {}", listener.local_addr()?);
+        say!("key holder listening on {}", listener.local_addr()?);
         let expected = match roster {
             Some(r) if r.pinned() => Expected::Members(vec![r.aggregator.clone()]),
             _ => Expected::Anyone {
@@ -423,9 +424,9 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
                 count: 1,
             },
         };
-        let mut channels = listener.admit(&expected, PATIENCE, &mut |m| eprintln!("{m}"))?;
+        let mut channels = listener.admit(&expected, PATIENCE, &mut |m| say!("{m}"))?;
         let channel = channels.pop().context("the aggregator")?;
-        eprintln!(
+        say!(
             "{} connected from {}",
             channel.pipe().peer(),
             channel.pipe().peer_address()
@@ -437,7 +438,7 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
             Ok(stats) => stats,
             Err(e) => {
                 if key_file.exists() {
-                    eprintln!(
+                    say!(
                         "the study key is kept in {} (secret): restart with --resume to continue \
                          the study",
                         key_file.display()
@@ -447,7 +448,7 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
             }
         };
         study_state::remove(&key_file);
-        eprintln!(
+        say!(
             "study done: {} AND gates garbled in {:.2} s, Paillier {:.2} s, {} sent",
             stats.and_gates,
             stats.gc_seconds,
@@ -516,12 +517,12 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
     let from = if args.state.resume() {
         let from = study_state::read_checkpoint(&checkpoint_file)?;
         match &from {
-            Some(c) => eprintln!(
+            Some(c) => say!(
                 "resuming the study from iteration {} (checkpoint {})",
                 c.progress.iterations(),
                 checkpoint_file.display()
             ),
-            None => eprintln!(
+            None => say!(
                 "no checkpoint at {}: starting the study from the beginning",
                 checkpoint_file.display()
             ),
@@ -539,7 +540,7 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
     let network = &party.network;
     stop_peers_on_error(network, || {
         let listener = network.listen(&listen)?;
-        eprintln!(
+        say!(
             "aggregator listening on {}, waiting for {parties} Nodes",
             listener.local_addr()?
         );
@@ -550,9 +551,9 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
                 count: parties,
             },
         };
-        let nodes = listener.admit(&expected, PATIENCE, &mut |m| eprintln!("{m}"))?;
+        let nodes = listener.admit(&expected, PATIENCE, &mut |m| say!("{m}"))?;
         for (i, c) in nodes.iter().enumerate() {
-            eprintln!(
+            say!(
                 "Node {} is {}, connected from {}",
                 i + 1,
                 c.pipe().peer(),
@@ -564,7 +565,7 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
             &server(roster, Role::KeyHolder),
             PATIENCE,
         )?;
-        let mut progress = |r: &IterationRecord| eprintln!("{}", progress_line(r));
+        let mut progress = |r: &IterationRecord| say!("{}", progress_line(r));
         let mut saved_iterations = None;
         let mut save = |c: &Checkpoint| {
             let key = PublicKey::from_bytes(&c.key)
@@ -585,7 +586,7 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
             Ok(o) => o,
             Err(e) => {
                 if let Some(k) = saved_iterations {
-                    eprintln!(
+                    say!(
                         "checkpoint kept at {} (after iteration {k}): restart every party, the \
                          aggregator and the key holder with --resume, to continue from there",
                         checkpoint_file.display()
@@ -639,7 +640,7 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
     let network = &party.network;
     stop_peers_on_error(network, || {
         let channel = network.connect(&aggregator, &server(roster, Role::Aggregator), PATIENCE)?;
-        eprintln!(
+        say!(
             "Node with {rows} rows joined {} at {}",
             channel.pipe().peer(),
             channel.pipe().peer_address()
@@ -652,7 +653,7 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
             2048,
             party.key_trust(),
         )?;
-        eprintln!(
+        say!(
             "study done: local sums {:.2} s, Paillier {:.2} s, {} sent",
             stats.local_seconds,
             stats.paillier_seconds,
@@ -903,7 +904,7 @@ fn finish(
     }
     match r.status {
         Status::Diverged(reason) => {
-            eprintln!(
+            say!(
                 "error: diverged at iteration {}: {}",
                 r.iterations,
                 reason.describe()
@@ -911,7 +912,7 @@ fn finish(
             Ok(Outcome::Diverged)
         }
         Status::MaxIterations => {
-            eprintln!(
+            say!(
                 "warning: stopped after {} iterations without meeting the stopping rule (raise --max-iter)",
                 r.iterations
             );

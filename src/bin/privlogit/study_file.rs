@@ -58,6 +58,69 @@ pub fn expand(args: Vec<OsString>, accepts: &dyn Fn(&str, &str) -> bool) -> Resu
     Ok(out)
 }
 
+/// Flags that name one study's own address or output, refused on the command line of a server
+/// serving several studies (each study file names its own).
+const PER_STUDY_FLAGS: [&str; 4] = ["--listen", "--keyholder", "--out", "--parties"];
+
+/// For `keyholder` or `aggregator` with several `--study FILE`: one argument list per study
+/// (the others' `--study` removed) and a label for its lines (the file's stem); `None` when
+/// there are fewer than two studies or another command.
+pub fn split_studies(args: &[OsString]) -> Result<Option<Vec<(String, Vec<OsString>)>>> {
+    let Some(command) = args
+        .iter()
+        .position(|a| a == "keyholder" || a == "aggregator")
+    else {
+        return Ok(None);
+    };
+    let studies: Vec<usize> = (command + 1..args.len())
+        .filter(|&i| args[i] == "--study")
+        .collect();
+    if studies.len() < 2 {
+        return Ok(None);
+    }
+    if let Some(flag) = args[command + 1..]
+        .iter()
+        .find(|a| PER_STUDY_FLAGS.iter().any(|f| a == f))
+    {
+        bail!(
+            "{} with several studies: each study file names its own addresses (the [keyholder] \
+             and [aggregator] tables) and output (out = \"FILE\"), so it is refused on the command line",
+            flag.to_string_lossy()
+        );
+    }
+    let mut common = Vec::new();
+    let mut i = command + 1;
+    let mut files = Vec::new();
+    while i < args.len() {
+        if args[i] == "--study" {
+            files.push(
+                args.get(i + 1)
+                    .context("--study needs a file: --study FILE")?
+                    .clone(),
+            );
+            i += 2;
+        } else {
+            common.push(args[i].clone());
+            i += 1;
+        }
+    }
+    Ok(Some(
+        files
+            .into_iter()
+            .map(|file| {
+                let label = Path::new(&file)
+                    .file_stem()
+                    .map_or_else(|| "study".into(), |s| s.to_string_lossy().into_owned());
+                let mut argv: Vec<OsString> = args[..=command].to_vec();
+                argv.push("--study".into());
+                argv.push(file);
+                argv.extend(common.iter().cloned());
+                (label, argv)
+            })
+            .collect(),
+    ))
+}
+
 /// The study file's TOML, with parse errors at their line and column.
 fn parse(path: &Path) -> Result<toml::Table> {
     let name = path.display();

@@ -7,6 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+
+use crate::log::say;
 use clap::Args;
 use privlogit::output;
 use privlogit::protocols::paillier::SecretKey;
@@ -86,7 +88,7 @@ pub fn remove(path: &Path) {
     if let Err(e) = fs::remove_file(path)
         && e.kind() != std::io::ErrorKind::NotFound
     {
-        eprintln!("warning: cannot remove {}: {e}", path.display());
+        say!("warning: cannot remove {}: {e}", path.display());
     }
 }
 
