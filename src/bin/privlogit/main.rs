@@ -87,7 +87,7 @@ fn main() -> ExitCode {
 /// A server with several studies: each on its own thread, with its own settings (its file's)
 /// and its own listener, its lines prefixed with `[study]`. Succeeds when every study does.
 fn run_studies(
-    studies: Vec<(String, Vec<std::ffi::OsString>)>,
+    studies: Vec<study_file::StudyArgs>,
     accepts: &dyn Fn(&str, &str) -> bool,
 ) -> ExitCode {
     let mut parsed = Vec::new();

@@ -62,10 +62,13 @@ pub fn expand(args: Vec<OsString>, accepts: &dyn Fn(&str, &str) -> bool) -> Resu
 /// serving several studies (each study file names its own).
 const PER_STUDY_FLAGS: [&str; 4] = ["--listen", "--keyholder", "--out", "--parties"];
 
+/// One study's label and its command line.
+pub type StudyArgs = (String, Vec<OsString>);
+
 /// For `keyholder` or `aggregator` with several `--study FILE`: one argument list per study
 /// (the others' `--study` removed) and a label for its lines (the file's stem); `None` when
 /// there are fewer than two studies or another command.
-pub fn split_studies(args: &[OsString]) -> Result<Option<Vec<(String, Vec<OsString>)>>> {
+pub fn split_studies(args: &[OsString]) -> Result<Option<Vec<StudyArgs>>> {
     let Some(command) = args
         .iter()
         .position(|a| a == "keyholder" || a == "aggregator")
