@@ -15,6 +15,7 @@
 use std::io;
 
 use rand::CryptoRng;
+use zeroize::Zeroizing;
 
 use crate::backend::{Bit, Builder, Word};
 use crate::channel::Channel;
@@ -31,10 +32,13 @@ pub struct GarblerSession<C: Channel> {
 impl<C: Channel> GarblerSession<C> {
     /// Starts a session: draws the offset and runs the base OTs.
     pub fn new<R: CryptoRng + ?Sized>(mut channel: C, rng: &mut R) -> io::Result<Self> {
-        let delta = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) | 1;
-        let ot = CotSender::setup(&mut channel, delta, rng)?;
+        // The offset lives on in wiped memory only (the garbler's and the OT sender's); this
+        // copy is wiped before it goes out of scope, on error too.
+        let delta =
+            Zeroizing::new((u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) | 1);
+        let ot = CotSender::setup(&mut channel, *delta, rng)?;
         Ok(Self {
-            builder: Builder::new(Garbler::with_delta(channel, delta)),
+            builder: Builder::new(Garbler::with_delta(channel, *delta)),
             ot,
         })
     }

@@ -28,6 +28,7 @@ use privlogit_circuits::linalg::{
 use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
 use privlogit_circuits::word::{abs, add, lt_signed, sign_extend, sub, zero_extend};
 use rand::CryptoRng;
+use zeroize::Zeroizing;
 
 use crate::paillier::{EncryptedVector, PaillierError, PublicKey};
 
@@ -133,15 +134,18 @@ pub fn masked_width(value_bits: u64) -> usize {
 }
 
 /// A uniform mask in `[0, 2^bits)`.
+/// The limbs it is drawn into are wiped; the returned integer is not (num-bigint cannot wipe
+/// its digits: see the README's security notes).
 pub fn random_mask<R: CryptoRng + ?Sized>(bits: u64, rng: &mut R) -> BigUint {
-    let limbs: Vec<u64> = (0..bits.div_ceil(64)).map(|_| rng.next_u64()).collect();
-    let x = BigUint::from_slice(
-        &limbs
-            .iter()
-            .flat_map(|l| [*l as u32, (*l >> 32) as u32])
-            .collect::<Vec<_>>(),
+    let limbs: Zeroizing<Vec<u32>> = Zeroizing::new(
+        (0..bits.div_ceil(64))
+            .flat_map(|_| {
+                let l = rng.next_u64();
+                [l as u32, (l >> 32) as u32]
+            })
+            .collect(),
     );
-    x % (BigUint::one() << bits)
+    BigUint::from_slice(&limbs) % (BigUint::one() << bits)
 }
 
 /// Masks every value of `v` (public bound `2^bits`) with a fresh `r` in `[0, 2^(bits +
