@@ -1,11 +1,15 @@
 //! Property tests over everything a party parses off the wire (the CI part of the fuzzing; the
-//! cargo-fuzz targets under `fuzz/` run the same entry points for longer): arbitrary bytes are
+//! cargo-fuzz targets under `fuzz/` run the same entry points for longer; the checkpoint and the
+//! key file are read back from disk, and parsed as carefully): arbitrary bytes are
 //! refused with an error, never a panic, and well-formed frames round trip.
 
 use std::sync::OnceLock;
 
 use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_protocols::paillier::{EncryptedMatrix, EncryptedVector, KeyPair, PublicKey};
+use privlogit_protocols::secure::checkpoint::Checkpoint;
+use privlogit_protocols::secure::keyholder::decode_kept;
+use privlogit_protocols::secure::masked::matrix::IntMatrix;
 use privlogit_protocols::secure::masked::msgs::Request;
 use privlogit_protocols::secure::wire::{self, Reader, Step};
 use privlogit_protocols::transport;
@@ -69,6 +73,10 @@ proptest! {
         let _ = EncryptedMatrix::from_bytes(key(), &bytes);
         let _ = PublicKey::from_bytes(&bytes);
         let _ = PublicKey::from_bytes_insecure_for_tests(&bytes);
+        let _ = IntMatrix::read(&mut Reader::new(&bytes), 1 << 16, 4096);
+        let _ = Checkpoint::from_bytes(&bytes, key());
+        let _ = Checkpoint::key_of(&bytes);
+        let _ = decode_kept(&bytes);
     }
 
     /// Arbitrary bytes through the connection's record layer and greeting.
