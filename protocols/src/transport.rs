@@ -167,10 +167,12 @@ impl Network {
         };
         match &self.security {
             Security::Tls { identity, roster } => {
-                let expected = server.fingerprint.ok_or_else(|| {
-                    io::Error::other(format!("the study names no certificate for {server}"))
-                })?;
-                let config = tls::client_config(identity, Arc::clone(roster), expected)?;
+                if server.fingerprint.is_none() && roster.ca.is_none() {
+                    return Err(io::Error::other(format!(
+                        "the study names no certificate for {server}"
+                    )));
+                }
+                let config = tls::client_config(identity, Arc::clone(roster), server.clone())?;
                 let name = rustls::pki_types::ServerName::try_from(tls::SERVER_NAME)
                     .expect("a valid name");
                 let stream = runtime()
@@ -465,14 +467,21 @@ impl Handshake {
                         .accept(stream)
                         .await
                         .map_err(|e| format!("TLS handshake failed: {e}"))?;
-                    let fingerprint = tls
+                    let certificates = tls
                         .get_ref()
                         .1
                         .peer_certificates()
-                        .and_then(|c| c.first())
-                        .map(|c| Fingerprint::of(c))
                         .ok_or("no client certificate")?;
-                    self.welcome(Box::new(tls), Some(fingerprint)).await
+                    let (end_entity, chain) =
+                        certificates.split_first().ok_or("no client certificate")?;
+                    let Security::Tls { roster, .. } = &self.network.security else {
+                        unreachable!("an acceptor means TLS");
+                    };
+                    // rustls's verifier accepted it, so this names the party.
+                    let member = roster
+                        .identify(end_entity, chain, roster::Side::Client)?
+                        .clone();
+                    self.welcome(Box::new(tls), Some(member)).await
                 }
                 None => self.welcome(Box::new(stream), None).await,
             }
@@ -495,14 +504,14 @@ impl Handshake {
     async fn welcome(
         &self,
         mut stream: Box<dyn Stream>,
-        fingerprint: Option<Fingerprint>,
+        certified: Option<Member>,
     ) -> Result<(usize, Box<dyn Stream>, String), String> {
         use tokio::io::AsyncWriteExt as _;
         let (kind, body) = read_record(&mut stream)
             .await
             .map_err(|e| format!("no greeting: {e}"))?;
         let decided = if kind == Kind::Hello {
-            parse_hello(&body).and_then(|h| self.decide(&h, fingerprint))
+            parse_hello(&body).and_then(|h| self.decide(&h, certified.as_ref()))
         } else {
             Err(format!("a {kind:?} record instead of a greeting"))
         };
@@ -524,11 +533,7 @@ impl Handshake {
         }
     }
 
-    fn decide(
-        &self,
-        hello: &Hello,
-        fingerprint: Option<Fingerprint>,
-    ) -> Result<(usize, String), String> {
+    fn decide(&self, hello: &Hello, certified: Option<&Member>) -> Result<(usize, String), String> {
         if hello.study != self.network.study {
             return Err(format!(
                 "{} {:?} belongs to another study (its study id differs)",
@@ -537,12 +542,12 @@ impl Handshake {
         }
         let role = self.expected.role();
         let mut claimed = self.claimed.lock().expect("claimed");
-        let slot = match (&self.expected, fingerprint) {
-            (Expected::Members(members), Some(f)) => {
+        let slot = match (&self.expected, certified) {
+            (Expected::Members(members), Some(c)) => {
                 let i = members
                     .iter()
-                    .position(|m| m.fingerprint == Some(f))
-                    .ok_or_else(|| format!("certificate {f} is not a {role} of this study"))?;
+                    .position(|m| m.role == c.role && m.name == c.name)
+                    .ok_or_else(|| format!("{c} is not a {role} of this study"))?;
                 let m = &members[i];
                 if hello.role != m.role || hello.name != m.name {
                     return Err(format!(
@@ -650,6 +655,7 @@ pub fn tls_loopback_pair() -> io::Result<(Link, Link)> {
         ),
         aggregator: member(Role::Aggregator, "aggregator", &server_id),
         nodes: vec![member(Role::Node, "node", &client_id)],
+        ca: None,
     });
     let study = roster.study_id("");
     let server = Network::new(
@@ -763,6 +769,7 @@ mod tests {
             keyholder: member(0, Role::KeyHolder),
             aggregator: member(1, Role::Aggregator),
             nodes: vec![member(2, Role::Node), member(3, Role::Node)],
+            ca: None,
         });
         Study { roster, ids }
     }

@@ -153,7 +153,7 @@ impl<C: Channel> SecureAggregation<C> {
         let solver = Solver::new(linear_algebra, &key, &config);
         Ok(Self {
             nodes,
-            gc: AggregatorGc { session },
+            gc: AggregatorGc::new(session, &key),
             key,
             config,
             protocol,
@@ -373,7 +373,7 @@ impl<C: Channel> SecureAggregation<C> {
         let session = self.config.session;
         let bound = v.slot_bound().clone();
         let bits = bound.bits();
-        let (masked, masks, _) = gc::mask(&self.key, v, bits)?;
+        let (masked, masks, _) = gc::mask(&self.key, v, bits, &self.gc.noise)?;
         let payload = Writer::new().bytes(&masked.to_bytes(&self.key)).finish();
         let ch = self.keyholder()?;
         let at = |e| SecureError::io("aggregator, a masked decryption".into(), e);
@@ -553,8 +553,8 @@ impl<C: Channel> SecureAggregation<C> {
         b: &EncryptedVector,
     ) -> Result<bool, SecureError> {
         let bits = a.slot_bound().bits().max(b.slot_bound().bits());
-        let (ma, mut masks, masked) = gc::mask(&self.key, a, bits)?;
-        let (mb, mb_masks, _) = gc::mask(&self.key, b, bits)?;
+        let (ma, mut masks, masked) = gc::mask(&self.key, a, bits, &self.gc.noise)?;
+        let (mb, mb_masks, _) = gc::mask(&self.key, b, bits, &self.gc.noise)?;
         masks.extend(mb_masks);
         let width = bits as usize + 2;
         let payload = Writer::new()

@@ -6,11 +6,13 @@
 //! The key holder signs `"privlogit key endorsement v1"`, the study id, the session id and the
 //! key's bytes with its certificate's key (ECDSA P-256, SHA-256); the aggregator forwards the
 //! certificate and the signature with the key; every Node (and the aggregator) checks that the
-//! certificate is the one the study file names for the key holder and that the signature holds.
+//! certificate is the key holder's as the study file names it (by fingerprint, or issued by the
+//! consortium authority for the key holder's name) and that the signature holds.
 
 use std::sync::Arc;
 
-use crate::transport::{Fingerprint, Identity};
+use crate::transport::roster::Side;
+use crate::transport::{Fingerprint, Identity, Role, Roster};
 
 use super::SecureError;
 
@@ -57,10 +59,10 @@ impl Endorser {
 }
 
 /// A Node's (or the aggregator's) side: whose signature it requires.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct KeyTrust {
-    /// The key holder's certificate fingerprint, from the study file.
-    pub keyholder: Fingerprint,
+    /// The study's parties, the key holder among them.
+    pub roster: Arc<Roster>,
     /// The study id.
     pub study: [u8; 32],
 }
@@ -82,11 +84,19 @@ impl KeyTrust {
             return Err(refuse("it comes without a signature".into()));
         }
         let got = Fingerprint::of(&endorsement.certificate);
-        if got != self.keyholder {
-            return Err(refuse(format!(
-                "signed with certificate {got}, expected {}",
-                self.keyholder
-            )));
+        let der = rustls::pki_types::CertificateDer::from(endorsement.certificate.as_slice());
+        match self.roster.identify(&der, &[], Side::Server) {
+            Ok(m) if m.role == Role::KeyHolder => {}
+            Ok(m) => {
+                return Err(refuse(format!(
+                    "signed with certificate {got}, which is {m}'s, expected the key holder's"
+                )));
+            }
+            Err(why) => {
+                return Err(refuse(format!(
+                    "signed with certificate {got}, expected the key holder's: {why}"
+                )));
+            }
         }
         crate::transport::identity::verify(
             &endorsement.certificate,
@@ -113,8 +123,19 @@ mod tests {
         }
         .endorse(42, b"key bytes")
         .expect("signs");
+        let member = |role, name: &str, f: Fingerprint| crate::transport::Member {
+            role,
+            name: name.into(),
+            address: None,
+            fingerprint: Some(f),
+        };
         let trust = KeyTrust {
-            keyholder: keyholder.fingerprint(),
+            roster: Arc::new(Roster {
+                keyholder: member(Role::KeyHolder, "keyholder", keyholder.fingerprint()),
+                aggregator: member(Role::Aggregator, "aggregator", Fingerprint([1; 32])),
+                nodes: vec![member(Role::Node, "a", stranger.fingerprint())],
+                ca: None,
+            }),
             study,
         };
         trust.check(42, b"key bytes", &e).expect("genuine");
@@ -122,7 +143,7 @@ mod tests {
         assert!(trust.check(43, b"key bytes", &e).is_err());
         let other_study = KeyTrust {
             study: [8u8; 32],
-            ..trust
+            ..trust.clone()
         };
         assert!(other_study.check(42, b"key bytes", &e).is_err());
         let forged = Endorser {

@@ -30,7 +30,7 @@ use privlogit_circuits::word::{abs, add, lt_signed, sign_extend, sub, zero_exten
 use rand::CryptoRng;
 use zeroize::Zeroizing;
 
-use crate::paillier::{EncryptedVector, PaillierError, PublicKey};
+use crate::paillier::{DjnNoise, EncryptedVector, PaillierError, PublicKey};
 
 /// Statistical security of the masks, in bits (ARCHITECTURE.md: sigma = 40).
 pub const SIGMA: u32 = 40;
@@ -92,10 +92,24 @@ impl<C: Channel, R: CryptoRng> GcParty for KeyholderGc<C, R> {
     }
 }
 
-/// The aggregator's side: the evaluator.
+/// The aggregator's side: the evaluator, and the noise that re-randomises every ciphertext it
+/// hands the key holder (so the randomness the key holder can extract from a ciphertext says
+/// nothing about how it was formed).
 pub struct AggregatorGc<C: Channel> {
     /// The session.
     pub session: EvaluatorSession<C>,
+    /// Fresh encryption noise under the study's key.
+    pub noise: DjnNoise,
+}
+
+impl<C: Channel> AggregatorGc<C> {
+    /// The aggregator's side of `session` under `key`.
+    pub fn new(session: EvaluatorSession<C>, key: &PublicKey) -> Self {
+        Self {
+            session,
+            noise: DjnNoise::new(key, &mut rand::rng()),
+        }
+    }
 }
 
 impl<C: Channel> GcParty for AggregatorGc<C> {
@@ -149,12 +163,13 @@ pub fn random_mask<R: CryptoRng + ?Sized>(bits: u64, rng: &mut R) -> BigUint {
 }
 
 /// Masks every value of `v` (public bound `2^bits`) with a fresh `r` in `[0, 2^(bits +
-/// sigma))` before the key holder decrypts it; returns the masked vector, the masks and the
-/// width of a masked value.
+/// sigma))` before the key holder decrypts it, and re-randomises it with `noise`; returns the
+/// masked vector, the masks and the width of a masked value.
 pub fn mask(
     key: &PublicKey,
     v: &EncryptedVector,
     bits: u64,
+    noise: &DjnNoise,
 ) -> Result<(EncryptedVector, Vec<BigUint>, usize), PaillierError> {
     let mut rng = rand::rng();
     let masks: Vec<BigUint> = (0..v.len())
@@ -164,7 +179,11 @@ pub fn mask(
         .iter()
         .map(|m| BigInt::from_biguint(Sign::Plus, m.clone()))
         .collect();
-    Ok((v.add_plain(key, &signed)?, masks, masked_width(bits)))
+    Ok((
+        v.add_plain(key, &signed)?.rerandomized(key, noise),
+        masks,
+        masked_width(bits),
+    ))
 }
 
 /// The low `width` bits of the two's-complement integer `x`, least significant first.
@@ -423,6 +442,13 @@ mod tests {
     use super::*;
     use privlogit_circuits::channel::MemoryChannel;
 
+    fn test_key() -> PublicKey {
+        crate::paillier::KeyPair::generate_insecure_for_tests(256, &mut rand::rng())
+            .secret
+            .public_key()
+            .clone()
+    }
+
     /// `a >= 0` on masked integers whose public width is `width`: the key holder garbles on
     /// one thread, the aggregator evaluates; returns the aggregator's result.
     fn non_negative(a: i64, width: usize) -> Result<bool, OutOfRange> {
@@ -455,7 +481,10 @@ mod tests {
             party.session.channel().expect("flush");
         });
         let session = EvaluatorSession::new(e, &mut rand::rng()).expect("base OT");
-        let mut party = AggregatorGc { session };
+        let mut party = AggregatorGc {
+            session,
+            noise: DjnNoise::new(&test_key(), &mut rand::rng()),
+        };
         let out = compare_circuit(
             &mut party,
             Comparison::NonNegative,

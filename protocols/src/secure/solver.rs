@@ -363,7 +363,8 @@ impl Solver {
         match held {
             Held::Circuit(l) => {
                 let format = config.format;
-                let (masked, masks, width) = gc::mask(key, gradient, gradient.slot_bound().bits())?;
+                let (masked, masks, width) =
+                    gc::mask(key, gradient, gradient.slot_bound().bits(), &gc.noise)?;
                 let payload = Writer::new()
                     .u64(index as u64)
                     .u64(width as u64)
@@ -416,7 +417,7 @@ fn circuit_factor<C: Channel>(
 ) -> Result<(Matrix<u128>, Option<EncryptedMatrix>), SecureError> {
     let d = config.dimension;
     let format = config.format;
-    let (masked, masks, width) = gc::mask(key, lower, lower.slot_bound().bits())?;
+    let (masked, masks, width) = gc::mask(key, lower, lower.slot_bound().bits(), &gc.noise)?;
     let inverse_masks: Option<Vec<BigUint>> = local.then(|| {
         let mut rng = rand::rng();
         (0..d * d)

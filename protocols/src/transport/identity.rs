@@ -1,5 +1,7 @@
-//! A party's identity: an ECDSA P-256 key pair and a self-signed certificate (rcgen), known to
-//! the others by the certificate's SHA-256 fingerprint, which the study file names.
+//! A party's identity: an ECDSA P-256 key pair and a certificate (rcgen), known to the others
+//! by the certificate's SHA-256 fingerprint, which the study file names: self-signed, or
+//! issued for the party's name by a consortium authority that the study file names instead
+//! (`privlogit identity ca`, then `identity new --ca`).
 //!
 //! Files: `NAME.crt` (PEM certificate, public: hand its fingerprint to the other parties) and
 //! `NAME.key` (PEM PKCS#8 private key, secret: mode 0600, never leaves the organization). Both
@@ -77,17 +79,45 @@ impl Identity {
     /// A new key pair and a self-signed certificate for `name` (its common name and DNS
     /// name), valid from now for ten years.
     pub fn generate(name: &str) -> io::Result<Self> {
-        let bad = |e: rcgen::Error| io::Error::other(format!("cannot make a certificate: {e}"));
-        let key = rcgen::KeyPair::generate().map_err(bad)?;
-        let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).map_err(bad)?;
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let now = std::time::SystemTime::now();
-        params.not_before = (now - std::time::Duration::from_secs(3600)).into();
-        params.not_after = (now + std::time::Duration::from_secs(10 * 366 * 86_400)).into();
-        let certificate = params.self_signed(&key).map_err(bad)?;
+        let key = rcgen::KeyPair::generate().map_err(bad_certificate)?;
+        let certificate = party_params(name)?
+            .self_signed(&key)
+            .map_err(bad_certificate)?;
         Ok(Self {
+            certificate: certificate.der().clone(),
+            key: Zeroizing::new(key.serialize_der()),
+        })
+    }
+
+    /// A consortium certificate authority: a key pair and a self-signed CA certificate (subject
+    /// [`AUTHORITY_NAME`]), valid for ten years, that signs party certificates
+    /// ([`Self::issue`]).
+    pub fn generate_authority() -> io::Result<Self> {
+        let key = rcgen::KeyPair::generate().map_err(bad_certificate)?;
+        let certificate = authority_params()?
+            .self_signed(&key)
+            .map_err(bad_certificate)?;
+        Ok(Self {
+            certificate: certificate.der().clone(),
+            key: Zeroizing::new(key.serialize_der()),
+        })
+    }
+
+    /// A new key pair for `name` with a certificate this authority signs: the name as its DNS
+    /// name, usable by both ends of a TLS connection, valid for ten years.
+    pub fn issue(&self, name: &str) -> io::Result<Identity> {
+        let authority_key =
+            rcgen::KeyPair::try_from(self.key.as_slice()).map_err(bad_certificate)?;
+        let issuer = rcgen::Issuer::new(authority_params()?, authority_key);
+        let key = rcgen::KeyPair::generate().map_err(bad_certificate)?;
+        let mut params = party_params(name)?;
+        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let certificate = params.signed_by(&key, &issuer).map_err(bad_certificate)?;
+        Ok(Identity {
             certificate: certificate.der().clone(),
             key: Zeroizing::new(key.serialize_der()),
         })
@@ -148,6 +178,12 @@ impl Identity {
         &self.certificate
     }
 
+    /// The chain this party presents in TLS: its certificate (an issued one chains straight to
+    /// the authority, which every party has from the study file).
+    pub(crate) fn chain(&self) -> Vec<CertificateDer<'static>> {
+        vec![self.certificate.clone()]
+    }
+
     /// An ECDSA P-256 / SHA-256 signature (ASN.1 DER) of `message` with this identity's key.
     pub fn sign(&self, message: &[u8]) -> io::Result<Vec<u8>> {
         let key = rustls::crypto::ring::sign::any_ecdsa_type(&self.private_key())
@@ -173,6 +209,48 @@ pub fn verify(certificate_der: &[u8], message: &[u8], signature: &[u8]) -> Resul
         .map_err(|e| format!("the certificate does not parse ({e:?})"))?;
     cert.verify_signature(webpki::ring::ECDSA_P256_SHA256, message, signature)
         .map_err(|e| format!("the signature does not verify ({e:?})"))
+}
+
+/// The subject of every consortium authority privlogit makes (the study file names which one
+/// to trust, so one fixed name serves).
+pub const AUTHORITY_NAME: &str = "privlogit consortium CA";
+
+fn bad_certificate(e: rcgen::Error) -> io::Error {
+    io::Error::other(format!("cannot make a certificate: {e}"))
+}
+
+/// Ten years from an hour ago.
+fn validity(params: &mut rcgen::CertificateParams) {
+    let now = std::time::SystemTime::now();
+    params.not_before = (now - std::time::Duration::from_secs(3600)).into();
+    params.not_after = (now + std::time::Duration::from_secs(10 * 366 * 86_400)).into();
+}
+
+/// A party's certificate: its name as common name and DNS name.
+fn party_params(name: &str) -> io::Result<rcgen::CertificateParams> {
+    let mut params =
+        rcgen::CertificateParams::new(vec![name.to_string()]).map_err(bad_certificate)?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    validity(&mut params);
+    Ok(params)
+}
+
+/// The authority's certificate: a CA that signs certificates (and nothing else).
+fn authority_params() -> io::Result<rcgen::CertificateParams> {
+    let mut params =
+        rcgen::CertificateParams::new(Vec::<String>::new()).map_err(bad_certificate)?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, AUTHORITY_NAME);
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
+    params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+    ];
+    validity(&mut params);
+    Ok(params)
 }
 
 fn paths(prefix: &Path) -> (PathBuf, PathBuf) {

@@ -1,9 +1,12 @@
 //! Who takes part in a study: every party by role and name, with the certificate fingerprint
-//! the others accept from it and, for the servers, the address to reach it at. A connection is
-//! attributed to a party by its certificate alone, never by connection order or a claimed name.
+//! the others accept from it (or, in a study that names a consortium certificate authority, a
+//! certificate that authority issued for the party's name) and, for the servers, the address to
+//! reach it at. A connection is attributed to a party by its certificate alone, never by
+//! connection order or a claimed name.
 
 use std::fmt;
 
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use sha2::{Digest, Sha256};
 
 use super::identity::Fingerprint;
@@ -78,12 +81,38 @@ pub struct Roster {
     pub aggregator: Member,
     /// The Nodes, in the study's order (Node 1 first).
     pub nodes: Vec<Member>,
+    /// A consortium's certificate authority (its certificate, DER): a party named without a
+    /// fingerprint is known by a certificate this authority issued for its name.
+    pub ca: Option<Vec<u8>>,
+}
+
+/// Which end of a connection a certificate authenticates (its extended key usage, when the
+/// certificate states one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The connecting party.
+    Client,
+    /// The listening party.
+    Server,
 }
 
 impl Roster {
     /// Checks names and fingerprints: every name and every fingerprint once, and either all
-    /// parties named by certificate (a TLS study) or none (a plaintext study).
+    /// parties named by certificate (a TLS study: by fingerprint, or through the consortium
+    /// authority) or none (a plaintext study).
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(ca) = &self.ca {
+            webpki::anchor_from_trusted_cert(&CertificateDer::from(ca.as_slice()))
+                .map_err(|e| format!("the consortium CA's certificate does not parse ({e:?})"))?;
+            for m in self.members().filter(|m| m.fingerprint.is_none()) {
+                ServerName::try_from(m.name.as_str()).map_err(|_| {
+                    format!(
+                        "{m}: a name the consortium CA certifies must be a DNS name (letters, \
+                         digits, '-' and '.')"
+                    )
+                })?;
+            }
+        }
         if self.nodes.is_empty() {
             return Err("the study names no Node".into());
         }
@@ -101,7 +130,7 @@ impl Roster {
             }
         }
         let pinned = all.iter().filter(|m| m.fingerprint.is_some()).count();
-        if pinned != 0 && pinned != all.len() {
+        if self.ca.is_none() && pinned != 0 && pinned != all.len() {
             let missing = all.iter().find(|m| m.fingerprint.is_none()).expect("one");
             return Err(format!(
                 "{missing} has no certificate fingerprint while others do: name every party's"
@@ -117,9 +146,72 @@ impl Roster {
             .chain(&self.nodes)
     }
 
-    /// Whether the parties are named by certificate (a TLS study).
+    /// Whether the parties are named by certificate (a TLS study: fingerprints, or a
+    /// consortium authority).
     pub fn pinned(&self) -> bool {
-        self.keyholder.fingerprint.is_some()
+        self.keyholder.fingerprint.is_some() || self.ca.is_some()
+    }
+
+    /// The party a certificate (with the chain the peer sent) belongs to: the one whose
+    /// fingerprint it has or, failing that, the one without a fingerprint for whose name the
+    /// consortium authority issued it (valid now, for `side`). The error says why not.
+    pub fn identify(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        side: Side,
+    ) -> Result<&Member, String> {
+        let fingerprint = Fingerprint::of(end_entity);
+        if let Some(m) = self.by_fingerprint(&fingerprint) {
+            return Ok(m);
+        }
+        let Some(ca) = &self.ca else {
+            return Err(format!(
+                "certificate {fingerprint} is not one of this study's parties"
+            ));
+        };
+        let ca = CertificateDer::from(ca.as_slice());
+        let anchor = webpki::anchor_from_trusted_cert(&ca)
+            .map_err(|e| format!("the consortium CA's certificate does not parse ({e:?})"))?;
+        let cert = webpki::EndEntityCert::try_from(end_entity)
+            .map_err(|e| format!("certificate {fingerprint} does not parse ({e:?})"))?;
+        let usage = match side {
+            Side::Client => webpki::KeyUsage::client_auth(),
+            Side::Server => webpki::KeyUsage::server_auth(),
+        };
+        cert.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &[anchor],
+            intermediates,
+            UnixTime::now(),
+            usage,
+            None,
+            None,
+        )
+        .map_err(|e| {
+            format!(
+                "certificate {fingerprint} is not one of this study's parties, nor issued by \
+                 its consortium CA ({e:?})"
+            )
+        })?;
+        let named: Vec<&Member> = self
+            .members()
+            .filter(|m| m.fingerprint.is_none())
+            .filter(|m| {
+                ServerName::try_from(m.name.as_str())
+                    .is_ok_and(|n| cert.verify_is_valid_for_subject_name(&n).is_ok())
+            })
+            .collect();
+        match named.as_slice() {
+            [m] => Ok(m),
+            [] => Err(format!(
+                "certificate {fingerprint} was issued by the consortium CA, but for none of \
+                 this study's parties"
+            )),
+            _ => Err(format!(
+                "certificate {fingerprint} names several of this study's parties"
+            )),
+        }
     }
 
     /// The party whose certificate has `fingerprint`.
@@ -142,6 +234,11 @@ impl Roster {
             h.update(m.name.as_bytes());
             h.update(m.fingerprint.map_or([0u8; 32], |f| f.0));
         }
+        h.update(
+            self.ca
+                .as_deref()
+                .map_or([0u8; 32], |c| Fingerprint::of(c).0),
+        );
         h.finalize().into()
     }
 }
@@ -169,6 +266,7 @@ mod tests {
                 member(Role::Node, "a", Some(3)),
                 member(Role::Node, "b", Some(4)),
             ],
+            ca: None,
         };
         ok.validate().expect("valid");
         let mut same = ok.clone();
@@ -188,5 +286,69 @@ mod tests {
         other.nodes.swap(0, 1);
         assert_ne!(ok.study_id(""), other.study_id(""));
         assert_ne!(ok.study_id(""), ok.study_id("x"));
+    }
+
+    /// With a consortium authority, a certificate it issued for a party's name identifies that
+    /// party; one issued by another authority, one issued for a name the study does not list,
+    /// and a self-signed one with a party's name are refused; a pinned party is still known by
+    /// its fingerprint; the authority changes the study id.
+    #[test]
+    fn consortium_authority() {
+        use super::super::identity::Identity;
+        let ca = Identity::generate_authority().expect("authority");
+        let other_ca = Identity::generate_authority().expect("authority");
+        let pinned = Identity::generate("aggregator").expect("identity");
+        let named = |role, name: &str| Member {
+            role,
+            name: name.into(),
+            address: None,
+            fingerprint: None,
+        };
+        let roster = Roster {
+            keyholder: named(Role::KeyHolder, "keyholder"),
+            aggregator: Member {
+                fingerprint: Some(pinned.fingerprint()),
+                ..named(Role::Aggregator, "aggregator")
+            },
+            nodes: vec![
+                named(Role::Node, "hospital-a"),
+                named(Role::Node, "hospital-b"),
+            ],
+            ca: Some(ca.certificate().to_vec()),
+        };
+        roster.validate().expect("valid");
+        let who = |id: &Identity| roster.identify(id.certificate(), &[], Side::Client);
+        let b = ca.issue("hospital-b").expect("issued");
+        assert_eq!(who(&b).expect("known").name, "hospital-b");
+        assert_eq!(
+            who(&ca.issue("keyholder").expect("issued"))
+                .expect("known")
+                .role,
+            Role::KeyHolder
+        );
+        assert_eq!(who(&pinned).expect("pinned").role, Role::Aggregator);
+        let e = who(&other_ca.issue("hospital-b").expect("issued")).expect_err("another CA");
+        assert!(e.contains("nor issued by its consortium CA"), "{e}");
+        let e = who(&ca.issue("hospital-z").expect("issued")).expect_err("not listed");
+        assert!(e.contains("for none of this study's parties"), "{e}");
+        let e = who(&Identity::generate("hospital-a").expect("identity")).expect_err("self-signed");
+        assert!(e.contains("not one of this study's parties"), "{e}");
+        let mut without = roster.clone();
+        without.ca = Some(other_ca.certificate().to_vec());
+        assert_ne!(roster.study_id(""), without.study_id(""));
+        let mut no_ca = roster.clone();
+        no_ca.ca = None;
+        assert!(
+            no_ca.validate().is_err(),
+            "unnamed parties need the authority"
+        );
+        let mut bad_name = roster.clone();
+        bad_name.nodes[0].name = "hospital a".into();
+        assert!(
+            bad_name
+                .validate()
+                .expect_err("refused")
+                .contains("DNS name")
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! Mutual TLS 1.3 (rustls, ring provider) where each side accepts exactly the certificates the
-//! study file names for the role it expects, pinned by fingerprint. The usual web PKI checks
-//! (chains, names, dates) do not apply: a self-signed certificate whose fingerprint the
-//! organizations exchanged is the trust anchor, as with SSH host keys. Handshake signatures
-//! are verified as usual, so presenting a certificate proves holding its key.
+//! study file names for the role it expects: pinned by fingerprint (a self-signed certificate
+//! whose fingerprint the organizations exchanged is the trust anchor, as with SSH host keys;
+//! no chains, names or dates), or issued by the consortium CA the study file names for the
+//! party's name (chain, dates and name checked by webpki). Handshake signatures are verified
+//! as usual, so presenting a certificate proves holding its key.
 
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use rustls::{
 };
 
 use super::identity::{Fingerprint, Identity};
-use super::roster::{Role, Roster};
+use super::roster::{Member, Role, Roster, Side};
 
 /// The name the client asks for; unused by the pinned verifier, but rustls wants one.
 pub(crate) const SERVER_NAME: &str = "privlogit.invalid";
@@ -26,7 +27,7 @@ fn provider() -> Arc<CryptoProvider> {
 }
 
 /// Accepts the certificates of `roster`'s members in `role` (whoever connects to a listener)
-/// or of exactly one fingerprint (the server a client dials).
+/// or of exactly one member (the server a client dials).
 #[derive(Debug)]
 struct Pinned {
     roster: Arc<Roster>,
@@ -37,7 +38,7 @@ struct Pinned {
 #[derive(Debug, Clone)]
 enum Accept {
     Role(Role),
-    Exactly(Fingerprint),
+    Exactly(Member),
 }
 
 /// A refusal that names the certificate and what it is.
@@ -61,19 +62,26 @@ impl Pinned {
         }
     }
 
-    fn check(&self, end_entity: &CertificateDer<'_>) -> Result<(), Error> {
+    fn check(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        side: Side,
+    ) -> Result<(), Error> {
         let got = Fingerprint::of(end_entity);
-        let known = self.roster.by_fingerprint(&got);
-        let refusal = match (&self.accept, known) {
-            (Accept::Exactly(want), _) if *want == got => return Ok(()),
-            (Accept::Role(role), Some(m)) if m.role == *role => return Ok(()),
-            (Accept::Exactly(_), Some(m)) => {
+        let refusal = match (
+            &self.accept,
+            self.roster.identify(end_entity, intermediates, side),
+        ) {
+            (Accept::Exactly(want), Ok(m)) if m == want => return Ok(()),
+            (Accept::Role(role), Ok(m)) if m.role == *role => return Ok(()),
+            (Accept::Exactly(_), Ok(m)) => {
                 format!("certificate {got} is {m}'s, not the one expected here")
             }
-            (Accept::Role(role), Some(m)) => {
+            (Accept::Role(role), Ok(m)) => {
                 format!("certificate {got} is {m}'s, which may not connect as a {role}")
             }
-            (_, None) => format!("certificate {got} is not one of this study's parties"),
+            (_, Err(why)) => why,
         };
         Err(Error::InvalidCertificate(CertificateError::Other(
             OtherError(Arc::new(Refused(refusal))),
@@ -85,12 +93,12 @@ impl ServerCertVerifier for Pinned {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
+        intermediates: &[CertificateDer<'_>],
         _server_name: &ServerName<'_>,
         _ocsp_response: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        self.check(end_entity)
+        self.check(end_entity, intermediates, Side::Server)
             .map(|()| ServerCertVerified::assertion())
     }
 
@@ -125,10 +133,10 @@ impl ClientCertVerifier for Pinned {
     fn verify_client_cert(
         &self,
         end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
+        intermediates: &[CertificateDer<'_>],
         _now: UnixTime,
     ) -> Result<ClientCertVerified, Error> {
-        self.check(end_entity)
+        self.check(end_entity, intermediates, Side::Client)
             .map(|()| ClientCertVerified::assertion())
     }
 
@@ -170,16 +178,16 @@ pub(crate) fn server_config(
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(config_error)?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(vec![identity.certificate().clone()], identity.private_key())
+        .with_single_cert(identity.chain(), identity.private_key())
         .map_err(config_error)?;
     Ok(Arc::new(config))
 }
 
-/// The configuration of a client that dials the server whose certificate is `server`.
+/// The configuration of a client that dials `server`.
 pub(crate) fn client_config(
     identity: &Identity,
     roster: Arc<Roster>,
-    server: Fingerprint,
+    server: Member,
 ) -> std::io::Result<Arc<ClientConfig>> {
     let verifier = Arc::new(Pinned::new(roster, Accept::Exactly(server)));
     let config = ClientConfig::builder_with_provider(provider())
@@ -187,7 +195,7 @@ pub(crate) fn client_config(
         .map_err(config_error)?
         .dangerous()
         .with_custom_certificate_verifier(verifier)
-        .with_client_auth_cert(vec![identity.certificate().clone()], identity.private_key())
+        .with_client_auth_cert(identity.chain(), identity.private_key())
         .map_err(config_error)?;
     Ok(Arc::new(config))
 }

@@ -292,7 +292,7 @@ fn time_one(
             .spawn(move || keyholder::serve(k_end, secret, &config_k, budget, &mut |_| Ok(())));
         let session =
             EvaluatorSession::new(a_end, &mut rand::rng()).map_err(|e| anyhow!("base OT: {e}"))?;
-        let mut gc = AggregatorGc { session };
+        let mut gc = AggregatorGc::new(session, key);
         let mut solver = Solver::new(method, key, &config);
         let start = Instant::now();
         let outcome: Result<(f64, f64), SecureError> = (|| match (op, method) {

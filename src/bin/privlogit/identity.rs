@@ -1,5 +1,6 @@
 //! `privlogit identity new --name hospital-a`: a party's key pair and self-signed certificate,
-//! and the fingerprint to put in the study file.
+//! and the fingerprint to put in the study file; or, with a consortium authority (`identity ca`),
+//! a certificate it issues for the party's name (`identity new --ca`).
 
 use std::path::PathBuf;
 
@@ -27,6 +28,21 @@ enum IdentityCommand {
         /// Directory to write the two files into.
         #[arg(long, value_name = "DIR", default_value = ".")]
         out: PathBuf,
+        /// Have the consortium authority PREFIX (PREFIX.crt, PREFIX.key, from `identity ca`)
+        /// issue the certificate for NAME instead of signing it itself.
+        #[arg(long, value_name = "PREFIX")]
+        ca: Option<PathBuf>,
+    },
+    /// Make a consortium certificate authority: NAME.key (secret) and NAME.crt, the file a
+    /// study names as `ca = "NAME.crt"` so that parties are known by the certificates it issues
+    /// for their names.
+    Ca {
+        /// The authority's file name.
+        #[arg(long)]
+        name: String,
+        /// Directory to write the two files into.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        out: PathBuf,
     },
     /// Print the fingerprint of an existing certificate (PREFIX.crt and PREFIX.key).
     Show {
@@ -39,19 +55,14 @@ enum IdentityCommand {
 /// Runs `privlogit identity`.
 pub fn run(args: IdentityArgs) -> Result<Outcome> {
     match args.command {
-        IdentityCommand::New { name, out } => {
-            if name.is_empty()
-                || name.len() > 64
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                || name.starts_with('.')
-            {
-                bail!(
-                    "--name {name:?}: use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'"
-                );
-            }
-            let identity = Identity::generate(&name)?;
+        IdentityCommand::New { name, out, ca } => {
+            check_name(&name)?;
+            let identity = match &ca {
+                None => Identity::generate(&name)?,
+                Some(prefix) => Identity::load(prefix)
+                    .with_context(|| format!("cannot load the authority {}", prefix.display()))?
+                    .issue(&name)?,
+            };
             let (crt, key) = identity.save(&out.join(&name))?;
             eprintln!(
                 "wrote {} (keep it secret) and {}",
@@ -60,6 +71,19 @@ pub fn run(args: IdentityArgs) -> Result<Outcome> {
             );
             println!("{}", identity.fingerprint());
         }
+        IdentityCommand::Ca { name, out } => {
+            check_name(&name)?;
+            let authority = Identity::generate_authority()?;
+            let (crt, key) = authority.save(&out.join(&name))?;
+            eprintln!(
+                "wrote {} (keep it secret: it makes identities) and {}; name the certificate in \
+                 study files as ca = \"{}\"",
+                key.display(),
+                crt.display(),
+                crt.display()
+            );
+            println!("{}", authority.fingerprint());
+        }
         IdentityCommand::Show { prefix } => {
             let identity = Identity::load(&prefix)
                 .with_context(|| format!("cannot load the identity {}", prefix.display()))?;
@@ -67,4 +91,20 @@ pub fn run(args: IdentityArgs) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Success)
+}
+
+/// A party's or authority's name: the study file's, a file name, and (issued) a DNS name.
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        || name.starts_with('.')
+    {
+        bail!(
+            "--name {name:?}: use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'"
+        );
+    }
+    Ok(())
 }

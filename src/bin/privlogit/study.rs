@@ -23,6 +23,7 @@ use privlogit::protocols::secure::keyholder::KeyholderStats;
 use privlogit::protocols::secure::node::{NodeData, NodeStats};
 use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study::{self, Continuity, StudyOutcome, StudyPlan};
+use privlogit::protocols::transport::roster::Side;
 use privlogit::protocols::transport::{
     Expected, Identity, Member, Network, Role, Roster, Security, Timing,
 };
@@ -184,7 +185,7 @@ impl Party {
         let roster = self.roster.as_ref().filter(|r| r.pinned())?;
         self.identity.as_ref()?;
         Some(KeyTrust {
-            keyholder: roster.keyholder.fingerprint?,
+            roster: Arc::clone(roster),
             study: self.network.study(),
         })
     }
@@ -243,9 +244,11 @@ impl NetArgs {
         let identity = Identity::load(prefix)
             .with_context(|| format!("cannot load the identity {}", prefix.display()))?;
         let fingerprint = identity.fingerprint();
-        let me = roster.by_fingerprint(&fingerprint).with_context(|| {
-            format!("this party's certificate {fingerprint} is not named in the study file")
-        })?;
+        let me = roster
+            .identify(identity.certificate(), &[], Side::Client)
+            .map_err(|why| {
+                anyhow::anyhow!("this party's certificate is not named in the study file: {why}")
+            })?;
         if me.role != role {
             bail!(
                 "this party's certificate {fingerprint} is {me}'s in the study file, not a {role}'s"

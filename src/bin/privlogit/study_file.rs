@@ -19,6 +19,10 @@
 //! name = "hospital-a"
 //! fingerprint = "sha256:..."
 //! ```
+//!
+//! Instead of a fingerprint per party, a study may name a consortium certificate authority,
+//! `ca = "consortium.crt"`: a party whose table has neither `fingerprint` nor `certificate` is
+//! then known by a certificate that authority issued for its name.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -27,7 +31,7 @@ use anyhow::{Context, Result, bail};
 use privlogit::protocols::transport::{Fingerprint, Member, Role, Roster};
 
 /// Keys of the study file that name parties rather than flags.
-const PARTY_KEYS: [&str; 4] = ["keyholder", "aggregator", "node", "study_id"];
+const PARTY_KEYS: [&str; 5] = ["keyholder", "aggregator", "node", "study_id", "ca"];
 
 /// Commands that take `--study FILE`.
 const COMMANDS: [&str; 4] = ["study", "aggregator", "keyholder", "node"];
@@ -215,6 +219,13 @@ pub fn roster(path: &Path) -> Result<Option<(Roster, String)>> {
         );
     }
     let base = path.parent().unwrap_or(Path::new("."));
+    let ca = match table.get("ca") {
+        None => None,
+        Some(toml::Value::String(c)) => {
+            Some(rustls_pem_certificate(&base.join(c)).with_context(|| format!("{name}: ca"))?)
+        }
+        Some(v) => bail!("{name}: ca is a {}, expected a file name", v.type_str()),
+    };
     let member = |v: &toml::Value, role: Role, default: &str, at: &str| -> Result<Member> {
         let t = v
             .as_table()
@@ -291,6 +302,7 @@ pub fn roster(path: &Path) -> Result<Option<(Roster, String)>> {
         keyholder,
         aggregator,
         nodes,
+        ca,
     };
     roster
         .validate()

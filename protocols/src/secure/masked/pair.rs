@@ -44,7 +44,7 @@ pub fn run<T>(
         let outcome = (|| {
             let session = EvaluatorSession::new(a, &mut rand::rng())
                 .map_err(|e| SecureError::io("aggregator, base OT".into(), e))?;
-            let mut gc = AggregatorGc { session };
+            let mut gc = AggregatorGc::new(session, &key);
             let mut engine = MaskedEngine::new(&key, SESSION, frac);
             if audit {
                 engine = engine.with_audit();
