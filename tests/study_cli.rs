@@ -276,18 +276,31 @@ impl Deployment {
 
     /// A Node with `identity`'s certificate serving hospital `data` (a, b or c).
     fn node(&self, identity: &str, data: char, aggregator: &str) -> Role {
-        Role::spawn(&[
-            "node",
-            "--study",
+        node_process(
             &self.study,
-            "--identity",
             &self.identity(identity),
-            "--party",
             &demo(&format!("hospital_{data}.csv")),
-            "--aggregator",
-            aggregator,
-        ])
+            Some(aggregator),
+        )
     }
+}
+
+/// A Node process of the study file `study` with the identity `identity` serving `data`,
+/// dialling `aggregator` (or the study file's address).
+fn node_process(study: &str, identity: &str, data: &str, aggregator: Option<&str>) -> Role {
+    let mut args = vec![
+        "node",
+        "--study",
+        study,
+        "--identity",
+        identity,
+        "--party",
+        data,
+    ];
+    if let Some(a) = aggregator {
+        args.extend(["--aggregator", a]);
+    }
+    Role::spawn(&args)
 }
 
 impl Drop for Deployment {
@@ -752,17 +765,12 @@ fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
     aggregator.wait_for("[study-b] aggregator listening", Duration::from_secs(30));
 
     // hospital-d (study b) dials study a's aggregator with its own study file.
-    let lost = Role::spawn(&[
-        "node",
-        "--study",
+    let lost = node_process(
         &b_path,
-        "--identity",
         &d.identity("hospital-d"),
-        "--party",
         &demo("hospital_a.csv"),
-        "--aggregator",
-        &agg_a,
-    ]);
+        Some(&agg_a),
+    );
     let (ok, log) = lost.end(Duration::from_secs(30));
     assert!(!ok);
     // Its certificate is not one of study a's (a party known to both studies but greeting
@@ -777,15 +785,7 @@ fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
         (&b_path, ["hospital-d", "hospital-e", "hospital-f"]),
     ] {
         for (name, file) in names.iter().zip(&files) {
-            nodes.push(Role::spawn(&[
-                "node",
-                "--study",
-                study,
-                "--identity",
-                &d.identity(name),
-                "--party",
-                file,
-            ]));
+            nodes.push(node_process(study, &d.identity(name), file, None));
         }
     }
     for role in [aggregator, keyholder].into_iter().chain(nodes) {
@@ -885,19 +885,7 @@ fn a_consortium_authority_names_the_parties() {
         &model,
     ]);
     let agg = address(&aggregator.wait_for("listening on", Duration::from_secs(30)));
-    let node = |identity: &str, file: &str| {
-        Role::spawn(&[
-            "node",
-            "--study",
-            &study,
-            "--identity",
-            identity,
-            "--party",
-            &demo(file),
-            "--aggregator",
-            &agg,
-        ])
-    };
+    let node = |identity: &str, file: &str| node_process(&study, identity, &demo(file), Some(&agg));
     // The stranger's own study file trusts its own authority for the Nodes and pins the real
     // aggregator, so the handshake reaches the aggregator's check of the stranger.
     let aggregator_fp = Command::new(env!("CARGO_BIN_EXE_privlogit"))
@@ -917,17 +905,12 @@ fn a_consortium_authority_names_the_parties() {
             ),
     )
     .expect("forged");
-    let stranger = Role::spawn(&[
-        "node",
-        "--study",
+    let stranger = node_process(
         &forged.display().to_string(),
-        "--identity",
         &format!("{rogue}/hospital-a"),
-        "--party",
         &demo("hospital_a.csv"),
-        "--aggregator",
-        &agg,
-    ]);
+        Some(&agg),
+    );
     let (ok, log) = stranger.end(Duration::from_secs(30));
     assert!(!ok);
     assert!(log.contains("refused this party"), "{log}");
