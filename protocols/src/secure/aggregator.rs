@@ -745,10 +745,115 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let gain = EncryptedVector::from_number(&self.key, &gain);
         let change = self.difference(candidate, base)?;
         let excess = self.difference(&change, &gain)?;
-        self.compare(Comparison::NonNegative, &excess, &excess)
+        // The comparison's second operand is unused: an encrypted 0, not `excess` again (two
+        // masked views of one value would double the key holder's statistical advantage).
+        let zero = excess.mul_scalar(&self.key, &Fixed::integer(0))?;
+        self.compare(Comparison::NonNegative, &excess, &zero)
     }
 
     fn peek(&self, _value: &EncryptedVector) -> Option<f64> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paillier::{DjnNoise, KeyPair, SecretKey};
+    use crate::secure::DEFAULT_FORMAT;
+    use num_bigint::BigUint;
+    use privlogit_circuits::channel::MemoryChannel;
+    use privlogit_circuits::session::GarblerSession;
+
+    /// A key holder that decrypts what it is asked to and records the plaintexts it saw.
+    fn recording_keyholder(
+        channel: MemoryChannel,
+        secret: &SecretKey,
+        session: u64,
+    ) -> Vec<num_bigint::BigInt> {
+        let mut party = GarblerSession::new(channel, &mut rand::rng()).expect("base OT");
+        let mut seen = Vec::new();
+        loop {
+            let ch = party.channel().expect("channel");
+            let Ok((_, payload)) = wire::recv(ch, session, &[Step::DecryptPublic]) else {
+                return seen;
+            };
+            let mut r = Reader::new(&payload);
+            let v = EncryptedVector::from_bytes(secret.public_key(), r.bytes().expect("bytes"))
+                .expect("vector");
+            let values: Vec<_> = v
+                .decrypt(secret)
+                .expect("decrypts")
+                .into_iter()
+                .map(|f| f.value)
+                .collect();
+            seen.extend(values.iter().cloned());
+            let reply = IntMatrix::from_vec(1, values.len(), values);
+            let ch = party.channel().expect("channel");
+            wire::send(
+                ch,
+                session,
+                Step::DecryptPublicReply,
+                &reply.write(Writer::new()).finish(),
+            )
+            .expect("reply");
+        }
+    }
+
+    /// A value public by design (N, a moment, a Local step) reaches the aggregator exactly,
+    /// and the key holder decrypts it only masked: what it sees is the value plus a mask
+    /// in `[0, 2^(bound + 40))`, never the value (it used to see N, the moments and every
+    /// Local step, hence every coefficient).
+    #[test]
+    fn public_values_are_decrypted_masked() {
+        let pair = KeyPair::generate_insecure_for_tests(1024, &mut rand::rng());
+        let key = pair.secret.public_key().clone();
+        let config = SecureConfig::new(9, 2, 3, DEFAULT_FORMAT);
+        let (a, k) = MemoryChannel::pair();
+        let seen = std::thread::scope(|scope| {
+            let keyholder = scope.spawn(|| recording_keyholder(k, &pair.secret, 9));
+            let mut me = SecureAggregation::base(
+                Vec::<MemoryChannel>::new(),
+                a,
+                key.clone(),
+                config,
+                Protocol::Local,
+                LinearAlgebra::Masked,
+            )
+            .expect("connects");
+            let values: Vec<Fixed> = [569i64, -3, 0].into_iter().map(Fixed::integer).collect();
+            let bound = BigUint::from(1u32 << 12);
+            let noise = DjnNoise::new(&key, &mut rand::rng());
+            let v = EncryptedVector::encrypt(
+                &key,
+                &values,
+                &bound,
+                crate::paillier::Packing::unpacked(&key),
+                &noise,
+            )
+            .expect("encrypts");
+            for _ in 0..20 {
+                assert_eq!(
+                    me.decrypt_masked(&v).expect("decrypts"),
+                    vec![569.0, -3.0, 0.0]
+                );
+            }
+            drop(me);
+            keyholder.join().expect("key holder")
+        });
+        assert_eq!(seen.len(), 60);
+        let limit = num_bigint::BigInt::from(1u64 << (13 + gc::SIGMA));
+        for (k, got) in seen.iter().enumerate() {
+            let secret = [569i64, -3, 0][k % 3];
+            let mask = got - secret;
+            assert!(
+                mask >= num_bigint::BigInt::from(0) && mask < limit,
+                "{k}: {got}"
+            );
+        }
+        // Twenty views of 569 all differ: the masks are fresh, the value is not shown.
+        let views: std::collections::HashSet<_> = seen.iter().step_by(3).collect();
+        assert_eq!(views.len(), 20);
+        assert!(!seen.contains(&num_bigint::BigInt::from(569)));
     }
 }
