@@ -51,6 +51,9 @@ pub const DEFAULT_FORMAT: FixedFormat = match FixedFormat::new(64, 46) {
 /// Largest number of coefficients a request may claim.
 pub const MAX_DIMENSION: usize = 1024;
 
+/// Most iterations a study may ask for (the key holder's decryption budget follows from it).
+pub const MAX_ITERATIONS: usize = 1_000_000;
+
 /// The public parameters every party of a study agrees on.
 #[derive(Debug, Clone)]
 pub struct SecureConfig {

@@ -23,7 +23,7 @@ const MAGIC: &[u8; 4] = b"PLCK";
 const VERSION: u64 = 1;
 
 /// Most iterations a checkpoint may record.
-const MAX_HISTORY: usize = super::study::MAX_ITERATIONS;
+const MAX_HISTORY: usize = super::MAX_ITERATIONS;
 
 /// Everything a resumed aggregator starts from.
 #[derive(Debug, Clone)]

@@ -21,14 +21,11 @@ use super::keyholder::{self, DecryptionBudget, KeyStore, KeyholderStats};
 use super::node::{self, NodeData};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
-use super::{SecureConfig, SecureError};
+use super::{MAX_ITERATIONS, SecureConfig, SecureError};
 use crate::optimizer::{
     Checkpoints, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Progress,
 };
 use crate::paillier::{PublicKey, SecretKey};
-
-/// Most iterations a study may ask for (the key holder's decryption budget follows from it).
-pub const MAX_ITERATIONS: usize = 1_000_000;
 
 /// What the aggregator runs, fixed before the study starts.
 #[derive(Debug, Clone)]
