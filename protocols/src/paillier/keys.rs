@@ -385,20 +385,23 @@ impl SecretKey {
 
     /// Reads [`Self::export_secret`] output.
     pub fn import_secret(bytes: &[u8]) -> Result<Self, PaillierError> {
-        let mut reader = FieldReader::new(bytes, SECRET_MAGIC)?;
-        let p = reader.number()?;
-        let q = reader.number()?;
-        reader.finish()?;
+        let (p, q) = Self::exported_primes(bytes)?;
         Self::from_primes(&p, &q)
     }
 
     /// [`Self::import_secret`] accepting keys below 2048 bits: **insecure**, for tests only.
     pub fn import_secret_insecure_for_tests(bytes: &[u8]) -> Result<Self, PaillierError> {
+        let (p, q) = Self::exported_primes(bytes)?;
+        Self::from_primes_insecure_for_tests(&p, &q)
+    }
+
+    /// The primes in [`Self::export_secret`] output.
+    fn exported_primes(bytes: &[u8]) -> Result<(BigUint, BigUint), PaillierError> {
         let mut reader = FieldReader::new(bytes, SECRET_MAGIC)?;
         let p = reader.number()?;
         let q = reader.number()?;
         reader.finish()?;
-        Self::from_primes_insecure_for_tests(&p, &q)
+        Ok((p, q))
     }
 }
 
