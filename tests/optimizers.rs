@@ -226,7 +226,8 @@ fn plr_without_noise_is_l2_logistic_regression() {
         let n = party.rows() as f64;
         let (x, y) = party.collect().expect("in memory");
         let y = y.mapv(|t| 2.0 * t - 1.0);
-        let w = privlogit::dp::plr::minimise(x.view(), y.view(), 1.0 / n, 0.0, None, None);
+        let w = privlogit::dp::plr::minimise(x.view(), y.view(), 1.0 / n, 0.0, None, None)
+            .expect("converges");
         let diff = max_abs_diff(&w, &expected);
         eprintln!("{name}: PLR without noise vs reference {diff:.2e}");
         assert!(diff <= 1e-8, "{name}: {diff:e}");

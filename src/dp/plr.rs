@@ -66,8 +66,12 @@ impl PlrBudget {
 /// {0, 1}): `log(1 + exp(-y z)) = -(t z - log(1 + e^z))`, so `n J(w) = -l(w) + n (lambda +
 /// delta)/2 ||w||^2 + b^T w`; with `b = 0` and `delta = 0`, PLR is eq. 2.10's l2 logistic
 /// regression with penalty `n lambda`. `J` is strongly convex, so Newton's method with a
-/// backtracking line search converges; it stops when the gradient norm is below 1e-12 (or 100
-/// iterations). Rows are used as given: Algorithm 1's scaling to norm at most 1 is the caller's
+/// backtracking line search converges; it stops when the gradient norm is below 1e-12 (or
+/// 1e-10 of the norms of the terms it sums, which large noise makes large) or the Newton
+/// decrement below 1e-20 of the objective (the objective within rounding of its minimum). The privacy
+/// guarantee holds for the exact minimiser only, so a run that has not converged after 500
+/// iterations, or whose Hessian is not positive definite in f64 (non-finite data or noise), is
+/// refused with a named error rather than returned. Rows are used as given: Algorithm 1's scaling to norm at most 1 is the caller's
 /// (it must use a public bound, not the data's own maximum norm, or the scale leaks).
 pub fn minimise(
     x: ndarray::ArrayView2<'_, f64>,
@@ -76,7 +80,7 @@ pub fn minimise(
     delta: f64,
     centre: Option<&ndarray::Array1<f64>>,
     b: Option<&ndarray::Array1<f64>>,
-) -> ndarray::Array1<f64> {
+) -> Result<ndarray::Array1<f64>, DpError> {
     use privlogit_protocols::linalg::Cholesky;
     use privlogit_protocols::objective::{sigmoid, softplus};
     let (n, d) = x.dim();
@@ -92,34 +96,72 @@ pub fn minimise(
             + delta / 2.0 * w.dot(w)
             + b.map_or(0.0, |b| b.dot(w) / nf)
     };
+    if b.is_some_and(|b| b.iter().any(|v| !v.is_finite())) {
+        return Err(DpError {
+            name: "noise norm",
+            value: f64::INFINITY,
+            reason: "is not finite in f64 (epsilon too small for this n and lambda)",
+        });
+    }
     let mut w = ndarray::Array1::<f64>::zeros(d);
-    for _ in 0..100 {
+    for _ in 0..MAX_NEWTON_STEPS {
         let z = x.dot(&w);
         // d/dz log(1 + exp(-y z)) = -y sigmoid(-y z); second derivative sigmoid(z)(1 - sigmoid(z)).
         let r: ndarray::Array1<f64> = z.iter().zip(y).map(|(z, y)| -y * sigmoid(-y * z)).collect();
-        let mut g = x.t().dot(&r) / nf + &w * penalty - centre * lambda;
+        let loss_gradient = x.t().dot(&r) / nf;
+        let mut g = &loss_gradient + &(&w * penalty) - centre * lambda;
         if let Some(b) = b {
             g = g + b / nf;
         }
-        if g.dot(&g).sqrt() < 1e-12 {
-            break;
+        // Converged when the gradient is zero to within the rounding of the terms it sums
+        // (large noise makes them large and their cancellation inexact), or below 1e-12.
+        let norm = |v: &ndarray::Array1<f64>| v.dot(v).sqrt();
+        let terms = norm(&loss_gradient)
+            + penalty * norm(&w)
+            + lambda * norm(centre)
+            + b.map_or(0.0, |b| norm(b) / nf);
+        if norm(&g) < 1e-12 || norm(&g) <= 1e-10 * terms {
+            return Ok(w);
         }
         let s: ndarray::Array1<f64> = z.mapv(|z| sigmoid(z) * (1.0 - sigmoid(z)) / nf);
         let xs = &x * &s.view().insert_axis(ndarray::Axis(1));
         let h = x.t().dot(&xs) + ndarray::Array2::<f64>::eye(d) * penalty;
-        let step = Cholesky::factor(&h).expect("strongly convex").solve(&g);
+        let step = Cholesky::factor(&h)
+            .ok_or(DpError {
+                name: "lambda",
+                value: lambda,
+                reason: "leaves the PLR objective's Hessian not positive definite in f64 \
+                         (non-finite rows or noise)",
+            })?
+            .solve(&g);
         let (mut t, f0, slope) = (1.0, objective(&w), g.dot(&step));
-        // The Newton decrement: below 1e-20 the objective is within rounding of its minimum.
-        if slope < 1e-20 {
+        // The Newton decrement: below 1e-20 (relative to the objective) the objective is
+        // within rounding of its minimum.
+        if slope < 1e-20 * f0.abs().max(1.0) {
+            return Ok(w);
+        }
+        if !(slope.is_finite() && f0.is_finite()) {
             break;
         }
-        while objective(&(&w - &(&step * t))) > f0 - 1e-4 * t * slope && t > 1e-10 {
+        // Armijo backtracking, with the objective's own rounding as slack: near the minimum
+        // the predicted decrease falls below what f64 resolves in a sum of n terms, and the
+        // full Newton step (quadratically convergent there) must still be taken.
+        let rounding = 1e-13 * f0.abs().max(1.0);
+        while objective(&(&w - &(&step * t))) > f0 - 1e-4 * t * slope + rounding && t > 1e-10 {
             t /= 2.0;
         }
         w = &w - &(&step * t);
     }
-    w
+    Err(DpError {
+        name: "Newton steps",
+        value: MAX_NEWTON_STEPS as f64,
+        reason: "did not bring the PLR objective to its minimum (the guarantee needs the exact \
+                 minimiser): epsilon or lambda too small for f64",
+    })
 }
+
+/// Most Newton steps of the PLR minimiser (strongly convex: it needs a few dozen).
+const MAX_NEWTON_STEPS: usize = 500;
 
 /// Whether noise is added, and with what budget.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -209,7 +251,7 @@ pub(crate) fn fit_scaled<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<LinearModel, DpError> {
     let lambda = positive("lambda", lambda)?;
-    let scaled = scaling.validate()?.apply(x, target);
+    let scaled = scaling.validate()?.apply_checked(x, target)?;
     let (noise, delta) = match (privacy.epsilon()?, settled) {
         (None, _) => (None, 0.0),
         (Some(_), Some((eps_k, delta_k))) => {
@@ -230,7 +272,7 @@ pub(crate) fn fit_scaled<R: Rng + ?Sized>(
         delta,
         centre,
         noise.as_ref(),
-    );
+    )?;
     Ok(LinearModel { w, scaling, target })
 }
 
@@ -248,10 +290,17 @@ pub fn fit_output_perturbation<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<LinearModel, DpError> {
     let lambda = positive("lambda", lambda)?;
-    let scaled = scaling.validate()?.apply(x, 1.0);
-    let mut w = minimise(scaled.view(), signed(y).view(), lambda, 0.0, None, None);
+    let scaled = scaling.validate()?.apply_checked(x, 1.0)?;
+    let mut w = minimise(scaled.view(), signed(y).view(), lambda, 0.0, None, None)?;
     if let Some(eps) = privacy.epsilon()? {
         w += &objective_noise(x.ncols(), x.nrows() as f64 * lambda * eps, rng)?;
+        if w.iter().any(|v| !v.is_finite()) {
+            return Err(DpError {
+                name: "epsilon",
+                value: eps,
+                reason: "is so small that the output noise is not finite in f64",
+            });
+        }
     }
     Ok(LinearModel {
         w,
@@ -279,6 +328,51 @@ mod tests {
         let b = PlrBudget::new(0.1, 100, 0.01).expect("valid");
         assert!((b.epsilon_prime - 0.05).abs() < 1e-16, "{b:?}");
         assert!((b.delta - 0.08875520827908068).abs() < 1e-15, "{b:?}");
+    }
+
+    /// Budgets so small that the noise leaves f64 are refused by name: PLR at epsilon 1e-308
+    /// used to panic in the solver ("strongly convex"), output perturbation at 1e-320 used to
+    /// return non-finite coefficients as a model. Ordinary budgets still fit.
+    #[test]
+    fn extreme_budgets_are_refused_by_name() {
+        use rand::SeedableRng;
+        let x = ndarray::array![[0.3, -0.2], [0.1, 0.5], [-0.4, 0.2], [0.2, 0.2]];
+        let y = ndarray::array![1.0, 0.0, 1.0, 0.0];
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        for eps in [1e-308, 1e-320] {
+            let e = fit(
+                x.view(),
+                y.view(),
+                Privacy::Epsilon(eps),
+                0.1,
+                RowScaling::Normalize,
+                None,
+                &mut rng,
+            )
+            .expect_err("refused");
+            assert!(!e.reason.is_empty(), "{e}");
+            let e = fit_output_perturbation(
+                x.view(),
+                y.view(),
+                Privacy::Epsilon(eps),
+                0.1,
+                RowScaling::Normalize,
+                &mut rng,
+            )
+            .expect_err("refused");
+            assert_eq!(e.name, "epsilon", "{e}");
+        }
+        let m = fit(
+            x.view(),
+            y.view(),
+            Privacy::Epsilon(1.0),
+            0.1,
+            RowScaling::Normalize,
+            None,
+            &mut rng,
+        )
+        .expect("fits");
+        assert!(m.w.iter().all(|v| v.is_finite()));
     }
 
     #[test]
