@@ -9,9 +9,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use ndarray::Array1;
 use privlogit::data::{self, Dataset, LoadOptions};
-use privlogit::dp::accountant::{Accountant, Charge};
 use privlogit::dp::experiment::{self, ExperimentSettings, Results, Selection, epsilon_label};
 use privlogit::dp::feature_split::{self, FeatureSplit, SplitModel};
+use privlogit::dp::ledger::{Charge, Ledger};
 use privlogit::dp::mnist::Digits;
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::{self, LinearModel, Privacy};
@@ -124,15 +124,16 @@ pub struct FitArgs {
     /// Penalty of the source models (default: --lambda).
     #[arg(long, allow_negative_numbers = true)]
     source_lambda: Option<f64>,
-    /// Penalty of the high-level (level-1) model.
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
-    high_lambda: f64,
-    /// eta of the transfer regulariser eta/2 ||w||^2 + (1 - eta)/2 ||w - w_src||^2.
-    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
-    eta: f64,
-    /// Number of groups K (feature groups or sample subsets).
-    #[arg(long, default_value_t = 5)]
-    k: usize,
+    /// Penalty of the high-level (level-1) model [default: 0.01].
+    #[arg(long, allow_negative_numbers = true)]
+    high_lambda: Option<f64>,
+    /// eta of the transfer regulariser eta/2 ||w||^2 + (1 - eta)/2 ||w - w_src||^2 (simcomb,
+    /// pptl-fs; pst-h fixes it at 0) [default: 0.5].
+    #[arg(long, allow_negative_numbers = true)]
+    eta: Option<f64>,
+    /// Number of groups K (feature groups or sample subsets) [default: 5].
+    #[arg(long)]
+    k: Option<usize>,
     /// Importance q_k of each group of consecutive columns (comma-separated, sums to 1).
     #[arg(
         long,
@@ -151,25 +152,30 @@ pub struct FitArgs {
         allow_negative_numbers = true
     )]
     feature_scores: Vec<f64>,
-    /// How the low level is combined (stacking methods).
-    #[arg(long, value_enum, default_value = "stacking")]
-    combiner: CombinerArg,
-    /// Share of rows used by the low level (the rest trains the combiner).
-    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
-    low_fraction: f64,
+    /// How the low level is combined (pst-s, pst-f; pst-h and pptl-fs always stack)
+    /// [default: stacking].
+    #[arg(long, value_enum)]
+    combiner: Option<CombinerArg>,
+    /// Share of rows used by the low level (the rest trains the combiner) [default: 0.5].
+    #[arg(long, allow_negative_numbers = true)]
+    low_fraction: Option<f64>,
     /// Scale rows by this public norm bound (clipping longer rows) instead of normalising each.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     row_bound: Option<f64>,
     /// Seeded noise, for reproducible experiments only (the output says so).
     #[arg(long, value_name = "SEED")]
     seed: Option<u64>,
-    /// A privacy ledger (JSON): the fit is refused if it would take a data set past --budget.
-    #[arg(long, value_name = "FILE", requires = "budget")]
+    /// A privacy ledger (JSON): the fit is refused if it would take a data set past the
+    /// ledger's total, and is charged to it once the result is written.
+    #[arg(long, value_name = "FILE")]
     ledger: Option<PathBuf>,
-    /// Total epsilon each data set may spend, across every fit recorded in --ledger.
+    /// Total epsilon each data set may spend, across every fit recorded in --ledger. Needed
+    /// to create a ledger; stored in it, and a different total is refused afterwards.
     #[arg(long, value_name = "TOTAL", requires = "ledger")]
     budget: Option<f64>,
-    /// Report the AUC on this labelled CSV (same columns).
+    /// Report the AUC and accuracy on this labelled CSV (same columns; not a training file).
+    /// These figures are exact, not private, and not charged: they are for the analyst, not
+    /// for release with the model.
     #[arg(long, value_name = "FILE")]
     test: Option<PathBuf>,
     /// Write the JSON result here (atomically) instead of standard output.
@@ -246,12 +252,14 @@ fn load(path: &Path, args: &FitArgs) -> Result<Dataset> {
     Ok(data::load(path, &options)?.data)
 }
 
-/// The ledger's name for a data file: its canonical path.
-fn dataset_name(path: &Path) -> String {
-    std::fs::canonicalize(path)
-        .unwrap_or_else(|_| path.to_owned())
-        .display()
-        .to_string()
+/// The ledger's name for a data file: the SHA-256 of its bytes, so that a copy of the file
+/// (another path, the same records) is the same data set and spends from the same budget.
+fn dataset_name(path: &Path) -> Result<String> {
+    let hash = content_hash(path)?;
+    Ok(format!(
+        "sha256:{}",
+        hash.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
 }
 
 fn model_json(m: &LinearModel, features: Option<&[usize]>) -> Value {
@@ -337,12 +345,15 @@ fn feature_split(args: &FitArgs, d: usize, rng: &mut dyn rand::CryptoRng) -> Res
                 args.feature_scores.len()
             );
         }
-        FeatureSplit::by_importance(&args.feature_scores, args.k)?
+        FeatureSplit::by_importance(&args.feature_scores, args.groups())?
     } else if !args.group_importance.is_empty() {
         let order: Vec<usize> = (0..d).collect();
         let k = args.group_importance.len();
-        if k != args.k {
-            bail!("--group-importance has {k} values but --k is {}", args.k);
+        if args.k.is_some_and(|given| given != k) {
+            bail!(
+                "--group-importance has {k} values but --k is {}",
+                args.groups()
+            );
         }
         if k == 0 || k > d {
             bail!("invalid K = {k}: must be between 1 and the number of features ({d})");
@@ -352,12 +363,109 @@ fn feature_split(args: &FitArgs, d: usize, rng: &mut dyn rand::CryptoRng) -> Res
             .collect();
         FeatureSplit::new(groups, args.group_importance.clone(), d)?
     } else {
-        FeatureSplit::random(d, args.k, rng)?
+        FeatureSplit::random(d, args.groups(), rng)?
     })
+}
+
+impl FitArgs {
+    /// K, the number of groups.
+    fn groups(&self) -> usize {
+        self.k.unwrap_or(5)
+    }
+
+    /// Refuses, by name, an option the method would ignore (a silently ignored option makes
+    /// the user believe in a model they did not get), and K = 0.
+    fn refuse_ignored_options(&self) -> Result<()> {
+        use Method::*;
+        let m = self.method;
+        let stacks = matches!(m, PstS | PstF | PstH | PptlFs);
+        let grouped = matches!(m, PstS | PstF | PlrFs | PstH | PptlFs);
+        let stacking_combiner = matches!(m, PstH | PptlFs)
+            || (matches!(m, PstS | PstF)
+                && matches!(self.combiner, None | Some(CombinerArg::Stacking)));
+        let ignored = [
+            (
+                "--eta",
+                self.eta.is_some() && !matches!(m, Simcomb | PptlFs),
+                "only simcomb and pptl-fs take it (pst-h is pptl-fs with eta = 0, stacking paper Algorithm 4)",
+            ),
+            (
+                "--k",
+                self.k.is_some() && !grouped,
+                "the method has no groups",
+            ),
+            (
+                "--group-importance",
+                !self.group_importance.is_empty() && !m.splits_features(),
+                "the method does not split features",
+            ),
+            (
+                "--feature-scores",
+                !self.feature_scores.is_empty() && !m.splits_features(),
+                "the method does not split features",
+            ),
+            (
+                "--combiner",
+                self.combiner.is_some() && !matches!(m, PstS | PstF),
+                "only pst-s and pst-f choose a combiner (pst-h and pptl-fs stack)",
+            ),
+            (
+                "--low-fraction",
+                self.low_fraction.is_some() && !stacks,
+                "the method has no high level",
+            ),
+            (
+                "--high-lambda",
+                self.high_lambda.is_some() && !stacking_combiner,
+                "no PLR high level is fitted (no stacking combiner)",
+            ),
+            (
+                "--source-epsilon",
+                self.source_epsilon.is_some() && self.source.is_none(),
+                "there is no --source",
+            ),
+            (
+                "--source-lambda",
+                self.source_lambda.is_some() && self.source.is_none(),
+                "there is no --source",
+            ),
+        ];
+        if let Some((flag, _, why)) = ignored.iter().find(|(_, ignored, _)| *ignored) {
+            bail!(
+                "{flag} does not apply to --method {}: {why}",
+                format!("{:?}", m).to_lowercase()
+            );
+        }
+        if self.k == Some(0) {
+            bail!("--k 0: K, the number of groups, must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// SHA-256 of a file's bytes (a copy of a file is the same data set).
+fn content_hash(path: &Path) -> Result<[u8; 32]> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Sha256::digest(&bytes).into())
 }
 
 fn fit(args: FitArgs) -> Result<Outcome> {
     // Everything is validated before any data is touched by a mechanism.
+    args.refuse_ignored_options()?;
+    if let Some(test) = &args.test {
+        let hash = content_hash(test)?;
+        for training in std::iter::once(&args.data).chain(args.source.as_ref()) {
+            if content_hash(training)? == hash {
+                bail!(
+                    "--test {} is the training file {} (or a copy of it): exact metrics on the \
+                     training rows are not private; test on rows the model was not fitted on",
+                    test.display(),
+                    training.display()
+                );
+            }
+        }
+    }
     let target_privacy = Privacy::Epsilon(args.epsilon);
     target_privacy.epsilon().context("--epsilon")?;
     let source_privacy = Privacy::Epsilon(args.source_epsilon.unwrap_or(args.epsilon));
@@ -395,19 +503,21 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         None => None,
     };
     let mut charges = vec![Charge {
-        dataset: dataset_name(&args.data),
+        dataset: dataset_name(&args.data)?,
+        file: args.data.display().to_string(),
         epsilon: args.epsilon,
     }];
     if let Some(path) = &args.source {
         charges.push(Charge {
-            dataset: dataset_name(path),
+            dataset: dataset_name(path)?,
+            file: path.display().to_string(),
             epsilon: source_privacy.spent(),
         });
     }
     // Refuse early, before any noise is drawn; the charge itself is made under the ledger's
     // lock after the fit (and refused then if a concurrent fit used the room).
-    if let (Some(path), Some(total)) = (&args.ledger, args.budget) {
-        Accountant::load(path, total)?.check(&charges)?;
+    if let Some(path) = &args.ledger {
+        Ledger::load(path, args.budget)?.check(&charges)?;
     }
     let randomness = args.seed.map_or(Randomness::Os, Randomness::Seeded);
     let mut rng = randomness.rng();
@@ -417,9 +527,11 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     } else {
         None
     };
-    let combiner = match args.combiner {
+    let high_lambda = args.high_lambda.unwrap_or(0.01);
+    let low_fraction = args.low_fraction.unwrap_or(0.5);
+    let combiner = match args.combiner.unwrap_or(CombinerArg::Stacking) {
         CombinerArg::Stacking => Combiner::Stacking {
-            lambda: args.high_lambda,
+            lambda: high_lambda,
         },
         CombinerArg::MajorityVote => Combiner::MajorityVote,
         CombinerArg::WeightedVote => Combiner::WeightedVote,
@@ -428,7 +540,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         privacy: target_privacy,
         lambda: args.lambda,
         combiner,
-        low_fraction: args.low_fraction,
+        low_fraction,
         scaling,
     };
     let transfer_settings = TransferSettings {
@@ -439,10 +551,10 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         eta: if args.method == Method::PstH {
             0.0
         } else {
-            args.eta
+            args.eta.unwrap_or(0.5)
         },
-        mu: args.high_lambda,
-        low_fraction: args.low_fraction,
+        mu: high_lambda,
+        low_fraction,
         scaling,
     };
     let (x, y) = (target.x.view(), target.y.view());
@@ -464,9 +576,13 @@ fn fit(args: FitArgs) -> Result<Outcome> {
             scaling,
             &mut rng,
         )?),
-        Method::PstS => {
-            Fitted::Stacked(stacking::pst_s(x, y, args.k, &stacking_settings, &mut rng)?)
-        }
+        Method::PstS => Fitted::Stacked(stacking::pst_s(
+            x,
+            y,
+            args.groups(),
+            &stacking_settings,
+            &mut rng,
+        )?),
         Method::PstF => Fitted::Stacked(stacking::pst_f(
             x,
             y,
@@ -514,7 +630,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     let mut report = json!({
         "method": format!("{:?}", args.method).to_lowercase(),
         "features": target.names,
-        "epsilon_spent": charges.iter().map(|c| json!({ "dataset": c.dataset, "epsilon": c.epsilon })).collect::<Vec<_>>(),
+        "epsilon_spent": charges.iter().map(|c| json!({ "dataset": c.dataset, "file": c.file, "epsilon": c.epsilon })).collect::<Vec<_>>(),
         "noise": match randomness {
             Randomness::Os => "OS CSPRNG".to_string(),
             Randomness::Seeded(s) => format!("seeded ChaCha20 (seed {s}): reproducible, NOT for private release"),
@@ -535,19 +651,32 @@ fn fit(args: FitArgs) -> Result<Outcome> {
             "file": path.display().to_string(),
             "auc": metrics::auc(scores.view(), test.y.view()),
             "accuracy": metrics::accuracy(scores.view(), test.y.view()),
+            "privacy": "NOT private: exact metrics on the test rows, not charged to any budget; \
+                        for the analyst, not for release with the model",
         });
-    }
-    if let (Some(path), Some(total)) = (&args.ledger, args.budget) {
-        Accountant::record(path, total, &charges)?;
     }
     if let Randomness::Seeded(_) = randomness {
         eprintln!("note: seeded noise (--seed): reproducible, not for private release");
     }
     let rendered = serde_json::to_string_pretty(&report)? + "\n";
-    match &args.out {
-        Some(path) => output::write_text(path, &rendered)
+    // The result is written in full first (to a temporary file), the fit is charged, and only
+    // then is the result put in place: a result that cannot be written is not charged, and no
+    // result appears uncharged.
+    let staged = match &args.out {
+        Some(path) => Some(
+            output::Staged::write(path, |out| out.write_all(rendered.as_bytes()))
+                .with_context(|| format!("writing {}", path.display()))?,
+        ),
+        None => None,
+    };
+    if let Some(path) = &args.ledger {
+        Ledger::record(path, args.budget, &charges)?;
+    }
+    match (staged, &args.out) {
+        (Some(staged), Some(path)) => staged
+            .commit()
             .with_context(|| format!("writing {}", path.display()))?,
-        None => {
+        _ => {
             let mut stdout = std::io::stdout().lock();
             stdout
                 .write_all(rendered.as_bytes())
