@@ -359,3 +359,46 @@ fn experiment_reports_a_bad_digits_file_by_position() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("epsilon"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Dissertation Table 3.1 recomputed (independent recomputation quoted in issue 14), at the
+/// thesis's printed precision, the thesis's figure beside it, and the sound bound.
+#[test]
+fn account_prints_table_3_1_and_the_sound_bound() {
+    let out = privlogit(&["dp", "account", "--table-3.1"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains(" | ")).skip(1).collect();
+    let want = [
+        ("3.01 [   3.01] ", "0.37 [  0.37] ", "281.59"),
+        ("6.02 [   6.02] ", "0.52 [  0.52] ", "567.79"),
+        ("15.01 [  15.01] ", "1.89 [  1.88]*", "283.20"),
+        ("2862.4 [ 2862.4] ", "410.1 [ 410.1] ", "2862.40"),
+        ("18.51 [  18.50]*", "2.35 [  2.35] ", "1426.39"),
+        ("37.01 [  37.01] ", "3.40 [  3.39]*", "2857.39"),
+        ("91.36 [  91.35]*", "13.98 [ 13.97]*", "1428.00"),
+        ("14312.0 [14312.4]*", "9830.0 [9830.1]*", "14312.00"),
+    ];
+    assert_eq!(rows.len(), 8, "{text}");
+    for (row, (basic, advanced, sound)) in rows.iter().zip(want) {
+        assert!(
+            row.contains(basic) && row.contains(advanced) && row.contains(sound),
+            "{row}"
+        );
+    }
+    // One Gaussian composition against dp-accounting 0.6.0 (tests/reference, first setting).
+    let out = privlogit(&[
+        "dp",
+        "account",
+        "--gaussian",
+        "1.1",
+        "--sampling",
+        "0.01",
+        "--releases",
+        "1000",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("epsilon 1.725291 at delta 1e-5 (order 9)")
+    );
+    let out = privlogit(&["dp", "account", "--epsilon", "1", "--sampling", "2"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid sampling ratio q = 2"));
+}

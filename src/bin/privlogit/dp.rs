@@ -39,6 +39,8 @@ enum DpCommand {
     Experiment(ExperimentArgs),
     /// Redraw an experiment's figure from its summary CSV (`results/dp/<experiment>.csv`).
     Replot(ReplotArgs),
+    /// Privacy accounting: composition, amplification by sampling, RDP and zCDP, Table 3.1.
+    Account(crate::dp_account::AccountArgs),
 }
 
 /// Arguments of `privlogit dp replot`.
@@ -241,6 +243,7 @@ pub fn run(args: DpArgs) -> Result<Outcome> {
         DpCommand::Fit(a) => fit(*a),
         DpCommand::Experiment(a) => run_experiment(a),
         DpCommand::Replot(a) => replot(a),
+        DpCommand::Account(a) => crate::dp_account::run(a),
     }
 }
 

@@ -7,6 +7,7 @@ mod bench_node;
 mod bench_protocols;
 mod circuit;
 mod dp;
+mod dp_account;
 mod fit;
 mod identity;
 mod log;
