@@ -4,6 +4,7 @@
 //! - [`scaling`]: Algorithm 1 step 7, rows to norm at most 1 (or `q_k`) without data-dependent
 //!   constants;
 //! - [`noise`]: the PLR noise vector, Laplace and Gaussian samplers, seeded or OS randomness;
+//! - [`discrete`]: exact discrete Laplace and Gaussian samplers (Canonne-Kamath-Steinke 2020);
 //! - [`feature_split`]: feature groups with importances and PLR-FS (transfer Algorithm 3);
 //! - [`stacking`]: PST-S and PST-F (stacking Algorithms 2-3) with their combiners;
 //! - [`transfer`]: SimComb, PPTL-FS and PST-H (transfer Algorithms 2 and 4, stacking Algorithm 4);
@@ -12,6 +13,7 @@
 //! - [`mnist`], [`experiment`]: the papers' MNIST experiments.
 
 pub mod accounting;
+pub mod discrete;
 pub mod experiment;
 pub mod feature_split;
 pub mod ledger;

@@ -390,6 +390,17 @@ fn experiments_run_end_to_end() {
     let csv = s.csv();
     assert!(csv.starts_with("experiment,method,epsilon,mean_auc,sd_auc,repeats\n"));
     assert!(csv.contains("stacking,PST-F(W),inf,"));
+    // What tuning and refitting cost (issue 14): PLR and output perturbation 4 settings x 3
+    // draws + 1 refit = 13 fits; stacking 12 settings x 3 + 1 = 37; 137 in all, at epsilon 1
+    // (the only finite budget) in the one repeat.
+    let spend = s.spend_csv();
+    for line in [
+        "stacking,PLR,digits 0 and 8,13,13,13",
+        "stacking,PST-S,digits 0 and 8,37,37,37",
+        "stacking,all methods,digits 0 and 8,137,137,137",
+    ] {
+        assert!(spend.contains(line), "{line}\n{spend}");
+    }
     let winners = experiment::stacking(
         &digits,
         &ExperimentSettings {
@@ -408,6 +419,20 @@ fn experiments_run_end_to_end() {
     };
     let t = experiment::transfer(&digits, &settings, &|| {}).expect("runs");
     assert_eq!(t.outcomes.len(), 5);
+    // PPTL-FS: 24 settings x 3 folds + 1 refit read the source 73 times, a target record 24 x 2
+    // + 1 = 49 times (it is in 2 of 3 folds); SimComb 8 settings: 25 and 17; SourceD 4
+    // settings: the source 13 times; Direct: a target record 9 times. At epsilon 2.
+    let spend = t.spend_csv();
+    for line in [
+        "transfer,PPTL-FS(W),target,49,98,98",
+        "transfer,PPTL-FS(W),source,73,146,146",
+        "transfer,SimComb,source,25,50,50",
+        "transfer,SourceD,target,0,0,0",
+        "transfer,Direct,target,9,18,18",
+        "transfer,all methods,source,184,368,368",
+    ] {
+        assert!(spend.contains(line), "{line}\n{spend}");
+    }
 }
 
 #[test]

@@ -151,7 +151,11 @@ fn test_metrics_on_a_training_file_are_refused() {
 #[test]
 fn options_the_method_ignores_are_refused_by_name() {
     let data = breast();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--method", "output", "--plr-as-printed"],
+            "--plr-as-printed does not apply",
+        ),
         (
             &["--method", "pst-h", "--source", &data, "--eta", "0.3"],
             "--eta does not apply to --method psth",

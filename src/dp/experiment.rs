@@ -131,6 +131,8 @@ pub struct Outcome {
     pub aucs: Vec<f64>,
     /// The hyper-parameters validation chose in each repeat (e.g. `lambda=0.01 mu=0.001`).
     pub chosen: Vec<String>,
+    /// Fits per record in one repeat (the most of any repeat).
+    pub fits: Fits,
 }
 
 impl Outcome {
@@ -211,6 +213,51 @@ impl Results {
             }
         }
         names
+    }
+
+    /// What the experiment spent, by basic composition over its finite budgets: per method and
+    /// data set, fits per record per budget, the epsilon of one repeat (fits times the sum of
+    /// the budgets) and of all repeats (a record can be in every repeat's training rows), then
+    /// the same for all methods together. CSV: `experiment,method,dataset,fits_per_budget,
+    /// epsilon_one_repeat,epsilon_all_repeats`.
+    pub fn spend_csv(&self) -> String {
+        let budgets: f64 = self.epsilons().iter().filter(|e| e.is_finite()).sum();
+        let repeats = self.settings.repeats as f64;
+        let mut out = String::from(
+            "experiment,method,dataset,fits_per_budget,epsilon_one_repeat,epsilon_all_repeats\n",
+        );
+        type Reads = fn(&Fits) -> u32;
+        let datasets: &[(&str, Reads)] = if self.experiment == "transfer" {
+            &[("target", |f| f.target), ("source", |f| f.source)]
+        } else {
+            &[("digits 0 and 8", |f| f.target)]
+        };
+        for &(dataset, count) in datasets {
+            let mut all = 0;
+            for m in self.methods() {
+                let fits = self
+                    .outcomes
+                    .iter()
+                    .filter(|o| o.method == m && o.epsilon.is_finite())
+                    .map(|o| count(&o.fits))
+                    .max()
+                    .unwrap_or(0);
+                all += fits;
+                let one = f64::from(fits) * budgets;
+                out += &format!(
+                    "{},{m},{dataset},{fits},{one},{}\n",
+                    self.experiment,
+                    one * repeats
+                );
+            }
+            let one = f64::from(all) * budgets;
+            out += &format!(
+                "{},all methods,{dataset},{all},{one},{}\n",
+                self.experiment,
+                one * repeats
+            );
+        }
+        out
     }
 
     /// The outcome of `method` at `epsilon`.
@@ -396,7 +443,9 @@ fn stacking_repeat(
         let mut cells = Vec::with_capacity(5);
         for m in 0..5 {
             let (x, y) = (fit.x.view(), fit.y.view());
+            let calls = std::cell::Cell::new(0u32);
             let fit_one = |c: (f64, f64), rng: &mut ChaCha20Rng| -> Result<Scorer, DpError> {
+                calls.set(calls.get() + 1);
                 let (lambda, high) = c;
                 let s = StackingSettings {
                     privacy,
@@ -458,7 +507,11 @@ fn stacking_repeat(
             } else {
                 format!("lambda={} high={}", chosen.0, chosen.1)
             };
-            cells.push((model.auc(test.x.view(), test.y.view()), label));
+            let fits = Fits {
+                target: calls.get(),
+                source: 0,
+            };
+            cells.push((model.auc(test.x.view(), test.y.view()), label, fits));
         }
         out.push(cells);
     }
@@ -587,9 +640,11 @@ fn transfer_repeat(
                     .collect(),
                 _ => LAMBDAS.map(|l| (l, 1.0, 1.0)).to_vec(),
             };
+            let fold_fits = std::cell::Cell::new(0u32);
             let chosen = best(&candidates, |c| {
                 let mut total = 0.0;
                 for (train, val) in &folds {
+                    fold_fits.set(fold_fits.get() + 1);
                     let model = fit(m, c, &target.rows(train), &mut rng)?;
                     let v = target.rows(val);
                     total += model.auc(v.x.view(), v.y.view());
@@ -603,15 +658,46 @@ fn transfer_repeat(
                 2 => format!("lambda={lambda} eta={eta}"),
                 _ => format!("lambda={lambda}"),
             };
-            cells.push((model.auc(test.x.view(), test.y.view()), label));
+            // Every target record is in the training rows of 2 of the 3 folds; the refit reads
+            // them all. SourceD reads the target only to score (exact validation AUC, not
+            // counted here), Direct never reads the source.
+            let all = fold_fits.get() + 1;
+            let per_target_record = fold_fits.get() / 3 * 2 + 1;
+            let fits = match m {
+                3 => Fits {
+                    target: 0,
+                    source: all,
+                },
+                4 => Fits {
+                    target: per_target_record,
+                    source: 0,
+                },
+                _ => Fits {
+                    target: per_target_record,
+                    source: all,
+                },
+            };
+            cells.push((model.auc(test.x.view(), test.y.view()), label, fits));
         }
         out.push(cells);
     }
     Ok(out)
 }
 
-/// One method's result in one repeat at one budget: test AUC and the chosen hyper-parameters.
-type Cell = (f64, String);
+/// One method's result in one repeat at one budget: test AUC, the chosen hyper-parameters, and
+/// the fits that read each record (the privacy it cost).
+type Cell = (f64, String, Fits);
+
+/// How many epsilon-DP fits read the most-read record of each data set, in one repeat at one
+/// budget (each fit is an epsilon-DP release on the rows it reads; PST-S's subsets are
+/// disjoint, so one fit costs epsilon per record). Basic composition adds them up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Fits {
+    /// Fits reading the target (the only data set of the stacking experiment).
+    pub target: u32,
+    /// Fits reading the source (transfer).
+    pub source: u32,
+}
 
 /// Regroups per-repeat AUC arrays into one outcome per method and budget.
 fn collect(
@@ -628,6 +714,11 @@ fn collect(
                 epsilon: privacy.spent(),
                 aucs: per_repeat.iter().map(|r| r[e][m].0).collect(),
                 chosen: per_repeat.iter().map(|r| r[e][m].1.clone()).collect(),
+                fits: per_repeat
+                    .iter()
+                    .map(|r| r[e][m].2)
+                    .max_by_key(|f| (f.target, f.source))
+                    .unwrap_or_default(),
             });
         }
     }

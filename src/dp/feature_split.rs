@@ -169,7 +169,17 @@ pub struct SplitBudget {
 
 impl SplitBudget {
     /// Steps 3 and 6-10 for `n` rows, importances `q` and penalties `lambda`.
-    pub fn new(epsilon: f64, n: usize, lambda: &[f64], q: &[f64]) -> Result<Self, DpError> {
+    ///
+    /// As for PLR ([`super::plr::PlrBudget::new`]), the `Delta_k` branch is taken when `eps'`
+    /// falls below `eps/2` (not only below 0, as printed; `as_printed` restores that), so the
+    /// noise never uses a tiny `eps'`; the `Delta_k` of step 9 bring the total back to `eps/2`.
+    pub fn new(
+        epsilon: f64,
+        n: usize,
+        lambda: &[f64],
+        q: &[f64],
+        as_printed: bool,
+    ) -> Result<Self, DpError> {
         let epsilon = positive("epsilon", epsilon)?;
         if n == 0 {
             return Err(DpError {
@@ -188,7 +198,8 @@ impl SplitBudget {
             .iter()
             .zip(q)
             .map(|(&l, &q)| {
-                if epsilon_prime > 0.0 {
+                let switch = if as_printed { 0.0 } else { epsilon / 2.0 };
+                if epsilon_prime > 0.0 && epsilon_prime >= switch {
                     (epsilon_prime, 0.0)
                 } else if q == 0.0 {
                     // A group of importance zero sees all-zero rows; nothing to pay for.
@@ -263,6 +274,7 @@ pub fn plr_fs<R: Rng + ?Sized>(
             x.nrows(),
             lambda,
             split.importance(),
+            privacy.as_printed(),
         )?),
         None => None,
     };
@@ -314,7 +326,7 @@ mod tests {
     ///  = 0.9061072208632859). eps' > 0, so every group draws with eps' and Delta_k = 0.
     #[test]
     fn epsilon_prime_of_algorithm_3_step_3() {
-        let b = SplitBudget::new(1.0, 200, &[0.01; 3], &[0.5, 0.3, 0.2]).expect("valid");
+        let b = SplitBudget::new(1.0, 200, &[0.01; 3], &[0.5, 0.3, 0.2], true).expect("valid");
         assert!(
             (b.epsilon_prime - 0.9061072208632859).abs() < 1e-15,
             "{b:?}"
@@ -327,9 +339,39 @@ mod tests {
     /// eps_k = 0.05 and Delta_k = q^2 / (200 (exp(0.1 q / 4) - 1)) - 0.01 (python3:
     /// 0.36/(200*math.expm1(0.015)) - 0.01 = 0.10910224999156255,
     /// 0.16/(200*math.expm1(0.01)) - 0.01 = 0.06960066666555556).
+    /// The switch at eps/2 (PLR's, see `plr::tests::no_cliff_at_the_switch`): eps = 1,
+    /// n = 200, lambda_k = 0.0015, q = (0.5, 0.3, 0.2). Step 3 gives eps' = 0.41129503191770920
+    /// (python3: 1 - sum(math.log1p(x*x/0.6 + x**4/1.44) for x in (.5, .3, .2))); as printed
+    /// every group draws with it; now with eps/2 = 0.5 and Delta = (0.000847004360938075, 0,
+    /// 0) (step 9, negative values clamped), under which the guarantee's own eps',
+    /// 1 - sum 2 ln(1 + q^2 / (4 n (lambda + Delta))) = 0.539779031194766, covers 0.5.
+    #[test]
+    fn switch_at_half_the_budget() {
+        let (lambda, q) = ([0.0015; 3], [0.5, 0.3, 0.2]);
+        let printed = SplitBudget::new(1.0, 200, &lambda, &q, true).expect("valid");
+        for &(e, d) in &printed.groups {
+            assert!(
+                (e - 0.4112950319177092).abs() < 1e-15 && d == 0.0,
+                "{printed:?}"
+            );
+        }
+        let b = SplitBudget::new(1.0, 200, &lambda, &q, false).expect("valid");
+        let want_delta = [0.000847004360938075, 0.0, 0.0];
+        for (&(e, d), want) in b.groups.iter().zip(want_delta) {
+            assert_eq!(e, 0.5);
+            assert!((d - want).abs() < 1e-17, "{b:?}");
+        }
+        let covered: f64 = 1.0
+            - q.iter()
+                .zip(&b.groups)
+                .map(|(q, (_, d))| 2.0 * (q * q / (4.0 * 200.0 * (0.0015 + d))).ln_1p())
+                .sum::<f64>();
+        assert!((covered - 0.539779031194766).abs() < 1e-14 && covered >= 0.5);
+    }
+
     #[test]
     fn small_budget_branch_of_algorithm_3() {
-        let b = SplitBudget::new(0.1, 50, &[0.01; 2], &[0.6, 0.4]).expect("valid");
+        let b = SplitBudget::new(0.1, 50, &[0.01; 2], &[0.6, 0.4], true).expect("valid");
         assert!(b.epsilon_prime < 0.0);
         let want = [
             0.36 / (200.0 * 0.015f64.exp_m1()) - 0.01,
@@ -347,7 +389,7 @@ mod tests {
     /// 0.01, q = (0.9, 0.1): 0.01/(200 (exp(0.0125) - 1)) - 0.01 = -0.006); it is clamped to 0.
     #[test]
     fn negative_delta_is_clamped() {
-        let b = SplitBudget::new(0.5, 50, &[0.01; 2], &[0.9, 0.1]).expect("valid");
+        let b = SplitBudget::new(0.5, 50, &[0.01; 2], &[0.9, 0.1], true).expect("valid");
         assert!(b.epsilon_prime < 0.0);
         assert_eq!(b.groups[1], (0.25, 0.0));
         let want = 0.81 / (200.0 * 0.1125f64.exp_m1()) - 0.01;

@@ -3,17 +3,22 @@
 //! Randomness comes from the OS CSPRNG by default; [`Randomness::Seeded`] gives reproducible
 //! experiments (ChaCha20), and whoever uses it must say so in their output.
 //!
-//! Limitation, stated: the samplers work in f64 (`rand_distr`'s Gamma and normal, the inverse
-//! CDF for Laplace). Naive floating-point Laplace sampling is known to leak through the pattern
-//! of representable outputs (Mironov, CCS 2012); no snapping or discrete sampler is used yet, so
-//! these samplers carry that weakness.
+//! Naive floating-point sampling leaks through the pattern of representable outputs (Mironov,
+//! CCS 2012), so the scalar samplers here draw exact integers ([`super::discrete`]) and scale
+//! them onto a power-of-two grid 2^-40 below the scale: Laplace and Gaussian noise is exactly
+//! the discrete Laplace or Gaussian on that grid. The PLR noise vector's norm is a sum of `d`
+//! exact geometric draws on the grid, which is an exact Gamma(d, 2/eps') draw rounded down by
+//! less than `d` grid steps (a coupling: at most `2^-40` of the mean norm). Its direction is
+//! a normalised vector of `f64` standard normals (`rand_distr`'s ziggurat), uniform to f64
+//! rounding (about 1e-16 per coordinate).
 
 use ndarray::Array1;
-use rand::{CryptoRng, Rng, RngExt, SeedableRng};
+use num_traits::ToPrimitive;
+use rand::{CryptoRng, Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use rand_distr::{Distribution, Gamma, StandardNormal};
+use rand_distr::{Distribution, StandardNormal};
 
-use super::{DpError, positive};
+use super::{DpError, discrete, positive};
 
 /// Where the noise comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,13 +59,25 @@ pub fn objective_noise<R: Rng + ?Sized>(
             reason: "the noise needs at least one dimension",
         });
     }
-    let gamma = Gamma::new(d as f64, 2.0 / epsilon_prime).map_err(|_| DpError {
-        name: "epsilon'",
-        value: epsilon_prime,
-        reason: "gives no Gamma distribution",
-    })?;
-    let norm = gamma.sample(rng);
+    let norm = gamma_norm(d, 2.0 / epsilon_prime, rng)?;
     Ok(unit_direction(d, rng) * norm)
+}
+
+/// A Gamma(shape `d`, scale `theta`) norm as the sum of `d` exponentials of scale `theta`,
+/// each an exact geometric count of grid steps `g` (`P(k)` proportional to `exp(-k g /
+/// theta)`, the exponential rounded down to the grid).
+fn gamma_norm<R: Rng + ?Sized>(d: usize, theta: f64, rng: &mut R) -> Result<f64, DpError> {
+    let grid = discrete::grid_for(theta).map_err(|_| DpError {
+        name: "epsilon'",
+        value: 2.0 / theta,
+        reason: "too small: the noise's scale 2/eps' leaves f64",
+    })?;
+    let steps = discrete::Rational::from_f64(theta / grid).expect("positive and finite");
+    let mut total = num_bigint::BigUint::from(0u32);
+    for _ in 0..d {
+        total += discrete::geometric(&steps, rng);
+    }
+    Ok(total.to_f64().unwrap_or(f64::INFINITY) * grid)
 }
 
 /// A direction uniform on the unit sphere in `d` dimensions.
@@ -74,24 +91,18 @@ pub fn unit_direction<R: Rng + ?Sized>(d: usize, rng: &mut R) -> Array1<f64> {
     }
 }
 
-/// Laplace noise of scale `b` by the inverse CDF (see the module's limitation).
+/// Laplace noise of scale `b`: exact discrete Laplace on the grid 2^-40 below `b` (see the
+/// module).
 pub fn laplace<R: Rng + ?Sized>(scale: f64, rng: &mut R) -> Result<f64, DpError> {
     let scale = positive("scale", scale)?;
-    // u uniform in (-1/2, 1/2), never exactly the ends.
-    let u: f64 = loop {
-        let u = rng.random::<f64>() - 0.5;
-        if u != -0.5 {
-            break u;
-        }
-    };
-    Ok(-scale * u.signum() * (-2.0 * u.abs()).ln_1p())
+    Ok(discrete::laplace_on_grid(scale, rng)?.0)
 }
 
-/// Gaussian noise of standard deviation `sigma`.
+/// Gaussian noise of standard deviation `sigma`: exact discrete Gaussian on the grid 2^-40
+/// below `sigma` (see the module).
 pub fn gaussian<R: Rng + ?Sized>(sigma: f64, rng: &mut R) -> Result<f64, DpError> {
     let sigma = positive("sigma", sigma)?;
-    let z: f64 = StandardNormal.sample(rng);
-    Ok(sigma * z)
+    Ok(discrete::gaussian_on_grid(sigma, rng)?.0)
 }
 
 #[cfg(test)]

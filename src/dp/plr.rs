@@ -21,10 +21,25 @@ pub struct PlrBudget {
 }
 
 impl PlrBudget {
-    /// Algorithm 1 steps 1-6: `eps' = eps - log(1 + 1/(2 n lambda) + 1/(16 n^2 lambda^2))`;
-    /// if `eps' > 0` then `Delta = 0`, else `Delta = 1/(4 n (exp(eps/4) - 1)) - lambda` and
-    /// `eps' = eps/2`.
+    /// Steps 1-6 with the switch at `eps/2` (Chaudhuri, Monteleoni and Sarwate 2011: their
+    /// Theorem 9 holds for any `Delta >= 0`, with `eps' = eps - 2 ln(1 + 1/(4 n (lambda +
+    /// Delta)))`). `eps' = eps - log(1 + 1/(2 n lambda) + 1/(16 n^2 lambda^2))`; if `eps' >=
+    /// eps/2` then `Delta = 0`, else `Delta = 1/(4 n (exp(eps/4) - 1)) - lambda` (positive
+    /// there), which makes `eps'` exactly `eps/2`. Both `eps'` and `Delta` are continuous in
+    /// `n lambda`: no cliff.
     pub fn new(epsilon: f64, n: usize, lambda: f64) -> Result<Self, DpError> {
+        Self::switching_at(epsilon, n, lambda, 0.5)
+    }
+
+    /// Steps 1-6 exactly as Algorithm 1 prints them: the switch at `eps' = 0`, so just above
+    /// it the noise is drawn with a tiny `eps'` (for `eps = 1, n = 400, lambda = 1e-3`,
+    /// `eps' = 0.03` where [`PlrBudget::new`] uses 0.5 with `Delta = 0.0012`).
+    pub fn as_printed(epsilon: f64, n: usize, lambda: f64) -> Result<Self, DpError> {
+        Self::switching_at(epsilon, n, lambda, 0.0)
+    }
+
+    /// `Delta = 0` while `eps'` stays at least `fraction` of `eps`, else `eps' = eps/2`.
+    fn switching_at(epsilon: f64, n: usize, lambda: f64, fraction: f64) -> Result<Self, DpError> {
         let epsilon = positive("epsilon", epsilon)?;
         let lambda = positive("lambda", lambda)?;
         if n == 0 {
@@ -37,18 +52,29 @@ impl PlrBudget {
         let nl = n as f64 * lambda;
         // ln_1p keeps the small correction exact when n lambda is large.
         let epsilon_prime = epsilon - (1.0 / (2.0 * nl) + 1.0 / (16.0 * nl * nl)).ln_1p();
-        Ok(if epsilon_prime > 0.0 {
-            Self {
-                epsilon,
-                epsilon_prime,
-                delta: 0.0,
-            }
-        } else {
-            Self {
-                epsilon,
-                epsilon_prime: epsilon / 2.0,
-                delta: 1.0 / (4.0 * n as f64 * (epsilon / 4.0).exp_m1()) - lambda,
-            }
+        Ok(
+            if epsilon_prime > 0.0 && epsilon_prime >= fraction * epsilon {
+                Self {
+                    epsilon,
+                    epsilon_prime,
+                    delta: 0.0,
+                }
+            } else {
+                Self {
+                    epsilon,
+                    epsilon_prime: epsilon / 2.0,
+                    delta: (1.0 / (4.0 * n as f64 * (epsilon / 4.0).exp_m1()) - lambda).max(0.0),
+                }
+            },
+        )
+    }
+
+    /// [`PlrBudget::new`] or, for [`Privacy::EpsilonAsPrinted`], [`PlrBudget::as_printed`].
+    pub fn for_privacy(privacy: Privacy, n: usize, lambda: f64) -> Result<Option<Self>, DpError> {
+        Ok(match (privacy.epsilon()?, privacy.as_printed()) {
+            (None, _) => None,
+            (Some(e), false) => Some(Self::new(e, n, lambda)?),
+            (Some(e), true) => Some(Self::as_printed(e, n, lambda)?),
         })
     }
 }
@@ -168,6 +194,9 @@ const MAX_NEWTON_STEPS: usize = 500;
 pub enum Privacy {
     /// An epsilon-differentially private fit.
     Epsilon(f64),
+    /// An epsilon-differentially private fit with PLR's `eps'` and `Delta` exactly as the
+    /// papers print them (switch at `eps' = 0`; see [`PlrBudget::as_printed`]).
+    EpsilonAsPrinted(f64),
     /// No noise and no `Delta`: the non-private reference ("infinity" in the papers' figures).
     Off,
 }
@@ -176,15 +205,20 @@ impl Privacy {
     /// The budget, validated (positive and finite), or `None` when privacy is off.
     pub fn epsilon(self) -> Result<Option<f64>, DpError> {
         match self {
-            Privacy::Epsilon(e) => positive("epsilon", e).map(Some),
+            Privacy::Epsilon(e) | Privacy::EpsilonAsPrinted(e) => positive("epsilon", e).map(Some),
             Privacy::Off => Ok(None),
         }
+    }
+
+    /// Whether PLR's constants are taken exactly as printed.
+    pub fn as_printed(self) -> bool {
+        matches!(self, Privacy::EpsilonAsPrinted(_))
     }
 
     /// For reports: the budget, or infinity when privacy is off.
     pub fn spent(self) -> f64 {
         match self {
-            Privacy::Epsilon(e) => e,
+            Privacy::Epsilon(e) | Privacy::EpsilonAsPrinted(e) => e,
             Privacy::Off => f64::INFINITY,
         }
     }
@@ -257,8 +291,9 @@ pub(crate) fn fit_scaled<R: Rng + ?Sized>(
         (Some(_), Some((eps_k, delta_k))) => {
             (Some(objective_noise(x.ncols(), eps_k, rng)?), delta_k)
         }
-        (Some(eps), None) => {
-            let budget = PlrBudget::new(eps, x.nrows(), lambda)?;
+        (Some(_), None) => {
+            let budget =
+                PlrBudget::for_privacy(privacy, x.nrows(), lambda)?.expect("privacy is on");
             (
                 Some(objective_noise(x.ncols(), budget.epsilon_prime, rng)?),
                 budget.delta,
@@ -293,7 +328,13 @@ pub fn fit_output_perturbation<R: Rng + ?Sized>(
     let scaled = scaling.validate()?.apply_checked(x, 1.0)?;
     let mut w = minimise(scaled.view(), signed(y).view(), lambda, 0.0, None, None)?;
     if let Some(eps) = privacy.epsilon()? {
-        w += &objective_noise(x.ncols(), x.nrows() as f64 * lambda * eps, rng)?;
+        w += &objective_noise(x.ncols(), x.nrows() as f64 * lambda * eps, rng).map_err(|_| {
+            DpError {
+                name: "epsilon",
+                value: eps,
+                reason: "too small: the noise's scale 2/(n lambda eps) leaves f64",
+            }
+        })?;
         if w.iter().any(|v| !v.is_finite()) {
             return Err(DpError {
                 name: "epsilon",
@@ -328,6 +369,43 @@ mod tests {
         let b = PlrBudget::new(0.1, 100, 0.01).expect("valid");
         assert!((b.epsilon_prime - 0.05).abs() < 1e-16, "{b:?}");
         assert!((b.delta - 0.08875520827908068).abs() < 1e-15, "{b:?}");
+    }
+
+    /// The eps' cliff of Algorithm 1 as printed, gone (issue 14; README Limitations had it).
+    /// eps = 1, n = 400, lambda = 1e-3 (python3: 1 - math.log1p(1/0.8 + 1/(16*0.16))
+    /// = 0.028984368436598462, and 1/(1600*math.expm1(0.25)) - 1e-3 = 0.0012005072901173737):
+    /// as printed the noise uses eps' = 0.029; now eps' = eps/2 with Delta = 0.0012, and the guarantee's
+    /// identity eps - 2 ln(1 + 1/(4 n (lambda + Delta))) = eps' holds to rounding. Across the
+    /// switch eps' moves continuously (steps of 1e-6 in lambda change it by < 1e-3; as printed
+    /// it jumps by 0.47).
+    #[test]
+    fn no_cliff_at_the_switch() {
+        let printed = PlrBudget::as_printed(1.0, 400, 1e-3).expect("valid");
+        assert!(
+            (printed.epsilon_prime - 0.028984368436598462).abs() < 1e-15,
+            "{printed:?}"
+        );
+        assert_eq!(printed.delta, 0.0);
+        let b = PlrBudget::new(1.0, 400, 1e-3).expect("valid");
+        assert_eq!(b.epsilon_prime, 0.5);
+        assert!((b.delta - 0.0012005072901173737).abs() < 1e-17, "{b:?}");
+        let identity = 1.0 - 2.0 * (1.0 / (4.0 * 400.0 * (1e-3 + b.delta))).ln_1p();
+        assert!((identity - 0.5).abs() < 1e-12, "{identity}");
+        // Largest change of eps' between neighbouring lambdas 1e-6 apart, over 1e-4..3e-3.
+        let largest_step = |budget: fn(f64, usize, f64) -> Result<PlrBudget, DpError>| {
+            let budgets: Vec<PlrBudget> = (0..2900)
+                .map(|i| budget(1.0, 400, 1e-4 + i as f64 * 1e-6).expect("valid"))
+                .collect();
+            budgets
+                .windows(2)
+                .map(|w| (w[1].epsilon_prime - w[0].epsilon_prime).abs())
+                .fold(0.0, f64::max)
+        };
+        assert!(largest_step(PlrBudget::new) < 1e-3);
+        assert!(
+            largest_step(PlrBudget::as_printed) > 0.4,
+            "the printed cliff"
+        );
     }
 
     /// Budgets so small that the noise leaves f64 are refused by name: PLR at epsilon 1e-308

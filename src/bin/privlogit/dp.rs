@@ -164,6 +164,10 @@ pub struct FitArgs {
     /// Scale rows by this public norm bound (clipping longer rows) instead of normalising each.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     row_bound: Option<f64>,
+    /// PLR's eps' and Delta exactly as Algorithm 1 prints them (switch at eps' = 0, with the
+    /// cliff README Limitations describes) instead of the switch at eps/2.
+    #[arg(long)]
+    plr_as_printed: bool,
     /// Seeded noise, for reproducible experiments only (the output says so).
     #[arg(long, value_name = "SEED")]
     seed: Option<u64>,
@@ -423,6 +427,11 @@ impl FitArgs {
                 "no PLR high level is fitted (no stacking combiner)",
             ),
             (
+                "--plr-as-printed",
+                self.plr_as_printed && m == Output,
+                "output perturbation has no eps' or Delta",
+            ),
+            (
                 "--source-epsilon",
                 self.source_epsilon.is_some() && self.source.is_none(),
                 "there is no --source",
@@ -469,9 +478,14 @@ fn fit(args: FitArgs) -> Result<Outcome> {
             }
         }
     }
-    let target_privacy = Privacy::Epsilon(args.epsilon);
+    let private = if args.plr_as_printed {
+        Privacy::EpsilonAsPrinted
+    } else {
+        Privacy::Epsilon
+    };
+    let target_privacy = private(args.epsilon);
     target_privacy.epsilon().context("--epsilon")?;
-    let source_privacy = Privacy::Epsilon(args.source_epsilon.unwrap_or(args.epsilon));
+    let source_privacy = private(args.source_epsilon.unwrap_or(args.epsilon));
     source_privacy.epsilon().context("--source-epsilon")?;
     if args.method.is_transfer() != args.source.is_some() {
         bail!(
@@ -752,12 +766,16 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
     let csv_path = args.out_dir.join(format!("{file}.csv"));
     let figure_stem = args.out_dir.join(&file);
     let repeats_path = args.out_dir.join(format!("{file}_repeats.csv"));
+    let spend_path = args.out_dir.join(format!("{file}_spend.csv"));
     output::write_text(&csv_path, &results.csv())
         .with_context(|| format!("writing {}", csv_path.display()))?;
     output::write_text(&repeats_path, &results.repeats_csv())
         .with_context(|| format!("writing {}", repeats_path.display()))?;
+    output::write_text(&spend_path, &results.spend_csv())
+        .with_context(|| format!("writing {}", spend_path.display()))?;
     let [svg_path, _] = figure(&results).save(&figure_stem)?;
     print!("{}", table(&results));
+    print!("{}", spend_table(&results));
     eprintln!(
         "wrote {} and {} (and .png) in {:.1} s",
         csv_path.display(),
@@ -765,6 +783,26 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
         started.elapsed().as_secs_f64()
     );
     Ok(Outcome::Success)
+}
+
+/// What the experiment spent (from `Results::spend_csv`), for under the table.
+fn spend_table(results: &Results) -> String {
+    let mut out = String::from(
+        "\nprivacy spent (basic composition over the finite budgets; PCA, exact validation AUCs \
+         and the inf column are not private and not counted):\n",
+    );
+    out += &format!(
+        "{:<12} {:<15} {:>15} {:>12} {:>12}\n",
+        "method", "data set", "fits per budget", "one repeat", "all repeats"
+    );
+    for line in results.spend_csv().lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        out += &format!(
+            "{:<12} {:<15} {:>15} {:>12} {:>12}\n",
+            f[1], f[2], f[3], f[4], f[5]
+        );
+    }
+    out
 }
 
 /// Mean +- sd per method (rows) and budget (columns), like the transfer paper's Table 1.
