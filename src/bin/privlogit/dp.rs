@@ -793,7 +793,7 @@ fn spend_table(results: &Results) -> String {
     );
     out += &format!(
         "{:<12} {:<15} {:>15} {:>12} {:>12}\n",
-        "method", "data set", "fits per budget", "one repeat", "all repeats"
+        "method", "data set", "fits per budget", "eps 1 repeat", "eps all"
     );
     for line in results.spend_csv().lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
