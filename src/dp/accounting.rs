@@ -56,6 +56,15 @@ fn epsilon_ok(name: &'static str, e: f64) -> Result<f64, AccountingError> {
     )
 }
 
+fn noise_multiplier_ok(sigma: f64) -> Result<f64, AccountingError> {
+    check(
+        "noise multiplier sigma",
+        sigma,
+        sigma.is_finite() && sigma > 0.0,
+        "must be positive and finite",
+    )
+}
+
 fn probability_ok(name: &'static str, p: f64, open_at_zero: bool) -> Result<f64, AccountingError> {
     let ok = if open_at_zero {
         p > 0.0 && p < 1.0
@@ -179,12 +188,7 @@ impl Rdp {
         orders: &[u32],
     ) -> Result<Self, AccountingError> {
         probability_ok("sampling ratio q", q, false)?;
-        let sigma = check(
-            "noise multiplier sigma",
-            noise_multiplier,
-            noise_multiplier.is_finite() && noise_multiplier > 0.0,
-            "must be positive and finite",
-        )?;
+        let sigma = noise_multiplier_ok(noise_multiplier)?;
         let orders = Self::checked_orders(orders)?;
         let values = orders
             .iter()
@@ -326,12 +330,7 @@ impl Zcdp {
     /// The Gaussian mechanism with noise `noise_multiplier` times the L2 sensitivity:
     /// `rho = 1 / (2 sigma^2)` (Bun and Steinke 2016, Proposition 1.6).
     pub fn gaussian(noise_multiplier: f64) -> Result<Self, AccountingError> {
-        let sigma = check(
-            "noise multiplier sigma",
-            noise_multiplier,
-            noise_multiplier.is_finite() && noise_multiplier > 0.0,
-            "must be positive and finite",
-        )?;
+        let sigma = noise_multiplier_ok(noise_multiplier)?;
         Ok(Self {
             rho: 1.0 / (2.0 * sigma * sigma),
         })
