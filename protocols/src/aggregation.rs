@@ -20,6 +20,8 @@ pub use plaintext::PlaintextAggregation;
 
 use ndarray::Array1;
 
+use crate::penalty::Penalty;
+
 use crate::stopping::StoppingRule;
 
 /// The Center's access to the Nodes' pooled data, generic over how sums are formed.
@@ -47,11 +49,11 @@ pub trait Aggregation {
     /// -H~` (eq. 5.3, 5.5). `None` when B is not positive definite to working precision.
     fn bound_factor(&mut self, lambda: f64) -> Result<Option<Self::Factor>, Self::Error>;
 
-    /// One round. Gradient and objective at `beta`.
+    /// One round. Gradient and objective at `beta`, with the Center's `penalty`.
     fn gradient_and_objective(
         &mut self,
         beta: &Array1<f64>,
-        lambda: f64,
+        penalty: Penalty<'_>,
     ) -> Result<(Self::Vector, Self::Scalar), Self::Error>;
 
     /// One round. Gradient, objective and the factored negative Hessian `-H(beta) = X^T A X +
@@ -60,7 +62,7 @@ pub trait Aggregation {
     fn newton_system(
         &mut self,
         beta: &Array1<f64>,
-        lambda: f64,
+        penalty: Penalty<'_>,
     ) -> Result<NewtonSystem<Self>, Self::Error>;
 
     /// The ascent step `F^{-1} g`, revealed: the optimiser adds it to the public `beta`.

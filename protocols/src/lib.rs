@@ -21,6 +21,7 @@ pub mod linalg;
 pub mod objective;
 pub mod optimizer;
 pub mod paillier;
+pub mod penalty;
 pub mod rows;
 pub mod secure;
 pub mod stopping;

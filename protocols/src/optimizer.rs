@@ -85,6 +85,7 @@ impl Optimizer {
     ) -> Result<FitReport, FitError> {
         self.validate()?;
         options.validate()?;
+        options.check_centre(aggregation.dimension())?;
         let beta = match &checkpoints.from {
             Some(p) => {
                 if p.beta.len() != aggregation.dimension() {

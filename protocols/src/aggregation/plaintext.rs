@@ -9,6 +9,7 @@ use super::{Aggregation, NewtonSystem};
 use crate::compensated::CompensatedSum;
 use crate::linalg::Cholesky;
 use crate::objective::{PartyData, unpack_lower};
+use crate::penalty::Penalty;
 use crate::rows::RowsError;
 use crate::stopping::StoppingRule;
 
@@ -78,21 +79,26 @@ impl Aggregation for PlaintextAggregation<'_> {
     fn gradient_and_objective(
         &mut self,
         beta: &Array1<f64>,
-        lambda: f64,
+        penalty: Penalty<'_>,
     ) -> Result<(Array1<f64>, f64), RowsError> {
         let mut sums = self.merged(|party| party.gradient_sums(beta))?;
         let log_likelihood = sums.pop().expect("p + 1 sums");
-        Ok(penalise(Array1::from(sums), log_likelihood, beta, lambda))
+        // The Center's penalty terms (eq. 2.10, 2.12; centred when the penalty has a centre).
+        Ok((
+            Array1::from(sums) + penalty.gradient(beta),
+            log_likelihood + penalty.objective(beta),
+        ))
     }
 
     fn newton_system(
         &mut self,
         beta: &Array1<f64>,
-        lambda: f64,
+        penalty: Penalty<'_>,
     ) -> Result<NewtonSystem<Self>, RowsError> {
-        let (gradient, objective) = self.gradient_and_objective(beta, lambda)?;
+        let (gradient, objective) = self.gradient_and_objective(beta, penalty)?;
         let information = self.merged(|party| party.information_sums(beta))?;
-        let information = unpack_lower(&information, self.dimension) + self.identity_times(lambda);
+        let information =
+            unpack_lower(&information, self.dimension) + self.identity_times(penalty.lambda);
         Ok(NewtonSystem {
             gradient,
             objective,
@@ -140,17 +146,4 @@ impl Aggregation for PlaintextAggregation<'_> {
     fn peek(&self, value: &f64) -> Option<f64> {
         Some(*value)
     }
-}
-
-/// Adds the Center's penalty terms: `g - lambda beta` (eq. 2.12) and `l - lambda/2 ||beta||^2`
-/// (eq. 2.10).
-fn penalise(
-    gradient: Array1<f64>,
-    log_likelihood: f64,
-    beta: &Array1<f64>,
-    lambda: f64,
-) -> (Array1<f64>, f64) {
-    let g = gradient - beta * lambda;
-    let l = log_likelihood - 0.5 * lambda * beta.dot(beta);
-    (g, l)
 }

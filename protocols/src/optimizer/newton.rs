@@ -27,7 +27,7 @@ pub(super) fn fit<A: Aggregation>(
     observer: &mut dyn FnMut(&IterationRecord),
     mut checkpoints: Checkpoints<'_>,
 ) -> Result<FitReport, FitError> {
-    let lambda = options.lambda;
+    let penalty = options.penalty();
     let rule = &options.stopping;
     let from = checkpoints.from.take();
     let mut trace = match &from {
@@ -39,7 +39,7 @@ pub(super) fn fit<A: Aggregation>(
         mut gradient,
         mut objective,
         mut factor,
-    } = aggregation.newton_system(&beta, lambda).map_err(backend)?;
+    } = aggregation.newton_system(&beta, penalty).map_err(backend)?;
     trace.round();
     if from.is_none() {
         trace.start(aggregation.peek(&objective));
@@ -63,7 +63,7 @@ pub(super) fn fit<A: Aggregation>(
             gradient: next_gradient,
             objective: next_objective,
             factor: next_factor,
-        } = aggregation.newton_system(&next, lambda).map_err(backend)?;
+        } = aggregation.newton_system(&next, penalty).map_err(backend)?;
         trace.round();
         let rose = aggregation
             .increased(&next_objective, &objective, NEWTON_ROUND_OFF_SLACK)

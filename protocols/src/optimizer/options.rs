@@ -3,6 +3,7 @@
 use ndarray::Array1;
 use thiserror::Error;
 
+use crate::penalty::Penalty;
 use crate::stopping::StoppingRule;
 
 /// Errors that stop a fit before or while it runs (divergence is not an error: it is a
@@ -23,6 +24,14 @@ pub enum FitError {
     /// The starting vector has the wrong length.
     #[error("initial coefficient vector has {found} entries, the model has {expected}")]
     InitialLength {
+        /// Number of coefficients of the model.
+        expected: usize,
+        /// Length supplied.
+        found: usize,
+    },
+    /// The penalty's centre has the wrong length.
+    #[error("the penalty centre has {found} entries, the model has {expected}")]
+    CentreLength {
         /// Number of coefficients of the model.
         expected: usize,
         /// Length supplied.
@@ -67,6 +76,9 @@ pub struct FitOptions {
     pub stopping: StoppingRule,
     /// Starting point.
     pub initial: Initial,
+    /// The penalty's centre: `lambda/2 ||beta - centre||^2` (0 when `None`; public, in the
+    /// coefficients' own coordinates: after standardisation, intercept included).
+    pub centre: Option<Array1<f64>>,
 }
 
 impl Default for FitOptions {
@@ -75,6 +87,7 @@ impl Default for FitOptions {
             lambda: 1.0,
             stopping: StoppingRule::default(),
             initial: Initial::Zeros,
+            centre: None,
         }
     }
 }
@@ -115,6 +128,31 @@ impl FitOptions {
         self
     }
 
+    /// Centres the penalty at a public vector (hypothesis transfer), or at 0 with `None`.
+    pub fn penalty_centre(mut self, centre: Option<Array1<f64>>) -> Self {
+        self.centre = centre;
+        self
+    }
+
+    /// The Center's penalty, `lambda/2 ||beta - centre||^2`.
+    pub fn penalty(&self) -> Penalty<'_> {
+        Penalty {
+            lambda: self.lambda,
+            centre: self.centre.as_ref(),
+        }
+    }
+
+    /// Checks the centre's length against the model's `dimension`.
+    pub fn check_centre(&self, dimension: usize) -> Result<(), FitError> {
+        match &self.centre {
+            Some(c) if c.len() != dimension => Err(FitError::CentreLength {
+                expected: dimension,
+                found: c.len(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks every parameter, naming the first bad one.
     pub fn validate(&self) -> Result<(), FitError> {
         let invalid = |name, value, reason| {
@@ -138,6 +176,13 @@ impl FitOptions {
         }
         if self.stopping.max_iterations == 0 {
             return invalid("max iterations", 0.0, "must be at least 1");
+        }
+        if self
+            .centre
+            .as_ref()
+            .is_some_and(|c| c.iter().any(|x| !x.is_finite()))
+        {
+            return invalid("penalty centre", f64::NAN, "every entry must be finite");
         }
         match &self.initial {
             Initial::Constant(c) if !c.is_finite() => {

@@ -37,6 +37,7 @@ pub(super) fn fit<A: Aggregation>(
     mut checkpoints: Checkpoints<'_>,
 ) -> Result<FitReport, FitError> {
     let lambda = options.lambda;
+    let penalty = options.penalty();
     let rule = &options.stopping;
     let from = checkpoints.from.take();
     let resumed = from.is_some();
@@ -64,7 +65,7 @@ pub(super) fn fit<A: Aggregation>(
     }
 
     let (mut gradient, mut objective) = aggregation
-        .gradient_and_objective(&beta, lambda)
+        .gradient_and_objective(&beta, penalty)
         .map_err(backend)?;
     trace.round();
     if !resumed {
@@ -86,7 +87,7 @@ pub(super) fn fit<A: Aggregation>(
             history.push(beta.clone(), step.clone());
             if let Some(candidate) = history.extrapolate() {
                 let (g, l) = aggregation
-                    .gradient_and_objective(&candidate, lambda)
+                    .gradient_and_objective(&candidate, penalty)
                     .map_err(backend)?;
                 trace.round();
                 if aggregation
@@ -105,7 +106,7 @@ pub(super) fn fit<A: Aggregation>(
             Some((candidate, g, l)) => (candidate, g, l, StepKind::Accelerated),
             None => {
                 let (g, l) = aggregation
-                    .gradient_and_objective(&plain, lambda)
+                    .gradient_and_objective(&plain, penalty)
                     .map_err(backend)?;
                 trace.round();
                 (plain, g, l, StepKind::Bound)

@@ -22,6 +22,7 @@ use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::aggregation::{Aggregation, NewtonSystem};
 use crate::paillier::{EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
+use crate::penalty::Penalty;
 use crate::stopping::StoppingRule;
 
 /// Which secure protocol the aggregator runs.
@@ -454,7 +455,7 @@ impl<C: Channel> SecureAggregation<C> {
     fn gather(
         &mut self,
         beta: &Array1<f64>,
-        lambda: f64,
+        penalty: Penalty<'_>,
         newton: bool,
     ) -> Result<(SecureGradient, EncryptedVector, Option<EncryptedVector>), SecureError> {
         let payload = Writer::new()
@@ -484,10 +485,13 @@ impl<C: Channel> SecureAggregation<C> {
         };
         let n = self.rows as f64;
         let frac = self.config.format.frac();
-        // The Center's penalty terms (eq. 2.10, 2.12), divided by N like everything else.
-        let penalty: Vec<Fixed> = beta
+        // The Center's penalty terms (eq. 2.10, 2.12; public, centred when the penalty has a
+        // centre), divided by N like everything else.
+        let penalty_objective = penalty.objective(beta);
+        let penalty: Vec<Fixed> = penalty
+            .gradient(beta)
             .iter()
-            .map(|b| Self::fixed(-lambda * b / n, frac))
+            .map(|g| Self::fixed(g / n, frac))
             .collect::<Result<_, _>>()?;
         let gradient = sum_of(0)?.add_plain(
             &self.key,
@@ -495,7 +499,7 @@ impl<C: Channel> SecureAggregation<C> {
         )?;
         let objective = sum_of(1)?.add_plain(
             &self.key,
-            &[Self::fixed(-0.5 * lambda * beta.dot(beta) / n, 2 * frac)?.value],
+            &[Self::fixed(penalty_objective / n, 2 * frac)?.value],
         )?;
         let step = match &self.inverse {
             Some(m) => {
@@ -651,9 +655,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     fn gradient_and_objective(
         &mut self,
         beta: &Array1<f64>,
-        lambda: f64,
+        penalty: Penalty<'_>,
     ) -> Result<(SecureGradient, EncryptedVector), SecureError> {
-        let (gradient, objective, _) = self.gather(beta, lambda, false)?;
+        let (gradient, objective, _) = self.gather(beta, penalty, false)?;
         Ok((gradient, objective))
     }
 
@@ -662,9 +666,10 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     fn newton_system(
         &mut self,
         beta: &Array1<f64>,
-        lambda: f64,
+        penalty: Penalty<'_>,
     ) -> Result<NewtonSystem<Self>, SecureError> {
-        let (gradient, objective, information) = self.gather(beta, lambda, true)?;
+        let lambda = penalty.lambda;
+        let (gradient, objective, information) = self.gather(beta, penalty, true)?;
         let information = information.expect("asked for the Hessian");
         let lower = self.add_penalty_diagonal(&information, lambda)?;
         // A seeded run's masks follow the coefficients, so a resumed run repeats them.

@@ -295,6 +295,14 @@ pub fn plan_digest(plan: &StudyPlan) -> [u8; 32] {
         plan.intercept,
         plan.linear_algebra
     );
+    // A centred penalty is part of the plan (absent, the digest is what it always was).
+    let text = match &o.centre {
+        Some(c) => {
+            let bits: Vec<String> = c.iter().map(|v| format!("{:x}", v.to_bits())).collect();
+            format!("{text}|centre {}", bits.join(","))
+        }
+        None => text,
+    };
     Sha256::digest(text.as_bytes()).into()
 }
 

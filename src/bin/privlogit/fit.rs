@@ -55,6 +55,10 @@ pub struct FitArgs {
     /// l2 penalty lambda (dissertation eq. 2.10); every coefficient is penalised.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     lambda: f64,
+    /// Centre the penalty at this public vector, lambda/2 ||beta - c||^2 (hypothesis transfer):
+    /// a file with one coefficient per line, in the model's order (intercept first).
+    #[arg(long, value_name = "FILE")]
+    penalty_centre: Option<PathBuf>,
     /// newton, privlogit or privlogit-accel.
     #[arg(long, default_value = "privlogit")]
     optimizer: Optimizer,
@@ -101,7 +105,13 @@ pub fn run(args: FitArgs) -> Result<Outcome> {
         .relative_tolerance(args.tol)
         .gradient_tolerance(args.gradient_tol)
         .max_iterations(args.max_iter)
-        .initial(args.init.map_or(Initial::Zeros, Initial::Constant));
+        .initial(args.init.map_or(Initial::Zeros, Initial::Constant))
+        .penalty_centre(
+            args.penalty_centre
+                .as_deref()
+                .map(crate::centre::read)
+                .transpose()?,
+        );
     optimizer.validate()?;
     options.validate()?;
 
@@ -232,6 +242,9 @@ fn table(prepared: &Prepared, fitted: &Fitted, options: &FitOptions) -> String {
         prepared.rows()
     );
     let _ = writeln!(s, "lambda          {}", options.lambda);
+    if let Some(c) = &options.centre {
+        let _ = writeln!(s, "penalty centre  {c}");
+    }
     let _ = writeln!(
         s,
         "standardized    {}",
@@ -282,6 +295,7 @@ struct JsonReport<'a> {
     accelerated_steps: usize,
     rejected_candidates: usize,
     lambda: f64,
+    penalty_centre: Option<Vec<f64>>,
     tolerance: f64,
     gradient_tolerance: Option<f64>,
     max_iterations: usize,
@@ -327,6 +341,7 @@ impl<'a> JsonReport<'a> {
             accelerated_steps: r.accelerated_steps,
             rejected_candidates: r.rejected_candidates,
             lambda: options.lambda,
+            penalty_centre: options.centre.as_ref().map(|c| c.to_vec()),
             tolerance: options.stopping.relative_tolerance,
             gradient_tolerance: options.stopping.gradient_tolerance,
             max_iterations: options.stopping.max_iterations,

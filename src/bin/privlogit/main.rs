@@ -5,6 +5,7 @@ mod bench_circuits;
 mod bench_linalg;
 mod bench_node;
 mod bench_protocols;
+mod centre;
 mod circuit;
 mod dp;
 mod dp_account;

@@ -69,6 +69,11 @@ pub struct PlanArgs {
     /// l2 penalty lambda (dissertation eq. 2.10).
     #[arg(long, default_value_t = 1.0)]
     lambda: f64,
+    /// Centre the penalty at this public vector, lambda/2 ||beta - c||^2 (hypothesis transfer):
+    /// a file with one coefficient per line, in the model's order (intercept first,
+    /// standardised coordinates with --standardize). Part of the plan: both servers read it.
+    #[arg(long, value_name = "FILE")]
+    penalty_centre: Option<PathBuf>,
     /// Stop when the relative change of the penalised log-likelihood is below T.
     #[arg(long, value_name = "T", default_value_t = 1e-6)]
     tol: f64,
@@ -127,7 +132,13 @@ impl PlanArgs {
         let options = FitOptions::new()
             .lambda(self.lambda)
             .relative_tolerance(self.tol)
-            .max_iterations(self.max_iter);
+            .max_iterations(self.max_iter)
+            .penalty_centre(
+                self.penalty_centre
+                    .as_deref()
+                    .map(crate::centre::read)
+                    .transpose()?,
+            );
         options.validate()?;
         let plan = StudyPlan {
             protocol,
