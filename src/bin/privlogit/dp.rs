@@ -374,10 +374,17 @@ fn feature_split(args: &FitArgs, d: usize, rng: &mut dyn rand::CryptoRng) -> Res
     })
 }
 
+/// Defaults of the options that only some methods take (`None` means "not given", so that an
+/// option a method would ignore can be refused).
+const DEFAULT_HIGH_LAMBDA: f64 = 0.01;
+const DEFAULT_ETA: f64 = 0.5;
+const DEFAULT_K: usize = 5;
+const DEFAULT_LOW_FRACTION: f64 = 0.5;
+
 impl FitArgs {
     /// K, the number of groups.
     fn groups(&self) -> usize {
-        self.k.unwrap_or(5)
+        self.k.unwrap_or(DEFAULT_K)
     }
 
     /// Refuses, by name, an option the method would ignore (a silently ignored option makes
@@ -458,8 +465,11 @@ impl FitArgs {
 /// SHA-256 of a file's bytes (a copy of a file is the same data set).
 fn content_hash(path: &Path) -> Result<[u8; 32]> {
     use sha2::{Digest, Sha256};
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(Sha256::digest(&bytes).into())
+    let read = || format!("cannot read {}", path.display());
+    let mut file = std::fs::File::open(path).with_context(read)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).with_context(read)?;
+    Ok(hasher.finalize().into())
 }
 
 fn fit(args: FitArgs) -> Result<Outcome> {
@@ -544,8 +554,8 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     } else {
         None
     };
-    let high_lambda = args.high_lambda.unwrap_or(0.01);
-    let low_fraction = args.low_fraction.unwrap_or(0.5);
+    let high_lambda = args.high_lambda.unwrap_or(DEFAULT_HIGH_LAMBDA);
+    let low_fraction = args.low_fraction.unwrap_or(DEFAULT_LOW_FRACTION);
     let combiner = match args.combiner.unwrap_or(CombinerArg::Stacking) {
         CombinerArg::Stacking => Combiner::Stacking {
             lambda: high_lambda,
@@ -568,7 +578,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         eta: if args.method == Method::PstH {
             0.0
         } else {
-            args.eta.unwrap_or(0.5)
+            args.eta.unwrap_or(DEFAULT_ETA)
         },
         mu: high_lambda,
         low_fraction,
