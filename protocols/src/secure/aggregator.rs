@@ -366,6 +366,52 @@ impl<C: Channel> SecureAggregation<C> {
             .collect()
     }
 
+    /// One revealed bit: is the gradient's Euclidean norm below `tolerance`? The Center holds
+    /// `Enc(g/N)` at `frac` fractional bits. It is scaled by the public `2^(frac/2)` (so that the
+    /// square keeps `2 frac` fractional bits: a tolerance of 1e-10 on `g` is far below `2^-frac`
+    /// on `(g/N)^2`), shared with the key holder in masked arithmetic, squared there as
+    /// `floor(u^T u / 2^frac)` with `u = 2^(frac/2) g/N`, and that square is compared with the
+    /// public `ceil((tolerance/N)^2 2^(2 frac))` in a circuit. Neither server sees the norm.
+    /// Needs the masked method (its engine).
+    fn gradient_below(
+        &mut self,
+        gradient: &EncryptedVector,
+        tolerance: f64,
+    ) -> Result<bool, SecureError> {
+        let frac = self.config.format.frac();
+        if gradient.scale() != frac {
+            return Err(SecureError::Protocol(format!(
+                "the gradient is at {} fractional bits, the test expects {frac}",
+                gradient.scale()
+            )));
+        }
+        let shift = frac / 2;
+        let scaled =
+            gradient.mul_scalar(&self.key, &Fixed::integer(BigInt::from(1u64) << shift))?;
+        let bound = u32::try_from(scaled.slot_bound().bits()).unwrap_or(u32::MAX);
+        let d = gradient.len() as u64;
+        // Entries of u below 2^bound: u^T u / 2^frac below 2^(2 bound + bits(d) - frac).
+        let square_bits = (2 * bound + (64 - d.leading_zeros())).saturating_sub(frac) + 1;
+        let n = self.rows as f64;
+        let threshold = ((tolerance / n).powi(2) * 2f64.powi(2 * (frac as i32))).ceil();
+        let threshold = num_traits::FromPrimitive::from_f64(threshold).ok_or_else(|| {
+            SecureError::Protocol(format!("gradient tolerance {tolerance} out of range"))
+        })?;
+        let Some(engine) = self.solver.engine() else {
+            return Err(SecureError::Protocol(
+                "the gradient-norm stopping test needs --linear-algebra masked".to_string(),
+            ));
+        };
+        let mut column = engine.share_vector(&mut self.gc, &scaled, bound)?;
+        let mut row = engine.transpose(&mut self.gc, &column)?;
+        let square = engine.product(&mut self.gc, &mut row, &mut column, square_bits)?;
+        engine.release(&mut self.gc, &[&column, &row])?;
+        let bits = square.mask_bits().min(square_bits + 1);
+        let large = engine.check_range(&mut self.gc, &square, &threshold, bits)?;
+        engine.release(&mut self.gc, &[&square])?;
+        Ok(!large)
+    }
+
     /// Values public by design to the aggregator (N, the standardisation moments, a
     /// PrivLogit-Local step), decrypted by the key holder without its learning them: each is
     /// masked with a fresh integer sigma bits wider than its public bound, and the aggregator
@@ -701,24 +747,27 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         Ok(Array1::from(step))
     }
 
+    /// The objective's relative change first; only when that says "go on" and a gradient
+    /// tolerance is set, the gradient-norm test (so the run reveals which rule stopped it).
     fn converged(
         &mut self,
         previous: &EncryptedVector,
         current: &EncryptedVector,
-        _gradient: &SecureGradient,
+        gradient: &SecureGradient,
         rule: &StoppingRule,
     ) -> Result<bool, SecureError> {
-        if rule.gradient_tolerance.is_some() {
-            return Err(SecureError::Protocol(
-                "the gradient-norm stopping test is not available in secure runs yet".to_string(),
-            ));
-        }
         // |current - previous| < tol |previous|, both sides at three times the fractional bits.
         let frac = self.config.format.frac();
         let change = self.rescale(&self.difference(current, previous)?, 2 * frac, 3 * frac)?;
         let threshold =
             previous.mul_scalar(&self.key, &Self::fixed(rule.relative_tolerance, frac)?)?;
-        self.compare(Comparison::AbsLess, &change, &threshold)
+        if self.compare(Comparison::AbsLess, &change, &threshold)? {
+            return Ok(true);
+        }
+        match rule.gradient_tolerance {
+            Some(tolerance) => self.gradient_below(&gradient.gradient, tolerance),
+            None => Ok(false),
+        }
     }
 
     fn increased(

@@ -83,6 +83,15 @@ impl StudyPlan {
                 "a study needs at least one Node".into(),
             ));
         }
+        if self.options.stopping.gradient_tolerance.is_some()
+            && self.linear_algebra != LinearAlgebra::Masked
+        {
+            return Err(SecureError::Protocol(
+                "the gradient-norm stopping rule squares the gradient in masked arithmetic: it \
+                 needs --linear-algebra masked"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 }

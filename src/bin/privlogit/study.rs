@@ -74,9 +74,13 @@ pub struct PlanArgs {
     /// standardised coordinates with --standardize). Part of the plan: both servers read it.
     #[arg(long, value_name = "FILE")]
     penalty_centre: Option<PathBuf>,
-    /// Stop when the relative change of the penalised log-likelihood is below T.
+    /// Stop when the relative change of the penalised log-likelihood is below T (0: never).
     #[arg(long, value_name = "T", default_value_t = 1e-6)]
     tol: f64,
+    /// Also stop when the gradient's Euclidean norm is below G: its square is formed in masked
+    /// arithmetic and compared in a circuit, one revealed bit (needs --linear-algebra masked).
+    #[arg(long, value_name = "G")]
+    gradient_tol: Option<f64>,
     /// Give up after N iterations.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     max_iter: usize,
@@ -132,6 +136,7 @@ impl PlanArgs {
         let options = FitOptions::new()
             .lambda(self.lambda)
             .relative_tolerance(self.tol)
+            .gradient_tolerance(self.gradient_tol)
             .max_iterations(self.max_iter)
             .penalty_centre(
                 self.penalty_centre
