@@ -145,8 +145,10 @@ pub fn minimise(
         // the gradient is zero to within the rounding of the terms it sums (large noise makes
         // them large and their cancellation inexact).
         // Scaled norms: a plain sqrt(v . v) underflows to 0 for entries below 1e-162.
-        let norm =
-            |v: &ndarray::Array1<f64>| super::scaling::norm_of(v.as_slice().expect("contiguous"));
+        let norm = |v: &ndarray::Array1<f64>| match v.as_slice() {
+            Some(values) => super::scaling::norm_of(values),
+            None => super::scaling::norm_of(&v.to_vec()),
+        };
         let terms = norm(&loss_gradient)
             + penalty * norm(&w)
             + lambda * norm(centre)
