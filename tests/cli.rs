@@ -645,35 +645,26 @@ fn fit_with_a_centred_penalty() {
         .fold(0.0, f64::max);
     assert!(diff <= 1e-12, "{diff:e}");
     assert_eq!(report["penalty_centre"][1], -0.5);
-    let bad = scratch.file("bad.txt", "0.5\n  x1\n");
-    let out = privlogit(&[
-        "fit",
-        "--party",
-        s(&data),
-        "--label",
-        "label",
-        "--penalty-centre",
-        s(&bad),
-    ]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("bad.txt:2:3: `x1` is not a finite number"),
-        "{}",
-        stderr(&out)
-    );
-    let short = scratch.file("short.txt", "0.5\n");
-    let out = privlogit(&[
-        "fit",
-        "--party",
-        s(&data),
-        "--label",
-        "label",
-        "--penalty-centre",
-        s(&short),
-    ]);
-    assert!(
-        stderr(&out).contains("the penalty centre has 1 entries"),
-        "{}",
-        stderr(&out)
-    );
+    // A bad file is refused by position, a centre of the wrong length by its count.
+    for (file, contents, want) in [
+        (
+            "bad.txt",
+            "0.5\n  x1\n",
+            "bad.txt:2:3: `x1` is not a finite number",
+        ),
+        ("short.txt", "0.5\n", "the penalty centre has 1 entries"),
+    ] {
+        let centre = scratch.file(file, contents);
+        let out = privlogit(&[
+            "fit",
+            "--party",
+            s(&data),
+            "--label",
+            "label",
+            "--penalty-centre",
+            s(&centre),
+        ]);
+        assert!(!out.status.success());
+        assert!(stderr(&out).contains(want), "{}", stderr(&out));
+    }
 }

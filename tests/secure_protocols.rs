@@ -87,6 +87,27 @@ fn check(
     assert!(diff <= 1e-6, "{method} {protocol:?} {optimizer}: {diff:e}");
 }
 
+/// [`check`] for PrivLogit-Local, accelerated PrivLogit-Hessian and Newton, masked method.
+fn check_masked_protocols(parties: &[PartyData], options: &FitOptions) {
+    let masked = LinearAlgebra::Masked;
+    let accel = Optimizer::AcceleratedPrivLogit { memory: 5 };
+    check(
+        parties,
+        masked,
+        Protocol::Local,
+        Optimizer::PrivLogit,
+        options,
+    );
+    check(parties, masked, Protocol::Hessian, accel, options);
+    check(
+        parties,
+        masked,
+        Protocol::Newton,
+        Optimizer::Newton,
+        options,
+    );
+}
+
 /// Every protocol and variant, by both linear-algebra methods.
 #[test]
 fn secure_protocols_match_plaintext_on_simulated_data() {
@@ -115,28 +136,12 @@ fn secure_protocols_match_plaintext_on_simulated_data() {
 fn secure_protocols_match_plaintext_on_breast_cancer() {
     let p = prepared("breast_cancer.csv", 3);
     let options = FitOptions::new().lambda(1.0);
-    let accel = Optimizer::AcceleratedPrivLogit { memory: 5 };
-    let masked = LinearAlgebra::Masked;
-    check(
-        &p.parties,
-        masked,
-        Protocol::Local,
-        Optimizer::PrivLogit,
-        &options,
-    );
-    check(&p.parties, masked, Protocol::Hessian, accel, &options);
-    check(
-        &p.parties,
-        masked,
-        Protocol::Newton,
-        Optimizer::Newton,
-        &options,
-    );
+    check_masked_protocols(&p.parties, &options);
     check(
         &p.parties,
         LinearAlgebra::Circuit,
         Protocol::Hessian,
-        accel,
+        Optimizer::AcceleratedPrivLogit { memory: 5 },
         &options,
     );
 }
@@ -210,28 +215,7 @@ fn a_centred_penalty_matches_plaintext_in_every_protocol() {
         .map(|j| if j % 2 == 0 { 0.5 } else { -0.5 })
         .collect();
     let options = FitOptions::new().lambda(1.0).penalty_centre(Some(centre));
-    let masked = LinearAlgebra::Masked;
-    check(
-        &p.parties,
-        masked,
-        Protocol::Local,
-        Optimizer::PrivLogit,
-        &options,
-    );
-    check(
-        &p.parties,
-        masked,
-        Protocol::Hessian,
-        Optimizer::AcceleratedPrivLogit { memory: 5 },
-        &options,
-    );
-    check(
-        &p.parties,
-        masked,
-        Protocol::Newton,
-        Optimizer::Newton,
-        &options,
-    );
+    check_masked_protocols(&p.parties, &options);
 }
 
 /// Raw rows, standardised under encryption and fitted over real loopback TCP sockets, give the
