@@ -137,6 +137,32 @@ impl Role {
         }
     }
 
+    /// Waits for a line containing each of `needles`, in whatever order the process prints
+    /// them (two studies served at once announce themselves in either order); returns the
+    /// lines in the order of `needles`.
+    fn wait_for_each(&mut self, needles: &[&str], patience: Duration) -> Vec<String> {
+        let deadline = Instant::now() + patience;
+        let mut found: Vec<Option<String>> = vec![None; needles.len()];
+        while found.iter().any(Option::is_none) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if let Some(slot) = needles
+                        .iter()
+                        .zip(found.iter_mut())
+                        .find(|(needle, slot)| slot.is_none() && line.contains(**needle))
+                        .map(|(_, slot)| slot)
+                    {
+                        *slot = Some(line);
+                    }
+                }
+                Err(_) => panic!("no lines with all of {needles:?}; saw {:?}", self.seen),
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+
     /// Waits for the process to end, at most `patience`; returns success and all stderr.
     fn end(mut self, patience: Duration) -> (bool, String) {
         let deadline = Instant::now() + patience;
@@ -754,15 +780,21 @@ fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
     };
     let mut keyholder = server("keyholder");
     let mut aggregator = server("aggregator");
-    for label in ["study-a", "study-b"] {
-        keyholder.wait_for(
-            &format!("[{label}] key holder listening"),
-            Duration::from_secs(30),
-        );
-    }
-    let agg_a =
-        address(&aggregator.wait_for("[study-a] aggregator listening", Duration::from_secs(30)));
-    aggregator.wait_for("[study-b] aggregator listening", Duration::from_secs(30));
+    keyholder.wait_for_each(
+        &[
+            "[study-a] key holder listening",
+            "[study-b] key holder listening",
+        ],
+        Duration::from_secs(30),
+    );
+    let listening = aggregator.wait_for_each(
+        &[
+            "[study-a] aggregator listening",
+            "[study-b] aggregator listening",
+        ],
+        Duration::from_secs(30),
+    );
+    let agg_a = address(&listening[0]);
 
     // hospital-d (study b) dials study a's aggregator with its own study file.
     let lost = node_process(
