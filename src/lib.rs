@@ -3,7 +3,8 @@
 //! This crate holds what sits above the protocols: data loading and partitioning
 //! ([`data`]), simulated data ([`synthetic`]), metrics ([`metrics`]), the plaintext
 //! distributed fit pipeline ([`fit`]), safe result writing ([`output`]) and figures
-//! ([`figures`], SVG and PNG through plotters). The optimisers and
+//! ([`figures`], SVG and PNG through plotters), differential privacy ([`dp`]) and the pipelines
+//! that join it with secure fitting ([`hybrid`]). The optimisers and
 //! the aggregation backends live in [`privlogit_protocols`], re-exported as [`protocols`].
 //!
 //! ```no_run
@@ -23,6 +24,7 @@ pub mod data;
 pub mod dp;
 pub mod figures;
 pub mod fit;
+pub mod hybrid;
 pub mod metrics;
 pub mod output;
 pub mod pca;

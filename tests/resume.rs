@@ -92,13 +92,13 @@ fn run(
                         .secret,
                 )
             };
-            study::run_keyholder(keyholder_end, make, None, &mut store)
+            study::run_keyholder(keyholder_end, make, None, &mut store, None)
         });
         let mut node_ends = Vec::new();
         for (names, data) in nodes() {
             let (a, n) = MemoryChannel::pair();
             node_ends.push(a);
-            scope.spawn(move || study::run_node(n, &names, data, 1024, None));
+            scope.spawn(move || study::run_node(n, &names, data, 1024, None, None));
         }
         let mut save = |c: &Checkpoint| {
             // Through the bytes, as the file is.
@@ -116,8 +116,14 @@ fn run(
             from,
             save: &mut save,
         };
-        let outcome =
-            study::run_aggregator(node_ends, to_keyholder, plan, &mut |_| {}, Some(continuity));
+        let outcome = study::run_aggregator(
+            node_ends,
+            to_keyholder,
+            plan,
+            &mut |_| {},
+            Some(continuity),
+            None,
+        );
         let _ = keyholder.join();
         outcome.map_err(|e| e.to_string())
     });
@@ -135,6 +141,7 @@ fn plan(protocol: Protocol, optimizer: Optimizer, method: LinearAlgebra) -> Stud
         standardize: true,
         intercept: true,
         linear_algebra: method,
+        release: None,
         mask_seed: Some(42),
     }
 }

@@ -196,6 +196,7 @@ fn the_gradient_norm_rule_stops_where_plaintext_does() {
         intercept: true,
         linear_algebra: LinearAlgebra::Circuit,
         mask_seed: None,
+        release: None,
     };
     let e = plan.validate().expect_err("circuit method");
     assert!(
@@ -245,6 +246,7 @@ fn secure_standardisation_over_tcp_matches_plaintext() {
         intercept: true,
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
+        release: None,
     };
     let outcome = inprocess::run_study(
         inprocess::loopback_pair,
@@ -252,6 +254,7 @@ fn secure_standardisation_over_tcp_matches_plaintext() {
         &plan,
         |_| Ok(&key.secret),
         &mut |_| {},
+        None,
     )
     .expect("secure study")
     .outcome;
@@ -293,6 +296,7 @@ fn mismatched_columns_are_refused() {
         intercept: true,
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
+        release: None,
     };
     let made_key = std::sync::atomic::AtomicBool::new(false);
     let error = inprocess::run_study(
@@ -304,6 +308,7 @@ fn mismatched_columns_are_refused() {
             Ok(key().secret)
         },
         &mut |_| {},
+        None,
     )
     .expect_err("refused");
     let message = error.to_string();
@@ -368,6 +373,7 @@ fn a_node_killed_mid_run_stops_the_study_with_a_named_error() {
         intercept: false,
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
+        release: None,
     };
     let mut made = 0;
     // Links are made key holder first, then Nodes 1, 2, 3; Node 2's end breaks after 12
@@ -392,8 +398,15 @@ fn a_node_killed_mid_run_stops_the_study_with_a_named_error() {
         .map(|p| (names.clone(), NodeData::prepared(p.clone())))
         .collect();
     let start = std::time::Instant::now();
-    let error = inprocess::run_study(make_pair, nodes, &plan, |_| Ok(&key.secret), &mut |_| {})
-        .expect_err("the study fails");
+    let error = inprocess::run_study(
+        make_pair,
+        nodes,
+        &plan,
+        |_| Ok(&key.secret),
+        &mut |_| {},
+        None,
+    )
+    .expect_err("the study fails");
     let message = error.to_string();
     eprintln!("{message} (after {:.2} s)", start.elapsed().as_secs_f64());
     assert!(message.contains("Node 2"), "{message}");

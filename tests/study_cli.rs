@@ -970,3 +970,132 @@ fn a_consortium_authority_names_the_parties() {
     assert!(diff <= 1e-6, "{diff:e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A differentially private study (secure PLR, issue 15) between separate processes over TLS:
+/// each Node charges its own ledger epsilon 1 when the study starts; with both servers' noise
+/// seeded, the model equals the one-command `study` run with the same seed (the noise is the
+/// same, only the masks differ: 1e-8); a second study that would take hospital-a past its
+/// total of 1.5 is refused by that Node before anything is computed, its ledger unchanged.
+#[test]
+fn a_differentially_private_study_charges_each_node_once() {
+    let d = Deployment::new("dp");
+    let base = std::fs::read_to_string(&d.study).expect("study");
+    let model = d.dir.join("model.json");
+    let study = d.dir.join("study-dp.toml");
+    std::fs::write(
+        &study,
+        format!(
+            "protocol = \"newton\"\ndp_epsilon = 1.0\njson = true\nout = \"{}\"\n{}",
+            model.display(),
+            base.replace("standardize = true\n", "")
+        ),
+    )
+    .expect("study file");
+    let study = study.display().to_string();
+    let ledger = |h: &str| d.dir.join(format!("ledger-{h}.json"));
+    let run = |d: &Deployment| -> (Role, Role, Vec<Role>) {
+        let (k, k_addr) = d.keyholder_with(&["--noise-seed", "5"]);
+        let id = d.identity("aggregator");
+        let state = d.state("aggregator");
+        let mut a = Role::spawn(&[
+            "aggregator",
+            "--study",
+            &study,
+            "--identity",
+            &id,
+            "--listen",
+            "127.0.0.1:0",
+            "--keyholder",
+            &k_addr,
+            "--state",
+            &state,
+            "--noise-seed",
+            "5",
+        ]);
+        let a_addr = address(&a.wait_for("listening on", Duration::from_secs(30)));
+        let nodes = HOSPITALS
+            .iter()
+            .zip(['a', 'b', 'c'])
+            .map(|(h, c)| {
+                Role::spawn(&[
+                    "node",
+                    "--study",
+                    &study,
+                    "--identity",
+                    &d.identity(h),
+                    "--party",
+                    &demo(&format!("hospital_{c}.csv")),
+                    "--aggregator",
+                    &a_addr,
+                    "--ledger",
+                    &ledger(h).display().to_string(),
+                    "--budget",
+                    "1.5",
+                ])
+            })
+            .collect();
+        (k, a, nodes)
+    };
+    let (k, a, nodes) = run(&d);
+    for role in [a, k].into_iter().chain(nodes) {
+        let (ok, log) = role.end(Duration::from_secs(180));
+        assert!(ok, "{log}");
+    }
+    let separate = json(&std::fs::read(&model).expect("model"));
+    assert_eq!(separate["differential_privacy"]["epsilon"], 1.0);
+    let mut one = Command::new(env!("CARGO_BIN_EXE_privlogit"));
+    one.args([
+        "study",
+        "--label",
+        "label",
+        "--protocol",
+        "newton",
+        "--dp-epsilon",
+        "1",
+        "--noise-seed",
+        "5",
+        "--json",
+        "--quiet",
+    ]);
+    for c in ['a', 'b', 'c'] {
+        one.args(["--party", &demo(&format!("hospital_{c}.csv"))]);
+    }
+    let out = one.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let together = json(&out.stdout);
+    let diff = coefficients(&separate)
+        .iter()
+        .zip(coefficients(&together))
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max);
+    eprintln!("secure PLR, separate processes vs one command: max abs diff {diff:.2e}");
+    assert!(diff <= 1e-8, "{diff:e}");
+    let spent = |h: &str| std::fs::read_to_string(ledger(h)).expect("ledger");
+    let before: Vec<String> = HOSPITALS.iter().map(|h| spent(h)).collect();
+    for text in &before {
+        assert!(text.contains("\"spent\": \"1\""), "{text}");
+    }
+
+    // A second study: 1 + 1 > 1.5, so each Node refuses before it sends a row count.
+    let _ = std::fs::remove_file(&model);
+    let (k, a, nodes) = run(&d);
+    let mut refused = 0;
+    for node in nodes {
+        let (ok, log) = node.end(Duration::from_secs(60));
+        if !ok && log.contains("this Node refuses the study") && log.contains("budget exceeded") {
+            refused += 1;
+        }
+    }
+    assert!(refused >= 1, "no Node refused by its ledger");
+    for role in [a, k] {
+        let (ok, _) = role.end(Duration::from_secs(60));
+        assert!(!ok);
+    }
+    assert!(!model.exists(), "no model from a refused study");
+    let after: Vec<String> = HOSPITALS.iter().map(|h| spent(h)).collect();
+    assert_eq!(before, after, "a refused study charges nothing");
+}

@@ -26,6 +26,7 @@ pub mod inprocess;
 pub mod keyholder;
 pub mod masked;
 pub mod node;
+pub mod release;
 pub mod shapes;
 pub mod solver;
 pub mod study;
@@ -71,6 +72,9 @@ pub struct SecureConfig {
     pub value_bits: u32,
     /// Largest row count a Node may declare.
     pub max_rows: u64,
+    /// Terms the Center adds to every sum over the Nodes: its penalty, and in a secure PLR
+    /// study the objective's noise ([`release`]).
+    pub center_terms: u32,
 }
 
 impl SecureConfig {
@@ -85,13 +89,28 @@ impl SecureConfig {
             format,
             value_bits: integer_bits.saturating_sub(bits_for(parties as u64 + 1)),
             max_rows: 1 << 40,
+            center_terms: 1,
         }
     }
 
+    /// The same study with the objective's noise as one more term of every gradient sum (a
+    /// secure PLR study): Node values get one bit less room when the count of terms needs it.
+    pub fn with_noise_term(mut self) -> Self {
+        self.center_terms = 2;
+        let integer_bits = self.format.width() - self.format.frac() - 1;
+        self.value_bits = integer_bits.saturating_sub(bits_for(self.terms()));
+        self
+    }
+
+    /// Terms of a sum: one per Node and the Center's.
+    pub fn terms(&self) -> u64 {
+        self.parties as u64 + u64::from(self.center_terms)
+    }
+
     /// Bits to hold the sum over all Nodes of values below `2^(value_bits + scale)`, plus the
-    /// Center's one added term.
+    /// Center's added terms.
     fn sum_bits(&self, scale: u32) -> u32 {
-        self.value_bits + scale + bits_for(self.parties as u64 + 1)
+        self.value_bits + scale + bits_for(self.terms())
     }
 
     /// Slots for the Hessian bound: a sum over the Nodes plus the penalty, then a mask of

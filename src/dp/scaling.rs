@@ -6,6 +6,9 @@
 
 use ndarray::{Array2, ArrayView2};
 
+use privlogit_protocols::rows::unit_norm;
+pub use privlogit_protocols::rows::unit_norm::norm_of;
+
 use super::DpError;
 
 /// How rows are brought to norm at most the target (1 in PLR, `q_k` in a feature group).
@@ -76,60 +79,25 @@ impl RowScaling {
 
     /// Scales `row` in place to norm at most `target`; false for a non-finite entry. The norm
     /// is taken after dividing by the largest magnitude (as LAPACK's `dnrm2` avoids overflow
-    /// and underflow), the row is scaled in that form (no factor `target / norm` that a
-    /// subnormal norm would make infinite), and a result that rounding left a few ulps past
-    /// `target` is pulled back inside: every scaled row has norm at most `target`.
+    /// and underflow), and a result that rounding left a few ulps past `target` is pulled back
+    /// inside: every scaled row has norm at most `target` ([`unit_norm`] holds the arithmetic,
+    /// shared with a secure PLR study's Nodes).
     fn scale_row(self, row: &mut [f64], target: f64) -> bool {
         if row.iter().any(|v| !v.is_finite()) {
             return false;
         }
-        let largest = row.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
-        if largest == 0.0 {
-            return true;
-        }
-        // norm = largest * unit, with unit in [1, sqrt(d)].
-        let unit = row
-            .iter()
-            .map(|v| (v / largest).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let norm = largest * unit;
         match self {
-            RowScaling::Normalize => scale_unit(row, largest, unit, target),
-            RowScaling::Clip { bound } if norm > bound => scale_unit(row, largest, unit, target),
-            // |v| <= norm <= bound, so v / bound cannot overflow (target / bound could).
-            RowScaling::Clip { bound } => row.iter_mut().for_each(|v| *v = *v / bound * target),
-        }
-        // Rounding can leave the norm an ulp or two past the target: shrink it inside (each
-        // pass takes off one relative ulp; a few passes always suffice, the bound is a guard).
-        for _ in 0..64 {
-            if norm_of(row) <= target {
-                return true;
+            RowScaling::Normalize => unit_norm::scale_onto(row, target),
+            RowScaling::Clip { bound } if norm_of(row) > bound => {
+                unit_norm::scale_onto(row, target)
             }
-            row.iter_mut().for_each(|v| *v *= 1.0 - f64::EPSILON);
+            // |v| <= norm <= bound, so v / bound cannot overflow (target / bound could).
+            RowScaling::Clip { bound } => {
+                row.iter_mut().for_each(|v| *v = *v / bound * target);
+                unit_norm::pull_inside(row, target)
+            }
         }
-        norm_of(row) <= target
     }
-}
-
-/// `row / (largest * unit) * target`, formed as `(row / largest) * (target / unit)`.
-fn scale_unit(row: &mut [f64], largest: f64, unit: f64, target: f64) {
-    let factor = target / unit;
-    row.iter_mut().for_each(|v| *v = *v / largest * factor);
-}
-
-/// The Euclidean norm without overflow or underflow (largest magnitude factored out).
-pub fn norm_of(row: &[f64]) -> f64 {
-    let largest = row.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
-    if largest == 0.0 || !largest.is_finite() {
-        return largest;
-    }
-    largest
-        * row
-            .iter()
-            .map(|v| (v / largest).powi(2))
-            .sum::<f64>()
-            .sqrt()
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! The design matrix a study fits: a Node's raw features, standardised with the pooled means and
-//! scales when the study asks, and an intercept column first when it asks for one. Applied to
-//! each chunk as it is read, so nothing the size of the data is ever held.
+//! scales when the study asks, and an intercept column first when it asks for one; or, in a
+//! secure PLR study, each row scaled onto the unit sphere by its own norm. Applied to each chunk
+//! as it is read, so nothing the size of the data is ever held.
 
 use std::sync::Arc;
 
 use ndarray::{Array2, Axis};
 
-use super::{ChunkVisitor, RowSource, RowsError};
+use super::{ChunkVisitor, RowSource, RowsError, unit_norm};
 
 /// Name of the intercept column.
 pub const INTERCEPT: &str = "intercept";
@@ -17,6 +18,7 @@ pub struct DesignRows {
     raw: Arc<dyn RowSource>,
     intercept: bool,
     standardize: Option<(Vec<f64>, Vec<f64>)>,
+    unit_norm: bool,
 }
 
 impl DesignRows {
@@ -26,7 +28,16 @@ impl DesignRows {
             raw,
             intercept,
             standardize: None,
+            unit_norm: false,
         }
+    }
+
+    /// Every design row divided by its own norm (objective perturbation's public row rule,
+    /// stacking paper Algorithm 1 step 7), after any other transformation; a row with an entry
+    /// that is not finite is refused by its number.
+    pub fn unit_norm(mut self) -> Self {
+        self.unit_norm = true;
+        self
     }
 
     /// Replaces each feature `x_j` by `(x_j - means[j]) / scales[j]`. Refuses statistics of the
@@ -45,6 +56,16 @@ impl DesignRows {
         }
         self.standardize = Some((means, scales));
         Ok(self)
+    }
+
+    fn not_finite(&self, row: usize) -> RowsError {
+        RowsError::new(
+            self.raw.describe(),
+            format!(
+                "row {} has an entry that is not finite: it cannot be scaled to unit norm",
+                row + 1
+            ),
+        )
     }
 
     /// The raw source underneath.
@@ -97,15 +118,19 @@ impl RowSource for DesignRows {
                     *v = (*v - m) / s;
                 }
             }
+            if self.unit_norm && !unit_norm::scale_onto(row, 1.0) {
+                return Err(self.not_finite(start + i));
+            }
         }
         Ok(())
     }
 
     fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError> {
-        if !self.intercept && self.standardize.is_none() {
+        if !self.intercept && self.standardize.is_none() && !self.unit_norm {
             return self.raw.scan(visit);
         }
         let first = usize::from(self.intercept);
+        let mut seen = 0;
         self.raw.scan(&mut |x, y| {
             let mut design = Array2::ones((x.nrows(), x.ncols() + first));
             design.slice_mut(ndarray::s![.., first..]).assign(&x);
@@ -116,6 +141,17 @@ impl RowSource for DesignRows {
                     }
                 }
             }
+            if self.unit_norm {
+                for (i, mut row) in design.axis_iter_mut(Axis(0)).enumerate() {
+                    let row = row
+                        .as_slice_mut()
+                        .expect("a fresh array's rows are contiguous");
+                    if !unit_norm::scale_onto(row, 1.0) {
+                        return Err(self.not_finite(seen + i));
+                    }
+                }
+            }
+            seen += x.nrows();
             visit(design.view(), y)
         })
     }

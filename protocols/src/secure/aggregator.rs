@@ -16,6 +16,7 @@ use privlogit_circuits::session::EvaluatorSession;
 use super::gc::{self, AggregatorGc, Comparison};
 use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
+use super::release::{self, NoiseShare, Release};
 use super::shapes::Shape;
 use super::solver::{self, LinearAlgebra, SavedFactor, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
@@ -105,6 +106,9 @@ pub struct SecureAggregation<C: Channel> {
     saved_bound: Option<SavedBound>,
     /// A resumed study's bound factor, held again, for the optimiser's setup.
     restored_bound: Option<usize>,
+    /// Secure PLR: `Enc(-(b_1 + b_2)/N)`, added to every gradient (and `beta^T` it to every
+    /// objective).
+    perturbation: Option<EncryptedVector>,
     bound_seconds: f64,
     gc_seconds: f64,
     node_wait_seconds: f64,
@@ -163,6 +167,7 @@ impl<C: Channel> SecureAggregation<C> {
             solver,
             saved_bound: None,
             restored_bound: None,
+            perturbation: None,
             bound_seconds: 0.0,
             gc_seconds: 0.0,
             node_wait_seconds: 0.0,
@@ -412,6 +417,48 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(!large)
     }
 
+    /// Secure PLR ([`release`]): draws the aggregator's share of the objective's noise, has
+    /// the key holder draw its own (it learns N for that), checks that both derived the same
+    /// penalty `N (lambda + Delta)`, and keeps `Enc(-(b_1 + b_2)/N)` for every round. Returns
+    /// the penalty.
+    pub fn perturb(
+        &mut self,
+        release: &Release,
+        own: &mut dyn NoiseShare,
+    ) -> Result<f64, SecureError> {
+        let (n, d) = (self.rows, self.config.dimension);
+        let mine = own.draw(release, n, d).map_err(|e| {
+            SecureError::Protocol(format!("aggregator, drawing its noise share: {e}"))
+        })?;
+        let my_share = release::encrypt_share(&self.key, &self.config, &mine, n, &self.gc.noise)?;
+        let session = self.config.session;
+        let payload = Writer::new().u64(n as u64).finish();
+        let ch = self.keyholder()?;
+        let at = |e| SecureError::io("aggregator, the key holder's noise share".into(), e);
+        wire::send(ch, session, Step::Perturb, &payload).map_err(at)?;
+        let (_, reply) = wire::recv(ch, session, &[Step::PerturbReply]).map_err(at)?;
+        let mut r = Reader::new(&reply);
+        let penalty = r.f64s().map_err(at)?;
+        let theirs = EncryptedVector::from_bytes(&self.key, r.bytes().map_err(at)?)?;
+        r.end().map_err(at)?;
+        Shape {
+            len: d,
+            scale: self.config.format.frac(),
+            bound: release::share_bound(&self.config),
+            packing: crate::paillier::Packing::unpacked(&self.key),
+        }
+        .check(&theirs, "the key holder's noise share")?;
+        if penalty.len() != 1 || penalty[0].to_bits() != mine.penalty.to_bits() {
+            return Err(SecureError::Protocol(format!(
+                "the key holder derived the penalty {penalty:?}, the aggregator {}: the \
+                 servers disagree on epsilon, lambda or N",
+                mine.penalty
+            )));
+        }
+        self.perturbation = Some(EncryptedVector::sum(&self.key, &[&my_share, &theirs])?);
+        Ok(mine.penalty)
+    }
+
     /// Values public by design to the aggregator (N, the standardisation moments, a
     /// PrivLogit-Local step), decrypted by the key holder without its learning them: each is
     /// masked with a fresh integer sigma bits wider than its public bound, and the aggregator
@@ -547,6 +594,23 @@ impl<C: Channel> SecureAggregation<C> {
             &self.key,
             &[Self::fixed(penalty_objective / n, 2 * frac)?.value],
         )?;
+        // Secure PLR: the noise's terms, `-b/N` in the gradient and `-beta^T b/N` in the
+        // objective (at twice the fractional bits, like the objective).
+        let (gradient, objective) = match &self.perturbation {
+            Some(noise) => {
+                let beta_fixed: Vec<Fixed> = beta
+                    .iter()
+                    .map(|b| Self::fixed(*b, frac))
+                    .collect::<Result<_, _>>()?;
+                let term =
+                    EncryptedVector::from_number(&self.key, &noise.dot(&self.key, &beta_fixed)?);
+                (
+                    EncryptedVector::sum(&self.key, &[&gradient, noise])?,
+                    EncryptedVector::sum(&self.key, &[&objective, &term])?,
+                )
+            }
+            None => (gradient, objective),
+        };
         let step = match &self.inverse {
             Some(m) => {
                 let own = m.mul_vector(&self.key, &penalty)?;

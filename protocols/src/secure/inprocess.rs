@@ -14,6 +14,7 @@ use super::SecureError;
 use super::aggregator::{AggregatorStats, Protocol};
 use super::keyholder::{KeyholderStats, NoKeyStore};
 use super::node::{NodeData, NodeStats};
+use super::release::{NoiseShare, NoiseShares};
 use super::solver::LinearAlgebra;
 use super::study::{self, StudyError, StudyOutcome, StudyPlan};
 use crate::objective::PartyData;
@@ -62,6 +63,7 @@ pub fn run(
         intercept: false,
         linear_algebra,
         mask_seed: None,
+        release: None,
     };
     let nodes = parties
         .iter()
@@ -75,6 +77,7 @@ pub fn run(
         &plan,
         |_| Ok(secret),
         observer,
+        None,
     )?;
     Ok(SecureReport {
         fit: outcome.fit,
@@ -98,13 +101,15 @@ pub struct StudyRun {
 /// Runs a whole study in this process: the key holder and every Node on their own threads,
 /// the aggregator on the caller's, each link a pair from `make_pair` (in-memory or
 /// [`loopback_pair`]). Nodes are `(feature names, rows)`; `make_key` gives the key holder its
-/// key for the modulus size the plan asks. On failure, reports the party that caused it.
+/// key for the modulus size the plan asks; `noise` gives a differentially private plan's
+/// servers their noise shares. On failure, reports the party that caused it.
 pub fn run_study<C, K>(
     mut make_pair: impl FnMut() -> io::Result<(C, C)>,
     nodes: Vec<(Vec<String>, NodeData)>,
     plan: &StudyPlan,
     make_key: impl FnOnce(u32) -> Result<K, SecureError> + Send,
     observer: &mut dyn FnMut(&IterationRecord),
+    noise: Option<NoiseShares>,
 ) -> Result<StudyRun, StudyError>
 where
     C: Channel + Send,
@@ -116,19 +121,43 @@ where
     for _ in &nodes {
         links.push(make_pair().map_err(link)?);
     }
+    let (mut aggregator_noise, mut keyholder_noise) = match noise {
+        Some(n) => (Some(n.aggregator), Some(n.keyholder)),
+        None => (None, None),
+    };
     thread::scope(|scope| {
-        let keyholder = scope
-            .spawn(move || study::run_keyholder(keyholder_end, make_key, None, &mut NoKeyStore));
+        let keyholder = scope.spawn(move || {
+            study::run_keyholder(
+                keyholder_end,
+                make_key,
+                None,
+                &mut NoKeyStore,
+                keyholder_noise
+                    .as_deref_mut()
+                    .map(|n| n as &mut dyn NoiseShare),
+            )
+        });
         let mut node_ends = Vec::new();
         let mut handles = Vec::new();
         let min_key_bits = plan.key_bits;
         for ((names, data), (aggregator_end, node_end)) in nodes.into_iter().zip(links) {
             node_ends.push(aggregator_end);
             handles.push(
-                scope.spawn(move || study::run_node(node_end, &names, data, min_key_bits, None)),
+                scope.spawn(move || {
+                    study::run_node(node_end, &names, data, min_key_bits, None, None)
+                }),
             );
         }
-        let driven = study::run_aggregator(node_ends, to_keyholder, plan, observer, None);
+        let driven = study::run_aggregator(
+            node_ends,
+            to_keyholder,
+            plan,
+            observer,
+            None,
+            aggregator_noise
+                .as_deref_mut()
+                .map(|n| n as &mut dyn NoiseShare),
+        );
         // The aggregator's channels are dropped by now, so every serving thread ends.
         let keyholder = keyholder
             .join()

@@ -13,6 +13,7 @@ use super::gc::{self, Comparison, KeyholderGc};
 use super::masked::MaskedHelper;
 use super::masked::matrix::IntMatrix;
 use super::masked::msgs::Request;
+use super::release::{self, NoiseShare, Release};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, SecretKey};
@@ -206,6 +207,7 @@ pub fn serve<C: Channel>(
     config: &SecureConfig,
     mut budget: DecryptionBudget,
     spent: &mut dyn FnMut(&DecryptionBudget) -> Result<(), SecureError>,
+    mut share: Option<(Release, &mut dyn NoiseShare)>,
 ) -> Result<KeyholderStats, SecureError> {
     let at = |step| move |e| SecureError::io(format!("key holder, {step}"), e);
     let key = secret.public_key();
@@ -229,6 +231,7 @@ pub fn serve<C: Channel>(
                 Step::Solve,
                 Step::Compare,
                 Step::Masked,
+                Step::Perturb,
                 Step::Done,
             ],
         )
@@ -249,6 +252,38 @@ pub fn serve<C: Channel>(
                     masked: masked.stats().clone(),
                 };
                 return Ok(stats);
+            }
+            Step::Perturb => {
+                let rows = r.u64().map_err(bad)?;
+                r.end().map_err(at("reading a request"))?;
+                let Some((release, noise_share)) = share.take() else {
+                    return Err(SecureError::Protocol(
+                        "the aggregator asked for a noise share twice, or in a study that is \
+                         not differentially private"
+                            .into(),
+                    ));
+                };
+                let rows = usize::try_from(rows)
+                    .ok()
+                    .filter(|&n| n > 0 && n as u64 <= config.max_rows * config.parties as u64)
+                    .ok_or_else(|| {
+                        SecureError::Protocol(format!("the aggregator declares N = {rows}"))
+                    })?;
+                let draw = noise_share
+                    .draw(&release, rows, config.dimension)
+                    .map_err(|e| {
+                        SecureError::Protocol(format!("key holder, drawing its noise share: {e}"))
+                    })?;
+                let t = clock();
+                let encrypted = release::encrypt_share(key, config, &draw, rows, &noise)?;
+                paillier_seconds += t.elapsed().as_secs_f64();
+                let reply = Writer::new()
+                    .f64s(&[draw.penalty])
+                    .bytes(&encrypted.to_bytes(key))
+                    .finish();
+                let ch = party.session.channel().map_err(at("replying"))?;
+                wire::send(ch, config.session, Step::PerturbReply, &reply)
+                    .map_err(at("sending its noise share"))?;
             }
             Step::Masked => {
                 let request = Request::decode(key, &payload)?;

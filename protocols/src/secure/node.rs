@@ -25,6 +25,7 @@ pub struct NodeData {
     raw: Arc<dyn RowSource>,
     intercept: bool,
     standardize: Option<(Vec<f64>, Vec<f64>)>,
+    unit_norm: bool,
     party: Option<PartyData>,
 }
 
@@ -41,6 +42,7 @@ impl NodeData {
             raw,
             intercept,
             standardize: None,
+            unit_norm: false,
             party: None,
         }
     }
@@ -51,8 +53,16 @@ impl NodeData {
             raw: party.source().clone(),
             intercept: false,
             standardize: None,
+            unit_norm: false,
             party: Some(party),
         }
+    }
+
+    /// Every design row scaled by its own norm to norm 1 (a secure PLR study's public row
+    /// rule); a design matrix formed before is formed again from its rows.
+    pub fn set_unit_norm(&mut self) {
+        self.unit_norm = true;
+        self.party = None;
     }
 
     /// Whether the design matrix gets an intercept column (the study decides).
@@ -70,6 +80,9 @@ impl NodeData {
             let mut design = DesignRows::new(self.raw.clone(), self.intercept);
             if let Some((means, scales)) = self.standardize.clone() {
                 design = design.standardized(means, scales)?;
+            }
+            if self.unit_norm {
+                design = design.unit_norm();
             }
             self.party = Some(PartyData::from_source(Arc::new(design)));
         }

@@ -151,8 +151,7 @@ pub const STEP_TOLERANCE: f64 = 1e-7;
 /// its step (and so the model) would be noise in some direction (collinear columns, a tiny
 /// penalty), where the plaintext run is itself ill-determined.
 pub fn largest_inverse_norm(config: &SecureConfig) -> f64 {
-    let per_entry =
-        (config.parties as f64 + 1.0) * f64::from(config.format.frac() + 1).exp2().recip();
+    let per_entry = config.terms() as f64 * f64::from(config.format.frac() + 1).exp2().recip();
     STEP_TOLERANCE / (per_entry * (config.dimension as f64).sqrt())
 }
 

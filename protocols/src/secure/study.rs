@@ -19,6 +19,7 @@ use super::checkpoint::Checkpoint;
 use super::endorsement::{Endorsement, Endorser, KeyTrust};
 use super::keyholder::{self, DecryptionBudget, KeyStore, KeyholderStats};
 use super::node::{self, NodeData};
+use super::release::{self as perturbation, Consent, NoiseShare, Release};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use super::{MAX_ITERATIONS, SecureConfig, SecureError};
@@ -52,6 +53,8 @@ pub struct StudyPlan {
     /// seed (and the coefficients the matrix belongs to), so that a run repeats another's
     /// rounding. As secret as the masks: never in a real study.
     pub mask_seed: Option<u64>,
+    /// Secure PLR: the published model epsilon-DP by objective perturbation ([`release`]).
+    pub release: Option<Release>,
 }
 
 impl StudyPlan {
@@ -82,6 +85,29 @@ impl StudyPlan {
             return Err(SecureError::Protocol(
                 "a study needs at least one Node".into(),
             ));
+        }
+        if let Some(release) = &self.release {
+            release.validate()?;
+            let refusal = if self.protocol == Protocol::Local {
+                Some(
+                    "protocol local: its step multiplies the gradient by the encrypted inverse at the Nodes, and the noise is no Node's (use hessian or newton)",
+                )
+            } else if self.standardize || self.intercept {
+                Some(
+                    "standardisation or an intercept: PLR's guarantee holds for rows of norm at most 1, which the Nodes make by scaling each row by its own norm (turn standardisation and the intercept off)",
+                )
+            } else if self.linear_algebra != LinearAlgebra::Masked {
+                Some(
+                    "--linear-algebra circuit: the study stops on the gradient norm, which needs masked",
+                )
+            } else {
+                None
+            };
+            if let Some(why) = refusal {
+                return Err(SecureError::Protocol(format!(
+                    "a differentially private study cannot run with {why}"
+                )));
+            }
         }
         if self.options.stopping.gradient_tolerance.is_some()
             && self.linear_algebra != LinearAlgebra::Masked
@@ -158,12 +184,16 @@ fn parse_key(bytes: &[u8], min_bits: u32) -> Result<PublicKey, SecureError> {
 /// The Node role from the first message: joins with its feature `names`, then serves. The
 /// Node refuses a public key shorter than `min_key_bits` (its own policy, not the study's) and,
 /// given `trust`, one that the named key holder did not sign for this study and session.
+///
+/// In a differentially private study the Node scales each of its rows to norm 1 (PLR's public
+/// row rule) and first asks `consent` (its ledger), which may refuse before anything is sent.
 pub fn run_node<C: Channel>(
     mut channel: C,
     names: &[String],
     mut data: NodeData,
     min_key_bits: u32,
     trust: Option<KeyTrust>,
+    consent: Option<Consent<'_>>,
 ) -> Result<node::NodeStats, SecureError> {
     let mut w = Writer::new().u64(names.len() as u64);
     for n in names {
@@ -173,7 +203,7 @@ pub fn run_node<C: Channel>(
     let (_, welcome) = wire::recv(&mut channel, HANDSHAKE, &[Step::Welcome])
         .map_err(io_at("Node, waiting for the study to start"))?;
     let mut r = Reader::new(&welcome);
-    let (config, intercept) =
+    let (config, intercept, release) =
         read_parameters(&mut r).map_err(io_at("Node, reading the welcome"))?;
     let key_bytes = r.bytes().map_err(io_at("Node, reading the key"))?;
     let endorsement = read_endorsement(&mut r).map_err(io_at("Node, reading the welcome"))?;
@@ -188,24 +218,32 @@ pub fn run_node<C: Channel>(
         ));
     }
     data.set_intercept(intercept);
+    if let Some(release) = &release {
+        if let Some(consent) = consent {
+            consent(release)?;
+        }
+        data.set_unit_norm();
+    }
     node::serve(channel, &mut data, &key, &config)
 }
 
 /// The key-holder role from the first message: makes the key pair the study asks for (with
 /// `make_key`, given the modulus size) and keeps it in `store`, or, when the aggregator resumes
 /// a study, takes the key `store` kept for it; signs the public key with `endorser` when
-/// given, then serves.
+/// given, then serves. In a differentially private study it draws its share of the noise
+/// from `noise` (refused without one).
 pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     mut channel: C,
     make_key: impl FnOnce(u32) -> Result<K, SecureError>,
     endorser: Option<&Endorser>,
     store: &mut dyn KeyStore,
+    noise: Option<&mut dyn NoiseShare>,
 ) -> Result<KeyholderStats, SecureError> {
     let (_, setup) = wire::recv(&mut channel, HANDSHAKE, &[Step::Setup])
         .map_err(io_at("key holder, waiting for the aggregator"))?;
     let at = io_at("key holder, reading the setup");
     let mut r = Reader::new(&setup);
-    let (config, intercept) = read_parameters(&mut r).map_err(&at)?;
+    let (config, intercept, release) = read_parameters(&mut r).map_err(&at)?;
     let bits = r.u64().map_err(&at)?;
     let local = r.u64().map_err(&at)? == 1;
     let standardize = r.u64().map_err(&at)? == 1;
@@ -213,6 +251,16 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     let resumed_key = r.bytes().map_err(&at)?.to_vec();
     r.end().map_err(&at)?;
     let bits = u32::try_from(bits).map_err(|_| SecureError::Protocol("key size".into()))?;
+    let share = match (release, noise) {
+        (None, _) => None,
+        (Some(release), Some(noise)) => Some((release, noise)),
+        (Some(_), None) => {
+            return Err(SecureError::Protocol(
+                "the study is differentially private, and this key holder has no noise share                  to draw (configure it for DP studies)"
+                    .into(),
+            ));
+        }
+    };
     let max_iterations = usize::try_from(max_iterations)
         .ok()
         .filter(|m| (1..=MAX_ITERATIONS).contains(m))
@@ -264,7 +312,7 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
         .map_err(io_at("key holder, sending the public key"))?;
     let session = config.session;
     let mut spent = |b: &DecryptionBudget| store.save(session, secret, b);
-    keyholder::serve(channel, secret, &config, budget, &mut spent)
+    keyholder::serve(channel, secret, &config, budget, &mut spent, share)
 }
 
 /// SHA-256 of a public key's bytes: how a resuming aggregator names the key it continues with.
@@ -304,6 +352,15 @@ pub fn plan_digest(plan: &StudyPlan) -> [u8; 32] {
         plan.intercept,
         plan.linear_algebra
     );
+    // A release is part of the plan (absent, the digest is what it always was).
+    let text = match &plan.release {
+        Some(r) => format!(
+            "{text}|release {:x} {:x}",
+            r.epsilon.to_bits(),
+            r.lambda.to_bits()
+        ),
+        None => text,
+    };
     // A centred penalty is part of the plan (absent, the digest is what it always was).
     let text = match &o.centre {
         Some(c) => {
@@ -317,18 +374,35 @@ pub fn plan_digest(plan: &StudyPlan) -> [u8; 32] {
 
 /// The aggregator role: waits for every Node, checks their columns, sets the study up (or,
 /// with `continuity.from`, takes it up where its checkpoint left it), runs the optimiser,
-/// and ends the study.
+/// and ends the study. A differentially private plan draws the aggregator's noise share from
+/// `noise` (refused without one).
 pub fn run_aggregator<C: Channel>(
     mut nodes: Vec<C>,
     mut keyholder: C,
     plan: &StudyPlan,
     observer: &mut dyn FnMut(&IterationRecord),
     mut continuity: Option<Continuity<'_>>,
+    noise: Option<&mut dyn NoiseShare>,
 ) -> Result<StudyOutcome, StudyError> {
     plan.validate()?;
+    if plan.release.is_some() && noise.is_none() {
+        return Err(SecureError::Protocol(
+            "a differentially private study needs the aggregator's noise share".into(),
+        )
+        .into());
+    }
     let start = Instant::now();
     let digest = plan_digest(plan);
     let from = continuity.as_mut().and_then(|c| c.from.take());
+    if from.is_some() && plan.release.is_some() {
+        return Err(SecureError::Protocol(
+            "a differentially private study cannot be resumed: its noise is not kept in the \
+             checkpoint, and drawing it again would show the participants a second noisy \
+             trajectory (start it again, charged again)"
+                .into(),
+        )
+        .into());
+    }
     if let (Some(c), Some(f)) = (&continuity, &from) {
         if f.study != c.study {
             return Err(SecureError::Protocol(
@@ -386,7 +460,10 @@ pub fn run_aggregator<C: Channel>(
     // The key holder learns the plan's public shape, from which it fixes what it will
     // decrypt outside circuits ([`DecryptionBudget`]); a resumed study names its key.
     let resumed_key = from.as_ref().map(|f| key_digest(&f.key).to_vec());
-    let setup = write_parameters(&config, plan.intercept)
+    if plan.release.is_some() {
+        config = config.with_noise_term();
+    }
+    let setup = write_parameters(&config, plan.intercept, plan.release)
         .u64(u64::from(plan.key_bits))
         .u64(u64::from(plan.protocol == Protocol::Local))
         .u64(u64::from(plan.standardize))
@@ -409,7 +486,7 @@ pub fn run_aggregator<C: Channel>(
     }
     let key = parse_key(key_bytes, plan.key_bits)?;
     let welcome = write_endorsement(
-        write_parameters(&config, plan.intercept).bytes(&key.to_bytes()),
+        write_parameters(&config, plan.intercept, plan.release).bytes(&key.to_bytes()),
         &endorsement,
     )
     .finish();
@@ -457,6 +534,14 @@ pub fn run_aggregator<C: Channel>(
     if let Some(seed) = plan.mask_seed {
         aggregation.seed_masks(Sha256::digest(seed.to_le_bytes()).into());
     }
+    let options = match (&plan.release, noise) {
+        (Some(release), Some(noise)) => {
+            let penalty = aggregation.perturb(release, noise)?;
+            let rows = crate::Aggregation::sample_count(&aggregation);
+            release_options(&plan.options, release, rows, penalty)
+        }
+        _ => plan.options.clone(),
+    };
     let mut names = features.clone();
     if plan.intercept {
         names.insert(0, "intercept".to_string());
@@ -465,9 +550,7 @@ pub fn run_aggregator<C: Channel>(
     let rows = crate::Aggregation::sample_count(&aggregation);
     let resumed_from = from.as_ref().map(|f| f.progress.iterations());
     let fit = match continuity {
-        None => plan
-            .optimizer
-            .fit(&mut aggregation, &plan.options, observer)?,
+        None => plan.optimizer.fit(&mut aggregation, &options, observer)?,
         Some(c) => {
             let saved = aggregation.save_bound();
             *saved.lock().expect("the saved bound") = from.as_ref().and_then(|f| f.bound.clone());
@@ -502,7 +585,7 @@ pub fn run_aggregator<C: Channel>(
                 };
             plan.optimizer.fit_with_checkpoints(
                 &mut aggregation,
-                &plan.options,
+                &options,
                 observer,
                 Checkpoints {
                     from: from.map(|f| f.progress),
@@ -523,6 +606,32 @@ pub fn run_aggregator<C: Channel>(
         seconds: start.elapsed().as_secs_f64(),
         resumed_from,
     })
+}
+
+/// The optimiser's options in a secure PLR study: the penalty `N (lambda + Delta)` (a plan's
+/// centre `c`, weighted `N lambda`, becomes `N lambda c / penalty` of the merged penalty: the
+/// two quadratics differ by a constant), and the gradient-norm rule alone (the objective's
+/// change can stop short of the minimiser the guarantee needs).
+fn release_options(
+    options: &FitOptions,
+    release: &Release,
+    rows: usize,
+    penalty: f64,
+) -> FitOptions {
+    let mut out = options.clone();
+    out.lambda = penalty;
+    out.centre = options
+        .centre
+        .as_ref()
+        .map(|c| c * (rows as f64 * release.lambda / penalty));
+    out.stopping.relative_tolerance = 0.0;
+    out.stopping.gradient_tolerance = Some(
+        options
+            .stopping
+            .gradient_tolerance
+            .unwrap_or_else(|| perturbation::default_gradient_tolerance(penalty)),
+    );
+    out
 }
 
 /// Refuses a Node whose feature names differ from Node 1's, naming the first difference.
@@ -562,17 +671,19 @@ fn read_endorsement(r: &mut Reader<'_>) -> std::io::Result<Endorsement> {
     })
 }
 
-fn write_parameters(config: &SecureConfig, intercept: bool) -> Writer {
-    Writer::new()
+fn write_parameters(config: &SecureConfig, intercept: bool, release: Option<Release>) -> Writer {
+    let w = Writer::new()
         .u64(config.session)
         .u64(config.parties as u64)
         .u64(config.dimension as u64)
         .u64(u64::from(config.format.width()))
         .u64(u64::from(config.format.frac()))
-        .u64(u64::from(intercept))
+        .u64(u64::from(intercept));
+    Release::write(w, release)
 }
 
-fn read_parameters(r: &mut Reader<'_>) -> std::io::Result<(SecureConfig, bool)> {
+#[allow(clippy::type_complexity)]
+fn read_parameters(r: &mut Reader<'_>) -> std::io::Result<(SecureConfig, bool, Option<Release>)> {
     let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
     let session = r.u64()?;
     let parties = r.u64()? as usize;
@@ -580,12 +691,15 @@ fn read_parameters(r: &mut Reader<'_>) -> std::io::Result<(SecureConfig, bool)> 
     let width = u32::try_from(r.u64()?).map_err(|_| bad("format width"))?;
     let frac = u32::try_from(r.u64()?).map_err(|_| bad("format fraction"))?;
     let intercept = r.u64()? == 1;
+    let release = Release::read(r)?;
     let format = FixedFormat::new(width, frac).map_err(|_| bad("fixed-point format"))?;
     if parties == 0 || parties > 10_000 || dimension == 0 || dimension > super::MAX_DIMENSION {
         return Err(bad("study parameters out of range"));
     }
-    Ok((
-        SecureConfig::new(session, parties, dimension, format),
-        intercept,
-    ))
+    let config = SecureConfig::new(session, parties, dimension, format);
+    let config = match release {
+        Some(_) => config.with_noise_term(),
+        None => config,
+    };
+    Ok((config, intercept, release))
 }

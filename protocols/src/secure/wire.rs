@@ -85,11 +85,15 @@ pub enum Step {
     Masked,
     /// Key holder to aggregator: the answer to a masked-arithmetic request.
     MaskedReply,
+    /// Aggregator to key holder (secure PLR): N; draw your share of the objective's noise.
+    Perturb,
+    /// Key holder to aggregator: the penalty it derived and `Enc(-b_2/N)`.
+    PerturbReply,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 25] = [
+    const ALL: [Step; 27] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -115,6 +119,8 @@ impl Step {
         Step::Standardize,
         Step::Masked,
         Step::MaskedReply,
+        Step::Perturb,
+        Step::PerturbReply,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {

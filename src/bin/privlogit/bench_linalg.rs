@@ -288,8 +288,9 @@ fn time_one(
         let config_k = config.clone();
         // No public decryptions in this bench: masked arithmetic only.
         let budget = keyholder::DecryptionBudget::new(d, d, false, false, 1);
-        let keyholder = scope
-            .spawn(move || keyholder::serve(k_end, secret, &config_k, budget, &mut |_| Ok(())));
+        let keyholder = scope.spawn(move || {
+            keyholder::serve(k_end, secret, &config_k, budget, &mut |_| Ok(()), None)
+        });
         let session =
             EvaluatorSession::new(a_end, &mut rand::rng()).map_err(|e| anyhow!("base OT: {e}"))?;
         let mut gc = AggregatorGc::new(session, key);

@@ -195,6 +195,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
             intercept: true,
             linear_algebra: method,
             mask_seed: None,
+            release: None,
         };
         let nodes = sources
             .iter()
@@ -217,6 +218,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
                     eprintln!("  iteration {}", r.iteration);
                 }
             },
+            None,
         )?;
         let reference = if protocol == Protocol::Newton {
             &plain_newton.beta

@@ -261,7 +261,7 @@ fn load(path: &Path, args: &FitArgs) -> Result<Dataset> {
 
 /// The ledger's name for a data file: the SHA-256 of its bytes, so that a copy of the file
 /// (another path, the same records) is the same data set and spends from the same budget.
-fn dataset_name(path: &Path) -> Result<String> {
+pub(crate) fn dataset_name(path: &Path) -> Result<String> {
     let hash = content_hash(path)?;
     Ok(format!(
         "sha256:{}",

@@ -465,6 +465,7 @@ fn run_one(
         intercept: true,
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
+        release: None,
     };
     let nodes = data
         .sources
@@ -483,6 +484,7 @@ fn run_one(
             Ok(KeyPair::generate(KeySize::Bits2048, &mut rand::rng()).secret)
         },
         &mut observer,
+        None,
     )
     .map_err(|e| anyhow!("{} {}: {e}", row.name, run.name()))?;
     let mut rec = base(&outcome.fit, outcome.seconds, outcome.setup_seconds);

@@ -10,6 +10,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use privlogit::data::{self, LoadOptions};
+use privlogit::dp::ledger::{Charge, Ledger};
+use privlogit::hybrid::secure_plr::PlrNoiseShare;
 use privlogit::output;
 use privlogit::protocols::paillier::PublicKey;
 use privlogit::protocols::paillier::{KeyPair, KeySize, SecretKey};
@@ -21,6 +23,7 @@ use privlogit::protocols::secure::endorsement::{Endorser, KeyTrust};
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::keyholder::KeyholderStats;
 use privlogit::protocols::secure::node::{NodeData, NodeStats};
+use privlogit::protocols::secure::release::{NoiseShare, Release};
 use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study::{self, Continuity, StudyOutcome, StudyPlan};
 use privlogit::protocols::transport::roster::Side;
@@ -95,6 +98,20 @@ pub struct PlanArgs {
     /// arithmetic, pivots in small garbled circuits) or circuit (all in garbled circuits).
     #[arg(long, value_name = "METHOD", default_value = "masked")]
     linear_algebra: LinearAlgebra,
+    /// Publish an epsilon-differentially private model (secure PLR, stacking paper Algorithm
+    /// 1): the Nodes scale each row to norm 1, both servers add a PLR noise vector under
+    /// encryption, the study stops on the gradient norm alone (default within 1e-8 of the
+    /// minimiser). No intercept; --standardize, --lambda and --tol do not apply.
+    #[arg(long, value_name = "E")]
+    dp_epsilon: Option<f64>,
+    /// PLR's lambda (per row; the study's penalty becomes N (lambda + Delta)).
+    #[arg(
+        long,
+        value_name = "L",
+        default_value_t = 0.01,
+        requires = "dp_epsilon"
+    )]
+    dp_lambda: f64,
 }
 
 fn parse_format(s: &str) -> Result<FixedFormat, String> {
@@ -145,6 +162,10 @@ impl PlanArgs {
                     .transpose()?,
             );
         options.validate()?;
+        let release = self.dp_epsilon.map(|epsilon| Release {
+            epsilon,
+            lambda: self.dp_lambda,
+        });
         let plan = StudyPlan {
             protocol,
             optimizer,
@@ -153,9 +174,11 @@ impl PlanArgs {
             key_bits: self.key_bits,
             parties,
             standardize: self.standardize,
-            intercept: !self.no_intercept,
+            // PLR has no intercept: its rows are scaled onto the unit sphere.
+            intercept: !self.no_intercept && release.is_none(),
             linear_algebra: self.linear_algebra,
             mask_seed: None,
+            release,
         };
         plan.validate()?;
         Ok(plan)
@@ -320,6 +343,50 @@ fn server(roster: Option<&Roster>, role: Role) -> Member {
     })
 }
 
+/// A Node's privacy ledger (shared by `study` and `node`): a differentially private study
+/// charges each Node's data set (by the SHA-256 of its file) its epsilon when the study starts,
+/// and is refused, before any noise is drawn, if that would pass the ledger's total.
+#[derive(Debug, Args)]
+pub struct LedgerArgs {
+    /// The privacy ledger (as `dp fit --ledger`).
+    #[arg(long, value_name = "FILE")]
+    ledger: Option<PathBuf>,
+    /// Total epsilon each data set may spend (needed to create the ledger).
+    #[arg(long, value_name = "TOTAL", requires = "ledger")]
+    budget: Option<f64>,
+}
+
+impl LedgerArgs {
+    /// Charges `files` `release`'s epsilon each, or refuses; nothing without a ledger. A
+    /// study that fails later stays charged: its participants may have seen noisy iterates.
+    fn charge(&self, files: &[PathBuf], release: Option<&Release>) -> Result<()> {
+        let Some(path) = &self.ledger else {
+            return Ok(());
+        };
+        let Some(release) = release else {
+            bail!("--ledger applies to a differentially private study (--dp-epsilon)");
+        };
+        let charges = files
+            .iter()
+            .map(|f| {
+                Ok(Charge {
+                    dataset: crate::dp::dataset_name(f)?,
+                    file: f.display().to_string(),
+                    epsilon: release.epsilon,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ledger::record(path, self.budget, &charges)?;
+        say!(
+            "ledger {}: charged epsilon {} to each of {} data set(s)",
+            path.display(),
+            release.epsilon,
+            files.len()
+        );
+        Ok(())
+    }
+}
+
 /// Where the result goes (shared by `study` and `aggregator`).
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -349,6 +416,12 @@ pub struct StudyArgs {
     plan: PlanArgs,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    ledger: LedgerArgs,
+    /// Reproducible differentially private runs (tests, experiments): both servers' noise
+    /// drawn from SEED. Whoever knows SEED knows the noise: never in a real study.
+    #[arg(long, value_name = "SEED", requires = "dp_epsilon")]
+    noise_seed: Option<u64>,
     /// No progress on standard error.
     #[arg(long)]
     quiet: bool,
@@ -379,6 +452,7 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
         plan.format.width(),
         plan.format.frac()
     ));
+    args.ledger.charge(&args.parties, plan.release.as_ref())?;
     say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
     let nodes = datasets
         .into_iter()
@@ -389,12 +463,16 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
             say!("{}", progress_line(r));
         }
     };
+    let noise = plan
+        .release
+        .map(|_| privlogit::hybrid::secure_plr::shares(args.noise_seed));
     let run = inprocess::run_study(
         inprocess::loopback_pair,
         nodes,
         &plan,
         make_key,
         &mut progress,
+        noise,
     )
     .map_err(anyhow::Error::from)?;
     finish(
@@ -419,6 +497,10 @@ pub struct KeyholderArgs {
     net: NetArgs,
     #[command(flatten)]
     state: StateArgs,
+    /// Reproducible differentially private runs (tests): this server's noise share drawn
+    /// from SEED. Whoever knows SEED knows the share: never in a real study.
+    #[arg(long, value_name = "SEED")]
+    noise_seed: Option<u64>,
 }
 
 /// `privlogit keyholder`: waits for the aggregator, makes the key pair it asks for, serves.
@@ -452,7 +534,15 @@ pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
         );
         let key_file = args.state.key_file(&network.study())?;
         let mut store = FileKeyStore::new(key_file.clone(), args.state.resume());
-        let result = study::run_keyholder(channel, make_key, party.endorser().as_ref(), &mut store);
+        // Used only if the aggregator's plan is differentially private.
+        let mut share = noise_share(args.noise_seed, 1);
+        let result = study::run_keyholder(
+            channel,
+            make_key,
+            party.endorser().as_ref(),
+            &mut store,
+            Some(&mut share),
+        );
         let stats = match result {
             Ok(stats) => stats,
             Err(e) => {
@@ -507,6 +597,10 @@ pub struct AggregatorArgs {
     /// view can unmask everything: never in a real study.
     #[arg(long, value_name = "SEED")]
     seed: Option<u64>,
+    /// Reproducible differentially private runs (tests): this server's noise share drawn
+    /// from SEED. Whoever knows SEED knows the share: never in a real study.
+    #[arg(long, value_name = "SEED", requires = "dp_epsilon")]
+    noise_seed: Option<u64>,
 }
 
 /// `privlogit aggregator`: waits for the Nodes, connects to the key holder, runs the study.
@@ -599,8 +693,15 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
             from,
             save: &mut save,
         };
-        let outcome =
-            study::run_aggregator(nodes, keyholder, &plan, &mut progress, Some(continuity));
+        let mut share = noise_share(args.noise_seed, 0);
+        let outcome = study::run_aggregator(
+            nodes,
+            keyholder,
+            &plan,
+            &mut progress,
+            Some(continuity),
+            plan.release.map(|_| &mut share as &mut dyn NoiseShare),
+        );
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
@@ -641,6 +742,8 @@ pub struct NodeArgs {
     name: String,
     #[command(flatten)]
     net: NetArgs,
+    #[command(flatten)]
+    ledger: LedgerArgs,
 }
 
 /// `privlogit node`: joins the aggregator's study with one data file and serves it.
@@ -665,12 +768,24 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
             channel.pipe().peer_address()
         );
         let names = d.names();
+        let files = [args.party.clone()];
+        let mut consent = |release: &Release| {
+            say!(
+                "the study publishes an epsilon = {} differentially private model (secure PLR): \
+                 this Node scales its rows to norm 1",
+                release.epsilon
+            );
+            args.ledger
+                .charge(&files, Some(release))
+                .map_err(|e| SecureError::Protocol(format!("this Node refuses the study: {e:#}")))
+        };
         let stats = study::run_node(
             channel,
             &names,
             NodeData::from_source(d, true),
             2048,
             party.key_trust(),
+            Some(&mut consent),
         )?;
         say!(
             "study done: local sums {:.2} s, Paillier {:.2} s, {} sent",
@@ -680,6 +795,15 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
         );
         Ok(Outcome::Success)
     })
+}
+
+/// A server's noise share for a differentially private study: from the OS, or from `seed` on
+/// `stream` (the aggregator's 0, the key holder's 1, as `study --noise-seed`).
+fn noise_share(seed: Option<u64>, stream: u64) -> PlrNoiseShare {
+    match seed {
+        Some(s) => PlrNoiseShare::seeded(s, stream),
+        None => PlrNoiseShare::from_os(),
+    }
 }
 
 /// A Node's data file (CSV, binary table or Parquet), streamed.
@@ -722,6 +846,9 @@ fn human_bytes(b: u64) -> String {
 
 #[derive(Serialize)]
 struct JsonStudy<'a> {
+    /// Secure PLR: what the published model is private under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    differential_privacy: Option<JsonRelease>,
     protocol: String,
     optimizer: String,
     status: &'a str,
@@ -757,6 +884,35 @@ struct JsonStudy<'a> {
     keyholder_masked_encryptions: Option<u64>,
 }
 
+/// A secure PLR study's budget, as published with its model.
+#[derive(Serialize)]
+struct JsonRelease {
+    /// Per Node data set.
+    epsilon: f64,
+    lambda: f64,
+    /// Algorithm 1's eps' and Delta for this N (each server's noise drawn with eps').
+    epsilon_prime: f64,
+    delta: f64,
+    /// The study's penalty, N (lambda + Delta).
+    penalty: f64,
+    noise: &'static str,
+}
+
+fn release_report(plan: &StudyPlan, rows: usize) -> Result<Option<JsonRelease>> {
+    let Some(release) = &plan.release else {
+        return Ok(None);
+    };
+    let budget = privlogit::hybrid::secure_plr::budget(release, rows)?;
+    Ok(Some(JsonRelease {
+        epsilon: release.epsilon,
+        lambda: release.lambda,
+        epsilon_prime: budget.epsilon_prime,
+        delta: budget.delta,
+        penalty: privlogit::hybrid::secure_plr::penalty(release, &budget, rows),
+        noise: "b = b1 + b2, one PLR noise vector drawn by each server",
+    }))
+}
+
 fn finish(
     o: &StudyOutcome,
     parties: Option<(&KeyholderStats, &[NodeStats])>,
@@ -769,8 +925,10 @@ fn finish(
     let r = &o.fit;
     let masked = &o.aggregator.solver;
     let per_iteration = (o.seconds - o.setup_seconds) / r.iterations.max(1) as f64;
+    let release = release_report(plan, o.rows)?;
     let rendered = if json {
         let report = JsonStudy {
+            differential_privacy: release,
             protocol: format!("{:?}", plan.protocol).to_lowercase(),
             optimizer: r.optimizer.to_string(),
             status: r.status.name(),
@@ -810,6 +968,14 @@ fn finish(
         s
     } else {
         let mut s = String::new();
+        if let Some(r) = &release {
+            let _ = writeln!(
+                s,
+                "privacy         epsilon {} per Node data set (secure PLR: lambda {}, eps' {:.6}, \
+                 Delta {:.3e}, noise b1 + b2 from the two servers)",
+                r.epsilon, r.lambda, r.epsilon_prime, r.delta
+            );
+        }
         let _ = writeln!(s, "protocol        {:?} ({})", plan.protocol, r.optimizer);
         let _ = writeln!(s, "status          {}", r.status.name());
         let _ = writeln!(
