@@ -3,4 +3,8 @@
 //! - [`secure_plr`]: each server's share of PLR's noise in a secure study (the protocol side
 //!   is `privlogit_protocols::secure::release`), and the budget a study publishes under.
 
+//! - [`stacking`]: cross-organization stacking (each organization's DP low-level model,
+//!   meta rows from all of them, the high level fitted by a secure PLR study).
+
 pub mod secure_plr;
+pub mod stacking;

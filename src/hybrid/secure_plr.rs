@@ -84,3 +84,65 @@ pub fn seeded_noise(
     let k = PlrNoiseShare::seeded(seed, 1).draw(release, rows, dimension)?;
     Ok(a.noise + k.noise)
 }
+
+/// A secure PLR study over in-memory channels on rows held here (pipelines and experiments:
+/// every party in this process). `parts` are the Nodes' feature rows and 0/1 labels; secure
+/// Newton (few rounds on the small designs pipelines fit), masked linear algebra, the default
+/// fixed-point format, noise from `noise_seed` or the OS; over loopback TCP when `loopback`,
+/// else in-memory channels.
+pub fn study_in_process(
+    names: &[String],
+    parts: Vec<(ndarray::Array2<f64>, ndarray::Array1<f64>)>,
+    release: Release,
+    secret: &privlogit_protocols::paillier::SecretKey,
+    noise_seed: Option<u64>,
+    loopback: bool,
+) -> Result<
+    privlogit_protocols::secure::study::StudyOutcome,
+    privlogit_protocols::secure::study::StudyError,
+> {
+    use privlogit_circuits::channel::MemoryChannel;
+    use privlogit_protocols::secure::aggregator::Protocol;
+    use privlogit_protocols::secure::node::NodeData;
+    use privlogit_protocols::secure::solver::LinearAlgebra;
+    use privlogit_protocols::secure::study::StudyPlan;
+    use privlogit_protocols::{FitOptions, Optimizer};
+    let plan = StudyPlan {
+        protocol: Protocol::Newton,
+        optimizer: Optimizer::Newton,
+        options: FitOptions::new().max_iterations(200),
+        format: privlogit_protocols::secure::DEFAULT_FORMAT,
+        key_bits: secret.public_key().bits() as u32,
+        parties: parts.len(),
+        standardize: false,
+        intercept: false,
+        linear_algebra: LinearAlgebra::Masked,
+        mask_seed: None,
+        release: Some(release),
+    };
+    let nodes = parts
+        .into_iter()
+        .map(|(x, y)| (names.to_vec(), NodeData::new(x, y, false)))
+        .collect();
+    let noise = Some(shares(noise_seed));
+    let run = if loopback {
+        privlogit_protocols::secure::inprocess::run_study(
+            privlogit_protocols::secure::inprocess::loopback_pair,
+            nodes,
+            &plan,
+            |_| Ok(secret),
+            &mut |_| {},
+            noise,
+        )?
+    } else {
+        privlogit_protocols::secure::inprocess::run_study(
+            || Ok(MemoryChannel::pair()),
+            nodes,
+            &plan,
+            |_| Ok(secret),
+            &mut |_| {},
+            noise,
+        )?
+    };
+    Ok(run.outcome)
+}

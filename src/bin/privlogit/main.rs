@@ -14,6 +14,7 @@ mod identity;
 mod log;
 mod reproduce;
 mod simulate;
+mod stack;
 mod study;
 mod study_file;
 mod study_state;
@@ -54,6 +55,9 @@ enum Command {
     Identity(identity::IdentityArgs),
     /// Differentially private models: fit one, or run the papers' MNIST experiments.
     Dp(dp::DpArgs),
+    /// Cross-organization DP stacking: low-level models per organization, the high level by a
+    /// secure PLR study.
+    Stack(stack::StackArgs),
     /// Reproduce the dissertation's tables and figures (Table 5.1) at the paper's sizes.
     Reproduce(reproduce::ReproduceArgs),
 }
@@ -142,6 +146,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Identity(args) => identity::run(args),
         Command::Dp(args) => dp::run(args),
         Command::Reproduce(args) => reproduce::run(args),
+        Command::Stack(args) => stack::run(args),
     }
 }
 
