@@ -148,6 +148,75 @@ fn secure_plr_equals_plaintext_plr_with_the_same_noise() {
     }
 }
 
+/// Hypothesis transfer inside secure PLR (issue 15): the penalty `lambda/2 ||w - c||^2 +
+/// Delta/2 ||w||^2` with a public centre `c = (1 - eta) w_src`, here a source model fitted by
+/// plaintext PLR on breast_cancer's first third (the source organization), the target study
+/// over the other two thirds as two Nodes: equals plaintext PLR with the same centre and
+/// noise to 1e-6, at epsilon 1 (Delta 0) and 0.05 (Delta > 0, where the merged centre is
+/// `lambda c / (lambda + Delta)`).
+#[test]
+fn secure_transfer_equals_plaintext_plr_with_the_same_centre() {
+    let all = parties("breast_cancer.csv", 3);
+    let (xs, ys) = pooled_unit_rows(&all[..1]);
+    let source = plr::fit(
+        xs.view(),
+        ys.view(),
+        plr::Privacy::Epsilon(1.0),
+        0.01,
+        RowScaling::Normalize,
+        None,
+        &mut ChaCha20Rng::seed_from_u64(3),
+    )
+    .expect("source model");
+    let eta = 0.3;
+    let centre = &source.w * (1.0 - eta);
+    let target = all[1..].to_vec();
+    let (x, y) = pooled_unit_rows(&target);
+    let signed = y.mapv(|t| if t == 1.0 { 1.0 } else { -1.0 });
+    let (n, d) = x.dim();
+    let key = key();
+    for (epsilon, seed) in [(1.0, 21), (0.05, 22)] {
+        let release = Release {
+            epsilon,
+            lambda: 0.01,
+        };
+        let budget = secure_plr::budget(&release, n).expect("budget");
+        let b = secure_plr::seeded_noise(seed, &release, n, d).expect("noise");
+        let expected = plr::minimise(
+            x.view(),
+            signed.view(),
+            release.lambda,
+            budget.delta,
+            Some(&centre),
+            Some(&b),
+        )
+        .expect("plaintext PLR");
+        let mut plan = plan(Protocol::Newton, Optimizer::Newton, release, 2);
+        plan.options = plan.options.penalty_centre(Some(centre.clone()));
+        let got = secure(&target, &plan, &key, seed);
+        let diff = common::max_abs_diff(&expected, &got.beta);
+        let moved = common::max_abs_diff(
+            &expected,
+            &plr::minimise(
+                x.view(),
+                signed.view(),
+                release.lambda,
+                budget.delta,
+                None,
+                Some(&b),
+            )
+            .expect("uncentred"),
+        );
+        eprintln!(
+            "transfer at epsilon {epsilon} (Delta {:.3e}): max abs diff to plaintext {diff:.2e} \
+             (the centre moves the model by {moved:.2e})",
+            budget.delta
+        );
+        assert!(diff <= 1e-6, "{diff:e}");
+        assert!(moved > 1e-3, "the centre should matter: {moved:e}");
+    }
+}
+
 /// The regularised lower incomplete gamma function P(d, t) for integer d:
 /// `1 - exp(-t) sum_{k < d} t^k / k!` (the Gamma(d, 1) CDF).
 fn gamma_cdf(d: usize, t: f64) -> f64 {

@@ -1256,3 +1256,113 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
     assert!(!err.contains("low-level model published"), "{err}");
     assert_eq!(std::fs::read_to_string(&ledger).expect("ledger"), first);
 }
+
+/// `study --transfer-from`: hospital-a's published `dp fit --method plr` model centres the
+/// DP study of hospitals b and c; the centre moves the model (the library test
+/// `secure_transfer_equals_plaintext_plr_with_the_same_centre` checks the values), and a source
+/// model over other features is refused by name before the study starts.
+#[test]
+fn a_published_dp_model_centres_a_secure_plr_study() {
+    let dir = std::env::temp_dir().join(format!("privlogit-transfer-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let source = dir.join("source.json").display().to_string();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_privlogit"))
+            .args(args)
+            .output()
+            .expect("runs")
+    };
+    let out = run(&[
+        "dp",
+        "fit",
+        "--method",
+        "plr",
+        "--data",
+        &demo("hospital_a.csv"),
+        "--label",
+        "label",
+        "--epsilon",
+        "1",
+        "--seed",
+        "1",
+        "--out",
+        &source,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (b, c) = (demo("hospital_b.csv"), demo("hospital_c.csv"));
+    let study = |extra: &[&str]| {
+        let mut args = vec![
+            "study",
+            "--party",
+            &b,
+            "--party",
+            &c,
+            "--label",
+            "label",
+            "--protocol",
+            "newton",
+            "--dp-epsilon",
+            "1",
+            "--noise-seed",
+            "2",
+            "--json",
+            "--quiet",
+        ];
+        args.extend(extra);
+        run(&args)
+    };
+    let plain = study(&[]);
+    let centred = study(&["--transfer-from", &source, "--eta", "0.3"]);
+    for out in [&plain, &centred] {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let moved = coefficients(&json(&plain.stdout))
+        .iter()
+        .zip(coefficients(&json(&centred.stdout)))
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max);
+    assert!(moved > 1e-3, "{moved:e}");
+    // A model of other features (winequality's) is refused, naming the file.
+    let other = dir.join("other.json").display().to_string();
+    let wine = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/winequality_red.csv")
+        .display()
+        .to_string();
+    let out = run(&[
+        "dp",
+        "fit",
+        "--method",
+        "plr",
+        "--data",
+        &wine,
+        "--label",
+        "good",
+        "--epsilon",
+        "1",
+        "--seed",
+        "1",
+        "--out",
+        &other,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let refused = study(&["--transfer-from", &other]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("other.json") && err.contains("features differ"),
+        "{err}"
+    );
+}

@@ -33,3 +33,62 @@ pub fn read(path: &Path) -> Result<Array1<f64>> {
     }
     Ok(Array1::from(values))
 }
+
+/// A source organization's published DP model as the target study's penalty centre
+/// (hypothesis transfer: `eta/2 ||w||^2 + (1 - eta)/2 ||w - w_src||^2` is `1/2 ||w - (1 - eta)
+/// w_src||^2` plus a constant): the file of `dp fit --method plr --out` (rows normalised) or of
+/// `stack publish`. Returns `(1 - eta) w_src` and the source's feature names.
+pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String>)> {
+    if !(0.0..=1.0).contains(&eta) {
+        bail!("--eta {eta} is outside [0, 1]");
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the source model {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let strings = |v: &serde_json::Value| -> Option<Vec<String>> {
+        v.as_array()?
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    let numbers = |v: &serde_json::Value| -> Option<Vec<f64>> {
+        v.as_array()?
+            .iter()
+            .map(serde_json::Value::as_f64)
+            .collect()
+    };
+    let (w, names) = if v["format"] == privlogit::hybrid::stacking::PUBLISHED_FORMAT {
+        (numbers(&v["w"]), strings(&v["names"]))
+    } else if v["method"] == "plr" {
+        if v["model"]["row_scaling"] != "normalize" || v["model"]["row_norm"] != 1.0 {
+            bail!(
+                "{}: the source model was fitted on rows scaled otherwise than to norm 1 (a \
+                 secure PLR study's rows); refit it without --row-bound",
+                path.display()
+            );
+        }
+        (numbers(&v["model"]["w"]), strings(&v["features"]))
+    } else {
+        bail!(
+            "{}: not a source model (the output of `dp fit --method plr --out` or of `stack \
+             publish`)",
+            path.display()
+        );
+    };
+    let (Some(w), Some(names)) = (w, names) else {
+        bail!(
+            "{}: the model's coefficients or feature names are missing",
+            path.display()
+        );
+    };
+    if w.len() != names.len() || w.iter().any(|x| !x.is_finite()) {
+        bail!(
+            "{}: {} coefficients for {} features",
+            path.display(),
+            w.len(),
+            names.len()
+        );
+    }
+    Ok((Array1::from(w) * (1.0 - eta), names))
+}

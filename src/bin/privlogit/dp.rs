@@ -377,7 +377,7 @@ fn feature_split(args: &FitArgs, d: usize, rng: &mut dyn rand::CryptoRng) -> Res
 /// Defaults of the options that only some methods take (`None` means "not given", so that an
 /// option a method would ignore can be refused).
 pub(crate) const DEFAULT_HIGH_LAMBDA: f64 = 0.01;
-const DEFAULT_ETA: f64 = 0.5;
+pub(crate) const DEFAULT_ETA: f64 = 0.5;
 const DEFAULT_K: usize = 5;
 pub(crate) const DEFAULT_LOW_FRACTION: f64 = 0.5;
 

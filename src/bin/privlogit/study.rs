@@ -112,6 +112,19 @@ pub struct PlanArgs {
         requires = "dp_epsilon"
     )]
     dp_lambda: f64,
+    /// Hypothesis transfer: centre the DP study's penalty at a source organization's published
+    /// model (`dp fit --method plr --out`, or `stack publish`), lambda (eta/2 ||w||^2 +
+    /// (1 - eta)/2 ||w - w_src||^2), as SimComb / PST-H (eta 0) do.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "dp_epsilon",
+        conflicts_with = "penalty_centre"
+    )]
+    transfer_from: Option<PathBuf>,
+    /// The weight of plain l2 against closeness to the source model.
+    #[arg(long, value_name = "ETA", default_value_t = crate::dp::DEFAULT_ETA, requires = "transfer_from")]
+    eta: f64,
 }
 
 fn parse_format(s: &str) -> Result<FixedFormat, String> {
@@ -155,12 +168,11 @@ impl PlanArgs {
             .relative_tolerance(self.tol)
             .gradient_tolerance(self.gradient_tol)
             .max_iterations(self.max_iter)
-            .penalty_centre(
-                self.penalty_centre
-                    .as_deref()
-                    .map(crate::centre::read)
-                    .transpose()?,
-            );
+            .penalty_centre(match (&self.penalty_centre, &self.transfer_from) {
+                (Some(file), _) => Some(crate::centre::read(file)?),
+                (None, Some(model)) => Some(crate::centre::transfer_centre(model, self.eta)?.0),
+                (None, None) => None,
+            });
         options.validate()?;
         let release = self.dp_epsilon.map(|epsilon| Release {
             epsilon,
@@ -452,6 +464,18 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
         plan.format.width(),
         plan.format.frac()
     ));
+    if let Some(model) = &args.plan.transfer_from {
+        let (_, source) = crate::centre::transfer_centre(model, args.plan.eta)?;
+        let target = datasets.first().map(|d| d.names()).unwrap_or_default();
+        if source != target {
+            bail!(
+                "{}: the source model's features differ from {}'s (the centre must be in the \
+                 target's coordinates)",
+                model.display(),
+                args.parties[0].display()
+            );
+        }
+    }
     args.ledger.charge(&args.parties, plan.release.as_ref())?;
     say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
     let nodes = datasets
