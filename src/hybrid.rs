@@ -6,5 +6,9 @@
 //! - [`stacking`]: cross-organization stacking (each organization's DP low-level model,
 //!   meta rows from all of them, the high level fitted by a secure PLR study).
 
+//! - [`experiment`]: `dp experiment hybrid`, the pipelines against the secure exact fit and
+//!   each organization alone.
+
+pub mod experiment;
 pub mod secure_plr;
 pub mod stacking;

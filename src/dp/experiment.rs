@@ -229,6 +229,8 @@ impl Results {
         type Reads = fn(&Fits) -> u32;
         let datasets: &[(&str, Reads)] = if self.experiment == "transfer" {
             &[("target", |f| f.target), ("source", |f| f.source)]
+        } else if self.experiment.starts_with("hybrid") {
+            &[("each organization", |f| f.target)]
         } else {
             &[("digits 0 and 8", |f| f.target)]
         };

@@ -196,6 +196,10 @@ enum Which {
     Stacking,
     /// Transfer paper, Table 1: PPTL-FS(W/R), SimComb, SourceD, Direct; 0 vs 8 to 0 vs 9.
     Transfer,
+    /// Issue 15's hybrid pipelines (secure PLR, cross-organization stacking and transfer)
+    /// against the secure exact fit and each organization alone, on breast_cancer as three
+    /// hospitals and MNIST 0 vs 8 as three organizations (results/hybrid/).
+    Hybrid,
 }
 
 /// Arguments of `privlogit dp experiment`.
@@ -211,9 +215,17 @@ pub struct ExperimentArgs {
     )]
     data: PathBuf,
     /// Directory for `<experiment>.csv` (mean and sd), `<experiment>_repeats.csv` (every
-    /// repeat) and `<experiment>.svg` (the figure).
-    #[arg(long, value_name = "DIR", default_value = "results/dp")]
-    out_dir: PathBuf,
+    /// repeat) and `<experiment>.svg` (the figure) [default: results/dp, results/hybrid for
+    /// hybrid].
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Hybrid only: the three hospitals' data (split per repeat).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "../shared/data/breast_cancer.csv"
+    )]
+    hospitals: PathBuf,
     /// Repeats.
     #[arg(long, default_value_t = 10)]
     repeats: usize,
@@ -748,11 +760,18 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
     };
     settings.validate()?;
     let digits = Digits::load(&args.data)?;
-    std::fs::create_dir_all(&args.out_dir)
-        .with_context(|| format!("creating {}", args.out_dir.display()))?;
+    let out_dir = args.out_dir.clone().unwrap_or_else(|| {
+        PathBuf::from(if args.which == Which::Hybrid {
+            "results/hybrid"
+        } else {
+            "results/dp"
+        })
+    });
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let name = match args.which {
         Which::Stacking => "stacking",
         Which::Transfer => "transfer",
+        Which::Hybrid => return run_hybrid(&args, &settings, &digits, &out_dir),
     };
     let file = format!("{name}{}", args.suffix);
     eprintln!(
@@ -771,27 +790,97 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
     let results = match args.which {
         Which::Stacking => experiment::stacking(&digits, &settings, &|| bar.inc(1))?,
         Which::Transfer => experiment::transfer(&digits, &settings, &|| bar.inc(1))?,
+        Which::Hybrid => unreachable!("run by run_hybrid above"),
     };
     bar.finish_and_clear();
-    let csv_path = args.out_dir.join(format!("{file}.csv"));
-    let figure_stem = args.out_dir.join(&file);
-    let repeats_path = args.out_dir.join(format!("{file}_repeats.csv"));
-    let spend_path = args.out_dir.join(format!("{file}_spend.csv"));
+    write_results(&results, &out_dir, &file, started)
+}
+
+/// Writes an experiment's summary, repeats and spend CSVs and its figure, and prints its
+/// tables.
+fn write_results(
+    results: &Results,
+    out_dir: &Path,
+    file: &str,
+    started: std::time::Instant,
+) -> Result<Outcome> {
+    let csv_path = out_dir.join(format!("{file}.csv"));
+    let figure_stem = out_dir.join(file);
+    let repeats_path = out_dir.join(format!("{file}_repeats.csv"));
+    let spend_path = out_dir.join(format!("{file}_spend.csv"));
     output::write_text(&csv_path, &results.csv())
         .with_context(|| format!("writing {}", csv_path.display()))?;
     output::write_text(&repeats_path, &results.repeats_csv())
         .with_context(|| format!("writing {}", repeats_path.display()))?;
     output::write_text(&spend_path, &results.spend_csv())
         .with_context(|| format!("writing {}", spend_path.display()))?;
-    let [svg_path, _] = figure(&results).save(&figure_stem)?;
-    print!("{}", table(&results));
-    print!("{}", spend_table(&results));
+    let [svg_path, _] = figure(results).save(&figure_stem)?;
+    print!("{}", table(results));
+    print!("{}", spend_table(results));
     eprintln!(
         "wrote {} and {} (and .png) in {:.1} s",
         csv_path.display(),
         svg_path.display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(Outcome::Success)
+}
+
+/// `dp experiment hybrid`: both tasks, the budgets of `settings` (the non-private reference is
+/// the secure exact fit, so `inf` is left out), its repeats and seed.
+fn run_hybrid(
+    args: &ExperimentArgs,
+    settings: &ExperimentSettings,
+    digits: &Digits,
+    out_dir: &Path,
+) -> Result<Outcome> {
+    use privlogit::hybrid::experiment::{self as hybrid, Features, Task};
+    let epsilons: Vec<f64> = settings
+        .epsilons
+        .iter()
+        .filter_map(|p| p.epsilon().ok().flatten())
+        .collect();
+    let hospitals = data::load(&args.hospitals, &data::LoadOptions::new("label"))?.data;
+    let mnist_rows: Vec<usize> = digits
+        .rows_of(0)
+        .into_iter()
+        .chain(digits.rows_of(8))
+        .collect();
+    let tasks = [
+        Task {
+            name: "hybrid_breast_cancer",
+            x: hospitals.x,
+            y: hospitals.y,
+            features: Features::Standardize,
+        },
+        Task {
+            name: "hybrid_mnist",
+            x: digits.pixels.select(ndarray::Axis(0), &mnist_rows),
+            y: mnist_rows
+                .iter()
+                .map(|&i| f64::from(u8::from(digits.labels[i] == 8)))
+                .collect(),
+            features: Features::Pca(50),
+        },
+    ];
+    for task in &tasks {
+        eprintln!(
+            "{}: {} repeats x {} budgets, seeds {}..{} (seeded noise: reproducible, not for release)",
+            task.name,
+            settings.repeats,
+            epsilons.len(),
+            settings.seed,
+            settings.seed + settings.repeats as u64 - 1
+        );
+        let started = std::time::Instant::now();
+        let results = hybrid::run(task, &epsilons, settings.repeats, settings.seed, &|| {})?;
+        write_results(
+            &results,
+            out_dir,
+            &format!("{}{}", task.name, args.suffix),
+            started,
+        )?;
+    }
     Ok(Outcome::Success)
 }
 
@@ -891,6 +980,10 @@ fn dp_chart(
         .collect();
     let title = match experiment {
         "stacking" => "MNIST 0 vs 8: test AUC vs epsilon (stacking paper Fig. 1)",
+        "hybrid_breast_cancer" => {
+            "breast_cancer as 3 hospitals: hybrid pipelines, test AUC vs epsilon"
+        }
+        "hybrid_mnist" => "MNIST 0 vs 8 as 3 organizations: hybrid pipelines, test AUC vs epsilon",
         _ => "MNIST transfer, 0 vs 8 to 0 vs 9: test AUC vs epsilon (transfer paper Table 1)",
     };
     Chart {
