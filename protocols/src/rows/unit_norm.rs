@@ -59,7 +59,10 @@ mod tests {
     fn rows_land_on_the_sphere() {
         let mut r = [3.0, 4.0];
         assert!(scale_onto(&mut r, 1.0));
-        assert!((r[0] - 0.6).abs() < 1e-16 && (r[1] - 0.8).abs() < 1e-16);
+        assert!(
+            (r[0] - 0.6).abs() < 1e-15 && (r[1] - 0.8).abs() < 1e-15,
+            "{r:?}"
+        );
         let mut zero = [0.0, 0.0];
         assert!(scale_onto(&mut zero, 1.0));
         assert_eq!(zero, [0.0, 0.0]);
