@@ -307,13 +307,15 @@ const SCALING: RowScaling = RowScaling::Normalize;
 const DRAWS: usize = 3;
 
 /// Rows and 0/1 labels.
-struct Part {
-    x: Array2<f64>,
-    y: Array1<f64>,
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    pub(crate) x: Array2<f64>,
+    pub(crate) y: Array1<f64>,
 }
 
 impl Part {
-    fn rows(&self, idx: &[usize]) -> Part {
+    /// The rows at `idx`.
+    pub(crate) fn rows(&self, idx: &[usize]) -> Part {
         Part {
             x: self.x.select(Axis(0), idx),
             y: self.y.select(Axis(0), idx),

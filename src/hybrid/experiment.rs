@@ -30,7 +30,7 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use crate::dp::DpError;
-use crate::dp::experiment::{ExperimentSettings, Fits, Outcome, Results};
+use crate::dp::experiment::{ExperimentSettings, Fits, Outcome, Part, Results};
 use crate::dp::noise::objective_noise;
 use crate::dp::plr::{self, LinearModel, PlrBudget, Privacy};
 use crate::dp::scaling::RowScaling;
@@ -69,22 +69,6 @@ pub enum Features {
     Standardize,
     /// PCA to this many dimensions.
     Pca(usize),
-}
-
-/// Rows and labels.
-#[derive(Debug, Clone)]
-struct Part {
-    x: Array2<f64>,
-    y: Array1<f64>,
-}
-
-impl Part {
-    fn rows(&self, idx: &[usize]) -> Part {
-        Part {
-            x: self.x.select(Axis(0), idx),
-            y: self.y.select(Axis(0), idx),
-        }
-    }
 }
 
 fn pooled(parts: &[&Part]) -> Part {

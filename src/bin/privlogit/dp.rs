@@ -271,6 +271,34 @@ fn load(path: &Path, args: &FitArgs) -> Result<Dataset> {
     Ok(data::load(path, &options)?.data)
 }
 
+/// Charges each of `files` `epsilon` on the ledger at `path` (created with the total `budget`),
+/// or refuses, naming the file that would pass the total: what every DP command that charges
+/// before it draws noise calls.
+pub(crate) fn charge_files(
+    path: &Path,
+    budget: Option<f64>,
+    files: &[PathBuf],
+    epsilon: f64,
+) -> Result<()> {
+    let charges = files
+        .iter()
+        .map(|f| {
+            Ok(Charge {
+                dataset: dataset_name(f)?,
+                file: f.display().to_string(),
+                epsilon,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ledger::record(path, budget, &charges)?;
+    crate::log::say!(
+        "ledger {}: charged epsilon {epsilon} to each of {} data set(s)",
+        path.display(),
+        files.len()
+    );
+    Ok(())
+}
+
 /// The ledger's name for a data file: the SHA-256 of its bytes, so that a copy of the file
 /// (another path, the same records) is the same data set and spends from the same budget.
 pub(crate) fn dataset_name(path: &Path) -> Result<String> {

@@ -14,7 +14,6 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use ndarray::{Array1, Array2};
 use privlogit::data::{self, LoadOptions};
-use privlogit::dp::ledger::{Charge, Ledger};
 use privlogit::dp::noise::Randomness;
 use privlogit::hybrid::secure_plr;
 use privlogit::hybrid::stacking::{self, Published};
@@ -72,24 +71,7 @@ impl Budget {
         let Some(path) = &self.ledger else {
             return Ok(());
         };
-        let charges = files
-            .iter()
-            .map(|f| {
-                Ok(Charge {
-                    dataset: crate::dp::dataset_name(f)?,
-                    file: f.display().to_string(),
-                    epsilon: self.epsilon,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ledger::record(path, self.budget, &charges)?;
-        say!(
-            "ledger {}: charged epsilon {} to each of {} data set(s)",
-            path.display(),
-            self.epsilon,
-            files.len()
-        );
-        Ok(())
+        crate::dp::charge_files(path, self.budget, files, self.epsilon)
     }
 }
 

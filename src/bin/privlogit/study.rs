@@ -10,7 +10,6 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use privlogit::data::{self, LoadOptions};
-use privlogit::dp::ledger::{Charge, Ledger};
 use privlogit::hybrid::secure_plr::PlrNoiseShare;
 use privlogit::output;
 use privlogit::protocols::paillier::PublicKey;
@@ -378,24 +377,7 @@ impl LedgerArgs {
         let Some(release) = release else {
             bail!("--ledger applies to a differentially private study (--dp-epsilon)");
         };
-        let charges = files
-            .iter()
-            .map(|f| {
-                Ok(Charge {
-                    dataset: crate::dp::dataset_name(f)?,
-                    file: f.display().to_string(),
-                    epsilon: release.epsilon,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ledger::record(path, self.budget, &charges)?;
-        say!(
-            "ledger {}: charged epsilon {} to each of {} data set(s)",
-            path.display(),
-            release.epsilon,
-            files.len()
-        );
-        Ok(())
+        crate::dp::charge_files(path, self.budget, files, release.epsilon)
     }
 }
 
