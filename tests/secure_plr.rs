@@ -101,7 +101,8 @@ fn pooled_unit_rows(parts: &[PartyData]) -> (Array2<f64>, Array1<f64>) {
 /// Secure PLR equals plaintext PLR with the same noise vector `b = b_1 + b_2` to 1e-6 (max abs;
 /// the tolerance; the secure study stops within 1e-8 of the minimiser and rounds its
 /// sums at 2^-46): breast_cancer in 3 Nodes (d = 30), epsilon 1 and 0.1 (where Delta > 0),
-/// PLR lambda 0.01, in PrivLogit-Hessian (accelerated) and secure Newton.
+/// PLR lambda 0.01, in PrivLogit-Local and PrivLogit-Hessian (both accelerated) and secure
+/// Newton.
 #[test]
 fn secure_plr_equals_plaintext_plr_with_the_same_noise() {
     let parts = parties("breast_cancer.csv", 3);
@@ -126,6 +127,10 @@ fn secure_plr_equals_plaintext_plr_with_the_same_noise() {
         )
         .expect("plaintext PLR");
         for (protocol, optimizer) in [
+            (
+                Protocol::Local,
+                Optimizer::AcceleratedPrivLogit { memory: 5 },
+            ),
             (
                 Protocol::Hessian,
                 Optimizer::AcceleratedPrivLogit { memory: 5 },

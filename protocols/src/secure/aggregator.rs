@@ -109,6 +109,9 @@ pub struct SecureAggregation<C: Channel> {
     /// Secure PLR: `Enc(-(b_1 + b_2)/N)`, added to every gradient (and `beta^T` it to every
     /// objective).
     perturbation: Option<EncryptedVector>,
+    /// Secure PLR under PrivLogit-Local: `Enc((B/N)^-1 (-(b_1 + b_2)/N))`, the noise's part of
+    /// every step (the Nodes multiply only their own gradients into the inverse).
+    noise_step: Option<EncryptedVector>,
     bound_seconds: f64,
     gc_seconds: f64,
     node_wait_seconds: f64,
@@ -168,6 +171,7 @@ impl<C: Channel> SecureAggregation<C> {
             saved_bound: None,
             restored_bound: None,
             perturbation: None,
+            noise_step: None,
             bound_seconds: 0.0,
             gc_seconds: 0.0,
             node_wait_seconds: 0.0,
@@ -459,6 +463,37 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(mine.penalty)
     }
 
+    /// Secure PLR under PrivLogit-Local: the noise's part of every step, `(B/N)^-1 (-b/N)`,
+    /// solved once against the bound's factor in masked arithmetic (revealed to the aggregator,
+    /// as Local's steps are; the key holder learns nothing) and encrypted in the shape of one
+    /// Node's share of the step, whose public bound covers it (the noise is one term of the
+    /// gradient sum, below a Node value's bound).
+    fn local_noise_step(&mut self, factor: usize) -> Result<EncryptedVector, SecureError> {
+        let noise = self
+            .perturbation
+            .as_ref()
+            .expect("called with a perturbation");
+        let solved = self
+            .solver
+            .solve(&mut self.gc, &self.key, &self.config, factor, noise)?;
+        let inverse = self
+            .inverse
+            .as_ref()
+            .ok_or_else(|| SecureError::Protocol("Local's inverse is missing".into()))?;
+        let shape = self.config.local_step_shape(inverse)?;
+        let values = solved
+            .iter()
+            .map(|v| Fixed::from_f64(*v, shape.scale))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(EncryptedVector::encrypt(
+            &self.key,
+            &values,
+            &shape.bound,
+            shape.packing,
+            &self.gc.noise,
+        )?)
+    }
+
     /// Values public by design to the aggregator (N, the standardisation moments, a
     /// PrivLogit-Local step), decrypted by the key holder without its learning them: each is
     /// masked with a fresh integer sigma bits wider than its public bound, and the aggregator
@@ -615,7 +650,9 @@ impl<C: Channel> SecureAggregation<C> {
             Some(m) => {
                 let own = m.mul_vector(&self.key, &penalty)?;
                 let nodes = sum_of(2)?;
-                Some(EncryptedVector::sum(&self.key, &[&nodes, &own])?)
+                let mut terms = vec![&nodes, &own];
+                terms.extend(&self.noise_step);
+                Some(EncryptedVector::sum(&self.key, &terms)?)
             }
             None => None,
         };
@@ -757,6 +794,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let (factor, saved) = self.factor(&lower, lambda, local, b"bound", save)?;
         if let (Some(handle), Some(saved)) = (&self.saved_bound, saved) {
             *handle.lock().expect("the saved bound") = Some(saved);
+        }
+        if local && self.perturbation.is_some() {
+            self.noise_step = Some(self.local_noise_step(factor)?);
         }
         self.bound_seconds += start.elapsed().as_secs_f64();
         Ok(Some(factor))

@@ -13,6 +13,10 @@
 //! the guarantee holds unchanged (README, security model); the same from the key holder's.
 //! The price: `b` is larger than one draw (its norm about `sqrt(2)` times, for large d).
 //!
+//! PrivLogit-Local: the Nodes multiply only their own gradients into `Enc((B/N)^-1)`, so the
+//! noise's part of every step, `(B/N)^-1 (-b/N)`, is solved once against the bound's factor in
+//! masked arithmetic (revealed to the aggregator, as every Local step is) and added encrypted.
+//!
 //! The guarantee is for the exact minimiser: the study stops on the gradient norm alone
 //! (`||grad J|| = ||g|| / N`, tested in masked arithmetic, one revealed bit), never on the
 //! objective's change.

@@ -88,11 +88,7 @@ impl StudyPlan {
         }
         if let Some(release) = &self.release {
             release.validate()?;
-            let refusal = if self.protocol == Protocol::Local {
-                Some(
-                    "protocol local: its step multiplies the gradient by the encrypted inverse at the Nodes, and the noise is no Node's (use hessian or newton)",
-                )
-            } else if self.standardize || self.intercept {
+            let refusal = if self.standardize || self.intercept {
                 Some(
                     "standardisation or an intercept: PLR's guarantee holds for rows of norm at most 1, which the Nodes make by scaling each row by its own norm (turn standardisation and the intercept off)",
                 )
