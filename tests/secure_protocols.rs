@@ -50,6 +50,13 @@ fn simulated(rows: usize, features: usize, parties: usize) -> Vec<PartyData> {
     .parties
 }
 
+/// The masks of [`check`]'s secure runs, so that each comparison repeats its rounding: the
+/// accelerated optimiser's Anderson step amplifies the secure steps' rounding (a few 1e-12)
+/// into differences that vary with the masks, measured on the centred Hessian study between
+/// 5.4e-8 and 1.03e-6 over four unseeded runs; with a fixed seed a comparison cannot pass on
+/// one run and fail on the next (README, Limitations).
+const MASK_SEED: u64 = 1;
+
 /// Runs the plaintext and the secure fit and compares them.
 fn check(
     parties: &[PartyData],
@@ -75,6 +82,7 @@ fn check(
         optimizer,
         options,
         &mut |_| {},
+        Some(MASK_SEED),
     )
     .expect("secure fit");
     let diff = max_abs_diff(&plain.beta, &secure.fit.beta);
@@ -511,6 +519,7 @@ fn an_ill_conditioned_study_is_right_or_refused_by_name() {
                 Optimizer::PrivLogit,
                 &options,
                 &mut |_| {},
+                None,
             );
             match outcome {
                 Ok(secure) => {

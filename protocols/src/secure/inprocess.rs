@@ -37,7 +37,8 @@ pub struct SecureReport {
 
 /// Runs `optimizer` over `protocol` on prepared design matrices (no standardisation, no added
 /// intercept), over in-memory channels, the key holder holding `secret`, the circuits in `format`,
-/// the Center's linear algebra by `linear_algebra`.
+/// the Center's linear algebra by `linear_algebra`; `mask_seed` makes the masks (and so the
+/// rounding) reproducible (tests only).
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     parties: &[PartyData],
@@ -48,6 +49,7 @@ pub fn run(
     optimizer: Optimizer,
     options: &FitOptions,
     observer: &mut dyn FnMut(&IterationRecord),
+    mask_seed: Option<u64>,
 ) -> Result<SecureReport, StudyError> {
     let start = Instant::now();
     let dimension = parties.first().map_or(0, PartyData::columns);
@@ -62,7 +64,7 @@ pub fn run(
         standardize: false,
         intercept: false,
         linear_algebra,
-        mask_seed: None,
+        mask_seed,
         release: None,
     };
     let nodes = parties
