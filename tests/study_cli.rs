@@ -1104,7 +1104,8 @@ fn a_differentially_private_study_charges_each_node_once() {
 /// organizations and two servers would run it: `stack publish` and `stack meta` at each
 /// organization, then a secure PLR study over the meta rows (key holder, aggregator and three
 /// Nodes over loopback TCP). With the same seeds it gives the one-command `stack run`'s
-/// high-level model (same noise and meta rows, other masks: 1e-8).
+/// high-level model (same noise and meta rows, other masks: 1e-8), with a PLR or PLR-FS over
+/// three feature groups per organization.
 #[test]
 fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
     let dir = std::env::temp_dir().join(format!("privlogit-stack-{}", std::process::id()));
@@ -1124,120 +1125,139 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
         out.stdout
     };
     let orgs = ['a', 'b', 'c'];
-    for (i, c) in orgs.iter().enumerate() {
-        let seed = (40 + i).to_string();
-        run(&[
-            "stack",
-            "publish",
-            "--data",
-            &demo(&format!("hospital_{c}.csv")),
-            "--label",
-            "label",
-            "--epsilon",
-            "1",
-            "--seed",
-            &seed,
-            "--out",
-            &p(&format!("{c}.model.json")),
-            "--high-out",
-            &p(&format!("{c}.high.csv")),
-        ]);
-    }
-    let models: Vec<String> = orgs.iter().map(|c| p(&format!("{c}.model.json"))).collect();
-    for c in orgs {
-        let mut args = vec![
-            "stack".to_string(),
-            "meta".into(),
-            "--high".into(),
-            p(&format!("{c}.high.csv")),
-            "--label".into(),
-            "label".into(),
-            "--out".into(),
-            p(&format!("{c}.meta.csv")),
-        ];
-        for m in &models {
-            args.extend(["--model".to_string(), m.clone()]);
-        }
-        run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    }
-    let plain = "--insecure-plaintext";
-    let (kh_state, agg_state, model) = (p("kh-state"), p("agg-state"), p("high.json"));
-    let mut keyholder = Role::spawn(&[
-        "keyholder",
-        plain,
-        "--listen",
-        "127.0.0.1:0",
-        "--state",
-        &kh_state,
-        "--noise-seed",
-        "40",
-    ]);
-    let kh = address(&keyholder.wait_for("listening on", Duration::from_secs(30)));
-    let mut aggregator = Role::spawn(&[
-        "aggregator",
-        plain,
-        "--listen",
-        "127.0.0.1:0",
-        "--keyholder",
-        &kh,
-        "--parties",
-        "3",
-        "--protocol",
-        "newton",
-        "--dp-epsilon",
-        "1",
-        "--dp-lambda",
-        "0.01",
-        "--noise-seed",
-        "40",
-        "--state",
-        &agg_state,
-        "--json",
-        "--out",
-        &model,
-    ]);
-    let agg = address(&aggregator.wait_for("listening on", Duration::from_secs(30)));
-    let nodes: Vec<Role> = orgs
-        .iter()
-        .map(|c| {
-            Role::spawn(&[
-                "node",
-                plain,
-                "--party",
-                &p(&format!("{c}.meta.csv")),
+    let files = orgs.map(|c| demo(&format!("hospital_{c}.csv")));
+    // A PLR per organization, then PLR-FS over 3 feature groups (PST-F(U)'s low level).
+    for groups in ["1", "3"] {
+        for (i, c) in orgs.iter().enumerate() {
+            let seed = (40 + i).to_string();
+            run(&[
+                "stack",
+                "publish",
+                "--data",
+                &demo(&format!("hospital_{c}.csv")),
                 "--label",
                 "label",
-                "--aggregator",
-                &agg,
-            ])
-        })
-        .collect();
-    for role in [aggregator, keyholder].into_iter().chain(nodes) {
-        let (ok, log) = role.end(Duration::from_secs(120));
-        assert!(ok, "{log}");
+                "--epsilon",
+                "1",
+                "--seed",
+                &seed,
+                "--groups",
+                groups,
+                "--out",
+                &p(&format!("{c}.model.json")),
+                "--high-out",
+                &p(&format!("{c}.high.csv")),
+            ]);
+        }
+        let models: Vec<String> = orgs.iter().map(|c| p(&format!("{c}.model.json"))).collect();
+        for c in orgs {
+            let mut args = vec![
+                "stack".to_string(),
+                "meta".into(),
+                "--high".into(),
+                p(&format!("{c}.high.csv")),
+                "--label".into(),
+                "label".into(),
+                "--out".into(),
+                p(&format!("{c}.meta.csv")),
+            ];
+            for m in &models {
+                args.extend(["--model".to_string(), m.clone()]);
+            }
+            run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+        let plain = "--insecure-plaintext";
+        let (kh_state, agg_state, model) = (
+            p("kh-state"),
+            p("agg-state"),
+            p(&format!("high{groups}.json")),
+        );
+        let mut keyholder = Role::spawn(&[
+            "keyholder",
+            plain,
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            &kh_state,
+            "--noise-seed",
+            "40",
+        ]);
+        let kh = address(&keyholder.wait_for("listening on", Duration::from_secs(30)));
+        let mut aggregator = Role::spawn(&[
+            "aggregator",
+            plain,
+            "--listen",
+            "127.0.0.1:0",
+            "--keyholder",
+            &kh,
+            "--parties",
+            "3",
+            "--protocol",
+            "newton",
+            "--dp-epsilon",
+            "1",
+            "--dp-lambda",
+            "0.01",
+            "--noise-seed",
+            "40",
+            "--state",
+            &agg_state,
+            "--json",
+            "--out",
+            &model,
+        ]);
+        let agg = address(&aggregator.wait_for("listening on", Duration::from_secs(30)));
+        let nodes: Vec<Role> = orgs
+            .iter()
+            .map(|c| {
+                Role::spawn(&[
+                    "node",
+                    plain,
+                    "--party",
+                    &p(&format!("{c}.meta.csv")),
+                    "--label",
+                    "label",
+                    "--aggregator",
+                    &agg,
+                ])
+            })
+            .collect();
+        for role in [aggregator, keyholder].into_iter().chain(nodes) {
+            let (ok, log) = role.end(Duration::from_secs(120));
+            assert!(ok, "{log}");
+        }
+        let separate = coefficients(&json(&std::fs::read(&model).expect("model")));
+        let mut args = vec!["stack", "run", "--label", "label", "--epsilon", "1"];
+        for f in &files {
+            args.extend(["--party", f]);
+        }
+        args.extend(["--seed", "40", "--groups", groups, "--json"]);
+        let together = json(&run(&args));
+        let high: Vec<f64> = together["high"]["coefficients"]
+            .as_array()
+            .expect("coefficients")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect();
+        let diff = separate
+            .iter()
+            .zip(&high)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
+        eprintln!(
+            "stacking high level ({groups} group(s) per organization), separate processes vs one command: max abs diff {diff:.2e}"
+        );
+        assert_eq!(
+            separate.len(),
+            3 * groups.parse::<usize>().expect("count") + 1
+        );
+        assert!(diff <= 1e-8, "{diff:e}");
     }
-    let separate = coefficients(&json(&std::fs::read(&model).expect("model")));
     let mut args = vec!["stack", "run", "--label", "label", "--epsilon", "1"];
-    let files = orgs.map(|c| demo(&format!("hospital_{c}.csv")));
     for f in &files {
         args.extend(["--party", f]);
     }
     args.extend(["--seed", "40", "--json"]);
-    let together = json(&run(&args));
-    let high: Vec<f64> = together["high"]["coefficients"]
-        .as_array()
-        .expect("coefficients")
-        .iter()
-        .map(|v| v.as_f64().expect("number"))
-        .collect();
-    let diff = separate
-        .iter()
-        .zip(&high)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max);
-    eprintln!("stacking high level, separate processes vs one command: max abs diff {diff:.2e}");
-    assert_eq!(separate.len(), 4);
-    assert!(diff <= 1e-8, "{diff:e}");
 
     // The ledger charges each organization's file epsilon once per pipeline run; a second run
     // against a total of 1.5 is refused before any noise is drawn, and charges nothing.

@@ -2,11 +2,14 @@
 //! setting): the paper's `K` disjoint row subsets of `D^l` are the organizations themselves.
 //!
 //! 1. Each organization splits its rows at random into `D^l` (`low_fraction`) and `D^h`
-//!    (Algorithm 2 step 1, [`crate::dp::stacking::split_rows`]), fits one PLR on its `D^l`
-//!    (Algorithm 1, rows scaled to norm 1) and publishes it ([`Published`]).
-//! 2. Each organization computes the meta rows `[p_1, ..., p_K, 1]` of its own `D^h` from all
-//!    `K` published models (step 6; the constant is the high level's intercept), in the order
-//!    the organizations are listed.
+//!    (Algorithm 2 step 1, [`crate::dp::stacking::split_rows`]), fits its low level on its
+//!    `D^l` and publishes it ([`Published`]): one PLR (Algorithm 1, rows scaled to norm 1), or
+//!    PLR-FS over `G` random feature groups of equal importance (stacking paper Algorithm 3
+//!    steps 2-13, PST-F(U)'s low level; the groups are drawn from the organization's seed and
+//!    published with the model).
+//! 2. Each organization computes the meta rows `[p_1, ..., p_M, 1]` of its own `D^h` from all
+//!    `M` published group models (step 6 / 14; the constant is the high level's intercept), in
+//!    the order the organizations are listed.
 //! 3. The high-level model is fitted over every organization's meta rows by a secure PLR
 //!    study (`privlogit_protocols::secure::release`): no organization's `D^h` leaves it, and
 //!    the published high level is epsilon-DP.
@@ -21,6 +24,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::dp::DpError;
+use crate::dp::feature_split::{self, FeatureSplit};
 use crate::dp::plr::{self, LinearModel, Privacy};
 use crate::dp::scaling::RowScaling;
 use crate::dp::stacking::{meta_rows, split_rows};
@@ -32,10 +36,10 @@ pub struct Published {
     pub format: String,
     /// The organization.
     pub organization: String,
-    /// Feature names, in the order of `w` (rows are scaled to norm 1 before `w` applies).
+    /// Feature names of the data the model reads.
     pub names: Vec<String>,
-    /// The coefficients.
-    pub w: Vec<f64>,
+    /// The low level: one group of every feature (PLR), or `G` feature groups (PLR-FS).
+    pub groups: Vec<GroupModel>,
     /// The budget the model was fitted under (on `D^l`).
     pub epsilon: f64,
     /// PLR's lambda.
@@ -44,21 +48,48 @@ pub struct Published {
     pub rows: usize,
 }
 
+/// One group's model: its features' rows scaled to norm `importance`, then `w`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupModel {
+    /// The group's feature indices (into `names`).
+    pub features: Vec<usize>,
+    /// `q_k` (1 for a single group).
+    pub importance: f64,
+    /// The coefficients, one per feature of the group.
+    pub w: Vec<f64>,
+}
+
 /// The format tag of a published low-level model.
-pub const PUBLISHED_FORMAT: &str = "privlogit published low-level model v1";
+pub const PUBLISHED_FORMAT: &str = "privlogit published low-level model v2";
 
 impl Published {
-    /// `P(y = 1 | x)` for every row of `x` (columns in this model's order).
-    pub fn probabilities(&self, x: ArrayView2<'_, f64>) -> Array1<f64> {
-        LinearModel {
-            w: Array1::from(self.w.clone()),
-            scaling: RowScaling::Normalize,
-            target: 1.0,
+    /// `n x G`: column `k` is group `k`'s `P(y = 1 | x)` for every row of `x` (columns in
+    /// `names`' order).
+    pub fn probabilities(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
+        let mut out = Array2::zeros((x.nrows(), self.groups.len()));
+        for (k, g) in self.groups.iter().enumerate() {
+            let model = LinearModel {
+                w: Array1::from(g.w.clone()),
+                scaling: RowScaling::Normalize,
+                target: g.importance,
+            };
+            out.column_mut(k)
+                .assign(&model.probabilities(x.select(Axis(1), &g.features).view()));
         }
-        .probabilities(x)
+        out
     }
 
-    /// Refuses a model of another format or whose features are not `names`.
+    /// The single group's coefficients over every feature (a plain PLR), if that is what this
+    /// is: what transfer uses as its centre.
+    pub fn single(&self) -> Option<&[f64]> {
+        match &self.groups[..] {
+            [g] if g.features.iter().copied().eq(0..self.names.len()) => Some(&g.w),
+            _ => None,
+        }
+    }
+
+    /// Refuses a model of another format, whose groups do not fit its features, or whose
+    /// features are not `names`.
     pub fn check(&self, names: &[String]) -> Result<(), String> {
         if self.format != PUBLISHED_FORMAT {
             return Err(format!(
@@ -66,7 +97,22 @@ impl Published {
                 self.format
             ));
         }
-        if self.names != names || self.w.len() != names.len() {
+        let d = self.names.len();
+        if self.groups.is_empty()
+            || self.groups.iter().any(|g| {
+                g.features.is_empty()
+                    || g.features.len() != g.w.len()
+                    || g.features.iter().any(|&f| f >= d)
+                    || !(g.importance.is_finite() && (0.0..=1.0).contains(&g.importance))
+                    || g.w.iter().any(|w| !w.is_finite())
+            })
+        {
+            return Err(format!(
+                "{}'s model has groups that do not fit its {d} features",
+                self.organization
+            ));
+        }
+        if self.names != names {
             let first = self
                 .names
                 .iter()
@@ -74,7 +120,7 @@ impl Published {
                 .position(|(a, b)| a != b)
                 .unwrap_or(self.names.len().min(names.len()));
             return Err(format!(
-                "{}'s model has features {:?}, this data {:?} (first difference at column {})",
+                "{}'s model has {} features, this data {} (first difference at column {})",
                 self.organization,
                 self.names.len(),
                 names.len(),
@@ -108,50 +154,90 @@ pub fn halves<R: Rng + ?Sized>(
     })
 }
 
-/// Step 1 of the pipeline for one organization: PLR on its `D^l` with rows scaled to norm 1.
+/// Step 1 of the pipeline for one organization: on its `D^l`, PLR with rows scaled to norm 1
+/// (`groups` = 1), or PLR-FS over `groups` random feature groups with `q_k = 1/G` drawn from
+/// `rng` (the whole low level epsilon-DP either way: stacking paper Theorem 4).
 pub fn publish<R: Rng + ?Sized>(
     organization: &str,
     names: &[String],
     halves: &Halves,
     epsilon: f64,
     lambda: f64,
+    groups: usize,
     rng: &mut R,
 ) -> Result<Published, DpError> {
     let (x, y) = &halves.low;
-    let model = plr::fit(
-        x.view(),
-        y.view(),
-        Privacy::Epsilon(epsilon),
-        lambda,
-        RowScaling::Normalize,
-        None,
-        rng,
-    )?;
+    let d = x.ncols();
+    let privacy = Privacy::Epsilon(epsilon);
+    let fitted = if groups == 1 {
+        let model = plr::fit(
+            x.view(),
+            y.view(),
+            privacy,
+            lambda,
+            RowScaling::Normalize,
+            None,
+            rng,
+        )?;
+        vec![GroupModel {
+            features: (0..d).collect(),
+            importance: 1.0,
+            w: model.w.to_vec(),
+        }]
+    } else {
+        let split = FeatureSplit::random(d, groups, rng)?;
+        let models = feature_split::plr_fs(
+            x.view(),
+            y.view(),
+            &split,
+            privacy,
+            &vec![lambda; split.k()],
+            None,
+            RowScaling::Normalize,
+            rng,
+        )?;
+        split
+            .groups()
+            .iter()
+            .zip(split.importance())
+            .zip(&models.models)
+            .map(|((features, &importance), m)| GroupModel {
+                features: features.clone(),
+                importance,
+                w: m.w.to_vec(),
+            })
+            .collect()
+    };
     Ok(Published {
         format: PUBLISHED_FORMAT.to_string(),
         organization: organization.to_string(),
         names: names.to_vec(),
-        w: model.w.to_vec(),
+        groups: fitted,
         epsilon,
         lambda,
         rows: x.nrows(),
     })
 }
 
-/// Step 2 for one organization: the meta rows `[p_1, ..., p_K, 1]` of its `D^h`.
+/// Step 2 for one organization: the meta rows `[p_1, ..., p_M, 1]` of its `D^h`, every
+/// published group model in order.
 pub fn meta_features(models: &[Published], x_high: ArrayView2<'_, f64>) -> Array2<f64> {
-    let mut low = Array2::zeros((x_high.nrows(), models.len()));
-    for (k, m) in models.iter().enumerate() {
-        low.column_mut(k).assign(&m.probabilities(x_high));
-    }
-    meta_rows(&low)
+    let parts: Vec<Array2<f64>> = models.iter().map(|m| m.probabilities(x_high)).collect();
+    let views: Vec<ArrayView2<'_, f64>> = parts.iter().map(|p| p.view()).collect();
+    meta_rows(&ndarray::concatenate(Axis(1), &views).expect("one row per D^h row"))
 }
 
-/// Names of the meta columns: one per organization, then the constant.
+/// Names of the meta columns: one per organization (and group, when there are several), then
+/// the constant.
 pub fn meta_names(models: &[Published]) -> Vec<String> {
     models
         .iter()
-        .map(|m| format!("p_{}", m.organization))
+        .flat_map(|m| match m.groups.len() {
+            1 => vec![format!("p_{}", m.organization)],
+            g => (1..=g)
+                .map(|k| format!("p_{}_{k}", m.organization))
+                .collect(),
+        })
         .chain(std::iter::once("one".to_string()))
         .collect()
 }
@@ -168,7 +254,11 @@ mod tests {
             format: PUBLISHED_FORMAT.into(),
             organization: org.into(),
             names: names.clone(),
-            w: w.to_vec(),
+            groups: vec![GroupModel {
+                features: vec![0, 1],
+                importance: 1.0,
+                w: w.to_vec(),
+            }],
             epsilon: 1.0,
             lambda: 0.01,
             rows: 10,
@@ -189,5 +279,23 @@ mod tests {
         let ys = Array1::from_shape_fn(10, |i| (i % 2) as f64);
         let h = halves(xs.view(), ys.view(), 0.5, &mut rng).expect("splits");
         assert_eq!((h.low.0.nrows(), h.high.0.nrows()), (5, 5));
+        // Two feature groups of one feature each, importance 1/2: a row (3, 4) becomes
+        // (0.5, 0.5) in each group, and PLR-FS models read them.
+        let split = publish("z", &names, &h, 1.0, 0.01, 2, &mut rng).expect("PLR-FS");
+        assert_eq!(split.groups.len(), 2);
+        assert!(split.single().is_none() && models[0].single().is_some());
+        assert!(
+            split
+                .groups
+                .iter()
+                .all(|g| g.importance == 0.5 && g.w.len() == 1)
+        );
+        let p = split.probabilities(x.view());
+        for (k, g) in split.groups.iter().enumerate() {
+            let sign = x[[0, g.features[0]]].signum();
+            assert!((p[[0, k]] - s(0.5 * sign * g.w[0])).abs() < 1e-15);
+        }
+        let meta = meta_features(&[models[0].clone(), split], x.view());
+        assert_eq!(meta.ncols(), 4);
     }
 }

@@ -59,7 +59,16 @@ pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String
             .collect()
     };
     let (w, names) = if v["format"] == privlogit::hybrid::stacking::PUBLISHED_FORMAT {
-        (numbers(&v["w"]), strings(&v["names"]))
+        let model: privlogit::hybrid::stacking::Published = serde_json::from_value(v.clone())
+            .with_context(|| format!("{} is not a published model", path.display()))?;
+        let Some(w) = model.single() else {
+            bail!(
+                "{}: a model over feature groups (PLR-FS) has no single coefficient vector to \
+                 centre a study at; publish a plain PLR (--groups 1)",
+                path.display()
+            );
+        };
+        (Some(w.to_vec()), Some(model.names.clone()))
     } else if v["method"] == "plr" {
         if v["model"]["row_scaling"] != "normalize" || v["model"]["row_norm"] != 1.0 {
             bail!(

@@ -54,6 +54,10 @@ struct Budget {
     /// PLR's lambda of the low-level models.
     #[arg(long, value_name = "L", default_value_t = 0.01)]
     lambda: f64,
+    /// The low level: 1, a PLR over every feature; G > 1, PLR-FS over G random feature groups
+    /// of equal importance (PST-F(U)'s low level), drawn from the organization's seed.
+    #[arg(long, value_name = "G", default_value_t = 1)]
+    groups: usize,
     /// The share of each organization's rows in D^l.
     #[arg(long, value_name = "F", default_value_t = crate::dp::DEFAULT_LOW_FRACTION)]
     low_fraction: f64,
@@ -175,6 +179,7 @@ fn stage_one(
         &halves,
         budget.epsilon,
         budget.lambda,
+        budget.groups,
         &mut rng,
     )
     .with_context(|| format!("fitting {name}'s low-level model"))?;
@@ -316,7 +321,11 @@ fn run_all(args: RunArgs) -> Result<Outcome> {
             args.budget.epsilon
         );
         for m in &models {
-            let _ = writeln!(s, "low  {:<24} PLR on {} rows", m.organization, m.rows);
+            let low = match m.groups.len() {
+                1 => "PLR".to_string(),
+                g => format!("PLR-FS over {g} feature groups"),
+            };
+            let _ = writeln!(s, "low  {:<24} {low} on {} rows", m.organization, m.rows);
         }
         let _ = writeln!(
             s,
