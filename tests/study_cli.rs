@@ -1101,9 +1101,9 @@ fn a_differentially_private_study_charges_each_node_once() {
 }
 
 /// Cross-organization stacking (issue 15) stage by stage as separate processes, as three
-/// organizations and two servers would run it: `stack publish` and `stack meta` at each
-/// organization, then a secure PLR study over the meta rows (key holder, aggregator and three
-/// Nodes over loopback TCP). With the same seeds it gives the one-command `stack run`'s
+/// organizations and two servers would run it, every stage reading its settings from one study
+/// file: `stack publish` and `stack meta` at each organization, then a secure PLR study over
+/// the meta rows (key holder, aggregator and three Nodes over loopback TCP). With the same seeds it gives the one-command `stack run`'s
 /// high-level model (same noise and meta rows, other masks: 1e-8), with a PLR or PLR-FS over
 /// three feature groups per organization.
 #[test]
@@ -1128,43 +1128,42 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
     let files = orgs.map(|c| demo(&format!("hospital_{c}.csv")));
     // A PLR per organization, then PLR-FS over 3 feature groups (PST-F(U)'s low level).
     for groups in ["1", "3"] {
+        // One study file holds every stage's settings: the stacking stages' [stack] table, the
+        // secure high level's keys at the top.
+        let models: Vec<String> = orgs.iter().map(|c| p(&format!("{c}.model.json"))).collect();
+        let study = p(&format!("stack{groups}.toml"));
+        let quoted: Vec<String> = models.iter().map(|m| format!("{m:?}")).collect();
+        std::fs::write(
+            &study,
+            format!(
+                "label = \"label\"\nprotocol = \"newton\"\ndp_epsilon = 1.0\ndp_lambda = 0.01\n\
+                 [stack]\nepsilon = 1.0\ngroups = {groups}\nmodel = [{}]\n",
+                quoted.join(", ")
+            ),
+        )
+        .expect("study file");
         for (i, c) in orgs.iter().enumerate() {
             let seed = (40 + i).to_string();
             run(&[
                 "stack",
                 "publish",
+                "--study",
+                &study,
                 "--data",
                 &demo(&format!("hospital_{c}.csv")),
-                "--label",
-                "label",
-                "--epsilon",
-                "1",
                 "--seed",
                 &seed,
-                "--groups",
-                groups,
                 "--out",
                 &p(&format!("{c}.model.json")),
                 "--high-out",
                 &p(&format!("{c}.high.csv")),
             ]);
         }
-        let models: Vec<String> = orgs.iter().map(|c| p(&format!("{c}.model.json"))).collect();
         for c in orgs {
-            let mut args = vec![
-                "stack".to_string(),
-                "meta".into(),
-                "--high".into(),
-                p(&format!("{c}.high.csv")),
-                "--label".into(),
-                "label".into(),
-                "--out".into(),
-                p(&format!("{c}.meta.csv")),
-            ];
-            for m in &models {
-                args.extend(["--model".to_string(), m.clone()]);
-            }
-            run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            let (high, meta) = (p(&format!("{c}.high.csv")), p(&format!("{c}.meta.csv")));
+            run(&[
+                "stack", "meta", "--study", &study, "--high", &high, "--out", &meta,
+            ]);
         }
         let plain = "--insecure-plaintext";
         let (kh_state, agg_state, model) = (
@@ -1190,14 +1189,10 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
             "127.0.0.1:0",
             "--keyholder",
             &kh,
+            "--study",
+            &study,
             "--parties",
             "3",
-            "--protocol",
-            "newton",
-            "--dp-epsilon",
-            "1",
-            "--dp-lambda",
-            "0.01",
             "--noise-seed",
             "40",
             "--state",
@@ -1213,10 +1208,10 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
                 Role::spawn(&[
                     "node",
                     plain,
+                    "--study",
+                    &study,
                     "--party",
                     &p(&format!("{c}.meta.csv")),
-                    "--label",
-                    "label",
                     "--aggregator",
                     &agg,
                 ])

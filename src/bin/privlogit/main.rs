@@ -66,10 +66,20 @@ enum Command {
 const EXIT_DIVERGED: u8 = 3;
 
 fn main() -> ExitCode {
+    // `command` may name a nested subcommand ("stack publish").
     let accepts = |command: &str, flag: &str| {
-        Cli::command()
-            .find_subcommand(command)
-            .is_some_and(|c| c.get_arguments().any(|a| a.get_long() == Some(flag)))
+        let cli = Cli::command();
+        let mut names = command.split_whitespace();
+        let Some(mut found) = names.next().and_then(|n| cli.find_subcommand(n)) else {
+            return false;
+        };
+        for n in names {
+            match found.find_subcommand(n) {
+                Some(c) => found = c,
+                None => return false,
+            }
+        }
+        found.get_arguments().any(|a| a.get_long() == Some(flag))
     };
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
     match study_file::split_studies(&raw) {

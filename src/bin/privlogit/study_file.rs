@@ -25,21 +25,31 @@
 //! then known by a certificate that authority issued for its name.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use privlogit::protocols::transport::{Fingerprint, Member, Role, Roster};
 
-/// Keys of the study file that name parties rather than flags.
-const PARTY_KEYS: [&str; 5] = ["keyholder", "aggregator", "node", "study_id", "ca"];
+/// Keys of the study file that name parties (or the stacking stages' table) rather than flags.
+const PARTY_KEYS: [&str; 6] = ["keyholder", "aggregator", "node", "study_id", "ca", "stack"];
 
 /// Commands that take `--study FILE`.
 const COMMANDS: [&str; 4] = ["study", "aggregator", "keyholder", "node"];
+
+/// The stacking stages that take `--study FILE` (`stack publish`, ...): they read the file's
+/// top-level keys they accept (`label`) and its `[stack]` table (`epsilon`, `lambda`,
+/// `groups`, `low_fraction`, `high_lambda`, `model`, ...), so that one study file holds the
+/// settings of every stage of a cross-organization stacking study, the secure high level's
+/// (`dp_epsilon`, `protocol`, the parties) included.
+const STACK_STAGES: [&str; 3] = ["publish", "meta", "run"];
 
 /// `args` with the file of `--study FILE` expanded into the flags that the command accepts
 /// (`accepts(command, flag)`); a key that no study command accepts is an error, one that only
 /// other roles take (`protocol` for the key holder) is left to them.
 pub fn expand(args: Vec<OsString>, accepts: &dyn Fn(&str, &str) -> bool) -> Result<Vec<OsString>> {
+    if let Some(stage) = stack_stage(&args) {
+        return expand_stage(args, stage, accepts);
+    }
     let Some(command) = args.iter().position(|a| COMMANDS.iter().any(|c| a == c)) else {
         return Ok(args);
     };
@@ -60,6 +70,101 @@ pub fn expand(args: Vec<OsString>, accepts: &dyn Fn(&str, &str) -> bool) -> Resu
     // `--study FILE` stays: the command reads the file's parties from it.
     out.extend(args[command + 1..].iter().cloned());
     Ok(out)
+}
+
+/// The position of the stage in `privlogit stack STAGE ...`, if that is the command.
+fn stack_stage(args: &[OsString]) -> Option<usize> {
+    let stack = args.iter().position(|a| a == "stack")?;
+    let stage = stack + 1;
+    args.get(stage)
+        .filter(|a| STACK_STAGES.iter().any(|s| *a == *s))
+        .map(|_| stage)
+}
+
+/// [`expand`] for a stacking stage (`accepts("stack publish", flag)`): the top-level keys it
+/// accepts and every key of the `[stack]` table (which must all be its own or another stage's).
+fn expand_stage(
+    args: Vec<OsString>,
+    stage: usize,
+    accepts: &dyn Fn(&str, &str) -> bool,
+) -> Result<Vec<OsString>> {
+    let Some(at) = args.iter().position(|a| a == "--study") else {
+        return Ok(args);
+    };
+    let path = PathBuf::from(
+        args.get(at + 1)
+            .context("--study needs a file: --study FILE")?,
+    );
+    let command = format!("stack {}", args[stage].to_string_lossy());
+    let name = path.display();
+    let table = parse(&path)?;
+    let mut flags = Vec::new();
+    for (key, value) in table
+        .iter()
+        .filter(|(k, _)| !PARTY_KEYS.contains(&k.as_str()))
+    {
+        if accepts(&command, &key.replace('_', "-")) {
+            flags.extend(as_flags(&name.to_string(), key, value)?);
+        }
+    }
+    if let Some(stack) = table.get("stack") {
+        let Some(stack) = stack.as_table() else {
+            bail!("{name}: stack must be a table ([stack])");
+        };
+        for (key, value) in stack {
+            let long = key.replace('_', "-");
+            if accepts(&command, &long) {
+                flags.extend(as_flags(&name.to_string(), key, value)?);
+            } else if !STACK_STAGES
+                .iter()
+                .any(|s| accepts(&format!("stack {s}"), &long))
+            {
+                bail!("{name}: [stack] {key} is not a setting of any stacking stage");
+            }
+        }
+    }
+    let mut out: Vec<OsString> = args[..=stage].to_vec();
+    out.extend(flags);
+    out.extend(
+        args[stage + 1..]
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i + stage + 1 != at && i + stage + 1 != at + 1)
+            .map(|(_, a)| a.clone()),
+    );
+    Ok(out)
+}
+
+/// One key's value as command-line flags (`true`: the flag; arrays: the flag per item).
+fn as_flags(name: &str, key: &str, value: &toml::Value) -> Result<Vec<OsString>> {
+    let flag = format!("--{}", key.replace('_', "-"));
+    let scalar = |v: &toml::Value| -> Result<String> {
+        Ok(match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            other => bail!(
+                "{name}: {key} is a {}, expected a string or a number",
+                other.type_str()
+            ),
+        })
+    };
+    let mut flags: Vec<OsString> = Vec::new();
+    match value {
+        toml::Value::Boolean(true) => flags.push(flag.into()),
+        toml::Value::Boolean(false) => {}
+        toml::Value::Array(items) => {
+            for item in items {
+                flags.push(flag.clone().into());
+                flags.push(scalar(item)?.into());
+            }
+        }
+        v => {
+            flags.push(flag.into());
+            flags.push(scalar(v)?.into());
+        }
+    }
+    Ok(flags)
 }
 
 /// Flags that name one study's own address or output, refused on the command line of a server
@@ -162,32 +267,7 @@ fn read(path: &Path, command: &str, accepts: &dyn Fn(&str, &str) -> bool) -> Res
             }
             bail!("{name}: {key} is not a setting of any study command");
         }
-        let flag = format!("--{long}");
-        let scalar = |v: &toml::Value| -> Result<String> {
-            Ok(match v {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                other => bail!(
-                    "{name}: {key} is a {}, expected a string or a number",
-                    other.type_str()
-                ),
-            })
-        };
-        match value {
-            toml::Value::Boolean(true) => flags.push(flag.into()),
-            toml::Value::Boolean(false) => {}
-            toml::Value::Array(items) => {
-                for item in items {
-                    flags.push(flag.clone().into());
-                    flags.push(scalar(item)?.into());
-                }
-            }
-            v => {
-                flags.push(flag.into());
-                flags.push(scalar(v)?.into());
-            }
-        }
+        flags.extend(as_flags(&name.to_string(), key, value)?);
     }
     Ok(flags)
 }
