@@ -98,6 +98,36 @@ fn pooled_unit_rows(parts: &[PartyData]) -> (Array2<f64>, Array1<f64>) {
     (x, y)
 }
 
+/// Plaintext PLR (`plr::minimise`, `dp fit --method plr`'s solver) on the unit rows `x` with
+/// labels `y`, lambda 0.01 at `epsilon`, the noise a secure study seeded with `seed` adds, and
+/// `centre`; returns the model and the budget.
+fn plaintext_plr(
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    epsilon: f64,
+    seed: u64,
+    centre: Option<&Array1<f64>>,
+) -> (Array1<f64>, Release, plr::PlrBudget, Array1<f64>) {
+    let signed = y.mapv(|t| if t == 1.0 { 1.0 } else { -1.0 });
+    let (n, d) = x.dim();
+    let release = Release {
+        epsilon,
+        lambda: 0.01,
+    };
+    let budget = secure_plr::budget(&release, n).expect("budget");
+    let b = secure_plr::seeded_noise(seed, &release, n, d).expect("noise");
+    let w = plr::minimise(
+        x.view(),
+        signed.view(),
+        release.lambda,
+        budget.delta,
+        centre,
+        Some(&b),
+    )
+    .expect("plaintext PLR");
+    (w, release, budget, b)
+}
+
 /// Secure PLR equals plaintext PLR with the same noise vector `b = b_1 + b_2` to 1e-6 (max abs;
 /// the issue's tolerance; the secure study stops within 1e-8 of the minimiser and rounds its
 /// sums at 2^-46): breast_cancer in 3 Nodes (d = 30), epsilon 1 and 0.1 (where Delta > 0),
@@ -107,25 +137,9 @@ fn pooled_unit_rows(parts: &[PartyData]) -> (Array2<f64>, Array1<f64>) {
 fn secure_plr_equals_plaintext_plr_with_the_same_noise() {
     let parts = parties("breast_cancer.csv", 3);
     let (x, y) = pooled_unit_rows(&parts);
-    let signed = y.mapv(|t| if t == 1.0 { 1.0 } else { -1.0 });
-    let (n, d) = x.dim();
     let key = key();
     for (epsilon, seed) in [(1.0, 11), (0.1, 12)] {
-        let release = Release {
-            epsilon,
-            lambda: 0.01,
-        };
-        let budget = secure_plr::budget(&release, n).expect("budget");
-        let b = secure_plr::seeded_noise(seed, &release, n, d).expect("noise");
-        let expected = plr::minimise(
-            x.view(),
-            signed.view(),
-            release.lambda,
-            budget.delta,
-            None,
-            Some(&b),
-        )
-        .expect("plaintext PLR");
+        let (expected, release, budget, b) = plaintext_plr(&x, &y, epsilon, seed, None);
         for (protocol, optimizer) in [
             (
                 Protocol::Local,
@@ -177,41 +191,15 @@ fn secure_transfer_equals_plaintext_plr_with_the_same_centre() {
     let centre = &source.w * (1.0 - eta);
     let target = all[1..].to_vec();
     let (x, y) = pooled_unit_rows(&target);
-    let signed = y.mapv(|t| if t == 1.0 { 1.0 } else { -1.0 });
-    let (n, d) = x.dim();
     let key = key();
     for (epsilon, seed) in [(1.0, 21), (0.05, 22)] {
-        let release = Release {
-            epsilon,
-            lambda: 0.01,
-        };
-        let budget = secure_plr::budget(&release, n).expect("budget");
-        let b = secure_plr::seeded_noise(seed, &release, n, d).expect("noise");
-        let expected = plr::minimise(
-            x.view(),
-            signed.view(),
-            release.lambda,
-            budget.delta,
-            Some(&centre),
-            Some(&b),
-        )
-        .expect("plaintext PLR");
+        let (expected, release, budget, _) = plaintext_plr(&x, &y, epsilon, seed, Some(&centre));
+        let (uncentred, ..) = plaintext_plr(&x, &y, epsilon, seed, None);
         let mut plan = plan(Protocol::Newton, Optimizer::Newton, release, 2);
         plan.options = plan.options.penalty_centre(Some(centre.clone()));
         let got = secure(&target, &plan, &key, seed);
         let diff = common::max_abs_diff(&expected, &got.beta);
-        let moved = common::max_abs_diff(
-            &expected,
-            &plr::minimise(
-                x.view(),
-                signed.view(),
-                release.lambda,
-                budget.delta,
-                None,
-                Some(&b),
-            )
-            .expect("uncentred"),
-        );
+        let moved = common::max_abs_diff(&expected, &uncentred);
         eprintln!(
             "transfer at epsilon {epsilon} (Delta {:.3e}): max abs diff to plaintext {diff:.2e} \
              (the centre moves the model by {moved:.2e})",
