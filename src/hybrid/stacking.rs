@@ -154,38 +154,39 @@ pub fn halves<R: Rng + ?Sized>(
     })
 }
 
-/// Step 1 of the pipeline for one organization: on its `D^l`, PLR with rows scaled to norm 1
-/// (`groups` = 1), or PLR-FS over `groups` random feature groups with `q_k = 1/G` drawn from
-/// `rng` (the whole low level epsilon-DP either way: stacking paper Theorem 4).
+/// An organization's low level: one PLR, or PLR-FS over feature groups.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Grouping {
+    /// One PLR over every feature.
+    Single,
+    /// PLR-FS over this many random groups, `q_k = 1/G` (PST-F(U)).
+    Random(usize),
+    /// PLR-FS over this many groups of features sorted by these public scores, `q_k` by the
+    /// stacking paper's eq. (6) (PST-F(W)); the scores must not come from the private data.
+    ByScore(usize, Vec<f64>),
+}
+
+/// Step 1 of the pipeline for one organization: on its `D^l`, PLR with rows scaled to norm 1,
+/// or PLR-FS over feature groups (random ones drawn from `rng`): the whole low level is
+/// epsilon-DP either way (stacking paper Theorem 4).
 pub fn publish<R: Rng + ?Sized>(
     organization: &str,
     names: &[String],
     halves: &Halves,
     epsilon: f64,
     lambda: f64,
-    groups: usize,
+    grouping: Grouping,
     rng: &mut R,
 ) -> Result<Published, DpError> {
     let (x, y) = &halves.low;
     let d = x.ncols();
     let privacy = Privacy::Epsilon(epsilon);
-    let fitted = if groups == 1 {
-        let model = plr::fit(
-            x.view(),
-            y.view(),
-            privacy,
-            lambda,
-            RowScaling::Normalize,
-            None,
-            rng,
-        )?;
-        vec![GroupModel {
-            features: (0..d).collect(),
-            importance: 1.0,
-            w: model.w.to_vec(),
-        }]
-    } else {
-        let split = FeatureSplit::random(d, groups, rng)?;
+    let split = match grouping {
+        Grouping::Single => None,
+        Grouping::Random(g) => Some(FeatureSplit::random(d, g, rng)?),
+        Grouping::ByScore(g, scores) => Some(FeatureSplit::by_importance(&scores, g)?),
+    };
+    let fitted = if let Some(split) = split {
         let models = feature_split::plr_fs(
             x.view(),
             y.view(),
@@ -207,6 +208,21 @@ pub fn publish<R: Rng + ?Sized>(
                 w: m.w.to_vec(),
             })
             .collect()
+    } else {
+        let model = plr::fit(
+            x.view(),
+            y.view(),
+            privacy,
+            lambda,
+            RowScaling::Normalize,
+            None,
+            rng,
+        )?;
+        vec![GroupModel {
+            features: (0..d).collect(),
+            importance: 1.0,
+            w: model.w.to_vec(),
+        }]
     };
     Ok(Published {
         format: PUBLISHED_FORMAT.to_string(),
@@ -281,7 +297,24 @@ mod tests {
         assert_eq!((h.low.0.nrows(), h.high.0.nrows()), (5, 5));
         // Two feature groups of one feature each, importance 1/2: a row (3, 4) becomes
         // (0.5, 0.5) in each group, and PLR-FS models read them.
-        let split = publish("z", &names, &h, 1.0, 0.01, 2, &mut rng).expect("PLR-FS");
+        let split =
+            publish("z", &names, &h, 1.0, 0.01, Grouping::Random(2), &mut rng).expect("PLR-FS");
+        let weighted = publish(
+            "w",
+            &names,
+            &h,
+            1.0,
+            0.01,
+            Grouping::ByScore(2, vec![3.0, 1.0]),
+            &mut rng,
+        )
+        .expect("PLR-FS(W)");
+        let q: Vec<(Vec<usize>, f64)> = weighted
+            .groups
+            .iter()
+            .map(|g| (g.features.clone(), g.importance))
+            .collect();
+        assert_eq!(q, [(vec![0], 0.75), (vec![1], 0.25)]);
         assert_eq!(split.groups.len(), 2);
         assert!(split.single().is_none() && models[0].single().is_some());
         assert!(

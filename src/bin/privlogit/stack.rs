@@ -58,6 +58,16 @@ struct Budget {
     /// of equal importance (PST-F(U)'s low level), drawn from the organization's seed.
     #[arg(long, value_name = "G", default_value_t = 1)]
     groups: usize,
+    /// With --groups G > 1: a public importance score per feature (comma-separated, as `dp fit
+    /// --feature-scores`): features sorted by score into G groups, q_k by the stacking paper's
+    /// eq. (6) (PST-F(W)'s low level). Without it the groups are random with q_k = 1/G.
+    #[arg(
+        long,
+        value_name = "S,...",
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
+    feature_scores: Vec<f64>,
     /// The share of each organization's rows in D^l.
     #[arg(long, value_name = "F", default_value_t = crate::dp::DEFAULT_LOW_FRACTION)]
     low_fraction: f64,
@@ -71,6 +81,21 @@ struct Budget {
 }
 
 impl Budget {
+    /// The low level's grouping for `d` features, refused when the scores do not fit.
+    fn grouping(&self, d: usize) -> Result<stacking::Grouping> {
+        Ok(match (self.groups, self.feature_scores.as_slice()) {
+            (0, _) => bail!("--groups must be at least 1"),
+            (1, []) => stacking::Grouping::Single,
+            (1, _) => bail!("--feature-scores needs --groups G > 1"),
+            (g, []) => stacking::Grouping::Random(g),
+            (g, scores) if scores.len() == d => stacking::Grouping::ByScore(g, scores.to_vec()),
+            (_, scores) => bail!(
+                "--feature-scores has {} values for {d} features",
+                scores.len()
+            ),
+        })
+    }
+
     fn charge(&self, files: &[PathBuf]) -> Result<()> {
         let Some(path) = &self.ledger else {
             return Ok(());
@@ -179,7 +204,7 @@ fn stage_one(
         &halves,
         budget.epsilon,
         budget.lambda,
-        budget.groups,
+        budget.grouping(data.names.len())?,
         &mut rng,
     )
     .with_context(|| format!("fitting {name}'s low-level model"))?;
