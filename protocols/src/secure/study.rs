@@ -252,7 +252,7 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
         (Some(release), Some(noise)) => Some((release, noise)),
         (Some(_), None) => {
             return Err(SecureError::Protocol(
-                "the study is differentially private, and this key holder has no noise share                  to draw (configure it for DP studies)"
+                "the study is differentially private, and this key holder has no noise share to draw (configure it for DP studies)"
                     .into(),
             ));
         }

@@ -633,6 +633,13 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
     )?;
     let study_id = party.network.study();
     let checkpoint_file = args.state.checkpoint_file(&study_id)?;
+    if plan.release.is_some() && args.state.resume() {
+        bail!(
+            "--resume: a differentially private study cannot be resumed (its noise is not kept, \
+             and drawing it again would show the participants a second noisy trajectory); start \
+             it again, charged again"
+        );
+    }
     let from = if args.state.resume() {
         let from = study_state::read_checkpoint(&checkpoint_file)?;
         match &from {
@@ -694,18 +701,20 @@ pub fn run_aggregator(args: AggregatorArgs) -> Result<Outcome> {
             saved_iterations = Some(c.progress.iterations());
             Ok(())
         };
-        let continuity = Continuity {
+        // A differentially private study keeps no checkpoint: it cannot be resumed (its noise
+        // would be drawn again), so a kept one would only mislead.
+        let continuity = plan.release.is_none().then_some(Continuity {
             study: study_id,
             from,
             save: &mut save,
-        };
+        });
         let mut share = noise_share(args.noise_seed, 0);
         let outcome = study::run_aggregator(
             nodes,
             keyholder,
             &plan,
             &mut progress,
-            Some(continuity),
+            continuity,
             plan.release.map(|_| &mut share as &mut dyn NoiseShare),
         );
         let outcome = match outcome {
