@@ -14,8 +14,10 @@
 //!   secure PLR study (eta 0.5).
 //!
 //! The secure steps are computed here by their plaintext equivalents (`plr::minimise` with
-//! the sum of both servers' noise vectors, the same centre): the secure runs equal them to
-//! 1e-9 (tests/secure_plr.rs), and running every point through Paillier would only add hours.
+//! the very noise both servers of a study seeded alike draw, the same centre): the secure runs
+//! equal them to 1e-9 (tests/secure_plr.rs), [`check_secure`] runs one repeat's secure PLR
+//! points as real studies to show it, and running every point through Paillier would only add
+//! hours.
 //! Choices: per repeat, the rows are shuffled, 30 % held out for testing, and the rest cut into
 //! three equal organizations; breast_cancer's features are standardised and MNIST's pixels
 //! reduced by PCA to 50 dimensions, both fitted on the training rows (not private, as the
@@ -24,18 +26,20 @@
 //! transfer's source and target are different organizations).
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis, concatenate};
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use crate::dp::DpError;
 use crate::dp::experiment::{ExperimentSettings, Fits, Outcome, Part, Results};
-use crate::dp::noise::objective_noise;
 use crate::dp::plr::{self, LinearModel, PlrBudget, Privacy};
 use crate::dp::scaling::RowScaling;
 use crate::dp::stacking::{meta_rows, split_rows};
 use crate::metrics::auc;
+use privlogit_protocols::secure::release::Release;
+
+use super::secure_plr;
 
 /// PLR's lambda of every fit.
 const LAMBDA: f64 = 0.01;
@@ -86,22 +90,30 @@ fn signed(y: &Array1<f64>) -> Array1<f64> {
 }
 
 /// A secure PLR study's model over `parts` (plaintext equivalent): penalty `lambda + Delta`
-/// for the pooled N, noise `b_1 + b_2` drawn with eps' by the two servers, `centre` (already
-/// `(1 - eta) w_src`) if transferring; `epsilon` None is the exact, non-private fit.
+/// for the pooled N, the noise `b_1 + b_2` both servers of a study seeded with `noise_seed`
+/// would draw ([`secure_plr::seeded_noise`]), `centre` (already `(1 - eta) w_src`) if
+/// transferring; `epsilon` None is the exact, non-private fit.
 fn secure_plr(
     parts: &[&Part],
     epsilon: Option<f64>,
     centre: Option<&Array1<f64>>,
-    rng: &mut ChaCha20Rng,
+    noise_seed: u64,
 ) -> Result<Array1<f64>, DpError> {
     let all = pooled(parts);
     let (n, d) = all.x.dim();
     let (delta, noise) = match epsilon {
         None => (0.0, None),
         Some(e) => {
+            let release = Release {
+                epsilon: e,
+                lambda: LAMBDA,
+            };
             let budget = PlrBudget::new(e, n, LAMBDA)?;
-            let b = objective_noise(d, budget.epsilon_prime, rng)?
-                + objective_noise(d, budget.epsilon_prime, rng)?;
+            let b = secure_plr::seeded_noise(noise_seed, &release, n, d).map_err(|_| DpError {
+                name: "epsilon",
+                value: e,
+                reason: "too small for the noise to be drawn",
+            })?;
             (budget.delta, Some(b))
         }
     };
@@ -113,6 +125,17 @@ fn secure_plr(
         centre,
         noise.as_ref(),
     )
+}
+
+/// Why the experiment stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum HybridError {
+    /// A parameter or a fit.
+    #[error(transparent)]
+    Dp(#[from] DpError),
+    /// A secure study of the check.
+    #[error("the secure check's study: {0}")]
+    Study(#[from] privlogit_protocols::secure::study::StudyError),
 }
 
 /// One organization's own PLR (rows already on the unit sphere).
@@ -180,22 +203,52 @@ fn prepare(task: &Task, rng: &mut ChaCha20Rng) -> Result<(Vec<Part>, Part), DpEr
     Ok((organizations, test))
 }
 
-/// Test AUCs of every method at every budget in one repeat: `[budget][method]`.
-fn repeat(task: &Task, epsilons: &[f64], seed: u64) -> Result<Vec<Vec<f64>>, DpError> {
+/// Test AUCs of every method at every budget in one repeat: `[budget][method]`. With `check`,
+/// every secure PLR point is also run as a real secure study (in this process, the key holder
+/// holding `check`, both servers seeded as the plaintext equivalent's noise), and the largest
+/// coefficient difference per budget is returned beside the AUCs.
+#[allow(clippy::type_complexity)]
+fn repeat(
+    task: &Task,
+    epsilons: &[f64],
+    seed: u64,
+    check: Option<&privlogit_protocols::paillier::SecretKey>,
+) -> Result<(Vec<Vec<f64>>, Vec<f64>), HybridError> {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let (orgs, test) = prepare(task, &mut rng)?;
     let all: Vec<&Part> = orgs.iter().collect();
     let exact = test_auc(
-        linear_scores(&secure_plr(&all, None, None, &mut rng)?, &test.x),
+        linear_scores(&secure_plr(&all, None, None, 0)?, &test.x),
         &test.y,
     );
-    epsilons
+    let mut diffs = Vec::new();
+    let aucs = epsilons
         .iter()
-        .map(|&e| {
-            let secure = test_auc(
-                linear_scores(&secure_plr(&all, Some(e), None, &mut rng)?, &test.x),
-                &test.y,
-            );
+        .map(|&e| -> Result<Vec<f64>, HybridError> {
+            let noise_seed: u64 = rng.random();
+            let w = secure_plr(&all, Some(e), None, noise_seed)?;
+            if let Some(secret) = check {
+                let names: Vec<String> = (1..=w.len()).map(|j| format!("x{j}")).collect();
+                let parts = orgs.iter().map(|o| (o.x.clone(), o.y.clone())).collect();
+                let release = Release {
+                    epsilon: e,
+                    lambda: LAMBDA,
+                };
+                let study = secure_plr::study_in_process(
+                    &names,
+                    parts,
+                    release,
+                    secret,
+                    Some(noise_seed),
+                    false,
+                )?;
+                diffs.push(
+                    (&study.fit.beta - &w)
+                        .iter()
+                        .fold(0.0_f64, |m, v| m.max(v.abs())),
+                );
+            }
+            let secure = test_auc(linear_scores(&w, &test.x), &test.y);
             let mut own = 0.0;
             for org in &orgs {
                 own += test_auc(
@@ -232,17 +285,30 @@ fn repeat(task: &Task, epsilons: &[f64], seed: u64) -> Result<Vec<Vec<f64>>, DpE
                 &meta_parts.iter().collect::<Vec<_>>(),
                 Some(e),
                 None,
-                &mut rng,
+                rng.random(),
             )?;
             let stacking = test_auc(linear_scores(&high, &meta(&test.x)), &test.y);
             // Transfer: organization 1 publishes; 2 and 3 fit with its model as the centre.
             let source = own_plr(&orgs[0], e, &mut rng)?;
             let centre = &source.w * (1.0 - ETA);
-            let target = secure_plr(&all[1..], Some(e), Some(&centre), &mut rng)?;
+            let target = secure_plr(&all[1..], Some(e), Some(&centre), rng.random())?;
             let transfer = test_auc(linear_scores(&target, &test.x), &test.y);
             Ok(vec![exact, secure, own, stacking, transfer])
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((aucs, diffs))
+}
+
+/// Runs repeat 0 with every secure PLR point also as a real secure study: the largest
+/// coefficient difference between the study and the plaintext equivalent the experiment
+/// reports, per budget (what `dp experiment hybrid --check-secure` prints).
+pub fn check_secure(
+    task: &Task,
+    epsilons: &[f64],
+    seed: u64,
+    secret: &privlogit_protocols::paillier::SecretKey,
+) -> Result<Vec<f64>, HybridError> {
+    Ok(repeat(task, epsilons, seed, Some(secret))?.1)
 }
 
 /// The experiment on `task`: `repeats` seeded repeats (repeat r uses `seed + r`), in parallel.
@@ -252,13 +318,14 @@ pub fn run(
     repeats: usize,
     seed: u64,
     progress: &(dyn Fn() + Sync),
-) -> Result<Results, DpError> {
+) -> Result<Results, HybridError> {
     if repeats == 0 || epsilons.is_empty() {
         return Err(DpError {
             name: "repeats",
             value: repeats as f64,
             reason: "needs at least one repeat and one budget",
-        });
+        }
+        .into());
     }
     for &e in epsilons {
         crate::dp::positive("epsilon", e)?;
@@ -266,7 +333,7 @@ pub fn run(
     let per_repeat: Vec<Vec<Vec<f64>>> = (0..repeats)
         .into_par_iter()
         .map(|r| {
-            let out = repeat(task, epsilons, seed.wrapping_add(r as u64));
+            let out = repeat(task, epsilons, seed.wrapping_add(r as u64), None).map(|(a, _)| a);
             progress();
             out
         })
