@@ -15,6 +15,33 @@ fn demo(name: &str) -> String {
         .to_string()
 }
 
+/// `privlogit ARGS`, run to the end.
+fn privlogit(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_privlogit"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+/// `privlogit ARGS`, which must succeed; its standard output.
+fn privlogit_ok(args: &[&str]) -> Vec<u8> {
+    let out = privlogit(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// An empty directory for one test's files, under the system's temporary directory.
+fn fresh_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("privlogit-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
 fn json(stdout: &[u8]) -> serde_json::Value {
     serde_json::from_slice(stdout).expect("JSON on stdout")
 }
@@ -846,19 +873,10 @@ fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
 /// study goes on with the right Nodes, every process exits 0 and the model is right.
 #[test]
 fn a_consortium_authority_names_the_parties() {
-    let dir = std::env::temp_dir().join(format!("privlogit-ca-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("ca");
     std::fs::create_dir_all(dir.join("rogue")).expect("dir");
     let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
-            .args(args)
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        privlogit_ok(args);
     };
     let d = dir.display().to_string();
     let rogue = dir.join("rogue").display().to_string();
@@ -1108,22 +1126,9 @@ fn a_differentially_private_study_charges_each_node_once() {
 /// three feature groups per organization.
 #[test]
 fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
-    let dir = std::env::temp_dir().join(format!("privlogit-stack-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = fresh_dir("stack");
     let p = |name: &str| dir.join(name).display().to_string();
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
-            .args(args)
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    };
+    let run = privlogit_ok;
     let orgs = ['a', 'b', 'c'];
     let files = orgs.map(|c| demo(&format!("hospital_{c}.csv")));
     // A PLR per organization, then PLR-FS over 3 feature groups (PST-F(U)'s low level).
@@ -1261,10 +1266,7 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
     run(&args);
     let first = std::fs::read_to_string(&ledger).expect("ledger");
     assert_eq!(first.matches("\"spent\": \"1\"").count(), 3, "{first}");
-    let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
-        .args(&args)
-        .output()
-        .expect("runs");
+    let out = privlogit(&args);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("budget exceeded"), "{err}");
@@ -1278,16 +1280,9 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
 /// model over other features is refused by name before the study starts.
 #[test]
 fn a_published_dp_model_centres_a_secure_plr_study() {
-    let dir = std::env::temp_dir().join(format!("privlogit-transfer-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = fresh_dir("transfer");
     let source = dir.join("source.json").display().to_string();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_privlogit"))
-            .args(args)
-            .output()
-            .expect("runs")
-    };
+    let run = privlogit;
     let out = run(&[
         "dp",
         "fit",
