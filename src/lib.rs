@@ -21,6 +21,7 @@
 //! ```
 
 pub mod data;
+pub mod dl;
 pub mod dp;
 pub mod figures;
 pub mod fit;

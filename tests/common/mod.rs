@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod process;
+
 use ndarray::Array1;
 use privlogit::data::{self, Dataset, LoadOptions, partition};
 use privlogit::fit::{self, Preparation, Prepared};

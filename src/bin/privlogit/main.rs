@@ -7,6 +7,7 @@ mod bench_node;
 mod bench_protocols;
 mod centre;
 mod circuit;
+mod dl;
 mod dp;
 mod dp_account;
 mod fit;
@@ -55,6 +56,8 @@ enum Command {
     Identity(identity::IdentityArgs),
     /// Differentially private models: fit one, or run the papers' MNIST experiments.
     Dp(dp::DpArgs),
+    /// Distributed differentially private deep learning (DPSTGD, dissertation chapter 3).
+    Dl(dl::DlArgs),
     /// Cross-organization DP stacking: low-level models per organization, the high level by a
     /// secure PLR study.
     Stack(stack::StackArgs),
@@ -155,6 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Node(args) => study::run_node(args),
         Command::Identity(args) => identity::run(args),
         Command::Dp(args) => dp::run(args),
+        Command::Dl(args) => dl::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Stack(args) => stack::run(args),
     }

@@ -39,7 +39,7 @@ use crate::study_file;
 use crate::study_state::{self, FileKeyStore, StateArgs};
 
 /// How long a party waits for the others to connect.
-const PATIENCE: Duration = Duration::from_secs(600);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(600);
 
 /// The protocol, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -214,9 +214,9 @@ pub struct NetArgs {
 }
 
 /// A party's network, its roster (if the study file names the parties) and its own entry.
-struct Party {
-    network: Network,
-    roster: Option<Arc<Roster>>,
+pub(crate) struct Party {
+    pub(crate) network: Network,
+    pub(crate) roster: Option<Arc<Roster>>,
     /// This party's identity (TLS studies).
     identity: Option<Arc<Identity>>,
 }
@@ -244,7 +244,12 @@ impl Party {
 impl NetArgs {
     /// This party's network in `role`; `name` is its name in a plaintext study without a
     /// roster.
-    fn party(&self, study: Option<&std::path::Path>, role: Role, name: &str) -> Result<Party> {
+    pub(crate) fn party(
+        &self,
+        study: Option<&std::path::Path>,
+        role: Role,
+        name: &str,
+    ) -> Result<Party> {
         if !(self.deadline.is_finite() && (0.5..=3600.0).contains(&self.deadline)) {
             bail!(
                 "--deadline {} is outside 0.5 to 3600 seconds",
@@ -319,7 +324,10 @@ impl NetArgs {
 }
 
 /// Runs `work`; on failure every peer of `network` is told why before the error is returned.
-fn stop_peers_on_error<T>(network: &Network, work: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn stop_peers_on_error<T>(
+    network: &Network,
+    work: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let result = work();
     if let Err(e) = &result {
         network.abort(&format!("{e:#}"));
@@ -328,7 +336,11 @@ fn stop_peers_on_error<T>(network: &Network, work: impl FnOnce() -> Result<T>) -
 }
 
 /// The address of `member` from the command line or else the study file.
-fn address_of(given: Option<&String>, member: Option<&Member>, flag: &str) -> Result<String> {
+pub(crate) fn address_of(
+    given: Option<&String>,
+    member: Option<&Member>,
+    flag: &str,
+) -> Result<String> {
     given
         .cloned()
         .or_else(|| member.and_then(|m| m.address.clone()))
@@ -336,7 +348,7 @@ fn address_of(given: Option<&String>, member: Option<&Member>, flag: &str) -> Re
 }
 
 /// The server a party dials: from the roster, or an anonymous one in plaintext.
-fn server(roster: Option<&Roster>, role: Role) -> Member {
+pub(crate) fn server(roster: Option<&Roster>, role: Role) -> Member {
     let from_roster = roster.map(|r| match role {
         Role::KeyHolder => r.keyholder.clone(),
         _ => r.aggregator.clone(),

@@ -1,0 +1,732 @@
+//! `privlogit dl`: distributed differentially private deep learning, DPSTGD (dissertation
+//! chapter 3): `train` with every participant in this process, or `server` and `participant`
+//! as separate processes over the study transport.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use ndarray::{Array1, Array2, Axis, concatenate};
+use privlogit::data::{self, Dataset, LoadOptions};
+use privlogit::dl::budget::{self, Accounting, Spend};
+use privlogit::dl::network::Network;
+use privlogit::dl::participant::Settings;
+use privlogit::dl::remote::{self, Plan, RemoteParticipant};
+use privlogit::dl::server::{self, Participant, Rows, Schedule};
+use privlogit::output;
+use privlogit::protocols::transport::{Expected, Role};
+use serde::{Deserialize, Serialize};
+
+use crate::Outcome;
+use crate::log::say;
+use crate::study::{self, NetArgs, PATIENCE};
+
+/// Arguments of `privlogit dl`.
+#[derive(Debug, Args)]
+pub struct DlArgs {
+    #[command(subcommand)]
+    command: DlCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum DlCommand {
+    /// Train with every participant in this process (one data file each).
+    Train(TrainArgs),
+    /// Serve as the parameter server (Algorithm 1) for participants in other processes.
+    Server(ServerArgs),
+    /// Take part (Algorithm 2) with one data file.
+    Participant(ParticipantArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AccountingArg {
+    /// Counts eq. (3.6)'s signs and amplifies once per minibatch (sound).
+    Sound,
+    /// Theorem 3.3.2 as the dissertation states it (for comparison with Table 3.1).
+    Dissertation,
+}
+
+/// The budget a run must fit.
+#[derive(Debug, Args)]
+struct PrivacyArgs {
+    /// Refuse to start if the run would spend more than this epsilon (each participant's data
+    /// set, in total over the iterations).
+    #[arg(long, value_name = "TOTAL")]
+    budget: Option<f64>,
+    /// How the spend is composed.
+    #[arg(long, value_enum, default_value = "sound")]
+    accounting: AccountingArg,
+    /// The delta allowed (0: pure differential privacy; > 0 allows advanced composition).
+    #[arg(long, default_value_t = 0.0)]
+    delta: f64,
+}
+
+impl PrivacyArgs {
+    fn accounting(&self) -> Accounting {
+        match self.accounting {
+            AccountingArg::Sound => Accounting::Sound,
+            AccountingArg::Dissertation => Accounting::Dissertation,
+        }
+    }
+
+    /// The spend of the plan, refused past `--budget`, announced either way.
+    fn check(
+        &self,
+        settings: &Settings,
+        network: &Network,
+        iterations: u64,
+    ) -> Result<Option<Spend>> {
+        let dim = network.parameter_count();
+        let spend = match self.budget {
+            Some(b) => Some(budget::check(
+                settings,
+                dim,
+                iterations,
+                self.delta,
+                self.accounting(),
+                b,
+            )?),
+            None => budget::spend(settings, dim, iterations, self.delta)?,
+        };
+        match &spend {
+            None => say!(
+                "warning: no noise (--non-private): the uploads are not differentially private"
+            ),
+            Some(s) => say!(
+                "privacy: epsilon {:.4} per iteration sound ({:.4} by Theorem 3.3.2); {} iterations spend {:.4} sound (delta {:.1e}), {:.4} by the dissertation",
+                s.iteration_sound,
+                s.iteration_dissertation,
+                iterations,
+                s.total_sound.epsilon,
+                s.total_sound.delta,
+                s.total_dissertation.epsilon
+            ),
+        }
+        Ok(spend)
+    }
+}
+
+/// Algorithm 1 and 2's settings (shared by `train` and `server`).
+#[derive(Debug, Args)]
+struct AlgorithmArgs {
+    /// Algorithm 2's epsilon: of each Report-Noisy-Top-N score and each uploaded sign.
+    #[arg(long, required_unless_present = "non_private")]
+    epsilon: Option<f64>,
+    /// Train without noise (not private: the baseline).
+    #[arg(long, conflicts_with = "epsilon")]
+    non_private: bool,
+    /// Minibatch sampling ratio q.
+    #[arg(long, default_value_t = 0.01)]
+    q: f64,
+    /// Share of the gradient coordinates uploaded per step (n = ceil(ratio x parameters)).
+    #[arg(long, default_value_t = 0.1)]
+    upload_ratio: f64,
+    /// Iterations T (each visits every participant once).
+    #[arg(long, default_value_t = 100)]
+    iterations: u64,
+    /// Clipping bound B of each example's gradient coordinates (and the ternary magnitude).
+    #[arg(long, default_value_t = 0.01)]
+    bound: f64,
+    /// Learning rate r of eq. (3.1).
+    #[arg(long, default_value_t = 0.1)]
+    learning_rate: f64,
+    /// Upload the selected (noisy) values instead of B times their signs.
+    #[arg(long)]
+    exact_upload: bool,
+    /// Hidden layer widths.
+    #[arg(long, value_delimiter = ',', default_value = "50,20")]
+    hidden: Vec<usize>,
+    /// Reproducible run: the server's initial weights and each participant's sampling and
+    /// noise from ChaCha20 streams of this seed (for experiments; not for release).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Start from the parameters of this model file (a previous `--out`).
+    #[arg(long, value_name = "FILE")]
+    init: Option<PathBuf>,
+    /// Report the loss and AUC on this labelled file as training goes (the analyst's check;
+    /// not private, not charged).
+    #[arg(long, value_name = "FILE")]
+    test: Option<PathBuf>,
+    /// Print progress every this many iterations [default: T / 10].
+    #[arg(long, value_name = "N")]
+    report_every: Option<u64>,
+    /// Write the model (JSON) here, atomically, only if training finishes.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    privacy: PrivacyArgs,
+}
+
+impl AlgorithmArgs {
+    fn settings(&self) -> Result<Settings> {
+        let settings = Settings {
+            epsilon: if self.non_private { None } else { self.epsilon },
+            q: self.q,
+            upload_ratio: self.upload_ratio,
+            bound: self.bound,
+            ternary: !self.exact_upload,
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn schedule(&self) -> Schedule {
+        Schedule {
+            iterations: self.iterations,
+            learning_rate: self.learning_rate,
+            bound: self.bound,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct TrainArgs {
+    /// One data file per participant (CSV, binary table or Parquet).
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    party: Vec<PathBuf>,
+    /// Name of the 0/1 label column.
+    #[arg(long, value_name = "COLUMN")]
+    label: String,
+    #[command(flatten)]
+    algorithm: AlgorithmArgs,
+}
+
+#[derive(Debug, Args)]
+struct ServerArgs {
+    /// The study file: the parties with their certificates and addresses (TLS).
+    #[arg(long, value_name = "FILE")]
+    study: Option<PathBuf>,
+    /// Participants to wait for.
+    #[arg(long, value_name = "K")]
+    participants: Option<usize>,
+    /// Address to listen on (default: the study file's aggregator address).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Label column of `--test`.
+    #[arg(long, value_name = "COLUMN", default_value = "label")]
+    label: String,
+    #[command(flatten)]
+    net: NetArgs,
+    #[command(flatten)]
+    algorithm: AlgorithmArgs,
+}
+
+#[derive(Debug, Args)]
+struct ParticipantArgs {
+    /// The study file: the parties with their certificates and addresses (TLS).
+    #[arg(long, value_name = "FILE")]
+    study: Option<PathBuf>,
+    /// This participant's data file.
+    #[arg(long, value_name = "FILE")]
+    party: PathBuf,
+    /// Name of the 0/1 label column.
+    #[arg(long, value_name = "COLUMN")]
+    label: String,
+    /// The server's address (default: the study file's aggregator address).
+    #[arg(long, value_name = "ADDR")]
+    server: Option<String>,
+    /// This participant's name in a plaintext run (with TLS it comes from the certificate).
+    #[arg(long, value_name = "NAME", default_value = "participant")]
+    name: String,
+    /// Reproducible sampling and noise from this seed (experiments only).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the final model the server hands back here (atomically).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    net: NetArgs,
+    #[command(flatten)]
+    privacy: PrivacyArgs,
+}
+
+/// `privlogit dl ...`.
+pub fn run(args: DlArgs) -> Result<Outcome> {
+    match args.command {
+        DlCommand::Train(a) => train(a),
+        DlCommand::Server(a) => serve(a),
+        DlCommand::Participant(a) => participate(a),
+    }
+}
+
+/// A saved model: the network, how it was trained, what it spent, its parameters.
+#[derive(Debug, Serialize, Deserialize)]
+struct Model {
+    method: String,
+    sizes: Vec<usize>,
+    activation: String,
+    features: Option<Vec<String>>,
+    epsilon: Option<f64>,
+    q: f64,
+    upload_ratio: f64,
+    bound: f64,
+    ternary: bool,
+    iterations: u64,
+    learning_rate: Option<f64>,
+    participants: Vec<String>,
+    spend_sound: Option<(f64, f64)>,
+    spend_dissertation: Option<(f64, f64)>,
+    seeded: bool,
+    parameters: Vec<f64>,
+}
+
+fn load(path: &Path, label: &str) -> Result<Dataset> {
+    Ok(data::load(path, &LoadOptions::new(label))?.data)
+}
+
+fn read_init(path: &Path, network: &Network) -> Result<Vec<f64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    /// What a starting point needs of a model file (any `--out` of `dl`).
+    #[derive(Deserialize)]
+    struct Start {
+        sizes: Vec<usize>,
+        parameters: Vec<f64>,
+    }
+    let model: Start = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a dl model file (sizes and parameters)",
+            path.display()
+        )
+    })?;
+    if model.sizes != network.sizes() {
+        bail!(
+            "{}: a network of layers {:?}, this run's is {:?}",
+            path.display(),
+            model.sizes,
+            network.sizes()
+        );
+    }
+    network.check_parameters(&model.parameters)?;
+    Ok(model.parameters)
+}
+
+/// Progress lines: every `every` iterations and the last, with the loss (and AUC) on `watch`.
+struct Progress<'a> {
+    network: &'a Network,
+    watch: Option<(&'a str, Array2<f64>, Array1<f64>)>,
+    every: u64,
+    total: u64,
+    spend: Option<Spend>,
+    settings: Settings,
+    delta: f64,
+    started: Instant,
+}
+
+impl Progress<'_> {
+    fn line(&self, t: u64, params: &[f64]) {
+        if !(t.is_multiple_of(self.every) || t == self.total) {
+            return;
+        }
+        let loss = self
+            .watch
+            .as_ref()
+            .map_or_else(String::new, |(what, x, y)| {
+                let e = self.network.evaluate(params, x.view(), y.view());
+                format!(
+                    ", {what} loss {:.4} AUC {}",
+                    e.loss,
+                    e.auc.map_or("n/a".into(), |a| format!("{a:.4}"))
+                )
+            });
+        let spent = match self.spend {
+            None => ", not private".to_string(),
+            Some(_) => match budget::spend(
+                &self.settings,
+                self.network.parameter_count(),
+                t,
+                self.delta,
+            ) {
+                Ok(Some(s)) => format!(
+                    ", epsilon spent {:.4} sound ({:.4} dissertation)",
+                    s.total_sound.epsilon, s.total_dissertation.epsilon
+                ),
+                _ => String::new(),
+            },
+        };
+        say!(
+            "iteration {t}/{}{loss}{spent} ({:.1} s)",
+            self.total,
+            self.started.elapsed().as_secs_f64()
+        );
+    }
+}
+
+fn write_model(path: &Path, model: &Model) -> Result<()> {
+    let json = serde_json::to_string_pretty(model)?;
+    output::write_text(path, &(json + "\n"))
+        .with_context(|| format!("writing {}", path.display()))?;
+    say!("model written to {}", path.display());
+    Ok(())
+}
+
+fn model(
+    args: &AlgorithmArgs,
+    settings: &Settings,
+    network: &Network,
+    features: Option<Vec<String>>,
+    participants: Vec<String>,
+    spend: Option<Spend>,
+    parameters: Vec<f64>,
+) -> Model {
+    Model {
+        method: "dpstgd".into(),
+        sizes: network.sizes().to_vec(),
+        activation: "relu; softmax output".into(),
+        features,
+        epsilon: settings.epsilon,
+        q: settings.q,
+        upload_ratio: settings.upload_ratio,
+        bound: settings.bound,
+        ternary: settings.ternary,
+        iterations: args.iterations,
+        learning_rate: Some(args.learning_rate),
+        participants,
+        spend_sound: spend.map(|s| (s.total_sound.epsilon, s.total_sound.delta)),
+        spend_dissertation: spend
+            .map(|s| (s.total_dissertation.epsilon, s.total_dissertation.delta)),
+        seeded: args.seed.is_some(),
+        parameters,
+    }
+}
+
+fn test_rows(
+    args: &AlgorithmArgs,
+    label: &str,
+    network: &Network,
+) -> Result<Option<(Array2<f64>, Array1<f64>)>> {
+    let Some(path) = &args.test else {
+        return Ok(None);
+    };
+    let d = load(path, label)?;
+    if d.x.ncols() != network.inputs() {
+        bail!(
+            "{}: {} features, the network reads {}",
+            path.display(),
+            d.x.ncols(),
+            network.inputs()
+        );
+    }
+    Ok(Some((d.x, d.y)))
+}
+
+fn train(args: TrainArgs) -> Result<Outcome> {
+    let a = &args.algorithm;
+    let settings = a.settings()?;
+    let parties = args
+        .party
+        .iter()
+        .map(|p| load(p, &args.label))
+        .collect::<Result<Vec<_>>>()?;
+    let names = parties[0].names.clone();
+    for (p, d) in args.party.iter().zip(&parties) {
+        if d.names != names {
+            bail!(
+                "{}: its columns differ from {}'s",
+                p.display(),
+                args.party[0].display()
+            );
+        }
+    }
+    let network = Network::new(names.len(), &a.hidden)?;
+    let spend = a.privacy.check(&settings, &network, a.iterations)?;
+    let initial = a
+        .init
+        .as_deref()
+        .map(|p| read_init(p, &network))
+        .transpose()?;
+    let rows: Vec<Rows> = args
+        .party
+        .iter()
+        .zip(&parties)
+        .map(|(p, d)| Rows {
+            name: p.display().to_string(),
+            x: d.x.clone(),
+            y: d.y.clone(),
+        })
+        .collect();
+    let watch = match test_rows(a, &args.label, &network)? {
+        Some((x, y)) => ("test", x, y),
+        None => {
+            // Every file is in this process anyway: the pooled training loss, for the operator.
+            let x = concatenate(
+                Axis(0),
+                &parties.iter().map(|d| d.x.view()).collect::<Vec<_>>(),
+            )?;
+            let y = concatenate(
+                Axis(0),
+                &parties.iter().map(|d| d.y.view()).collect::<Vec<_>>(),
+            )?;
+            ("training", x, y)
+        }
+    };
+    say!(
+        "DPSTGD: {} participants, network {:?} ({} parameters), {} iterations, q {}, upload {} of {} coordinates{}",
+        rows.len(),
+        network.sizes(),
+        network.parameter_count(),
+        a.iterations,
+        settings.q,
+        settings.upload_count(network.parameter_count()),
+        network.parameter_count(),
+        if a.seed.is_some() {
+            " (seeded: reproducible, not for release)"
+        } else {
+            ""
+        }
+    );
+    let progress = Progress {
+        network: &network,
+        watch: Some((watch.0, watch.1, watch.2)),
+        every: a.report_every.unwrap_or((a.iterations / 10).max(1)).max(1),
+        total: a.iterations,
+        spend,
+        settings,
+        delta: a.privacy.delta,
+        started: Instant::now(),
+    };
+    let mut on_iteration = |t: u64, p: &[f64]| {
+        progress.line(t, p);
+        Ok(())
+    };
+    let (params, traffic) = server::train_in_process(
+        &network,
+        &rows,
+        settings,
+        a.schedule(),
+        a.seed,
+        initial,
+        &mut on_iteration,
+    )?;
+    let t = a.iterations.max(1) as f64;
+    for (r, (down, up)) in rows.iter().zip(&traffic) {
+        say!(
+            "{}: {:.0} bytes down, {:.0} bytes up per iteration",
+            r.name,
+            *down as f64 / t,
+            *up as f64 / t
+        );
+    }
+    if let Some(out) = &a.out {
+        let m = model(
+            a,
+            &settings,
+            &network,
+            Some(names),
+            rows.iter().map(|r| r.name.clone()).collect(),
+            spend,
+            params,
+        );
+        write_model(out, &m)?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn serve(args: ServerArgs) -> Result<Outcome> {
+    let a = &args.algorithm;
+    let settings = a.settings()?;
+    let party = args
+        .net
+        .party(args.study.as_deref(), Role::Aggregator, "server")?;
+    let roster = party.roster.as_deref();
+    let count = match (args.participants, roster) {
+        (Some(n), Some(r)) if n != r.nodes.len() => {
+            bail!(
+                "--participants {n} but the study file names {} Nodes",
+                r.nodes.len()
+            )
+        }
+        (Some(n), _) => n,
+        (None, Some(r)) => r.nodes.len(),
+        (None, None) => bail!("--participants K is needed (or [[node]] tables in the study file)"),
+    };
+    if count == 0 {
+        bail!("--participants must be at least 1");
+    }
+    let listen = study::address_of(
+        args.listen.as_ref(),
+        roster.map(|r| &r.aggregator),
+        "--listen",
+    )?;
+    let network_io = &party.network;
+    study::stop_peers_on_error(network_io, || {
+        let listener = network_io.listen(&listen)?;
+        say!(
+            "DPSTGD server listening on {}, waiting for {count} participants",
+            listener.local_addr()?
+        );
+        let expected = match roster {
+            Some(r) => Expected::Members(r.nodes.clone()),
+            None => Expected::Anyone {
+                role: Role::Node,
+                count,
+            },
+        };
+        let links = listener.admit(&expected, PATIENCE, &mut |m| say!("{m}"))?;
+        let mut joined = Vec::with_capacity(links.len());
+        for mut link in links {
+            let label = link.pipe().peer().to_string();
+            let mut j = remote::read_join(&mut link, &label)?;
+            // With TLS the transport's label is the certificate's name; in plaintext it is the
+            // connection's place, and the participant's own name goes beside it.
+            if j.name != label {
+                j.name = format!("{} ({label})", j.name);
+            }
+            say!("participant {} joined with {} rows", j.name, j.rows);
+            joined.push((link, j));
+        }
+        // Algorithm 1 visits the participants in a fixed order: the study file's, or (plaintext,
+        // admitted as they connect) by name, so a seeded run does not depend on who was first.
+        if roster.is_none() {
+            joined.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        }
+        let features = joined[0].1.features;
+        let network = Network::new(features, &a.hidden)?;
+        let spend = a.privacy.check(&settings, &network, a.iterations)?;
+        let initial = match &a.init {
+            Some(p) => read_init(p, &network)?,
+            None => network.initial_parameters(&mut server::generator(a.seed, 0)),
+        };
+        let plan = Plan {
+            settings,
+            iterations: a.iterations,
+            hidden: a.hidden.clone(),
+        };
+        let mut participants: Vec<Box<dyn Participant + Send>> = Vec::new();
+        let mut names = Vec::new();
+        for (link, j) in joined {
+            names.push(j.name.clone());
+            participants.push(Box::new(RemoteParticipant::welcome(
+                link, j, &network, &plan,
+            )?));
+        }
+        let watch = test_rows(a, &args.label, &network)?.map(|(x, y)| ("test", x, y));
+        let progress = Progress {
+            network: &network,
+            watch,
+            every: a.report_every.unwrap_or((a.iterations / 10).max(1)).max(1),
+            total: a.iterations,
+            spend,
+            settings,
+            delta: a.privacy.delta,
+            started: Instant::now(),
+        };
+        let mut on_iteration = |t: u64, p: &[f64]| {
+            progress.line(t, p);
+            Ok(())
+        };
+        let params = server::train(
+            &network,
+            initial,
+            &mut participants,
+            a.schedule(),
+            &mut on_iteration,
+        )?;
+        let t = a.iterations.max(1) as f64;
+        for (name, p) in names.iter().zip(&participants) {
+            let (down, up) = p.traffic();
+            say!(
+                "{name}: {:.0} bytes down, {:.0} bytes up per iteration",
+                down as f64 / t,
+                up as f64 / t
+            );
+        }
+        if let Some(out) = &a.out {
+            write_model(
+                out,
+                &model(a, &settings, &network, None, names, spend, params),
+            )?;
+        }
+        Ok(Outcome::Success)
+    })
+}
+
+fn participate(args: ParticipantArgs) -> Result<Outcome> {
+    let party = args
+        .net
+        .party(args.study.as_deref(), Role::Node, &args.name)?;
+    let roster = party.roster.as_deref();
+    let address = study::address_of(
+        args.server.as_ref(),
+        roster.map(|r| &r.aggregator),
+        "--server",
+    )?;
+    let d = load(&args.party, &args.label)?;
+    let rows = d.rows();
+    let network_io = &party.network;
+    study::stop_peers_on_error(network_io, || {
+        let mut link =
+            network_io.connect(&address, &study::server(roster, Role::Aggregator), PATIENCE)?;
+        say!(
+            "participant with {rows} rows joined {} at {}",
+            link.pipe().peer(),
+            link.pipe().peer_address()
+        );
+        let mut spent_plan = None;
+        let mut consent = |plan: &Plan, network: &Network| {
+            let spend = args
+                .privacy
+                .check(&plan.settings, network, plan.iterations)
+                .map_err(|e| {
+                    privlogit::dl::DlError::Budget(format!(
+                        "this participant refuses the run: {e:#}"
+                    ))
+                })?;
+            spent_plan = Some((plan.clone(), spend, network.clone()));
+            Ok(())
+        };
+        let started = Instant::now();
+        let mut last = Instant::now();
+        let mut on_step = |t: u64| {
+            if t == 1 || last.elapsed().as_secs_f64() >= 2.0 {
+                say!(
+                    "iteration {t} served ({:.1} s)",
+                    started.elapsed().as_secs_f64()
+                );
+                last = Instant::now();
+            }
+        };
+        let params = remote::serve(
+            &mut link,
+            &args.name,
+            d.x.clone(),
+            d.y.view(),
+            server::generator(args.seed, 1),
+            &mut consent,
+            &mut on_step,
+        );
+        // Abort while the connection is still open, so the server hears why.
+        if let Err(e) = &params {
+            network_io.abort(&format!("{e}"));
+        }
+        let params = params?;
+        say!(
+            "training done ({:.1} s), the final model received",
+            started.elapsed().as_secs_f64()
+        );
+        if let (Some(out), Some((plan, spend, network))) = (&args.out, spent_plan) {
+            let m = Model {
+                method: "dpstgd".into(),
+                sizes: network.sizes().to_vec(),
+                activation: "relu; softmax output".into(),
+                features: Some(d.names.clone()),
+                epsilon: plan.settings.epsilon,
+                q: plan.settings.q,
+                upload_ratio: plan.settings.upload_ratio,
+                bound: plan.settings.bound,
+                ternary: plan.settings.ternary,
+                iterations: plan.iterations,
+                learning_rate: None,
+                participants: vec![],
+                spend_sound: spend.map(|s| (s.total_sound.epsilon, s.total_sound.delta)),
+                spend_dissertation: spend
+                    .map(|s| (s.total_dissertation.epsilon, s.total_dissertation.delta)),
+                seeded: args.seed.is_some(),
+                parameters: params,
+            };
+            write_model(out, &m)?;
+        }
+        Ok(Outcome::Success)
+    })
+}

@@ -1,0 +1,213 @@
+//! A participant's step: dissertation Algorithm 2 (DPSTGD) on its own rows.
+//!
+//! Choices where the chapter is loose, each the sound reading:
+//! - Clipping (eq. 3.3) is per coordinate ("clipped element-wise", and eq. 3.5's sensitivity is
+//!   per coordinate): each example's gradient is clamped to `[-B, B]` coordinate by coordinate.
+//! - The average (eq. 3.4) divides by the expected minibatch size `m = q n_k`, not by the drawn
+//!   `|D_q|`: a denominator that depends on the sample would make eq. 3.5's sensitivity depend
+//!   on the data. `n_k`, the participant's row count, is public (as the row counts of the
+//!   secure studies are). With `q = 1`, `m = |D_q| = n_k`.
+//! - Sensitivity `lambda = 2B / m` as eq. (3.5) states (a record replaced); for a record added
+//!   or removed, the relation Lemma 3.3.1 uses, `B / m` would do, so this is conservative.
+//! - Sampling is Poisson with ratio `q` (Lemma 3.3.1's sampling), from the participant's own
+//!   CSPRNG; noise is the exact discrete Laplace of [`crate::dp::noise`].
+
+use ndarray::{Array2, ArrayView1};
+use rand::RngExt;
+
+use super::DlError;
+use super::network::Network;
+use super::rntn;
+use super::upload::Upload;
+use crate::dp::noise::CryptoRngBox;
+
+/// The public settings of Algorithm 2 every participant runs with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Algorithm 2's `epsilon` (of each Report-Noisy-Top-N score and each sign); `None` trains
+    /// without noise (not private).
+    pub epsilon: Option<f64>,
+    /// Minibatch sampling ratio `q`.
+    pub q: f64,
+    /// Share of the coordinates uploaded each step (`n = ceil(ratio d)`).
+    pub upload_ratio: f64,
+    /// Clipping bound `B` (and the ternary magnitude).
+    pub bound: f64,
+    /// Upload `B sign(...)` (eq. 3.6) rather than the values (the non-private baseline).
+    pub ternary: bool,
+}
+
+impl Settings {
+    /// Refuses out-of-range settings by name.
+    pub fn validate(&self) -> Result<(), DlError> {
+        if let Some(e) = self.epsilon
+            && !(e.is_finite() && e > 0.0)
+        {
+            return Err(DlError::setting(
+                "epsilon",
+                e,
+                "must be positive and finite",
+            ));
+        }
+        if !(self.q > 0.0 && self.q <= 1.0) {
+            return Err(DlError::setting(
+                "q",
+                self.q,
+                "the sampling ratio must be in (0, 1]",
+            ));
+        }
+        if !(self.upload_ratio > 0.0 && self.upload_ratio <= 1.0) {
+            return Err(DlError::setting(
+                "upload ratio",
+                self.upload_ratio,
+                "must be in (0, 1]",
+            ));
+        }
+        if !(self.bound.is_finite() && self.bound > 0.0) {
+            return Err(DlError::setting(
+                "bound B",
+                self.bound,
+                "must be positive and finite",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `n`, the coordinates uploaded each step, for `dim` parameters.
+    pub fn upload_count(&self, dim: usize) -> usize {
+        ((self.upload_ratio * dim as f64).ceil() as usize).clamp(1, dim)
+    }
+}
+
+/// One participant's rows and generator: Algorithm 2's caller.
+pub struct Trainer {
+    network: Network,
+    settings: Settings,
+    x: Array2<f64>,
+    labels: Vec<bool>,
+    rng: Box<dyn CryptoRngBox + Send>,
+    sum: Vec<f64>,
+    example: Vec<f64>,
+    row: Vec<f64>,
+}
+
+impl std::fmt::Debug for Trainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trainer")
+            .field("rows", &self.x.nrows())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Trainer {
+    /// A participant with rows `x` and 0/1 labels `y`, drawing samples and noise from `rng`.
+    pub fn new(
+        network: Network,
+        settings: Settings,
+        x: Array2<f64>,
+        y: ArrayView1<'_, f64>,
+        rng: Box<dyn CryptoRngBox + Send>,
+    ) -> Result<Self, DlError> {
+        settings.validate()?;
+        if x.ncols() != network.inputs() {
+            return Err(DlError::setting(
+                "features",
+                x.ncols(),
+                &format!("the network reads {}", network.inputs()),
+            ));
+        }
+        if x.nrows() == 0 {
+            return Err(DlError::setting("rows", 0, "a participant needs rows"));
+        }
+        let dim = network.parameter_count();
+        Ok(Self {
+            row: vec![0.0; network.inputs()],
+            settings,
+            labels: y.iter().map(|&v| v > 0.5).collect(),
+            x,
+            rng,
+            sum: vec![0.0; dim],
+            example: vec![0.0; dim],
+            network,
+        })
+    }
+
+    /// Rows held.
+    pub fn rows(&self) -> usize {
+        self.x.nrows()
+    }
+
+    /// The expected minibatch size `m = q n_k` (see the module).
+    pub fn expected_batch(&self) -> f64 {
+        self.settings.q * self.x.nrows() as f64
+    }
+
+    /// Eq. (3.5)'s sensitivity `lambda = 2B / m`.
+    pub fn sensitivity(&self) -> f64 {
+        2.0 * self.settings.bound / self.expected_batch()
+    }
+
+    /// Algorithm 2 at parameters `params`: the upload.
+    pub fn step(&mut self, params: &[f64]) -> Result<Upload, DlError> {
+        self.network.check_parameters(params)?;
+        let Settings { q, bound, .. } = self.settings;
+        // Steps 1-3: Poisson sample, per-example gradients clipped per coordinate (eq. 3.3),
+        // summed.
+        self.sum.fill(0.0);
+        let mut work = self.network.workspace();
+        for i in 0..self.x.nrows() {
+            if q < 1.0 && self.rng.random::<f64>() >= q {
+                continue;
+            }
+            self.row
+                .iter_mut()
+                .zip(self.x.row(i))
+                .for_each(|(r, &v)| *r = v);
+            self.network.gradient(
+                params,
+                &self.row,
+                self.labels[i],
+                &mut self.example,
+                &mut work,
+            );
+            for (s, &g) in self.sum.iter_mut().zip(&self.example) {
+                *s += g.clamp(-bound, bound);
+            }
+        }
+        // Eq. (3.4) over the expected batch size.
+        let m = self.expected_batch();
+        let average: Vec<f64> = self.sum.iter().map(|s| s / m).collect();
+        // Steps 4-5: scores |G^j| of sensitivity lambda (eq. 3.5), Report-Noisy-Top-N.
+        let scale = self.settings.epsilon.map(|e| self.sensitivity() / e);
+        let scores: Vec<f64> = average.iter().map(|g| g.abs()).collect();
+        let n = self.settings.upload_count(average.len());
+        let chosen = rntn::report_noisy_top_n(&scores, n, scale, &mut self.rng)?;
+        // Step 6, eq. (3.6): the selected coordinates, ternary or as values.
+        let dim = average.len();
+        if self.settings.ternary {
+            let mut entries = Vec::with_capacity(chosen.len());
+            for j in chosen {
+                let s = rntn::noisy_sign(average[j], scale, &mut self.rng)?;
+                if s != 0 {
+                    entries.push((j as u32, s));
+                }
+            }
+            Ok(Upload::Ternary { dim, entries })
+        } else {
+            let mut entries = Vec::with_capacity(chosen.len());
+            for j in chosen {
+                let v = match scale {
+                    None => average[j],
+                    Some(b) => {
+                        average[j]
+                            + crate::dp::noise::laplace(b, &mut self.rng)
+                                .map_err(|e| DlError::setting("noise scale", b, &e.to_string()))?
+                    }
+                };
+                entries.push((j as u32, v));
+            }
+            Ok(Upload::Values { dim, entries })
+        }
+    }
+}

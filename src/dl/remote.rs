@@ -1,0 +1,285 @@
+//! Participants as separate processes: the server's side ([`RemoteParticipant`]) and the
+//! participant's ([`serve`]), over any byte [`Channel`] - the project's transport (TCP or
+//! mutual TLS, heartbeats, deadlines, aborts that reach every party) in the CLI, an in-memory
+//! pair in tests.
+//!
+//! Frames are the secure study's (`protocols::secure::wire`: session id, sequence offset,
+//! step, bounded length), with its steps reused: `Join` (participant: name, features, rows),
+//! `Welcome` (server: session, Algorithm 2's settings, iterations, hidden widths),
+//! `Gradient` (server: iteration and parameters) answered by `GradientReply` (the encoded
+//! upload), and `Done` (server: the final parameters).
+
+use privlogit_circuits::channel::Channel;
+use privlogit_protocols::secure::wire::{self, HANDSHAKE, Reader, Step, Writer};
+use rand::RngExt;
+
+use super::DlError;
+use super::network::Network;
+use super::participant::{Settings, Trainer};
+use super::server::Participant;
+use super::upload::Upload;
+
+/// What the server announces in its welcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Algorithm 2's settings.
+    pub settings: Settings,
+    /// Iterations `T`.
+    pub iterations: u64,
+    /// Hidden layer widths.
+    pub hidden: Vec<usize>,
+}
+
+/// A participant's join, as the server reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    /// The name it gave.
+    pub name: String,
+    /// Its feature count.
+    pub features: usize,
+    /// Its row count (public, see [`super::participant`]).
+    pub rows: u64,
+}
+
+fn io_err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// The server's end of one participant's connection.
+pub struct RemoteParticipant<C: Channel> {
+    channel: C,
+    session: u64,
+    joined: Joined,
+    dim: usize,
+}
+
+impl<C: Channel> std::fmt::Debug for RemoteParticipant<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteParticipant")
+            .field("joined", &self.joined)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads a participant's join on `channel`; `label` names the connection in errors.
+pub fn read_join<C: Channel>(channel: &mut C, label: &str) -> Result<Joined, DlError> {
+    let fail = |reason: String| DlError::Participant {
+        participant: label.to_string(),
+        reason: format!("joining: {reason}"),
+    };
+    let (_, payload) =
+        wire::recv(channel, HANDSHAKE, &[Step::Join]).map_err(|e| fail(io_err(e)))?;
+    let mut r = Reader::new(&payload);
+    let joined = Joined {
+        name: r.string().map_err(|e| fail(io_err(e)))?,
+        features: r.u64().map_err(|e| fail(io_err(e)))? as usize,
+        rows: r.u64().map_err(|e| fail(io_err(e)))?,
+    };
+    r.end().map_err(|e| fail(io_err(e)))?;
+    Ok(joined)
+}
+
+impl<C: Channel> RemoteParticipant<C> {
+    /// Welcomes a participant that joined with `joined` to the run of `plan` on `network`:
+    /// refused (with the reason) if its features do not fit the network.
+    pub fn welcome(
+        mut channel: C,
+        joined: Joined,
+        network: &Network,
+        plan: &Plan,
+    ) -> Result<Self, DlError> {
+        if joined.features != network.inputs() {
+            return Err(DlError::Participant {
+                participant: joined.name.clone(),
+                reason: format!(
+                    "joining: it has {} features, the network reads {}",
+                    joined.features,
+                    network.inputs()
+                ),
+            });
+        }
+        let session: u64 = rand::rng().random::<u64>() | 1;
+        let s = &plan.settings;
+        let mut w = Writer::new()
+            .u64(session)
+            .f64s(&[
+                s.epsilon.unwrap_or(f64::NAN),
+                s.q,
+                s.upload_ratio,
+                s.bound,
+                if s.ternary { 1.0 } else { 0.0 },
+            ])
+            .u64(plan.iterations)
+            .u64(plan.hidden.len() as u64);
+        for &h in &plan.hidden {
+            w = w.u64(h as u64);
+        }
+        wire::send(&mut channel, HANDSHAKE, Step::Welcome, &w.finish()).map_err(|e| {
+            DlError::Participant {
+                participant: joined.name.clone(),
+                reason: format!("welcoming: {e}"),
+            }
+        })?;
+        Ok(Self {
+            channel,
+            session,
+            dim: network.parameter_count(),
+            joined,
+        })
+    }
+
+    /// Its join.
+    pub fn joined(&self) -> &Joined {
+        &self.joined
+    }
+}
+
+impl<C: Channel> Participant for RemoteParticipant<C> {
+    fn name(&self) -> &str {
+        &self.joined.name
+    }
+
+    fn train(&mut self, params: &[f64], iteration: u64) -> Result<Upload, DlError> {
+        let fail = |what: &str, e: String| DlError::Participant {
+            participant: self.joined.name.clone(),
+            reason: format!("iteration {iteration}, {what}: {e}"),
+        };
+        let payload = Writer::new().u64(iteration).f64s(params).finish();
+        wire::send(&mut self.channel, self.session, Step::Gradient, &payload)
+            .map_err(|e| fail("sending the parameters", io_err(e)))?;
+        let (_, reply) = wire::recv(&mut self.channel, self.session, &[Step::GradientReply])
+            .map_err(|e| fail("waiting for its upload", io_err(e)))?;
+        Upload::decode(&reply, self.dim).map_err(|e| fail("reading its upload", e))
+    }
+
+    fn finish(&mut self, params: &[f64]) -> Result<(), DlError> {
+        let payload = Writer::new().f64s(params).finish();
+        wire::send(&mut self.channel, self.session, Step::Done, &payload).map_err(|e| {
+            DlError::Participant {
+                participant: self.joined.name.clone(),
+                reason: format!("sending the final parameters: {e}"),
+            }
+        })
+    }
+
+    fn traffic(&self) -> (u64, u64) {
+        (self.channel.bytes_sent(), self.channel.bytes_received())
+    }
+}
+
+/// What a participant decides on the server's plan before it trains (its budget): `Err`
+/// refuses the run with the reason.
+pub type Consent<'a> = dyn FnMut(&Plan, &Network) -> Result<(), DlError> + 'a;
+
+/// A participant's side of a run: joins as `name` with rows `x` and labels `y`, accepts the
+/// plan (or refuses it through `consent`), answers every `Gradient` with Algorithm 2's upload,
+/// and returns the final parameters and the iterations served.
+pub fn serve<C: Channel>(
+    channel: &mut C,
+    name: &str,
+    x: ndarray::Array2<f64>,
+    y: ndarray::ArrayView1<'_, f64>,
+    rng: Box<dyn crate::dp::noise::CryptoRngBox + Send>,
+    consent: &mut Consent<'_>,
+    on_step: &mut dyn FnMut(u64),
+) -> Result<Vec<f64>, DlError> {
+    let fail = |what: &str, e: String| DlError::Server(format!("{what}: {e}"));
+    let join = Writer::new()
+        .string(name)
+        .u64(x.ncols() as u64)
+        .u64(x.nrows() as u64)
+        .finish();
+    wire::send(channel, HANDSHAKE, Step::Join, &join).map_err(|e| fail("joining", io_err(e)))?;
+    let (_, welcome) = wire::recv(channel, HANDSHAKE, &[Step::Welcome])
+        .map_err(|e| fail("waiting for the welcome", io_err(e)))?;
+    let (session, plan) = read_welcome(&welcome).map_err(|e| fail("reading the welcome", e))?;
+    let network = Network::new(x.ncols(), &plan.hidden)?;
+    consent(&plan, &network)?;
+    let dim = network.parameter_count();
+    let mut trainer = Trainer::new(network, plan.settings, x, y, rng)?;
+    loop {
+        let (step, payload) = wire::recv(channel, session, &[Step::Gradient, Step::Done])
+            .map_err(|e| fail("waiting for parameters", io_err(e)))?;
+        let mut r = Reader::new(&payload);
+        if step == Step::Done {
+            let params = r
+                .f64s()
+                .map_err(|e| fail("reading the final parameters", io_err(e)))?;
+            r.end()
+                .map_err(|e| fail("reading the final parameters", io_err(e)))?;
+            if params.len() != dim {
+                return Err(fail(
+                    "the final parameters",
+                    format!("{} values for {dim} parameters", params.len()),
+                ));
+            }
+            return Ok(params);
+        }
+        let read = |r: &mut Reader<'_>| -> std::io::Result<(u64, Vec<f64>)> {
+            let t = r.u64()?;
+            let p = r.f64s()?;
+            Ok((t, p))
+        };
+        let (iteration, params) =
+            read(&mut r).map_err(|e| fail("reading parameters", io_err(e)))?;
+        r.end().map_err(|e| fail("reading parameters", io_err(e)))?;
+        if params.len() != dim || params.iter().any(|v| !v.is_finite()) {
+            return Err(fail(
+                &format!("iteration {iteration}"),
+                format!(
+                    "{} parameters (not all finite?) for a network of {dim}",
+                    params.len()
+                ),
+            ));
+        }
+        let upload = trainer.step(&params)?;
+        wire::send(channel, session, Step::GradientReply, &upload.encode()).map_err(|e| {
+            fail(
+                &format!("iteration {iteration}, sending the upload"),
+                io_err(e),
+            )
+        })?;
+        on_step(iteration);
+    }
+}
+
+fn read_welcome(payload: &[u8]) -> Result<(u64, Plan), String> {
+    let mut r = Reader::new(payload);
+    let session = r.u64().map_err(io_err)?;
+    let s = r.f64s().map_err(io_err)?;
+    if s.len() != 5 {
+        return Err(format!("{} settings, expected 5", s.len()));
+    }
+    let iterations = r.u64().map_err(io_err)?;
+    let layers = r.u64().map_err(io_err)?;
+    if layers > 16 {
+        return Err(format!("{layers} hidden layers (at most 16)"));
+    }
+    let hidden = (0..layers)
+        .map(|_| {
+            r.u64().map_err(io_err).and_then(|h| {
+                usize::try_from(h)
+                    .ok()
+                    .filter(|&h| (1..=1 << 16).contains(&h))
+                    .ok_or(format!("a hidden width of {h}"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    r.end().map_err(io_err)?;
+    let settings = Settings {
+        epsilon: if s[0].is_nan() { None } else { Some(s[0]) },
+        q: s[1],
+        upload_ratio: s[2],
+        bound: s[3],
+        ternary: s[4] == 1.0,
+    };
+    settings.validate().map_err(|e| e.to_string())?;
+    Ok((
+        session,
+        Plan {
+            settings,
+            iterations,
+            hidden,
+        },
+    ))
+}

@@ -1,0 +1,192 @@
+//! The parameter server: dissertation Algorithm 1. Each iteration visits the participants in
+//! turn (round robin); each gets the current parameters, runs Algorithm 2, and its upload
+//! updates the parameters by eq. (3.1), `W := W - r G~`, before the next one is contacted.
+
+use super::DlError;
+use super::network::Network;
+use super::participant::Trainer;
+use super::upload::Upload;
+
+/// A participant as the server sees it: in this process, or across a connection.
+pub trait Participant {
+    /// Its name, for messages.
+    fn name(&self) -> &str;
+    /// Runs Algorithm 2 at `params` and returns the upload.
+    fn train(&mut self, params: &[f64], iteration: u64) -> Result<Upload, DlError>;
+    /// Hands over the final parameters (Algorithm 1 returns `W` to everyone).
+    fn finish(&mut self, _params: &[f64]) -> Result<(), DlError> {
+        Ok(())
+    }
+    /// Bytes it has received from the server and sent to it so far.
+    fn traffic(&self) -> (u64, u64);
+}
+
+/// A participant in this process.
+#[derive(Debug)]
+pub struct LocalParticipant {
+    name: String,
+    trainer: Trainer,
+    download: u64,
+    upload: u64,
+}
+
+impl LocalParticipant {
+    /// `trainer`, called `name`.
+    pub fn new(name: impl Into<String>, trainer: Trainer) -> Self {
+        Self {
+            name: name.into(),
+            trainer,
+            download: 0,
+            upload: 0,
+        }
+    }
+}
+
+impl Participant for LocalParticipant {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn train(&mut self, params: &[f64], _iteration: u64) -> Result<Upload, DlError> {
+        let upload = self
+            .trainer
+            .step(params)
+            .map_err(|e| DlError::Participant {
+                participant: self.name.clone(),
+                reason: e.to_string(),
+            })?;
+        // What the transport would carry: the parameters down, the encoded upload up.
+        self.download += 8 * params.len() as u64;
+        self.upload += upload.encode().len() as u64;
+        Ok(upload)
+    }
+
+    fn traffic(&self) -> (u64, u64) {
+        (self.download, self.upload)
+    }
+}
+
+/// The server's schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Schedule {
+    /// Iterations `T` (each visits every participant once).
+    pub iterations: u64,
+    /// Learning rate `r_t` (constant).
+    pub learning_rate: f64,
+    /// The clipping bound `B` a ternary sign stands for.
+    pub bound: f64,
+}
+
+/// After each iteration: the iteration (1-based) and the parameters.
+pub type OnIteration<'a> = dyn FnMut(u64, &[f64]) -> Result<(), DlError> + 'a;
+
+/// Algorithm 1 from `params`: `T` rounds over `participants`, in order; returns the final
+/// parameters. A participant's failure stops the run with its name and the iteration.
+pub fn train(
+    network: &Network,
+    mut params: Vec<f64>,
+    participants: &mut [Box<dyn Participant + Send + '_>],
+    schedule: Schedule,
+    on_iteration: &mut OnIteration<'_>,
+) -> Result<Vec<f64>, DlError> {
+    network.check_parameters(&params)?;
+    if !(schedule.learning_rate.is_finite() && schedule.learning_rate > 0.0) {
+        return Err(DlError::setting(
+            "learning rate",
+            schedule.learning_rate,
+            "must be positive and finite",
+        ));
+    }
+    if participants.is_empty() {
+        return Err(DlError::setting(
+            "participants",
+            0,
+            "training needs at least one",
+        ));
+    }
+    for t in 1..=schedule.iterations {
+        for p in participants.iter_mut() {
+            let upload = p.train(&params, t)?;
+            if upload.dim() != params.len() {
+                return Err(DlError::Participant {
+                    participant: p.name().to_string(),
+                    reason: format!(
+                        "iteration {t}: an upload for {} parameters, the network has {}",
+                        upload.dim(),
+                        params.len()
+                    ),
+                });
+            }
+            upload.apply(&mut params, schedule.learning_rate, schedule.bound);
+        }
+        on_iteration(t, &params)?;
+    }
+    for p in participants.iter_mut() {
+        p.finish(&params)?;
+    }
+    Ok(params)
+}
+
+/// Where the server's initial weights and each participant's sampling and noise come from:
+/// the OS CSPRNG, or ChaCha20 streams of one seed (reproducible experiments only; stream 0 the
+/// server's, stream `k + 1` participant `k`'s).
+pub fn generator(seed: Option<u64>, stream: u64) -> Box<dyn crate::dp::noise::CryptoRngBox + Send> {
+    use rand::SeedableRng;
+    match seed {
+        None => Box::new(rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng())),
+        Some(s) => {
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(s);
+            rng.set_stream(stream);
+            Box::new(rng)
+        }
+    }
+}
+
+/// Bytes a participant received from the server and sent to it.
+pub type Traffic = (u64, u64);
+
+/// One participant's rows for an in-process run.
+#[derive(Debug, Clone)]
+pub struct Rows {
+    /// Its name.
+    pub name: String,
+    /// Features, one row per example.
+    pub x: ndarray::Array2<f64>,
+    /// 0/1 labels.
+    pub y: ndarray::Array1<f64>,
+}
+
+/// Algorithm 1 with every participant in this process (`seed` as in [`generator`]), from
+/// `initial` parameters or the server's fresh ones.
+pub fn train_in_process(
+    network: &Network,
+    parties: &[Rows],
+    settings: super::participant::Settings,
+    schedule: Schedule,
+    seed: Option<u64>,
+    initial: Option<Vec<f64>>,
+    on_iteration: &mut OnIteration<'_>,
+) -> Result<(Vec<f64>, Vec<Traffic>), DlError> {
+    let mut participants: Vec<Box<dyn Participant + Send>> = Vec::with_capacity(parties.len());
+    for (k, p) in parties.iter().enumerate() {
+        let trainer = Trainer::new(
+            network.clone(),
+            settings,
+            p.x.clone(),
+            p.y.view(),
+            generator(seed, k as u64 + 1),
+        )
+        .map_err(|e| DlError::Participant {
+            participant: p.name.clone(),
+            reason: e.to_string(),
+        })?;
+        participants.push(Box::new(LocalParticipant::new(p.name.clone(), trainer)));
+    }
+    let params = match initial {
+        Some(p) => p,
+        None => network.initial_parameters(&mut generator(seed, 0)),
+    };
+    let params = train(network, params, &mut participants, schedule, on_iteration)?;
+    let traffic = participants.iter().map(|p| p.traffic()).collect();
+    Ok((params, traffic))
+}

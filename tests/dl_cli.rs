@@ -1,0 +1,335 @@
+//! `privlogit dl` end to end (issue 16): distributed training equals centralised numpy training
+//! without noise; the participants as separate processes over loopback; a participant killed or
+//! refusing its budget stops the run with its name and no model written.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ndarray::Axis;
+
+mod common;
+use common::process::{Role, address, fresh_dir, privlogit, privlogit_ok};
+
+/// The numpy reference of tests/reference/dpstgd_reference.py (command in its JSON).
+fn reference() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/dpstgd_reference.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("reference")).expect("JSON")
+}
+
+fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| x.as_f64().expect("number"))
+        .collect()
+}
+
+/// breast_cancer standardised as the reference does (pooled mean, ddof 0), written as the
+/// reference's three blocks; and the reference's initial parameters as a model file.
+fn setup(dir: &Path) -> (Vec<PathBuf>, PathBuf) {
+    let data = common::load_shared("breast_cancer.csv");
+    let mean = data.x.mean_axis(Axis(0)).expect("rows");
+    let sd = data.x.std_axis(Axis(0), 0.0);
+    let x = (&data.x - &mean) / &sd;
+    let r = reference();
+    let mut files = Vec::new();
+    for (k, block) in r["blocks"].as_array().expect("blocks").iter().enumerate() {
+        let (start, end) = (
+            block[0].as_u64().expect("start") as usize,
+            block[1].as_u64().expect("end") as usize,
+        );
+        let mut text = data.names.join(",") + ",label\n";
+        for i in start..end {
+            let row: Vec<String> = x.row(i).iter().map(|v| format!("{v:?}")).collect();
+            text += &format!("{},{}\n", row.join(","), data.y[i]);
+        }
+        let path = dir.join(format!("participant_{k}.csv"));
+        std::fs::write(&path, text).expect("write");
+        files.push(path);
+    }
+    let init = dir.join("init.json");
+    let model = serde_json::json!({"sizes": r["sizes"], "parameters": r["initial"]});
+    std::fs::write(&init, model.to_string()).expect("write");
+    (files, init)
+}
+
+/// The settings of the reference: no noise, q = 1, every coordinate as its value.
+fn reference_settings(r: &serde_json::Value) -> Vec<String> {
+    vec![
+        "--non-private".into(),
+        "--q".into(),
+        "1".into(),
+        "--upload-ratio".into(),
+        "1".into(),
+        "--exact-upload".into(),
+        "--bound".into(),
+        r["bound"].to_string(),
+        "--learning-rate".into(),
+        r["learning_rate"].to_string(),
+        "--iterations".into(),
+        r["iterations"].to_string(),
+        "--hidden".into(),
+        "50,20".into(),
+    ]
+}
+
+fn parameters(path: &Path) -> Vec<f64> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("model")).expect("JSON");
+    floats(&v["parameters"])
+}
+
+fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Acceptance: without noise, with upload ratio 1 and q = 1, distributed training (in this
+/// process, and as four processes over loopback TCP) equals centralised training of the same
+/// network from the same start, after 10 iterations, to 1e-9 (numpy's float order differs from
+/// ours: the difference is rounding, ~1e-15 per operation, which 1e-9 bounds with room).
+#[test]
+fn without_noise_distributed_training_equals_centralised_numpy_training() {
+    let dir = fresh_dir("dl-equal");
+    let (files, init) = setup(&dir);
+    let r = reference();
+    let expected = floats(&r["final"]);
+    let initial = floats(&r["initial"]);
+    assert!(
+        max_abs_diff(&expected, &initial) > 1e-2,
+        "the reference moved"
+    );
+    let settings = reference_settings(&r);
+
+    let local = dir.join("local.json");
+    let mut args: Vec<String> = vec![
+        "dl".into(),
+        "train".into(),
+        "--label".into(),
+        "label".into(),
+        "--party".into(),
+    ];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.extend(settings.iter().cloned());
+    args.extend([
+        "--init".into(),
+        init.display().to_string(),
+        "--out".into(),
+        local.display().to_string(),
+    ]);
+    privlogit_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let diff = max_abs_diff(&parameters(&local), &expected);
+    eprintln!("dl train (in process) vs numpy: max abs diff {diff:.2e}");
+    assert!(diff <= 1e-9, "{diff:e}");
+
+    let remote = dir.join("remote.json");
+    let mut server_args: Vec<String> = [
+        "dl",
+        "server",
+        "--participants",
+        "3",
+        "--listen",
+        "127.0.0.1:0",
+        "--insecure-plaintext",
+    ]
+    .map(String::from)
+    .to_vec();
+    server_args.extend(settings.iter().cloned());
+    server_args.extend([
+        "--init".into(),
+        init.display().to_string(),
+        "--out".into(),
+        remote.display().to_string(),
+    ]);
+    let mut server = Role::spawn(&server_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let at = address(&server.wait_for("listening on", Duration::from_secs(30)));
+    let participants: Vec<Role> = files
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let name = format!("bank-{k}");
+            Role::spawn(&[
+                "dl",
+                "participant",
+                "--party",
+                &f.display().to_string(),
+                "--label",
+                "label",
+                "--server",
+                &at,
+                "--name",
+                &name,
+                "--insecure-plaintext",
+            ])
+        })
+        .collect();
+    let (ok, log) = server.end(Duration::from_secs(120));
+    assert!(ok, "{log}");
+    for p in participants {
+        let (ok, log) = p.end(Duration::from_secs(30));
+        assert!(ok, "{log}");
+        assert!(log.contains("final model received"), "{log}");
+    }
+    let diff = max_abs_diff(&parameters(&remote), &expected);
+    eprintln!("dl server + 3 participant processes vs numpy: max abs diff {diff:.2e}");
+    assert!(diff <= 1e-9, "{diff:e}");
+}
+
+/// A participant killed mid-run stops the server with an error naming it, and no model is
+/// written; the other participants stop too.
+#[test]
+fn a_killed_participant_stops_the_run_with_its_name_and_no_model() {
+    let dir = fresh_dir("dl-kill");
+    let (files, _) = setup(&dir);
+    let out = dir.join("model.json");
+    let mut server = Role::spawn(&[
+        "dl",
+        "server",
+        "--participants",
+        "3",
+        "--listen",
+        "127.0.0.1:0",
+        "--insecure-plaintext",
+        "--epsilon",
+        "1",
+        "--iterations",
+        "100000000",
+        "--report-every",
+        "1000000",
+        "--deadline",
+        "3",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let at = address(&server.wait_for("listening on", Duration::from_secs(30)));
+    let mut participants: Vec<Role> = files
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            Role::spawn(&[
+                "dl",
+                "participant",
+                "--party",
+                &f.display().to_string(),
+                "--label",
+                "label",
+                "--server",
+                &at,
+                "--name",
+                &format!("bank-{k}"),
+                "--insecure-plaintext",
+                "--deadline",
+                "3",
+            ])
+        })
+        .collect();
+    // The transport labels plaintext connections by place: find bank-1's.
+    let joined = server.wait_for("participant bank-1 (", Duration::from_secs(60));
+    let label = joined
+        .split('(')
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .expect("a label")
+        .to_string();
+    for p in participants.iter_mut() {
+        p.wait_for("iteration", Duration::from_secs(60));
+    }
+    let victim = participants.remove(1);
+    let pid = victim.child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let (ok, log) = server.end(Duration::from_secs(60));
+    eprintln!("server after the kill:\n{log}");
+    assert!(!ok, "the server must fail");
+    let last = log.lines().last().expect("an error line");
+    assert!(
+        last.starts_with("error:") && last.contains(&format!("{label} hung up")),
+        "{last}"
+    );
+    assert!(!out.exists(), "no model written");
+    for p in participants {
+        let (ok, _) = p.end(Duration::from_secs(60));
+        assert!(!ok, "the others stop too");
+    }
+    let _ = victim.end(Duration::from_secs(5));
+}
+
+/// A participant whose budget the plan would pass refuses before it trains; the server stops
+/// naming it and writes nothing. `dl train` refuses the same plan up front.
+#[test]
+fn a_run_past_a_participants_budget_is_refused_before_training() {
+    let dir = fresh_dir("dl-budget");
+    let (files, _) = setup(&dir);
+    let out = dir.join("model.json");
+    let mut server = Role::spawn(&[
+        "dl",
+        "server",
+        "--participants",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--insecure-plaintext",
+        "--epsilon",
+        "0.01",
+        "--iterations",
+        "1000",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let at = address(&server.wait_for("listening on", Duration::from_secs(30)));
+    let p = Role::spawn(&[
+        "dl",
+        "participant",
+        "--party",
+        &files[0].display().to_string(),
+        "--label",
+        "label",
+        "--server",
+        &at,
+        "--name",
+        "bank-0",
+        "--insecure-plaintext",
+        "--budget",
+        "1",
+    ]);
+    let (ok, log) = p.end(Duration::from_secs(60));
+    assert!(!ok);
+    assert!(
+        log.contains("refuses the run") && log.contains("at most"),
+        "{log}"
+    );
+    let (ok, log) = server.end(Duration::from_secs(60));
+    assert!(!ok && log.contains("refuses the run"), "{log}");
+    assert!(!out.exists());
+
+    let refused = privlogit(&[
+        "dl",
+        "train",
+        "--party",
+        &files[0].display().to_string(),
+        "--label",
+        "label",
+        "--epsilon",
+        "0.01",
+        "--iterations",
+        "1000",
+        "--budget",
+        "1",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let text = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && text.contains("past the budget 1"),
+        "{text}"
+    );
+    assert!(!out.exists());
+}
