@@ -37,6 +37,8 @@ enum BenchTarget {
     Linalg(crate::bench_linalg::LinalgBenchArgs),
     /// One Node's per-round sums on streamed rows, with its peak memory.
     Node(crate::bench_node::NodeBenchArgs),
+    /// DPSTGD against plain distributed SGD: time and bytes per iteration.
+    Dl(crate::bench_dl::DlBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -98,6 +100,7 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
         BenchTarget::Protocols(args) => return crate::bench_protocols::run(args),
         BenchTarget::Linalg(args) => return crate::bench_linalg::run(args),
         BenchTarget::Node(args) => return crate::bench_node::run(args),
+        BenchTarget::Dl(args) => return crate::bench_dl::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))

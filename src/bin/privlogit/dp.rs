@@ -200,6 +200,10 @@ enum Which {
     /// against the secure exact fit and each organization alone, on breast_cancer as three
     /// hospitals and MNIST 0 vs 8 as three organizations (results/hybrid/).
     Hybrid,
+    /// Dissertation Figures 3.3-3.6: DPSTGD's test AUC against epsilon (5 and 30
+    /// participants), the minibatch ratio and the upload ratio, on MNIST 8 vs the rest
+    /// (results/dpstgd/).
+    Dpstgd,
 }
 
 /// Arguments of `privlogit dp experiment`.
@@ -778,6 +782,13 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
             args.suffix
         );
     }
+    if args.which == Which::Dpstgd {
+        let out_dir = args
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("results/dpstgd"));
+        return crate::dl_experiment::run(&args.data, &out_dir, args.repeats, args.seed);
+    }
     let settings = ExperimentSettings {
         repeats: args.repeats,
         epsilons: args
@@ -805,6 +816,7 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
         Which::Stacking => "stacking",
         Which::Transfer => "transfer",
         Which::Hybrid => return run_hybrid(&args, &settings, &digits, &out_dir),
+        Which::Dpstgd => unreachable!("run by dl_experiment above"),
     };
     let file = format!("{name}{}", args.suffix);
     eprintln!(
@@ -824,6 +836,7 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
         Which::Stacking => experiment::stacking(&digits, &settings, &|| bar.inc(1))?,
         Which::Transfer => experiment::transfer(&digits, &settings, &|| bar.inc(1))?,
         Which::Hybrid => unreachable!("run by run_hybrid above"),
+        Which::Dpstgd => unreachable!("run by dl_experiment above"),
     };
     bar.finish_and_clear();
     write_results(&results, &out_dir, &file, started)

@@ -2,12 +2,14 @@
 
 mod bench;
 mod bench_circuits;
+mod bench_dl;
 mod bench_linalg;
 mod bench_node;
 mod bench_protocols;
 mod centre;
 mod circuit;
 mod dl;
+mod dl_experiment;
 mod dp;
 mod dp_account;
 mod fit;
