@@ -87,10 +87,13 @@ pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Out
     Ok(Outcome::Success)
 }
 
+/// A figure's file stem, caption, x-axis title and x value of a point.
+type FigureSpec = (&'static str, &'static str, &'static str, fn(&Point) -> f64);
+
 /// One chart per figure: DPSTGD's mean test AUC (+-1 sd) against the figure's variable, and
 /// the non-private network at the same settings.
 fn charts(points: &[Point], repeats: usize, training: Training) -> Vec<(&'static str, Chart)> {
-    let spec: [(&str, &str, &str, fn(&Point) -> f64); 4] = [
+    let spec: [FigureSpec; 4] = [
         (
             "fig3_3",
             "5 participants, q = 0.01, 10 % uploaded",
