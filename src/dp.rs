@@ -8,17 +8,21 @@
 //! - [`feature_split`]: feature groups with importances and PLR-FS (transfer Algorithm 3);
 //! - [`stacking`]: PST-S and PST-F (stacking Algorithms 2-3) with their combiners;
 //! - [`transfer`]: SimComb, PPTL-FS and PST-H (transfer Algorithms 2 and 4, stacking Algorithm 4);
+//! - [`dphtl`]: DP hypothesis transfer from several sources with DPIW (dissertation ch. 4);
+//! - [`penalised`]: logistic regression with row weights and a diagonal Gaussian prior;
 //! - [`accounting`]: (epsilon, delta) composition, amplification by sampling, RDP and zCDP;
 //! - [`ledger`]: epsilon spent per data set, and refusals past a total stored in the ledger;
 //! - [`mnist`], [`experiment`]: the papers' MNIST experiments.
 
 pub mod accounting;
 pub mod discrete;
+pub mod dphtl;
 pub mod experiment;
 pub mod feature_split;
 pub mod ledger;
 pub mod mnist;
 pub mod noise;
+pub mod penalised;
 pub mod plr;
 pub mod scaling;
 pub mod stacking;

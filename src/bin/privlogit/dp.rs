@@ -68,6 +68,9 @@ enum Method {
     PstH,
     /// Transfer with feature splitting and stacking (transfer Algorithm 4); needs --source.
     PptlFs,
+    /// DP hypothesis transfer from several sources with importance weights (dissertation
+    /// Algorithm 4); needs --source FILE... and --public.
+    Dphtl,
     /// PLR on the source, then PLR on the target near it (transfer Algorithm 2); needs --source.
     Simcomb,
 }
@@ -111,9 +114,21 @@ pub struct FitArgs {
     /// Leave this column out; repeat for several.
     #[arg(long = "exclude", value_name = "COLUMN")]
     exclude: Vec<String>,
-    /// The source data of a transfer method (same columns as --data).
+    /// The source data of a transfer method (same columns as --data); DPHTL takes several.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    source: Vec<PathBuf>,
+    /// DPHTL: the public data set (same columns; its labels are not used).
     #[arg(long, value_name = "FILE")]
-    source: Option<PathBuf>,
+    public: Option<PathBuf>,
+    /// DPHTL: the target's unlabelled rows (same columns; labels not used) [default: --data's].
+    #[arg(long, value_name = "FILE")]
+    target_unlabelled: Option<PathBuf>,
+    /// DPHTL: DPIW's penalty lambda_IW (Algorithm 5).
+    #[arg(long, default_value_t = 0.001)]
+    lambda_iw: f64,
+    /// DPHTL: the floor of the prior's standard deviations (eq. 4.2).
+    #[arg(long, default_value_t = 0.1)]
+    prior_sd_floor: f64,
     /// Privacy budget epsilon spent on --data.
     #[arg(long, value_name = "E")]
     epsilon: f64,
@@ -204,6 +219,10 @@ enum Which {
     /// participants), the minibatch ratio and the upload ratio, on MNIST 8 vs the rest
     /// (results/dpstgd/).
     Dpstgd,
+    /// Dissertation Figures 4.2 and 4.4 and Table 4.3 in structure: DPHTL's hypothesis weights
+    /// and test accuracy against the baselines, on MNIST digit pairs as five sources
+    /// (results/dphtl/).
+    Dphtl,
 }
 
 /// Arguments of `privlogit dp experiment`.
@@ -438,6 +457,28 @@ impl FitArgs {
 
     /// Refuses, by name, an option the method would ignore (a silently ignored option makes
     /// the user believe in a model they did not get), and K = 0.
+    /// What `dp fit --method dphtl` reads.
+    fn dphtl(&self) -> crate::dphtl_fit::DphtlArgs {
+        crate::dphtl_fit::DphtlArgs {
+            sources: self.source.clone(),
+            public: self.public.clone(),
+            data: self.data.clone(),
+            target_unlabelled: self.target_unlabelled.clone(),
+            options: LoadOptions {
+                exclude: self.exclude.clone(),
+                ..LoadOptions::new(self.label.clone())
+            },
+            lambda: self.lambda,
+            lambda_iw: self.lambda_iw,
+            prior_sd_floor: self.prior_sd_floor,
+            seed: self.seed,
+            ledger: self.ledger.clone(),
+            budget: self.budget,
+            test: self.test.clone(),
+            out: self.out.clone(),
+        }
+    }
+
     fn refuse_ignored_options(&self) -> Result<()> {
         use Method::*;
         let m = self.method;
@@ -488,13 +529,23 @@ impl FitArgs {
                 "output perturbation has no eps' or Delta",
             ),
             (
+                "--public",
+                self.public.is_some() && m != Dphtl,
+                "only dphtl takes a public set",
+            ),
+            (
+                "--target-unlabelled",
+                self.target_unlabelled.is_some() && m != Dphtl,
+                "only dphtl takes the target's unlabelled rows",
+            ),
+            (
                 "--source-epsilon",
-                self.source_epsilon.is_some() && self.source.is_none(),
+                self.source_epsilon.is_some() && (self.source.is_empty() || m == Dphtl),
                 "there is no --source",
             ),
             (
                 "--source-lambda",
-                self.source_lambda.is_some() && self.source.is_none(),
+                self.source_lambda.is_some() && (self.source.is_empty() || m == Dphtl),
                 "there is no --source",
             ),
         ];
@@ -526,7 +577,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     args.refuse_ignored_options()?;
     if let Some(test) = &args.test {
         let hash = content_hash(test)?;
-        for training in std::iter::once(&args.data).chain(args.source.as_ref()) {
+        for training in std::iter::once(&args.data).chain(args.source.iter()) {
             if content_hash(training)? == hash {
                 bail!(
                     "--test {} is the training file {} (or a copy of it): exact metrics on the \
@@ -546,7 +597,13 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     target_privacy.epsilon().context("--epsilon")?;
     let source_privacy = private(args.source_epsilon.unwrap_or(args.epsilon));
     source_privacy.epsilon().context("--source-epsilon")?;
-    if args.method.is_transfer() != args.source.is_some() {
+    if args.method == Method::Dphtl {
+        return crate::dphtl_fit::run(&args.dphtl(), target_privacy);
+    }
+    if args.source.len() > 1 {
+        bail!("--method {:?} takes one --source", args.method);
+    }
+    if args.method.is_transfer() == args.source.is_empty() {
         bail!(
             "--method {:?} {} --source",
             args.method,
@@ -564,7 +621,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         None => RowScaling::Normalize,
     };
     let target = load(&args.data, &args)?;
-    let source = match &args.source {
+    let source = match args.source.first() {
         Some(path) => {
             let s = load(path, &args)?;
             if s.names != target.names {
@@ -583,7 +640,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         file: args.data.display().to_string(),
         epsilon: args.epsilon,
     }];
-    if let Some(path) = &args.source {
+    if let Some(path) = args.source.first() {
         charges.push(Charge {
             dataset: dataset_name(path)?,
             file: path.display().to_string(),
@@ -680,6 +737,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
                 &mut rng,
             )?)
         }
+        Method::Dphtl => unreachable!("run by dphtl_fit above"),
         Method::PstH | Method::PptlFs | Method::Simcomb => {
             let source = source.as_ref().expect("checked");
             let s = Labelled {
@@ -782,6 +840,13 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
             args.suffix
         );
     }
+    if args.which == Which::Dphtl {
+        let out_dir = args
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("results/dphtl"));
+        return crate::dphtl_experiment::run(&args.data, &out_dir, args.repeats, args.seed);
+    }
     if args.which == Which::Dpstgd {
         let out_dir = args
             .out_dir
@@ -817,6 +882,7 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
         Which::Transfer => "transfer",
         Which::Hybrid => return run_hybrid(&args, &settings, &digits, &out_dir),
         Which::Dpstgd => unreachable!("run by dl_experiment above"),
+        Which::Dphtl => unreachable!("run by dphtl_experiment above"),
     };
     let file = format!("{name}{}", args.suffix);
     eprintln!(
@@ -837,6 +903,7 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
         Which::Transfer => experiment::transfer(&digits, &settings, &|| bar.inc(1))?,
         Which::Hybrid => unreachable!("run by run_hybrid above"),
         Which::Dpstgd => unreachable!("run by dl_experiment above"),
+        Which::Dphtl => unreachable!("run by dphtl_experiment above"),
     };
     bar.finish_and_clear();
     write_results(&results, &out_dir, &file, started)

@@ -12,6 +12,8 @@ mod dl;
 mod dl_experiment;
 mod dp;
 mod dp_account;
+mod dphtl_experiment;
+mod dphtl_fit;
 mod fit;
 mod identity;
 mod log;

@@ -1,0 +1,187 @@
+//! `privlogit dp experiment dphtl`: dissertation Figures 4.2-4.5 and Tables 4.2-4.3 in
+//! structure, on the MNIST substitute of `privlogit::dp::dphtl::experiment`, into
+//! `results/dphtl/`.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use privlogit::dp::dphtl::experiment::{self as ex, METHODS};
+use privlogit::dp::mnist::Digits;
+use privlogit::figures::{Chart, Corner, Mark, Series};
+use privlogit::output;
+
+use crate::Outcome;
+use crate::log::say;
+
+/// Epsilons of Figures 4.2-4.3 and Tables 4.2-4.3 (`None`: infinity).
+const EPSILONS: [Option<f64>; 7] = [
+    Some(0.1),
+    Some(0.5),
+    Some(1.0),
+    Some(3.0),
+    Some(5.0),
+    Some(10.0),
+    None,
+];
+/// Shares of labelled target rows (Figures 4.4-4.5).
+const LABELLED: [f64; 5] = [0.01, 0.02, 0.05, 0.1, 0.2];
+
+fn eps_label(e: Option<f64>) -> String {
+    e.map_or("inf".into(), |e| e.to_string())
+}
+
+/// Runs the experiment.
+pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Outcome> {
+    let digits = Digits::load(data)?;
+    let started = Instant::now();
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    say!(
+        "DPHTL experiment: 5 sources (digit pairs, task: even digit?), {repeats} repeats (seeded: reproducible, not for release)"
+    );
+
+    // Figure 4.2: MSE of the hypothesis weights against the mixture, per epsilon.
+    let cells: Vec<(usize, Option<f64>)> = (0..ex::FIGURE_4_2.len())
+        .flat_map(|m| EPSILONS.iter().map(move |&e| (m, e)))
+        .collect();
+    let mse = ex::over_repeats(&cells, repeats, |&(m, e), r| {
+        let s = ex::setting(&digits, &ex::FIGURE_4_2[m], seed + r as u64)?;
+        let p = ex::publish(&s, e, seed + r as u64)?;
+        ex::weight_mse(&s, &p, &ex::FIGURE_4_2[m])
+    })?;
+    let mut csv = String::from("mixture,epsilon,mean_mse,sd_mse,repeats\n");
+    let mut series = Vec::new();
+    for (m, mix) in ex::FIGURE_4_2.iter().enumerate() {
+        let mut points = Vec::new();
+        let mut errors = Vec::new();
+        for (i, &e) in EPSILONS.iter().enumerate() {
+            let k = cells.iter().position(|c| *c == (m, e)).expect("cell");
+            let (mean, sd) = ex::mean_sd(&mse[k]);
+            csv += &format!(
+                "\"{mix:?}\",{},{mean:.3e},{sd:.3e},{repeats}\n",
+                eps_label(e)
+            );
+            points.push((i as f64, mean));
+            errors.push(sd / (repeats as f64).sqrt());
+        }
+        series.push(Series {
+            name: format!("{mix:?}"),
+            points,
+            errors: Some(errors),
+            mark: Mark::Line,
+        });
+    }
+    output::write_text(&out_dir.join("fig4_2.csv"), &csv)?;
+    Chart {
+        title: format!("Figure 4.2: MSE of the hypothesis weights against the true mixture ({repeats} repeats, +-1 se)"),
+        x_title: "epsilon".into(),
+        y_title: "MSE".into(),
+        x_labels: Some(EPSILONS.iter().map(|e| eps_label(*e)).collect()),
+        log_y: true,
+        y_limits: None,
+        identity_line: false,
+        legend: Corner::UpperRight,
+        series,
+    }
+    .save(&out_dir.join("fig4_2"))?;
+    print!("{csv}");
+
+    // Figure 4.4: accuracy against the share of labelled target rows, at epsilon 1 and 10.
+    let fig_eps = [Some(1.0), Some(10.0)];
+    let cells: Vec<(Option<f64>, f64)> = fig_eps
+        .iter()
+        .flat_map(|&e| LABELLED.iter().map(move |&l| (e, l)))
+        .collect();
+    let accs = ex::over_repeats(&cells, repeats, |&(e, l), r| {
+        let s = ex::setting(&digits, &ex::FIGURE_4_4, seed + r as u64)?;
+        let p = ex::publish(&s, e, seed + r as u64)?;
+        ex::accuracies(&s, &p, e, l)
+    })?;
+    let mut csv = String::from("epsilon,labelled,method,mean_accuracy,sd_accuracy,repeats\n");
+    for &e in &fig_eps {
+        let mut series = Vec::new();
+        for (mi, method) in METHODS.iter().enumerate() {
+            let mut points = Vec::new();
+            let mut errors = Vec::new();
+            for (i, &l) in LABELLED.iter().enumerate() {
+                let k = cells.iter().position(|c| *c == (e, l)).expect("cell");
+                let v: Vec<f64> = accs[k].iter().map(|a| a[mi]).collect();
+                let (mean, sd) = ex::mean_sd(&v);
+                csv += &format!(
+                    "{},{l},{method},{mean:.4},{sd:.4},{repeats}\n",
+                    eps_label(e)
+                );
+                points.push((i as f64, mean));
+                errors.push(sd / (repeats as f64).sqrt());
+            }
+            series.push(Series {
+                name: method.to_string(),
+                points,
+                errors: Some(errors),
+                mark: Mark::Line,
+            });
+        }
+        Chart {
+            title: format!("Figure 4.4: test accuracy, target 60 % source 1 + 40 % source 4, epsilon = {} ({repeats} repeats, +-1 se)", eps_label(e)),
+            x_title: "share of labelled target rows".into(),
+            y_title: "test accuracy".into(),
+            x_labels: Some(LABELLED.iter().map(|l| format!("{}", l)).collect()),
+            log_y: false,
+            y_limits: Some((0.4, 1.0)),
+            identity_line: false,
+            legend: Corner::LowerRight,
+            series,
+        }
+        .save(&out_dir.join(format!("fig4_4_eps{}", eps_label(e))))?;
+    }
+    output::write_text(&out_dir.join("fig4_4.csv"), &csv)?;
+
+    // Table 4.3: 5 % labelled, three mixtures, each epsilon.
+    let cells: Vec<(usize, Option<f64>)> = (0..ex::TABLE_4_3.len())
+        .flat_map(|m| EPSILONS.iter().map(move |&e| (m, e)))
+        .collect();
+    let accs = ex::over_repeats(&cells, repeats, |&(m, e), r| {
+        let s = ex::setting(&digits, &ex::TABLE_4_3[m], seed + r as u64)?;
+        let p = ex::publish(&s, e, seed + r as u64)?;
+        ex::accuracies(&s, &p, e, 0.05)
+    })?;
+    let mut csv = String::from("mixture,epsilon");
+    for m in METHODS {
+        csv += &format!(",{m},{m}_sd");
+    }
+    csv += "\n";
+    let mut md = format!(
+        "| epsilon | {} |\n|---|{}\n",
+        METHODS.join(" | "),
+        "---|".repeat(METHODS.len())
+    );
+    for (m, mix) in ex::TABLE_4_3.iter().enumerate() {
+        md += &format!(
+            "| **Target mixture {}: {mix:?}** |{}\n",
+            m + 1,
+            " |".repeat(METHODS.len())
+        );
+        for &e in &EPSILONS {
+            let k = cells.iter().position(|c| *c == (m, e)).expect("cell");
+            csv += &format!("\"{mix:?}\",{}", eps_label(e));
+            md += &format!("| {} |", eps_label(e));
+            for mi in 0..METHODS.len() {
+                let v: Vec<f64> = accs[k].iter().map(|a| a[mi]).collect();
+                let (mean, sd) = ex::mean_sd(&v);
+                csv += &format!(",{mean:.4},{sd:.4}");
+                md += &format!(" {mean:.3} ({sd:.2}) |");
+            }
+            csv += "\n";
+            md += "\n";
+        }
+    }
+    output::write_text(&out_dir.join("table4_3.csv"), &csv)?;
+    output::write_text(&out_dir.join("table4_3.md"), &md)?;
+    print!("{md}");
+    say!(
+        "wrote {}/fig4_2.*, fig4_4*, table4_3.* in {:.0} s",
+        out_dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,177 @@
+//! `privlogit dp fit --method dphtl`: dissertation Algorithm 4 on files. Each `--source` file is
+//! one source organization: its first half of rows (file order) trains its DP hypothesis, the
+//! second half its DP importance weights (disjoint, Theorem 4.3.1), and each source's data set
+//! is charged epsilon once. The target's labelled rows are `--data`, its unlabelled rows
+//! `--target-unlabelled` (default: `--data`'s rows without their labels).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use ndarray::s;
+use privlogit::data::{self, Dataset, LoadOptions};
+use privlogit::dp::dphtl::transfer::{self, Settings, Source};
+use privlogit::dp::ledger::{Charge, Ledger};
+use privlogit::dp::noise::Randomness;
+use privlogit::dp::plr::Privacy;
+use privlogit::dp::scaling::RowScaling;
+use privlogit::{metrics, output};
+use serde_json::json;
+
+use crate::Outcome;
+
+/// What the command reads (from `dp fit`'s arguments).
+#[derive(Debug)]
+pub struct DphtlArgs {
+    pub sources: Vec<PathBuf>,
+    pub public: Option<PathBuf>,
+    pub data: PathBuf,
+    pub target_unlabelled: Option<PathBuf>,
+    pub options: LoadOptions,
+    pub lambda: f64,
+    pub lambda_iw: f64,
+    pub prior_sd_floor: f64,
+    pub seed: Option<u64>,
+    pub ledger: Option<PathBuf>,
+    pub budget: Option<f64>,
+    pub test: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+}
+
+fn load(
+    path: &std::path::Path,
+    options: &LoadOptions,
+    names: Option<&[String]>,
+) -> Result<Dataset> {
+    let d = data::load(path, options)?.data;
+    if let Some(n) = names
+        && d.names != n
+    {
+        bail!("{}: its columns differ from the target's", path.display());
+    }
+    Ok(d)
+}
+
+fn scaled(d: &Dataset) -> ndarray::Array2<f64> {
+    RowScaling::Normalize.apply(d.x.view(), 1.0)
+}
+
+/// Runs Algorithm 4.
+pub fn run(args: &DphtlArgs, privacy: Privacy) -> Result<Outcome> {
+    if args.sources.len() < 2 {
+        bail!(
+            "--method dphtl needs at least two --source files (eq. 4.2 weighs hypotheses against each other)"
+        );
+    }
+    let public_path = args
+        .public
+        .as_ref()
+        .context("--method dphtl needs --public FILE")?;
+    let epsilon = privacy.epsilon()?.context("--epsilon")?;
+    let settings = Settings {
+        epsilon: Some(epsilon),
+        lambda_iw: args.lambda_iw,
+        lambda_lr: args.lambda,
+        sd_floor: args.prior_sd_floor,
+    };
+    let target = load(&args.data, &args.options, None)?;
+    let names = target.names.clone();
+    let public = load(public_path, &args.options, Some(&names))?;
+    let unlabelled = match &args.target_unlabelled {
+        Some(p) => load(p, &args.options, Some(&names))?,
+        None => target.clone(),
+    };
+    let charges = args
+        .sources
+        .iter()
+        .map(|p| {
+            Ok(Charge {
+                dataset: crate::dp::dataset_name(p)?,
+                file: p.display().to_string(),
+                epsilon,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(path) = &args.ledger {
+        Ledger::load(path, args.budget)?.check(&charges)?;
+    }
+    let randomness = args.seed.map_or(Randomness::Os, Randomness::Seeded);
+    let mut rng = randomness.rng();
+    let public_x = scaled(&public);
+    let mut published = Vec::new();
+    for path in &args.sources {
+        let d = load(path, &args.options, Some(&names))?;
+        if d.rows() < 4 {
+            bail!(
+                "{}: a source needs at least 4 rows (half labelled, half unlabelled)",
+                path.display()
+            );
+        }
+        let half = d.rows().div_ceil(2);
+        let x = scaled(&d);
+        let source = Source {
+            x: x.slice(s![..half, ..]).to_owned(),
+            y: d.y.slice(s![..half]).to_owned(),
+            unlabelled: x.slice(s![half.., ..]).to_owned(),
+        };
+        published.push(
+            transfer::publish(&source, public_x.view(), &settings, &mut rng)
+                .with_context(|| format!("source {}", path.display()))?,
+        );
+    }
+    let fitted = transfer::fit_target(
+        &published,
+        public_x.view(),
+        scaled(&unlabelled).view(),
+        scaled(&target).view(),
+        target.y.view(),
+        &settings,
+    )?;
+    let mut report = json!({
+        "method": "dphtl",
+        "features": names,
+        "rows": "each scaled to norm 1 before the model applies",
+        "epsilon_spent": charges.iter().map(|c| json!({"dataset": c.dataset, "file": c.file, "epsilon": c.epsilon})).collect::<Vec<_>>(),
+        "hypothesis_weights": fitted.hypothesis_weights.weights.to_vec(),
+        "kkt_residual": fitted.hypothesis_weights.kkt_residual,
+        "prior": {"mean": fitted.prior.mean.to_vec(), "sd": fitted.prior.sd.to_vec()},
+        "coefficients": fitted.theta.to_vec(),
+        "noise": match randomness {
+            Randomness::Os => "OS CSPRNG".to_string(),
+            Randomness::Seeded(s) => format!("seeded ChaCha20 (seed {s}): reproducible, NOT for private release"),
+        },
+    });
+    if let Some(path) = &args.test {
+        let test = load(path, &args.options, Some(&names))?;
+        let scores = scaled(&test)
+            .dot(&fitted.theta)
+            .mapv(privlogit::protocols::objective::sigmoid);
+        report["test"] = json!({
+            "file": path.display().to_string(),
+            "auc": metrics::auc(scores.view(), test.y.view()),
+            "accuracy": metrics::accuracy(scores.view(), test.y.view()),
+            "privacy": "NOT private: exact metrics on the test rows, not charged",
+        });
+    }
+    let rendered = serde_json::to_string_pretty(&report)? + "\n";
+    let staged = match &args.out {
+        Some(path) => Some(
+            output::Staged::write(path, |out| out.write_all(rendered.as_bytes()))
+                .with_context(|| format!("writing {}", path.display()))?,
+        ),
+        None => None,
+    };
+    if let Some(path) = &args.ledger {
+        Ledger::record(path, args.budget, &charges)?;
+    }
+    match staged {
+        Some(staged) => staged.commit()?,
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(rendered.as_bytes())
+                .and_then(|()| stdout.flush())?;
+        }
+    }
+    Ok(Outcome::Success)
+}
