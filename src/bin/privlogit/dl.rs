@@ -305,7 +305,7 @@ fn read_init(path: &Path, network: &Network) -> Result<Vec<f64>> {
 /// Progress lines: every `every` iterations and the last, with the loss (and AUC) on `watch`.
 struct Progress<'a> {
     network: &'a Network,
-    watch: Option<(&'a str, Array2<f64>, Array1<f64>)>,
+    watch: Option<Watch<'a>>,
     every: u64,
     total: u64,
     spend: Option<Spend>,
@@ -361,15 +361,30 @@ fn write_model(path: &Path, model: &Model) -> Result<()> {
     Ok(())
 }
 
+/// How a run was set up, for its model file.
+struct RunFacts<'a> {
+    settings: &'a Settings,
+    network: &'a Network,
+    iterations: u64,
+    learning_rate: Option<f64>,
+    seeded: bool,
+    spend: Option<Spend>,
+}
+
 fn model(
-    args: &AlgorithmArgs,
-    settings: &Settings,
-    network: &Network,
+    facts: RunFacts<'_>,
     features: Option<Vec<String>>,
     participants: Vec<String>,
-    spend: Option<Spend>,
     parameters: Vec<f64>,
 ) -> Model {
+    let RunFacts {
+        settings,
+        network,
+        iterations,
+        learning_rate,
+        seeded,
+        spend,
+    } = facts;
     Model {
         method: "dpstgd".into(),
         sizes: network.sizes().to_vec(),
@@ -380,14 +395,58 @@ fn model(
         upload_ratio: settings.upload_ratio,
         bound: settings.bound,
         ternary: settings.ternary,
-        iterations: args.iterations,
-        learning_rate: Some(args.learning_rate),
+        iterations,
+        learning_rate,
         participants,
         spend_sound: spend.map(|s| (s.total_sound.epsilon, s.total_sound.delta)),
         spend_dissertation: spend
             .map(|s| (s.total_dissertation.epsilon, s.total_dissertation.delta)),
-        seeded: args.seed.is_some(),
+        seeded,
         parameters,
+    }
+}
+
+/// Rows whose loss and AUC the progress lines report, with what they are.
+type Watch<'a> = (&'a str, Array2<f64>, Array1<f64>);
+
+impl AlgorithmArgs {
+    /// Progress lines for this run from now on.
+    fn progress<'a>(
+        &self,
+        network: &'a Network,
+        watch: Option<Watch<'a>>,
+        spend: Option<Spend>,
+        settings: Settings,
+    ) -> Progress<'a> {
+        Progress {
+            network,
+            watch,
+            every: self
+                .report_every
+                .unwrap_or((self.iterations / 10).max(1))
+                .max(1),
+            total: self.iterations,
+            spend,
+            settings,
+            delta: self.privacy.delta,
+            started: Instant::now(),
+        }
+    }
+
+    fn facts<'a>(
+        &self,
+        settings: &'a Settings,
+        network: &'a Network,
+        spend: Option<Spend>,
+    ) -> RunFacts<'a> {
+        RunFacts {
+            settings,
+            network,
+            iterations: self.iterations,
+            learning_rate: Some(self.learning_rate),
+            seeded: self.seed.is_some(),
+            spend,
+        }
     }
 }
 
@@ -476,16 +535,7 @@ fn train(args: TrainArgs) -> Result<Outcome> {
             ""
         }
     );
-    let progress = Progress {
-        network: &network,
-        watch: Some((watch.0, watch.1, watch.2)),
-        every: a.report_every.unwrap_or((a.iterations / 10).max(1)).max(1),
-        total: a.iterations,
-        spend,
-        settings,
-        delta: a.privacy.delta,
-        started: Instant::now(),
-    };
+    let progress = a.progress(&network, Some(watch), spend, settings);
     let mut on_iteration = |t: u64, p: &[f64]| {
         progress.line(t, p);
         Ok(())
@@ -510,12 +560,9 @@ fn train(args: TrainArgs) -> Result<Outcome> {
     }
     if let Some(out) = &a.out {
         let m = model(
-            a,
-            &settings,
-            &network,
+            a.facts(&settings, &network, spend),
             Some(names),
             rows.iter().map(|r| r.name.clone()).collect(),
-            spend,
             params,
         );
         write_model(out, &m)?;
@@ -602,16 +649,7 @@ fn serve(args: ServerArgs) -> Result<Outcome> {
             )?));
         }
         let watch = test_rows(a, &args.label, &network)?.map(|(x, y)| ("test", x, y));
-        let progress = Progress {
-            network: &network,
-            watch,
-            every: a.report_every.unwrap_or((a.iterations / 10).max(1)).max(1),
-            total: a.iterations,
-            spend,
-            settings,
-            delta: a.privacy.delta,
-            started: Instant::now(),
-        };
+        let progress = a.progress(&network, watch, spend, settings);
         let mut on_iteration = |t: u64, p: &[f64]| {
             progress.line(t, p);
             Ok(())
@@ -635,7 +673,7 @@ fn serve(args: ServerArgs) -> Result<Outcome> {
         if let Some(out) = &a.out {
             write_model(
                 out,
-                &model(a, &settings, &network, None, names, spend, params),
+                &model(a.facts(&settings, &network, spend), None, names, params),
             )?;
         }
         Ok(Outcome::Success)
@@ -706,25 +744,15 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
             started.elapsed().as_secs_f64()
         );
         if let (Some(out), Some((plan, spend, network))) = (&args.out, spent_plan) {
-            let m = Model {
-                method: "dpstgd".into(),
-                sizes: network.sizes().to_vec(),
-                activation: "relu; softmax output".into(),
-                features: Some(d.names.clone()),
-                epsilon: plan.settings.epsilon,
-                q: plan.settings.q,
-                upload_ratio: plan.settings.upload_ratio,
-                bound: plan.settings.bound,
-                ternary: plan.settings.ternary,
+            let facts = RunFacts {
+                settings: &plan.settings,
+                network: &network,
                 iterations: plan.iterations,
                 learning_rate: None,
-                participants: vec![],
-                spend_sound: spend.map(|s| (s.total_sound.epsilon, s.total_sound.delta)),
-                spend_dissertation: spend
-                    .map(|s| (s.total_dissertation.epsilon, s.total_dissertation.delta)),
                 seeded: args.seed.is_some(),
-                parameters: params,
+                spend,
             };
+            let m = model(facts, Some(d.names.clone()), vec![], params);
             write_model(out, &m)?;
         }
         Ok(Outcome::Success)

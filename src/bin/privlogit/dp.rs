@@ -792,21 +792,39 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     if let Randomness::Seeded(_) = randomness {
         eprintln!("note: seeded noise (--seed): reproducible, not for private release");
     }
-    let rendered = serde_json::to_string_pretty(&report)? + "\n";
-    // The result is written in full first (to a temporary file), the fit is charged, and only
-    // then is the result put in place: a result that cannot be written is not charged, and no
-    // result appears uncharged.
-    let staged = match &args.out {
+    publish_charged(
+        &report,
+        args.out.as_deref(),
+        args.ledger.as_deref(),
+        args.budget,
+        &charges,
+    )?;
+    Ok(Outcome::Success)
+}
+
+/// Writes `report` (to `out`, or standard output) and charges `charges` on the ledger: the
+/// result is written in full first (to a temporary file), the fit is charged, and only then is
+/// the result put in place, so a result that cannot be written is not charged and no result
+/// appears uncharged.
+pub(crate) fn publish_charged(
+    report: &Value,
+    out: Option<&Path>,
+    ledger: Option<&Path>,
+    budget: Option<f64>,
+    charges: &[Charge],
+) -> Result<()> {
+    let rendered = serde_json::to_string_pretty(report)? + "\n";
+    let staged = match out {
         Some(path) => Some(
-            output::Staged::write(path, |out| out.write_all(rendered.as_bytes()))
+            output::Staged::write(path, |o| o.write_all(rendered.as_bytes()))
                 .with_context(|| format!("writing {}", path.display()))?,
         ),
         None => None,
     };
-    if let Some(path) = &args.ledger {
-        Ledger::record(path, args.budget, &charges)?;
+    if let Some(path) = ledger {
+        Ledger::record(path, budget, charges)?;
     }
-    match (staged, &args.out) {
+    match (staged, out) {
         (Some(staged), Some(path)) => staged
             .commit()
             .with_context(|| format!("writing {}", path.display()))?,
@@ -817,7 +835,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
                 .and_then(|()| stdout.flush())?;
         }
     }
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 fn parse_epsilon(s: &str) -> Result<Privacy> {

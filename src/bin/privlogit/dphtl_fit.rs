@@ -4,7 +4,6 @@
 //! is charged epsilon once. The target's labelled rows are `--data`, its unlabelled rows
 //! `--target-unlabelled` (default: `--data`'s rows without their labels).
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -15,7 +14,7 @@ use privlogit::dp::ledger::{Charge, Ledger};
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::Privacy;
 use privlogit::dp::scaling::RowScaling;
-use privlogit::{metrics, output};
+use privlogit::metrics;
 use serde_json::json;
 
 use crate::Outcome;
@@ -153,25 +152,12 @@ pub fn run(args: &DphtlArgs, privacy: Privacy) -> Result<Outcome> {
             "privacy": "NOT private: exact metrics on the test rows, not charged",
         });
     }
-    let rendered = serde_json::to_string_pretty(&report)? + "\n";
-    let staged = match &args.out {
-        Some(path) => Some(
-            output::Staged::write(path, |out| out.write_all(rendered.as_bytes()))
-                .with_context(|| format!("writing {}", path.display()))?,
-        ),
-        None => None,
-    };
-    if let Some(path) = &args.ledger {
-        Ledger::record(path, args.budget, &charges)?;
-    }
-    match staged {
-        Some(staged) => staged.commit()?,
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(rendered.as_bytes())
-                .and_then(|()| stdout.flush())?;
-        }
-    }
+    crate::dp::publish_charged(
+        &report,
+        args.out.as_deref(),
+        args.ledger.as_deref(),
+        args.budget,
+        &charges,
+    )?;
     Ok(Outcome::Success)
 }

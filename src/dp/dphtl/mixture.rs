@@ -68,11 +68,16 @@ pub fn hypothesis_weights(
     let a = normalise(target);
     let b: Vec<Array1<f64>> = sources.iter().map(|s| normalise(*s)).collect();
     let mut w = Array1::from_elem(k, 1.0 / k as f64);
-    let gradient = |w: &Array1<f64>| -> Array1<f64> {
+    // m = sum_k w(k) b_k, the mixture's distribution over the public rows.
+    let mix = |w: &Array1<f64>| -> Array1<f64> {
         let mut m = Array1::<f64>::zeros(n);
         for (wk, bk) in w.iter().zip(&b) {
             m.scaled_add(*wk, bk);
         }
+        m
+    };
+    let gradient = |w: &Array1<f64>| -> Array1<f64> {
+        let m = mix(w);
         let ratio: Array1<f64> = a
             .iter()
             .zip(&m)
@@ -106,10 +111,7 @@ pub fn hypothesis_weights(
         steps += 1;
     }
     let objective = |w: &Array1<f64>| -> f64 {
-        let mut m = Array1::<f64>::zeros(n);
-        for (wk, bk) in w.iter().zip(&b) {
-            m.scaled_add(*wk, bk);
-        }
+        let m = mix(w);
         a.iter()
             .zip(&m)
             .filter(|(a, _)| **a > 0.0)
@@ -125,10 +127,7 @@ pub fn hypothesis_weights(
         let support: Vec<usize> = (0..k)
             .filter(|&i| w[i] > 0.0 || g[i] > 1.0 + 1e-13)
             .collect();
-        let mut m = Array1::<f64>::zeros(n);
-        for (wk, bk) in w.iter().zip(&b) {
-            m.scaled_add(*wk, bk);
-        }
+        let m = mix(&w);
         let ratio: Array1<f64> = a
             .iter()
             .zip(&m)
