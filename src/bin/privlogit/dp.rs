@@ -472,10 +472,7 @@ impl FitArgs {
             lambda_iw: self.lambda_iw,
             prior_sd_floor: self.prior_sd_floor,
             seed: self.seed,
-            ledger: self.ledger.clone(),
-            budget: self.budget,
             test: self.test.clone(),
-            out: self.out.clone(),
         }
     }
 
@@ -598,7 +595,30 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     let source_privacy = private(args.source_epsilon.unwrap_or(args.epsilon));
     source_privacy.epsilon().context("--source-epsilon")?;
     if args.method == Method::Dphtl {
-        return crate::dphtl_fit::run(&args.dphtl(), target_privacy);
+        // Each source is charged epsilon once (Theorem 4.3.1); refused before any noise.
+        let charges = args
+            .source
+            .iter()
+            .map(|p| {
+                Ok(Charge {
+                    dataset: dataset_name(p)?,
+                    file: p.display().to_string(),
+                    epsilon: args.epsilon,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(path) = &args.ledger {
+            Ledger::load(path, args.budget)?.check(&charges)?;
+        }
+        let report = crate::dphtl_fit::run(&args.dphtl(), target_privacy, &charges)?;
+        publish_charged(
+            &report,
+            args.out.as_deref(),
+            args.ledger.as_deref(),
+            args.budget,
+            &charges,
+        )?;
+        return Ok(Outcome::Success);
     }
     if args.source.len() > 1 {
         bail!("--method {:?} takes one --source", args.method);

@@ -1,7 +1,7 @@
 //! `privlogit dp fit --method dphtl`: dissertation Algorithm 4 on files. Each `--source` file is
 //! one source organization: its first half of rows (file order) trains its DP hypothesis, the
 //! second half its DP importance weights (disjoint, Theorem 4.3.1), and each source's data set
-//! is charged epsilon once. The target's labelled rows are `--data`, its unlabelled rows
+//! is charged epsilon once (by `dp fit`, which checks the ledger before and records after). The target's labelled rows are `--data`, its unlabelled rows
 //! `--target-unlabelled` (default: `--data`'s rows without their labels).
 
 use std::path::PathBuf;
@@ -10,14 +10,12 @@ use anyhow::{Context, Result, bail};
 use ndarray::s;
 use privlogit::data::{self, Dataset, LoadOptions};
 use privlogit::dp::dphtl::transfer::{self, Settings, Source};
-use privlogit::dp::ledger::{Charge, Ledger};
+use privlogit::dp::ledger::Charge;
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::Privacy;
 use privlogit::dp::scaling::RowScaling;
 use privlogit::metrics;
-use serde_json::json;
-
-use crate::Outcome;
+use serde_json::{Value, json};
 
 /// What the command reads (from `dp fit`'s arguments).
 #[derive(Debug)]
@@ -31,10 +29,7 @@ pub struct DphtlArgs {
     pub lambda_iw: f64,
     pub prior_sd_floor: f64,
     pub seed: Option<u64>,
-    pub ledger: Option<PathBuf>,
-    pub budget: Option<f64>,
     pub test: Option<PathBuf>,
-    pub out: Option<PathBuf>,
 }
 
 fn load(
@@ -55,8 +50,8 @@ fn scaled(d: &Dataset) -> ndarray::Array2<f64> {
     RowScaling::Normalize.apply(d.x.view(), 1.0)
 }
 
-/// Runs Algorithm 4.
-pub fn run(args: &DphtlArgs, privacy: Privacy) -> Result<Outcome> {
+/// Runs Algorithm 4; the report names `charges` (the caller checks and records them).
+pub fn run(args: &DphtlArgs, privacy: Privacy, charges: &[Charge]) -> Result<Value> {
     if args.sources.len() < 2 {
         bail!(
             "--method dphtl needs at least two --source files (eq. 4.2 weighs hypotheses against each other)"
@@ -80,20 +75,6 @@ pub fn run(args: &DphtlArgs, privacy: Privacy) -> Result<Outcome> {
         Some(p) => load(p, &args.options, Some(&names))?,
         None => target.clone(),
     };
-    let charges = args
-        .sources
-        .iter()
-        .map(|p| {
-            Ok(Charge {
-                dataset: crate::dp::dataset_name(p)?,
-                file: p.display().to_string(),
-                epsilon,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if let Some(path) = &args.ledger {
-        Ledger::load(path, args.budget)?.check(&charges)?;
-    }
     let randomness = args.seed.map_or(Randomness::Os, Randomness::Seeded);
     let mut rng = randomness.rng();
     let public_x = scaled(&public);
@@ -152,12 +133,5 @@ pub fn run(args: &DphtlArgs, privacy: Privacy) -> Result<Outcome> {
             "privacy": "NOT private: exact metrics on the test rows, not charged",
         });
     }
-    crate::dp::publish_charged(
-        &report,
-        args.out.as_deref(),
-        args.ledger.as_deref(),
-        args.budget,
-        &charges,
-    )?;
-    Ok(Outcome::Success)
+    Ok(report)
 }
