@@ -247,6 +247,17 @@ pub struct ExperimentArgs {
     /// experiment reports.
     #[arg(long)]
     check_secure: bool,
+    /// Dphtl only: run on this table instead of the MNIST substitute: rows of 5 domains (20NG's
+    /// mixtures) or 4 (Amazon's), each row's domain in `--domain-column`, its 0/1 label in
+    /// `--domain-label` (e.g. 20NG or Amazon as tf-idf feature files).
+    #[arg(long, value_name = "FILE")]
+    domains: Option<PathBuf>,
+    /// Dphtl only: the domain column of `--domains`.
+    #[arg(long, value_name = "COLUMN", default_value = "domain")]
+    domain_column: String,
+    /// Dphtl only: the label column of `--domains`.
+    #[arg(long, value_name = "COLUMN", default_value = "label")]
+    domain_label: String,
     /// Hybrid only: the three hospitals' data (split per repeat).
     #[arg(
         long,
@@ -883,7 +894,14 @@ fn run_experiment(args: ExperimentArgs) -> Result<Outcome> {
             .out_dir
             .clone()
             .unwrap_or_else(|| PathBuf::from("results/dphtl"));
-        return crate::dphtl_experiment::run(&args.data, &out_dir, args.repeats, args.seed);
+        let input = crate::dphtl_experiment::Input {
+            digits: &args.data,
+            domains: args
+                .domains
+                .as_deref()
+                .map(|p| (p, args.domain_label.as_str(), args.domain_column.as_str())),
+        };
+        return crate::dphtl_experiment::run(&input, &out_dir, args.repeats, args.seed);
     }
     if args.which == Which::Dpstgd {
         let out_dir = args

@@ -31,27 +31,58 @@ fn eps_label(e: Option<f64>) -> String {
     e.map_or("inf".into(), |e| e.to_string())
 }
 
+/// Where the domains come from: the MNIST digits file (the substitute), or a table whose
+/// `domain_column` names each row's domain and `label` its 0/1 label.
+pub struct Input<'a> {
+    /// The MNIST digits CSV.
+    pub digits: &'a Path,
+    /// A domain-labelled table instead: its path, label column and domain column.
+    pub domains: Option<(&'a Path, &'a str, &'a str)>,
+}
+
+fn load(input: &Input<'_>) -> Result<ex::Domains> {
+    match input.domains {
+        None => Ok(ex::Domains::digit_pairs(&Digits::load(input.digits)?)),
+        Some((path, label, column)) => {
+            let options = privlogit::data::LoadOptions {
+                group: Some(column.to_string()),
+                ..privlogit::data::LoadOptions::new(label)
+            };
+            let table = privlogit::data::load(path, &options)?;
+            let groups = table.groups.context("the domain column was not read")?;
+            Ok(ex::Domains::from_groups(
+                table.data.x,
+                table.data.y,
+                &groups,
+            ))
+        }
+    }
+}
+
 /// Runs the experiment.
-pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Outcome> {
-    let digits = Digits::load(data)?;
+pub fn run(input: &Input<'_>, out_dir: &Path, repeats: usize, seed: u64) -> Result<Outcome> {
+    let data = load(input)?;
+    let mixtures = ex::Mixtures::for_sources(data.names.len())?;
     let started = Instant::now();
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     say!(
-        "DPHTL experiment: 5 sources (digit pairs, task: even digit?), {repeats} repeats (seeded: reproducible, not for release)"
+        "DPHTL experiment: {} sources ({}), {repeats} repeats (seeded: reproducible, not for release)",
+        data.names.len(),
+        data.names.join(", ")
     );
 
     // Figure 4.2: MSE of the hypothesis weights against the mixture, per epsilon.
-    let cells: Vec<(usize, Option<f64>)> = (0..ex::FIGURE_4_2.len())
+    let cells: Vec<(usize, Option<f64>)> = (0..mixtures.weights.len())
         .flat_map(|m| EPSILONS.iter().map(move |&e| (m, e)))
         .collect();
     let mse = ex::over_repeats(&cells, repeats, |&(m, e), r| {
-        let s = ex::setting(&digits, &ex::FIGURE_4_2[m], seed + r as u64)?;
+        let s = ex::setting(&data, mixtures.weights[m], seed + r as u64)?;
         let p = ex::publish(&s, e, seed + r as u64)?;
-        ex::weight_mse(&s, &p, &ex::FIGURE_4_2[m])
+        ex::weight_mse(&s, &p, mixtures.weights[m])
     })?;
     let mut csv = String::from("mixture,epsilon,mean_mse,sd_mse,repeats\n");
     let mut series = Vec::new();
-    for (m, mix) in ex::FIGURE_4_2.iter().enumerate() {
+    for (m, mix) in mixtures.weights.iter().enumerate() {
         let mut points = Vec::new();
         let mut errors = Vec::new();
         for (i, &e) in EPSILONS.iter().enumerate() {
@@ -93,7 +124,7 @@ pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Out
         .flat_map(|&e| LABELLED.iter().map(move |&l| (e, l)))
         .collect();
     let accs = ex::over_repeats(&cells, repeats, |&(e, l), r| {
-        let s = ex::setting(&digits, &ex::FIGURE_4_4, seed + r as u64)?;
+        let s = ex::setting(&data, mixtures.accuracy, seed + r as u64)?;
         let p = ex::publish(&s, e, seed + r as u64)?;
         ex::accuracies(&s, &p, e, l)
     })?;
@@ -122,7 +153,11 @@ pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Out
             });
         }
         Chart {
-            title: format!("Figure 4.4: test accuracy, target 60 % source 1 + 40 % source 4, epsilon = {} ({repeats} repeats, +-1 se)", eps_label(e)),
+            title: format!(
+                "Figure 4.4: test accuracy, target {:?}, epsilon = {} ({repeats} repeats, +-1 se)",
+                mixtures.accuracy,
+                eps_label(e)
+            ),
             x_title: "share of labelled target rows".into(),
             y_title: "test accuracy".into(),
             x_labels: Some(LABELLED.iter().map(|l| format!("{}", l)).collect()),
@@ -137,11 +172,11 @@ pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Out
     output::write_text(&out_dir.join("fig4_4.csv"), &csv)?;
 
     // Table 4.3: 5 % labelled, three mixtures, each epsilon.
-    let cells: Vec<(usize, Option<f64>)> = (0..ex::TABLE_4_3.len())
+    let cells: Vec<(usize, Option<f64>)> = (0..mixtures.table.len())
         .flat_map(|m| EPSILONS.iter().map(move |&e| (m, e)))
         .collect();
     let accs = ex::over_repeats(&cells, repeats, |&(m, e), r| {
-        let s = ex::setting(&digits, &ex::TABLE_4_3[m], seed + r as u64)?;
+        let s = ex::setting(&data, mixtures.table[m], seed + r as u64)?;
         let p = ex::publish(&s, e, seed + r as u64)?;
         ex::accuracies(&s, &p, e, 0.05)
     })?;
@@ -155,7 +190,7 @@ pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Out
         METHODS.join(" | "),
         "---|".repeat(METHODS.len())
     );
-    for (m, mix) in ex::TABLE_4_3.iter().enumerate() {
+    for (m, mix) in mixtures.table.iter().enumerate() {
         md += &format!(
             "| **Target mixture {}: {mix:?}** |{}\n",
             m + 1,

@@ -1,5 +1,6 @@
-//! Figures 4.2-4.5 and Tables 4.2-4.3 in structure, on a substitute setting built from the
-//! project's MNIST digits (20 Newsgroups and the Amazon reviews cannot be downloaded here, and
+//! Figures 4.2-4.5 and Tables 4.2-4.3 in structure, on any rows labelled with their domain
+//! ([`Domains::from_groups`]: 20NG or Amazon as feature files, for a user who has them), and by
+//! default on a substitute setting built from the project's MNIST digits (20 Newsgroups and the Amazon reviews cannot be downloaded here, and
 //! no package on the registries this machine reaches ships them).
 //!
 //! The setting mirrors 20NG's (section 4.4.1): 5 source domains, each a pair of digit classes
@@ -26,6 +27,108 @@ use crate::pca::Pca;
 
 /// The sources' digit pairs.
 pub const SOURCES: [[u8; 2]; 5] = [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]];
+/// The mixtures of one data set's figures and table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mixtures {
+    /// Figures 4.2 / 4.3: the hypothesis weights' MSE.
+    pub weights: &'static [&'static [f64]],
+    /// Tables 4.2 / 4.3: accuracy at 5 % labelled.
+    pub table: &'static [&'static [f64]],
+    /// Figures 4.4 / 4.5: accuracy against the labelled share.
+    pub accuracy: &'static [f64],
+}
+
+/// 20NG's (5 sources): Figure 4.2, Table 4.3, Figure 4.4.
+pub const TWENTY_NEWSGROUPS: Mixtures = Mixtures {
+    weights: &[
+        &FIGURE_4_2[0],
+        &FIGURE_4_2[1],
+        &FIGURE_4_2[2],
+        &FIGURE_4_2[3],
+    ],
+    table: &[&TABLE_4_3[0], &TABLE_4_3[1], &TABLE_4_3[2]],
+    accuracy: &FIGURE_4_4,
+};
+
+/// Amazon's (4 sources): Figure 4.3, Table 4.2, Figure 4.5.
+pub const AMAZON: Mixtures = Mixtures {
+    weights: &[
+        &[0.75, 0.0, 0.25, 0.0],
+        &[0.1, 0.2, 0.4, 0.3],
+        &[0.0, 0.5, 0.5, 0.0],
+        &[0.0, 0.2, 0.4, 0.4],
+    ],
+    table: &[&[0.25, 0.0, 0.75, 0.0], &[0.0, 0.5, 0.0, 0.5]],
+    accuracy: &[0.0, 0.25, 0.0, 0.75],
+};
+
+impl Mixtures {
+    /// The paper's mixtures for `k` sources (5: 20NG's, 4: Amazon's).
+    pub fn for_sources(k: usize) -> Result<Self, DpError> {
+        match k {
+            5 => Ok(TWENTY_NEWSGROUPS),
+            4 => Ok(AMAZON),
+            _ => Err(DpError {
+                name: "domains",
+                value: k as f64,
+                reason: "the paper's mixtures are for 5 sources (20NG) or 4 (Amazon)",
+            }),
+        }
+    }
+}
+
+/// Rows of several domains with a shared binary task: the experiment's input.
+#[derive(Debug, Clone)]
+pub struct Domains {
+    /// Features, one row per example.
+    pub x: Array2<f64>,
+    /// 0/1 labels.
+    pub y: Array1<f64>,
+    /// The domain (source) of each row, `0..k`.
+    pub domain: Vec<usize>,
+    /// Domain names, in index order.
+    pub names: Vec<String>,
+}
+
+impl Domains {
+    /// The MNIST substitute: domain `k` is digit pair `SOURCES[k]`, the label "even digit?",
+    /// pixels scaled to [0, 1].
+    pub fn digit_pairs(digits: &Digits) -> Self {
+        let keep: Vec<usize> = (0..digits.labels.len()).collect();
+        Domains {
+            x: digits.pixels.select(Axis(0), &keep),
+            y: digits
+                .labels
+                .iter()
+                .map(|l| f64::from(l.is_multiple_of(2)))
+                .collect(),
+            domain: digits.labels.iter().map(|l| usize::from(*l / 2)).collect(),
+            names: SOURCES
+                .iter()
+                .map(|p| format!("digits {}-{}", p[0], p[1]))
+                .collect(),
+        }
+    }
+
+    /// A labelled table whose group column names each row's domain (e.g. 20NG or Amazon as
+    /// feature files with a domain column); domains are numbered in sorted name order.
+    pub fn from_groups(x: Array2<f64>, y: Array1<f64>, groups: &[String]) -> Self {
+        let mut names: Vec<String> = groups.to_vec();
+        names.sort();
+        names.dedup();
+        let domain = groups
+            .iter()
+            .map(|g| names.binary_search(g).expect("a listed name"))
+            .collect();
+        Domains {
+            x,
+            y,
+            domain,
+            names,
+        }
+    }
+}
+
 /// Figure 4.2's mixtures (20NG).
 pub const FIGURE_4_2: [[f64; 5]; 4] = [
     [0.2, 0.0, 0.4, 0.0, 0.4],
@@ -77,31 +180,38 @@ pub struct Setting {
     pub test_y: Array1<f64>,
 }
 
-/// Builds the setting for `mixture` from `digits`, shuffled by `seed`.
-pub fn setting(digits: &Digits, mixture: &[f64; 5], seed: u64) -> Result<Setting, DpError> {
+/// Builds the setting for `mixture` (one share per domain) from `data`, shuffled by `seed`.
+pub fn setting(data: &Domains, mixture: &[f64], seed: u64) -> Result<Setting, DpError> {
+    let k = data.names.len();
+    if mixture.len() != k {
+        return Err(DpError {
+            name: "mixture",
+            value: mixture.len() as f64,
+            reason: "needs one share per domain",
+        });
+    }
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let mut pools: Vec<Vec<usize>> = SOURCES
-        .iter()
-        .map(|pair| {
-            let mut rows: Vec<usize> = (0..digits.labels.len())
-                .filter(|&i| pair.contains(&digits.labels[i]))
+    let mut pools: Vec<Vec<usize>> = (0..k)
+        .map(|d| {
+            let mut rows: Vec<usize> = (0..data.domain.len())
+                .filter(|&i| data.domain[i] == d)
                 .collect();
             rows.shuffle(&mut rng);
             rows
         })
         .collect();
-    let need = |k: usize, share: f64| (share * k as f64).round() as usize;
+    let need = |n: usize, share: f64| (share * n as f64).round() as usize;
     let mut public_rows = Vec::new();
     let mut parts = Vec::new();
     let mut target_rows = Vec::new();
     let mut test_rows = Vec::new();
-    for (k, pool) in pools.iter_mut().enumerate() {
-        let (t, s) = (need(TARGET, mixture[k]), need(TEST, mixture[k]));
+    for (d, pool) in pools.iter_mut().enumerate() {
+        let (t, s) = (need(TARGET, mixture[d]), need(TEST, mixture[d]));
         if pool.len() < PUBLIC + LABELLED + UNLABELLED + t + s {
             return Err(DpError {
                 name: "mixture share",
-                value: mixture[k],
-                reason: "needs more rows of its source than the digits file holds",
+                value: mixture[d],
+                reason: "needs more rows of its domain than the data holds (public 200, labelled 500, unlabelled 500, then its share of 1,000 target and test rows)",
             });
         }
         public_rows.extend_from_slice(&pool[..PUBLIC]);
@@ -113,19 +223,16 @@ pub fn setting(digits: &Digits, mixture: &[f64; 5], seed: u64) -> Result<Setting
         parts.push((labelled, unlabelled));
     }
     target_rows.shuffle(&mut rng);
-    let pixels = |rows: &[usize]| digits.pixels.select(Axis(0), rows);
-    let labels = |rows: &[usize]| {
-        rows.iter()
-            .map(|&i| f64::from(digits.labels[i].is_multiple_of(2)))
-            .collect::<Array1<f64>>()
-    };
-    let pca = Pca::fit(pixels(&public_rows).view(), PCA_DIMS).map_err(|_| DpError {
+    let rows_of = |rows: &[usize]| data.x.select(Axis(0), rows);
+    let labels = |rows: &[usize]| rows.iter().map(|&i| data.y[i]).collect::<Array1<f64>>();
+    let dims = PCA_DIMS.min(data.x.ncols());
+    let pca = Pca::fit(rows_of(&public_rows).view(), dims).map_err(|_| DpError {
         name: "PCA",
-        value: PCA_DIMS as f64,
+        value: dims as f64,
         reason: "the eigendecomposition failed",
     })?;
     let features = |rows: &[usize]| {
-        RowScaling::Normalize.apply(pca.transform(pixels(rows).view()).view(), 1.0)
+        RowScaling::Normalize.apply(pca.transform(rows_of(rows).view()).view(), 1.0)
     };
     Ok(Setting {
         sources: parts
@@ -164,7 +271,7 @@ pub fn publish(
 pub fn weight_mse(
     setting: &Setting,
     published: &[Published],
-    mixture: &[f64; 5],
+    mixture: &[f64],
 ) -> Result<f64, DpError> {
     let s = settings(None);
     let fitted = transfer::fit_target(
@@ -182,7 +289,7 @@ pub fn weight_mse(
         .zip(mixture)
         .map(|(w, m)| (w - m).powi(2))
         .sum::<f64>()
-        / 5.0)
+        / mixture.len() as f64)
 }
 
 /// Methods of section 4.4.3, in the tables' order.
