@@ -8,7 +8,7 @@ use std::time::Duration;
 use ndarray::Axis;
 
 mod common;
-use common::process::{Role, address, fresh_dir, privlogit, privlogit_ok};
+use common::process::{Role, address, fresh_dir, new_identity, privlogit, privlogit_ok};
 
 /// The numpy reference of tests/reference/dpstgd_reference.py (command in its JSON).
 fn reference() -> serde_json::Value {
@@ -332,4 +332,79 @@ fn a_run_past_a_participants_budget_is_refused_before_training() {
         "{text}"
     );
     assert!(!out.exists());
+}
+
+/// Over mutual TLS with a study file naming every party's certificate (the deployment path):
+/// the server and three participant processes train as over plain TCP, in the study file's
+/// order, and equal the numpy reference to 1e-9.
+#[test]
+fn over_mutual_tls_the_run_equals_the_numpy_reference() {
+    let dir = fresh_dir("dl-tls");
+    let (files, init) = setup(&dir);
+    let r = reference();
+    let server_fp = new_identity(&dir, "server");
+    let keyholder_fp = new_identity(&dir, "keyholder");
+    let mut study = format!(
+        "[keyholder]\nfingerprint = \"{keyholder_fp}\"\n[aggregator]\nname = \"server\"\nfingerprint = \"{server_fp}\"\n"
+    );
+    for k in 0..files.len() {
+        let fp = new_identity(&dir, &format!("bank-{k}"));
+        study += &format!("[[node]]\nname = \"bank-{k}\"\nfingerprint = \"{fp}\"\n");
+    }
+    let study_file = dir.join("study.toml");
+    std::fs::write(&study_file, study).expect("study file");
+    let study_path = study_file.display().to_string();
+    let out = dir.join("tls.json");
+    let mut args: Vec<String> = [
+        "dl",
+        "server",
+        "--study",
+        &study_path,
+        "--listen",
+        "127.0.0.1:0",
+        "--identity",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(dir.join("server").display().to_string());
+    args.extend(reference_settings(&r));
+    args.extend([
+        "--init".into(),
+        init.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ]);
+    let mut server = Role::spawn(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let at = address(&server.wait_for("listening on", Duration::from_secs(30)));
+    let participants: Vec<Role> = files
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let id = dir.join(format!("bank-{k}")).display().to_string();
+            Role::spawn(&[
+                "dl",
+                "participant",
+                "--study",
+                &study_path,
+                "--identity",
+                &id,
+                "--party",
+                &f.display().to_string(),
+                "--label",
+                "label",
+                "--server",
+                &at,
+            ])
+        })
+        .collect();
+    let (ok, log) = server.end(Duration::from_secs(120));
+    assert!(ok, "{log}");
+    assert!(!log.contains("plain TCP"), "{log}");
+    for p in participants {
+        let (ok, log) = p.end(Duration::from_secs(30));
+        assert!(ok, "{log}");
+    }
+    let diff = max_abs_diff(&parameters(&out), &floats(&r["final"]));
+    eprintln!("dl over mutual TLS vs numpy: max abs diff {diff:.2e}");
+    assert!(diff <= 1e-9, "{diff:e}");
 }

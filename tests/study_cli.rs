@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::process::{Role, address, fresh_dir, privlogit, privlogit_ok};
+use common::process::{Role, address, fresh_dir, new_identity, privlogit, privlogit_ok};
 
 fn demo(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -109,21 +109,7 @@ impl Deployment {
             .iter()
             .chain(&HOSPITALS)
         {
-            let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
-                .args(["identity", "new", "--name", name, "--out"])
-                .arg(&dir)
-                .output()
-                .expect("runs");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let fp = String::from_utf8(out.stdout)
-                .expect("utf8")
-                .trim()
-                .to_string();
-            assert!(fp.starts_with("sha256:") && fp.len() == 71, "{fp}");
+            let fp = new_identity(&dir, name);
             fingerprints.insert(*name, fp);
         }
         let mut file = format!(

@@ -134,3 +134,24 @@ pub fn address(line: &str) -> String {
         .trim_end_matches(',')
         .to_string()
 }
+
+/// `privlogit identity new --name NAME --out DIR`: a key pair and certificate for `name` in
+/// `dir`; returns its fingerprint.
+pub fn new_identity(dir: &std::path::Path, name: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
+        .args(["identity", "new", "--name", name, "--out"])
+        .arg(dir)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fp = String::from_utf8(out.stdout)
+        .expect("utf8")
+        .trim()
+        .to_string();
+    assert!(fp.starts_with("sha256:") && fp.len() == 71, "{fp}");
+    fp
+}
