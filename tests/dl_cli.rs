@@ -189,7 +189,12 @@ fn without_noise_distributed_training_equals_centralised_numpy_training() {
         .enumerate()
         .map(|(k, f)| {
             let name = format!("bank-{k}");
-            participant(&f.display().to_string(), &at, &name, &[])
+            participant(
+                &f.display().to_string(),
+                &at,
+                &name,
+                &["--allow-non-private"],
+            )
         })
         .collect();
     let (ok, log) = server.end(Duration::from_secs(120));
@@ -394,6 +399,7 @@ fn over_mutual_tls_the_run_equals_the_numpy_reference() {
                 "label",
                 "--server",
                 &at,
+                "--allow-non-private",
             ])
         })
         .collect();
@@ -407,4 +413,18 @@ fn over_mutual_tls_the_run_equals_the_numpy_reference() {
     let diff = max_abs_diff(&parameters(&out), &floats(&r["final"]));
     eprintln!("dl over mutual TLS vs numpy: max abs diff {diff:.2e}");
     assert!(diff <= 1e-9, "{diff:e}");
+}
+
+/// A participant refuses a run the server plans without noise unless it says
+/// `--allow-non-private`: privacy is the participant's to give up, not the server's.
+#[test]
+fn a_participant_refuses_a_non_private_plan_unless_it_allows_it() {
+    let dir = fresh_dir("dl-nonprivate");
+    let (files, _) = setup(&dir);
+    let (server, at) = server("1", &["--non-private", "--iterations", "3"]);
+    let p = participant(&files[0].display().to_string(), &at, "bank-0", &[]);
+    let (ok, log) = p.end(Duration::from_secs(60));
+    assert!(!ok && log.contains("without noise"), "{log}");
+    let (ok, log) = server.end(Duration::from_secs(60));
+    assert!(!ok && log.contains("without noise"), "{log}");
 }

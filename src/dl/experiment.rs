@@ -186,12 +186,11 @@ pub fn run_point(
         } else {
             training.plain_rate
         },
-        bound: training.bound,
+        settings,
     };
     let (params, _) = server::train_in_process(
         &network,
         &parties,
-        settings,
         schedule,
         Some(seed),
         None,

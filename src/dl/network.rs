@@ -26,6 +26,10 @@ pub const PAPER_HIDDEN: [usize; 2] = [50, 20];
 /// Output units (two-class softmax).
 pub const OUTPUTS: usize = 2;
 
+/// Most parameters a network may have (2^27, about 1 GB of `f64`): sizes come from the wire
+/// (a participant's join, the server's welcome), and uploads index parameters in 31 bits.
+pub const MAX_PARAMETERS: usize = 1 << 27;
+
 /// A fully connected ReLU network with a two-class softmax output. Parameters are one flat
 /// vector (the paper's `W in R^d`): per layer, the weights row by row (one row per output
 /// unit), then the biases.
@@ -66,7 +70,19 @@ impl Network {
         let mut sizes = vec![inputs];
         sizes.extend_from_slice(hidden);
         sizes.push(OUTPUTS);
-        Ok(Self { sizes })
+        let count = sizes.windows(2).try_fold(0usize, |total, w| {
+            w[0].checked_add(1)
+                .and_then(|fan_in| fan_in.checked_mul(w[1]))
+                .and_then(|layer| total.checked_add(layer))
+        });
+        match count {
+            Some(c) if c <= MAX_PARAMETERS => Ok(Self { sizes }),
+            _ => Err(DlError::setting(
+                "network",
+                format!("{sizes:?}"),
+                &format!("more than {MAX_PARAMETERS} parameters"),
+            )),
+        }
     }
 
     /// The paper's network on `inputs` features.

@@ -197,6 +197,8 @@ pub fn serve<C: Channel>(
     consent(&plan, &network)?;
     let dim = network.parameter_count();
     let mut trainer = Trainer::new(network, plan.settings, x, y, rng)?;
+    // The budget was agreed for the plan's iterations: never upload more, nor twice for one.
+    let mut served = 0u64;
     loop {
         let (step, payload) = wire::recv(channel, session, &[Step::Gradient, Step::Done])
             .map_err(|e| fail("waiting for parameters", io_err(e)))?;
@@ -223,6 +225,17 @@ pub fn serve<C: Channel>(
         let (iteration, params) =
             read(&mut r).map_err(|e| fail("reading parameters", io_err(e)))?;
         r.end().map_err(|e| fail("reading parameters", io_err(e)))?;
+        if iteration != served + 1 || iteration > plan.iterations {
+            return Err(fail(
+                &format!("iteration {iteration}"),
+                format!(
+                    "asked for an upload out of turn (expected iteration {} of the {} agreed): refused, the budget covers no more",
+                    served + 1,
+                    plan.iterations
+                ),
+            ));
+        }
+        served = iteration;
         if params.len() != dim || params.iter().any(|v| !v.is_finite()) {
             return Err(fail(
                 &format!("iteration {iteration}"),
@@ -282,4 +295,61 @@ fn read_welcome(payload: &[u8]) -> Result<(u64, Plan), String> {
             hidden,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array1, Array2};
+    use privlogit_circuits::channel::ChunkChannel;
+    use rand::SeedableRng;
+
+    fn plan(iterations: u64) -> Plan {
+        Plan {
+            settings: Settings {
+                epsilon: Some(1.0),
+                q: 1.0,
+                upload_ratio: 0.5,
+                bound: 0.1,
+                ternary: true,
+            },
+            iterations,
+            hidden: vec![3],
+        }
+    }
+
+    /// A server that asks for more uploads than the plan agreed (or one twice) is refused by
+    /// the participant: its budget covers the plan's iterations only.
+    #[test]
+    fn a_participant_refuses_uploads_beyond_the_plan() {
+        for asked in [[1u64, 2, 3], [1, 1, 2]] {
+            let (mut server_end, mut participant_end) = ChunkChannel::pair();
+            let worker = std::thread::spawn(move || {
+                let x = Array2::from_shape_fn((6, 2), |(i, j)| (i + j) as f64 / 10.0);
+                let y = Array1::from_iter((0..6).map(|i| f64::from(i % 2 == 0)));
+                serve(
+                    &mut participant_end,
+                    "p",
+                    x,
+                    y.view(),
+                    Box::new(rand_chacha::ChaCha20Rng::seed_from_u64(1)),
+                    &mut |_, _| Ok(()),
+                    &mut |_| {},
+                )
+            });
+            let joined = read_join(&mut server_end, "p").expect("join");
+            let network = Network::new(2, &[3]).expect("valid");
+            let mut remote = RemoteParticipant::welcome(server_end, joined, &network, &plan(2))
+                .expect("welcome");
+            let params = vec![0.1; network.parameter_count()];
+            assert!(remote.train(&params, asked[0]).is_ok());
+            // The second ask: fine if it is iteration 2, refused if it repeats iteration 1.
+            let second = remote.train(&params, asked[1]);
+            let third = second.is_ok().then(|| remote.train(&params, asked[2]));
+            let outcome = worker.join().expect("thread");
+            let text = format!("{}", outcome.expect_err("refused"));
+            assert!(text.contains("out of turn"), "{text}");
+            assert!(third.is_none_or(|r| r.is_err()));
+        }
+    }
 }

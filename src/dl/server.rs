@@ -73,8 +73,9 @@ pub struct Schedule {
     pub iterations: u64,
     /// Learning rate `r_t` (constant).
     pub learning_rate: f64,
-    /// The clipping bound `B` a ternary sign stands for.
-    pub bound: f64,
+    /// The participants' settings: the bound `B` a ternary sign stands for, and what an upload
+    /// may hold (its kind and at most `n` coordinates), checked on every upload.
+    pub settings: super::participant::Settings,
 }
 
 /// After each iteration: the iteration (1-based) and the parameters.
@@ -107,17 +108,32 @@ pub fn train(
     for t in 1..=schedule.iterations {
         for p in participants.iter_mut() {
             let upload = p.train(&params, t)?;
+            let refuse = |why: String| DlError::Participant {
+                participant: p.name().to_string(),
+                reason: format!("iteration {t}: {why}"),
+            };
             if upload.dim() != params.len() {
-                return Err(DlError::Participant {
-                    participant: p.name().to_string(),
-                    reason: format!(
-                        "iteration {t}: an upload for {} parameters, the network has {}",
-                        upload.dim(),
-                        params.len()
-                    ),
-                });
+                return Err(refuse(format!(
+                    "an upload for {} parameters, the network has {}",
+                    upload.dim(),
+                    params.len()
+                )));
             }
-            upload.apply(&mut params, schedule.learning_rate, schedule.bound);
+            let limit = schedule.settings.upload_count(params.len());
+            let ternary = matches!(upload, Upload::Ternary { .. });
+            if ternary != schedule.settings.ternary || upload.len() > limit {
+                return Err(refuse(format!(
+                    "an upload of {} {} coordinates, the plan allows at most {limit} {}",
+                    upload.len(),
+                    if ternary { "ternary" } else { "valued" },
+                    if schedule.settings.ternary {
+                        "ternary"
+                    } else {
+                        "valued"
+                    }
+                )));
+            }
+            upload.apply(&mut params, schedule.learning_rate, schedule.settings.bound);
         }
         on_iteration(t, &params)?;
     }
@@ -161,7 +177,6 @@ pub struct Rows {
 pub fn train_in_process(
     network: &Network,
     parties: &[Rows],
-    settings: super::participant::Settings,
     schedule: Schedule,
     seed: Option<u64>,
     initial: Option<Vec<f64>>,
@@ -171,7 +186,7 @@ pub fn train_in_process(
     for (k, p) in parties.iter().enumerate() {
         let trainer = Trainer::new(
             network.clone(),
-            settings,
+            schedule.settings,
             p.x.clone(),
             p.y.view(),
             generator(seed, k as u64 + 1),
@@ -189,4 +204,83 @@ pub fn train_in_process(
     let params = train(network, params, &mut participants, schedule, on_iteration)?;
     let traffic = participants.iter().map(|p| p.traffic()).collect();
     Ok((params, traffic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dl::participant::Settings;
+
+    /// A participant that sends what it likes.
+    struct Rogue(Upload);
+
+    impl Participant for Rogue {
+        fn name(&self) -> &str {
+            "rogue"
+        }
+        fn train(&mut self, _: &[f64], _: u64) -> Result<Upload, DlError> {
+            Ok(self.0.clone())
+        }
+        fn traffic(&self) -> (u64, u64) {
+            (0, 0)
+        }
+    }
+
+    /// The server refuses an upload of the wrong kind or with more coordinates than the plan's
+    /// `n`, naming the participant and the iteration.
+    #[test]
+    fn uploads_outside_the_plan_are_refused() {
+        let network = Network::new(2, &[2]).expect("valid");
+        let dim = network.parameter_count();
+        let settings = Settings {
+            epsilon: Some(1.0),
+            q: 1.0,
+            upload_ratio: 0.2,
+            bound: 0.1,
+            ternary: true,
+        };
+        let schedule = Schedule {
+            iterations: 1,
+            learning_rate: 0.1,
+            settings,
+        };
+        let n = settings.upload_count(dim);
+        let too_many = Upload::Ternary {
+            dim,
+            entries: (0..=n as u32).map(|j| (j, 1)).collect(),
+        };
+        let valued = Upload::Values {
+            dim,
+            entries: vec![(0, 1e300)],
+        };
+        for rogue in [too_many, valued] {
+            let mut ps: Vec<Box<dyn Participant + Send>> = vec![Box::new(Rogue(rogue))];
+            let err = train(&network, vec![0.0; dim], &mut ps, schedule, &mut |_, _| {
+                Ok(())
+            })
+            .expect_err("refused");
+            let text = err.to_string();
+            assert!(
+                text.contains("rogue") && text.contains("iteration 1") && text.contains("at most"),
+                "{text}"
+            );
+        }
+        let fine = Upload::Ternary {
+            dim,
+            entries: vec![(0, -1)],
+        };
+        let mut ps: Vec<Box<dyn Participant + Send>> = vec![Box::new(Rogue(fine))];
+        let params = train(&network, vec![0.0; dim], &mut ps, schedule, &mut |_, _| {
+            Ok(())
+        })
+        .expect("accepted");
+        assert!((params[0] - 0.1 * 0.1).abs() < 1e-15);
+    }
+
+    #[test]
+    fn networks_past_the_parameter_limit_are_refused() {
+        assert!(Network::new(1 << 20, &[1 << 10]).is_err());
+        assert!(Network::new(usize::MAX / 2, &[4]).is_err());
+        assert!(Network::new(784, &[50, 20]).is_ok());
+    }
 }

@@ -89,7 +89,7 @@ fn timed(
         let schedule = Schedule {
             iterations,
             learning_rate: if settings.ternary { 0.05 } else { 0.5 },
-            bound: settings.bound,
+            settings,
         };
         let started = Instant::now();
         server::train(

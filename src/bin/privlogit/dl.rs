@@ -171,11 +171,11 @@ impl AlgorithmArgs {
         Ok(settings)
     }
 
-    fn schedule(&self) -> Schedule {
+    fn schedule(&self, settings: Settings) -> Schedule {
         Schedule {
             iterations: self.iterations,
             learning_rate: self.learning_rate,
-            bound: self.bound,
+            settings,
         }
     }
 }
@@ -235,6 +235,10 @@ struct ParticipantArgs {
     /// Write the final model the server hands back here (atomically).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Take part in a run without noise (the server's `--non-private`): this participant's
+    /// uploads are then not private. Refused unless given.
+    #[arg(long)]
+    allow_non_private: bool,
     #[command(flatten)]
     net: NetArgs,
     #[command(flatten)]
@@ -543,8 +547,7 @@ fn train(args: TrainArgs) -> Result<Outcome> {
     let (params, traffic) = server::train_in_process(
         &network,
         &rows,
-        settings,
-        a.schedule(),
+        a.schedule(settings),
         a.seed,
         initial,
         &mut on_iteration,
@@ -658,7 +661,7 @@ fn serve(args: ServerArgs) -> Result<Outcome> {
             &network,
             initial,
             &mut participants,
-            a.schedule(),
+            a.schedule(settings),
             &mut on_iteration,
         )?;
         let t = a.iterations.max(1) as f64;
@@ -703,6 +706,11 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
         );
         let mut spent_plan = None;
         let mut consent = |plan: &Plan, network: &Network| {
+            if plan.settings.epsilon.is_none() && !args.allow_non_private {
+                return Err(privlogit::dl::DlError::Budget(
+                    "this participant refuses the run: the server plans it without noise (not private); pass --allow-non-private to take part anyway".into(),
+                ));
+            }
             let spend = args
                 .privacy
                 .check(&plan.settings, network, plan.iterations)

@@ -65,8 +65,32 @@ pub fn hypothesis_weights(
         let s = v.sum();
         v.mapv(|x| x / s)
     };
-    let a = normalise(target);
-    let b: Vec<Array1<f64>> = sources.iter().map(|s| normalise(*s)).collect();
+    // Public rows where every source's weight is zero (underflow under strong noise) add the
+    // same -infinity to L for every w: they say nothing about w and are left out.
+    let informative: Vec<usize> = (0..n)
+        .filter(|&x| sources.iter().any(|s| s[x] > 0.0))
+        .collect();
+    if informative.is_empty() {
+        return Err(DpError {
+            name: "importance weights",
+            value: 0.0,
+            reason: "every source's weights are zero on every public row",
+        });
+    }
+    let keep =
+        |v: ArrayView1<'_, f64>| -> Array1<f64> { informative.iter().map(|&x| v[x]).collect() };
+    let target = keep(target);
+    let sources: Vec<Array1<f64>> = sources.iter().map(|s| keep(*s)).collect();
+    let n = informative.len();
+    if target.sum() <= 0.0 || sources.iter().any(|s| s.sum() <= 0.0) {
+        return Err(DpError {
+            name: "importance weights",
+            value: 0.0,
+            reason: "a weight vector is zero on every informative public row",
+        });
+    }
+    let a = normalise(target.view());
+    let b: Vec<Array1<f64>> = sources.iter().map(|s| normalise(s.view())).collect();
     let mut w = Array1::from_elem(k, 1.0 / k as f64);
     // m = sum_k w(k) b_k, the mixture's distribution over the public rows.
     let mix = |w: &Array1<f64>| -> Array1<f64> {
@@ -86,6 +110,9 @@ pub fn hypothesis_weights(
         b.iter().map(|bk| bk.dot(&ratio)).collect()
     };
     let residual = |w: &Array1<f64>, g: &Array1<f64>| {
+        if g.iter().any(|v| !v.is_finite()) {
+            return f64::INFINITY;
+        }
         let over = g
             .iter()
             .map(|g| g - 1.0)
@@ -224,6 +251,20 @@ mod tests {
             assert!((g - t).abs() < 1e-12, "{:?}", got.weights);
         }
         assert!(got.kkt_residual <= 1e-12);
+    }
+
+    /// Public rows where every source's weight underflowed to zero are left out (they add the
+    /// same -infinity for every w), instead of turning the gradient into NaN.
+    #[test]
+    fn rows_no_source_covers_are_left_out() {
+        let s1 = array![4.0, 1.0, 0.0, 0.0];
+        let s2 = array![0.0, 1.0, 4.0, 0.0];
+        let target = array![1.0, 1.0, 1.0, 5.0];
+        let got = hypothesis_weights(target.view(), &[s1.view(), s2.view()]).expect("solves");
+        assert!(got.kkt_residual <= 1e-12 && (got.weights.sum() - 1.0).abs() < 1e-12);
+        assert!((got.weights[0] - 0.5).abs() < 1e-9, "{:?}", got.weights);
+        let zero = array![0.0, 0.0, 0.0, 0.0];
+        assert!(hypothesis_weights(target.view(), &[zero.view(), zero.view()]).is_err());
     }
 
     /// Against a generic optimiser: random search over the simplex never beats the EM point.
