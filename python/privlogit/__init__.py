@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _native
 
-__all__ = ["fit", "PrivLogitRegression"]
+__all__ = ["fit", "study", "PrivLogitRegression"]
 
 
 def _as_float64(a, ndim, what):
@@ -34,6 +34,18 @@ def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, interce
     for key in ("mean", "scale"):
         if key in out:
             out[key] = np.asarray(out[key])
+    return out
+
+
+def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000):
+    """The secure study in this process: a key holder, an aggregator and one Node per party of
+    `parties` (a list of `(X, y)`), a fresh 2048-bit Paillier key, masked linear algebra;
+    `protocol` is "local", "hessian" or "newton". Returns a dict: `coef` (numpy), `names`,
+    `n_iter`, `status`, `seconds`, `and_gates`. Same objective as `fit`.
+    """
+    arrays = [(_as_float64(x, 2, f"party {k}: X"), _as_float64(y, 1, f"party {k}: y")) for k, (x, y) in enumerate(parties)]
+    out = _native.study_parties(arrays, protocol, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter))
+    out["coef"] = np.asarray(out["coef"])
     return out
 
 

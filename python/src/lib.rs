@@ -98,8 +98,84 @@ fn fit_parties<'py>(
     Ok(out)
 }
 
+/// The secure study in this process (key holder, aggregator and one Node per party, 2048-bit
+/// Paillier key, masked linear algebra): `protocol` is `local`, `hessian` or `newton`. Returns
+/// the coefficients and the study's cost as a dict.
+#[pyfunction]
+#[pyo3(signature = (parties, protocol = "hessian", optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000))]
+#[allow(clippy::too_many_arguments)]
+fn study_parties<'py>(
+    py: Python<'py>,
+    parties: Vec<(PyBuffer<f64>, PyBuffer<f64>)>,
+    protocol: &str,
+    optimizer: &str,
+    lam: f64,
+    standardize: bool,
+    intercept: bool,
+    tol: f64,
+    max_iter: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    use privlogit::protocols::paillier::{KeyPair, KeySize};
+    use privlogit::protocols::secure::aggregator::Protocol;
+    use privlogit::protocols::secure::inprocess;
+    use privlogit::protocols::secure::solver::LinearAlgebra;
+    let optimizer: Optimizer = optimizer.parse().map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
+    let protocol = match protocol {
+        "local" => Protocol::Local,
+        "hessian" => Protocol::Hessian,
+        "newton" => Protocol::Newton,
+        other => return Err(PyValueError::new_err(format!("protocol: `{other}` is not local, hessian or newton"))),
+    };
+    let datasets = datasets(py, &parties)?;
+    let options = FitOptions::new().lambda(lam).relative_tolerance(tol).max_iterations(max_iter);
+    let (prepared, report) = py
+        .allow_threads(|| -> Result<_, String> {
+            let prepared = fit::prepare(datasets, Preparation { standardize, intercept }).map_err(|e| e.to_string())?;
+            let key = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
+            let report = inprocess::run(
+                &prepared.parties,
+                &key.secret,
+                // The demo study's fixed-point format (64 bits, 46 fractional).
+                privlogit_circuits::fixed::FixedFormat::new(64, 46).map_err(|e| e.to_string())?,
+                LinearAlgebra::Masked,
+                protocol,
+                optimizer,
+                &options,
+                &mut |_| {},
+                None,
+            )
+            .map_err(|e| e.to_string())?;
+            Ok((prepared, report))
+        })
+        .map_err(PyValueError::new_err)?;
+    let out = PyDict::new(py);
+    out.set_item("coef", report.fit.beta.to_vec())?;
+    out.set_item("names", prepared.names.clone())?;
+    out.set_item("n_iter", report.fit.iterations)?;
+    out.set_item("status", format!("{:?}", report.fit.status))?;
+    out.set_item("seconds", report.seconds)?;
+    out.set_item("and_gates", report.aggregator.and_gates)?;
+    Ok(out)
+}
+
+/// Each party's `(X, y)` buffers as a data set.
+fn datasets(py: Python<'_>, parties: &[(PyBuffer<f64>, PyBuffer<f64>)]) -> PyResult<Vec<Dataset>> {
+    let mut out = Vec::with_capacity(parties.len());
+    for (k, (x, y)) in parties.iter().enumerate() {
+        let x = matrix(py, x, &format!("party {k}: X"))?;
+        let y = vector(py, y, &format!("party {k}: y"))?;
+        if y.len() != x.nrows() {
+            return Err(PyValueError::new_err(format!("party {k}: {} labels for {} rows", y.len(), x.nrows())));
+        }
+        let names = (1..=x.ncols()).map(|j| format!("x{j}")).collect();
+        out.push(Dataset { source: format!("party {k}"), names, x, y });
+    }
+    Ok(out)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_parties, m)?)?;
+    m.add_function(wrap_pyfunction!(study_parties, m)?)?;
     Ok(())
 }

@@ -32,3 +32,14 @@ def test_estimator_equals_sklearn_with_a_penalised_intercept(C):
 def test_fit_refuses_bad_shapes():
     with pytest.raises(ValueError, match="2-D"):
         privlogit.fit([(np.zeros(3), np.zeros(3))])
+
+
+def test_study_equals_fit_with_the_same_optimiser():
+    # The tolerance, 1e-6; secure Newton tracks plaintext Newton to about 1e-12 in the
+    # Rust tests.
+    X, y = standardised_breast_cancer()
+    parties = [(X[k::3], y[k::3].astype(float)) for k in range(3)]
+    plain = privlogit.fit(parties, optimizer="newton", lam=1.0, standardize=False)
+    secure = privlogit.study(parties, protocol="newton", optimizer="newton", lam=1.0, standardize=False)
+    assert secure["n_iter"] == plain["n_iter"]
+    assert np.max(np.abs(secure["coef"] - plain["coef"])) < 1e-6
