@@ -173,9 +173,125 @@ fn datasets(py: Python<'_>, parties: &[(PyBuffer<f64>, PyBuffer<f64>)]) -> PyRes
     Ok(out)
 }
 
+/// A Paillier key pair (the secret key inside; never printed). Numbers cross to Python as
+/// python-paillier's representation: the ciphertext as a decimal string and a base-16 exponent,
+/// with a public bound on the magnitude (this crate's arithmetic checks it; phe has none).
+#[pyclass(name = "Keypair")]
+struct PyKeypair {
+    pair: privlogit::protocols::paillier::KeyPair,
+    noise: privlogit::protocols::paillier::DjnNoise,
+}
+
+/// An encrypted number: `(ciphertext, exponent)` in phe's form.
+type Phe = (String, i32);
+
+fn paillier_err(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+impl PyKeypair {
+    fn key(&self) -> &privlogit::protocols::paillier::PublicKey {
+        self.pair.public_key()
+    }
+
+    /// A number from phe's form with `bound` vouched for by the caller.
+    fn number(&self, c: &Phe, bound: f64) -> PyResult<privlogit::protocols::paillier::EncryptedNumber> {
+        use privlogit::protocols::paillier::{EncryptedNumber, Fixed};
+        let value: num_bigint::BigUint = c.0.parse().map_err(|_| PyValueError::new_err("ciphertext: not a decimal integer"))?;
+        let e = EncryptedNumber::from_phe(self.key(), &value, c.1).map_err(paillier_err)?;
+        let b = Fixed::bound_for(bound, e.scale()).map_err(paillier_err)?;
+        e.assume_bound(self.key(), b).map_err(paillier_err)
+    }
+
+    fn phe(&self, e: &privlogit::protocols::paillier::EncryptedNumber) -> PyResult<Phe> {
+        let exponent = e.phe_exponent().ok_or_else(|| PyValueError::new_err("a scale that is not a multiple of 4 has no phe exponent"))?;
+        Ok((e.ciphertext().value(self.key()).to_string(), exponent))
+    }
+}
+
+/// `x` exactly, at a scale rounded up to a multiple of 4 (phe's base-16 exponents).
+fn phe_fixed(x: f64) -> PyResult<privlogit::protocols::paillier::Fixed> {
+    let exact = privlogit::protocols::paillier::Fixed::from_f64_exact(x).map_err(paillier_err)?;
+    exact.rescaled(exact.scale.div_ceil(4) * 4).map_err(paillier_err)
+}
+
+#[pymethods]
+impl PyKeypair {
+    /// A fresh key pair of `bits` (2048, 3072 or 4096) from the OS CSPRNG.
+    #[new]
+    #[pyo3(signature = (bits = 2048))]
+    fn new(py: Python<'_>, bits: u32) -> PyResult<Self> {
+        use privlogit::protocols::paillier::{DjnNoise, KeyPair, KeySize};
+        let size = match bits {
+            2048 => KeySize::Bits2048,
+            3072 => KeySize::Bits3072,
+            4096 => KeySize::Bits4096,
+            _ => return Err(PyValueError::new_err(format!("bits: {bits} is not 2048, 3072 or 4096"))),
+        };
+        Ok(py.allow_threads(|| {
+            let pair = KeyPair::generate(size, &mut rand::rng());
+            let noise = DjnNoise::new(pair.public_key(), &mut rand::rng());
+            PyKeypair { pair, noise }
+        }))
+    }
+
+    /// The public modulus n (decimal).
+    #[getter]
+    fn n(&self) -> String {
+        self.key().n().to_string()
+    }
+
+    /// The secret primes (p, q), decimal: whoever holds them decrypts everything (for handing
+    /// the key to python-paillier).
+    fn export_primes(&self) -> (String, String) {
+        let bytes = self.pair.secret.export_secret();
+        let mut rest = &bytes[6..];
+        let mut read = || {
+            let len = u32::from_be_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+            let value = num_bigint::BigUint::from_bytes_be(&rest[4..4 + len]);
+            rest = &rest[4 + len..];
+            value
+        };
+        let p = read();
+        let q = read();
+        (p.to_string(), q.to_string())
+    }
+
+    /// Encrypts `x` (exactly, in phe's encoding), declaring `|x| <= bound`.
+    #[pyo3(signature = (x, bound = 1e12))]
+    fn encrypt(&self, x: f64, bound: f64) -> PyResult<Phe> {
+        use privlogit::protocols::paillier::{EncryptedNumber, Fixed};
+        let f = phe_fixed(x)?;
+        let b = Fixed::bound_for(bound, f.scale).map_err(paillier_err)?;
+        let e = EncryptedNumber::encrypt(self.key(), &f, &b, &self.noise, &mut rand::rng()).map_err(paillier_err)?;
+        self.phe(&e)
+    }
+
+    /// Decrypts a number in phe's form whose magnitude is at most `bound`.
+    #[pyo3(signature = (number, bound = 1e12))]
+    fn decrypt(&self, number: Phe, bound: f64) -> PyResult<f64> {
+        self.number(&number, bound)?.decrypt_f64(&self.pair.secret).map_err(paillier_err)
+    }
+
+    /// `a + b` under encryption (each of magnitude at most `bound`).
+    #[pyo3(signature = (a, b, bound = 1e12))]
+    fn add(&self, a: Phe, b: Phe, bound: f64) -> PyResult<Phe> {
+        let sum = self.number(&a, bound)?.add(self.key(), &self.number(&b, bound)?).map_err(paillier_err)?;
+        self.phe(&sum)
+    }
+
+    /// `a * k` under encryption, `k` a plaintext float.
+    #[pyo3(signature = (a, k, bound = 1e12))]
+    fn mul(&self, a: Phe, k: f64, bound: f64) -> PyResult<Phe> {
+        let product = self.number(&a, bound)?.mul_plain(self.key(), &phe_fixed(k)?).map_err(paillier_err)?;
+        self.phe(&product)
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_parties, m)?)?;
     m.add_function(wrap_pyfunction!(study_parties, m)?)?;
+    m.add_class::<PyKeypair>()?;
     Ok(())
 }
