@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _native
 
-__all__ = ["fit", "study", "PrivLogitRegression"]
+__all__ = ["load", "fit", "study", "PrivLogitRegression"]
 
 
 def _as_float64(a, ndim, what):
@@ -17,6 +17,14 @@ def _as_float64(a, ndim, what):
     if arr.ndim != ndim:
         raise ValueError(f"{what}: expected a {ndim}-D array, got {arr.ndim} dimensions")
     return arr
+
+
+def load(path, label):
+    """A data file (CSV, privlogit binary table `.plb` or Parquet) read by privlogit's loader, as
+    `(X, y, names)`: X float64 (rows x features), y float64 0/1, the feature names. Faults are
+    reported with file, line and column, as by the command line."""
+    raw, shape, y, names = _native.load_table(str(path), label)
+    return np.frombuffer(raw, dtype="<f8").reshape(shape), np.asarray(y), names
 
 
 def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000):
@@ -41,7 +49,9 @@ def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, sta
     """The secure study in this process: a key holder, an aggregator and one Node per party of
     `parties` (a list of `(X, y)`), a fresh 2048-bit Paillier key, masked linear algebra;
     `protocol` is "local", "hessian" or "newton". Returns a dict: `coef` (numpy), `names`,
-    `n_iter`, `status`, `seconds`, `and_gates`. Same objective as `fit`.
+    `n_iter`, `status`, `seconds`, `and_gates`. Same objective as `fit`. With `standardize`,
+    the pooled statistics are computed in plaintext here (the `study` command instead
+    standardises under encryption).
     """
     arrays = [(_as_float64(x, 2, f"party {k}: X"), _as_float64(y, 1, f"party {k}: y")) for k, (x, y) in enumerate(parties)]
     out = _native.study_parties(arrays, protocol, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter))

@@ -119,18 +119,34 @@ fn study_parties<'py>(
     use privlogit::protocols::secure::aggregator::Protocol;
     use privlogit::protocols::secure::inprocess;
     use privlogit::protocols::secure::solver::LinearAlgebra;
-    let optimizer: Optimizer = optimizer.parse().map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
+    let optimizer: Optimizer = optimizer
+        .parse()
+        .map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
     let protocol = match protocol {
         "local" => Protocol::Local,
         "hessian" => Protocol::Hessian,
         "newton" => Protocol::Newton,
-        other => return Err(PyValueError::new_err(format!("protocol: `{other}` is not local, hessian or newton"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "protocol: `{other}` is not local, hessian or newton"
+            )));
+        }
     };
     let datasets = datasets(py, &parties)?;
-    let options = FitOptions::new().lambda(lam).relative_tolerance(tol).max_iterations(max_iter);
+    let options = FitOptions::new()
+        .lambda(lam)
+        .relative_tolerance(tol)
+        .max_iterations(max_iter);
     let (prepared, report) = py
         .allow_threads(|| -> Result<_, String> {
-            let prepared = fit::prepare(datasets, Preparation { standardize, intercept }).map_err(|e| e.to_string())?;
+            let prepared = fit::prepare(
+                datasets,
+                Preparation {
+                    standardize,
+                    intercept,
+                },
+            )
+            .map_err(|e| e.to_string())?;
             let key = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
             let report = inprocess::run(
                 &prepared.parties,
@@ -165,12 +181,61 @@ fn datasets(py: Python<'_>, parties: &[(PyBuffer<f64>, PyBuffer<f64>)]) -> PyRes
         let x = matrix(py, x, &format!("party {k}: X"))?;
         let y = vector(py, y, &format!("party {k}: y"))?;
         if y.len() != x.nrows() {
-            return Err(PyValueError::new_err(format!("party {k}: {} labels for {} rows", y.len(), x.nrows())));
+            return Err(PyValueError::new_err(format!(
+                "party {k}: {} labels for {} rows",
+                y.len(),
+                x.nrows()
+            )));
         }
         let names = (1..=x.ncols()).map(|j| format!("x{j}")).collect();
-        out.push(Dataset { source: format!("party {k}"), names, x, y });
+        out.push(Dataset {
+            source: format!("party {k}"),
+            names,
+            x,
+            y,
+        });
     }
     Ok(out)
+}
+
+/// Reads a data file (CSV, privlogit binary table or Parquet) with privlogit's loader: returns
+/// the features as little-endian float64 bytes (rows x columns, row-major), the shape, the labels
+/// and the feature names.
+#[pyfunction]
+fn load_table<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    label: &str,
+) -> PyResult<(
+    Bound<'py, pyo3::types::PyBytes>,
+    (usize, usize),
+    Vec<f64>,
+    Vec<String>,
+)> {
+    let options = privlogit::data::LoadOptions::new(label);
+    let table = py
+        .allow_threads(|| privlogit::data::load(&path, &options))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let d = table.data;
+    let shape = d.x.dim();
+    let x = d.x.as_standard_layout();
+    let bytes: &[f64] = x.as_slice().expect("standard layout");
+    let raw = le_bytes(bytes);
+    Ok((
+        pyo3::types::PyBytes::new(py, &raw),
+        shape,
+        d.y.to_vec(),
+        d.names,
+    ))
+}
+
+/// `values` as little-endian bytes.
+fn le_bytes(values: &[f64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * 8);
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
 }
 
 /// A Paillier key pair (the secret key inside; never printed). Numbers cross to Python as
@@ -195,16 +260,24 @@ impl PyKeypair {
     }
 
     /// A number from phe's form with `bound` vouched for by the caller.
-    fn number(&self, c: &Phe, bound: f64) -> PyResult<privlogit::protocols::paillier::EncryptedNumber> {
+    fn number(
+        &self,
+        c: &Phe,
+        bound: f64,
+    ) -> PyResult<privlogit::protocols::paillier::EncryptedNumber> {
         use privlogit::protocols::paillier::{EncryptedNumber, Fixed};
-        let value: num_bigint::BigUint = c.0.parse().map_err(|_| PyValueError::new_err("ciphertext: not a decimal integer"))?;
+        let value: num_bigint::BigUint =
+            c.0.parse()
+                .map_err(|_| PyValueError::new_err("ciphertext: not a decimal integer"))?;
         let e = EncryptedNumber::from_phe(self.key(), &value, c.1).map_err(paillier_err)?;
         let b = Fixed::bound_for(bound, e.scale()).map_err(paillier_err)?;
         e.assume_bound(self.key(), b).map_err(paillier_err)
     }
 
     fn phe(&self, e: &privlogit::protocols::paillier::EncryptedNumber) -> PyResult<Phe> {
-        let exponent = e.phe_exponent().ok_or_else(|| PyValueError::new_err("a scale that is not a multiple of 4 has no phe exponent"))?;
+        let exponent = e.phe_exponent().ok_or_else(|| {
+            PyValueError::new_err("a scale that is not a multiple of 4 has no phe exponent")
+        })?;
         Ok((e.ciphertext().value(self.key()).to_string(), exponent))
     }
 }
@@ -212,7 +285,9 @@ impl PyKeypair {
 /// `x` exactly, at a scale rounded up to a multiple of 4 (phe's base-16 exponents).
 fn phe_fixed(x: f64) -> PyResult<privlogit::protocols::paillier::Fixed> {
     let exact = privlogit::protocols::paillier::Fixed::from_f64_exact(x).map_err(paillier_err)?;
-    exact.rescaled(exact.scale.div_ceil(4) * 4).map_err(paillier_err)
+    exact
+        .rescaled(exact.scale.div_ceil(4) * 4)
+        .map_err(paillier_err)
 }
 
 #[pymethods]
@@ -226,7 +301,11 @@ impl PyKeypair {
             2048 => KeySize::Bits2048,
             3072 => KeySize::Bits3072,
             4096 => KeySize::Bits4096,
-            _ => return Err(PyValueError::new_err(format!("bits: {bits} is not 2048, 3072 or 4096"))),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "bits: {bits} is not 2048, 3072 or 4096"
+                )));
+            }
         };
         Ok(py.allow_threads(|| {
             let pair = KeyPair::generate(size, &mut rand::rng());
@@ -263,27 +342,36 @@ impl PyKeypair {
         use privlogit::protocols::paillier::{EncryptedNumber, Fixed};
         let f = phe_fixed(x)?;
         let b = Fixed::bound_for(bound, f.scale).map_err(paillier_err)?;
-        let e = EncryptedNumber::encrypt(self.key(), &f, &b, &self.noise, &mut rand::rng()).map_err(paillier_err)?;
+        let e = EncryptedNumber::encrypt(self.key(), &f, &b, &self.noise, &mut rand::rng())
+            .map_err(paillier_err)?;
         self.phe(&e)
     }
 
     /// Decrypts a number in phe's form whose magnitude is at most `bound`.
     #[pyo3(signature = (number, bound = 1e12))]
     fn decrypt(&self, number: Phe, bound: f64) -> PyResult<f64> {
-        self.number(&number, bound)?.decrypt_f64(&self.pair.secret).map_err(paillier_err)
+        self.number(&number, bound)?
+            .decrypt_f64(&self.pair.secret)
+            .map_err(paillier_err)
     }
 
     /// `a + b` under encryption (each of magnitude at most `bound`).
     #[pyo3(signature = (a, b, bound = 1e12))]
     fn add(&self, a: Phe, b: Phe, bound: f64) -> PyResult<Phe> {
-        let sum = self.number(&a, bound)?.add(self.key(), &self.number(&b, bound)?).map_err(paillier_err)?;
+        let sum = self
+            .number(&a, bound)?
+            .add(self.key(), &self.number(&b, bound)?)
+            .map_err(paillier_err)?;
         self.phe(&sum)
     }
 
     /// `a * k` under encryption, `k` a plaintext float.
     #[pyo3(signature = (a, k, bound = 1e12))]
     fn mul(&self, a: Phe, k: f64, bound: f64) -> PyResult<Phe> {
-        let product = self.number(&a, bound)?.mul_plain(self.key(), &phe_fixed(k)?).map_err(paillier_err)?;
+        let product = self
+            .number(&a, bound)?
+            .mul_plain(self.key(), &phe_fixed(k)?)
+            .map_err(paillier_err)?;
         self.phe(&product)
     }
 }
@@ -293,5 +381,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_parties, m)?)?;
     m.add_function(wrap_pyfunction!(study_parties, m)?)?;
     m.add_class::<PyKeypair>()?;
+    m.add_function(wrap_pyfunction!(load_table, m)?)?;
     Ok(())
 }
