@@ -1,0 +1,386 @@
+//! `privlogit._native`: the Rust side of the Python package. Arrays come in through the buffer
+//! protocol (numpy arrays, read in place), the work runs with the GIL released, and results
+//! go back as plain Python values (the Python layer wraps them as numpy arrays).
+
+use ndarray::{Array1, Array2};
+use privlogit::data::Dataset;
+use privlogit::fit::{self, Preparation};
+use privlogit::protocols::{FitOptions, Optimizer};
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// A 2-D float64 buffer as rows x columns (copied into the fit's own layout).
+fn matrix(py: Python<'_>, buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
+    let shape = buffer.shape();
+    if shape.len() != 2 {
+        return Err(PyValueError::new_err(format!(
+            "{what}: expected a 2-D array, got {} dimensions",
+            shape.len()
+        )));
+    }
+    let values = buffer.to_vec(py)?;
+    Array2::from_shape_vec((shape[0], shape[1]), values)
+        .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+fn vector(py: Python<'_>, buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array1<f64>> {
+    if buffer.shape().len() != 1 {
+        return Err(PyValueError::new_err(format!(
+            "{what}: expected a 1-D array"
+        )));
+    }
+    Ok(Array1::from(buffer.to_vec(py)?))
+}
+
+/// Plaintext distributed fit over `parties`, a list of `(X, y)` float64 arrays (one per party).
+/// Returns a dict with `coef` (intercept first when `intercept`), `names`, `n_iter`, `status`,
+/// `objective`, `log_likelihood`.
+#[pyfunction]
+#[pyo3(signature = (parties, optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000))]
+#[allow(clippy::too_many_arguments)]
+fn fit_parties<'py>(
+    py: Python<'py>,
+    parties: Vec<(PyBuffer<f64>, PyBuffer<f64>)>,
+    optimizer: &str,
+    lam: f64,
+    standardize: bool,
+    intercept: bool,
+    tol: f64,
+    max_iter: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let optimizer: Optimizer = optimizer
+        .parse()
+        .map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
+    let mut datasets = Vec::with_capacity(parties.len());
+    for (k, (x, y)) in parties.iter().enumerate() {
+        let x = matrix(py, x, &format!("party {k}: X"))?;
+        let y = vector(py, y, &format!("party {k}: y"))?;
+        let names = (1..=x.ncols()).map(|j| format!("x{j}")).collect();
+        datasets.push(Dataset {
+            source: format!("party {k}"),
+            names,
+            x,
+            y,
+        });
+    }
+    let options = FitOptions::new()
+        .lambda(lam)
+        .relative_tolerance(tol)
+        .max_iterations(max_iter);
+    let (prepared, fitted) = py
+        .allow_threads(|| -> Result<_, String> {
+            let prepared = fit::prepare(
+                datasets,
+                Preparation {
+                    standardize,
+                    intercept,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            let fitted =
+                fit::fit(&prepared, optimizer, &options, &mut |_| {}).map_err(|e| e.to_string())?;
+            Ok((prepared, fitted))
+        })
+        .map_err(PyValueError::new_err)?;
+    let out = PyDict::new(py);
+    out.set_item("coef", fitted.report.beta.to_vec())?;
+    out.set_item("names", prepared.names.clone())?;
+    out.set_item("n_iter", fitted.report.iterations)?;
+    out.set_item("status", format!("{:?}", fitted.report.status))?;
+    out.set_item("objective", fitted.objective)?;
+    out.set_item("log_likelihood", fitted.log_likelihood)?;
+    if let Some(s) = &prepared.standardizer {
+        out.set_item("mean", s.means.to_vec())?;
+        out.set_item("scale", s.scales.to_vec())?;
+    }
+    Ok(out)
+}
+
+/// The secure study in this process (key holder, aggregator and one Node per party, 2048-bit
+/// Paillier key, masked linear algebra): `protocol` is `local`, `hessian` or `newton`. Returns
+/// the coefficients and the study's cost as a dict.
+#[pyfunction]
+#[pyo3(signature = (parties, protocol = "hessian", optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000))]
+#[allow(clippy::too_many_arguments)]
+fn study_parties<'py>(
+    py: Python<'py>,
+    parties: Vec<(PyBuffer<f64>, PyBuffer<f64>)>,
+    protocol: &str,
+    optimizer: &str,
+    lam: f64,
+    standardize: bool,
+    intercept: bool,
+    tol: f64,
+    max_iter: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    use privlogit::protocols::paillier::{KeyPair, KeySize};
+    use privlogit::protocols::secure::aggregator::Protocol;
+    use privlogit::protocols::secure::inprocess;
+    use privlogit::protocols::secure::solver::LinearAlgebra;
+    let optimizer: Optimizer = optimizer
+        .parse()
+        .map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
+    let protocol = match protocol {
+        "local" => Protocol::Local,
+        "hessian" => Protocol::Hessian,
+        "newton" => Protocol::Newton,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "protocol: `{other}` is not local, hessian or newton"
+            )));
+        }
+    };
+    let datasets = datasets(py, &parties)?;
+    let options = FitOptions::new()
+        .lambda(lam)
+        .relative_tolerance(tol)
+        .max_iterations(max_iter);
+    let (prepared, report) = py
+        .allow_threads(|| -> Result<_, String> {
+            let prepared = fit::prepare(
+                datasets,
+                Preparation {
+                    standardize,
+                    intercept,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            let key = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
+            let report = inprocess::run(
+                &prepared.parties,
+                &key.secret,
+                // The demo study's fixed-point format (64 bits, 46 fractional).
+                privlogit_circuits::fixed::FixedFormat::new(64, 46).map_err(|e| e.to_string())?,
+                LinearAlgebra::Masked,
+                protocol,
+                optimizer,
+                &options,
+                &mut |_| {},
+                None,
+            )
+            .map_err(|e| e.to_string())?;
+            Ok((prepared, report))
+        })
+        .map_err(PyValueError::new_err)?;
+    let out = PyDict::new(py);
+    out.set_item("coef", report.fit.beta.to_vec())?;
+    out.set_item("names", prepared.names.clone())?;
+    out.set_item("n_iter", report.fit.iterations)?;
+    out.set_item("status", format!("{:?}", report.fit.status))?;
+    out.set_item("seconds", report.seconds)?;
+    out.set_item("and_gates", report.aggregator.and_gates)?;
+    Ok(out)
+}
+
+/// Each party's `(X, y)` buffers as a data set.
+fn datasets(py: Python<'_>, parties: &[(PyBuffer<f64>, PyBuffer<f64>)]) -> PyResult<Vec<Dataset>> {
+    let mut out = Vec::with_capacity(parties.len());
+    for (k, (x, y)) in parties.iter().enumerate() {
+        let x = matrix(py, x, &format!("party {k}: X"))?;
+        let y = vector(py, y, &format!("party {k}: y"))?;
+        if y.len() != x.nrows() {
+            return Err(PyValueError::new_err(format!(
+                "party {k}: {} labels for {} rows",
+                y.len(),
+                x.nrows()
+            )));
+        }
+        let names = (1..=x.ncols()).map(|j| format!("x{j}")).collect();
+        out.push(Dataset {
+            source: format!("party {k}"),
+            names,
+            x,
+            y,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads a data file (CSV, privlogit binary table or Parquet) with privlogit's loader: returns
+/// the features as little-endian float64 bytes (rows x columns, row-major), the shape, the labels
+/// and the feature names.
+#[pyfunction]
+fn load_table<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    label: &str,
+) -> PyResult<(
+    Bound<'py, pyo3::types::PyBytes>,
+    (usize, usize),
+    Vec<f64>,
+    Vec<String>,
+)> {
+    let options = privlogit::data::LoadOptions::new(label);
+    let table = py
+        .allow_threads(|| privlogit::data::load(&path, &options))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let d = table.data;
+    let shape = d.x.dim();
+    let x = d.x.as_standard_layout();
+    let bytes: &[f64] = x.as_slice().expect("standard layout");
+    let raw = le_bytes(bytes);
+    Ok((
+        pyo3::types::PyBytes::new(py, &raw),
+        shape,
+        d.y.to_vec(),
+        d.names,
+    ))
+}
+
+/// `values` as little-endian bytes.
+fn le_bytes(values: &[f64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * 8);
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+/// A Paillier key pair (the secret key inside; never printed). Numbers cross to Python as
+/// python-paillier's representation: the ciphertext as a decimal string and a base-16 exponent,
+/// with a public bound on the magnitude (this crate's arithmetic checks it; phe has none).
+#[pyclass(name = "Keypair")]
+struct PyKeypair {
+    pair: privlogit::protocols::paillier::KeyPair,
+    noise: privlogit::protocols::paillier::DjnNoise,
+}
+
+/// An encrypted number: `(ciphertext, exponent)` in phe's form.
+type Phe = (String, i32);
+
+fn paillier_err(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+impl PyKeypair {
+    fn key(&self) -> &privlogit::protocols::paillier::PublicKey {
+        self.pair.public_key()
+    }
+
+    /// A number from phe's form with `bound` vouched for by the caller.
+    fn number(
+        &self,
+        c: &Phe,
+        bound: f64,
+    ) -> PyResult<privlogit::protocols::paillier::EncryptedNumber> {
+        use privlogit::protocols::paillier::{EncryptedNumber, Fixed};
+        let value: num_bigint::BigUint =
+            c.0.parse()
+                .map_err(|_| PyValueError::new_err("ciphertext: not a decimal integer"))?;
+        let e = EncryptedNumber::from_phe(self.key(), &value, c.1).map_err(paillier_err)?;
+        let b = Fixed::bound_for(bound, e.scale()).map_err(paillier_err)?;
+        e.assume_bound(self.key(), b).map_err(paillier_err)
+    }
+
+    fn phe(&self, e: &privlogit::protocols::paillier::EncryptedNumber) -> PyResult<Phe> {
+        let exponent = e.phe_exponent().ok_or_else(|| {
+            PyValueError::new_err("a scale that is not a multiple of 4 has no phe exponent")
+        })?;
+        Ok((e.ciphertext().value(self.key()).to_string(), exponent))
+    }
+}
+
+/// `x` exactly, at a scale rounded up to a multiple of 4 (phe's base-16 exponents).
+fn phe_fixed(x: f64) -> PyResult<privlogit::protocols::paillier::Fixed> {
+    let exact = privlogit::protocols::paillier::Fixed::from_f64_exact(x).map_err(paillier_err)?;
+    exact
+        .rescaled(exact.scale.div_ceil(4) * 4)
+        .map_err(paillier_err)
+}
+
+#[pymethods]
+impl PyKeypair {
+    /// A fresh key pair of `bits` (2048, 3072 or 4096) from the OS CSPRNG.
+    #[new]
+    #[pyo3(signature = (bits = 2048))]
+    fn new(py: Python<'_>, bits: u32) -> PyResult<Self> {
+        use privlogit::protocols::paillier::{DjnNoise, KeyPair, KeySize};
+        let size = match bits {
+            2048 => KeySize::Bits2048,
+            3072 => KeySize::Bits3072,
+            4096 => KeySize::Bits4096,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "bits: {bits} is not 2048, 3072 or 4096"
+                )));
+            }
+        };
+        Ok(py.allow_threads(|| {
+            let pair = KeyPair::generate(size, &mut rand::rng());
+            let noise = DjnNoise::new(pair.public_key(), &mut rand::rng());
+            PyKeypair { pair, noise }
+        }))
+    }
+
+    /// The public modulus n (decimal).
+    #[getter]
+    fn n(&self) -> String {
+        self.key().n().to_string()
+    }
+
+    /// The secret primes (p, q), decimal: whoever holds them decrypts everything (for handing
+    /// the key to python-paillier).
+    fn export_primes(&self) -> (String, String) {
+        let bytes = self.pair.secret.export_secret();
+        let mut rest = &bytes[6..];
+        let mut read = || {
+            let len = u32::from_be_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+            let value = num_bigint::BigUint::from_bytes_be(&rest[4..4 + len]);
+            rest = &rest[4 + len..];
+            value
+        };
+        let p = read();
+        let q = read();
+        (p.to_string(), q.to_string())
+    }
+
+    /// Encrypts `x` (exactly, in phe's encoding), declaring `|x| <= bound`.
+    #[pyo3(signature = (x, bound = 1e12))]
+    fn encrypt(&self, x: f64, bound: f64) -> PyResult<Phe> {
+        use privlogit::protocols::paillier::{EncryptedNumber, Fixed};
+        let f = phe_fixed(x)?;
+        let b = Fixed::bound_for(bound, f.scale).map_err(paillier_err)?;
+        let e = EncryptedNumber::encrypt(self.key(), &f, &b, &self.noise, &mut rand::rng())
+            .map_err(paillier_err)?;
+        self.phe(&e)
+    }
+
+    /// Decrypts a number in phe's form whose magnitude is at most `bound`.
+    #[pyo3(signature = (number, bound = 1e12))]
+    fn decrypt(&self, number: Phe, bound: f64) -> PyResult<f64> {
+        self.number(&number, bound)?
+            .decrypt_f64(&self.pair.secret)
+            .map_err(paillier_err)
+    }
+
+    /// `a + b` under encryption (each of magnitude at most `bound`).
+    #[pyo3(signature = (a, b, bound = 1e12))]
+    fn add(&self, a: Phe, b: Phe, bound: f64) -> PyResult<Phe> {
+        let sum = self
+            .number(&a, bound)?
+            .add(self.key(), &self.number(&b, bound)?)
+            .map_err(paillier_err)?;
+        self.phe(&sum)
+    }
+
+    /// `a * k` under encryption, `k` a plaintext float.
+    #[pyo3(signature = (a, k, bound = 1e12))]
+    fn mul(&self, a: Phe, k: f64, bound: f64) -> PyResult<Phe> {
+        let product = self
+            .number(&a, bound)?
+            .mul_plain(self.key(), &phe_fixed(k)?)
+            .map_err(paillier_err)?;
+        self.phe(&product)
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(fit_parties, m)?)?;
+    m.add_function(wrap_pyfunction!(study_parties, m)?)?;
+    m.add_class::<PyKeypair>()?;
+    m.add_function(wrap_pyfunction!(load_table, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,45 @@
+"""privlogit's Python package against scikit-learn (issue 18)."""
+import numpy as np
+import pytest
+
+import privlogit
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.datasets import load_breast_cancer  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+
+def standardised_breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X, y
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_estimator_equals_sklearn_with_a_penalised_intercept(C):
+    # The same model: scikit-learn without its own intercept, on X with a column of ones, so
+    # the intercept is penalised as in privlogit. Newton-Cholesky to 1e-12; 1e-6 is the
+    # issue's tolerance.
+    X, y = standardised_breast_cancer()
+    ours = privlogit.PrivLogitRegression(C=C).fit(X, y, groups=np.arange(len(y)) % 3)
+    ones = np.hstack([np.ones((len(y), 1)), X])
+    ref = LogisticRegression(C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(ones, y)
+    got = np.concatenate([ours.intercept_, ours.coef_[0]])
+    assert np.max(np.abs(got - ref.coef_[0])) < 1e-6
+    assert np.allclose(ours.predict_proba(X), ref.predict_proba(ones), atol=1e-6)
+
+
+def test_fit_refuses_bad_shapes():
+    with pytest.raises(ValueError, match="2-D"):
+        privlogit.fit([(np.zeros(3), np.zeros(3))])
+
+
+def test_study_equals_fit_with_the_same_optimiser():
+    # The issue's tolerance, 1e-6; secure Newton tracks plaintext Newton to about 1e-12 in the
+    # Rust tests.
+    X, y = standardised_breast_cancer()
+    parties = [(X[k::3], y[k::3].astype(float)) for k in range(3)]
+    plain = privlogit.fit(parties, optimizer="newton", lam=1.0, standardize=False)
+    secure = privlogit.study(parties, protocol="newton", optimizer="newton", lam=1.0, standardize=False)
+    assert secure["n_iter"] == plain["n_iter"]
+    assert np.max(np.abs(secure["coef"] - plain["coef"])) < 1e-6
