@@ -198,6 +198,14 @@ fn datasets(py: Python<'_>, parties: &[(PyBuffer<f64>, PyBuffer<f64>)]) -> PyRes
     Ok(out)
 }
 
+/// A loaded table: feature bytes, shape, labels, names.
+type Loaded<'py> = (
+    Bound<'py, pyo3::types::PyBytes>,
+    (usize, usize),
+    Vec<f64>,
+    Vec<String>,
+);
+
 /// Reads a data file (CSV, privlogit binary table or Parquet) with privlogit's loader: returns
 /// the features as little-endian float64 bytes (rows x columns, row-major), the shape, the labels
 /// and the feature names.
@@ -206,12 +214,7 @@ fn load_table<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
     label: &str,
-) -> PyResult<(
-    Bound<'py, pyo3::types::PyBytes>,
-    (usize, usize),
-    Vec<f64>,
-    Vec<String>,
-)> {
+) -> PyResult<Loaded<'py>> {
     let options = privlogit::data::LoadOptions::new(label);
     let table = py
         .allow_threads(|| privlogit::data::load(&path, &options))
