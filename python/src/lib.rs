@@ -198,6 +198,71 @@ fn datasets(py: Python<'_>, parties: &[(PyBuffer<f64>, PyBuffer<f64>)]) -> PyRes
     Ok(out)
 }
 
+/// A differentially private linear model on `(X, y)` (rows scaled to norm 1 by their own norm,
+/// as `privlogit dp fit` does by default): `method` "plr" (objective perturbation, stacking
+/// paper Algorithm 1) or "output" (output perturbation). `seed` gives the CLI's reproducible
+/// noise (`dp fit --seed`); without it the noise comes from the OS CSPRNG. Returns `w`.
+#[pyfunction]
+#[pyo3(signature = (x, y, epsilon, lam = 0.01, method = "plr", seed = None))]
+fn dp_linear(
+    py: Python<'_>,
+    x: PyBuffer<f64>,
+    y: PyBuffer<f64>,
+    epsilon: f64,
+    lam: f64,
+    method: &str,
+    seed: Option<u64>,
+) -> PyResult<Vec<f64>> {
+    use privlogit::dp::noise::Randomness;
+    use privlogit::dp::plr::{self, Privacy};
+    use privlogit::dp::scaling::RowScaling;
+    let x = matrix(py, &x, "X")?;
+    let y = vector(py, &y, "y")?;
+    if y.len() != x.nrows() {
+        return Err(PyValueError::new_err(format!(
+            "{} labels for {} rows",
+            y.len(),
+            x.nrows()
+        )));
+    }
+    let output = match method {
+        "plr" => false,
+        "output" => true,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "method: `{other}` is not plr or output"
+            )));
+        }
+    };
+    let randomness = seed.map_or(Randomness::Os, Randomness::Seeded);
+    py.allow_threads(|| {
+        let mut rng = randomness.rng();
+        let privacy = Privacy::Epsilon(epsilon);
+        let model = if output {
+            plr::fit_output_perturbation(
+                x.view(),
+                y.view(),
+                privacy,
+                lam,
+                RowScaling::Normalize,
+                &mut rng,
+            )
+        } else {
+            plr::fit(
+                x.view(),
+                y.view(),
+                privacy,
+                lam,
+                RowScaling::Normalize,
+                None,
+                &mut rng,
+            )
+        };
+        model.map(|m| m.w.to_vec()).map_err(|e| e.to_string())
+    })
+    .map_err(PyValueError::new_err)
+}
+
 /// A loaded table: feature bytes, shape, labels, names.
 type Loaded<'py> = (
     Bound<'py, pyo3::types::PyBytes>,
@@ -385,5 +450,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study_parties, m)?)?;
     m.add_class::<PyKeypair>()?;
     m.add_function(wrap_pyfunction!(load_table, m)?)?;
+    m.add_function(wrap_pyfunction!(dp_linear, m)?)?;
     Ok(())
 }
