@@ -53,32 +53,11 @@ fn fit_parties<'py>(
     let optimizer: Optimizer = optimizer
         .parse()
         .map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
-    let mut datasets = Vec::with_capacity(parties.len());
-    for (k, (x, y)) in parties.iter().enumerate() {
-        let x = matrix(py, x, &format!("party {k}: X"))?;
-        let y = vector(py, y, &format!("party {k}: y"))?;
-        let names = (1..=x.ncols()).map(|j| format!("x{j}")).collect();
-        datasets.push(Dataset {
-            source: format!("party {k}"),
-            names,
-            x,
-            y,
-        });
-    }
-    let options = FitOptions::new()
-        .lambda(lam)
-        .relative_tolerance(tol)
-        .max_iterations(max_iter);
+    let datasets = datasets(py, &parties)?;
+    let options = options(lam, tol, max_iter);
     let (prepared, fitted) = py
         .allow_threads(|| -> Result<_, String> {
-            let prepared = fit::prepare(
-                datasets,
-                Preparation {
-                    standardize,
-                    intercept,
-                },
-            )
-            .map_err(|e| e.to_string())?;
+            let prepared = prepare(datasets, standardize, intercept)?;
             let fitted =
                 fit::fit(&prepared, optimizer, &options, &mut |_| {}).map_err(|e| e.to_string())?;
             Ok((prepared, fitted))
@@ -133,20 +112,10 @@ fn study_parties<'py>(
         }
     };
     let datasets = datasets(py, &parties)?;
-    let options = FitOptions::new()
-        .lambda(lam)
-        .relative_tolerance(tol)
-        .max_iterations(max_iter);
+    let options = options(lam, tol, max_iter);
     let (prepared, report) = py
         .allow_threads(|| -> Result<_, String> {
-            let prepared = fit::prepare(
-                datasets,
-                Preparation {
-                    standardize,
-                    intercept,
-                },
-            )
-            .map_err(|e| e.to_string())?;
+            let prepared = prepare(datasets, standardize, intercept)?;
             let key = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
             let report = inprocess::run(
                 &prepared.parties,
@@ -172,6 +141,30 @@ fn study_parties<'py>(
     out.set_item("seconds", report.seconds)?;
     out.set_item("and_gates", report.aggregator.and_gates)?;
     Ok(out)
+}
+
+/// The fit's options from the Python arguments.
+fn options(lam: f64, tol: f64, max_iter: usize) -> FitOptions {
+    FitOptions::new()
+        .lambda(lam)
+        .relative_tolerance(tol)
+        .max_iterations(max_iter)
+}
+
+/// The parties as the fit pipeline prepares them (pooled standardisation, intercept).
+fn prepare(
+    datasets: Vec<Dataset>,
+    standardize: bool,
+    intercept: bool,
+) -> Result<fit::Prepared, String> {
+    fit::prepare(
+        datasets,
+        Preparation {
+            standardize,
+            intercept,
+        },
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Each party's `(X, y)` buffers as a data set.
