@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use ndarray::{Array1, Array2};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use thiserror::Error;
 
 /// A labelled table: feature columns (by name) and 0/1 labels, with where it came from.
@@ -34,10 +34,34 @@ pub struct Dataset {
     pub y: Array1<f64>,
 }
 
+/// A labelled table borrowed from its owner: a [`Dataset`], or memory another program holds
+/// (the Python package reads numpy arrays in place through it).
+#[derive(Debug, Clone, Copy)]
+pub struct DatasetView<'a> {
+    /// Where the rows came from, for messages.
+    pub source: &'a str,
+    /// Feature names, in column order.
+    pub names: &'a [String],
+    /// Features, one row per record.
+    pub x: ArrayView2<'a, f64>,
+    /// Labels, 0 or 1.
+    pub y: ArrayView1<'a, f64>,
+}
+
 impl Dataset {
     /// Number of rows.
     pub fn rows(&self) -> usize {
         self.x.nrows()
+    }
+
+    /// The table, borrowed.
+    pub fn view(&self) -> DatasetView<'_> {
+        DatasetView {
+            source: &self.source,
+            names: &self.names,
+            x: self.x.view(),
+            y: self.y.view(),
+        }
     }
 
     /// The rows at `indices`, in that order, as a new dataset named `source`.

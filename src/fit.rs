@@ -8,8 +8,8 @@ use privlogit_protocols::{
 };
 
 use crate::data::partition::check_agreement;
-use crate::data::standardize::{Standardizer, add_intercept};
-use crate::data::{DataError, Dataset};
+use crate::data::standardize::{Standardizer, design_matrix, design_names};
+use crate::data::{DataError, Dataset, DatasetView};
 use crate::metrics;
 
 /// How to turn raw parties into model inputs.
@@ -51,35 +51,55 @@ impl Prepared {
 }
 
 /// Checks feature agreement, standardises and adds the intercept.
-pub fn prepare(mut parties: Vec<Dataset>, how: Preparation) -> Result<Prepared, DataError> {
+pub fn prepare(parties: Vec<Dataset>, how: Preparation) -> Result<Prepared, DataError> {
+    if !how.standardize && !how.intercept {
+        // Nothing to change: the loaded matrices become the model inputs without a copy.
+        check_parties(&parties.iter().map(Dataset::view).collect::<Vec<_>>())?;
+        return Ok(Prepared {
+            names: parties[0].names.clone(),
+            sources: parties.iter().map(|p| p.source.clone()).collect(),
+            parties: parties
+                .into_iter()
+                .map(|p| PartyData::new(p.x, p.y))
+                .collect(),
+            standardizer: None,
+        });
+    }
+    let views: Vec<DatasetView<'_>> = parties.iter().map(Dataset::view).collect();
+    prepare_views(&views, how)
+}
+
+/// [`prepare`] for rows the caller keeps (read in place, copied once into the design matrix).
+pub fn prepare_views(parties: &[DatasetView<'_>], how: Preparation) -> Result<Prepared, DataError> {
+    check_parties(parties)?;
+    let standardizer = if how.standardize {
+        Some(Standardizer::fit(parties)?)
+    } else {
+        None
+    };
+    Ok(Prepared {
+        names: design_names(parties[0].names, how.intercept)?,
+        sources: parties.iter().map(|p| p.source.to_string()).collect(),
+        parties: parties
+            .iter()
+            .map(|p| {
+                let x = design_matrix(p.x, standardizer.as_ref(), how.intercept);
+                PartyData::new(x, p.y.to_owned())
+            })
+            .collect(),
+        standardizer,
+    })
+}
+
+/// At least one party, all with the same features.
+fn check_parties(parties: &[DatasetView<'_>]) -> Result<(), DataError> {
     if parties.is_empty() {
         return Err(DataError::Partition {
             source_name: "the study".to_string(),
             reason: "no parties given".to_string(),
         });
     }
-    check_agreement(&parties)?;
-    let standardizer = if how.standardize {
-        let s = Standardizer::fit(&parties)?;
-        parties.iter_mut().for_each(|p| s.apply(p));
-        Some(s)
-    } else {
-        None
-    };
-    if how.intercept {
-        for p in &mut parties {
-            add_intercept(p)?;
-        }
-    }
-    Ok(Prepared {
-        names: parties[0].names.clone(),
-        sources: parties.iter().map(|p| p.source.clone()).collect(),
-        parties: parties
-            .into_iter()
-            .map(|p| PartyData::new(p.x, p.y))
-            .collect(),
-        standardizer,
-    })
+    check_agreement(parties)
 }
 
 /// A fit with its scores on the pooled training rows.

@@ -23,8 +23,9 @@ def load(path, label):
     """A data file (CSV, privlogit binary table `.plb` or Parquet) read by privlogit's loader, as
     `(X, y, names)`: X float64 (rows x features), y float64 0/1, the feature names. Faults are
     reported with file, line and column, as by the command line."""
-    raw, shape, y, names = _native.load_table(str(path), label)
-    return np.frombuffer(raw, dtype="<f8").reshape(shape), np.asarray(y), names
+    x, shape, y, names = _native.load_table(str(path), label)
+    # numpy views the loaded memory in place (no copy); the arrays keep it alive.
+    return np.frombuffer(x, dtype=np.float64).reshape(shape), np.frombuffer(y, dtype=np.float64), names
 
 
 def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000):

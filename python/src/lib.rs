@@ -2,8 +2,8 @@
 //! protocol (numpy arrays, read in place), the work runs with the GIL released, and results
 //! go back as plain Python values (the Python layer wraps them as numpy arrays).
 
-use ndarray::{Array1, Array2};
-use privlogit::data::Dataset;
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use privlogit::data::DatasetView;
 use privlogit::fit::{self, Preparation};
 use privlogit::protocols::{FitOptions, Optimizer};
 use pyo3::buffer::PyBuffer;
@@ -11,27 +11,18 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// A 2-D float64 buffer as rows x columns (copied into the fit's own layout).
-fn matrix(py: Python<'_>, buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
-    let shape = buffer.shape();
-    if shape.len() != 2 {
-        return Err(PyValueError::new_err(format!(
-            "{what}: expected a 2-D array, got {} dimensions",
-            shape.len()
-        )));
-    }
-    let values = buffer.to_vec(py)?;
-    Array2::from_shape_vec((shape[0], shape[1]), values)
-        .map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+/// A copy of a 2-D float64 buffer (for work that runs with the GIL released).
+fn matrix(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
+    let shape = shape2(buffer, what)?;
+    Ok(ArrayView2::from_shape(shape, in_place(buffer))
+        .expect("checked shape")
+        .to_owned())
 }
 
-fn vector(py: Python<'_>, buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array1<f64>> {
-    if buffer.shape().len() != 1 {
-        return Err(PyValueError::new_err(format!(
-            "{what}: expected a 1-D array"
-        )));
-    }
-    Ok(Array1::from(buffer.to_vec(py)?))
+/// A copy of a 1-D float64 buffer.
+fn vector(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array1<f64>> {
+    len1(buffer, what)?;
+    Ok(Array1::from(in_place(buffer).to_vec()))
 }
 
 /// Plaintext distributed fit over `parties`, a list of `(X, y)` float64 arrays (one per party).
@@ -53,16 +44,17 @@ fn fit_parties<'py>(
     let optimizer: Optimizer = optimizer
         .parse()
         .map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
-    let datasets = datasets(py, &parties)?;
+    let prepared = Parties::new(&parties)?.prepare(
+        py,
+        Preparation {
+            standardize,
+            intercept,
+        },
+    )?;
     let options = options(lam, tol, max_iter);
-    let (prepared, fitted) = py
-        .allow_threads(|| -> Result<_, String> {
-            let prepared = prepare(datasets, standardize, intercept)?;
-            let fitted =
-                fit::fit(&prepared, optimizer, &options, &mut |_| {}).map_err(|e| e.to_string())?;
-            Ok((prepared, fitted))
-        })
-        .map_err(PyValueError::new_err)?;
+    let fitted = py
+        .allow_threads(|| fit::fit(&prepared, optimizer, &options, &mut |_| {}))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let out = PyDict::new(py);
     out.set_item("coef", fitted.report.beta.to_vec())?;
     out.set_item("names", prepared.names.clone())?;
@@ -111,13 +103,18 @@ fn study_parties<'py>(
             )));
         }
     };
-    let datasets = datasets(py, &parties)?;
+    let prepared = Parties::new(&parties)?.prepare(
+        py,
+        Preparation {
+            standardize,
+            intercept,
+        },
+    )?;
     let options = options(lam, tol, max_iter);
-    let (prepared, report) = py
+    let report = py
         .allow_threads(|| -> Result<_, String> {
-            let prepared = prepare(datasets, standardize, intercept)?;
             let key = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
-            let report = inprocess::run(
+            inprocess::run(
                 &prepared.parties,
                 &key.secret,
                 // The demo study's fixed-point format (64 bits, 46 fractional).
@@ -129,8 +126,7 @@ fn study_parties<'py>(
                 &mut |_| {},
                 None,
             )
-            .map_err(|e| e.to_string())?;
-            Ok((prepared, report))
+            .map_err(|e| e.to_string())
         })
         .map_err(PyValueError::new_err)?;
     let out = PyDict::new(py);
@@ -151,44 +147,89 @@ fn options(lam: f64, tol: f64, max_iter: usize) -> FitOptions {
         .max_iterations(max_iter)
 }
 
-/// The parties as the fit pipeline prepares them (pooled standardisation, intercept).
-fn prepare(
-    datasets: Vec<Dataset>,
-    standardize: bool,
-    intercept: bool,
-) -> Result<fit::Prepared, String> {
-    fit::prepare(
-        datasets,
-        Preparation {
-            standardize,
-            intercept,
-        },
-    )
-    .map_err(|e| e.to_string())
+/// Each party's `(X, y)` numpy buffers, read in place: sources and feature names for messages.
+struct Parties<'a> {
+    buffers: &'a [(PyBuffer<f64>, PyBuffer<f64>)],
+    sources: Vec<String>,
+    names: Vec<String>,
 }
 
-/// Each party's `(X, y)` buffers as a data set.
-fn datasets(py: Python<'_>, parties: &[(PyBuffer<f64>, PyBuffer<f64>)]) -> PyResult<Vec<Dataset>> {
-    let mut out = Vec::with_capacity(parties.len());
-    for (k, (x, y)) in parties.iter().enumerate() {
-        let x = matrix(py, x, &format!("party {k}: X"))?;
-        let y = vector(py, y, &format!("party {k}: y"))?;
-        if y.len() != x.nrows() {
-            return Err(PyValueError::new_err(format!(
-                "party {k}: {} labels for {} rows",
-                y.len(),
-                x.nrows()
-            )));
+impl<'a> Parties<'a> {
+    fn new(buffers: &'a [(PyBuffer<f64>, PyBuffer<f64>)]) -> PyResult<Self> {
+        let mut columns = None;
+        for (k, (x, y)) in buffers.iter().enumerate() {
+            let (rows, cols) = shape2(x, &format!("party {k}: X"))?;
+            let labels = len1(y, &format!("party {k}: y"))?;
+            if labels != rows {
+                return Err(PyValueError::new_err(format!(
+                    "party {k}: {labels} labels for {rows} rows"
+                )));
+            }
+            columns.get_or_insert(cols);
         }
-        let names = (1..=x.ncols()).map(|j| format!("x{j}")).collect();
-        out.push(Dataset {
-            source: format!("party {k}"),
-            names,
-            x,
-            y,
-        });
+        Ok(Self {
+            buffers,
+            sources: (0..buffers.len()).map(|k| format!("party {k}")).collect(),
+            names: (1..=columns.unwrap_or(0))
+                .map(|j| format!("x{j}"))
+                .collect(),
+        })
     }
-    Ok(out)
+
+    /// The parties as the fit pipeline prepares them (pooled standardisation, intercept),
+    /// copied once into the design matrices. Runs with the GIL held, so Python code cannot
+    /// change the arrays while they are read.
+    fn prepare(&self, _gil: Python<'_>, how: Preparation) -> PyResult<fit::Prepared> {
+        let views: Vec<DatasetView<'_>> = self
+            .buffers
+            .iter()
+            .zip(&self.sources)
+            .map(|((x, y), source)| {
+                let (rows, cols) = (x.shape()[0], x.shape()[1]);
+                DatasetView {
+                    source,
+                    // A party whose column count differs is named by the agreement check.
+                    names: &self.names[..cols.min(self.names.len())],
+                    x: ArrayView2::from_shape((rows, cols), in_place(x)).expect("checked shape"),
+                    y: ArrayView1::from(in_place(y)),
+                }
+            })
+            .collect();
+        fit::prepare_views(&views, how).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+}
+
+/// The rows and columns of a C-contiguous 2-D float64 buffer.
+fn shape2(buffer: &PyBuffer<f64>, what: &str) -> PyResult<(usize, usize)> {
+    match buffer.shape() {
+        [rows, cols] if buffer.is_c_contiguous() => Ok((*rows, *cols)),
+        [_, _] => Err(PyValueError::new_err(format!(
+            "{what}: expected a C-contiguous array"
+        ))),
+        shape => Err(PyValueError::new_err(format!(
+            "{what}: expected a 2-D array, got {} dimensions",
+            shape.len()
+        ))),
+    }
+}
+
+/// The length of a C-contiguous 1-D float64 buffer.
+fn len1(buffer: &PyBuffer<f64>, what: &str) -> PyResult<usize> {
+    match buffer.shape() {
+        [n] if buffer.is_c_contiguous() => Ok(*n),
+        _ => Err(PyValueError::new_err(format!(
+            "{what}: expected a C-contiguous 1-D array"
+        ))),
+    }
+}
+
+/// A checked (C-contiguous, aligned: `PyBuffer::get` checks alignment) buffer's values in
+/// place, valid while the buffer is held and the GIL keeps Python code from writing to it.
+fn in_place(buffer: &PyBuffer<f64>) -> &[f64] {
+    debug_assert!(buffer.is_c_contiguous());
+    // SAFETY: the buffer is C-contiguous float64 of `item_count` items and aligned (checked
+    // by `PyBuffer::get`); the slice borrows `buffer`, which keeps the memory alive.
+    unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<f64>(), buffer.item_count()) }
 }
 
 /// A differentially private linear model on `(X, y)` (rows scaled to norm 1 by their own norm,
@@ -209,8 +250,8 @@ fn dp_linear(
     use privlogit::dp::noise::Randomness;
     use privlogit::dp::plr::{self, Privacy};
     use privlogit::dp::scaling::RowScaling;
-    let x = matrix(py, &x, "X")?;
-    let y = vector(py, &y, "y")?;
+    let x = matrix(&x, "X")?;
+    let y = vector(&y, "y")?;
     if y.len() != x.nrows() {
         return Err(PyValueError::new_err(format!(
             "{} labels for {} rows",
@@ -256,47 +297,115 @@ fn dp_linear(
     .map_err(PyValueError::new_err)
 }
 
-/// A loaded table: feature bytes, shape, labels, names.
-type Loaded<'py> = (
-    Bound<'py, pyo3::types::PyBytes>,
-    (usize, usize),
-    Vec<f64>,
-    Vec<String>,
-);
+/// Float64 memory handed to numpy without a copy: numpy's array views it through the buffer
+/// protocol and keeps this object alive as the array's base.
+#[pyclass(frozen)]
+struct Floats {
+    /// The allocation of a `Box<[f64]>`, owned here and freed on drop. Kept as a raw pointer
+    /// (not a Rust reference) because numpy may write through it.
+    start: *mut f64,
+    len: usize,
+}
+
+// SAFETY: `Floats` owns its allocation outright; the memory is only reached through the buffer
+// protocol, whose readers and writers are Python code (which the GIL serialises).
+unsafe impl Send for Floats {}
+unsafe impl Sync for Floats {}
+
+impl Floats {
+    fn new(values: Vec<f64>) -> Self {
+        let len = values.len();
+        let start = Box::into_raw(values.into_boxed_slice()).cast::<f64>();
+        Self { start, len }
+    }
+}
+
+impl Drop for Floats {
+    fn drop(&mut self) {
+        // SAFETY: `start` and `len` came from `Box::into_raw` of a `Box<[f64]>` in `new`.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.start, self.len)) });
+    }
+}
+
+#[pymethods]
+impl Floats {
+    /// The values as a writable 1-D byte buffer (numpy: `frombuffer(..., dtype=float64)`).
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(pyo3::exceptions::PyBufferError::new_err("no view to fill"));
+        }
+        let (start, bytes) = {
+            let me = slf.get();
+            (me.start, me.len * std::mem::size_of::<f64>())
+        };
+        // SAFETY: `view` is a Py_buffer the caller owns; every field is set as the buffer
+        // protocol requires for a contiguous 1-D byte buffer, and `obj` keeps `slf` alive for
+        // as long as the view is held.
+        unsafe {
+            (*view).obj = slf.into_any().into_ptr();
+            (*view).buf = start.cast();
+            (*view).len = bytes as isize;
+            (*view).readonly = 0;
+            (*view).itemsize = 1;
+            (*view).format = if flags & pyo3::ffi::PyBUF_FORMAT != 0 {
+                c"B".as_ptr().cast_mut()
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if flags & pyo3::ffi::PyBUF_ND != 0 {
+                &raw mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if flags & pyo3::ffi::PyBUF_STRIDES == pyo3::ffi::PyBUF_STRIDES {
+                &raw mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+}
+
+/// A loaded table: features (row-major float64), shape, labels, names.
+type Loaded = (Floats, (usize, usize), Floats, Vec<String>);
 
 /// Reads a data file (CSV, privlogit binary table or Parquet) with privlogit's loader: returns
-/// the features as little-endian float64 bytes (rows x columns, row-major), the shape, the labels
-/// and the feature names.
+/// the features (rows x columns, row-major) and labels as buffers numpy views in place, the
+/// shape and the feature names.
 #[pyfunction]
-fn load_table<'py>(
-    py: Python<'py>,
-    path: std::path::PathBuf,
-    label: &str,
-) -> PyResult<Loaded<'py>> {
+fn load_table(py: Python<'_>, path: std::path::PathBuf, label: &str) -> PyResult<Loaded> {
     let options = privlogit::data::LoadOptions::new(label);
     let table = py
         .allow_threads(|| privlogit::data::load(&path, &options))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let d = table.data;
     let shape = d.x.dim();
-    let x = d.x.as_standard_layout();
-    let bytes: &[f64] = x.as_slice().expect("standard layout");
-    let raw = le_bytes(bytes);
+    let x = if d.x.is_standard_layout() {
+        d.x
+    } else {
+        d.x.as_standard_layout().into_owned()
+    };
+    let (values, offset) = x.into_raw_vec_and_offset();
+    debug_assert!(
+        offset.unwrap_or(0) == 0,
+        "an owned standard-layout array starts at 0"
+    );
     Ok((
-        pyo3::types::PyBytes::new(py, &raw),
+        Floats::new(values),
         shape,
-        d.y.to_vec(),
+        Floats::new(d.y.to_vec()),
         d.names,
     ))
-}
-
-/// `values` as little-endian bytes.
-fn le_bytes(values: &[f64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.len() * 8);
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
 }
 
 /// A Paillier key pair (the secret key inside; never printed). Numbers cross to Python as
@@ -442,6 +551,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_parties, m)?)?;
     m.add_function(wrap_pyfunction!(study_parties, m)?)?;
     m.add_class::<PyKeypair>()?;
+    m.add_class::<Floats>()?;
     m.add_function(wrap_pyfunction!(load_table, m)?)?;
     m.add_function(wrap_pyfunction!(dp_linear, m)?)?;
     Ok(())

@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
 
-use super::{DataError, Dataset};
+use super::{DataError, Dataset, DatasetView};
 
 /// Splits `data` into `parties` contiguous blocks whose sizes differ by at most one (the first
 /// `rows % parties` blocks get the extra row), like `numpy.array_split`.
@@ -75,17 +75,17 @@ fn split_in_order(
 }
 
 /// Checks that every party has the same feature names in the same order as the first.
-pub fn check_agreement(parties: &[Dataset]) -> Result<(), DataError> {
+pub fn check_agreement(parties: &[DatasetView<'_>]) -> Result<(), DataError> {
     let Some(reference) = parties.first() else {
         return Ok(());
     };
     for party in &parties[1..] {
         let mismatch = |difference: String| DataError::FeatureMismatch {
-            party: party.source.clone(),
-            reference: reference.source.clone(),
+            party: party.source.to_string(),
+            reference: reference.source.to_string(),
             difference,
         };
-        for (i, (mine, theirs)) in party.names.iter().zip(&reference.names).enumerate() {
+        for (i, (mine, theirs)) in party.names.iter().zip(reference.names).enumerate() {
             if mine != theirs {
                 return Err(mismatch(format!(
                     "feature {} is {mine:?} here but {theirs:?} there",
@@ -159,7 +159,7 @@ mod tests {
         let mut b = numbered(3);
         b.source = "b.csv".into();
         b.names = vec!["z".into()];
-        let msg = check_agreement(&[a.clone(), b])
+        let msg = check_agreement(&[a.view(), b.view()])
             .expect_err("mismatch")
             .to_string();
         assert!(
