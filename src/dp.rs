@@ -9,6 +9,7 @@
 //! - [`stacking`]: PST-S and PST-F (stacking Algorithms 2-3) with their combiners;
 //! - [`transfer`]: SimComb, PPTL-FS and PST-H (transfer Algorithms 2 and 4, stacking Algorithm 4);
 //! - [`dphtl`]: DP hypothesis transfer from several sources with DPIW (dissertation ch. 4);
+//! - [`release`]: every single-target method behind one call (`dp fit` and `privlogit.dp`);
 //! - [`penalised`]: logistic regression with row weights and a diagonal Gaussian prior;
 //! - [`accounting`]: (epsilon, delta) composition, amplification by sampling, RDP and zCDP;
 //! - [`ledger`]: epsilon spent per data set, and refusals past a total stored in the ledger;
@@ -24,6 +25,7 @@ pub mod mnist;
 pub mod noise;
 pub mod penalised;
 pub mod plr;
+pub mod release;
 pub mod scaling;
 pub mod stacking;
 pub mod transfer;

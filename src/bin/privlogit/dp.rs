@@ -7,17 +7,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use ndarray::Array1;
 use privlogit::data::{self, Dataset, LoadOptions};
 use privlogit::dp::experiment::{self, ExperimentSettings, Results, Selection, epsilon_label};
-use privlogit::dp::feature_split::{self, FeatureSplit, SplitModel};
 use privlogit::dp::ledger::{Charge, Ledger};
 use privlogit::dp::mnist::Digits;
 use privlogit::dp::noise::Randomness;
-use privlogit::dp::plr::{self, LinearModel, Privacy};
+use privlogit::dp::plr::Privacy;
+use privlogit::dp::release::{self, MethodSettings, SplitChoice};
 use privlogit::dp::scaling::RowScaling;
-use privlogit::dp::stacking::{self, Combiner, LowLevel, Stacked, StackingSettings};
-use privlogit::dp::transfer::{self, Labelled, TransferSettings};
+use privlogit::dp::stacking::Combiner;
+use privlogit::dp::transfer::Labelled;
 use privlogit::figures::{Chart, Corner, Mark, Series};
 use privlogit::{metrics, output};
 use serde_json::{Value, json};
@@ -76,15 +75,27 @@ enum Method {
 }
 
 impl Method {
-    fn is_transfer(self) -> bool {
-        matches!(self, Method::PstH | Method::PptlFs | Method::Simcomb)
+    /// The library's method (DPHTL has its own path: several sources and a public set).
+    fn release(self) -> Option<release::Method> {
+        Some(match self {
+            Method::Plr => release::Method::Plr,
+            Method::Output => release::Method::Output,
+            Method::PstS => release::Method::PstS,
+            Method::PstF => release::Method::PstF,
+            Method::PlrFs => release::Method::PlrFs,
+            Method::PstH => release::Method::PstH,
+            Method::PptlFs => release::Method::PptlFs,
+            Method::Simcomb => release::Method::Simcomb,
+            Method::Dphtl => return None,
+        })
     }
 
     fn splits_features(self) -> bool {
-        matches!(
-            self,
-            Method::PstF | Method::PlrFs | Method::PstH | Method::PptlFs
-        )
+        self.release().is_some_and(release::Method::splits_features)
+    }
+
+    fn is_transfer(self) -> bool {
+        self.release().is_some_and(release::Method::is_transfer)
     }
 }
 
@@ -348,92 +359,18 @@ pub(crate) fn dataset_name(path: &Path) -> Result<String> {
     ))
 }
 
-fn model_json(m: &LinearModel, features: Option<&[usize]>) -> Value {
-    let scaling = match m.scaling {
-        RowScaling::Normalize => json!("normalize"),
-        RowScaling::Clip { bound } => json!({ "clip": bound }),
-    };
-    let mut v = json!({ "w": m.w.to_vec(), "row_scaling": scaling, "row_norm": m.target });
-    if let Some(f) = features {
-        v["features"] = json!(f);
-    }
-    v
-}
-
-fn split_json(s: &SplitModel) -> Value {
-    Value::Array(
-        s.models
-            .iter()
-            .zip(s.split.groups())
-            .zip(s.split.importance())
-            .map(|((m, g), q)| {
-                let mut v = model_json(m, Some(g));
-                v["importance"] = json!(q);
-                v
-            })
-            .collect(),
-    )
-}
-
-fn stacked_json(s: &Stacked) -> Value {
-    let low = match &s.low {
-        LowLevel::Samples(models) => {
-            Value::Array(models.iter().map(|m| model_json(m, None)).collect())
-        }
-        LowLevel::Features(split) => split_json(split),
-    };
-    let combiner = match s.combiner {
-        Combiner::Stacking { .. } => "stacking",
-        Combiner::MajorityVote => "majority-vote",
-        Combiner::WeightedVote => "weighted-vote",
-    };
-    json!({ "low_level": low, "combiner": combiner, "high_level": s.high.as_ref().map(|m| model_json(m, None)) })
-}
-
-/// A fitted model of any method: JSON and scores.
-enum Fitted {
-    Linear(LinearModel),
-    Split(SplitModel),
-    Stacked(Stacked),
-    Transfer { source: Value, target: Box<Fitted> },
-}
-
-impl Fitted {
-    fn json(&self) -> Value {
-        match self {
-            Fitted::Linear(m) => model_json(m, None),
-            Fitted::Split(s) => json!({ "groups": split_json(s) }),
-            Fitted::Stacked(s) => stacked_json(s),
-            Fitted::Transfer { source, target } => {
-                json!({ "source": source, "target": target.json() })
-            }
-        }
-    }
-
-    fn scores(&self, x: ndarray::ArrayView2<'_, f64>) -> Array1<f64> {
-        match self {
-            Fitted::Linear(m) => m.probabilities(x),
-            // PLR-FS alone has no combiner: report the importance-weighted mean probability.
-            Fitted::Split(s) => s
-                .group_probabilities(x)
-                .dot(&Array1::from(s.split.importance().to_vec())),
-            Fitted::Stacked(s) => s.scores(x),
-            Fitted::Transfer { target, .. } => target.scores(x),
-        }
+fn labelled(d: &Dataset) -> Labelled<'_> {
+    Labelled {
+        x: d.x.view(),
+        y: d.y.view(),
     }
 }
 
-fn feature_split(args: &FitArgs, d: usize, rng: &mut dyn rand::CryptoRng) -> Result<FeatureSplit> {
+/// How the features are grouped, from `--feature-scores` or `--group-importance`.
+fn split_choice(args: &FitArgs) -> Result<SplitChoice> {
     Ok(if !args.feature_scores.is_empty() {
-        if args.feature_scores.len() != d {
-            bail!(
-                "--feature-scores has {} values for {d} features",
-                args.feature_scores.len()
-            );
-        }
-        FeatureSplit::by_importance(&args.feature_scores, args.groups())?
+        SplitChoice::Scores(args.feature_scores.clone())
     } else if !args.group_importance.is_empty() {
-        let order: Vec<usize> = (0..d).collect();
         let k = args.group_importance.len();
         if args.k.is_some_and(|given| given != k) {
             bail!(
@@ -441,24 +378,17 @@ fn feature_split(args: &FitArgs, d: usize, rng: &mut dyn rand::CryptoRng) -> Res
                 args.groups()
             );
         }
-        if k == 0 || k > d {
-            bail!("invalid K = {k}: must be between 1 and the number of features ({d})");
-        }
-        let groups = (0..k)
-            .map(|i| order[i * d / k..(i + 1) * d / k].to_vec())
-            .collect();
-        FeatureSplit::new(groups, args.group_importance.clone(), d)?
+        SplitChoice::GroupImportance(args.group_importance.clone())
     } else {
-        FeatureSplit::random(d, args.groups(), rng)?
+        SplitChoice::Random
     })
 }
 
 /// Defaults of the options that only some methods take (`None` means "not given", so that an
 /// option a method would ignore can be refused).
-pub(crate) const DEFAULT_HIGH_LAMBDA: f64 = 0.01;
-pub(crate) const DEFAULT_ETA: f64 = 0.5;
-const DEFAULT_K: usize = 5;
-pub(crate) const DEFAULT_LOW_FRACTION: f64 = 0.5;
+pub(crate) use privlogit::dp::release::{
+    DEFAULT_ETA, DEFAULT_HIGH_LAMBDA, DEFAULT_K, DEFAULT_LOW_FRACTION,
+};
 
 impl FitArgs {
     /// K, the number of groups.
@@ -685,113 +615,33 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     }
     let randomness = args.seed.map_or(Randomness::Os, Randomness::Seeded);
     let mut rng = randomness.rng();
-    let d = target.x.ncols();
-    let split = if args.method.splits_features() {
-        Some(feature_split(&args, d, &mut rng)?)
-    } else {
-        None
-    };
     let high_lambda = args.high_lambda.unwrap_or(DEFAULT_HIGH_LAMBDA);
-    let low_fraction = args.low_fraction.unwrap_or(DEFAULT_LOW_FRACTION);
-    let combiner = match args.combiner.unwrap_or(CombinerArg::Stacking) {
-        CombinerArg::Stacking => Combiner::Stacking {
-            lambda: high_lambda,
-        },
-        CombinerArg::MajorityVote => Combiner::MajorityVote,
-        CombinerArg::WeightedVote => Combiner::WeightedVote,
-    };
-    let stacking_settings = StackingSettings {
+    let settings = MethodSettings {
         privacy: target_privacy,
+        source_privacy,
         lambda: args.lambda,
-        combiner,
-        low_fraction,
-        scaling,
-    };
-    let transfer_settings = TransferSettings {
-        source: source_privacy,
-        target: target_privacy,
-        lambda_source: args.source_lambda.unwrap_or(args.lambda),
-        lambda_target: args.lambda,
-        eta: if args.method == Method::PstH {
-            0.0
-        } else {
-            args.eta.unwrap_or(DEFAULT_ETA)
+        source_lambda: args.source_lambda.unwrap_or(args.lambda),
+        high_lambda,
+        eta: args.eta.unwrap_or(DEFAULT_ETA),
+        k: args.groups(),
+        split: split_choice(&args)?,
+        combiner: match args.combiner.unwrap_or(CombinerArg::Stacking) {
+            CombinerArg::Stacking => Combiner::Stacking {
+                lambda: high_lambda,
+            },
+            CombinerArg::MajorityVote => Combiner::MajorityVote,
+            CombinerArg::WeightedVote => Combiner::WeightedVote,
         },
-        mu: high_lambda,
-        low_fraction,
+        low_fraction: args.low_fraction.unwrap_or(DEFAULT_LOW_FRACTION),
         scaling,
     };
-    let (x, y) = (target.x.view(), target.y.view());
-    let fitted = match args.method {
-        Method::Plr => Fitted::Linear(plr::fit(
-            x,
-            y,
-            target_privacy,
-            args.lambda,
-            scaling,
-            None,
-            &mut rng,
-        )?),
-        Method::Output => Fitted::Linear(plr::fit_output_perturbation(
-            x,
-            y,
-            target_privacy,
-            args.lambda,
-            scaling,
-            &mut rng,
-        )?),
-        Method::PstS => Fitted::Stacked(stacking::pst_s(
-            x,
-            y,
-            args.groups(),
-            &stacking_settings,
-            &mut rng,
-        )?),
-        Method::PstF => Fitted::Stacked(stacking::pst_f(
-            x,
-            y,
-            split.as_ref().expect("split"),
-            None,
-            &stacking_settings,
-            &mut rng,
-        )?),
-        Method::PlrFs => {
-            let split = split.as_ref().expect("split");
-            Fitted::Split(feature_split::plr_fs(
-                x,
-                y,
-                split,
-                target_privacy,
-                &vec![args.lambda; split.k()],
-                None,
-                scaling,
-                &mut rng,
-            )?)
-        }
-        Method::Dphtl => unreachable!("run by dphtl_fit above"),
-        Method::PstH | Method::PptlFs | Method::Simcomb => {
-            let source = source.as_ref().expect("checked");
-            let s = Labelled {
-                x: source.x.view(),
-                y: source.y.view(),
-            };
-            let t = Labelled { x, y };
-            if args.method == Method::Simcomb {
-                let fit = transfer::simcomb(s, t, &transfer_settings, &mut rng)?;
-                Fitted::Transfer {
-                    source: model_json(&fit.source, None),
-                    target: Box::new(Fitted::Linear(fit.target)),
-                }
-            } else {
-                let split = split.as_ref().expect("split");
-                let fit = transfer::pptl_fs(s, t, split, &transfer_settings, &mut rng)?;
-                Fitted::Transfer {
-                    source: json!({ "groups": split_json(&fit.source) }),
-                    target: Box::new(Fitted::Stacked(fit.target)),
-                }
-            }
-        }
-    };
+    let fitted = release::fit(
+        args.method.release().expect("dphtl ran above"),
+        &settings,
+        labelled(&target),
+        source.as_ref().map(|s| labelled(s)),
+        &mut rng,
+    )?;
     let mut report = json!({
         "method": format!("{:?}", args.method).to_lowercase(),
         "features": target.names,

@@ -7,13 +7,14 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use ndarray::s;
 use privlogit::data::{self, Dataset, LoadOptions};
-use privlogit::dp::dphtl::transfer::{self, Settings, Source};
+use privlogit::dp::dphtl::transfer::Settings;
 use privlogit::dp::ledger::Charge;
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::Privacy;
+use privlogit::dp::release::{self, NamedSource};
 use privlogit::dp::scaling::RowScaling;
+use privlogit::dp::transfer::Labelled;
 use privlogit::metrics;
 use serde_json::{Value, json};
 
@@ -77,35 +78,36 @@ pub fn run(args: &DphtlArgs, privacy: Privacy, charges: &[Charge]) -> Result<Val
     };
     let randomness = args.seed.map_or(Randomness::Os, Randomness::Seeded);
     let mut rng = randomness.rng();
-    let public_x = scaled(&public);
-    let mut published = Vec::new();
-    for path in &args.sources {
-        let d = load(path, &args.options, Some(&names))?;
-        if d.rows() < 4 {
-            bail!(
-                "{}: a source needs at least 4 rows (half labelled, half unlabelled)",
-                path.display()
-            );
-        }
-        let half = d.rows().div_ceil(2);
-        let x = scaled(&d);
-        let source = Source {
-            x: x.slice(s![..half, ..]).to_owned(),
-            y: d.y.slice(s![..half]).to_owned(),
-            unlabelled: x.slice(s![half.., ..]).to_owned(),
-        };
-        published.push(
-            transfer::publish(&source, public_x.view(), &settings, &mut rng)
-                .with_context(|| format!("source {}", path.display()))?,
-        );
-    }
-    let fitted = transfer::fit_target(
-        &published,
-        public_x.view(),
-        scaled(&unlabelled).view(),
-        scaled(&target).view(),
-        target.y.view(),
+    let tables = args
+        .sources
+        .iter()
+        .map(|path| {
+            Ok((
+                path.display().to_string(),
+                load(path, &args.options, Some(&names))?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let sources: Vec<NamedSource<'_>> = tables
+        .iter()
+        .map(|(name, d)| NamedSource {
+            name,
+            rows: Labelled {
+                x: d.x.view(),
+                y: d.y.view(),
+            },
+        })
+        .collect();
+    let fitted = release::dphtl(
+        &sources,
+        public.x.view(),
+        unlabelled.x.view(),
+        Labelled {
+            x: target.x.view(),
+            y: target.y.view(),
+        },
         &settings,
+        &mut rng,
     )?;
     let mut report = json!({
         "method": "dphtl",

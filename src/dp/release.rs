@@ -1,0 +1,444 @@
+//! Every single-target DP method behind one call, as `privlogit dp fit` and the Python package
+//! (`privlogit.dp`) run them: the method, its settings with defaults applied, the target rows
+//! (and the source rows of a transfer method) in; a fitted model with its JSON form and scores
+//! out. Keeping the dispatch here means the command line and Python draw the same noise for the
+//! same seed.
+
+use ndarray::{Array1, ArrayView2, s};
+use rand::CryptoRng;
+use serde_json::{Value, json};
+
+use super::DpError;
+use super::dphtl;
+use super::feature_split::{self, FeatureSplit, SplitModel};
+use super::plr::{self, LinearModel, Privacy};
+use super::scaling::RowScaling;
+use super::stacking::{self, Combiner, LowLevel, Stacked, StackingSettings};
+use super::transfer::{self, Labelled, TransferSettings};
+
+/// Default penalty lambda of the low-level (target) models.
+pub const DEFAULT_LAMBDA: f64 = 0.01;
+/// Default penalty of a high-level model.
+pub const DEFAULT_HIGH_LAMBDA: f64 = 0.01;
+/// Default eta of the transfer regulariser.
+pub const DEFAULT_ETA: f64 = 0.5;
+/// Default number of groups K.
+pub const DEFAULT_K: usize = 5;
+/// Default share of rows for the low level.
+pub const DEFAULT_LOW_FRACTION: f64 = 0.5;
+
+/// The methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// PLR, objective perturbation (stacking paper Algorithm 1).
+    Plr,
+    /// Output perturbation (Chaudhuri et al. 2011, the sensitivity method).
+    Output,
+    /// Stacking with sample partitioning (stacking Algorithm 2).
+    PstS,
+    /// Stacking with feature partitioning (stacking Algorithm 3).
+    PstF,
+    /// PLR with feature splitting, one model per group (transfer Algorithm 3).
+    PlrFs,
+    /// Stacking with hypothesis transfer (stacking Algorithm 4): PPTL-FS with eta = 0.
+    PstH,
+    /// Transfer with feature splitting and stacking (transfer Algorithm 4).
+    PptlFs,
+    /// PLR on the source, then PLR on the target near it (transfer Algorithm 2).
+    Simcomb,
+}
+
+impl Method {
+    /// The name the command line and the JSON use (`pst-s`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Plr => "plr",
+            Method::Output => "output",
+            Method::PstS => "pst-s",
+            Method::PstF => "pst-f",
+            Method::PlrFs => "plr-fs",
+            Method::PstH => "pst-h",
+            Method::PptlFs => "pptl-fs",
+            Method::Simcomb => "simcomb",
+        }
+    }
+
+    /// Whether the method also learns from a source data set.
+    pub fn is_transfer(self) -> bool {
+        matches!(self, Method::PstH | Method::PptlFs | Method::Simcomb)
+    }
+
+    /// Whether the method splits the features into groups.
+    pub fn splits_features(self) -> bool {
+        matches!(
+            self,
+            Method::PstF | Method::PlrFs | Method::PstH | Method::PptlFs
+        )
+    }
+}
+
+/// How a feature-splitting method groups the features.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SplitChoice {
+    /// K random groups of equal importance 1/K.
+    Random,
+    /// A public importance score per feature: sorted by score into K groups, q_k by the
+    /// transfer paper's eq. (6).
+    Scores(Vec<f64>),
+    /// The importance of each group of consecutive columns (its length is K).
+    GroupImportance(Vec<f64>),
+}
+
+/// A method's settings, every default applied (`privlogit dp fit` documents the defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodSettings {
+    /// Privacy of the target rows.
+    pub privacy: Privacy,
+    /// Privacy of the source rows (transfer methods).
+    pub source_privacy: Privacy,
+    /// Penalty lambda of the low-level (target) models.
+    pub lambda: f64,
+    /// Penalty of the source models.
+    pub source_lambda: f64,
+    /// Penalty of the high-level model of the transfer methods (mu).
+    pub high_lambda: f64,
+    /// eta of the transfer regulariser (PST-H fixes it at 0).
+    pub eta: f64,
+    /// K, the number of groups (feature groups or sample subsets).
+    pub k: usize,
+    /// How the features are grouped.
+    pub split: SplitChoice,
+    /// How PST-S and PST-F combine the low level.
+    pub combiner: Combiner,
+    /// Share of rows the low level uses (the rest trains the high level).
+    pub low_fraction: f64,
+    /// How rows are brought to norm at most 1.
+    pub scaling: RowScaling,
+}
+
+/// A method that cannot run on what it was given, with the reason in words.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReleaseError {
+    /// A parameter out of range.
+    #[error(transparent)]
+    Parameter(#[from] DpError),
+    /// Data or settings that do not fit the method.
+    #[error("{0}")]
+    Setting(String),
+}
+
+/// A fitted model of any method.
+#[derive(Debug, Clone)]
+pub enum Fitted {
+    /// PLR or output perturbation.
+    Linear(LinearModel),
+    /// PLR-FS: one model per feature group.
+    Split(SplitModel),
+    /// PST-S, PST-F.
+    Stacked(Stacked),
+    /// A transfer method: the source's release (JSON) and the target model.
+    Transfer {
+        /// What was released about the source.
+        source: Value,
+        /// The target model.
+        target: Box<Fitted>,
+    },
+}
+
+impl Fitted {
+    /// The model as `privlogit dp fit` writes it.
+    pub fn json(&self) -> Value {
+        match self {
+            Fitted::Linear(m) => model_json(m, None),
+            Fitted::Split(s) => json!({ "groups": split_json(s) }),
+            Fitted::Stacked(s) => stacked_json(s),
+            Fitted::Transfer { source, target } => {
+                json!({ "source": source, "target": target.json() })
+            }
+        }
+    }
+
+    /// P(y = 1) for the rows of `x` (unscaled: each part scales rows as it was fitted).
+    pub fn scores(&self, x: ArrayView2<'_, f64>) -> Array1<f64> {
+        match self {
+            Fitted::Linear(m) => m.probabilities(x),
+            // PLR-FS alone has no combiner: the importance-weighted mean probability.
+            Fitted::Split(s) => s
+                .group_probabilities(x)
+                .dot(&Array1::from(s.split.importance().to_vec())),
+            Fitted::Stacked(s) => s.scores(x),
+            Fitted::Transfer { target, .. } => target.scores(x),
+        }
+    }
+}
+
+/// Fits `method` on `target` (and `source` for a transfer method), noise from `rng`.
+pub fn fit(
+    method: Method,
+    settings: &MethodSettings,
+    target: Labelled<'_>,
+    source: Option<Labelled<'_>>,
+    rng: &mut dyn CryptoRng,
+) -> Result<Fitted, ReleaseError> {
+    if method.is_transfer() != source.is_some() {
+        return Err(ReleaseError::Setting(format!(
+            "method {} {} a source data set",
+            method.name(),
+            if method.is_transfer() {
+                "needs"
+            } else {
+                "does not take"
+            }
+        )));
+    }
+    if let Some(s) = &source
+        && s.x.ncols() != target.x.ncols()
+    {
+        return Err(ReleaseError::Setting(format!(
+            "the source has {} features, the target {}",
+            s.x.ncols(),
+            target.x.ncols()
+        )));
+    }
+    let d = target.x.ncols();
+    let split = if method.splits_features() {
+        Some(feature_split_of(&settings.split, d, settings.k, rng)?)
+    } else {
+        None
+    };
+    let stacking_settings = StackingSettings {
+        privacy: settings.privacy,
+        lambda: settings.lambda,
+        combiner: settings.combiner,
+        low_fraction: settings.low_fraction,
+        scaling: settings.scaling,
+    };
+    let transfer_settings = TransferSettings {
+        source: settings.source_privacy,
+        target: settings.privacy,
+        lambda_source: settings.source_lambda,
+        lambda_target: settings.lambda,
+        eta: if method == Method::PstH {
+            0.0
+        } else {
+            settings.eta
+        },
+        mu: settings.high_lambda,
+        low_fraction: settings.low_fraction,
+        scaling: settings.scaling,
+    };
+    let (x, y) = (target.x, target.y);
+    let split = || {
+        split
+            .as_ref()
+            .expect("a feature-splitting method has a split")
+    };
+    Ok(match method {
+        Method::Plr => Fitted::Linear(plr::fit(
+            x,
+            y,
+            settings.privacy,
+            settings.lambda,
+            settings.scaling,
+            None,
+            rng,
+        )?),
+        Method::Output => Fitted::Linear(plr::fit_output_perturbation(
+            x,
+            y,
+            settings.privacy,
+            settings.lambda,
+            settings.scaling,
+            rng,
+        )?),
+        Method::PstS => {
+            Fitted::Stacked(stacking::pst_s(x, y, settings.k, &stacking_settings, rng)?)
+        }
+        Method::PstF => Fitted::Stacked(stacking::pst_f(
+            x,
+            y,
+            split(),
+            None,
+            &stacking_settings,
+            rng,
+        )?),
+        Method::PlrFs => Fitted::Split(feature_split::plr_fs(
+            x,
+            y,
+            split(),
+            settings.privacy,
+            &vec![settings.lambda; split().k()],
+            None,
+            settings.scaling,
+            rng,
+        )?),
+        Method::Simcomb => {
+            let source = source.expect("checked above");
+            let fit = transfer::simcomb(source, target, &transfer_settings, rng)?;
+            Fitted::Transfer {
+                source: model_json(&fit.source, None),
+                target: Box::new(Fitted::Linear(fit.target)),
+            }
+        }
+        Method::PstH | Method::PptlFs => {
+            let source = source.expect("checked above");
+            let fit = transfer::pptl_fs(source, target, split(), &transfer_settings, rng)?;
+            Fitted::Transfer {
+                source: json!({ "groups": split_json(&fit.source) }),
+                target: Box::new(Fitted::Stacked(fit.target)),
+            }
+        }
+    })
+}
+
+/// A named source organization's rows for [`dphtl`] (the name is for messages).
+#[derive(Debug, Clone, Copy)]
+pub struct NamedSource<'a> {
+    /// Where the rows came from (a file, or "source k").
+    pub name: &'a str,
+    /// Its labelled table: the first half of the rows trains the hypothesis, the second half
+    /// (labels unused) the importance weights.
+    pub rows: Labelled<'a>,
+}
+
+/// DPHTL (dissertation Algorithm 4) over whole tables, as `dp fit --method dphtl` reads them:
+/// every row is scaled to norm 1 here; each source's first half of rows (in order) trains its
+/// DP hypothesis and its second half its DP importance weights (disjoint rows, so each source
+/// spends epsilon once, Theorem 4.3.1); the target's weights come from `unlabelled`, its MAP
+/// fit from `target`.
+pub fn dphtl(
+    sources: &[NamedSource<'_>],
+    public: ArrayView2<'_, f64>,
+    unlabelled: ArrayView2<'_, f64>,
+    target: Labelled<'_>,
+    settings: &dphtl::transfer::Settings,
+    rng: &mut dyn CryptoRng,
+) -> Result<dphtl::transfer::Fitted, ReleaseError> {
+    if sources.len() < 2 {
+        return Err(ReleaseError::Setting(
+            "dphtl needs at least two sources (eq. 4.2 weighs hypotheses against each other)"
+                .to_string(),
+        ));
+    }
+    let d = target.x.ncols();
+    for (what, cols) in std::iter::once(("the public set", public.ncols()))
+        .chain(std::iter::once((
+            "the target's unlabelled rows",
+            unlabelled.ncols(),
+        )))
+        .chain(sources.iter().map(|s| (s.name, s.rows.x.ncols())))
+    {
+        if cols != d {
+            return Err(ReleaseError::Setting(format!(
+                "{what}: {cols} features, the target has {d}"
+            )));
+        }
+    }
+    let scaled = |x: ArrayView2<'_, f64>| RowScaling::Normalize.apply(x, 1.0);
+    let public = scaled(public);
+    let mut published = Vec::with_capacity(sources.len());
+    for source in sources {
+        let rows = source.rows.x.nrows();
+        if rows < 4 {
+            return Err(ReleaseError::Setting(format!(
+                "{}: a source needs at least 4 rows (half labelled, half unlabelled)",
+                source.name
+            )));
+        }
+        let half = rows.div_ceil(2);
+        let x = scaled(source.rows.x);
+        let rows = dphtl::transfer::Source {
+            x: x.slice(s![..half, ..]).to_owned(),
+            y: source.rows.y.slice(s![..half]).to_owned(),
+            unlabelled: x.slice(s![half.., ..]).to_owned(),
+        };
+        published.push(
+            dphtl::transfer::publish(&rows, public.view(), settings, rng)
+                .map_err(|e| ReleaseError::Setting(format!("source {}: {e}", source.name)))?,
+        );
+    }
+    Ok(dphtl::transfer::fit_target(
+        &published,
+        public.view(),
+        scaled(unlabelled).view(),
+        scaled(target.x).view(),
+        target.y,
+        settings,
+    )?)
+}
+
+/// The feature groups `choice` asks for, over `d` features in `k` groups.
+fn feature_split_of(
+    choice: &SplitChoice,
+    d: usize,
+    k: usize,
+    rng: &mut dyn CryptoRng,
+) -> Result<FeatureSplit, ReleaseError> {
+    Ok(match choice {
+        SplitChoice::Scores(scores) => {
+            if scores.len() != d {
+                return Err(ReleaseError::Setting(format!(
+                    "{} feature scores for {d} features",
+                    scores.len()
+                )));
+            }
+            FeatureSplit::by_importance(scores, k)?
+        }
+        SplitChoice::GroupImportance(importance) => {
+            let k = importance.len();
+            if k == 0 || k > d {
+                return Err(ReleaseError::Setting(format!(
+                    "invalid K = {k}: must be between 1 and the number of features ({d})"
+                )));
+            }
+            let groups = (0..k)
+                .map(|i| (i * d / k..(i + 1) * d / k).collect())
+                .collect();
+            FeatureSplit::new(groups, importance.clone(), d)?
+        }
+        SplitChoice::Random => FeatureSplit::random(d, k, rng)?,
+    })
+}
+
+/// A linear model as JSON: `w`, how rows are scaled, and the features it reads (a group).
+pub fn model_json(m: &LinearModel, features: Option<&[usize]>) -> Value {
+    let scaling = match m.scaling {
+        RowScaling::Normalize => json!("normalize"),
+        RowScaling::Clip { bound } => json!({ "clip": bound }),
+    };
+    let mut v = json!({ "w": m.w.to_vec(), "row_scaling": scaling, "row_norm": m.target });
+    if let Some(f) = features {
+        v["features"] = json!(f);
+    }
+    v
+}
+
+fn split_json(s: &SplitModel) -> Value {
+    Value::Array(
+        s.models
+            .iter()
+            .zip(s.split.groups())
+            .zip(s.split.importance())
+            .map(|((m, g), q)| {
+                let mut v = model_json(m, Some(g));
+                v["importance"] = json!(q);
+                v
+            })
+            .collect(),
+    )
+}
+
+fn stacked_json(s: &Stacked) -> Value {
+    let low = match &s.low {
+        LowLevel::Samples(models) => {
+            Value::Array(models.iter().map(|m| model_json(m, None)).collect())
+        }
+        LowLevel::Features(split) => split_json(split),
+    };
+    let combiner = match s.combiner {
+        Combiner::Stacking { .. } => "stacking",
+        Combiner::MajorityVote => "majority-vote",
+        Combiner::WeightedVote => "weighted-vote",
+    };
+    json!({ "low_level": low, "combiner": combiner, "high_level": s.high.as_ref().map(|m| model_json(m, None)) })
+}
