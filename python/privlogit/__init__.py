@@ -1,21 +1,30 @@
 """privlogit: privacy-preserving logistic regression across organizations.
 
-The computation is in Rust (`privlogit._native`); this layer converts numpy arrays and offers a
-scikit-learn style estimator.
+The computation is in Rust (`privlogit._native`, the crates the `privlogit` command is built
+from); this layer passes numpy arrays (read in place, not copied) and offers a scikit-learn
+estimator. Faults raise `PrivlogitError` (a ValueError) with the command line's message;
+`DataError` for a file that cannot be read (file, line, column), `BudgetExceeded` for a DP fit
+its ledger refuses.
+
+- `load`, `fit`, `study`: data files, the plaintext distributed fit, the secure study;
+- `PrivLogitRegression`: the scikit-learn estimator (needs scikit-learn);
+- `privlogit.dp`: the differentially private methods and the privacy ledger;
+- `privlogit.paillier`: Paillier keys and numbers, interoperable with python-paillier.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import _native
+from ._native import BudgetExceeded, DataError, PrivlogitError
 
-__all__ = ["load", "fit", "study", "PrivLogitRegression"]
+__all__ = ["load", "fit", "study", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier"]
 
 
 def _as_float64(a, ndim, what):
     arr = np.ascontiguousarray(a, dtype=np.float64)
     if arr.ndim != ndim:
-        raise ValueError(f"{what}: expected a {ndim}-D array, got {arr.ndim} dimensions")
+        raise PrivlogitError(f"{what}: expected a {ndim}-D array, got {arr.ndim} dimensions")
     return arr
 
 
@@ -60,59 +69,13 @@ def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, sta
     return out
 
 
-class PrivLogitRegression:
-    """A scikit-learn style estimator over `privlogit.fit`.
+from . import dp, paillier  # noqa: E402  (they import this module's names)
 
-    `C` is scikit-learn's inverse penalty: lam = 1 / C. Unlike scikit-learn's default, the
-    intercept is penalised like every coefficient (dissertation eq. 2.10); `LogisticRegression(
-    fit_intercept=False)` on `X` with a column of ones prepended is the same model. `groups`
-    in `fit` assigns rows to parties (default: one party).
 
-    The default optimizer is Newton's method, which reaches the optimum to rounding. The
-    PrivLogit optimizers stop on the objective's relative change (the dissertation's rule), so
-    their coefficients are accurate to about the square root of `tol`, not to `tol`.
-    """
+def __getattr__(name):
+    # The estimator needs scikit-learn, which the rest of the package does not.
+    if name == "PrivLogitRegression":
+        from .estimator import PrivLogitRegression
 
-    def __init__(self, C=1.0, optimizer="newton", tol=1e-10, max_iter=10_000):
-        self.C = C
-        self.optimizer = optimizer
-        self.tol = tol
-        self.max_iter = max_iter
-
-    def get_params(self, deep=True):
-        return {"C": self.C, "optimizer": self.optimizer, "tol": self.tol, "max_iter": self.max_iter}
-
-    def set_params(self, **params):
-        for k, v in params.items():
-            setattr(self, k, v)
-        return self
-
-    def fit(self, X, y, groups=None):
-        X = _as_float64(X, 2, "X")
-        y = np.asarray(y)
-        self.classes_ = np.unique(y)
-        if len(self.classes_) != 2:
-            raise ValueError(f"y: expected two classes, got {len(self.classes_)}")
-        y01 = (y == self.classes_[1]).astype(np.float64)
-        if groups is None:
-            parties = [(X, y01)]
-        else:
-            groups = np.asarray(groups)
-            parties = [(X[groups == g], y01[groups == g]) for g in np.unique(groups)]
-        out = fit(parties, self.optimizer, 1.0 / self.C, standardize=False, intercept=True, tol=self.tol, max_iter=self.max_iter)
-        self.intercept_ = np.array([out["coef"][0]])
-        self.coef_ = out["coef"][1:].reshape(1, -1)
-        self.n_iter_ = np.array([out["n_iter"]])
-        self.n_features_in_ = X.shape[1]
-        return self
-
-    def decision_function(self, X):
-        X = _as_float64(X, 2, "X")
-        return X @ self.coef_[0] + self.intercept_[0]
-
-    def predict_proba(self, X):
-        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        return PrivLogitRegression
+    raise AttributeError(f"module 'privlogit' has no attribute {name!r}")

@@ -1,39 +1,194 @@
-"""Differentially private models from research code: the computation is privlogit's Rust
-(`privlogit dp fit`), with the same noise for the same `seed`.
+"""Differentially private models from research code: the computation is privlogit's Rust (the
+code `privlogit dp fit` runs), so the same `seed` gives the same noise and the same model as
+the command line.
 
-So far: PLR (objective perturbation, stacking paper Algorithm 1) and output perturbation
-(Chaudhuri et al.). Rows are scaled to norm at most 1 by their own norm before the model
-applies; `predict_proba` does the same.
+Methods (papers in `../shared/papers/`): `plr` (objective perturbation, stacking paper
+Algorithm 1), `output_perturbation` (Chaudhuri et al. 2011), `pst_s`, `pst_f` (stacking
+Algorithms 2-3), `plr_fs` (transfer Algorithm 3), `pst_h` (stacking Algorithm 4), `pptl_fs`
+(transfer Algorithm 4), `simcomb` (transfer Algorithm 2) and `dphtl` (dissertation Algorithm
+4). Rows are scaled to norm at most 1 (each by its own norm, or clipped to `row_bound`) before
+a model applies; `Model.predict_proba` scales new rows the same way.
+
+Every fit can keep a privacy ledger (the command line's `--ledger` file): pass
+`ledger=Ledger(path, budget)` and a name per data set; a fit that would take a data set past
+the ledger's total raises `privlogit.BudgetExceeded` before any noise is drawn, and a fit is
+charged only once it has succeeded. `dataset_name(path)` gives the command line's name for a
+file, so Python and shell fits of one file spend from one budget.
 """
 from __future__ import annotations
+
+import json
+import os
 
 import numpy as np
 
 from . import _native
 
-__all__ = ["plr", "output_perturbation", "predict_proba"]
+__all__ = [
+    "Model", "Ledger", "fit", "plr", "output_perturbation", "pst_s", "pst_f", "plr_fs",
+    "pst_h", "pptl_fs", "simcomb", "dphtl", "dataset_name", "predict_proba",
+]
 
 
-def _fit(X, y, epsilon, lam, method, seed):
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    return np.asarray(_native.dp_linear(X, y, float(epsilon), float(lam), method, seed))
+def _matrix(a, what):
+    arr = np.ascontiguousarray(a, dtype=np.float64)
+    if arr.ndim != 2:
+        raise _native.PrivlogitError(f"{what}: expected a 2-D array, got {arr.ndim} dimensions")
+    return arr
 
 
-def plr(X, y, epsilon, lam=0.01, seed=None):
-    """PLR's coefficients, epsilon-DP for the rows of `X` (0/1 labels `y`). `seed` makes the
-    noise reproducible (experiments only, not for release)."""
-    return _fit(X, y, epsilon, lam, "plr", seed)
+def _vector(a, what):
+    arr = np.ascontiguousarray(a, dtype=np.float64)
+    if arr.ndim != 1:
+        raise _native.PrivlogitError(f"{what}: expected a 1-D array, got {arr.ndim} dimensions")
+    return arr
 
 
-def output_perturbation(X, y, epsilon, lam=0.01, seed=None):
-    """Output perturbation's coefficients, epsilon-DP for the rows of `X`."""
-    return _fit(X, y, epsilon, lam, "output", seed)
+class Ledger:
+    """A privacy ledger file (JSON, the command line's `--ledger`): each data set may spend at
+    most `budget` epsilon over every fit recorded in it. `budget` is needed to create the file
+    and must match the stored total afterwards (or be None)."""
+
+    def __init__(self, path, budget=None):
+        self.path = os.fspath(path)
+        self.budget = None if budget is None else float(budget)
+
+    def spent(self, dataset):
+        """Epsilon `dataset` has spent (0 if never charged)."""
+        return _native.ledger_spent(self.path, dataset)[1]
+
+    @property
+    def total(self):
+        """The stored total each data set may spend."""
+        return _native.ledger_spent(self.path, "")[0]
+
+    def __repr__(self):
+        return f"Ledger({self.path!r}, budget={self.budget!r})"
+
+
+def _ledger_args(ledger):
+    if ledger is None:
+        return None, None
+    if not isinstance(ledger, Ledger):
+        ledger = Ledger(ledger)
+    return ledger.path, ledger.budget
+
+
+class Model:
+    """A fitted DP model. `w` is the coefficient vector of a single linear model (PLR, output
+    perturbation, SimComb's target), else None; `to_dict()` is the `model` object `privlogit
+    dp fit` writes; `predict_proba(X)` is P(y = 1) for each row (new rows scaled as in
+    fitting)."""
+
+    def __init__(self, native):
+        self._native = native
+
+    @property
+    def method(self):
+        return self._native.method
+
+    @property
+    def w(self):
+        w = self._native.w
+        return None if w is None else np.asarray(w)
+
+    def to_dict(self):
+        return json.loads(self._native.to_json())
+
+    def predict_proba(self, X):
+        return np.asarray(self._native.predict_proba(_matrix(X, "X")))
+
+    def __repr__(self):
+        return f"<privlogit.dp.Model {self.method}>"
+
+
+def fit(method, X, y, epsilon, *, source=None, ledger=None, dataset=None, source_dataset=None, **options):
+    """Fits `method` ("plr", "output", "pst-s", "pst-f", "plr-fs", "pst-h", "pptl-fs",
+    "simcomb"), epsilon-DP for the rows of `X` (labels `y` 0/1), as `privlogit dp fit
+    --method`. `source=(Xs, ys)` for the transfer methods. Options and defaults are those of
+    the command line: lam=0.01, source_epsilon=epsilon, source_lam=lam, high_lambda=0.01,
+    eta=0.5, k=5, feature_scores=None, group_importance=None, combiner="stacking",
+    low_fraction=0.5, row_bound=None (normalise each row), plr_as_printed=False, seed=None (OS
+    CSPRNG; a seed is for reproducible experiments, not for release)."""
+    path, budget = _ledger_args(ledger)
+    if source is not None:
+        source = (_matrix(source[0], "source X"), _vector(source[1], "source y"))
+    native = _native.dp_fit(
+        method, _matrix(X, "X"), _vector(y, "y"), float(epsilon), source=source,
+        ledger=path, budget=budget, dataset=dataset, source_dataset=source_dataset, **options,
+    )
+    return Model(native)
+
+
+def plr(X, y, epsilon, **options):
+    """PLR (stacking paper Algorithm 1, objective perturbation)."""
+    return fit("plr", X, y, epsilon, **options)
+
+
+def output_perturbation(X, y, epsilon, **options):
+    """Output perturbation (Chaudhuri et al. 2011, the sensitivity method)."""
+    return fit("output", X, y, epsilon, **options)
+
+
+def pst_s(X, y, epsilon, **options):
+    """PST-S: stacking over K disjoint row subsets (stacking Algorithm 2)."""
+    return fit("pst-s", X, y, epsilon, **options)
+
+
+def pst_f(X, y, epsilon, **options):
+    """PST-F: stacking over K feature groups (stacking Algorithm 3)."""
+    return fit("pst-f", X, y, epsilon, **options)
+
+
+def plr_fs(X, y, epsilon, **options):
+    """PLR-FS: one PLR per feature group, budget shared by importance (transfer Algorithm 3)."""
+    return fit("plr-fs", X, y, epsilon, **options)
+
+
+def pst_h(X, y, epsilon, source, **options):
+    """PST-H: stacking with hypothesis transfer from `source=(Xs, ys)` (stacking Algorithm 4)."""
+    return fit("pst-h", X, y, epsilon, source=source, **options)
+
+
+def pptl_fs(X, y, epsilon, source, **options):
+    """PPTL-FS: feature-split transfer from `source` with stacking (transfer Algorithm 4)."""
+    return fit("pptl-fs", X, y, epsilon, source=source, **options)
+
+
+def simcomb(X, y, epsilon, source, **options):
+    """SimComb: PLR on `source`, then PLR on the target near it (transfer Algorithm 2)."""
+    return fit("simcomb", X, y, epsilon, source=source, **options)
+
+
+def dphtl(sources, public, X, y, epsilon, *, unlabelled=None, lam=0.01, lambda_iw=0.001, sd_floor=0.1, seed=None, ledger=None, source_datasets=None):
+    """DPHTL (dissertation Algorithm 4): `sources` is a list of `(Xs, ys)`, one per source
+    organization (the first half of its rows trains its DP hypothesis, the second half its DP
+    importance weights over `public`); `(X, y)` are the target's few labelled rows and
+    `unlabelled` its unlabelled ones (default `X`). Each source spends `epsilon` once (Theorem
+    4.3.1). Returns a dict: `coef` (the target's coefficients, rows scaled to norm 1),
+    `hypothesis_weights` (eq. 4.1), `prior_mean`, `prior_sd` (eq. 4.2), `kkt_residual`."""
+    path, budget = _ledger_args(ledger)
+    out = _native.dp_dphtl(
+        [(_matrix(sx, f"source {k}: X"), _vector(sy, f"source {k}: y")) for k, (sx, sy) in enumerate(sources)],
+        _matrix(public, "public"), _matrix(X, "X"), _vector(y, "y"), float(epsilon),
+        unlabelled=None if unlabelled is None else _matrix(unlabelled, "unlabelled"),
+        lam=float(lam), lambda_iw=float(lambda_iw), sd_floor=float(sd_floor), seed=seed,
+        ledger=path, budget=budget, source_datasets=source_datasets,
+    )
+    for key in ("coef", "hypothesis_weights", "prior_mean", "prior_sd"):
+        out[key] = np.asarray(out[key])
+    return out
+
+
+def dataset_name(path):
+    """The command line's ledger name for a data file: `sha256:` and the hash of its bytes."""
+    return _native.dataset_name(os.fspath(path))
 
 
 def predict_proba(w, X):
-    """P(y = 1) under coefficients `w`, rows scaled to norm 1 as in fitting."""
+    """P(y = 1) under coefficients `w` (of PLR, output perturbation or DPHTL), rows scaled to
+    norm 1 as in fitting."""
     X = np.asarray(X, dtype=np.float64)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     scaled = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
-    return 1.0 / (1.0 + np.exp(-(scaled @ w)))
+    return 1.0 / (1.0 + np.exp(-(scaled @ np.asarray(w))))

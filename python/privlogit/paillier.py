@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 from ._native import Keypair
 
-__all__ = ["Keypair", "EncryptedNumber", "generate_keypair", "to_phe_private_key", "from_phe"]
+__all__ = [
+    "Keypair", "EncryptedNumber", "generate_keypair", "encrypt", "decrypt", "encrypt_array",
+    "decrypt_array", "to_phe_private_key", "to_phe", "from_phe",
+]
 
 DEFAULT_BOUND = 1e12
 
@@ -51,6 +54,34 @@ def encrypt(keypair, x, bound=DEFAULT_BOUND):
     """`x` encrypted under `keypair`, declared at most `bound` in magnitude."""
     c, e = keypair.encrypt(float(x), float(bound))
     return EncryptedNumber(keypair, int(c), e, float(bound))
+
+
+def decrypt(number):
+    """The float `number` encrypts."""
+    return number.decrypt()
+
+
+def encrypt_array(keypair, values, bound=DEFAULT_BOUND):
+    """Each element of a numpy array encrypted: an object array of `EncryptedNumber` of the same
+    shape."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    out = np.empty(values.shape, dtype=object)
+    for index, x in np.ndenumerate(values):
+        out[index] = encrypt(keypair, x, bound)
+    return out
+
+
+def decrypt_array(numbers):
+    """An array of `EncryptedNumber` (any shape) decrypted to a float64 array."""
+    import numpy as np
+
+    numbers = np.asarray(numbers, dtype=object)
+    out = np.empty(numbers.shape, dtype=np.float64)
+    for index, number in np.ndenumerate(numbers):
+        out[index] = number.decrypt()
+    return out
 
 
 def to_phe_private_key(keypair):

@@ -7,12 +7,16 @@ use privlogit::data::DatasetView;
 use privlogit::fit::{self, Preparation};
 use privlogit::protocols::{FitOptions, Optimizer};
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+mod dp;
+mod errors;
+
+use errors::{DataError, PrivlogitError, error};
+
 /// A copy of a 2-D float64 buffer (for work that runs with the GIL released).
-fn matrix(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
+pub(crate) fn matrix(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
     let shape = shape2(buffer, what)?;
     Ok(ArrayView2::from_shape(shape, in_place(buffer))
         .expect("checked shape")
@@ -20,7 +24,7 @@ fn matrix(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
 }
 
 /// A copy of a 1-D float64 buffer.
-fn vector(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array1<f64>> {
+pub(crate) fn vector(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array1<f64>> {
     len1(buffer, what)?;
     Ok(Array1::from(in_place(buffer).to_vec()))
 }
@@ -43,7 +47,7 @@ fn fit_parties<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let optimizer: Optimizer = optimizer
         .parse()
-        .map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
+        .map_err(|e| PrivlogitError::new_err(format!("optimizer: {e}")))?;
     let prepared = Parties::new(&parties)?.prepare(
         py,
         Preparation {
@@ -54,7 +58,7 @@ fn fit_parties<'py>(
     let options = options(lam, tol, max_iter);
     let fitted = py
         .allow_threads(|| fit::fit(&prepared, optimizer, &options, &mut |_| {}))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        .map_err(error)?;
     let out = PyDict::new(py);
     out.set_item("coef", fitted.report.beta.to_vec())?;
     out.set_item("names", prepared.names.clone())?;
@@ -92,13 +96,13 @@ fn study_parties<'py>(
     use privlogit::protocols::secure::solver::LinearAlgebra;
     let optimizer: Optimizer = optimizer
         .parse()
-        .map_err(|e| PyValueError::new_err(format!("optimizer: {e}")))?;
+        .map_err(|e| PrivlogitError::new_err(format!("optimizer: {e}")))?;
     let protocol = match protocol {
         "local" => Protocol::Local,
         "hessian" => Protocol::Hessian,
         "newton" => Protocol::Newton,
         other => {
-            return Err(PyValueError::new_err(format!(
+            return Err(PrivlogitError::new_err(format!(
                 "protocol: `{other}` is not local, hessian or newton"
             )));
         }
@@ -128,7 +132,7 @@ fn study_parties<'py>(
             )
             .map_err(|e| e.to_string())
         })
-        .map_err(PyValueError::new_err)?;
+        .map_err(PrivlogitError::new_err)?;
     let out = PyDict::new(py);
     out.set_item("coef", report.fit.beta.to_vec())?;
     out.set_item("names", prepared.names.clone())?;
@@ -161,7 +165,7 @@ impl<'a> Parties<'a> {
             let (rows, cols) = shape2(x, &format!("party {k}: X"))?;
             let labels = len1(y, &format!("party {k}: y"))?;
             if labels != rows {
-                return Err(PyValueError::new_err(format!(
+                return Err(PrivlogitError::new_err(format!(
                     "party {k}: {labels} labels for {rows} rows"
                 )));
             }
@@ -195,7 +199,7 @@ impl<'a> Parties<'a> {
                 }
             })
             .collect();
-        fit::prepare_views(&views, how).map_err(|e| PyValueError::new_err(e.to_string()))
+        fit::prepare_views(&views, how).map_err(error)
     }
 }
 
@@ -203,10 +207,10 @@ impl<'a> Parties<'a> {
 fn shape2(buffer: &PyBuffer<f64>, what: &str) -> PyResult<(usize, usize)> {
     match buffer.shape() {
         [rows, cols] if buffer.is_c_contiguous() => Ok((*rows, *cols)),
-        [_, _] => Err(PyValueError::new_err(format!(
+        [_, _] => Err(PrivlogitError::new_err(format!(
             "{what}: expected a C-contiguous array"
         ))),
-        shape => Err(PyValueError::new_err(format!(
+        shape => Err(PrivlogitError::new_err(format!(
             "{what}: expected a 2-D array, got {} dimensions",
             shape.len()
         ))),
@@ -217,7 +221,7 @@ fn shape2(buffer: &PyBuffer<f64>, what: &str) -> PyResult<(usize, usize)> {
 fn len1(buffer: &PyBuffer<f64>, what: &str) -> PyResult<usize> {
     match buffer.shape() {
         [n] if buffer.is_c_contiguous() => Ok(*n),
-        _ => Err(PyValueError::new_err(format!(
+        _ => Err(PrivlogitError::new_err(format!(
             "{what}: expected a C-contiguous 1-D array"
         ))),
     }
@@ -230,71 +234,6 @@ fn in_place(buffer: &PyBuffer<f64>) -> &[f64] {
     // SAFETY: the buffer is C-contiguous float64 of `item_count` items and aligned (checked
     // by `PyBuffer::get`); the slice borrows `buffer`, which keeps the memory alive.
     unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<f64>(), buffer.item_count()) }
-}
-
-/// A differentially private linear model on `(X, y)` (rows scaled to norm 1 by their own norm,
-/// as `privlogit dp fit` does by default): `method` "plr" (objective perturbation, stacking
-/// paper Algorithm 1) or "output" (output perturbation). `seed` gives the CLI's reproducible
-/// noise (`dp fit --seed`); without it the noise comes from the OS CSPRNG. Returns `w`.
-#[pyfunction]
-#[pyo3(signature = (x, y, epsilon, lam = 0.01, method = "plr", seed = None))]
-fn dp_linear(
-    py: Python<'_>,
-    x: PyBuffer<f64>,
-    y: PyBuffer<f64>,
-    epsilon: f64,
-    lam: f64,
-    method: &str,
-    seed: Option<u64>,
-) -> PyResult<Vec<f64>> {
-    use privlogit::dp::noise::Randomness;
-    use privlogit::dp::plr::{self, Privacy};
-    use privlogit::dp::scaling::RowScaling;
-    let x = matrix(&x, "X")?;
-    let y = vector(&y, "y")?;
-    if y.len() != x.nrows() {
-        return Err(PyValueError::new_err(format!(
-            "{} labels for {} rows",
-            y.len(),
-            x.nrows()
-        )));
-    }
-    let output = match method {
-        "plr" => false,
-        "output" => true,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "method: `{other}` is not plr or output"
-            )));
-        }
-    };
-    let randomness = seed.map_or(Randomness::Os, Randomness::Seeded);
-    py.allow_threads(|| {
-        let mut rng = randomness.rng();
-        let privacy = Privacy::Epsilon(epsilon);
-        let model = if output {
-            plr::fit_output_perturbation(
-                x.view(),
-                y.view(),
-                privacy,
-                lam,
-                RowScaling::Normalize,
-                &mut rng,
-            )
-        } else {
-            plr::fit(
-                x.view(),
-                y.view(),
-                privacy,
-                lam,
-                RowScaling::Normalize,
-                None,
-                &mut rng,
-            )
-        };
-        model.map(|m| m.w.to_vec()).map_err(|e| e.to_string())
-    })
-    .map_err(PyValueError::new_err)
 }
 
 /// Float64 memory handed to numpy without a copy: numpy's array views it through the buffer
@@ -387,7 +326,7 @@ fn load_table(py: Python<'_>, path: std::path::PathBuf, label: &str) -> PyResult
     let options = privlogit::data::LoadOptions::new(label);
     let table = py
         .allow_threads(|| privlogit::data::load(&path, &options))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        .map_err(|e| DataError::new_err(e.to_string()))?;
     let d = table.data;
     let shape = d.x.dim();
     let x = if d.x.is_standard_layout() {
@@ -420,10 +359,6 @@ struct PyKeypair {
 /// An encrypted number: `(ciphertext, exponent)` in phe's form.
 type Phe = (String, i32);
 
-fn paillier_err(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
-
 impl PyKeypair {
     fn key(&self) -> &privlogit::protocols::paillier::PublicKey {
         self.pair.public_key()
@@ -438,15 +373,15 @@ impl PyKeypair {
         use privlogit::protocols::paillier::{EncryptedNumber, Fixed};
         let value: num_bigint::BigUint =
             c.0.parse()
-                .map_err(|_| PyValueError::new_err("ciphertext: not a decimal integer"))?;
-        let e = EncryptedNumber::from_phe(self.key(), &value, c.1).map_err(paillier_err)?;
-        let b = Fixed::bound_for(bound, e.scale()).map_err(paillier_err)?;
-        e.assume_bound(self.key(), b).map_err(paillier_err)
+                .map_err(|_| PrivlogitError::new_err("ciphertext: not a decimal integer"))?;
+        let e = EncryptedNumber::from_phe(self.key(), &value, c.1).map_err(error)?;
+        let b = Fixed::bound_for(bound, e.scale()).map_err(error)?;
+        e.assume_bound(self.key(), b).map_err(error)
     }
 
     fn phe(&self, e: &privlogit::protocols::paillier::EncryptedNumber) -> PyResult<Phe> {
         let exponent = e.phe_exponent().ok_or_else(|| {
-            PyValueError::new_err("a scale that is not a multiple of 4 has no phe exponent")
+            PrivlogitError::new_err("a scale that is not a multiple of 4 has no phe exponent")
         })?;
         Ok((e.ciphertext().value(self.key()).to_string(), exponent))
     }
@@ -454,10 +389,8 @@ impl PyKeypair {
 
 /// `x` exactly, at a scale rounded up to a multiple of 4 (phe's base-16 exponents).
 fn phe_fixed(x: f64) -> PyResult<privlogit::protocols::paillier::Fixed> {
-    let exact = privlogit::protocols::paillier::Fixed::from_f64_exact(x).map_err(paillier_err)?;
-    exact
-        .rescaled(exact.scale.div_ceil(4) * 4)
-        .map_err(paillier_err)
+    let exact = privlogit::protocols::paillier::Fixed::from_f64_exact(x).map_err(error)?;
+    exact.rescaled(exact.scale.div_ceil(4) * 4).map_err(error)
 }
 
 #[pymethods]
@@ -472,7 +405,7 @@ impl PyKeypair {
             3072 => KeySize::Bits3072,
             4096 => KeySize::Bits4096,
             _ => {
-                return Err(PyValueError::new_err(format!(
+                return Err(PrivlogitError::new_err(format!(
                     "bits: {bits} is not 2048, 3072 or 4096"
                 )));
             }
@@ -511,9 +444,9 @@ impl PyKeypair {
     fn encrypt(&self, x: f64, bound: f64) -> PyResult<Phe> {
         use privlogit::protocols::paillier::{EncryptedNumber, Fixed};
         let f = phe_fixed(x)?;
-        let b = Fixed::bound_for(bound, f.scale).map_err(paillier_err)?;
+        let b = Fixed::bound_for(bound, f.scale).map_err(error)?;
         let e = EncryptedNumber::encrypt(self.key(), &f, &b, &self.noise, &mut rand::rng())
-            .map_err(paillier_err)?;
+            .map_err(error)?;
         self.phe(&e)
     }
 
@@ -522,7 +455,7 @@ impl PyKeypair {
     fn decrypt(&self, number: Phe, bound: f64) -> PyResult<f64> {
         self.number(&number, bound)?
             .decrypt_f64(&self.pair.secret)
-            .map_err(paillier_err)
+            .map_err(error)
     }
 
     /// `a + b` under encryption (each of magnitude at most `bound`).
@@ -531,7 +464,7 @@ impl PyKeypair {
         let sum = self
             .number(&a, bound)?
             .add(self.key(), &self.number(&b, bound)?)
-            .map_err(paillier_err)?;
+            .map_err(error)?;
         self.phe(&sum)
     }
 
@@ -541,7 +474,7 @@ impl PyKeypair {
         let product = self
             .number(&a, bound)?
             .mul_plain(self.key(), &phe_fixed(k)?)
-            .map_err(paillier_err)?;
+            .map_err(error)?;
         self.phe(&product)
     }
 }
@@ -553,6 +486,16 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyKeypair>()?;
     m.add_class::<Floats>()?;
     m.add_function(wrap_pyfunction!(load_table, m)?)?;
-    m.add_function(wrap_pyfunction!(dp_linear, m)?)?;
+    m.add_function(wrap_pyfunction!(dp::dp_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(dp::dp_dphtl, m)?)?;
+    m.add_function(wrap_pyfunction!(dp::dataset_name, m)?)?;
+    m.add_function(wrap_pyfunction!(dp::ledger_spent, m)?)?;
+    m.add_class::<dp::PyDpModel>()?;
+    m.add("PrivlogitError", m.py().get_type::<PrivlogitError>())?;
+    m.add("DataError", m.py().get_type::<DataError>())?;
+    m.add(
+        "BudgetExceeded",
+        m.py().get_type::<errors::BudgetExceeded>(),
+    )?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 """privlogit.dp against the command line: the same seed gives the same noise, so the same
-model as `privlogit dp fit --seed` (exactly: one code path, run from two front ends)."""
+model as `privlogit dp fit --seed` (exactly: one code path in Rust, `dp::release`, run from
+two front ends), and one privacy ledger shared by both."""
 import json
 import pathlib
-import subprocess
 
 import numpy as np
 import pytest
@@ -11,28 +11,84 @@ import privlogit
 from privlogit import dp
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-DATA = ROOT / "data" / "demo" / "hospital_a.csv"
-CLI = ROOT / "target" / "release" / "privlogit"
+DEMO = ROOT / "data" / "demo"
+A, B, C = (DEMO / f"hospital_{h}.csv" for h in "abc")
 
 
-@pytest.mark.parametrize("method,call", [("plr", dp.plr), ("output", dp.output_perturbation)])
-def test_seeded_fit_equals_the_cli(method, call):
-    if not CLI.exists():
-        pytest.skip("the release binary is built by cargo test --release first")
-    X, y, _ = privlogit.load(DATA, "label")
-    ours = call(X, y, epsilon=1.0, lam=0.01, seed=7)
-    out = subprocess.run(
-        [str(CLI), "dp", "fit", "--method", method, "--data", str(DATA), "--label", "label",
-         "--epsilon", "1", "--lambda", "0.01", "--seed", "7"],
-        check=True, capture_output=True, text=True,
-    )
-    theirs = np.asarray(json.loads(out.stdout)["model"]["w"])
-    assert np.array_equal(ours, theirs)
+SCORES = ",".join(str(s) for s in range(30))
+CASES = [
+    ("plr", [], {}),
+    ("output", [], {}),
+    ("pst-s", ["--k", "3"], {"k": 3}),
+    ("pst-s", ["--combiner", "weighted-vote"], {"combiner": "weighted-vote"}),
+    ("pst-f", ["--feature-scores", SCORES, "--k", "3"], {"feature_scores": list(range(30)), "k": 3}),
+    ("plr-fs", ["--group-importance", "0.5,0.3,0.2"], {"group_importance": [0.5, 0.3, 0.2]}),
+    ("pst-h", [], {}),
+    ("pptl-fs", ["--eta", "0.3", "--source-epsilon", "2"], {"eta": 0.3, "source_epsilon": 2.0}),
+    ("simcomb", ["--source-lambda", "0.05"], {"source_lam": 0.05}),
+]
+
+
+@pytest.mark.parametrize("method,flags,options", CASES, ids=[f"{m}{'+' if f else ''}{'-'.join(f[:1])}" for m, f, _ in CASES])
+def test_seeded_fit_equals_the_cli(cli, method, flags, options):
+    X, y, _ = privlogit.load(A, "label")
+    transfer = method in ("pst-h", "pptl-fs", "simcomb")
+    source = privlogit.load(B, "label")[:2] if transfer else None
+    ours = dp.fit(method, X, y, 1.0, source=source, lam=0.01, seed=7, **options)
+    extra = ["--source", B] if transfer else []
+    out = cli("dp", "fit", "--method", method, "--data", A, "--label", "label", "--epsilon", "1",
+              "--lambda", "0.01", "--seed", "7", *extra, *flags)
+    assert ours.to_dict() == json.loads(out.stdout)["model"]
+    p = ours.predict_proba(X)
+    assert p.shape == (len(y),) and np.all((p >= 0) & (p <= 1))
+
+
+def test_dphtl_equals_the_cli(cli):
+    sources = [privlogit.load(p, "label")[:2] for p in (B, C)]
+    public, _, _ = privlogit.load(DEMO / "hospital_c.csv", "label")
+    X, y, _ = privlogit.load(A, "label")
+    ours = dp.dphtl(sources, public, X, y, 1.0, seed=11)
+    out = json.loads(cli("dp", "fit", "--method", "dphtl", "--source", B, C, "--public", C, "--data", A,
+                         "--label", "label", "--epsilon", "1", "--seed", "11").stdout)
+    assert np.array_equal(ours["coef"], out["coefficients"])
+    assert np.array_equal(ours["hypothesis_weights"], out["hypothesis_weights"])
+    assert np.array_equal(ours["prior_sd"], out["prior"]["sd"])
 
 
 def test_noise_differs_without_a_seed_and_bad_input_is_refused():
-    X, y, _ = privlogit.load(DATA, "label")
-    assert not np.array_equal(dp.plr(X, y, 1.0), dp.plr(X, y, 1.0))
-    with pytest.raises(ValueError, match="epsilon"):
+    X, y, _ = privlogit.load(A, "label")
+    assert not np.array_equal(dp.plr(X, y, 1.0).w, dp.plr(X, y, 1.0).w)
+    with pytest.raises(privlogit.PrivlogitError, match="epsilon"):
         dp.plr(X, y, -1.0)
-    assert dp.predict_proba(dp.plr(X, y, 1.0, seed=1), X).shape == (len(y),)
+    with pytest.raises(privlogit.PrivlogitError, match="needs a source"):
+        dp.fit("simcomb", X, y, 1.0)
+    with pytest.raises(privlogit.PrivlogitError, match="not plr"):
+        dp.fit("lasso", X, y, 1.0)
+    w = dp.plr(X, y, 1.0, seed=1).w
+    assert np.allclose(dp.predict_proba(w, X), dp.plr(X, y, 1.0, seed=1).predict_proba(X), atol=1e-15)
+
+
+def test_one_ledger_for_python_and_the_cli(cli, tmp_path):
+    # Python charges hospital A's file under the command line's name for it; the command line
+    # then sees the spending and refuses past the total, and so does Python (before any noise).
+    ledger = tmp_path / "ledger.json"
+    X, y, _ = privlogit.load(A, "label")
+    name = dp.dataset_name(A)
+    assert name.startswith("sha256:") and len(name) == 7 + 64
+    dp.plr(X, y, 0.6, ledger=dp.Ledger(ledger, budget=1.0), dataset=name)
+    assert dp.Ledger(ledger).spent(name) == pytest.approx(0.6, abs=1e-6)
+    assert dp.Ledger(ledger).total == 1.0
+    refused = cli("dp", "fit", "--method", "plr", "--data", A, "--label", "label", "--epsilon", "0.5",
+                  "--ledger", ledger, ok=False)
+    assert refused.returncode != 0
+    with pytest.raises(privlogit.BudgetExceeded) as python_refusal:
+        dp.plr(X, y, 0.5, ledger=dp.Ledger(ledger), dataset=name)
+    # The same words as the command line's refusal (which names the file where Python names
+    # the data set).
+    cli_message = refused.stderr.strip().removeprefix("error: ")
+    python_message = str(python_refusal.value)
+    assert cli_message.startswith("privacy budget exceeded on ") and python_message.startswith("privacy budget exceeded on ")
+    assert python_message.split(f"({name}): ")[1] == cli_message.split(f"({name}): ")[1] == "0.6 already spent + 0.5 asked > total 1"
+    assert dp.Ledger(ledger).spent(name) == pytest.approx(0.6, abs=1e-6)
+    with pytest.raises(privlogit.PrivlogitError, match="name"):
+        dp.plr(X, y, 0.1, ledger=dp.Ledger(ledger))

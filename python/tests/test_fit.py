@@ -1,8 +1,12 @@
 """privlogit's Python package against scikit-learn (issue 18)."""
+import pathlib
+
 import numpy as np
 import pytest
 
 import privlogit
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.datasets import load_breast_cancer  # noqa: E402
@@ -43,3 +47,41 @@ def test_study_equals_fit_with_the_same_optimiser():
     secure = privlogit.study(parties, protocol="newton", optimizer="newton", lam=1.0, standardize=False)
     assert secure["n_iter"] == plain["n_iter"]
     assert np.max(np.abs(secure["coef"] - plain["coef"])) < 1e-6
+
+
+def test_check_estimator_passes():
+    # scikit-learn's own conformance suite (binary-only classifier tag); pandas is installed
+    # in CI so the not-an-array check runs too.
+    from sklearn.utils.estimator_checks import check_estimator
+
+    results = check_estimator(privlogit.PrivLogitRegression(), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])) for r in results if r["status"] == "failed"]
+    assert not failed
+    assert sum(r["status"] == "passed" for r in results) >= 54
+
+
+def test_errors_carry_the_command_lines_message(cli, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b,label\n1,2,0\n3,x,1\n")
+    with pytest.raises(privlogit.DataError) as raised:
+        privlogit.load(bad, "label")
+    assert str(raised.value) == f'{bad}:3:2: "x" in column "b" is not a finite number'
+    shell = cli("fit", "--party", bad, "--label", "label", ok=False)
+    assert shell.stderr.strip() == f"error: {raised.value}"
+    missing = tmp_path / "missing.csv"
+    with pytest.raises(privlogit.DataError) as raised:
+        privlogit.load(missing, "label")
+    shell = cli("fit", "--party", missing, "--label", "label", ok=False)
+    assert shell.stderr.strip() == f"error: {raised.value}"
+    # Every refusal is a PrivlogitError, itself a ValueError.
+    assert issubclass(privlogit.DataError, privlogit.PrivlogitError)
+    assert issubclass(privlogit.PrivlogitError, ValueError)
+
+
+def test_load_hands_numpy_the_memory_without_a_copy():
+    X, y, names = privlogit.load(ROOT / "data" / "demo" / "hospital_a.csv", "label")
+    assert X.shape == (190, 30) and y.shape == (190,) and len(names) == 30
+    assert X.base is not None and X.flags.c_contiguous and X.flags.writeable
+    X[0, 0] = 5.0  # numpy owns a view of the loaded memory, writable like any array
+    assert X[0, 0] == 5.0
+

@@ -31,3 +31,15 @@ def test_mixed_arithmetic(keys):
     combined = a * -2.25 + b
     assert combined.decrypt() == 3.475
     assert private.decrypt(paillier.to_phe(combined, public)) == 3.475
+
+
+def test_arrays_round_trip_and_add_under_encryption(keys):
+    import numpy as np
+
+    ours = keys[0]
+    values = np.array([[0.5, -1.25], [3.0, 1e-3]])
+    encrypted = paillier.encrypt_array(ours, values)
+    assert encrypted.shape == (2, 2)
+    assert np.array_equal(paillier.decrypt_array(encrypted), values)
+    sums = encrypted[0] + encrypted[1]  # element-wise homomorphic addition
+    assert np.allclose(paillier.decrypt_array(sums), values[0] + values[1], atol=1e-12)

@@ -124,6 +124,28 @@ impl<'de> Deserialize<'de> for Epsilon {
     }
 }
 
+/// The ledger's name for a data file: `sha256:` and the hash of its bytes, so that a copy of
+/// the file (another path, the same records) is the same data set and spends from the same
+/// budget.
+pub fn dataset_name(path: &Path) -> std::io::Result<String> {
+    Ok(format!(
+        "sha256:{}",
+        file_hash(path)?
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    ))
+}
+
+/// SHA-256 of a file's bytes.
+pub fn file_hash(path: &Path) -> std::io::Result<[u8; 32]> {
+    use sha2::{Digest, Sha256};
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(hasher.finalize().into())
+}
+
 /// Epsilon spent on one data set by one fit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Charge {

@@ -716,7 +716,8 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
                 .check(&plan.settings, network, plan.iterations)
                 .map_err(|e| {
                     privlogit::dl::DlError::Budget(format!(
-                        "this participant refuses the run: {e:#}"
+                        "this participant refuses the run: {}",
+                        crate::log::message(&e)
                     ))
                 })?;
             spent_plan = Some((plan.clone(), spend, network.clone()));

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use privlogit::data::{self, Dataset, LoadOptions};
 use privlogit::dp::experiment::{self, ExperimentSettings, Results, Selection, epsilon_label};
-use privlogit::dp::ledger::{Charge, Ledger};
+use privlogit::dp::ledger::{self, Charge, Ledger};
 use privlogit::dp::mnist::Digits;
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::Privacy;
@@ -349,14 +349,9 @@ pub(crate) fn charge_files(
     Ok(())
 }
 
-/// The ledger's name for a data file: the SHA-256 of its bytes, so that a copy of the file
-/// (another path, the same records) is the same data set and spends from the same budget.
+/// The ledger's name for a data file (the hash of its bytes; see [`ledger::dataset_name`]).
 pub(crate) fn dataset_name(path: &Path) -> Result<String> {
-    let hash = content_hash(path)?;
-    Ok(format!(
-        "sha256:{}",
-        hash.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
+    ledger::dataset_name(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 fn labelled(d: &Dataset) -> Labelled<'_> {
@@ -502,12 +497,7 @@ impl FitArgs {
 
 /// SHA-256 of a file's bytes (a copy of a file is the same data set).
 fn content_hash(path: &Path) -> Result<[u8; 32]> {
-    use sha2::{Digest, Sha256};
-    let read = || format!("cannot read {}", path.display());
-    let mut file = std::fs::File::open(path).with_context(read)?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).with_context(read)?;
-    Ok(hasher.finalize().into())
+    ledger::file_hash(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 fn fit(args: FitArgs) -> Result<Outcome> {

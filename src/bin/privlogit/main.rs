@@ -93,14 +93,14 @@ fn main() -> ExitCode {
         Ok(Some(studies)) => return run_studies(studies, &accepts),
         Ok(None) => {}
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", log::message(&e));
             return ExitCode::FAILURE;
         }
     }
     let args = match study_file::expand(raw, &accepts) {
         Ok(args) => args,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", log::message(&e));
             return ExitCode::FAILURE;
         }
     };
@@ -120,7 +120,7 @@ fn run_studies(
         match cli {
             Ok(cli) => parsed.push((label, cli)),
             Err(e) => {
-                eprintln!("[{label}] error: {e:#}");
+                eprintln!("[{label}] error: {}", log::message(&e));
                 return ExitCode::FAILURE;
             }
         }
@@ -174,7 +174,7 @@ fn exit_code(result: anyhow::Result<Outcome>) -> ExitCode {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Diverged) => ExitCode::from(EXIT_DIVERGED),
         Err(e) => {
-            log::line(&format!("error: {e:#}"));
+            log::line(&format!("error: {}", log::message(&e)));
             ExitCode::FAILURE
         }
     }

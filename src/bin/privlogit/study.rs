@@ -330,7 +330,7 @@ pub(crate) fn stop_peers_on_error<T>(
 ) -> Result<T> {
     let result = work();
     if let Err(e) = &result {
-        network.abort(&format!("{e:#}"));
+        network.abort(&crate::log::message(&e));
     }
     result
 }
@@ -802,9 +802,12 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
                  this Node scales its rows to norm 1",
                 release.epsilon
             );
-            args.ledger
-                .charge(&files, Some(release))
-                .map_err(|e| SecureError::Protocol(format!("this Node refuses the study: {e:#}")))
+            args.ledger.charge(&files, Some(release)).map_err(|e| {
+                SecureError::Protocol(format!(
+                    "this Node refuses the study: {}",
+                    crate::log::message(&e)
+                ))
+            })
         };
         let stats = study::run_node(
             channel,

@@ -1,0 +1,29 @@
+//! The exceptions the package raises: the message is the error's text as the command line
+//! prints it (after `error: `), so a fault reads the same from Python and from a shell.
+
+use pyo3::PyErr;
+use pyo3::exceptions::PyValueError;
+
+pyo3::create_exception!(
+    privlogit,
+    PrivlogitError,
+    PyValueError,
+    "An input, setting or protocol step privlogit refused (a ValueError)."
+);
+pyo3::create_exception!(
+    privlogit,
+    DataError,
+    PrivlogitError,
+    "A data file that cannot be read: the message names the file, line and column."
+);
+pyo3::create_exception!(
+    privlogit,
+    BudgetExceeded,
+    PrivlogitError,
+    "A fit refused because it would take a data set past its ledger's privacy total."
+);
+
+/// `e` as a [`PrivlogitError`] with its message.
+pub fn error(e: impl std::fmt::Display) -> PyErr {
+    PrivlogitError::new_err(e.to_string())
+}
