@@ -330,7 +330,7 @@ pub(crate) fn stop_peers_on_error<T>(
 ) -> Result<T> {
     let result = work();
     if let Err(e) = &result {
-        network.abort(&crate::log::message(&e));
+        network.abort(&crate::log::message(e));
     }
     result
 }
