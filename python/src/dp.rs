@@ -145,7 +145,7 @@ fn privacy(epsilon: f64, as_printed: bool) -> PyResult<Privacy> {
 /// transfer method. With `ledger`, the data sets named `dataset` (and `source_dataset`) are
 /// refused past the ledger's total before any noise is drawn, and charged after the fit.
 #[pyfunction]
-#[pyo3(signature = (method_name, x, y, epsilon, source = None, source_epsilon = None, lam = release::DEFAULT_LAMBDA, source_lam = None, high_lambda = release::DEFAULT_HIGH_LAMBDA, eta = release::DEFAULT_ETA, k = release::DEFAULT_K, feature_scores = None, group_importance = None, combiner = "stacking", low_fraction = release::DEFAULT_LOW_FRACTION, row_bound = None, plr_as_printed = false, seed = None, ledger = None, budget = None, dataset = None, source_dataset = None))]
+#[pyo3(signature = (method_name, x, y, epsilon, source = None, source_epsilon = None, lam = None, source_lam = None, high_lambda = None, eta = None, k = None, feature_scores = None, group_importance = None, combiner = "stacking", low_fraction = None, row_bound = None, plr_as_printed = false, seed = None, ledger = None, budget = None, dataset = None, source_dataset = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn dp_fit(
     py: Python<'_>,
@@ -155,15 +155,15 @@ pub fn dp_fit(
     epsilon: f64,
     source: Option<(PyBuffer<f64>, PyBuffer<f64>)>,
     source_epsilon: Option<f64>,
-    lam: f64,
+    lam: Option<f64>,
     source_lam: Option<f64>,
-    high_lambda: f64,
-    eta: f64,
-    k: usize,
+    high_lambda: Option<f64>,
+    eta: Option<f64>,
+    k: Option<usize>,
     feature_scores: Option<Vec<f64>>,
     group_importance: Option<Vec<f64>>,
     combiner: &str,
-    low_fraction: f64,
+    low_fraction: Option<f64>,
     row_bound: Option<f64>,
     plr_as_printed: bool,
     seed: Option<u64>,
@@ -172,6 +172,9 @@ pub fn dp_fit(
     dataset: Option<&str>,
     source_dataset: Option<&str>,
 ) -> PyResult<PyDpModel> {
+    // Unset options take the command line's defaults (one definition, in `dp::release`).
+    let lam = lam.unwrap_or(release::DEFAULT_LAMBDA);
+    let high_lambda = high_lambda.unwrap_or(release::DEFAULT_HIGH_LAMBDA);
     let method = method(method_name)?;
     let target_privacy = privacy(epsilon, plr_as_printed)?;
     let source_privacy = privacy(source_epsilon.unwrap_or(epsilon), plr_as_printed)?;
@@ -209,11 +212,11 @@ pub fn dp_fit(
         lambda: lam,
         source_lambda: source_lam.unwrap_or(lam),
         high_lambda,
-        eta,
-        k,
+        eta: eta.unwrap_or(release::DEFAULT_ETA),
+        k: k.unwrap_or(release::DEFAULT_K),
         split,
         combiner,
-        low_fraction,
+        low_fraction: low_fraction.unwrap_or(release::DEFAULT_LOW_FRACTION),
         scaling,
     };
     let mut spending = Spending {
@@ -268,7 +271,7 @@ pub fn dp_fit(
 /// importance weights), `public` the public rows, `(x, y)` the target's labelled rows,
 /// `unlabelled` its unlabelled rows (default: `x`). Returns a dict of what the command writes.
 #[pyfunction]
-#[pyo3(signature = (sources, public, x, y, epsilon, unlabelled = None, lam = release::DEFAULT_LAMBDA, lambda_iw = 0.001, sd_floor = 0.1, seed = None, ledger = None, budget = None, source_datasets = None))]
+#[pyo3(signature = (sources, public, x, y, epsilon, unlabelled = None, lam = None, lambda_iw = 0.001, sd_floor = 0.1, seed = None, ledger = None, budget = None, source_datasets = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn dp_dphtl<'py>(
     py: Python<'py>,
@@ -278,7 +281,7 @@ pub fn dp_dphtl<'py>(
     y: PyBuffer<f64>,
     epsilon: f64,
     unlabelled: Option<PyBuffer<f64>>,
-    lam: f64,
+    lam: Option<f64>,
     lambda_iw: f64,
     sd_floor: f64,
     seed: Option<u64>,
@@ -290,7 +293,7 @@ pub fn dp_dphtl<'py>(
     let settings = DphtlSettings {
         epsilon,
         lambda_iw,
-        lambda_lr: lam,
+        lambda_lr: lam.unwrap_or(release::DEFAULT_LAMBDA),
         sd_floor,
     };
     let mut spending = Spending {

@@ -1,0 +1,108 @@
+"""Type stubs of `privlogit._native`, the Rust extension (built by maturin from python/src)."""
+from os import PathLike
+from typing import Any, Optional, Sequence, Tuple, Union, final
+
+import numpy as np
+import numpy.typing as npt
+
+_Path = Union[str, PathLike[str]]
+_Floats2 = npt.NDArray[np.float64]
+_Floats1 = npt.NDArray[np.float64]
+_Party = Tuple[_Floats2, _Floats1]
+_Phe = Tuple[str, int]
+
+__all__ = [
+    "fit_parties", "study_parties", "Keypair", "Floats", "load_table", "dp_fit", "dp_dphtl",
+    "dataset_name", "ledger_spent", "DpModel", "PrivlogitError", "DataError", "BudgetExceeded",
+]
+
+class PrivlogitError(ValueError): ...
+class DataError(PrivlogitError): ...
+class BudgetExceeded(PrivlogitError): ...
+
+@final
+class Floats:
+    """Float64 memory handed to numpy without a copy (buffer protocol)."""
+
+def load_table(path: _Path, label: str) -> Tuple[Floats, Tuple[int, int], Floats, list[str]]: ...
+def fit_parties(
+    parties: Sequence[_Party],
+    optimizer: str = "privlogit-accel",
+    lam: float = 1.0,
+    standardize: bool = True,
+    intercept: bool = True,
+    tol: float = 1e-10,
+    max_iter: int = 10000,
+) -> dict[str, Any]: ...
+def study_parties(
+    parties: Sequence[_Party],
+    protocol: str = "hessian",
+    optimizer: str = "privlogit-accel",
+    lam: float = 1.0,
+    standardize: bool = True,
+    intercept: bool = True,
+    tol: float = 1e-10,
+    max_iter: int = 10000,
+) -> dict[str, Any]: ...
+
+@final
+class Keypair:
+    def __new__(cls, bits: int = 2048) -> Keypair: ...
+    @property
+    def n(self) -> str: ...
+    def export_primes(self) -> Tuple[str, str]: ...
+    def encrypt(self, x: float, bound: float = 1e12) -> _Phe: ...
+    def decrypt(self, number: _Phe, bound: float = 1e12) -> float: ...
+    def add(self, a: _Phe, b: _Phe, bound: float = 1e12) -> _Phe: ...
+    def mul(self, a: _Phe, k: float, bound: float = 1e12) -> _Phe: ...
+
+@final
+class DpModel:
+    @property
+    def method(self) -> str: ...
+    @property
+    def w(self) -> Optional[list[float]]: ...
+    def to_json(self) -> str: ...
+    def predict_proba(self, x: _Floats2) -> list[float]: ...
+
+def dp_fit(
+    method_name: str,
+    x: _Floats2,
+    y: _Floats1,
+    epsilon: float,
+    source: Optional[_Party] = None,
+    source_epsilon: Optional[float] = None,
+    lam: Optional[float] = None,
+    source_lam: Optional[float] = None,
+    high_lambda: Optional[float] = None,
+    eta: Optional[float] = None,
+    k: Optional[int] = None,
+    feature_scores: Optional[Sequence[float]] = None,
+    group_importance: Optional[Sequence[float]] = None,
+    combiner: str = "stacking",
+    low_fraction: Optional[float] = None,
+    row_bound: Optional[float] = None,
+    plr_as_printed: bool = False,
+    seed: Optional[int] = None,
+    ledger: Optional[_Path] = None,
+    budget: Optional[float] = None,
+    dataset: Optional[str] = None,
+    source_dataset: Optional[str] = None,
+) -> DpModel: ...
+def dp_dphtl(
+    sources: Sequence[_Party],
+    public: _Floats2,
+    x: _Floats2,
+    y: _Floats1,
+    epsilon: float,
+    unlabelled: Optional[_Floats2] = None,
+    lam: Optional[float] = None,
+    lambda_iw: float = 0.001,
+    sd_floor: float = 0.1,
+    seed: Optional[int] = None,
+    ledger: Optional[_Path] = None,
+    budget: Optional[float] = None,
+    source_datasets: Optional[Sequence[str]] = None,
+) -> dict[str, Any]: ...
+def dataset_name(path: _Path) -> str: ...
+def ledger_spent(path: _Path, dataset: str) -> Tuple[float, float]: ...
