@@ -45,17 +45,16 @@ fn fit_parties<'py>(
     tol: f64,
     max_iter: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let optimizer: Optimizer = optimizer
-        .parse()
-        .map_err(|e| PrivlogitError::new_err(format!("optimizer: {e}")))?;
-    let prepared = Parties::new(&parties)?.prepare(
+    let (optimizer, prepared, options) = setup(
         py,
+        &parties,
+        optimizer,
         Preparation {
             standardize,
             intercept,
         },
+        options(lam, tol, max_iter),
     )?;
-    let options = options(lam, tol, max_iter);
     let fitted = py
         .allow_threads(|| fit::fit(&prepared, optimizer, &options, &mut |_| {}))
         .map_err(error)?;
@@ -94,9 +93,6 @@ fn study_parties<'py>(
     use privlogit::protocols::secure::aggregator::Protocol;
     use privlogit::protocols::secure::inprocess;
     use privlogit::protocols::secure::solver::LinearAlgebra;
-    let optimizer: Optimizer = optimizer
-        .parse()
-        .map_err(|e| PrivlogitError::new_err(format!("optimizer: {e}")))?;
     let protocol = match protocol {
         "local" => Protocol::Local,
         "hessian" => Protocol::Hessian,
@@ -107,14 +103,16 @@ fn study_parties<'py>(
             )));
         }
     };
-    let prepared = Parties::new(&parties)?.prepare(
+    let (optimizer, prepared, options) = setup(
         py,
+        &parties,
+        optimizer,
         Preparation {
             standardize,
             intercept,
         },
+        options(lam, tol, max_iter),
     )?;
-    let options = options(lam, tol, max_iter);
     let report = py
         .allow_threads(|| -> Result<_, String> {
             let key = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
@@ -141,6 +139,22 @@ fn study_parties<'py>(
     out.set_item("seconds", report.seconds)?;
     out.set_item("and_gates", report.aggregator.and_gates)?;
     Ok(out)
+}
+
+/// What a fit and a study share: the optimiser by name, the parties prepared (read in place,
+/// with the GIL held) and the options.
+fn setup(
+    py: Python<'_>,
+    parties: &[(PyBuffer<f64>, PyBuffer<f64>)],
+    optimizer: &str,
+    how: Preparation,
+    options: FitOptions,
+) -> PyResult<(Optimizer, fit::Prepared, FitOptions)> {
+    let optimizer: Optimizer = optimizer
+        .parse()
+        .map_err(|e| PrivlogitError::new_err(format!("optimizer: {e}")))?;
+    let prepared = Parties::new(parties)?.prepare(py, how)?;
+    Ok((optimizer, prepared, options))
 }
 
 /// The fit's options from the Python arguments.
