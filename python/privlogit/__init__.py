@@ -75,7 +75,14 @@ from . import dp, paillier  # noqa: E402  (they import this module's names)
 def __getattr__(name):
     # The estimator needs scikit-learn, which the rest of the package does not.
     if name == "PrivLogitRegression":
-        from .estimator import PrivLogitRegression
-
+        try:
+            from .estimator import PrivLogitRegression
+        except ModuleNotFoundError as missing:
+            if missing.name != "sklearn":
+                raise
+            raise ImportError(
+                "privlogit.PrivLogitRegression needs scikit-learn: pip install scikit-learn "
+                "(or install this package as './python[sklearn]')"
+            ) from missing
         return PrivLogitRegression
     raise AttributeError(f"module 'privlogit' has no attribute {name!r}")
