@@ -14,6 +14,7 @@ _Phe = Tuple[str, int]
 __all__ = [
     "fit_parties", "study_parties", "Keypair", "Floats", "load_table", "dp_fit", "dp_dphtl",
     "dataset_name", "ledger_spent", "DpModel", "PrivlogitError", "DataError", "BudgetExceeded",
+    "dpstgd", "DeepModel",
 ]
 
 class PrivlogitError(ValueError): ...
@@ -104,5 +105,34 @@ def dp_dphtl(
     budget: Optional[float] = None,
     source_datasets: Optional[Sequence[str]] = None,
 ) -> dict[str, Any]: ...
+@final
+class DeepModel:
+    @property
+    def sizes(self) -> list[int]: ...
+    @property
+    def parameters(self) -> list[float]: ...
+    @property
+    def traffic(self) -> list[Tuple[int, int]]: ...
+    @property
+    def spend(self) -> Optional[dict[str, Any]]: ...
+    def predict_proba(self, x: _Floats2) -> list[float]: ...
+
+def dpstgd(
+    parties: Sequence[_Party],
+    epsilon: Optional[float] = None,
+    non_private: bool = False,
+    q: float = 0.01,
+    upload_ratio: float = 0.1,
+    iterations: int = 100,
+    bound: float = 0.01,
+    learning_rate: float = 0.1,
+    exact_upload: bool = False,
+    hidden: Sequence[int] = ...,
+    seed: Optional[int] = None,
+    init: Optional[Sequence[float]] = None,
+    delta: float = 0.0,
+    budget: Optional[float] = None,
+    accounting: str = "sound",
+) -> DeepModel: ...
 def dataset_name(path: _Path) -> str: ...
 def ledger_spent(path: _Path, dataset: str) -> Tuple[float, float]: ...

@@ -5,8 +5,8 @@ the command line.
 Methods (papers in `../shared/papers/`): `plr` (objective perturbation, stacking paper
 Algorithm 1), `output_perturbation` (Chaudhuri et al. 2011), `pst_s`, `pst_f` (stacking
 Algorithms 2-3), `plr_fs` (transfer Algorithm 3), `pst_h` (stacking Algorithm 4), `pptl_fs`
-(transfer Algorithm 4), `simcomb` (transfer Algorithm 2) and `dphtl` (dissertation Algorithm
-4). Rows are scaled to norm at most 1 (each by its own norm, or clipped to `row_bound`) before
+(transfer Algorithm 4), `simcomb` (transfer Algorithm 2), `dphtl` (dissertation Algorithm
+4) and `dpstgd` (distributed DP deep learning, dissertation Algorithms 1-2). Rows are scaled to norm at most 1 (each by its own norm, or clipped to `row_bound`) before
 a model applies; `Model.predict_proba` scales new rows the same way.
 
 Every fit can keep a privacy ledger (the command line's `--ledger` file): pass
@@ -26,7 +26,8 @@ from . import _native
 
 __all__ = [
     "Model", "Ledger", "fit", "plr", "output_perturbation", "pst_s", "pst_f", "plr_fs",
-    "pst_h", "pptl_fs", "simcomb", "dphtl", "dataset_name", "predict_proba",
+    "pst_h", "pptl_fs", "simcomb", "dphtl", "dpstgd", "DeepModel", "dataset_name",
+    "predict_proba",
 ]
 
 
@@ -178,6 +179,48 @@ def dphtl(sources, public, X, y, epsilon, *, unlabelled=None, lam=0.01, lambda_i
     for key in ("coef", "hypothesis_weights", "prior_mean", "prior_sd"):
         out[key] = np.asarray(out[key])
     return out
+
+
+class DeepModel:
+    """A network trained by `dpstgd`: `sizes` (inputs first), `parameters` (numpy, in the order
+    `privlogit dl` writes them), `spend` (per iteration and in total, by the sound bound and by
+    Theorem 3.3.2; None without noise), `traffic` (bytes down and up per participant), and
+    `predict_proba(X)`, P(y = 1) per row."""
+
+    def __init__(self, native):
+        self._native = native
+        self.sizes = list(native.sizes)
+        self.parameters = np.asarray(native.parameters)
+        self.spend = native.spend
+        self.traffic = list(native.traffic)
+
+    def predict_proba(self, X):
+        return np.asarray(self._native.predict_proba(_matrix(X, "X")))
+
+    def __repr__(self):
+        return f"<privlogit.dp.DeepModel {self.sizes}>"
+
+
+def dpstgd(parties, epsilon=None, *, non_private=False, q=0.01, upload_ratio=0.1, iterations=100, bound=0.01,
+           learning_rate=0.1, exact_upload=False, hidden=(50, 20), seed=None, init=None, delta=0.0, budget=None,
+           accounting="sound"):
+    """DPSTGD (dissertation chapter 3): participants `parties` (a list of `(X, y)`) train one
+    ReLU network (`hidden` widths, softmax output) through a parameter server, each step
+    uploading `upload_ratio` of the gradient coordinates chosen by Report-Noisy-Top-N with
+    Algorithm 2's `epsilon`, as ternary signs of magnitude `bound` (or the noisy values with
+    `exact_upload`). All in this process, as `privlogit dl train` (same seed, same
+    parameters). `epsilon=None` needs `non_private=True`. With `budget`, a run that would
+    spend more (by `accounting`: "sound", the default, or "dissertation", Theorem 3.3.2) is
+    refused before training. `init`: parameters to start from (a previous model's)."""
+    native = _native.dpstgd(
+        [(_matrix(x, f"participant {k}: X"), _vector(y, f"participant {k}: y")) for k, (x, y) in enumerate(parties)],
+        epsilon=None if epsilon is None else float(epsilon), non_private=bool(non_private), q=float(q),
+        upload_ratio=float(upload_ratio), iterations=int(iterations), bound=float(bound),
+        learning_rate=float(learning_rate), exact_upload=bool(exact_upload), hidden=[int(h) for h in hidden],
+        seed=seed, init=None if init is None else [float(v) for v in np.asarray(init).ravel()],
+        delta=float(delta), budget=None if budget is None else float(budget), accounting=accounting,
+    )
+    return DeepModel(native)
 
 
 def dataset_name(path):

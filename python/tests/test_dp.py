@@ -92,3 +92,28 @@ def test_one_ledger_for_python_and_the_cli(cli, tmp_path):
     assert dp.Ledger(ledger).spent(name) == pytest.approx(0.6, abs=1e-6)
     with pytest.raises(privlogit.PrivlogitError, match="name"):
         dp.plr(X, y, 0.1, ledger=dp.Ledger(ledger))
+
+
+def test_dpstgd_equals_dl_train(cli, tmp_path):
+    # Three participants, 5 iterations, seeded: the same parameters as `privlogit dl train`.
+    parties = [privlogit.load(p, "label")[:2] for p in (A, B, C)]
+    ours = dp.dpstgd(parties, epsilon=1.0, q=0.1, iterations=5, bound=0.5, seed=5, hidden=(8, 4))
+    out = tmp_path / "model.json"
+    cli("dl", "train", "--party", A, B, C, "--label", "label", "--epsilon", "1", "--q", "0.1",
+        "--iterations", "5", "--bound", "0.5", "--seed", "5", "--hidden", "8,4", "--out", out)
+    theirs = json.loads(out.read_text())
+    assert ours.sizes == theirs["sizes"] == [30, 8, 4, 2]
+    assert np.array_equal(ours.parameters, theirs["parameters"])
+    assert ours.spend["total_sound"][0] == pytest.approx(theirs["spend_sound"][0], rel=1e-15)
+    p = ours.predict_proba(parties[0][0])
+    assert p.shape == (190,) and np.all((p > 0) & (p < 1))
+
+
+def test_dpstgd_refuses_an_unasked_non_private_run_and_a_budget_it_passes():
+    parties = [privlogit.load(p, "label")[:2] for p in (A, B)]
+    with pytest.raises(privlogit.PrivlogitError, match="non_private"):
+        dp.dpstgd(parties, iterations=1)
+    with pytest.raises(privlogit.PrivlogitError, match="budget"):
+        dp.dpstgd(parties, epsilon=1.0, iterations=10, budget=0.5)
+    plain = dp.dpstgd(parties, non_private=True, iterations=2, seed=1, hidden=(4,))
+    assert plain.spend is None and len(plain.traffic) == 2

@@ -1,0 +1,183 @@
+//! `privlogit.dp.dpstgd`'s Rust side: DPSTGD (dissertation chapter 3, Algorithms 1-2) with every
+//! participant in this process, as `privlogit dl train` runs it (the same seed, the same
+//! parameters), and the trained network's probabilities.
+
+use privlogit::dl::budget::{self, Accounting, Spend};
+use privlogit::dl::network::Network;
+use privlogit::dl::participant::Settings;
+use privlogit::dl::server::{self, Rows, Schedule};
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::{PrivlogitError, error};
+use crate::{matrix, vector};
+
+/// A trained network: its layer sizes and parameters, what the run spent, and each
+/// participant's traffic.
+#[pyclass(name = "DeepModel", frozen, module = "privlogit._native")]
+pub struct PyDeepModel {
+    network: Network,
+    params: Vec<f64>,
+    spend: Option<Spend>,
+    traffic: Vec<(u64, u64)>,
+}
+
+#[pymethods]
+impl PyDeepModel {
+    /// The layer sizes, inputs first.
+    #[getter]
+    fn sizes(&self) -> Vec<usize> {
+        self.network.sizes().to_vec()
+    }
+
+    /// Every weight and bias, in the order `privlogit dl` writes them.
+    #[getter]
+    fn parameters(&self) -> Vec<f64> {
+        self.params.clone()
+    }
+
+    /// Bytes each participant received and sent over the run.
+    #[getter]
+    fn traffic(&self) -> Vec<(u64, u64)> {
+        self.traffic.clone()
+    }
+
+    /// What the run spends: per iteration and in total, by the sound bound and by Theorem
+    /// 3.3.2; None for a run without noise.
+    #[getter]
+    fn spend<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(s) = &self.spend else {
+            return Ok(None);
+        };
+        let out = PyDict::new(py);
+        out.set_item("iteration_sound", s.iteration_sound)?;
+        out.set_item("iteration_dissertation", s.iteration_dissertation)?;
+        out.set_item("total_sound", (s.total_sound.epsilon, s.total_sound.delta))?;
+        out.set_item(
+            "total_dissertation",
+            (s.total_dissertation.epsilon, s.total_dissertation.delta),
+        )?;
+        Ok(Some(out))
+    }
+
+    /// P(y = 1) for each row of `x`.
+    fn predict_proba(&self, py: Python<'_>, x: PyBuffer<f64>) -> PyResult<Vec<f64>> {
+        let x = matrix(&x, "X")?;
+        if x.ncols() != self.network.inputs() {
+            return Err(PrivlogitError::new_err(format!(
+                "X: {} features, the network takes {}",
+                x.ncols(),
+                self.network.inputs()
+            )));
+        }
+        Ok(py.allow_threads(|| {
+            let mut work = self.network.workspace();
+            x.outer_iter()
+                .map(|row| {
+                    let row = row.to_vec();
+                    self.network
+                        .positive_probability(&self.params, &row, &mut work)
+                })
+                .collect()
+        }))
+    }
+}
+
+/// Trains DPSTGD over `parties` (a list of `(X, y)`, one per participant) as `privlogit dl
+/// train` does. `epsilon=None` needs `non_private=True` (the non-private baseline). With
+/// `budget`, a run that would spend more (by `accounting`, "sound" or "dissertation") is
+/// refused before anything is trained.
+#[pyfunction]
+#[pyo3(signature = (parties, epsilon = None, non_private = false, q = 0.01, upload_ratio = 0.1, iterations = 100, bound = 0.01, learning_rate = 0.1, exact_upload = false, hidden = vec![50, 20], seed = None, init = None, delta = 0.0, budget = None, accounting = "sound"))]
+#[allow(clippy::too_many_arguments)]
+pub fn dpstgd(
+    py: Python<'_>,
+    parties: Vec<(PyBuffer<f64>, PyBuffer<f64>)>,
+    epsilon: Option<f64>,
+    non_private: bool,
+    q: f64,
+    upload_ratio: f64,
+    iterations: u64,
+    bound: f64,
+    learning_rate: f64,
+    exact_upload: bool,
+    hidden: Vec<usize>,
+    seed: Option<u64>,
+    init: Option<Vec<f64>>,
+    delta: f64,
+    budget: Option<f64>,
+    accounting: &str,
+) -> PyResult<PyDeepModel> {
+    if epsilon.is_some() == non_private {
+        return Err(PrivlogitError::new_err(
+            "give epsilon, or non_private=True for the non-private baseline (not both)",
+        ));
+    }
+    let accounting = match accounting {
+        "sound" => Accounting::Sound,
+        "dissertation" => Accounting::Dissertation,
+        other => {
+            return Err(PrivlogitError::new_err(format!(
+                "accounting: `{other}` is not sound or dissertation"
+            )));
+        }
+    };
+    let settings = Settings {
+        epsilon,
+        q,
+        upload_ratio,
+        bound,
+        ternary: !exact_upload,
+    };
+    settings.validate().map_err(error)?;
+    let rows = parties
+        .iter()
+        .enumerate()
+        .map(|(k, (x, y))| {
+            Ok(Rows {
+                name: format!("participant {k}"),
+                x: matrix(x, &format!("participant {k}: X"))?,
+                y: vector(y, &format!("participant {k}: y"))?,
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let Some(first) = rows.first() else {
+        return Err(PrivlogitError::new_err("no participants given"));
+    };
+    let inputs = first.x.ncols();
+    if let Some(r) = rows.iter().find(|r| r.x.ncols() != inputs) {
+        return Err(PrivlogitError::new_err(format!(
+            "{}: {} features, participant 0 has {inputs}",
+            r.name,
+            r.x.ncols()
+        )));
+    }
+    let network = Network::new(inputs, &hidden).map_err(error)?;
+    let dim = network.parameter_count();
+    let spend = match budget {
+        Some(b) => {
+            Some(budget::check(&settings, dim, iterations, delta, accounting, b).map_err(error)?)
+        }
+        None => budget::spend(&settings, dim, iterations, delta).map_err(error)?,
+    };
+    if let Some(p) = &init {
+        network.check_parameters(p).map_err(error)?;
+    }
+    let schedule = Schedule {
+        iterations,
+        learning_rate,
+        settings,
+    };
+    let (params, traffic) = py
+        .allow_threads(|| {
+            server::train_in_process(&network, &rows, schedule, seed, init, &mut |_, _| Ok(()))
+        })
+        .map_err(error)?;
+    Ok(PyDeepModel {
+        network,
+        params,
+        spend,
+        traffic,
+    })
+}
