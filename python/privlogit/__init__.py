@@ -9,7 +9,8 @@ its ledger refuses.
 - `load`, `fit`, `study`: data files, the plaintext distributed fit, the secure study;
 - `PrivLogitRegression`: the scikit-learn estimator (needs scikit-learn);
 - `privlogit.dp`: the differentially private methods and the privacy ledger;
-- `privlogit.paillier`: Paillier keys and numbers, interoperable with python-paillier.
+- `privlogit.paillier`: Paillier keys and numbers, interoperable with python-paillier;
+- `privlogit.accounting`: composition, amplification, RDP and zCDP (`privlogit dp account`).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 from . import _native
 from ._native import BudgetExceeded, DataError, PrivlogitError
 
-__all__ = ["load", "fit", "study", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier"]
+__all__ = ["load", "fit", "study", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
 
 
 def _as_float64(a, ndim, what):
@@ -69,7 +70,7 @@ def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, sta
     return out
 
 
-from . import dp, paillier  # noqa: E402  (they import this module's names)
+from . import accounting, dp, paillier  # noqa: E402  (they import this module's names)
 
 
 def __getattr__(name):

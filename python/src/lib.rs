@@ -10,6 +10,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+mod accounting;
 mod dl;
 mod dp;
 mod errors;
@@ -507,6 +508,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dp::ledger_spent, m)?)?;
     m.add_class::<dp::PyDpModel>()?;
     m.add_function(wrap_pyfunction!(dl::dpstgd, m)?)?;
+    m.add_function(wrap_pyfunction!(accounting::basic_composition, m)?)?;
+    m.add_function(wrap_pyfunction!(accounting::advanced_composition, m)?)?;
+    m.add_function(wrap_pyfunction!(accounting::amplified, m)?)?;
+    m.add_function(wrap_pyfunction!(accounting::gaussian_rdp, m)?)?;
+    m.add_function(wrap_pyfunction!(accounting::gaussian_zcdp, m)?)?;
     m.add_class::<dl::PyDeepModel>()?;
     m.add("PrivlogitError", m.py().get_type::<PrivlogitError>())?;
     m.add("DataError", m.py().get_type::<DataError>())?;
