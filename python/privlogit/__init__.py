@@ -60,7 +60,9 @@ def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, sta
     """The secure study in this process: a key holder, an aggregator and one Node per party of
     `parties` (a list of `(X, y)`), a fresh 2048-bit Paillier key, masked linear algebra;
     `protocol` is "local", "hessian" or "newton". Returns a dict: `coef` (numpy), `names`,
-    `n_iter`, `status`, `seconds`, `and_gates`. Same objective as `fit`. With `standardize`,
+    `n_iter`, `status`, `objective`, `seconds`, `and_gates`, and `cost` (rounds, AND gates of
+    each server, bytes between the Center and the Nodes and between the two servers, garbling
+    and Paillier seconds, the Center's linear algebra). Same objective as `fit`. With `standardize`,
     the pooled statistics are computed in plaintext here (the `study` command instead
     standardises under encryption).
     """

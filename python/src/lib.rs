@@ -138,8 +138,25 @@ fn study_parties<'py>(
     out.set_item("names", prepared.names.clone())?;
     out.set_item("n_iter", report.fit.iterations)?;
     out.set_item("status", format!("{:?}", report.fit.status))?;
+    out.set_item("objective", report.fit.objective)?;
     out.set_item("seconds", report.seconds)?;
     out.set_item("and_gates", report.aggregator.and_gates)?;
+    // The cost report, as the `study` command prints it.
+    let (a, k) = (&report.aggregator, &report.keyholder);
+    let cost = PyDict::new(py);
+    cost.set_item("rounds", report.fit.rounds)?;
+    cost.set_item("aggregator_and_gates", a.and_gates)?;
+    cost.set_item("keyholder_and_gates", k.and_gates)?;
+    cost.set_item("bytes_to_nodes", a.bytes_to_nodes)?;
+    cost.set_item("bytes_from_nodes", a.bytes_from_nodes)?;
+    cost.set_item("bytes_from_each_node", a.bytes_from_each_node.clone())?;
+    cost.set_item("bytes_to_keyholder", a.bytes_to_keyholder)?;
+    cost.set_item("bytes_from_keyholder", k.bytes_sent)?;
+    cost.set_item("garbling_seconds", a.gc_seconds + k.gc_seconds)?;
+    cost.set_item("keyholder_paillier_seconds", k.paillier_seconds)?;
+    cost.set_item("node_wait_seconds", a.node_wait_seconds)?;
+    cost.set_item("linear_algebra", format!("{:?}", a.linear_algebra))?;
+    out.set_item("cost", cost)?;
     Ok(out)
 }
 

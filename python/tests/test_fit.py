@@ -46,6 +46,9 @@ def test_study_equals_fit_with_the_same_optimiser():
     plain = privlogit.fit(parties, optimizer="newton", lam=1.0, standardize=False)
     secure = privlogit.study(parties, protocol="newton", optimizer="newton", lam=1.0, standardize=False)
     assert secure["n_iter"] == plain["n_iter"]
+    cost = secure["cost"]
+    assert cost["rounds"] >= secure["n_iter"] and len(cost["bytes_from_each_node"]) == 3
+    assert sum(cost["bytes_from_each_node"]) == cost["bytes_from_nodes"] > 0
     assert np.max(np.abs(secure["coef"] - plain["coef"])) < 1e-6
 
 
