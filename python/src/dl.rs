@@ -10,8 +10,8 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::buffers::{matrix, vector};
 use crate::errors::{PrivlogitError, error};
-use crate::{matrix, vector};
 
 /// A trained network: its layer sizes and parameters, what the run spent, and each
 /// participant's traffic.

@@ -16,8 +16,8 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::buffers::{matrix, vector};
 use crate::errors::{BudgetExceeded, PrivlogitError, error};
-use crate::{matrix, vector};
 
 /// A fitted DP model: its JSON form (as `privlogit dp fit` writes it) and its probabilities.
 #[pyclass(name = "DpModel", frozen, module = "privlogit._native")]

@@ -2,7 +2,7 @@
 //! protocol (numpy arrays, read in place), the work runs with the GIL released, and results
 //! go back as plain Python values (the Python layer wraps them as numpy arrays).
 
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use ndarray::{ArrayView1, ArrayView2};
 use privlogit::data::DatasetView;
 use privlogit::fit::{self, Preparation};
 use privlogit::protocols::{FitOptions, Optimizer};
@@ -11,25 +11,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 mod accounting;
+mod buffers;
 mod dl;
 mod dp;
 mod errors;
 
+use buffers::{in_place, len1, shape2};
 use errors::{DataError, PrivlogitError, error};
-
-/// A copy of a 2-D float64 buffer (for work that runs with the GIL released).
-pub(crate) fn matrix(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
-    let shape = shape2(buffer, what)?;
-    Ok(ArrayView2::from_shape(shape, in_place(buffer))
-        .expect("checked shape")
-        .to_owned())
-}
-
-/// A copy of a 1-D float64 buffer.
-pub(crate) fn vector(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array1<f64>> {
-    len1(buffer, what)?;
-    Ok(Array1::from(in_place(buffer).to_vec()))
-}
 
 /// Plaintext distributed fit over `parties`, a list of `(X, y)` float64 arrays (one per party).
 /// Returns a dict with `coef` (intercept first when `intercept`), `names`, `n_iter`, `status`,
@@ -234,39 +222,6 @@ impl<'a> Parties<'a> {
             .collect();
         fit::prepare_views(&views, how).map_err(error)
     }
-}
-
-/// The rows and columns of a C-contiguous 2-D float64 buffer.
-fn shape2(buffer: &PyBuffer<f64>, what: &str) -> PyResult<(usize, usize)> {
-    match buffer.shape() {
-        [rows, cols] if buffer.is_c_contiguous() => Ok((*rows, *cols)),
-        [_, _] => Err(PrivlogitError::new_err(format!(
-            "{what}: expected a C-contiguous array"
-        ))),
-        shape => Err(PrivlogitError::new_err(format!(
-            "{what}: expected a 2-D array, got {} dimensions",
-            shape.len()
-        ))),
-    }
-}
-
-/// The length of a C-contiguous 1-D float64 buffer.
-fn len1(buffer: &PyBuffer<f64>, what: &str) -> PyResult<usize> {
-    match buffer.shape() {
-        [n] if buffer.is_c_contiguous() => Ok(*n),
-        _ => Err(PrivlogitError::new_err(format!(
-            "{what}: expected a C-contiguous 1-D array"
-        ))),
-    }
-}
-
-/// A checked (C-contiguous, aligned: `PyBuffer::get` checks alignment) buffer's values in
-/// place, valid while the buffer is held and the GIL keeps Python code from writing to it.
-fn in_place(buffer: &PyBuffer<f64>) -> &[f64] {
-    debug_assert!(buffer.is_c_contiguous());
-    // SAFETY: the buffer is C-contiguous float64 of `item_count` items and aligned (checked
-    // by `PyBuffer::get`); the slice borrows `buffer`, which keeps the memory alive.
-    unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<f64>(), buffer.item_count()) }
 }
 
 /// Float64 memory handed to numpy without a copy: numpy's array views it through the buffer
