@@ -38,17 +38,20 @@ def load(path, label):
     return np.frombuffer(x, dtype=np.float64).reshape(shape), np.frombuffer(y, dtype=np.float64), names
 
 
-def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000):
+def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000, gradient_tol=None):
     """Fit l2-regularised logistic regression over `parties`, a list of `(X, y)` (one per
     organization), as the plaintext distributed fit (`privlogit fit`).
 
     The objective is dissertation eq. 2.10: sum of log-likelihoods minus lam/2 ||beta||^2, the
-    intercept included in the penalty. Returns a dict: `coef` (numpy, intercept first when
+    intercept included in the penalty. The fit stops when the objective's relative change falls
+    below `tol` (0: never) or, with `gradient_tol`, when the gradient's norm falls below it (a
+    bound on the coefficients' error of `gradient_tol / lam`). Returns a dict: `coef` (numpy, intercept first when
     `intercept`), `names`, `n_iter`, `status`, `objective`, `log_likelihood`, and with
     `standardize` the pooled `mean` and `scale` the coefficients apply to.
     """
     arrays = [(_as_float64(x, 2, f"party {k}: X"), _as_float64(y, 1, f"party {k}: y")) for k, (x, y) in enumerate(parties)]
-    out = _native.fit_parties(arrays, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter))
+    out = _native.fit_parties(arrays, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter),
+                              None if gradient_tol is None else float(gradient_tol))
     out["coef"] = np.asarray(out["coef"])
     for key in ("mean", "scale"):
         if key in out:
@@ -56,7 +59,7 @@ def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, interce
     return out
 
 
-def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000):
+def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000, gradient_tol=None):
     """The secure study in this process: a key holder, an aggregator and one Node per party of
     `parties` (a list of `(X, y)`), a fresh 2048-bit Paillier key, masked linear algebra;
     `protocol` is "local", "hessian" or "newton". Returns a dict: `coef` (numpy), `names`,
@@ -67,7 +70,8 @@ def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, sta
     standardises under encryption).
     """
     arrays = [(_as_float64(x, 2, f"party {k}: X"), _as_float64(y, 1, f"party {k}: y")) for k, (x, y) in enumerate(parties)]
-    out = _native.study_parties(arrays, protocol, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter))
+    out = _native.study_parties(arrays, protocol, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter),
+                              None if gradient_tol is None else float(gradient_tol))
     out["coef"] = np.asarray(out["coef"])
     return out
 

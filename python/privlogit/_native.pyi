@@ -35,6 +35,7 @@ def fit_parties(
     intercept: bool = True,
     tol: float = 1e-10,
     max_iter: int = 10000,
+    gradient_tol: Optional[float] = None,
 ) -> dict[str, Any]: ...
 def study_parties(
     parties: Sequence[_Party],
@@ -45,6 +46,7 @@ def study_parties(
     intercept: bool = True,
     tol: float = 1e-10,
     max_iter: int = 10000,
+    gradient_tol: Optional[float] = None,
 ) -> dict[str, Any]: ...
 
 @final

@@ -23,7 +23,7 @@ use errors::{DataError, PrivlogitError, error};
 /// Returns a dict with `coef` (intercept first when `intercept`), `names`, `n_iter`, `status`,
 /// `objective`, `log_likelihood`.
 #[pyfunction]
-#[pyo3(signature = (parties, optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000))]
+#[pyo3(signature = (parties, optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000, gradient_tol = None))]
 #[allow(clippy::too_many_arguments)]
 fn fit_parties<'py>(
     py: Python<'py>,
@@ -34,6 +34,7 @@ fn fit_parties<'py>(
     intercept: bool,
     tol: f64,
     max_iter: usize,
+    gradient_tol: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (optimizer, prepared, options) = setup(
         py,
@@ -43,7 +44,7 @@ fn fit_parties<'py>(
             standardize,
             intercept,
         },
-        options(lam, tol, max_iter),
+        options(lam, tol, max_iter, gradient_tol),
     )?;
     let fitted = py
         .allow_threads(|| fit::fit(&prepared, optimizer, &options, &mut |_| {}))
@@ -66,7 +67,7 @@ fn fit_parties<'py>(
 /// Paillier key, masked linear algebra): `protocol` is `local`, `hessian` or `newton`. Returns
 /// the coefficients and the study's cost as a dict.
 #[pyfunction]
-#[pyo3(signature = (parties, protocol = "hessian", optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000))]
+#[pyo3(signature = (parties, protocol = "hessian", optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000, gradient_tol = None))]
 #[allow(clippy::too_many_arguments)]
 fn study_parties<'py>(
     py: Python<'py>,
@@ -78,6 +79,7 @@ fn study_parties<'py>(
     intercept: bool,
     tol: f64,
     max_iter: usize,
+    gradient_tol: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use privlogit::protocols::paillier::{KeyPair, KeySize};
     use privlogit::protocols::secure::aggregator::Protocol;
@@ -101,7 +103,7 @@ fn study_parties<'py>(
             standardize,
             intercept,
         },
-        options(lam, tol, max_iter),
+        options(lam, tol, max_iter, gradient_tol),
     )?;
     let report = py
         .allow_threads(|| -> Result<_, String> {
@@ -165,10 +167,11 @@ fn setup(
 }
 
 /// The fit's options from the Python arguments.
-fn options(lam: f64, tol: f64, max_iter: usize) -> FitOptions {
+fn options(lam: f64, tol: f64, max_iter: usize, gradient_tol: Option<f64>) -> FitOptions {
     FitOptions::new()
         .lambda(lam)
         .relative_tolerance(tol)
+        .gradient_tolerance(gradient_tol)
         .max_iterations(max_iter)
 }
 
