@@ -50,45 +50,70 @@ impl Prepared {
     }
 }
 
-/// Checks feature agreement, standardises and adds the intercept.
+/// Checks feature agreement, standardises and adds the intercept. Each party's loaded matrix
+/// is freed as soon as its design matrix is built, so the peak is the data plus one party.
 pub fn prepare(parties: Vec<Dataset>, how: Preparation) -> Result<Prepared, DataError> {
-    if !how.standardize && !how.intercept {
-        // Nothing to change: the loaded matrices become the model inputs without a copy.
-        check_parties(&parties.iter().map(Dataset::view).collect::<Vec<_>>())?;
-        return Ok(Prepared {
-            names: parties[0].names.clone(),
-            sources: parties.iter().map(|p| p.source.clone()).collect(),
-            parties: parties
-                .into_iter()
-                .map(|p| PartyData::new(p.x, p.y))
-                .collect(),
-            standardizer: None,
-        });
-    }
     let views: Vec<DatasetView<'_>> = parties.iter().map(Dataset::view).collect();
-    prepare_views(&views, how)
+    let plan = Plan::new(&views, how)?;
+    drop(views);
+    let designs = parties
+        .into_iter()
+        .map(|p| {
+            if how.standardize || how.intercept {
+                plan.design(p.view())
+            } else {
+                // Nothing to change: the loaded matrix becomes the model input without a copy.
+                PartyData::new(p.x, p.y)
+            }
+        })
+        .collect();
+    Ok(plan.finish(designs))
 }
 
 /// [`prepare`] for rows the caller keeps (read in place, copied once into the design matrix).
 pub fn prepare_views(parties: &[DatasetView<'_>], how: Preparation) -> Result<Prepared, DataError> {
-    check_parties(parties)?;
-    let standardizer = if how.standardize {
-        Some(Standardizer::fit(parties)?)
-    } else {
-        None
-    };
-    Ok(Prepared {
-        names: design_names(parties[0].names, how.intercept)?,
-        sources: parties.iter().map(|p| p.source.to_string()).collect(),
-        parties: parties
-            .iter()
-            .map(|p| {
-                let x = design_matrix(p.x, standardizer.as_ref(), how.intercept);
-                PartyData::new(x, p.y.to_owned())
-            })
-            .collect(),
-        standardizer,
-    })
+    let plan = Plan::new(parties, how)?;
+    let designs = parties.iter().map(|p| plan.design(*p)).collect();
+    Ok(plan.finish(designs))
+}
+
+/// What preparing the parties decides before any design matrix is built.
+struct Plan {
+    how: Preparation,
+    names: Vec<String>,
+    sources: Vec<String>,
+    standardizer: Option<Standardizer>,
+}
+
+impl Plan {
+    fn new(parties: &[DatasetView<'_>], how: Preparation) -> Result<Self, DataError> {
+        check_parties(parties)?;
+        Ok(Self {
+            how,
+            names: design_names(parties[0].names, how.intercept)?,
+            sources: parties.iter().map(|p| p.source.to_string()).collect(),
+            standardizer: if how.standardize {
+                Some(Standardizer::fit(parties)?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// One party's model input: a new design matrix.
+    fn design(&self, party: DatasetView<'_>) -> PartyData {
+        let x = design_matrix(party.x, self.standardizer.as_ref(), self.how.intercept);
+        PartyData::new(x, party.y.to_owned())
+    }
+
+    fn finish(self, parties: Vec<PartyData>) -> Prepared {
+        Prepared {
+            names: self.names,
+            sources: self.sources,
+            parties,
+            standardizer: self.standardizer,
+        }
+    }
 }
 
 /// At least one party, all with the same features.
