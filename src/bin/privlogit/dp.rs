@@ -332,13 +332,7 @@ pub(crate) fn charge_files(
 ) -> Result<()> {
     let charges = files
         .iter()
-        .map(|f| {
-            Ok(Charge {
-                dataset: dataset_name(f)?,
-                file: f.display().to_string(),
-                epsilon,
-            })
-        })
+        .map(|f| file_charge(f, epsilon))
         .collect::<Result<Vec<_>>>()?;
     Ledger::record(path, budget, &charges)?;
     crate::log::say!(
@@ -347,6 +341,15 @@ pub(crate) fn charge_files(
         files.len()
     );
     Ok(())
+}
+
+/// `epsilon` spent on the data set in `file`, as the ledger records it.
+fn file_charge(file: &Path, epsilon: f64) -> Result<Charge> {
+    Ok(Charge {
+        dataset: dataset_name(file)?,
+        file: file.display().to_string(),
+        epsilon,
+    })
 }
 
 /// The ledger's name for a data file (the hash of its bytes; see [`ledger::dataset_name`]).
@@ -530,13 +533,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         let charges = args
             .source
             .iter()
-            .map(|p| {
-                Ok(Charge {
-                    dataset: dataset_name(p)?,
-                    file: p.display().to_string(),
-                    epsilon: args.epsilon,
-                })
-            })
+            .map(|p| file_charge(p, args.epsilon))
             .collect::<Result<Vec<_>>>()?;
         if let Some(path) = &args.ledger {
             Ledger::load(path, args.budget)?.check(&charges)?;
@@ -586,17 +583,9 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         }
         None => None,
     };
-    let mut charges = vec![Charge {
-        dataset: dataset_name(&args.data)?,
-        file: args.data.display().to_string(),
-        epsilon: args.epsilon,
-    }];
+    let mut charges = vec![file_charge(&args.data, args.epsilon)?];
     if let Some(path) = args.source.first() {
-        charges.push(Charge {
-            dataset: dataset_name(path)?,
-            file: path.display().to_string(),
-            epsilon: source_privacy.spent(),
-        });
+        charges.push(file_charge(path, source_privacy.spent())?);
     }
     // Refuse early, before any noise is drawn; the charge itself is made under the ledger's
     // lock after the fit (and refused then if a concurrent fit used the room).
