@@ -100,11 +100,15 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomically(path, |out| out.write_all(bytes))
 }
 
+/// A temporary name beside `path`, unique to this process and call (a server running several
+/// studies may write two files at once).
 fn temporary_sibling(path: &Path) -> PathBuf {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = path
         .file_name()
         .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.partial-{}", std::process::id()))
+    path.with_file_name(format!(".{name}.partial-{}-{call}", std::process::id()))
 }
 
 /// Writes `text` to `path` atomically.

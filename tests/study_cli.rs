@@ -6,28 +6,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::process::{Role, address, fresh_dir, new_identity, privlogit, privlogit_ok};
-
-fn demo(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data/demo")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn json(stdout: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(stdout).expect("JSON on stdout")
-}
-
-fn coefficients(v: &serde_json::Value) -> Vec<f64> {
-    v["coefficients"]
-        .as_array()
-        .expect("coefficients")
-        .iter()
-        .map(|c| c.as_f64().expect("number"))
-        .collect()
-}
+use common::deployment::{
+    Deployment, HOSPITALS, coefficients, demo, free_port, json, node_process, plaintext_fit,
+};
+use common::process::{Role, address, fresh_dir, privlogit, privlogit_ok};
 
 /// The README's demo study: secure PrivLogit-Local (accelerated, standardised under encryption)
 /// equals the plaintext distributed fit to 1e-6, with the same iteration count.
@@ -88,136 +70,6 @@ fn study_command_matches_plaintext_fit() {
     );
     assert!(diff <= 1e-6, "{diff:e}");
     assert!(secure["and_gates"].as_u64().expect("count") > 0);
-}
-
-/// Five parties with identities from `privlogit identity new` and a study file naming their
-/// certificates (hospital-a, -b, -c), plus a stranger's identity the file does not name.
-struct Deployment {
-    dir: std::path::PathBuf,
-    study: String,
-}
-
-const HOSPITALS: [&str; 3] = ["hospital-a", "hospital-b", "hospital-c"];
-
-impl Deployment {
-    fn new(tag: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("privlogit-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let mut fingerprints = std::collections::HashMap::new();
-        for name in ["keyholder", "aggregator", "stranger"]
-            .iter()
-            .chain(&HOSPITALS)
-        {
-            let fp = new_identity(&dir, name);
-            fingerprints.insert(*name, fp);
-        }
-        let mut file = format!(
-            "label = \"label\"\nstandardize = true\n[keyholder]\nfingerprint = \"{}\"\n[aggregator]\ncertificate = \"aggregator.crt\"\n",
-            fingerprints["keyholder"]
-        );
-        for h in HOSPITALS {
-            file.push_str(&format!(
-                "[[node]]\nname = \"{h}\"\nfingerprint = \"{}\"\n",
-                fingerprints[h]
-            ));
-        }
-        let study = dir.join("study.toml");
-        std::fs::write(&study, file).expect("study file");
-        Self {
-            study: study.display().to_string(),
-            dir,
-        }
-    }
-
-    fn identity(&self, name: &str) -> String {
-        self.dir.join(name).display().to_string()
-    }
-
-    fn keyholder(&self) -> (Role, String) {
-        self.keyholder_with(&[])
-    }
-
-    /// Each server's state directory (checkpoint, key file) inside the deployment.
-    fn state(&self, role: &str) -> String {
-        self.dir.join(format!("state-{role}")).display().to_string()
-    }
-
-    fn keyholder_with(&self, extra: &[&str]) -> (Role, String) {
-        let id = self.identity("keyholder");
-        let state = self.state("keyholder");
-        let mut args = vec![
-            "keyholder",
-            "--study",
-            &self.study,
-            "--identity",
-            &id,
-            "--listen",
-            "127.0.0.1:0",
-            "--state",
-            &state,
-        ];
-        args.extend(extra);
-        let mut k = Role::spawn(&args);
-        let address = address(&k.wait_for("listening on", Duration::from_secs(30)));
-        (k, address)
-    }
-
-    fn aggregator(&self, keyholder: &str, extra: &[&str]) -> (Role, String) {
-        let id = self.identity("aggregator");
-        let state = self.state("aggregator");
-        let mut args = vec![
-            "aggregator",
-            "--study",
-            &self.study,
-            "--identity",
-            &id,
-            "--listen",
-            "127.0.0.1:0",
-            "--keyholder",
-            keyholder,
-            "--state",
-            &state,
-        ];
-        args.extend(extra);
-        let mut a = Role::spawn(&args);
-        let address = address(&a.wait_for("listening on", Duration::from_secs(30)));
-        (a, address)
-    }
-
-    /// A Node with `identity`'s certificate serving hospital `data` (a, b or c).
-    fn node(&self, identity: &str, data: char, aggregator: &str) -> Role {
-        node_process(
-            &self.study,
-            &self.identity(identity),
-            &demo(&format!("hospital_{data}.csv")),
-            Some(aggregator),
-        )
-    }
-}
-
-/// A Node process of the study file `study` with the identity `identity` serving `data`,
-/// dialling `aggregator` (or the study file's address).
-fn node_process(study: &str, identity: &str, data: &str, aggregator: Option<&str>) -> Role {
-    let mut args = vec![
-        "node",
-        "--study",
-        study,
-        "--identity",
-        identity,
-        "--party",
-        data,
-    ];
-    if let Some(a) = aggregator {
-        args.extend(["--aggregator", a]);
-    }
-    Role::spawn(&args)
-}
-
-impl Drop for Deployment {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// Over mutual TLS: a stranger's certificate is refused, named on both sides, and the study
@@ -555,37 +407,6 @@ fn study_file_settings_and_overrides() {
     assert!(err.contains("bad.toml:2:10:"), "{err}");
     assert!(out.stdout.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A free loopback port (bound, then released for a server to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("address")
-        .port()
-}
-
-/// The plaintext fit of the demo files with this optimiser (the reference of a secure study).
-fn plaintext_fit(files: &[String], optimizer: &str) -> Vec<f64> {
-    let mut fit = Command::new(env!("CARGO_BIN_EXE_privlogit"));
-    fit.args([
-        "fit",
-        "--label",
-        "label",
-        "--standardize",
-        "--optimizer",
-        optimizer,
-    ]);
-    fit.args(["--json", "--quiet", "--party"]);
-    fit.args(files);
-    let out = fit.output().expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    coefficients(&json(&out.stdout))
 }
 
 /// One key holder process and one aggregator process serve two studies started at the same

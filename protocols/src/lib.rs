@@ -12,6 +12,7 @@
 //! - [`rows`]: where a Node's rows come from, read chunk by chunk (memory, files, simulations).
 //! - [`linalg`]: the small dense Cholesky factorisation and triangular solves they need.
 //! - [`paillier`]: the additively homomorphic encryption of the Nodes' sums.
+//! - [`secret_file`]: reading key files only when no one but their owner can.
 //! - [`secure`]: the Node, aggregator and key-holder roles of PrivLogit-Hessian and -Local.
 //! - [`transport`]: TCP channels (tokio moves the bytes; the roles stay synchronous).
 
@@ -23,6 +24,7 @@ pub mod optimizer;
 pub mod paillier;
 pub mod penalty;
 pub mod rows;
+pub mod secret_file;
 pub mod secure;
 pub mod stopping;
 pub mod transport;

@@ -16,9 +16,11 @@ mod link;
 pub mod roster;
 mod tls;
 
+use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use privlogit_circuits::channel::ChunkChannel;
@@ -31,7 +33,10 @@ pub use identity::{Fingerprint, Identity};
 pub use link::{Group, LinkPipe, Timing};
 pub use roster::{Member, Role, Roster};
 
-use link::{Kind, MAX_CONTROL, read_record, truncated, write_record};
+use link::{
+    Admission, Kind, LinkPipe as Pipe, MAX_CONTROL, aborted, read_record, stopped, truncated,
+    write_record,
+};
 
 /// One end of a connection to another party.
 pub type Link = ChunkChannel<LinkPipe>;
@@ -120,25 +125,47 @@ impl Network {
         self.group.reason()
     }
 
-    /// Connects to `server` at `address`, retrying while nobody listens there yet, for at most
-    /// `patience`. A refusal (certificate, study or role) fails at once, with the reason.
+    /// Connects to `server` at `address`, retrying while nobody listens there yet or the
+    /// listener is too busy to answer the handshake (a flood of strangers), for at most
+    /// `patience`. A refusal (certificate, study or role) fails at once, with the reason; so
+    /// does an abort of this party's group.
     pub fn connect(&self, address: &str, server: &Member, patience: Duration) -> io::Result<Link> {
         let deadline = Instant::now() + patience;
-        let stream = runtime().block_on(async {
+        loop {
+            let stream = self.dial(address, server, deadline)?;
+            match self.handshake(stream, address, server) {
+                Err(e) if e.kind() == io::ErrorKind::TimedOut && Instant::now() < deadline => {}
+                result => return result,
+            }
+        }
+    }
+
+    /// A TCP connection to `address`, retried until `deadline`.
+    fn dial(&self, address: &str, server: &Member, deadline: Instant) -> io::Result<TcpStream> {
+        let attempt = self.timing.deadline;
+        let stream = self.unless_stopped(async {
             loop {
-                match TcpStream::connect(address).await {
-                    Ok(s) => return Ok(s),
-                    Err(e) if Instant::now() >= deadline => {
-                        return Err(io::Error::new(
-                            e.kind(),
-                            format!("cannot connect to {server} at {address}: {e}"),
-                        ));
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                let tried = tokio::time::timeout(attempt, TcpStream::connect(address)).await;
+                let e = match tried {
+                    Ok(Ok(s)) => return Ok(s),
+                    Ok(Err(e)) => e,
+                    Err(_) => timed_out("connecting"),
+                };
+                if Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("cannot connect to {server} at {address}: {e}"),
+                    ));
                 }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         })?;
         stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
+    /// The TLS handshake (unless plaintext) and the greeting on a new connection.
+    fn handshake(&self, stream: TcpStream, address: &str, server: &Member) -> io::Result<Link> {
         let peer_address = stream.peer_addr()?.to_string();
         let label = server.to_string();
         let hello = self.hello();
@@ -175,8 +202,8 @@ impl Network {
                 let config = tls::client_config(identity, Arc::clone(roster), server.clone())?;
                 let name = rustls::pki_types::ServerName::try_from(tls::SERVER_NAME)
                     .expect("a valid name");
-                let stream = runtime()
-                    .block_on(async {
+                let stream = self
+                    .unless_stopped(async {
                         let mut s = tokio::time::timeout(
                             timing.deadline,
                             TlsConnector::from(config).connect(name, stream),
@@ -191,12 +218,24 @@ impl Network {
             }
             Security::InsecurePlaintext { .. } => {
                 let mut stream = stream;
-                runtime()
-                    .block_on(greet(&mut stream, &hello, timing))
+                self.unless_stopped(greet(&mut stream, &hello, timing))
                     .map_err(refused)?;
                 Ok(self.link(stream, label, peer_address))
             }
         }
+    }
+
+    /// Runs `work` on the network runtime, given up as soon as this party's group stops (an
+    /// abort, a lost peer): no wait outlives the study.
+    fn unless_stopped<T>(&self, work: impl Future<Output = io::Result<T>>) -> io::Result<T> {
+        let mut stop = self.group.watch();
+        runtime().block_on(async {
+            tokio::select! {
+                biased;
+                reason = stopped(&mut stop) => Err(aborted(&reason)),
+                r = work => r,
+            }
+        })
     }
 
     /// Listens on `address` (`127.0.0.1:0` picks a free port).
@@ -230,6 +269,7 @@ impl Network {
             peer_address,
             self.timing,
             Arc::clone(&self.group),
+            None,
         ))
     }
 }
@@ -330,13 +370,18 @@ pub struct Listener {
     network: Network,
 }
 
-/// An admitted connection: its stream, who it is, from where.
-type Admitted = (Box<dyn Stream>, String, String);
+/// How many connections may be in their handshake at once; a newer one drops the oldest, so
+/// idle or slow strangers cannot hold the listener (nor its open files) while real parties wait.
+const MAX_HANDSHAKES: usize = 64;
 
-/// A connection handshake's result, from a task of its own.
-type Admission = (
-    Option<usize>,
-    Result<(Box<dyn Stream>, String), String>,
+/// The longest pause after a failed `accept()` (too many open files, say) before trying again.
+const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
+
+/// A handshake's result, from its own task: its task number, the slot and stream it won (or
+/// why it was refused), and where it came from.
+type Handshaken = (
+    u64,
+    Result<(usize, Box<dyn Stream>, String), String>,
     SocketAddr,
 );
 
@@ -349,6 +394,13 @@ impl std::fmt::Debug for dyn Stream {
     }
 }
 
+/// A party admitted while the listener still waits for others: its connection is live.
+struct Joined {
+    pipe: Pipe,
+    /// The connection's number in [`Admission`].
+    connection: u64,
+}
+
 impl Listener {
     /// The address actually bound.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -356,9 +408,14 @@ impl Listener {
     }
 
     /// Admits every expected party, at most `patience` in all, and closes the listening
-    /// socket. Handshakes run side by side, each bounded by the deadline, so a stranger that
-    /// stalls delays nobody. A refused connection (unknown certificate, wrong role, another
-    /// study, a party already admitted) is told why and reported to `log`; the wait goes on.
+    /// socket. Each admitted connection is live at once (heartbeats both ways), so a party may
+    /// join any time within `patience`; one lost before the last has joined gives its place
+    /// up, and a party that reconnects (a restarted Node) takes its place over. Handshakes run
+    /// side by side, each bounded by the deadline and at most [`MAX_HANDSHAKES`] at once, so
+    /// strangers that stall delay nobody; `accept()` errors are waited out. A refused
+    /// connection (unknown certificate, wrong role, another study) is told why and reported to
+    /// `log` (a flood of them in summary); the wait goes on. It ends early if this party's
+    /// group stops.
     pub fn admit(
         self,
         expected: &Expected,
@@ -368,7 +425,7 @@ impl Listener {
         let network = self.network.clone();
         let listener = self.listener;
         let count = expected.count();
-        let mut slots: Vec<Option<Admitted>> = (0..count).map(|_| None).collect();
+        let mut slots: Vec<Option<Joined>> = (0..count).map(|_| None).collect();
         let deadline = tokio::time::Instant::now() + patience;
         let acceptor = match &network.security {
             Security::Tls { identity, roster } => Some(TlsAcceptor::from(tls::server_config(
@@ -378,87 +435,260 @@ impl Listener {
             )?)),
             Security::InsecurePlaintext { .. } => None,
         };
-        runtime().block_on(async {
-            let (done_tx, mut done_rx) = tokio::sync::mpsc::channel::<Admission>(16);
-            let mut pending = 0usize;
-            let claimed = Arc::new(std::sync::Mutex::new(vec![false; count]));
-            while slots.iter().any(Option::is_none) {
+        let admission = Admission::new();
+        let mut log = Throttled::new(log);
+        let claimed: Arc<Claims> = Arc::new(Mutex::new(vec![None; count]));
+        let result = runtime().block_on(async {
+            let (done_tx, mut done_rx) = tokio::sync::mpsc::channel::<Handshaken>(16);
+            let mut handshakes: VecDeque<(u64, tokio::task::JoinHandle<()>)> = VecDeque::new();
+            let mut stop = network.group.watch();
+            let mut tasks = 0u64;
+            let mut accept_errors = 0u32;
+            let mut retry_at: Option<tokio::time::Instant> = None;
+            loop {
+                if slots.iter().all(Option::is_some) {
+                    match admission.close() {
+                        Ok(()) => return Ok(()),
+                        Err(lost) => {
+                            free(&lost, &mut slots, &claimed, expected, &mut log);
+                            continue;
+                        }
+                    }
+                }
                 tokio::select! {
-                    accepted = tokio::time::timeout_at(deadline, listener.accept()) => {
+                    reason = stopped(&mut stop) => return Err(aborted(&reason)),
+                    () = tokio::time::sleep_until(deadline) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!(
+                                "{} did not join within {} s",
+                                describe_missing(expected, &slots),
+                                patience.as_secs()
+                            ),
+                        ));
+                    }
+                    () = tokio::time::sleep_until(retry_at.unwrap_or(deadline)), if retry_at.is_some() => {
+                        retry_at = None;
+                    }
+                    accepted = listener.accept(), if retry_at.is_none() => {
                         let (stream, address) = match accepted {
-                            Err(_) => {
-                                let missing = describe_missing(expected, &slots);
-                                return Err(io::Error::new(
-                                    io::ErrorKind::TimedOut,
-                                    format!("{missing} did not join within {} s", patience.as_secs()),
-                                ));
+                            Ok(a) => a,
+                            Err(e) => {
+                                // Transient for a listener (EMFILE, ECONNABORTED): back off, go on.
+                                accept_errors += 1;
+                                let pause = (Duration::from_millis(25) * 2u32.pow(accept_errors.min(6)))
+                                    .min(MAX_ACCEPT_BACKOFF);
+                                log.noise(&format!("cannot accept a connection ({e}); trying again in {} ms", pause.as_millis()));
+                                retry_at = Some(tokio::time::Instant::now() + pause);
+                                continue;
                             }
-                            Ok(r) => r?,
                         };
+                        accept_errors = 0;
                         let _ = stream.set_nodelay(true);
-                        pending += 1;
+                        if handshakes.len() >= MAX_HANDSHAKES
+                            && let Some((evicted, oldest)) = handshakes.pop_front()
+                        {
+                            oldest.abort();
+                            release(&claimed, evicted, &slots);
+                            log.noise(&format!(
+                                "{MAX_HANDSHAKES} connections were in their handshake at once: \
+                                 dropped the oldest"
+                            ));
+                        }
+                        tasks += 1;
                         let task = Handshake {
                             network: network.clone(),
                             expected: expected.clone(),
                             acceptor: acceptor.clone(),
                             claimed: Arc::clone(&claimed),
+                            task: tasks,
                         };
                         let done = done_tx.clone();
-                        tokio::spawn(async move {
-                            let (slot, result) = task.run(stream).await;
-                            let _ = done.send((slot, result, address)).await;
-                        });
+                        let id = tasks;
+                        handshakes.push_back((id, tokio::spawn(async move {
+                            let result = task.run(stream).await;
+                            let _ = done.send((id, result, address)).await;
+                        })));
                     }
-                    Some((slot, result, address)) = done_rx.recv(), if pending > 0 => {
-                        pending -= 1;
-                        match (slot, result) {
-                            (Some(i), Ok((stream, label))) => {
-                                slots[i] = Some((stream, label, address.to_string()));
+                    Some((id, result, address)) = done_rx.recv() => {
+                        handshakes.retain(|(task, _)| *task != id);
+                        match result {
+                            Ok((slot, stream, label)) => {
+                                let connection = id;
+                                let pipe = link::start(
+                                    stream,
+                                    label.clone(),
+                                    address.to_string(),
+                                    network.timing,
+                                    Arc::clone(&network.group),
+                                    Some((Arc::clone(&admission), connection)),
+                                );
+                                if let Some(old) = slots[slot].take() {
+                                    admission.drop_connection(old.connection);
+                                    log.line(&format!(
+                                        "{label} connected again from {address}: its earlier \
+                                         connection from {} is dropped",
+                                        old.pipe.peer_address()
+                                    ));
+                                    old.pipe.discard();
+                                }
+                                slots[slot] = Some(Joined { pipe, connection });
+                                let joined = slots.iter().filter(|s| s.is_some()).count();
+                                let waiting = if joined < count {
+                                    format!("; waiting for {}", describe_missing(expected, &slots))
+                                } else {
+                                    String::new()
+                                };
+                                log.line(&format!("{label} joined from {address} ({joined} of {count}{waiting})"));
                             }
-                            (_, Err(reason)) => log(&format!("refused a connection from {address}: {reason}")),
-                            (None, Ok(_)) => {}
+                            Err(reason) => {
+                                release(&claimed, id, &slots);
+                                log.noise(&format!("refused a connection from {address}: {reason}"));
+                            }
                         }
+                    }
+                    () = admission.changed() => {
+                        let lost = admission.take_lost();
+                        free(&lost, &mut slots, &claimed, expected, &mut log);
                     }
                 }
             }
-            Ok(())
-        })?;
+        });
+        if let Err(e) = &result {
+            // The parties admitted so far learn why the study does not start.
+            network.group.trigger(&e.to_string());
+        }
+        log.flush();
+        result?;
         Ok(slots
             .into_iter()
-            .map(|s| {
-                let (stream, label, address) = s.expect("every slot filled");
-                network.link(stream, label, address)
-            })
+            .map(|s| ChunkChannel::new(s.expect("every slot filled").pipe))
             .collect())
     }
 }
 
-fn describe_missing(expected: &Expected, slots: &[Option<Admitted>]) -> String {
+/// Opens the places of the connections `lost` while admission was open.
+fn free(
+    lost: &[(u64, String)],
+    slots: &mut [Option<Joined>],
+    claimed: &Claims,
+    expected: &Expected,
+    log: &mut Throttled<'_>,
+) {
+    for (connection, why) in lost {
+        let Some(i) = slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|j| j.connection == *connection))
+        else {
+            continue;
+        };
+        if let Some(joined) = slots[i].take() {
+            joined.pipe.discard();
+        }
+        claimed.lock().expect("claimed")[i] = None;
+        log.line(&format!(
+            "{} left before the study started ({why}); its place is open again",
+            place(expected, i)
+        ));
+    }
+}
+
+/// Gives up the place handshake `task` claimed, unless a party holds it.
+fn release(claimed: &Claims, task: u64, slots: &[Option<Joined>]) {
+    let mut claimed = claimed.lock().expect("claimed");
+    for (i, c) in claimed.iter_mut().enumerate() {
+        if *c == Some(task) && slots[i].is_none() {
+            *c = None;
+        }
+    }
+}
+
+/// The party expected in slot `i`.
+fn place(expected: &Expected, i: usize) -> String {
+    match expected {
+        Expected::Members(m) => m[i].to_string(),
+        Expected::Anyone { role, .. } => format!("{role} {}", i + 1),
+    }
+}
+
+fn describe_missing(expected: &Expected, slots: &[Option<Joined>]) -> String {
     let missing: Vec<String> = slots
         .iter()
         .enumerate()
         .filter(|(_, s)| s.is_none())
-        .map(|(i, _)| match expected {
-            Expected::Members(m) => m[i].to_string(),
-            Expected::Anyone { role, .. } => format!("{role} {}", i + 1),
-        })
+        .map(|(i, _)| place(expected, i))
         .collect();
     missing.join(", ")
 }
+
+/// A listener's log: what concerns the study's parties always, what strangers cause (refusals,
+/// dropped handshakes, accept errors) at most [`Throttled::BURST`] lines in
+/// [`Throttled::WINDOW`], the rest counted, so that a flood cannot flood the operator.
+struct Throttled<'a> {
+    log: &'a mut dyn FnMut(&str),
+    since: Instant,
+    lines: usize,
+    held_back: usize,
+}
+
+impl<'a> Throttled<'a> {
+    const BURST: usize = 10;
+    const WINDOW: Duration = Duration::from_secs(10);
+
+    fn new(log: &'a mut dyn FnMut(&str)) -> Self {
+        Self {
+            log,
+            since: Instant::now(),
+            lines: 0,
+            held_back: 0,
+        }
+    }
+
+    fn line(&mut self, message: &str) {
+        (self.log)(message);
+    }
+
+    fn noise(&mut self, message: &str) {
+        if self.since.elapsed() >= Self::WINDOW {
+            self.flush();
+            self.since = Instant::now();
+            self.lines = 0;
+        }
+        if self.lines < Self::BURST {
+            self.lines += 1;
+            (self.log)(message);
+        } else {
+            self.held_back += 1;
+        }
+    }
+
+    /// Says how many lines were held back, if any.
+    fn flush(&mut self) {
+        if self.held_back > 0 {
+            (self.log)(&format!(
+                "... and {} more refused or dropped connections",
+                std::mem::take(&mut self.held_back)
+            ));
+        }
+    }
+}
+
+/// Which handshake holds each place of an [`Expected::Anyone`] listener (parties named by the
+/// roster are placed by name instead).
+type Claims = Mutex<Vec<Option<u64>>>;
 
 /// One incoming connection's TLS handshake and greeting.
 struct Handshake {
     network: Network,
     expected: Expected,
     acceptor: Option<TlsAcceptor>,
-    claimed: Arc<std::sync::Mutex<Vec<bool>>>,
+    claimed: Arc<Claims>,
+    /// This handshake's task number (what it claims places with).
+    task: u64,
 }
 
 impl Handshake {
-    async fn run(
-        self,
-        stream: TcpStream,
-    ) -> (Option<usize>, Result<(Box<dyn Stream>, String), String>) {
+    async fn run(self, stream: TcpStream) -> Result<(usize, Box<dyn Stream>, String), String> {
         let deadline = self.network.timing.deadline;
         let outcome = tokio::time::timeout(deadline, async {
             match &self.acceptor {
@@ -487,17 +717,12 @@ impl Handshake {
             }
         })
         .await;
-        match outcome {
-            Ok(Ok((slot, stream, label))) => (Some(slot), Ok((stream, label))),
-            Ok(Err(reason)) => (None, Err(reason)),
-            Err(_) => (
-                None,
-                Err(format!(
-                    "the handshake took longer than {} s",
-                    deadline.as_secs_f64()
-                )),
-            ),
-        }
+        outcome.unwrap_or_else(|_| {
+            Err(format!(
+                "the handshake took longer than {} s",
+                deadline.as_secs_f64()
+            ))
+        })
     }
 
     /// Reads the greeting, decides which expected party this is, answers.
@@ -536,12 +761,13 @@ impl Handshake {
     fn decide(&self, hello: &Hello, certified: Option<&Member>) -> Result<(usize, String), String> {
         if hello.study != self.network.study {
             return Err(format!(
-                "{} {:?} belongs to another study (its study id differs)",
+                "{} {:?} belongs to another study (its study id differs: its study file differs \
+                 from this party's in the label, the parties, their addresses or a shared \
+                 setting; every party of a study uses the same file)",
                 hello.role, hello.name
             ));
         }
         let role = self.expected.role();
-        let mut claimed = self.claimed.lock().expect("claimed");
         let slot = match (&self.expected, certified) {
             (Expected::Members(members), Some(c)) => {
                 let i = members
@@ -555,6 +781,8 @@ impl Handshake {
                         hello.role, hello.name
                     ));
                 }
+                // A party named by the roster may connect again (a restarted Node): the
+                // listener then drops its earlier connection.
                 i
             }
             (Expected::Members(members), None) => members
@@ -565,19 +793,15 @@ impl Handshake {
                 if hello.role != *role {
                     return Err(format!("a {} may not connect as a {role}", hello.role));
                 }
-                claimed
+                let mut claimed = self.claimed.lock().expect("claimed");
+                let i = claimed
                     .iter()
-                    .position(|c| !c)
-                    .ok_or("every place is taken")?
+                    .position(Option::is_none)
+                    .ok_or("every place is taken")?;
+                claimed[i] = Some(self.task);
+                i
             }
         };
-        if claimed[slot] {
-            return Err(format!(
-                "{} {:?} is connected already",
-                hello.role, hello.name
-            ));
-        }
-        claimed[slot] = true;
         let label = match &self.expected {
             Expected::Members(members) => members[slot].to_string(),
             Expected::Anyone {
@@ -657,7 +881,7 @@ pub fn tls_loopback_pair() -> io::Result<(Link, Link)> {
         nodes: vec![member(Role::Node, "node", &client_id)],
         ca: None,
     });
-    let study = roster.study_id("");
+    let study = roster.study_id("", "");
     let server = Network::new(
         Security::Tls {
             identity: server_id,
@@ -782,7 +1006,7 @@ mod tests {
             },
             role,
             name,
-            s.roster.study_id(""),
+            s.roster.study_id("", ""),
             Timing::default(),
         )
     }
@@ -858,7 +1082,7 @@ mod tests {
         let listener = aggregator.listen("127.0.0.1:0").expect("listen");
         let address = listener.local_addr().expect("address").to_string();
         let mut other = network(&s, 2, Role::Node, "node-a");
-        other.study = s.roster.study_id("another");
+        other.study = s.roster.study_id("another", "");
         let server = s.roster.aggregator.clone();
         let t =
             std::thread::spawn(move || other.connect(&address, &server, Duration::from_secs(5)));
@@ -947,5 +1171,143 @@ mod tests {
         assert!(e.to_string().contains("no sign of life"), "{e}");
         drop(links);
         frozen.join().expect("frozen");
+    }
+
+    /// An admission running on its own thread: its links and its log.
+    type Admitting = std::thread::JoinHandle<(io::Result<Vec<Link>>, String)>;
+
+    /// A listener of `s`'s aggregator with deadline `deadline`, admitting the two Nodes on its
+    /// own thread: (address, the admission's result and log).
+    fn admit_nodes(s: &Study, deadline: Duration) -> (String, Admitting) {
+        let mut aggregator = network(s, 1, Role::Aggregator, "aggregator");
+        aggregator.timing = Timing::with_deadline(deadline);
+        let listener = aggregator.listen("127.0.0.1:0").expect("listen");
+        let address = listener.local_addr().expect("address").to_string();
+        let nodes = s.roster.nodes.clone();
+        let admitted = std::thread::spawn(move || {
+            let mut log = Vec::new();
+            let links = listener.admit(
+                &Expected::Members(nodes),
+                Duration::from_secs(60),
+                &mut |m| log.push(m.to_string()),
+            );
+            (links, log.join("\n"))
+        });
+        (address, admitted)
+    }
+
+    fn dial(s: &Study, i: usize, name: &str, address: &str, deadline: Duration) -> Link {
+        let mut n = network(s, i, Role::Node, name);
+        n.timing = Timing::with_deadline(deadline);
+        n.connect(address, &s.roster.aggregator, Duration::from_secs(10))
+            .expect("admitted")
+    }
+
+    /// Each link of `links` carries a byte from its Node (`a`, `b`) to the listener.
+    fn exchange(links: &mut [Link], nodes: &mut [&mut Link]) {
+        for (i, node) in nodes.iter_mut().enumerate() {
+            node.send(&[i as u8]).expect("send");
+            node.flush().expect("flush");
+        }
+        for (i, link) in links.iter_mut().enumerate() {
+            let mut got = [9u8; 1];
+            link.recv(&mut got).expect("received");
+            assert_eq!(got[0], i as u8);
+        }
+    }
+
+    /// A Node admitted long before the last one (here 4 deadlines) stays connected: the
+    /// listener heartbeats on its connection from admission on, and the study starts.
+    #[test]
+    fn a_node_may_join_long_before_the_others() {
+        let s = study();
+        let deadline = Duration::from_millis(600);
+        let (address, admitted) = admit_nodes(&s, deadline);
+        let mut a = dial(&s, 2, "node-a", &address, deadline);
+        std::thread::sleep(4 * deadline);
+        let mut b = dial(&s, 3, "node-b", &address, deadline);
+        let (links, log) = admitted.join().expect("admit");
+        let mut links = links.expect("both admitted");
+        assert!(log.contains("Node node-a joined from"), "{log}");
+        assert!(log.contains("waiting for Node node-b"), "{log}");
+        exchange(&mut links, &mut [&mut a, &mut b]);
+    }
+
+    /// A Node that connects again while others are still joining (a restarted process)
+    /// takes its place over, and one that leaves gives its place up to its return; the
+    /// study then runs on the new connections.
+    #[test]
+    fn a_reconnecting_node_takes_its_place_back() {
+        let s = study();
+        let deadline = Duration::from_secs(2);
+        let (address, admitted) = admit_nodes(&s, deadline);
+        // node-b joins, then leaves (its process ended); its place opens again.
+        let gone = dial(&s, 3, "node-b", &address, deadline);
+        std::thread::sleep(Duration::from_millis(300));
+        drop(gone);
+        std::thread::sleep(Duration::from_millis(300));
+        // The first connection of node-a stays open (a process that froze before restarting)
+        // when node-a connects again.
+        let stale = dial(&s, 2, "node-a", &address, deadline);
+        let mut a = dial(&s, 2, "node-a", &address, deadline);
+        std::thread::sleep(Duration::from_millis(300));
+        let mut b = dial(&s, 3, "node-b", &address, deadline);
+        let (links, log) = admitted.join().expect("admit");
+        let mut links = links.expect("both admitted");
+        assert!(log.contains("Node node-a connected again"), "{log}");
+        assert!(log.contains("its place is open again"), "{log}");
+        exchange(&mut links, &mut [&mut a, &mut b]);
+        drop(stale);
+    }
+
+    /// Hundreds of idle connections (more than the handshakes the listener runs at once)
+    /// neither stop the listener nor keep the real Nodes out.
+    #[test]
+    fn idle_connections_do_not_stop_the_listener() {
+        let s = study();
+        let deadline = Duration::from_secs(3);
+        let (address, admitted) = admit_nodes(&s, deadline);
+        let idle: Vec<std::net::TcpStream> = (0..4 * MAX_HANDSHAKES)
+            .map(|_| std::net::TcpStream::connect(&address).expect("connect"))
+            .collect();
+        let started = Instant::now();
+        let mut a = dial(&s, 2, "node-a", &address, deadline);
+        let mut b = dial(&s, 3, "node-b", &address, deadline);
+        let (links, log) = admitted.join().expect("admit");
+        let mut links = links.expect("both admitted");
+        assert!(started.elapsed() < 2 * deadline, "{:?}", started.elapsed());
+        assert!(log.contains("dropped the oldest"), "{log}");
+        // The strangers' lines come in summary, not one per connection.
+        assert!(log.lines().count() < 40, "{log}");
+        exchange(&mut links, &mut [&mut a, &mut b]);
+        drop(idle);
+    }
+
+    /// A wait to connect ends as soon as the party's group stops (a lost peer elsewhere), not
+    /// when its patience runs out.
+    #[test]
+    fn an_abort_ends_a_connect_wait() {
+        let s = study();
+        let node = network(&s, 2, Role::Node, "node-a");
+        // A port nobody listens on.
+        let address = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .to_string();
+        let aborter = node.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            aborter.abort("Node node-b hung up");
+        });
+        let started = Instant::now();
+        let e = node
+            .connect(&address, &s.roster.aggregator, Duration::from_secs(60))
+            .expect_err("aborted");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(e.to_string().contains("node-b hung up"), "{e}");
     }
 }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod deployment;
 pub mod process;
 
 use ndarray::Array1;

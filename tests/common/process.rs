@@ -42,8 +42,24 @@ pub struct Role {
 
 impl Role {
     pub fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_privlogit"))
-            .args(args)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_privlogit"));
+        command.args(args);
+        Self::spawn_command(command)
+    }
+
+    /// `privlogit ARGS` under a limit on open files (`ulimit -n files`, through `sh`).
+    pub fn spawn_with_open_files(files: u32, args: &[&str]) -> Self {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_privlogit"))
+            .args(args);
+        Self::spawn_command(command)
+    }
+
+    fn spawn_command(mut command: Command) -> Self {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -132,9 +132,7 @@ impl Identity {
                 format!("{}: not a PEM certificate ({e})", crt.display()),
             )
         })?;
-        let pem = Zeroizing::new(fs::read(&key).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot read {}: {e}", key.display()))
-        })?);
+        let pem = crate::secret_file::read(&key)?;
         let parsed = PrivatePkcs8KeyDer::from_pem_slice(&pem).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,

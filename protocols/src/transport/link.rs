@@ -13,10 +13,16 @@
 //! The connections of one party form a [`Group`]: when any of them fails, every other one is
 //! aborted (its peer receives an abort record with the reason, its blocked reads and writes
 //! return the reason), so a lost party stops the whole study within the deadline.
+//!
+//! A listener's connections run (heartbeats both ways) from the moment each party is admitted,
+//! however long the others take to join. Until the last one has joined they are on
+//! [`Admission`]: a connection lost then gives up its place, which the party may take again
+//! by reconnecting, instead of stopping the group.
 
+use std::collections::HashSet;
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use privlogit_circuits::channel::{CHUNK, ChunkPipe, IN_FLIGHT};
@@ -168,7 +174,12 @@ impl Group {
         self.reason.borrow().clone()
     }
 
-    fn trigger(&self, reason: &str) {
+    /// A receiver that sees the group stop (for [`stopped`]).
+    pub(crate) fn watch(&self) -> watch::Receiver<Option<Arc<str>>> {
+        self.reason.subscribe()
+    }
+
+    pub(crate) fn trigger(&self, reason: &str) {
         self.reason.send_if_modified(|r| {
             if r.is_none() {
                 *r = Some(reason.into());
@@ -180,8 +191,73 @@ impl Group {
     }
 }
 
+/// The connections a listener has admitted while it still waits for others. A loss among
+/// them is reported here (the place opens again) rather than stopping the group; once the
+/// listener [`closes`](Self::close) admission, a loss stops the group as on any connection.
+#[derive(Debug, Default)]
+pub(crate) struct Admission {
+    state: Mutex<AdmissionState>,
+    lost: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+struct AdmissionState {
+    closed: bool,
+    /// Connections lost while admission was open, with why, not yet taken by the listener.
+    lost: Vec<(u64, String)>,
+    /// Connections the listener dropped (replaced by a reconnection): their end is silent.
+    dropped: HashSet<u64>,
+}
+
+impl Admission {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Records the loss of connection `id`; `false` when admission is closed, so that the loss
+    /// must stop the group.
+    fn report(&self, id: u64, why: &str) -> bool {
+        let mut state = self.state.lock().expect("admission");
+        if state.dropped.contains(&id) {
+            return true;
+        }
+        if state.closed {
+            return false;
+        }
+        state.lost.push((id, why.to_string()));
+        self.lost.notify_one();
+        true
+    }
+
+    /// Resolves when a loss may have been reported.
+    pub(crate) async fn changed(&self) {
+        self.lost.notified().await;
+    }
+
+    /// The losses reported since the last call.
+    pub(crate) fn take_lost(&self) -> Vec<(u64, String)> {
+        std::mem::take(&mut self.state.lock().expect("admission").lost)
+    }
+
+    /// Marks connection `id` as dropped by the listener: its later failure means nothing.
+    pub(crate) fn drop_connection(&self, id: u64) {
+        self.state.lock().expect("admission").dropped.insert(id);
+    }
+
+    /// Ends admission unless a loss is waiting to be taken (then returns those losses and
+    /// admission stays open): from here on a lost connection stops the group.
+    pub(crate) fn close(&self) -> Result<(), Vec<(u64, String)>> {
+        let mut state = self.state.lock().expect("admission");
+        if !state.lost.is_empty() {
+            return Err(std::mem::take(&mut state.lost));
+        }
+        state.closed = true;
+        Ok(())
+    }
+}
+
 /// Resolves once the group has stopped, with the reason.
-async fn stopped(rx: &mut watch::Receiver<Option<Arc<str>>>) -> Arc<str> {
+pub(crate) async fn stopped(rx: &mut watch::Receiver<Option<Arc<str>>>) -> Arc<str> {
     loop {
         if let Some(r) = rx.borrow_and_update().clone() {
             return r;
@@ -193,7 +269,7 @@ async fn stopped(rx: &mut watch::Receiver<Option<Arc<str>>>) -> Arc<str> {
     }
 }
 
-fn aborted(reason: &str) -> io::Error {
+pub(crate) fn aborted(reason: &str) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionAborted, reason.to_string())
 }
 
@@ -226,6 +302,12 @@ impl LinkPipe {
     /// The other end's network address.
     pub fn peer_address(&self) -> &str {
         &self.peer_address
+    }
+
+    /// Drops this end without the closing handshake (a connection replaced or given up while
+    /// its listener was still admitting): the writer stops, the socket closes.
+    pub(crate) fn discard(mut self) {
+        self.outgoing = None;
     }
 
     fn failure(&self, fallback: io::Error) -> io::Error {
@@ -349,13 +431,15 @@ fn closed(peer: &str) -> io::Error {
     )
 }
 
-/// Starts the reader and writer tasks of an established (and greeted) connection.
+/// Starts the reader and writer tasks of an established (and greeted) connection; with
+/// `admission`, its loss is reported there (as connection `id`) while admission is open.
 pub(crate) fn start<S>(
     stream: S,
     peer: String,
     peer_address: String,
     timing: Timing,
     group: Arc<Group>,
+    admission: Option<(Arc<Admission>, u64)>,
 ) -> LinkPipe
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
@@ -437,7 +521,12 @@ where
     let who = peer.clone();
     rt.spawn(async move {
         let fail = |message: String| {
-            reader_group.trigger(&message);
+            let reported = admission
+                .as_ref()
+                .is_some_and(|(admission, id)| admission.report(*id, &message));
+            if !reported {
+                reader_group.trigger(&message);
+            }
             aborted(&message)
         };
         loop {
@@ -459,7 +548,13 @@ where
                 Ok(Err(e)) => Err(fail(format!("{who}: {e}"))),
                 Ok(Ok((Kind::Data, body))) => Ok(body),
                 Ok(Ok((Kind::Heartbeat, _))) => continue,
-                Ok(Ok((Kind::Close, _))) => Err(closed(&who)),
+                Ok(Ok((Kind::Close, _))) => {
+                    // Before admission ends, a closed connection gives up its place.
+                    if let Some((admission, id)) = &admission {
+                        admission.report(*id, &format!("{who} ended the connection"));
+                    }
+                    Err(closed(&who))
+                }
                 Ok(Ok((Kind::Abort, body))) => Err(fail(format!(
                     "{who} stopped the study: {}",
                     String::from_utf8_lossy(&body)

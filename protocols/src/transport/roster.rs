@@ -220,18 +220,27 @@ impl Roster {
             .find(|m| m.fingerprint.as_ref() == Some(fingerprint))
     }
 
-    /// A study id that every party derives alike from the roster (and an optional label):
-    /// SHA-256 over the label and every party's role, name and fingerprint. Both ends of every
-    /// connection check it, so a party of one study cannot be drawn into another.
-    pub fn study_id(&self, label: &str) -> [u8; 32] {
+    /// A study id that every party derives alike from its study file: SHA-256 over the label,
+    /// every party's role, name, address and fingerprint, the consortium CA, and `settings`
+    /// (the study's shared settings in a canonical text). Both ends of every connection check
+    /// it, so a party of one study cannot be drawn into another, not even into one with the
+    /// same parties and other settings or addresses.
+    pub fn study_id(&self, label: &str, settings: &str) -> [u8; 32] {
         let mut h = Sha256::new();
-        h.update(b"privlogit study v1\0");
-        h.update((label.len() as u64).to_le_bytes());
-        h.update(label.as_bytes());
+        h.update(b"privlogit study v2\0");
+        let mut text = |t: &str| {
+            h.update((t.len() as u64).to_le_bytes());
+            h.update(t.as_bytes());
+        };
+        text(label);
+        text(settings);
         for m in self.members() {
             h.update([m.role.code()]);
             h.update((m.name.len() as u64).to_le_bytes());
             h.update(m.name.as_bytes());
+            let address = m.address.as_deref().unwrap_or("");
+            h.update((address.len() as u64).to_le_bytes());
+            h.update(address.as_bytes());
             h.update(m.fingerprint.map_or([0u8; 32], |f| f.0));
         }
         h.update(
@@ -284,8 +293,15 @@ mod tests {
         assert!(half.validate().expect_err("refused").contains("Node a"));
         let mut other = ok.clone();
         other.nodes.swap(0, 1);
-        assert_ne!(ok.study_id(""), other.study_id(""));
-        assert_ne!(ok.study_id(""), ok.study_id("x"));
+        assert_ne!(ok.study_id("", ""), other.study_id("", ""));
+        assert_ne!(ok.study_id("", ""), ok.study_id("x", ""));
+        // Same parties, other settings or another address: another study.
+        assert_ne!(ok.study_id("", ""), ok.study_id("", "lambda=0.5"));
+        let mut moved = ok.clone();
+        moved.aggregator.address = Some("10.0.0.2:7101".into());
+        assert_ne!(ok.study_id("", ""), moved.study_id("", ""));
+        // Label and settings cannot trade bytes.
+        assert_ne!(ok.study_id("ab", ""), ok.study_id("a", "b"));
     }
 
     /// With a consortium authority, a certificate it issued for a party's name identifies that
@@ -335,7 +351,7 @@ mod tests {
         assert!(e.contains("not one of this study's parties"), "{e}");
         let mut without = roster.clone();
         without.ca = Some(other_ca.certificate().to_vec());
-        assert_ne!(roster.study_id(""), without.study_id(""));
+        assert_ne!(roster.study_id("", ""), without.study_id("", ""));
         let mut no_ca = roster.clone();
         no_ca.ca = None;
         assert!(

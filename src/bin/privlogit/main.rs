@@ -125,6 +125,10 @@ fn run_studies(
             }
         }
     }
+    if let Err(e) = refuse_repeated_studies(&parsed) {
+        eprintln!("error: {}", log::message(&e));
+        return ExitCode::FAILURE;
+    }
     let total = parsed.len();
     let failed = std::thread::scope(|scope| {
         let handles: Vec<_> = parsed
@@ -148,6 +152,31 @@ fn run_studies(
         eprintln!("error: {failed} of {total} studies failed");
         ExitCode::FAILURE
     }
+}
+
+/// Refuses two studies of one server that are one study (the same id: same parties,
+/// addresses and settings), which would share their parties and their state files.
+fn refuse_repeated_studies(studies: &[(String, Cli)]) -> anyhow::Result<()> {
+    let mut seen: Vec<([u8; 32], &str)> = Vec::new();
+    for (label, cli) in studies {
+        let file = match &cli.command {
+            Command::Keyholder(a) => a.study_file(),
+            Command::Aggregator(a) => a.study_file(),
+            _ => None,
+        };
+        let Some(id) = file.map(study_file::study_id).transpose()?.flatten() else {
+            continue;
+        };
+        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
+            anyhow::bail!(
+                "the studies [{first}] and [{label}] are one study (the same parties, addresses \
+                 and settings, so the same study id): give each its own study_id label or \
+                 addresses"
+            );
+        }
+        seen.push((id, label));
+    }
+    Ok(())
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {

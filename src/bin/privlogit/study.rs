@@ -258,9 +258,8 @@ impl NetArgs {
         }
         let timing = Timing::with_deadline(Duration::from_secs_f64(self.deadline));
         let file = study.map(study_file::roster).transpose()?.flatten();
-        let label = file.as_ref().map(|(_, l)| l.clone()).unwrap_or_default();
-        let roster = file.map(|(r, _)| Arc::new(r));
-        let study_id = roster.as_ref().map_or([0u8; 32], |r| r.study_id(&label));
+        let study_id = file.as_ref().map_or([0u8; 32], |f| f.id);
+        let roster = file.map(|f| Arc::new(f.roster));
         if self.insecure_plaintext {
             if roster.as_ref().is_some_and(|r| r.pinned()) {
                 bail!(
@@ -521,6 +520,13 @@ pub struct KeyholderArgs {
     noise_seed: Option<u64>,
 }
 
+impl KeyholderArgs {
+    /// The study file, if given.
+    pub fn study_file(&self) -> Option<&std::path::Path> {
+        self.study.as_deref()
+    }
+}
+
 /// `privlogit keyholder`: waits for the aggregator, makes the key pair it asks for, serves.
 pub fn run_keyholder(args: KeyholderArgs) -> Result<Outcome> {
     let party = args
@@ -619,6 +625,13 @@ pub struct AggregatorArgs {
     /// from SEED. Whoever knows SEED knows the share: never in a real study.
     #[arg(long, value_name = "SEED", requires = "dp_epsilon")]
     noise_seed: Option<u64>,
+}
+
+impl AggregatorArgs {
+    /// The study file, if given.
+    pub fn study_file(&self) -> Option<&std::path::Path> {
+        self.study.as_deref()
+    }
 }
 
 /// `privlogit aggregator`: waits for the Nodes, connects to the key holder, runs the study.

@@ -8,7 +8,7 @@
 //! [`roster`] rather than turned into flags:
 //!
 //! ```toml
-//! study_id = "diabetes-2026"          # optional label, part of the study id
+//! study_id = "diabetes-2026"          # optional label, part of the study id (below)
 //! [keyholder]
 //! address = "10.0.0.1:7000"
 //! fingerprint = "sha256:..."          # or certificate = "keyholder.crt"
@@ -23,6 +23,12 @@
 //! Instead of a fingerprint per party, a study may name a consortium certificate authority,
 //! `ca = "consortium.crt"`: a party whose table has neither `fingerprint` nor `certificate` is
 //! then known by a certificate that authority issued for its name.
+//!
+//! Every party derives the study id from its copy of the file ([`Roster::study_id`]): the
+//! label, the parties with their addresses and certificates, and the study's shared settings
+//! (every key but [`LOCAL_KEYS`], which each party sets for itself). Two studies with the same
+//! parties thus differ unless their files agree in every shared setting, and the parties of one
+//! study must all use the same file.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -32,6 +38,28 @@ use privlogit::protocols::transport::{Fingerprint, Member, Role, Roster};
 
 /// Keys of the study file that name parties (or the stacking stages' table) rather than flags.
 const PARTY_KEYS: [&str; 6] = ["keyholder", "aggregator", "node", "study_id", "ca", "stack"];
+
+/// Keys a party sets for itself (its files, identity, state, output, seeds, deadline): left
+/// out of the study id, so that the parties' copies of a study file may differ in them.
+const LOCAL_KEYS: [&str; 17] = [
+    "identity",
+    "insecure_plaintext",
+    "deadline",
+    "state",
+    "resume",
+    "listen",
+    "parties",
+    "seed",
+    "noise_seed",
+    "json",
+    "out",
+    "party",
+    "label",
+    "name",
+    "ledger",
+    "budget",
+    "quiet",
+];
 
 /// Commands that take `--study FILE`.
 const COMMANDS: [&str; 4] = ["study", "aggregator", "keyholder", "node"];
@@ -272,8 +300,16 @@ fn read(path: &Path, command: &str, accepts: &dyn Fn(&str, &str) -> bool) -> Res
     Ok(flags)
 }
 
-/// The parties a study file names, and its study-id label; `None` when it names none.
-pub fn roster(path: &Path) -> Result<Option<(Roster, String)>> {
+/// What a study file says about the study as a whole: its parties and its id.
+pub struct StudyParties {
+    /// The parties.
+    pub roster: Roster,
+    /// The study id every party derives alike from the file.
+    pub id: [u8; 32],
+}
+
+/// The parties a study file names and the study id; `None` when it names no parties.
+pub fn roster(path: &Path) -> Result<Option<StudyParties>> {
     let name = path.display().to_string();
     let table = parse(path)?;
     let label = match table.get("study_id") {
@@ -387,7 +423,73 @@ pub fn roster(path: &Path) -> Result<Option<(Roster, String)>> {
     roster
         .validate()
         .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    Ok(Some((roster, label)))
+    let id = roster.study_id(&label, &shared_settings(&table));
+    Ok(Some(StudyParties { roster, id }))
+}
+
+/// The study's shared settings in a canonical text: every key but the parties' tables and
+/// [`LOCAL_KEYS`], sorted, with canonical values (so key order, spacing and comments in the
+/// file do not matter).
+fn shared_settings(table: &toml::Table) -> String {
+    let shared: toml::Table = table
+        .iter()
+        .filter(|(k, _)| {
+            !LOCAL_KEYS.contains(&k.as_str())
+                && !["keyholder", "aggregator", "node", "study_id", "ca"].contains(&k.as_str())
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut out = String::new();
+    canonical(&toml::Value::Table(shared), &mut out);
+    out
+}
+
+/// `value` written canonically: tables with sorted keys, strings quoted and escaped, floats
+/// in Rust's shortest round-trip form.
+fn canonical(value: &toml::Value, out: &mut String) {
+    use std::fmt::Write as _;
+    match value {
+        toml::Value::String(s) => {
+            let _ = write!(out, "{s:?}");
+        }
+        toml::Value::Integer(i) => {
+            let _ = write!(out, "{i}");
+        }
+        toml::Value::Float(f) => {
+            let _ = write!(out, "{f:?}");
+        }
+        toml::Value::Boolean(b) => {
+            let _ = write!(out, "{b}");
+        }
+        toml::Value::Datetime(d) => {
+            let _ = write!(out, "{d}");
+        }
+        toml::Value::Array(items) => {
+            out.push('[');
+            for item in items {
+                canonical(item, out);
+                out.push(',');
+            }
+            out.push(']');
+        }
+        toml::Value::Table(t) => {
+            let mut keys: Vec<&String> = t.keys().collect();
+            keys.sort();
+            out.push('{');
+            for k in keys {
+                let _ = write!(out, "{k:?}=");
+                canonical(&t[k], out);
+                out.push(';');
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// The study id of the study file `path` (`None` when it names no parties): what a server
+/// serving several studies compares to refuse two that are one.
+pub fn study_id(path: &Path) -> Result<Option<[u8; 32]>> {
+    Ok(roster(path)?.map(|s| s.id))
 }
 
 /// The DER bytes of a PEM certificate file.

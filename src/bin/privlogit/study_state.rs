@@ -126,10 +126,10 @@ impl KeyStore for FileKeyStore {
         if !self.resume {
             return Ok(None);
         }
-        let bytes = match fs::read(&self.path) {
-            Ok(b) => zeroize::Zeroizing::new(b),
+        let bytes = match privlogit::protocols::secret_file::read(&self.path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(store_error(&self.path, e)),
+            Err(e) => return Err(SecureError::Protocol(e.to_string())),
         };
         let (kept, secret, budget) = decode_kept(&bytes).map_err(|e| store_error(&self.path, e))?;
         Ok((kept == session).then_some((secret, budget)))
