@@ -339,6 +339,75 @@ fn a_run_past_a_participants_budget_is_refused_before_training() {
     assert!(!out.exists());
 }
 
+/// The dissertation's accounting does not pass silently: against a budget it is refused
+/// unless acknowledged (`--accept-unsound-accounting`), the refusal naming both figures; an
+/// acknowledged run prints both figures when it ends and writes both, with which one decided,
+/// into the model file.
+#[test]
+fn the_dissertations_accounting_needs_an_acknowledgement() {
+    let dir = fresh_dir("dl-unsound");
+    let (files, _) = setup(&dir);
+    let out = dir.join("model.json");
+    let run = |extra: &[&str]| {
+        let party = files[0].display().to_string();
+        let out = out.display().to_string();
+        let mut args = vec![
+            "dl",
+            "train",
+            "--party",
+            &party,
+            "--label",
+            "label",
+            "--epsilon",
+            "0.01",
+            "--q",
+            "0.5",
+            "--upload-ratio",
+            "0.01",
+            "--hidden",
+            "4",
+            "--iterations",
+            "3",
+            "--accounting",
+            "dissertation",
+            "--budget",
+            "1000",
+            "--seed",
+            "1",
+            "--out",
+            &out,
+        ];
+        args.extend(extra);
+        privlogit(&args)
+    };
+    let refused = run(&[]);
+    let text = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{text}");
+    assert!(text.contains("not a privacy bound"), "{text}");
+    assert!(text.contains("soundly"), "{text}");
+    assert!(!out.exists());
+    let accepted = run(&["--accept-unsound-accounting"]);
+    let text = String::from_utf8_lossy(&accepted.stderr);
+    assert!(accepted.status.success(), "{text}");
+    assert!(
+        text.contains("privacy spent:") && text.contains("not a privacy bound"),
+        "{text}"
+    );
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("model")).expect("json");
+    let sound = model["spend_sound"][0].as_f64().expect("sound");
+    let dissertation = model["spend_dissertation"][0]
+        .as_f64()
+        .expect("dissertation");
+    assert!(sound > dissertation, "{model}");
+    assert!(
+        model["accounting"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("dissertation")),
+        "{model}"
+    );
+}
+
 /// Over mutual TLS with a study file naming every party's certificate (the deployment path):
 /// the server and three participant processes train as over plain TCP, in the study file's
 /// order, and equal the numpy reference to 1e-9.

@@ -203,15 +203,16 @@ class DeepModel:
 
 def dpstgd(parties, epsilon=None, *, non_private=False, q=0.01, upload_ratio=0.1, iterations=100, bound=0.01,
            learning_rate=0.1, exact_upload=False, hidden=(50, 20), seed=None, init=None, delta=0.0, budget=None,
-           accounting="sound"):
+           accounting="sound", accept_unsound_accounting=False):
     """DPSTGD (dissertation chapter 3): participants `parties` (a list of `(X, y)`) train one
     ReLU network (`hidden` widths, softmax output) through a parameter server, each step
     uploading `upload_ratio` of the gradient coordinates chosen by Report-Noisy-Top-N with
     Algorithm 2's `epsilon`, as ternary signs of magnitude `bound` (or the noisy values with
     `exact_upload`). All in this process, as `privlogit dl train` (same seed, same
     parameters). `epsilon=None` needs `non_private=True`. With `budget`, a run that would
-    spend more (by `accounting`: "sound", the default, or "dissertation", Theorem 3.3.2) is
-    refused before training. `init`: parameters to start from (a previous model's)."""
+    spend more (by `accounting`: "sound", the default, or "dissertation", Theorem 3.3.2, which
+    is not a privacy bound and decides only with `accept_unsound_accounting=True`) is refused
+    before training. `init`: parameters to start from (a previous model's)."""
     native = _native.dpstgd(
         [(_matrix(x, f"participant {k}: X"), _vector(y, f"participant {k}: y")) for k, (x, y) in enumerate(parties)],
         epsilon=None if epsilon is None else float(epsilon), non_private=bool(non_private), q=float(q),
@@ -219,6 +220,7 @@ def dpstgd(parties, epsilon=None, *, non_private=False, q=0.01, upload_ratio=0.1
         learning_rate=float(learning_rate), exact_upload=bool(exact_upload), hidden=[int(h) for h in hidden],
         seed=seed, init=None if init is None else [float(v) for v in np.asarray(init).ravel()],
         delta=float(delta), budget=None if budget is None else float(budget), accounting=accounting,
+        accept_unsound_accounting=bool(accept_unsound_accounting),
     )
     return DeepModel(native)
 

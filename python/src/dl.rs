@@ -87,9 +87,10 @@ impl PyDeepModel {
 /// Trains DPSTGD over `parties` (a list of `(X, y)`, one per participant) as `privlogit dl
 /// train` does. `epsilon=None` needs `non_private=True` (the non-private baseline). With
 /// `budget`, a run that would spend more (by `accounting`, "sound" or "dissertation") is
-/// refused before anything is trained.
+/// refused before anything is trained; the dissertation's figure, not a privacy bound, decides
+/// only with `accept_unsound_accounting=True`.
 #[pyfunction]
-#[pyo3(signature = (parties, epsilon = None, non_private = false, q = 0.01, upload_ratio = 0.1, iterations = 100, bound = 0.01, learning_rate = 0.1, exact_upload = false, hidden = vec![50, 20], seed = None, init = None, delta = 0.0, budget = None, accounting = "sound"))]
+#[pyo3(signature = (parties, epsilon = None, non_private = false, q = 0.01, upload_ratio = 0.1, iterations = 100, bound = 0.01, learning_rate = 0.1, exact_upload = false, hidden = vec![50, 20], seed = None, init = None, delta = 0.0, budget = None, accounting = "sound", accept_unsound_accounting = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn dpstgd(
     py: Python<'_>,
@@ -108,6 +109,7 @@ pub fn dpstgd(
     delta: f64,
     budget: Option<f64>,
     accounting: &str,
+    accept_unsound_accounting: bool,
 ) -> PyResult<PyDeepModel> {
     if epsilon.is_some() == non_private {
         return Err(PrivlogitError::new_err(
@@ -156,9 +158,18 @@ pub fn dpstgd(
     let network = Network::new(inputs, &hidden).map_err(error)?;
     let dim = network.parameter_count();
     let spend = match budget {
-        Some(b) => {
-            Some(budget::check(&settings, dim, iterations, delta, accounting, b).map_err(error)?)
-        }
+        Some(b) => Some(
+            budget::check(
+                &settings,
+                dim,
+                iterations,
+                delta,
+                accounting,
+                accept_unsound_accounting,
+                b,
+            )
+            .map_err(error)?,
+        ),
         None => budget::spend(&settings, dim, iterations, delta).map_err(error)?,
     };
     if let Some(p) = &init {

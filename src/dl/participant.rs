@@ -195,19 +195,67 @@ impl Trainer {
             }
             Ok(Upload::Ternary { dim, entries })
         } else {
+            // A clipped example adds at most B per coordinate and a minibatch holds at most
+            // n_k rows, so |average| <= B n_k / m = B / q: the public range of the query.
+            let range = bound / q;
             let mut entries = Vec::with_capacity(chosen.len());
             for j in chosen {
-                let v = match scale {
+                let v = match self.settings.epsilon {
                     None => average[j],
-                    Some(b) => {
-                        average[j]
-                            + crate::dp::noise::laplace(b, &mut self.rng)
-                                .map_err(|e| DlError::setting("noise scale", b, &e.to_string()))?
-                    }
+                    Some(epsilon) => crate::dp::noise::laplace_mechanism(
+                        average[j],
+                        self.sensitivity(),
+                        epsilon,
+                        range,
+                        &mut self.rng,
+                    )
+                    .map_err(|e| DlError::setting("noise", epsilon, &e.to_string()))?,
                 };
                 entries.push((j as u32, v));
             }
             Ok(Upload::Values { dim, entries })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array1;
+    use rand::SeedableRng as _;
+    use rand_chacha::ChaCha20Rng;
+
+    /// An exact upload with noise carries only whole multiples of the noise grid, so nothing
+    /// of the average's low bits shows (the upload once was `average + g y`, on
+    /// `average + g Z`).
+    #[test]
+    fn exact_uploads_lie_on_the_noise_grid() {
+        let network = Network::new(3, &[4]).expect("network");
+        let settings = Settings {
+            epsilon: Some(1.0),
+            q: 0.5,
+            upload_ratio: 1.0,
+            bound: 0.1,
+            ternary: false,
+        };
+        let x = Array2::from_shape_fn((40, 3), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 11.0);
+        let y = Array1::from_shape_fn(40, |i| (i % 3 == 0) as u8 as f64);
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let params = network.initial_parameters(&mut rng);
+        let mut trainer =
+            Trainer::new(network, settings, x, y.view(), Box::new(rng)).expect("trainer");
+        let sensitivity = trainer.sensitivity();
+        // The grid laplace_mechanism uses: the scale's, or the next power of two up.
+        let grid = crate::dp::discrete::grid_for(sensitivity).expect("grid");
+        for _ in 0..5 {
+            let Upload::Values { entries, .. } = trainer.step(&params).expect("step") else {
+                panic!("values expected");
+            };
+            assert!(!entries.is_empty());
+            for (_, v) in entries {
+                let steps = v / grid;
+                assert_eq!(steps, steps.trunc(), "{v} is not on the grid {grid}");
+            }
         }
     }
 }

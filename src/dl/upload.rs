@@ -2,8 +2,9 @@
 //!
 //! A ternary upload (Algorithm 2's `G~ in {-B, 0, B}^d`) carries signs only, since `B` is a
 //! public setting: either the selected indices with the sign in the top bit (4 bytes each) or
-//! two bits per coordinate, whichever is shorter. An exact upload (no ternarization: the
-//! non-private baseline) carries `f64` values, sparse or dense. Decoding checks every length,
+//! two bits per coordinate, whichever is shorter. An exact upload (no ternarization: noisy
+//! values on the noise's grid, see [`crate::dp::noise::laplace_mechanism`], or the non-private
+//! baseline's plain values) carries `f64` values, sparse or dense. Decoding checks every length,
 //! index and value against the public dimension before it is used.
 
 /// One participant's step.

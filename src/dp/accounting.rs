@@ -374,71 +374,6 @@ impl Zcdp {
     }
 }
 
-/// One row of dissertation Table 3.1: the per-iteration budget of Algorithm 2 (DPSTGD).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table31Row {
-    /// epsilon of Report-Noisy-Top-N per gradient.
-    pub epsilon: f64,
-    /// Mini-batch sampling ratio.
-    pub q: f64,
-    /// Uploaded gradients.
-    pub n: u64,
-    /// Theorem 3.3.2 by basic composition: `2 n eps_g`, `eps_g = ln(1 + (e^eps - 1) q)`.
-    pub basic: f64,
-    /// Theorem 3.3.2 by advanced composition at delta = 2^-30.
-    pub advanced: f64,
-    /// What the thesis prints in those two columns.
-    pub printed: (&'static str, &'static str),
-    /// Sound per iteration, basic: compose the 2n releases on the one minibatch (`2 n eps`),
-    /// then amplify once: `ln(1 + q (e^(2 n eps) - 1))`, pure DP.
-    pub sound_basic: f64,
-    /// Sound per iteration, advanced: advanced composition on the minibatch, then amplified,
-    /// with delta `q 2^-30`.
-    pub sound_advanced: EpsDelta,
-}
-
-/// delta of Table 3.1's advanced column.
-pub const TABLE_3_1_DELTA: f64 = 1.0 / (1u64 << 30) as f64;
-
-/// Dissertation Table 3.1 recomputed from Theorem 3.3.2, with the sound bounds beside it.
-pub fn table_3_1() -> Vec<Table31Row> {
-    const ROWS: [(f64, f64, u64, &str, &str); 8] = [
-        (0.1, 0.01, 1431, "3.01", "0.37"),
-        (0.1, 0.01, 2862, "6.02", "0.52"),
-        (0.1, 0.05, 1431, "15.01", "1.88"),
-        (0.1, 1.0, 14312, "2862.4", "410.1"),
-        (0.5, 0.01, 1431, "18.50", "2.35"),
-        (0.5, 0.01, 2862, "37.01", "3.39"),
-        (0.5, 0.05, 1431, "91.35", "13.97"),
-        (0.5, 1.0, 14312, "14312.4", "9830.1"),
-    ];
-    ROWS.iter()
-        .map(|&(epsilon, q, n, basic, advanced)| {
-            let per_gradient = EpsDelta::pure(epsilon)
-                .and_then(|e| e.amplified(q))
-                .expect("the table's parameters are valid");
-            let minibatch = EpsDelta::pure(epsilon).expect("valid");
-            let sound_advanced = minibatch
-                .advanced(2 * n, TABLE_3_1_DELTA)
-                .and_then(|e| e.amplified(q))
-                .expect("valid");
-            Table31Row {
-                epsilon,
-                q,
-                n,
-                basic: per_gradient.basic(2 * n).epsilon,
-                advanced: per_gradient
-                    .advanced(2 * n, TABLE_3_1_DELTA)
-                    .expect("valid")
-                    .epsilon,
-                printed: (basic, advanced),
-                sound_basic: amplified_epsilon(minibatch.basic(2 * n).epsilon, q),
-                sound_advanced,
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,38 +434,5 @@ mod tests {
         let r = plain.repeated(100).epsilon(1e-5).expect("valid").0;
         let zeps = z.epsilon(1e-5).expect("valid");
         assert!(zeps <= r + 1e-12 && zeps > 0.99 * r, "{zeps} vs {r}");
-    }
-
-    /// Table 3.1's two thesis columns recomputed from Theorem 3.3.2 (the independent
-    /// recomputation quoted in issue 14: 3.01/0.37, 6.02/0.52, 15.01/1.89, 2862.4/410.15,
-    /// 18.51/2.35, 37.01/3.40, 91.36/13.98, 14312.0/9830.0).
-    #[test]
-    fn table_3_1_recomputed() {
-        let want = [
-            ("3.01", "0.37"),
-            ("6.02", "0.52"),
-            ("15.01", "1.89"),
-            ("2862.4", "410.15"),
-            ("18.51", "2.35"),
-            ("37.01", "3.40"),
-            ("91.36", "13.98"),
-            ("14312.0", "9830.0"),
-        ];
-        // Within half a unit of the last digit printed.
-        let matches = |value: f64, printed: &str| {
-            let places = printed.split_once('.').map_or(0, |(_, f)| f.len());
-            let want: f64 = printed.parse().expect("a number");
-            (value - want).abs() <= 0.5 * 10f64.powi(-(places as i32)) + 1e-9
-        };
-        for (row, (basic, adv)) in table_3_1().iter().zip(want) {
-            assert!(matches(row.basic, basic), "{row:?}");
-            assert!(matches(row.advanced, adv), "{row:?}");
-            // The sound bound is never below the table's (they agree at q = 1).
-            assert!(row.sound_basic >= row.basic - 1e-9, "{row:?}");
-            if row.q == 1.0 {
-                assert!(close(row.sound_basic, row.basic, 1e-12));
-                assert!(close(row.sound_advanced.epsilon, row.advanced, 1e-12));
-            }
-        }
     }
 }

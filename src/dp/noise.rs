@@ -13,7 +13,7 @@
 //! rounding (about 1e-16 per coordinate).
 
 use ndarray::Array1;
-use num_traits::ToPrimitive;
+use num_traits::{FromPrimitive as _, ToPrimitive};
 use rand::{CryptoRng, Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -98,6 +98,48 @@ pub fn laplace<R: Rng + ?Sized>(scale: f64, rng: &mut R) -> Result<f64, DpError>
     Ok(discrete::laplace_on_grid(scale, rng)?.0)
 }
 
+/// The Laplace mechanism with nothing but the noise to read: `value` (of sensitivity
+/// `sensitivity`, clamped to the public range `[-bound, bound]`) released epsilon-DP as
+/// `g (round(value / g) + y)`, `y` an exact discrete Laplace draw and `g` a power of two 2^-40
+/// below the scale. Exact noise added to an unrounded `f64` would not do: every output would
+/// lie on `value + g Z` and show `value mod g`, which tells neighbouring data sets apart
+/// (Mironov 2012). Rounding to the grid moves two neighbouring queries apart by up to `g`
+/// more, so the scale is `(sensitivity + g) / epsilon`. The output is a whole multiple of `g`
+/// (the f64 of an exact integer times a power of two: a function of the integer alone).
+pub fn laplace_mechanism<R: Rng + ?Sized>(
+    value: f64,
+    sensitivity: f64,
+    epsilon: f64,
+    bound: f64,
+    rng: &mut R,
+) -> Result<f64, DpError> {
+    let sensitivity = positive("sensitivity", sensitivity)?;
+    let epsilon = positive("epsilon", epsilon)?;
+    let bound = positive("bound", bound)?;
+    if !value.is_finite() {
+        return Err(DpError {
+            name: "value",
+            value,
+            reason: "a released value must be finite",
+        });
+    }
+    // The grid of the scale that includes the rounding: it may be the next power of two up.
+    let mut grid = discrete::grid_for(sensitivity / epsilon)?;
+    let scale = loop {
+        let scale = (sensitivity + grid) / epsilon;
+        let wider = discrete::grid_for(scale)?;
+        if wider == grid {
+            break scale;
+        }
+        grid = wider;
+    };
+    let steps = discrete::Rational::from_f64(scale / grid).expect("positive and finite");
+    let query =
+        num_bigint::BigInt::from_f64((value.clamp(-bound, bound) / grid).round()).expect("finite");
+    let released = query + discrete::discrete_laplace(&steps, rng);
+    Ok(released.to_f64().unwrap_or(f64::INFINITY) * grid)
+}
+
 /// Gaussian noise of standard deviation `sigma`: exact discrete Gaussian on the grid 2^-40
 /// below `sigma` (see the module).
 pub fn gaussian<R: Rng + ?Sized>(sigma: f64, rng: &mut R) -> Result<f64, DpError> {
@@ -119,6 +161,34 @@ mod tests {
             sum += term;
         }
         1.0 - sum
+    }
+
+    /// The Laplace mechanism's outputs are whole multiples of its grid, whatever the value's
+    /// low bits: two values a fraction of a grid step apart give outputs on the same lattice
+    /// (the unrounded mechanism put them on `value + g Z`, which told them apart in 1,998 of
+    /// 2,000 trials at epsilon 1). The noise is Laplace of the stated scale: mean absolute
+    /// deviation `b` within 5 % over 4,000 draws (standard error 1.6 %).
+    #[test]
+    fn laplace_mechanism_outputs_lie_on_the_grid() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let (sensitivity, epsilon) = (0.012, 1.0);
+        let grid = discrete::grid_for(sensitivity / epsilon).expect("grid");
+        for value in [0.1, 0.1 + grid / 3.0, -0.37 + grid * 0.25, 1e-9] {
+            let mut deviation = 0.0;
+            for _ in 0..4000 {
+                let out =
+                    laplace_mechanism(value, sensitivity, epsilon, 10.0, &mut rng).expect("valid");
+                let steps = out / grid;
+                assert_eq!(steps, steps.trunc(), "{out} is not a multiple of {grid}");
+                deviation += (out - value).abs();
+            }
+            let b = deviation / 4000.0;
+            assert!((b / 0.012 - 1.0).abs() < 0.05, "mean |noise| {b}");
+        }
+        // Clamped to the public range before the noise.
+        let out = laplace_mechanism(1e6, 1e-9, 1e3, 1.0, &mut rng).expect("valid");
+        assert!((out - 1.0).abs() < 1e-9, "{out}");
+        assert!(laplace_mechanism(f64::NAN, 0.1, 1.0, 1.0, &mut rng).is_err());
     }
 
     /// Kolmogorov-Smirnov: the norms of 4,000 noise vectors (d = 5, eps' = 0.8, seed 1) follow

@@ -39,7 +39,7 @@ enum DlCommand {
     Participant(ParticipantArgs),
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum AccountingArg {
     /// Counts eq. (3.6)'s signs and amplifies once per minibatch (sound).
     Sound,
@@ -60,6 +60,10 @@ struct PrivacyArgs {
     /// The delta allowed (0: pure differential privacy; > 0 allows advanced composition).
     #[arg(long, default_value_t = 0.0)]
     delta: f64,
+    /// Let `--accounting dissertation` decide against `--budget` although its figure is not a
+    /// privacy bound (both figures are printed and written with the model either way).
+    #[arg(long)]
+    accept_unsound_accounting: bool,
 }
 
 impl PrivacyArgs {
@@ -67,6 +71,35 @@ impl PrivacyArgs {
         match self.accounting {
             AccountingArg::Sound => Accounting::Sound,
             AccountingArg::Dissertation => Accounting::Dissertation,
+        }
+    }
+
+    /// The accounting's name as the model file gives it.
+    fn accounting_name(&self) -> &'static str {
+        match self.accounting {
+            AccountingArg::Sound => "sound",
+            AccountingArg::Dissertation => {
+                "dissertation (Theorem 3.3.2: not a privacy bound, accepted by \
+                 --accept-unsound-accounting)"
+            }
+        }
+    }
+
+    /// The run's spend once it is done, both figures, the unsound one named as such.
+    fn report(&self, spend: Option<&Spend>) {
+        if let Some(s) = spend {
+            say!(
+                "privacy spent: epsilon {:.4} (delta {:.1e}) sound; {:.4} by the dissertation's \
+                 Theorem 3.3.2, which is not a privacy bound{}",
+                s.total_sound.epsilon,
+                s.total_sound.delta,
+                s.total_dissertation.epsilon,
+                if self.accounting == AccountingArg::Dissertation && self.budget.is_some() {
+                    " (this run's budget was checked by it, as --accept-unsound-accounting allowed)"
+                } else {
+                    ""
+                }
+            );
         }
     }
 
@@ -85,6 +118,7 @@ impl PrivacyArgs {
                 iterations,
                 self.delta,
                 self.accounting(),
+                self.accept_unsound_accounting,
                 b,
             )?),
             None => budget::spend(settings, dim, iterations, self.delta)?,
@@ -131,7 +165,8 @@ struct AlgorithmArgs {
     /// Learning rate r of eq. (3.1).
     #[arg(long, default_value_t = 0.1)]
     learning_rate: f64,
-    /// Upload the selected (noisy) values instead of B times their signs.
+    /// Upload the selected noisy values instead of B times their signs (each the query
+    /// rounded to the noise's grid plus an exact discrete Laplace count of grid steps).
     #[arg(long)]
     exact_upload: bool,
     /// Hidden layer widths.
@@ -271,6 +306,10 @@ struct Model {
     participants: Vec<String>,
     spend_sound: Option<(f64, f64)>,
     spend_dissertation: Option<(f64, f64)>,
+    /// Which figure the budget was checked by: the sound one (`spend_sound`), or the
+    /// dissertation's, which is not a privacy bound and was accepted as such.
+    #[serde(default)]
+    accounting: Option<String>,
     seeded: bool,
     parameters: Vec<f64>,
 }
@@ -373,6 +412,8 @@ struct RunFacts<'a> {
     learning_rate: Option<f64>,
     seeded: bool,
     spend: Option<Spend>,
+    /// What decided the run against its budget (the model file says).
+    accounting: &'static str,
 }
 
 fn model(
@@ -388,6 +429,7 @@ fn model(
         learning_rate,
         seeded,
         spend,
+        accounting,
     } = facts;
     Model {
         method: "dpstgd".into(),
@@ -405,6 +447,7 @@ fn model(
         spend_sound: spend.map(|s| (s.total_sound.epsilon, s.total_sound.delta)),
         spend_dissertation: spend
             .map(|s| (s.total_dissertation.epsilon, s.total_dissertation.delta)),
+        accounting: spend.map(|_| accounting.to_string()),
         seeded,
         parameters,
     }
@@ -450,6 +493,7 @@ impl AlgorithmArgs {
             learning_rate: Some(self.learning_rate),
             seeded: self.seed.is_some(),
             spend,
+            accounting: self.privacy.accounting_name(),
         }
     }
 }
@@ -561,6 +605,7 @@ fn train(args: TrainArgs) -> Result<Outcome> {
             *up as f64 / t
         );
     }
+    a.privacy.report(spend.as_ref());
     if let Some(out) = &a.out {
         let m = model(
             a.facts(&settings, &network, spend),
@@ -673,6 +718,7 @@ fn serve(args: ServerArgs) -> Result<Outcome> {
                 up as f64 / t
             );
         }
+        a.privacy.report(spend.as_ref());
         if let Some(out) = &a.out {
             write_model(
                 out,
@@ -752,6 +798,9 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
             "training done ({:.1} s), the final model received",
             started.elapsed().as_secs_f64()
         );
+        if let Some((_, spend, _)) = &spent_plan {
+            args.privacy.report(spend.as_ref());
+        }
         if let (Some(out), Some((plan, spend, network))) = (&args.out, spent_plan) {
             let facts = RunFacts {
                 settings: &plan.settings,
@@ -760,6 +809,7 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
                 learning_rate: None,
                 seeded: args.seed.is_some(),
                 spend,
+                accounting: args.privacy.accounting_name(),
             };
             let m = model(facts, Some(d.names.clone()), vec![], params);
             write_model(out, &m)?;

@@ -2,7 +2,8 @@
 
 use anyhow::{Result, bail};
 use clap::Args;
-use privlogit::dp::accounting::{self, EpsDelta, Rdp, TABLE_3_1_DELTA, Zcdp};
+use privlogit::dl::budget::{self, TABLE_3_1_DELTA};
+use privlogit::dp::accounting::{self, EpsDelta, Rdp, Zcdp};
 
 use crate::Outcome;
 
@@ -132,7 +133,7 @@ fn table_3_1(out: &mut String) {
         "sound basic",
         "sound advanced"
     );
-    for row in accounting::table_3_1() {
+    for row in budget::table_3_1() {
         let (basic_places, adv_places) = (places(row.printed.0), places(row.printed.1));
         let basic = format!("{:.*}", basic_places, row.basic);
         let advanced = format!("{:.*}", adv_places, row.advanced);
@@ -170,29 +171,33 @@ fn table_3_1(out: &mut String) {
     put!(out, "");
     put!(
         out,
-        "Sound bound: the 2n releases of one iteration all read the same minibatch, so the"
+        "Sound bound (what `dl` charges): an iteration releases 2n Report-Noisy-Top-N scores and"
     );
     put!(
         out,
-        "sample is drawn once and amplification (Lemma 3.3.1) applies once, to their"
+        "the n signs of eq. (3.6), each a Laplace mechanism of eps that Theorem 3.3.2 leaves out;"
     );
     put!(
         out,
-        "composition: sound basic = ln(1 + q (e^(2 n eps) - 1)); sound advanced = the"
+        "all 3n read the same minibatch, so the sample is drawn once and amplification (Lemma"
     );
     put!(
         out,
-        "amplified advanced composition (2n releases of eps, delta' = 2^-30 = {delta:e}), with delta"
+        "3.3.1) applies once, to their composition: sound basic = ln(1 + q (e^(3 n eps) - 1));"
     );
     put!(
         out,
-        "q 2^-30. The table amplifies every release as if each drew its own sample, which"
+        "sound advanced = the amplified advanced composition (3n releases of eps, delta' = 2^-30"
     );
     put!(
         out,
-        "holds only for independent samples; with one shared sample its figures for q < 1"
+        "= {delta:e}), with delta q 2^-30. The table amplifies every release as if each drew its"
     );
-    put!(out, "are not privacy bounds. At q = 1 the two agree.");
+    put!(
+        out,
+        "own sample, which holds only for independent samples, and leaves the signs out: its"
+    );
+    put!(out, "figures are not privacy bounds.");
 }
 
 /// Decimal places of a printed number.
