@@ -90,6 +90,17 @@ fn create(path: &Path, private: bool) -> io::Result<File> {
     options.open(path)
 }
 
+/// Creates `path` with the secret `bytes`, readable by its owner only, failing with
+/// `AlreadyExists` if it exists (two processes racing to make one key: one wins, the other
+/// reads it). Written to a temporary sibling and linked into place, so the file is never
+/// seen half-written.
+pub fn create_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let staged = Staged::write_private(path, |out| out.write_all(bytes))?;
+    fs::hard_link(&staged.temp, &staged.path)?;
+    drop(staged); // removes the temporary name
+    Ok(())
+}
+
 /// Writes the secret `bytes` to `path` atomically, readable by its owner only.
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Staged::write_private(path, |out| out.write_all(bytes))?.commit()

@@ -126,22 +126,50 @@ fn fit_reports_model_budget_and_test_auc() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Found in review: `--test` printed exact metrics uncharged even on the training file.
+/// Found in review: `--test` printed exact metrics uncharged even on the training file; its
+/// rows decide (a copy in another order, or mostly training rows, is refused too), and the
+/// held-out rows are accepted.
 #[test]
 fn test_metrics_on_a_training_file_are_refused() {
     let dir = scratch("test-is-train");
-    let (data, _) = breast_split(&dir);
+    let (data, held_out) = breast_split(&dir);
     let copy = dir.join("copy.csv");
     std::fs::copy(&data, &copy).expect("copy");
     let copy = copy.display().to_string();
-    for test in [&data, &copy] {
+    let text = std::fs::read_to_string(&data).expect("rows");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let header = lines.remove(0);
+    lines.reverse();
+    let mixed = dir.join("mixed.csv");
+    let held: Vec<String> = std::fs::read_to_string(&held_out)
+        .expect("held out")
+        .lines()
+        .skip(1)
+        .take(50)
+        .map(str::to_string)
+        .collect();
+    std::fs::write(
+        &mixed,
+        format!("{header}\n{}\n{}\n", lines.join("\n"), held.join("\n")),
+    )
+    .expect("write");
+    let mixed = mixed.display().to_string();
+    let accepted = privlogit(&fit_args(
+        &data,
+        &["--method", "plr", "--epsilon", "1", "--test", &held_out],
+    ));
+    assert!(accepted.status.success());
+    for test in [&data, &copy, &mixed] {
         let out = privlogit(&fit_args(
             &data,
             &["--method", "plr", "--epsilon", "1", "--test", test],
         ));
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("is the training file"), "{err}");
+        assert!(
+            err.contains("of its rows are rows of the training file"),
+            "{err}"
+        );
         assert!(out.stdout.is_empty());
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -238,6 +266,116 @@ fn ledger_refuses_a_fit_past_the_total_and_keeps_its_record() {
     assert!(refused.stdout.is_empty());
     assert_eq!(std::fs::read_to_string(ledger).expect("ledger"), before);
     assert!(fit("0.5").status.success(), "exactly the total is allowed");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The ledger knows a data set by its rows (issue 27): once the training rows have spent the
+/// total, a copy with its rows reversed, one with CRLF line endings and `17.990` for `17.99`,
+/// and one with a single value changed (charged as the spent data set, saying so) are refused;
+/// the held-out rows, another data set, are accepted. A published result names no digest of
+/// its data. A ledger edited by hand is refused.
+#[test]
+fn the_ledger_knows_a_data_set_by_its_rows() {
+    let dir = scratch("rows");
+    let ledger = dir.join("ledger.json").display().to_string();
+    let (data, unrelated) = breast_split(&dir);
+    let text = std::fs::read_to_string(&data).expect("training rows");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let header = lines.remove(0);
+    let write = |name: &str, body: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, body).expect("write");
+        path.display().to_string()
+    };
+    let reversed = write(
+        "reversed.csv",
+        format!(
+            "{header}\n{}\n",
+            lines.iter().rev().copied().collect::<Vec<_>>().join("\n")
+        ),
+    );
+    let zeros = |line: &str| -> String {
+        line.split(',')
+            .map(|f| {
+                if f.contains('.') {
+                    format!("{f}0")
+                } else {
+                    f.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let crlf = write(
+        "crlf.csv",
+        format!(
+            "{header}\r\n{}\r\n",
+            lines
+                .iter()
+                .map(|l| zeros(l))
+                .collect::<Vec<_>>()
+                .join("\r\n")
+        ),
+    );
+    let mut one = lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    let mut fields: Vec<String> = one[5].split(',').map(str::to_string).collect();
+    fields[0] = "123.456".into();
+    one[5] = fields.join(",");
+    let changed = write("changed.csv", format!("{header}\n{}\n", one.join("\n")));
+    let fit = |file: &str, eps: &str| {
+        privlogit(&fit_args(
+            file,
+            &[
+                "--method",
+                "plr",
+                "--epsilon",
+                eps,
+                "--ledger",
+                &ledger,
+                "--budget",
+                "1",
+            ],
+        ))
+    };
+    let first = fit(&data, "1");
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let published = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(
+        !published.contains("rows:") && !published.contains("sha256"),
+        "{published}"
+    );
+    for copy in [&reversed, &crlf] {
+        let out = fit(copy, "0.1");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{copy}: {err}");
+        assert!(err.contains("privacy budget exceeded"), "{err}");
+    }
+    let out = fit(&changed, "0.1");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("shares about"), "{err}");
+    assert!(err.contains("train.csv"), "{err}");
+    let out = fit(&unrelated, "1");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // An edit by hand (the training rows' spend set back to 0) breaks the ledger's seal.
+    let stored = std::fs::read_to_string(&ledger).expect("ledger");
+    std::fs::write(
+        &ledger,
+        stored.replacen("\"spent\": \"1\"", "\"spent\": \"0\"", 1),
+    )
+    .expect("edit");
+    let out = fit(&data, "0.1");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("changed outside privlogit"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -764,6 +764,19 @@ fn a_differentially_private_study_charges_each_node_once() {
         String::from_utf8_lossy(&out.stderr)
     );
     let together = json(&out.stdout);
+    // The release carries what epsilon covers; the cost report (iterations, rounds, timings)
+    // goes to standard error, labelled as outside the guarantee.
+    for released in [&separate, &together] {
+        let keys: Vec<&String> = released.as_object().expect("object").keys().collect();
+        for leak in ["iterations", "rounds", "seconds", "status", "masked_pivots"] {
+            assert!(released.get(leak).is_none(), "{leak} in {keys:?}");
+        }
+    }
+    let cost = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        cost.contains("NOT covered by epsilon") && cost.contains("\"iterations\""),
+        "{cost}"
+    );
     let diff = coefficients(&separate)
         .iter()
         .zip(coefficients(&together))

@@ -10,10 +10,12 @@ Algorithms 2-3), `plr_fs` (transfer Algorithm 3), `pst_h` (stacking Algorithm 4)
 a model applies; `Model.predict_proba` scales new rows the same way.
 
 Every fit can keep a privacy ledger (the command line's `--ledger` file): pass
-`ledger=Ledger(path, budget)` and a name per data set; a fit that would take a data set past
-the ledger's total raises `privlogit.BudgetExceeded` before any noise is drawn, and a fit is
-charged only once it has succeeded. `dataset_name(path)` gives the command line's name for a
-file, so Python and shell fits of one file spend from one budget.
+`ledger=Ledger(path, budget)`; a fit that would take a data set past the ledger's total raises
+`privlogit.BudgetExceeded` before any noise is drawn, and a fit is charged only once it has
+succeeded. The ledger knows a data set by its rows (the arrays given, as the command line knows
+a file by the rows it reads), so Python and shell fits of one file (`privlogit.load(path)`)
+spend from one budget, and rows that are mostly a charged data set's are charged as that one
+(with a warning saying so). `dataset=` only names a data set in messages.
 """
 from __future__ import annotations
 
@@ -26,8 +28,7 @@ from . import _native
 
 __all__ = [
     "Model", "Ledger", "fit", "plr", "output_perturbation", "pst_s", "pst_f", "plr_fs",
-    "pst_h", "pptl_fs", "simcomb", "dphtl", "dpstgd", "DeepModel", "dataset_name",
-    "predict_proba",
+    "pst_h", "pptl_fs", "simcomb", "dphtl", "dpstgd", "DeepModel", "predict_proba",
 ]
 
 
@@ -54,14 +55,15 @@ class Ledger:
         self.path = os.fspath(path)
         self.budget = None if budget is None else float(budget)
 
-    def spent(self, dataset):
-        """Epsilon `dataset` has spent (0 if never charged)."""
-        return _native.ledger_spent(self.path, dataset)[1]
+    def spent(self, X, y):
+        """Epsilon the data set of rows `X` (labels `y`) has spent: its own, or that of the
+        charged data set it shares most of its rows with (0 if never charged)."""
+        return _native.ledger_spent(self.path, _matrix(X, "X"), _vector(y, "y"))[1]
 
     @property
     def total(self):
         """The stored total each data set may spend."""
-        return _native.ledger_spent(self.path, "")[0]
+        return _native.ledger_total(self.path)
 
     def __repr__(self):
         return f"Ledger({self.path!r}, budget={self.budget!r})"
@@ -223,11 +225,6 @@ def dpstgd(parties, epsilon=None, *, non_private=False, q=0.01, upload_ratio=0.1
         accept_unsound_accounting=bool(accept_unsound_accounting),
     )
     return DeepModel(native)
-
-
-def dataset_name(path):
-    """The command line's ledger name for a data file: `sha256:` and the hash of its bytes."""
-    return _native.dataset_name(os.fspath(path))
 
 
 def predict_proba(w, X):

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ndarray::{ArrayView1, ArrayView2};
 use privlogit::dp::dphtl::transfer::Settings as DphtlSettings;
 use privlogit::dp::ledger::{self, Charge, Ledger};
 use privlogit::dp::noise::Randomness;
@@ -60,38 +61,65 @@ impl PyDpModel {
     }
 }
 
-/// A data set's ledger charge: its name, the file (or what the caller calls it), epsilon.
-fn charge(dataset: &str, epsilon: f64) -> Charge {
-    Charge {
-        dataset: dataset.to_string(),
-        file: dataset.to_string(),
-        epsilon,
-    }
-}
-
 /// The ledger a fit charges, checked before any noise is drawn and recorded after the fit.
+/// Each data set is known by its rows (the arrays given), as the command line knows a file.
 struct Spending<'a> {
     path: Option<&'a Path>,
     budget: Option<f64>,
+    ledger: Option<Ledger>,
     charges: Vec<Charge>,
 }
 
-impl Spending<'_> {
-    fn check(&self) -> PyResult<()> {
-        match self.path {
-            Some(path) => Ledger::load(path, self.budget)
-                .and_then(|l| l.check(&self.charges))
-                .map_err(ledger_error),
+impl<'a> Spending<'a> {
+    fn new(path: Option<&'a Path>, budget: Option<f64>) -> PyResult<Self> {
+        let ledger = match path {
+            Some(p) => Some(Ledger::load(p, budget).map_err(ledger_error)?),
+            None => None,
+        };
+        Ok(Self {
+            path,
+            budget,
+            ledger,
+            charges: Vec::new(),
+        })
+    }
+
+    /// Charges the rows `(x, y)`, called `name` in messages, `epsilon` (with a ledger).
+    fn add(&mut self, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, name: &str, epsilon: f64) {
+        if let Some(ledger) = &self.ledger {
+            self.charges.push(Charge {
+                data: ledger.key().print_rows(x, y),
+                file: name.to_string(),
+                epsilon,
+            });
+        }
+    }
+
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.ledger {
+            Some(ledger) => warn(py, ledger.check(&self.charges).map_err(ledger_error)?),
             None => Ok(()),
         }
     }
 
-    fn record(&self) -> PyResult<()> {
+    fn record(&self, py: Python<'_>) -> PyResult<()> {
         match self.path {
-            Some(path) => Ledger::record(path, self.budget, &self.charges).map_err(ledger_error),
+            Some(path) => warn(
+                py,
+                Ledger::record(path, self.budget, &self.charges).map_err(ledger_error)?,
+            ),
             None => Ok(()),
         }
     }
+}
+
+/// The ledger's notes (a data set charged as another it shares most rows with) as warnings.
+fn warn(py: Python<'_>, notes: Vec<String>) -> PyResult<()> {
+    let warnings = py.import("warnings")?;
+    for note in notes {
+        warnings.call_method1("warn", (format!("privacy ledger: {note}"),))?;
+    }
+    Ok(())
 }
 
 fn ledger_error(e: ledger::LedgerError) -> PyErr {
@@ -99,16 +127,6 @@ fn ledger_error(e: ledger::LedgerError) -> PyErr {
         ledger::LedgerError::Exceeded { .. } => BudgetExceeded::new_err(e.to_string()),
         other => PrivlogitError::new_err(other.to_string()),
     }
-}
-
-/// The name a data set needs on a ledger: given, or refused.
-fn named<'a>(name: Option<&'a str>, what: &str) -> PyResult<&'a str> {
-    name.ok_or_else(|| {
-        PrivlogitError::new_err(format!(
-            "a ledger needs the {what}'s name (`privlogit.dp.dataset_name(path)` gives the \
-             command line's name for a file)"
-        ))
-    })
 }
 
 fn method(name: &str) -> PyResult<Method> {
@@ -142,8 +160,9 @@ fn privacy(epsilon: f64, as_printed: bool) -> PyResult<Privacy> {
 }
 
 /// Fits `method` (as `privlogit dp fit --method`) on `(x, y)`, and on `source` for a
-/// transfer method. With `ledger`, the data sets named `dataset` (and `source_dataset`) are
-/// refused past the ledger's total before any noise is drawn, and charged after the fit.
+/// transfer method. With `ledger`, the data sets (known by their rows; `dataset` and
+/// `source_dataset` name them in messages) are refused past the ledger's total before any
+/// noise is drawn, and charged after the fit.
 #[pyfunction]
 #[pyo3(signature = (method_name, x, y, epsilon, source = None, source_epsilon = None, lam = None, source_lam = None, high_lambda = None, eta = None, k = None, feature_scores = None, group_importance = None, combiner = "stacking", low_fraction = None, row_bound = None, plr_as_printed = false, seed = None, ledger = None, budget = None, dataset = None, source_dataset = None))]
 #[allow(clippy::too_many_arguments)]
@@ -219,28 +238,22 @@ pub fn dp_fit(
         low_fraction: low_fraction.unwrap_or(release::DEFAULT_LOW_FRACTION),
         scaling,
     };
-    let mut spending = Spending {
-        path: ledger.as_deref(),
-        budget,
-        charges: Vec::new(),
-    };
-    if ledger.is_some() {
-        spending
-            .charges
-            .push(charge(named(dataset, "data set")?, epsilon));
-        if source.is_some() {
-            spending.charges.push(charge(
-                named(source_dataset, "source data set")?,
-                source_privacy.spent(),
-            ));
-        }
-    }
     let (x, y) = (matrix(&x, "X")?, vector(&y, "y")?);
     let source = match &source {
         Some((sx, sy)) => Some((matrix(sx, "source X")?, vector(sy, "source y")?)),
         None => None,
     };
-    spending.check()?;
+    let mut spending = Spending::new(ledger.as_deref(), budget)?;
+    spending.add(x.view(), y.view(), dataset.unwrap_or("X"), epsilon);
+    if let Some((sx, sy)) = &source {
+        spending.add(
+            sx.view(),
+            sy.view(),
+            source_dataset.unwrap_or("source X"),
+            source_privacy.spent(),
+        );
+    }
+    spending.check(py)?;
     let fitted = py
         .allow_threads(|| {
             let mut rng = seed.map_or(Randomness::Os, Randomness::Seeded).rng();
@@ -259,7 +272,7 @@ pub fn dp_fit(
             )
         })
         .map_err(error)?;
-    spending.record()?;
+    spending.record(py)?;
     Ok(PyDpModel {
         fitted,
         method: method.name(),
@@ -296,26 +309,6 @@ pub fn dp_dphtl<'py>(
         lambda_lr: lam.unwrap_or(release::DEFAULT_LAMBDA),
         sd_floor,
     };
-    let mut spending = Spending {
-        path: ledger.as_deref(),
-        budget,
-        charges: Vec::new(),
-    };
-    if ledger.is_some() {
-        let names = source_datasets.as_deref().unwrap_or_default();
-        if names.len() != sources.len() {
-            return Err(PrivlogitError::new_err(format!(
-                "a ledger needs one name per source: {} names for {} sources",
-                names.len(),
-                sources.len()
-            )));
-        }
-        // Each source spends epsilon once (Theorem 4.3.1: disjoint rows).
-        spending.charges = names
-            .iter()
-            .map(|n| charge(n, epsilon.unwrap_or(f64::INFINITY)))
-            .collect();
-    }
     let tables = sources
         .iter()
         .enumerate()
@@ -333,7 +326,20 @@ pub fn dp_dphtl<'py>(
         Some(u) => Some(matrix(u, "unlabelled")?),
         None => None,
     };
-    spending.check()?;
+    if let Some(names) = source_datasets.as_ref().filter(|n| n.len() != tables.len()) {
+        return Err(PrivlogitError::new_err(format!(
+            "source_datasets: {} names for {} sources",
+            names.len(),
+            tables.len()
+        )));
+    }
+    // Each source spends epsilon once (Theorem 4.3.1: disjoint rows).
+    let mut spending = Spending::new(ledger.as_deref(), budget)?;
+    for (k, (name, sx, sy)) in tables.iter().enumerate() {
+        let name = source_datasets.as_ref().map_or(name.as_str(), |n| &n[k]);
+        spending.add(sx.view(), sy.view(), name, epsilon.unwrap_or(f64::INFINITY));
+    }
+    spending.check(py)?;
     let fitted = py
         .allow_threads(|| {
             let named: Vec<NamedSource<'_>> = tables
@@ -360,7 +366,7 @@ pub fn dp_dphtl<'py>(
             )
         })
         .map_err(error)?;
-    spending.record()?;
+    spending.record(py)?;
     let out = PyDict::new(py);
     out.set_item(
         "hypothesis_weights",
@@ -373,17 +379,20 @@ pub fn dp_dphtl<'py>(
     Ok(out)
 }
 
-/// The command line's ledger name for a data file (`sha256:` and its bytes' hash).
+/// `(total, spent)` of the ledger at `path` for the data set of rows `(x, y)` (epsilon, exact
+/// to 1e-6): its own account's, or the account it shares most of its rows with.
 #[pyfunction]
-pub fn dataset_name(path: PathBuf) -> PyResult<String> {
-    ledger::dataset_name(&path)
-        .map_err(|e| PrivlogitError::new_err(format!("cannot read {}: {e}", path.display())))
+pub fn ledger_spent(path: PathBuf, x: PyBuffer<f64>, y: PyBuffer<f64>) -> PyResult<(f64, f64)> {
+    let ledger = Ledger::load(&path, None).map_err(ledger_error)?;
+    let (x, y) = (matrix(&x, "X")?, vector(&y, "y")?);
+    let print = ledger.key().print_rows(x.view(), y.view());
+    let micro = |e: ledger::Epsilon| e.micros() as f64 / 1e6;
+    Ok((micro(ledger.total()), micro(ledger.spent_by(&print))))
 }
 
-/// `(total, spent)` of the ledger at `path` for `dataset` (epsilon, exact to 1e-6).
+/// The total each data set of the ledger at `path` may spend.
 #[pyfunction]
-pub fn ledger_spent(path: PathBuf, dataset: &str) -> PyResult<(f64, f64)> {
+pub fn ledger_total(path: PathBuf) -> PyResult<f64> {
     let ledger = Ledger::load(&path, None).map_err(ledger_error)?;
-    let micro = |e: ledger::Epsilon| e.micros() as f64 / 1e6;
-    Ok((micro(ledger.total()), micro(ledger.spent(dataset))))
+    Ok(ledger.total().micros() as f64 / 1e6)
 }

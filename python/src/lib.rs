@@ -479,8 +479,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_table, m)?)?;
     m.add_function(wrap_pyfunction!(dp::dp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(dp::dp_dphtl, m)?)?;
-    m.add_function(wrap_pyfunction!(dp::dataset_name, m)?)?;
     m.add_function(wrap_pyfunction!(dp::ledger_spent, m)?)?;
+    m.add_function(wrap_pyfunction!(dp::ledger_total, m)?)?;
     m.add_class::<dp::PyDpModel>()?;
     m.add_function(wrap_pyfunction!(dl::dpstgd, m)?)?;
     m.add_function(wrap_pyfunction!(accounting::basic_composition, m)?)?;

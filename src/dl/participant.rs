@@ -7,8 +7,10 @@
 //!   `|D_q|`: a denominator that depends on the sample would make eq. 3.5's sensitivity depend
 //!   on the data. `n_k`, the participant's row count, is public (as the row counts of the
 //!   secure studies are). With `q = 1`, `m = |D_q| = n_k`.
-//! - Sensitivity `lambda = 2B / m` as eq. (3.5) states (a record replaced); for a record added
-//!   or removed, the relation Lemma 3.3.1 uses, `B / m` would do, so this is conservative.
+//! - Sensitivity `lambda = 2B / m` as eq. (3.5) states: neighbouring data sets differ in one
+//!   row replaced (the relation every privlogit mechanism uses; row counts are public, and
+//!   Lemma 3.3.1's amplification holds for it under Poisson sampling, see
+//!   [`crate::dp::accounting`]).
 //! - Sampling is Poisson with ratio `q` (Lemma 3.3.1's sampling), from the participant's own
 //!   CSPRNG; noise is the exact discrete Laplace of [`crate::dp::noise`].
 

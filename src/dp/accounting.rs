@@ -11,8 +11,14 @@
 //! - [`Zcdp`]: zero-concentrated DP (Bun and Steinke 2016), `rho = Delta^2 / (2 sigma^2)` per
 //!   Gaussian release, converted through the same RDP bound over every real order.
 //!
-//! Neighbouring data sets differ by adding or removing one record, the relation Lemma 3.3.1 and
-//! the subsampled-Gaussian analysis are proved for. Only integer orders are used for
+//! The relation. privlogit's mechanisms are private for replace-one neighbours: data sets with
+//! the same, public number of rows that differ in one row. Lemma 3.3.1's amplification holds
+//! for it under Poisson sampling (couple the changed row's inclusion: the two samples are equal
+//! with probability `1 - q` and replace-one neighbours otherwise, Balle, Barthe and Gaboardi
+//! 2018). The subsampled-Gaussian RDP here is Mironov, Talwar and Zhang's add/remove analysis
+//! (dp-accounting's default): its noise multiplier is relative to one row's add/remove
+//! sensitivity, and a replace-one mechanism that uses it must say how it maps its own
+//! sensitivity onto that. Only integer orders are used for
 //! subsampled Gaussians: the conversion then takes the best of fewer orders than an accountant
 //! with fractional ones, so it can only over-state epsilon (sound, slightly looser).
 

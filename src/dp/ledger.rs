@@ -5,19 +5,33 @@
 //! method here is proved under. Amounts are kept as whole micro-epsilons (`u64`), so that
 //! three charges of 0.1 fill a total of 0.3 exactly (in `f64` they pass it by 4e-17 and the
 //! third fit would be refused). A charge finer than a micro-epsilon is rounded up and a total
-//! rounded down, so the ledger never under-counts. Data sets are named by the caller (the CLI
-//! uses the SHA-256 of the file's bytes, so a copy of a file is the same data set). The ledger
-//! file is JSON, rewritten atomically after each recorded fit, under an exclusive lock.
+//! rounded down, so the ledger never under-counts.
+//!
+//! A data set is known by its rows ([`print`]): a reordered or reformatted copy is the same
+//! data set, and one that shares most of its rows with a charged data set is charged as that
+//! one (the caller is told). The ledger file (JSON) is rewritten atomically after each
+//! recorded fit, under an exclusive lock (`LEDGER.lock`), and sealed with a MAC under a secret
+//! key kept beside it (`LEDGER.key`, mode 0600, made with the ledger): an edit by hand (a spend
+//! lowered, an account removed) is refused. What it cannot catch: a ledger deleted together
+//! with its key, a data set changed in more than half of its rows, the same people in another
+//! ledger.
+
+pub mod print;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rand::RngExt as _;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// The ledger format's name, first in the file.
-const FORMAT: &str = "privlogit privacy ledger v2";
+const FORMAT: &str = "privlogit privacy ledger v3";
+
+pub use print::{DataPrint, LedgerKey};
 
 /// An amount of epsilon in whole micro-epsilons (1e-6), exact under addition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -124,19 +138,6 @@ impl<'de> Deserialize<'de> for Epsilon {
     }
 }
 
-/// The ledger's name for a data file: `sha256:` and the hash of its bytes, so that a copy of
-/// the file (another path, the same records) is the same data set and spends from the same
-/// budget.
-pub fn dataset_name(path: &Path) -> std::io::Result<String> {
-    Ok(format!(
-        "sha256:{}",
-        file_hash(path)?
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    ))
-}
-
 /// SHA-256 of a file's bytes.
 pub fn file_hash(path: &Path) -> std::io::Result<[u8; 32]> {
     use sha2::{Digest, Sha256};
@@ -149,9 +150,10 @@ pub fn file_hash(path: &Path) -> std::io::Result<[u8; 32]> {
 /// Epsilon spent on one data set by one fit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Charge {
-    /// Which data set (the CLI: `sha256:` and the file's hash).
-    pub dataset: String,
-    /// A file it was read from, kept in the ledger for people reading it.
+    /// Which data set: its rows, as this ledger's key prints them.
+    pub data: DataPrint,
+    /// A file it was read from (or what the caller calls it), kept for people reading the
+    /// ledger and named in refusals.
     pub file: String,
     /// How much (infinity for a non-private fit, which cannot be charged).
     pub epsilon: f64,
@@ -166,7 +168,7 @@ pub enum LedgerError {
         "privacy budget exceeded on {file} ({dataset}): {spent} already spent + {asked} asked > total {total}"
     )]
     Exceeded {
-        /// The data set.
+        /// The data set's account (and, when recognised by shared rows, which one).
         dataset: String,
         /// The file it was read from.
         file: String,
@@ -223,6 +225,22 @@ pub enum LedgerError {
         /// What is wrong.
         message: String,
     },
+    /// The ledger's key file is missing or unusable.
+    #[error("{path}: {message}")]
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The ledger was changed by something other than privlogit.
+    #[error(
+        "{0}: the ledger was changed outside privlogit (its seal does not match its key file): refused; restore it from a copy"
+    )]
+    Tampered(PathBuf),
+    /// A data set could not be read to know it by its rows.
+    #[error("{0}")]
+    Data(String),
 }
 
 /// What one data set has spent.
@@ -231,38 +249,132 @@ pub enum LedgerError {
 pub struct Account {
     /// Epsilon spent so far.
     pub spent: Epsilon,
-    /// Files it was read from (for people; the key is the content).
+    /// Files it was read from (for people; the rows decide).
     pub files: Vec<String>,
+    /// Its rows.
+    pub rows: u64,
+    /// Its keyed bottom-k sketch (see [`print`]): how a file that shares most of its rows is
+    /// recognised.
+    pub sketch: String,
+}
+
+/// What the seal covers.
+#[derive(Serialize)]
+struct Content<'a> {
+    format: &'a str,
+    total: Epsilon,
+    accounts: &'a BTreeMap<String, Account>,
 }
 
 /// The ledger as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Stored {
     format: String,
     total: Epsilon,
-    spent: BTreeMap<String, Account>,
+    accounts: BTreeMap<String, Account>,
+    /// HMAC-SHA256 of the content under the key file's MAC key, hex.
+    seal: String,
 }
 
 /// Budget spent per data set against one total per data set.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Ledger {
     total: Epsilon,
     accounts: BTreeMap<String, Account>,
+    key: Arc<LedgerKey>,
+}
+
+impl PartialEq for Ledger {
+    fn eq(&self, other: &Self) -> bool {
+        self.total == other.total && self.accounts == other.accounts
+    }
+}
+
+/// `path` with `suffix` appended to its file name (`ledger.json` -> `ledger.json.lock`), so
+/// that no ledger name makes its lock or key file the ledger itself.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The ledger's key file.
+pub fn key_path(path: &Path) -> PathBuf {
+    beside(path, ".key")
+}
+
+/// The ledger's lock file.
+pub fn lock_path(path: &Path) -> PathBuf {
+    beside(path, ".lock")
+}
+
+/// The key of the ledger at `path`: read from its key file (refused when others may read it),
+/// or made with a new ledger (32 bytes from the OS CSPRNG, mode 0600). A ledger without its
+/// key file is refused: it could not be checked.
+fn ledger_key(path: &Path, ledger_exists: bool) -> Result<LedgerKey, LedgerError> {
+    let key_file = key_path(path);
+    let bad = |message: String| LedgerError::Key {
+        path: key_file.clone(),
+        message,
+    };
+    match privlogit_protocols::secret_file::read(&key_file) {
+        Ok(text) => {
+            let text = std::str::from_utf8(&text).map_err(|_| bad("not a ledger key".into()))?;
+            let hex = text.trim();
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad("not a ledger key (64 hex digits)".into()));
+            }
+            let mut secret = zeroize::Zeroizing::new([0u8; 32]);
+            for (i, byte) in secret.iter_mut().enumerate() {
+                *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex digits");
+            }
+            Ok(LedgerKey::from_secret(&secret))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && ledger_exists => Err(bad(format!(
+            "missing: the ledger {} cannot be checked without the key file made with it; restore it",
+            path.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut secret = zeroize::Zeroizing::new([0u8; 32]);
+            rand::rng().fill(&mut secret[..]);
+            let text = zeroize::Zeroizing::new(format!(
+                "{}\n",
+                secret
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            ));
+            match crate::output::create_private(&key_file, text.as_bytes()) {
+                Ok(()) => Ok(LedgerKey::from_secret(&secret)),
+                // Another process made it first: use theirs.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    ledger_key(path, ledger_exists)
+                }
+                Err(e) => Err(bad(e.to_string())),
+            }
+        }
+        Err(e) => Err(bad(e.to_string())),
+    }
 }
 
 impl Ledger {
-    /// Nothing spent yet; every data set may spend up to `total`.
+    /// Nothing spent yet; every data set may spend up to `total` (in memory, with a fresh
+    /// key).
     pub fn new(total: f64) -> Result<Self, LedgerError> {
+        let mut secret = zeroize::Zeroizing::new([0u8; 32]);
+        rand::rng().fill(&mut secret[..]);
         Ok(Self {
             total: Epsilon::total(total).ok_or(LedgerError::Total(total))?,
             accounts: BTreeMap::new(),
+            key: Arc::new(LedgerKey::from_secret(&secret)),
         })
     }
 
-    /// The ledger at `path`. A new ledger (no file yet) takes `total`, which is then required;
-    /// an existing one keeps its stored total, and a different `total` is refused (a total
-    /// raised after the fact would make every earlier refusal meaningless).
+    /// The ledger at `path`. A new ledger (no file yet) takes `total`, which is then required,
+    /// and gets its key file; an existing one keeps its stored total (a different `total` is
+    /// refused: a total raised after the fact would make every earlier refusal meaningless),
+    /// and is refused if its seal does not match its key.
     pub fn load(path: &Path, total: Option<f64>) -> Result<Self, LedgerError> {
         let asked = match total {
             Some(t) => Some(Epsilon::total(t).ok_or(LedgerError::Total(t))?),
@@ -275,6 +387,7 @@ impl Ledger {
                 return Ok(Self {
                     total,
                     accounts: BTreeMap::new(),
+                    key: Arc::new(ledger_key(path, false)?),
                 });
             }
             Err(source) => {
@@ -290,17 +403,58 @@ impl Ledger {
             column,
             message,
         };
+        let format: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| parse(e.line(), e.column(), e.to_string()))?;
+        match format.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            Some("privlogit privacy ledger v2") => {
+                return Err(parse(
+                    1,
+                    1,
+                    "a ledger of an earlier privlogit, which knew data sets by their files' \
+                     bytes; its accounts name no rows and cannot be carried over: keep it for \
+                     the record and start a new ledger (with the remaining budgets as totals)"
+                        .into(),
+                ));
+            }
+            other => {
+                return Err(parse(
+                    1,
+                    1,
+                    format!("format {other:?}, expected {FORMAT:?}"),
+                ));
+            }
+        }
         let stored: Stored =
             serde_json::from_str(&text).map_err(|e| parse(e.line(), e.column(), e.to_string()))?;
-        if stored.format != FORMAT {
-            return Err(parse(
-                1,
-                1,
-                format!("format {:?}, expected {FORMAT:?}", stored.format),
-            ));
+        let key = ledger_key(path, true)?;
+        let content = Content {
+            format: FORMAT,
+            total: stored.total,
+            accounts: &stored.accounts,
+        };
+        let seal = (0..stored.seal.len())
+            .step_by(2)
+            .map(|i| {
+                stored
+                    .seal
+                    .get(i..i + 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+            })
+            .collect::<Option<Vec<u8>>>();
+        let content = serde_json::to_vec(&content).expect("strings and numbers");
+        if !seal.is_some_and(|tag| key.verify(&content, &tag)) {
+            return Err(LedgerError::Tampered(path.to_owned()));
         }
         if stored.total.0 == 0 {
             return Err(parse(1, 1, "its total is 0".into()));
+        }
+        if let Some((name, _)) = stored
+            .accounts
+            .iter()
+            .find(|(_, a)| DataPrint::parse_sketch(&a.sketch).is_none())
+        {
+            return Err(parse(1, 1, format!("account {name}: a malformed sketch")));
         }
         if let Some(asked) = asked.filter(|&a| a != stored.total) {
             return Err(LedgerError::TotalChanged {
@@ -311,23 +465,38 @@ impl Ledger {
         }
         Ok(Self {
             total: stored.total,
-            accounts: stored.spent,
+            accounts: stored.accounts,
+            key: Arc::new(key),
         })
     }
 
-    /// Writes the ledger to `path` atomically (a temporary file renamed over it).
+    /// Writes the ledger to `path` atomically (a temporary file renamed over it), sealed.
     pub fn save(&self, path: &Path) -> Result<(), LedgerError> {
         let io = |source| LedgerError::Io {
             path: path.to_owned(),
             source,
         };
-        let stored = Stored {
-            format: FORMAT.into(),
+        let content = Content {
+            format: FORMAT,
             total: self.total,
-            spent: self.accounts.clone(),
+            accounts: &self.accounts,
         };
-        let text = serde_json::to_string_pretty(&stored).expect("strings and lists");
+        let bytes = serde_json::to_vec(&content).expect("strings and numbers");
+        let seal: String = self
+            .key
+            .mac(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut stored = serde_json::to_value(&content).expect("strings and numbers");
+        stored["seal"] = serde_json::Value::String(seal);
+        let text = serde_json::to_string_pretty(&stored).expect("strings and numbers");
         crate::output::write_text(path, &(text + "\n")).map_err(io)
+    }
+
+    /// The key this ledger knows data sets by (to print them for [`Charge`]s).
+    pub fn key(&self) -> &LedgerKey {
+        &self.key
     }
 
     /// The total each data set may spend.
@@ -335,54 +504,118 @@ impl Ledger {
         self.total
     }
 
-    /// What `dataset` has spent so far.
-    pub fn spent(&self, dataset: &str) -> Epsilon {
-        self.accounts
-            .get(dataset)
+    /// What the data set with `print` has spent so far: its own account's, or the accounts'
+    /// with which it shares most of its rows.
+    pub fn spent_by(&self, print: &DataPrint) -> Epsilon {
+        self.accounts_of(print)
+            .iter()
+            .filter_map(|(name, _)| self.accounts.get(name))
             .map(|a| a.spent)
+            .max()
             .unwrap_or_default()
     }
 
+    /// What the account `name` has spent so far.
+    pub fn spent(&self, name: &str) -> Epsilon {
+        self.accounts.get(name).map(|a| a.spent).unwrap_or_default()
+    }
+
+    /// The accounts a data set is charged to: its own, or, failing that, every account with
+    /// which it shares at least [`print::SAME_PEOPLE`] of its rows (with the share).
+    fn accounts_of(&self, print: &DataPrint) -> Vec<(String, Option<f64>)> {
+        let own = print.name();
+        if self.accounts.contains_key(&own) {
+            return vec![(own, None)];
+        }
+        self.accounts
+            .iter()
+            .filter_map(|(name, a)| {
+                let sketch = DataPrint::parse_sketch(&a.sketch)?;
+                let share = print.share_in(a.rows, &sketch);
+                (share >= print::SAME_PEOPLE).then(|| (name.clone(), Some(share)))
+            })
+            .collect()
+    }
+
     /// Refuses `charges` (all or nothing) if any data set would pass the total, or if a charge
-    /// is not a finite, non-negative number (a non-private fit cannot be recorded).
-    pub fn check(&self, charges: &[Charge]) -> Result<(), LedgerError> {
-        self.after(charges).map(drop)
+    /// is not a finite, non-negative number (a non-private fit cannot be recorded). Returns
+    /// what the charges would say of data sets recognised by their shared rows.
+    pub fn check(&self, charges: &[Charge]) -> Result<Vec<String>, LedgerError> {
+        self.after(charges).map(|(_, notes)| notes)
     }
 
-    /// Checks, then records `charges`.
-    pub fn charge(&mut self, charges: &[Charge]) -> Result<(), LedgerError> {
-        self.accounts = self.after(charges)?;
-        Ok(())
+    /// Checks, then records `charges`; returns what [`Self::check`] does.
+    pub fn charge(&mut self, charges: &[Charge]) -> Result<Vec<String>, LedgerError> {
+        let (accounts, notes) = self.after(charges)?;
+        self.accounts = accounts;
+        Ok(notes)
     }
 
-    /// The accounts after `charges`, or the first refusal.
-    fn after(&self, charges: &[Charge]) -> Result<BTreeMap<String, Account>, LedgerError> {
+    /// The accounts after `charges`, with notes, or the first refusal.
+    #[allow(clippy::type_complexity)]
+    fn after(
+        &self,
+        charges: &[Charge],
+    ) -> Result<(BTreeMap<String, Account>, Vec<String>), LedgerError> {
         let mut after = self.accounts.clone();
+        let mut notes = Vec::new();
         for c in charges {
             let asked = Epsilon::charge(c.epsilon).ok_or_else(|| LedgerError::Charge {
                 file: c.file.clone(),
                 epsilon: c.epsilon,
             })?;
-            let account = after.entry(c.dataset.clone()).or_insert(Account {
-                spent: Epsilon::default(),
-                files: Vec::new(),
-            });
-            let sum = account.spent.saturating_add(asked);
-            if sum > self.total || sum == Epsilon::MAX {
-                return Err(LedgerError::Exceeded {
-                    dataset: c.dataset.clone(),
-                    file: c.file.clone(),
-                    spent: account.spent,
-                    asked,
-                    total: self.total,
-                });
+            let ledger = Ledger {
+                total: self.total,
+                accounts: after.clone(),
+                key: Arc::clone(&self.key),
+            };
+            let mut targets = ledger.accounts_of(&c.data);
+            if targets.is_empty() {
+                let name = c.data.name();
+                after.insert(
+                    name.clone(),
+                    Account {
+                        spent: Epsilon::default(),
+                        files: Vec::new(),
+                        rows: c.data.rows(),
+                        sketch: c.data.sketch_text(),
+                    },
+                );
+                targets.push((name, None));
             }
-            account.spent = sum;
-            if !account.files.contains(&c.file) {
-                account.files.push(c.file.clone());
+            for (name, share) in targets {
+                let account = after.get_mut(&name).expect("an account");
+                let dataset = match share {
+                    None => name.clone(),
+                    Some(share) => {
+                        let note = format!(
+                            "{} shares about {:.0} % of its rows with the data set charged as {} \
+                             (ledger account {name}): charged to that data set",
+                            c.file,
+                            100.0 * share,
+                            account.files.join(", ")
+                        );
+                        notes.push(note.clone());
+                        note
+                    }
+                };
+                let sum = account.spent.saturating_add(asked);
+                if sum > self.total || sum == Epsilon::MAX {
+                    return Err(LedgerError::Exceeded {
+                        dataset,
+                        file: c.file.clone(),
+                        spent: account.spent,
+                        asked,
+                        total: self.total,
+                    });
+                }
+                account.spent = sum;
+                if !account.files.contains(&c.file) {
+                    account.files.push(c.file.clone());
+                }
             }
         }
-        Ok(after)
+        Ok((after, notes))
     }
 
     /// Runs `work` holding an exclusive lock on `<path>.lock`, so that concurrent fits on one
@@ -391,7 +624,7 @@ impl Ledger {
         path: &Path,
         work: impl FnOnce() -> Result<T, LedgerError>,
     ) -> Result<T, LedgerError> {
-        let lock_path = path.with_extension("lock");
+        let lock_path = lock_path(path);
         let io = |source| LedgerError::Io {
             path: lock_path.clone(),
             source,
@@ -409,12 +642,17 @@ impl Ledger {
     }
 
     /// Under the ledger's lock: reloads it, charges, saves (refusing if another fit has spent
-    /// the room in the meantime).
-    pub fn record(path: &Path, total: Option<f64>, charges: &[Charge]) -> Result<(), LedgerError> {
+    /// the room in the meantime); returns what [`Self::check`] does.
+    pub fn record(
+        path: &Path,
+        total: Option<f64>,
+        charges: &[Charge],
+    ) -> Result<Vec<String>, LedgerError> {
         Self::locked(path, || {
             let mut ledger = Self::load(path, total)?;
-            ledger.charge(charges)?;
-            ledger.save(path)
+            let notes = ledger.charge(charges)?;
+            ledger.save(path)?;
+            Ok(notes)
         })
     }
 }
@@ -422,11 +660,22 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::{Array1, Array2};
 
-    fn charge(dataset: &str, epsilon: f64) -> Charge {
+    /// A data set of `rows` rows, different for each `seed`.
+    fn data(seed: u64, rows: usize) -> (Array2<f64>, Array1<f64>) {
+        let x = Array2::from_shape_fn((rows, 4), |(i, j)| {
+            ((i as u64 * 31 + j as u64 * 17 + seed * 1_000_003) % 9973) as f64 / 13.0
+        });
+        let y = Array1::from_shape_fn(rows, |i| (i % 2) as f64);
+        (x, y)
+    }
+
+    fn charge(ledger: &Ledger, seed: u64, epsilon: f64) -> Charge {
+        let (x, y) = data(seed, 300);
         Charge {
-            dataset: dataset.into(),
-            file: format!("{dataset}.csv"),
+            data: ledger.key().print_rows(x.view(), y.view()),
+            file: format!("data-{seed}.csv"),
             epsilon,
         }
     }
@@ -434,6 +683,7 @@ mod tests {
     fn scratch(name: &str) -> PathBuf {
         let dir =
             std::env::temp_dir().join(format!("privlogit-ledger-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
         dir.join("ledger.json")
     }
@@ -441,19 +691,28 @@ mod tests {
     #[test]
     fn refuses_a_fit_past_the_total() {
         let mut a = Ledger::new(2.0).expect("valid");
-        a.charge(&[charge("src", 1.0), charge("tgt", 1.5)])
-            .expect("fits");
-        a.charge(&[charge("src", 1.0)]).expect("exactly the total");
+        let (src, tgt) = (charge(&a, 1, 1.0), charge(&a, 2, 1.5));
+        a.charge(&[src.clone(), tgt.clone()]).expect("fits");
+        a.charge(&[src.clone()]).expect("exactly the total");
         let e = a
-            .charge(&[charge("tgt", 0.25), charge("src", 0.5)])
+            .charge(&[
+                Charge {
+                    epsilon: 0.25,
+                    ..tgt.clone()
+                },
+                Charge {
+                    epsilon: 0.5,
+                    ..src.clone()
+                },
+            ])
             .expect_err("src is full");
-        assert!(matches!(e, LedgerError::Exceeded { ref dataset, .. } if dataset == "src"));
+        assert!(matches!(e, LedgerError::Exceeded { ref file, .. } if file == "data-1.csv"));
         // All or nothing: tgt was not charged either.
-        assert_eq!(a.spent("tgt").to_string(), "1.5");
+        assert_eq!(a.spent_by(&tgt.data).to_string(), "1.5");
         // A non-private fit spends infinity; that, NaN and negative charges cannot be recorded.
         for bad in [f64::INFINITY, f64::NAN, -0.5] {
             assert!(matches!(
-                a.check(&[charge("new", bad)]),
+                a.check(&[charge(&a, 3, bad)]),
                 Err(LedgerError::Charge { .. })
             ));
         }
@@ -471,11 +730,19 @@ mod tests {
             "the float sum passes the total"
         );
         let mut a = Ledger::new(0.3).expect("valid");
+        let c = charge(&a, 1, 0.1);
         for _ in 0..3 {
-            a.charge(&[charge("d", 0.1)]).expect("within the total");
+            a.charge(std::slice::from_ref(&c))
+                .expect("within the total");
         }
-        assert_eq!(a.spent("d").micros(), 300_000);
-        assert!(a.check(&[charge("d", 0.000001)]).is_err());
+        assert_eq!(a.spent_by(&c.data).micros(), 300_000);
+        assert!(
+            a.check(&[Charge {
+                epsilon: 0.000001,
+                ..c
+            }])
+            .is_err()
+        );
     }
 
     #[test]
@@ -501,47 +768,141 @@ mod tests {
         );
     }
 
+    /// A data set that shares most of its rows with a charged one (one value changed, half of
+    /// its rows) is charged as that one, and says so; an unrelated one opens its own account.
+    #[test]
+    fn a_data_set_sharing_most_rows_is_charged_as_the_charged_one() {
+        let mut a = Ledger::new(1.0).expect("valid");
+        let (x, y) = data(1, 300);
+        let whole = Charge {
+            data: a.key().print_rows(x.view(), y.view()),
+            file: "whole.csv".into(),
+            epsilon: 1.0,
+        };
+        a.charge(&[whole]).expect("fits");
+        let mut one = x.clone();
+        one[[7, 2]] += 0.5;
+        let changed = Charge {
+            data: a.key().print_rows(one.view(), y.view()),
+            file: "changed.csv".into(),
+            epsilon: 0.1,
+        };
+        let e = a.check(std::slice::from_ref(&changed)).expect_err("spent");
+        assert!(e.to_string().contains("whole.csv"), "{e}");
+        assert!(e.to_string().contains("changed.csv"), "{e}");
+        let half = Charge {
+            data: a
+                .key()
+                .print_rows(x.slice(ndarray::s![..150, ..]), y.slice(ndarray::s![..150])),
+            file: "half.csv".into(),
+            epsilon: 0.1,
+        };
+        assert!(a.check(&[half]).is_err());
+        let notes = a.check(&[charge(&a, 9, 0.5)]).expect("unrelated");
+        assert!(notes.is_empty(), "{notes:?}");
+        let mut b = Ledger::new(2.0).expect("valid");
+        let (x, y) = data(1, 300);
+        b.charge(&[Charge {
+            data: b.key().print_rows(x.view(), y.view()),
+            file: "whole.csv".into(),
+            epsilon: 1.0,
+        }])
+        .expect("fits");
+        let changed = Charge {
+            data: b.key().print_rows(one.view(), y.view()),
+            file: "changed.csv".into(),
+            epsilon: 0.5,
+        };
+        let notes = b.charge(std::slice::from_ref(&changed)).expect("fits");
+        assert!(notes[0].contains("shares about"), "{notes:?}");
+        assert_eq!(b.spent_by(&changed.data).to_string(), "1.5");
+    }
+
     /// Found in review: the total was not stored, so `--budget 100` after `--budget 1` passed.
     #[test]
     fn the_total_is_stored_and_cannot_be_changed() {
         let path = scratch("total");
-        std::fs::remove_file(&path).ok();
         assert!(matches!(
             Ledger::load(&path, None),
             Err(LedgerError::NoTotal(_))
         ));
-        Ledger::record(&path, Some(1.0), &[charge("a", 0.75)]).expect("new ledger");
+        let fresh = Ledger::load(&path, Some(1.0)).expect("new ledger");
+        let c = charge(&fresh, 1, 0.75);
+        Ledger::record(&path, Some(1.0), std::slice::from_ref(&c)).expect("new ledger");
         let e = Ledger::load(&path, Some(100.0)).expect_err("raised total");
         assert!(matches!(e, LedgerError::TotalChanged { .. }), "{e}");
         assert!(e.to_string().contains("total is 1;"), "{e}");
         let stored = Ledger::load(&path, None).expect("stored total");
         assert_eq!(stored.total().to_string(), "1");
-        assert!(Ledger::record(&path, None, &[charge("a", 0.5)]).is_err());
-        Ledger::record(&path, Some(1.0), &[charge("a", 0.25)]).expect("the same total");
+        let more = Charge {
+            epsilon: 0.5,
+            ..c.clone()
+        };
+        assert!(Ledger::record(&path, None, &[more]).is_err());
+        let last = Charge { epsilon: 0.25, ..c };
+        Ledger::record(&path, Some(1.0), &[last]).expect("the same total");
         std::fs::remove_dir_all(path.parent().expect("dir")).ok();
     }
 
+    /// The ledger reads back; an edit by hand breaks its seal and is refused; a ledger
+    /// without its key file, a key file others may read, an older format and a file that is
+    /// not JSON are refused, naming where.
     #[test]
-    fn ledger_round_trips_and_reports_where_it_is_broken() {
+    fn ledger_round_trips_and_refuses_edits() {
         let path = scratch("parse");
-        std::fs::remove_file(&path).ok();
         let mut a = Ledger::load(&path, Some(3.0)).expect("no file yet");
-        a.charge(&[charge("a", 1.25)]).expect("fits");
+        let c = charge(&a, 1, 1.25);
+        a.charge(std::slice::from_ref(&c)).expect("fits");
         a.save(&path).expect("saved");
         let b = Ledger::load(&path, Some(3.0)).expect("read back");
         assert_eq!(b, a);
-        Ledger::record(&path, Some(3.0), &[charge("a", 1.5)]).expect("under the lock");
-        assert_eq!(
-            Ledger::load(&path, None).expect("read").spent("a").micros(),
-            2_750_000
-        );
-        assert!(Ledger::record(&path, None, &[charge("a", 0.5)]).is_err());
+        Ledger::record(&path, Some(3.0), &[Charge { epsilon: 1.5, ..c }]).expect("locked");
         let text = std::fs::read_to_string(&path).expect("read");
-        std::fs::write(&path, text.replace("\"2.75\"", "oops")).expect("write");
-        let e = Ledger::load(&path, None).expect_err("broken");
-        assert!(e.to_string().contains("ledger.json:"), "{e}");
-        std::fs::write(&path, "{\"a.csv\": 1.0}").expect("write");
-        assert!(Ledger::load(&path, Some(3.0)).is_err(), "v1 ledger");
+        assert!(text.contains("\"2.75\""), "{text}");
+        std::fs::write(&path, text.replace("\"2.75\"", "\"0.75\"")).expect("write");
+        let e = Ledger::load(&path, None).expect_err("edited");
+        assert!(matches!(e, LedgerError::Tampered(_)), "{e}");
+        std::fs::write(&path, &text).expect("restore");
+        Ledger::load(&path, None).expect("restored");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let key = key_path(&path);
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+            let e = Ledger::load(&path, None).expect_err("readable key");
+            assert!(e.to_string().contains("chmod 600"), "{e}");
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        let key = std::fs::read(key_path(&path)).expect("key");
+        std::fs::remove_file(key_path(&path)).expect("remove key");
+        let e = Ledger::load(&path, None).expect_err("no key");
+        assert!(e.to_string().contains("missing"), "{e}");
+        crate::output::create_private(&key_path(&path), &key).expect("key back");
+        std::fs::write(&path, "{\"format\": \"privlogit privacy ledger v2\"}").expect("write");
+        let e = Ledger::load(&path, None).expect_err("v2");
+        assert!(e.to_string().contains("earlier privlogit"), "{e}");
+        std::fs::write(&path, "{\"a.csv\": 1.0,").expect("write");
+        let e = Ledger::load(&path, Some(3.0)).expect_err("broken");
+        assert!(e.to_string().contains("ledger.json:1:"), "{e}");
+        std::fs::remove_dir_all(path.parent().expect("dir")).ok();
+    }
+
+    /// `--ledger X.lock`: the lock file is `X.lock.lock`, not the ledger.
+    #[test]
+    fn a_ledger_named_like_a_lock_file_works() {
+        let path = scratch("lockname").with_file_name("spend.lock");
+        let fresh = Ledger::load(&path, Some(1.0)).expect("new");
+        let c = charge(&fresh, 1, 0.5);
+        Ledger::record(&path, Some(1.0), std::slice::from_ref(&c)).expect("first");
+        Ledger::record(&path, Some(1.0), std::slice::from_ref(&c)).expect("second");
+        assert_eq!(
+            Ledger::load(&path, None)
+                .expect("read")
+                .spent_by(&c.data)
+                .to_string(),
+            "1"
+        );
+        assert!(lock_path(&path).ends_with("spend.lock.lock"));
         std::fs::remove_dir_all(path.parent().expect("dir")).ok();
     }
 }

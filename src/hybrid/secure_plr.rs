@@ -49,7 +49,7 @@ impl NoiseShare for PlrNoiseShare {
     }
 }
 
-/// Algorithm 1 steps 1-6 for the study's N (the switch at `eps/2`, as `dp fit`).
+/// Algorithm 1 steps 1-6 for the study's N (noise share 0.9, as `dp fit`).
 pub fn budget(release: &Release, rows: usize) -> Result<PlrBudget, crate::dp::DpError> {
     PlrBudget::new(release.epsilon, rows, release.lambda)
 }

@@ -191,7 +191,8 @@ pub struct FitArgs {
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     row_bound: Option<f64>,
     /// PLR's eps' and Delta exactly as Algorithm 1 prints them (switch at eps' = 0, with the
-    /// cliff README Limitations describes) instead of the switch at eps/2.
+    /// cliff README Limitations describes) instead of the least Delta that keeps eps' >= 0.9
+    /// eps.
     #[arg(long)]
     plr_as_printed: bool,
     /// Seeded noise, for reproducible experiments only (the output says so).
@@ -321,20 +322,21 @@ fn load(path: &Path, args: &FitArgs) -> Result<Dataset> {
     Ok(data::load(path, &options)?.data)
 }
 
-/// Charges each of `files` `epsilon` on the ledger at `path` (created with the total `budget`),
-/// or refuses, naming the file that would pass the total: what every DP command that charges
-/// before it draws noise calls.
+/// Charges each of `files` (read with the label column `label`) `epsilon` on the ledger at
+/// `path` (created with the total `budget`), or refuses, naming the file that would pass the
+/// total: what every DP command that charges before it draws noise calls.
 pub(crate) fn charge_files(
     path: &Path,
     budget: Option<f64>,
     files: &[PathBuf],
+    label: &str,
     epsilon: f64,
 ) -> Result<()> {
-    let charges = files
-        .iter()
-        .map(|f| file_charge(f, epsilon))
-        .collect::<Result<Vec<_>>>()?;
-    Ledger::record(path, budget, &charges)?;
+    let spends: Vec<(PathBuf, f64)> = files.iter().map(|f| (f.clone(), epsilon)).collect();
+    let charges = ledger_charges(path, budget, &spends, label)?;
+    for note in Ledger::record(path, budget, &charges)? {
+        crate::log::say!("ledger {}: {note}", path.display());
+    }
     crate::log::say!(
         "ledger {}: charged epsilon {epsilon} to each of {} data set(s)",
         path.display(),
@@ -343,18 +345,44 @@ pub(crate) fn charge_files(
     Ok(())
 }
 
-/// `epsilon` spent on the data set in `file`, as the ledger records it.
-fn file_charge(file: &Path, epsilon: f64) -> Result<Charge> {
-    Ok(Charge {
-        dataset: dataset_name(file)?,
-        file: file.display().to_string(),
-        epsilon,
-    })
+/// The ledger's charges for `spends` (each file and what it spends), each data set known by
+/// its rows (every column but `label` a feature, whatever a fit leaves out), checked against
+/// the ledger at `path`: refused, before any noise is drawn, past its total.
+pub(crate) fn ledger_charges(
+    path: &Path,
+    budget: Option<f64>,
+    spends: &[(PathBuf, f64)],
+    label: &str,
+) -> Result<Vec<Charge>> {
+    let ledger = Ledger::load(path, budget)?;
+    let options = LoadOptions::new(label);
+    let charges = spends
+        .iter()
+        .map(|(file, epsilon)| {
+            Ok(Charge {
+                data: ledger.key().print_file(file, &options)?,
+                file: file.display().to_string(),
+                epsilon: *epsilon,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for note in ledger.check(&charges)? {
+        crate::log::say!("ledger {}: {note}", path.display());
+    }
+    Ok(charges)
 }
 
-/// The ledger's name for a data file (the hash of its bytes; see [`ledger::dataset_name`]).
-pub(crate) fn dataset_name(path: &Path) -> Result<String> {
-    ledger::dataset_name(path).with_context(|| format!("cannot read {}", path.display()))
+/// What a published result says it spent: each file and its epsilon (the data sets' ledger
+/// prints stay in the ledger: a digest of the rows would tell neighbouring data sets apart).
+pub(crate) fn spent_report(spends: &[(PathBuf, f64)]) -> Value {
+    Value::Array(
+        spends
+            .iter()
+            .map(
+                |(file, epsilon)| json!({ "file": file.display().to_string(), "epsilon": epsilon }),
+            )
+            .collect(),
+    )
 }
 
 fn labelled(d: &Dataset) -> Labelled<'_> {
@@ -498,27 +526,38 @@ impl FitArgs {
     }
 }
 
-/// SHA-256 of a file's bytes (a copy of a file is the same data set).
-fn content_hash(path: &Path) -> Result<[u8; 32]> {
-    ledger::file_hash(path).with_context(|| format!("cannot read {}", path.display()))
+/// Refuses `--test` rows that are mostly training rows (the training file, a copy of it in
+/// another order or format, or most of its rows): exact metrics on them are not private.
+fn refuse_training_rows_as_test(args: &FitArgs) -> Result<()> {
+    let Some(test) = &args.test else {
+        return Ok(());
+    };
+    let mut secret = zeroize::Zeroizing::new([0u8; 32]);
+    rand::RngExt::fill(&mut rand::rng(), &mut secret[..]);
+    let key = ledger::LedgerKey::from_secret(&secret);
+    let options = LoadOptions::new(args.label.clone());
+    let tested = key.print_file(test, &options)?;
+    for training in std::iter::once(&args.data).chain(args.source.iter()) {
+        let trained = key.print_file(training, &options)?;
+        let share = tested.share_of_rows_in(&trained);
+        if tested == trained || share >= ledger::print::SAME_PEOPLE {
+            bail!(
+                "--test {}: about {:.0} % of its rows are rows of the training file {}: exact \
+                 metrics on training rows are not private; test on rows the model was not \
+                 fitted on",
+                test.display(),
+                100.0 * share,
+                training.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn fit(args: FitArgs) -> Result<Outcome> {
     // Everything is validated before any data is touched by a mechanism.
     args.refuse_ignored_options()?;
-    if let Some(test) = &args.test {
-        let hash = content_hash(test)?;
-        for training in std::iter::once(&args.data).chain(args.source.iter()) {
-            if content_hash(training)? == hash {
-                bail!(
-                    "--test {} is the training file {} (or a copy of it): exact metrics on the \
-                     training rows are not private; test on rows the model was not fitted on",
-                    test.display(),
-                    training.display()
-                );
-            }
-        }
-    }
+    refuse_training_rows_as_test(&args)?;
     let private = if args.plr_as_printed {
         Privacy::EpsilonAsPrinted
     } else {
@@ -530,15 +569,16 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     source_privacy.epsilon().context("--source-epsilon")?;
     if args.method == Method::Dphtl {
         // Each source is charged epsilon once (Theorem 4.3.1); refused before any noise.
-        let charges = args
+        let spends: Vec<(PathBuf, f64)> = args
             .source
             .iter()
-            .map(|p| file_charge(p, args.epsilon))
-            .collect::<Result<Vec<_>>>()?;
-        if let Some(path) = &args.ledger {
-            Ledger::load(path, args.budget)?.check(&charges)?;
-        }
-        let report = crate::dphtl_fit::run(&args.dphtl(), target_privacy, &charges)?;
+            .map(|p| (p.clone(), args.epsilon))
+            .collect();
+        let charges = match &args.ledger {
+            Some(path) => ledger_charges(path, args.budget, &spends, &args.label)?,
+            None => Vec::new(),
+        };
+        let report = crate::dphtl_fit::run(&args.dphtl(), target_privacy, &spends)?;
         publish_charged(
             &report,
             args.out.as_deref(),
@@ -583,15 +623,16 @@ fn fit(args: FitArgs) -> Result<Outcome> {
         }
         None => None,
     };
-    let mut charges = vec![file_charge(&args.data, args.epsilon)?];
+    let mut spends = vec![(args.data.clone(), args.epsilon)];
     if let Some(path) = args.source.first() {
-        charges.push(file_charge(path, source_privacy.spent())?);
+        spends.push((path.clone(), source_privacy.spent()));
     }
     // Refuse early, before any noise is drawn; the charge itself is made under the ledger's
     // lock after the fit (and refused then if a concurrent fit used the room).
-    if let Some(path) = &args.ledger {
-        Ledger::load(path, args.budget)?.check(&charges)?;
-    }
+    let charges = match &args.ledger {
+        Some(path) => ledger_charges(path, args.budget, &spends, &args.label)?,
+        None => Vec::new(),
+    };
     let randomness = args.seed.map_or(Randomness::Os, Randomness::Seeded);
     let mut rng = randomness.rng();
     let high_lambda = args.high_lambda.unwrap_or(DEFAULT_HIGH_LAMBDA);
@@ -624,7 +665,7 @@ fn fit(args: FitArgs) -> Result<Outcome> {
     let mut report = json!({
         "method": format!("{:?}", args.method).to_lowercase(),
         "features": target.names,
-        "epsilon_spent": charges.iter().map(|c| json!({ "dataset": c.dataset, "file": c.file, "epsilon": c.epsilon })).collect::<Vec<_>>(),
+        "epsilon_spent": spent_report(&spends),
         "noise": match randomness {
             Randomness::Os => "OS CSPRNG".to_string(),
             Randomness::Seeded(s) => format!("seeded ChaCha20 (seed {s}): reproducible, NOT for private release"),

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use privlogit::data::{self, Dataset, LoadOptions};
 use privlogit::dp::dphtl::transfer::Settings;
-use privlogit::dp::ledger::Charge;
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::Privacy;
 use privlogit::dp::release::{self, NamedSource};
@@ -51,8 +50,9 @@ fn scaled(d: &Dataset) -> ndarray::Array2<f64> {
     RowScaling::Normalize.apply(d.x.view(), 1.0)
 }
 
-/// Runs Algorithm 4; the report names `charges` (the caller checks and records them).
-pub fn run(args: &DphtlArgs, privacy: Privacy, charges: &[Charge]) -> Result<Value> {
+/// Runs Algorithm 4; the report names `spends`, each source file and its epsilon (the caller
+/// checks and records them on the ledger).
+pub fn run(args: &DphtlArgs, privacy: Privacy, spends: &[(PathBuf, f64)]) -> Result<Value> {
     if args.sources.len() < 2 {
         bail!(
             "--method dphtl needs at least two --source files (eq. 4.2 weighs hypotheses against each other)"
@@ -113,7 +113,7 @@ pub fn run(args: &DphtlArgs, privacy: Privacy, charges: &[Charge]) -> Result<Val
         "method": "dphtl",
         "features": names,
         "rows": "each scaled to norm 1 before the model applies",
-        "epsilon_spent": charges.iter().map(|c| json!({"dataset": c.dataset, "file": c.file, "epsilon": c.epsilon})).collect::<Vec<_>>(),
+        "epsilon_spent": crate::dp::spent_report(spends),
         "hypothesis_weights": fitted.hypothesis_weights.weights.to_vec(),
         "kkt_residual": fitted.hypothesis_weights.kkt_residual,
         "prior": {"mean": fitted.prior.mean.to_vec(), "sd": fitted.prior.sd.to_vec()},

@@ -96,11 +96,11 @@ impl Budget {
         })
     }
 
-    fn charge(&self, files: &[PathBuf]) -> Result<()> {
+    fn charge(&self, files: &[PathBuf], label: &str) -> Result<()> {
         let Some(path) = &self.ledger else {
             return Ok(());
         };
-        crate::dp::charge_files(path, self.budget, files, self.epsilon)
+        crate::dp::charge_files(path, self.budget, files, label, self.epsilon)
     }
 }
 
@@ -231,7 +231,8 @@ fn publish(args: PublishArgs) -> Result<Outcome> {
         .organization
         .clone()
         .unwrap_or_else(|| organization_name(&args.data));
-    args.budget.charge(std::slice::from_ref(&args.data))?;
+    args.budget
+        .charge(std::slice::from_ref(&args.data), &args.label)?;
     let (halves, model) = stage_one(&name, &data, &args.budget, args.seed)?;
     let (xh, yh) = &halves.high;
     output::write_text(&args.high_out, &csv_text(&data.names, &args.label, xh, yh))
@@ -295,7 +296,7 @@ fn run_all(args: RunArgs) -> Result<Outcome> {
         lambda: args.high_lambda,
     };
     release.validate()?;
-    args.budget.charge(&args.parties)?;
+    args.budget.charge(&args.parties, &args.label)?;
     let mut low = Vec::new();
     for (i, (path, data)) in args.parties.iter().zip(&datasets).enumerate() {
         let name = organization_name(path);

@@ -366,7 +366,7 @@ pub(crate) fn server(roster: Option<&Roster>, role: Role) -> Member {
 }
 
 /// A Node's privacy ledger (shared by `study` and `node`): a differentially private study
-/// charges each Node's data set (by the SHA-256 of its file) its epsilon when the study starts,
+/// charges each Node's data set (known by its rows) its epsilon when the study starts,
 /// and is refused, before any noise is drawn, if that would pass the ledger's total.
 #[derive(Debug, Args)]
 pub struct LedgerArgs {
@@ -381,14 +381,14 @@ pub struct LedgerArgs {
 impl LedgerArgs {
     /// Charges `files` `release`'s epsilon each, or refuses; nothing without a ledger. A
     /// study that fails later stays charged: its participants may have seen noisy iterates.
-    fn charge(&self, files: &[PathBuf], release: Option<&Release>) -> Result<()> {
+    fn charge(&self, files: &[PathBuf], label: &str, release: Option<&Release>) -> Result<()> {
         let Some(path) = &self.ledger else {
             return Ok(());
         };
         let Some(release) = release else {
             bail!("--ledger applies to a differentially private study (--dp-epsilon)");
         };
-        crate::dp::charge_files(path, self.budget, files, release.epsilon)
+        crate::dp::charge_files(path, self.budget, files, label, release.epsilon)
     }
 }
 
@@ -401,6 +401,10 @@ pub struct OutputArgs {
     /// Write the result to FILE (atomically) instead of standard output.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// A differentially private study: write its cost report (iterations, rounds, timings,
+    /// traffic: not covered by epsilon) to FILE instead of standard error.
+    #[arg(long, value_name = "FILE")]
+    cost: Option<PathBuf>,
 }
 
 /// Arguments of `privlogit study`.
@@ -469,7 +473,8 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
             );
         }
     }
-    args.ledger.charge(&args.parties, plan.release.as_ref())?;
+    args.ledger
+        .charge(&args.parties, &args.label, plan.release.as_ref())?;
     say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
     let nodes = datasets
         .into_iter()
@@ -815,12 +820,14 @@ pub fn run_node(args: NodeArgs) -> Result<Outcome> {
                  this Node scales its rows to norm 1",
                 release.epsilon
             );
-            args.ledger.charge(&files, Some(release)).map_err(|e| {
-                SecureError::Protocol(format!(
-                    "this Node refuses the study: {}",
-                    crate::log::message(&e)
-                ))
-            })
+            args.ledger
+                .charge(&files, &args.label, Some(release))
+                .map_err(|e| {
+                    SecureError::Protocol(format!(
+                        "this Node refuses the study: {}",
+                        crate::log::message(&e)
+                    ))
+                })
         };
         let stats = study::run_node(
             channel,
@@ -928,7 +935,7 @@ struct JsonStudy<'a> {
 }
 
 /// A secure PLR study's budget, as published with its model.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 struct JsonRelease {
     /// Per Node data set.
     epsilon: f64,
@@ -954,6 +961,54 @@ fn release_report(plan: &StudyPlan, rows: usize) -> Result<Option<JsonRelease>> 
         penalty: privlogit::hybrid::secure_plr::penalty(release, &budget, rows),
         noise: "b = b1 + b2, one PLR noise vector drawn by each server",
     }))
+}
+
+/// What a differentially private study releases: the model, its names, N and the public
+/// settings (protocol, the budget and its split), nothing that depends on the data or the
+/// noise beyond the coefficients.
+fn released_model(o: &StudyOutcome, plan: &StudyPlan, json: bool) -> Result<String> {
+    let release = release_report(plan, o.rows)?;
+    let protocol = format!("{:?}", plan.protocol).to_lowercase();
+    if json {
+        let v = serde_json::json!({
+            "differential_privacy": release,
+            "protocol": protocol,
+            "optimizer": o.fit.optimizer.to_string(),
+            "rows": o.rows,
+            "names": o.names,
+            "coefficients": o.fit.beta.to_vec(),
+        });
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    let mut s = String::new();
+    if let Some(r) = &release {
+        let _ = writeln!(
+            s,
+            "privacy         epsilon {} per Node data set (secure PLR: lambda {}, eps' {:.6}, \
+             Delta {:.3e}, noise b1 + b2 from the two servers)",
+            r.epsilon, r.lambda, r.epsilon_prime, r.delta
+        );
+    }
+    let _ = writeln!(s, "protocol        {protocol}");
+    let _ = writeln!(s, "N               {}", o.rows);
+    let width = o.names.iter().map(String::len).max().unwrap_or(0).max(11);
+    let _ = writeln!(s, "\n{:<width$}  coefficient", "name");
+    for (n, b) in o.names.iter().zip(o.fit.beta.iter()) {
+        let _ = writeln!(s, "{n:<width$}  {b:>14.8}");
+    }
+    Ok(s)
+}
+
+/// A differentially private study's full report, labelled as outside its guarantee.
+fn cost_report(rendered: &str, json: bool) -> Result<String> {
+    const NOTE: &str = "NOT covered by epsilon: iterations, rounds, timings and traffic depend \
+                        on the data and the noise; for the study's operators, not for release";
+    if json {
+        let mut v: serde_json::Value = serde_json::from_str(rendered)?;
+        v["cost_report"] = serde_json::Value::String(NOTE.into());
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    Ok(format!("cost report ({NOTE})\n{rendered}"))
 }
 
 fn finish(
@@ -1119,16 +1174,34 @@ fn finish(
         }
         s
     };
+    let released = match &plan.release {
+        None => rendered,
+        Some(_) => {
+            // The release carries what epsilon covers: the model and public settings. How the
+            // study got there depends on the data and the noise: the operators' cost report.
+            let released = released_model(o, plan, json)?;
+            let cost = cost_report(&rendered, json)?;
+            match &output.cost {
+                Some(path) => output::write_text(path, &cost)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+                None => eprint!("{cost}"),
+            }
+            released
+        }
+    };
     match out {
-        Some(path) => output::write_text(path, &rendered)
+        Some(path) => output::write_text(path, &released)
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => {
             let mut stdout = std::io::stdout().lock();
             stdout
-                .write_all(rendered.as_bytes())
+                .write_all(released.as_bytes())
                 .and_then(|()| stdout.flush())
                 .context("cannot write to standard output")?;
         }
+    }
+    if plan.release.is_none() && output.cost.is_some() {
+        say!("--cost applies to a differentially private study; the report is in the result");
     }
     match r.status {
         Status::Diverged(reason) => {
