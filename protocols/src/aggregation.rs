@@ -46,8 +46,9 @@ pub trait Aggregation {
     fn sample_count(&self) -> usize;
 
     /// One round. Factors the PrivLogit curvature bound `B = 1/4 sum_i X_i^T X_i + lambda I =
-    /// -H~` (eq. 5.3, 5.5). `None` when B is not positive definite to working precision.
-    fn bound_factor(&mut self, lambda: f64) -> Result<Option<Self::Factor>, Self::Error>;
+    /// -H~` (eq. 5.3, 5.5; with a free intercept, lambda on the penalised coefficients only).
+    /// `None` when B is not positive definite to working precision.
+    fn bound_factor(&mut self, penalty: Penalty<'_>) -> Result<Option<Self::Factor>, Self::Error>;
 
     /// One round. Gradient and objective at `beta`, with the Center's `penalty`.
     fn gradient_and_objective(

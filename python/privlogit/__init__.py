@@ -38,12 +38,14 @@ def load(path, label):
     return np.frombuffer(x, dtype=np.float64).reshape(shape), np.frombuffer(y, dtype=np.float64), names
 
 
-def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000, gradient_tol=None):
+def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000, gradient_tol=None,
+        penalize_intercept=True):
     """Fit l2-regularised logistic regression over `parties`, a list of `(X, y)` (one per
     organization), as the plaintext distributed fit (`privlogit fit`).
 
     The objective is dissertation eq. 2.10: sum of log-likelihoods minus lam/2 ||beta||^2, the
-    intercept included in the penalty. The fit stops when the objective's relative change falls
+    intercept included in the penalty unless `penalize_intercept=False` (as scikit-learn and R
+    fit it; the command line's `--free-intercept`). The fit stops when the objective's relative change falls
     below `tol` (0: never) or, with `gradient_tol`, when the gradient's norm falls below it (a
     bound on the coefficients' error of `gradient_tol / lam`). Returns a dict: `coef` (numpy, intercept first when
     `intercept`), `names`, `n_iter`, `status`, `objective`, `log_likelihood`, and with
@@ -51,7 +53,7 @@ def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, interce
     """
     arrays = [(_as_float64(x, 2, f"party {k}: X"), _as_float64(y, 1, f"party {k}: y")) for k, (x, y) in enumerate(parties)]
     out = _native.fit_parties(arrays, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter),
-                              None if gradient_tol is None else float(gradient_tol))
+                              None if gradient_tol is None else float(gradient_tol), bool(penalize_intercept))
     out["coef"] = np.asarray(out["coef"])
     for key in ("mean", "scale"):
         if key in out:

@@ -36,6 +36,7 @@ def fit_parties(
     tol: float = 1e-10,
     max_iter: int = 10000,
     gradient_tol: Optional[float] = None,
+    penalize_intercept: bool = True,
 ) -> dict[str, Any]: ...
 def study_parties(
     parties: Sequence[_Party],

@@ -12,11 +12,12 @@ from . import fit as _fit
 class PrivLogitRegression(ClassifierMixin, BaseEstimator):
     """l2-regularised logistic regression fitted by privlogit (binary labels).
 
-    `C` is scikit-learn's inverse penalty: lam = 1 / C. Unlike scikit-learn's default, the
-    intercept is penalised like every coefficient (dissertation eq. 2.10);
-    `LogisticRegression(fit_intercept=False)` on `X` with a column of ones prepended is the same
-    model. `groups` in `fit` assigns rows to parties (default: one party); the result does not
-    depend on it.
+    `C` is scikit-learn's inverse penalty: lam = 1 / C. `fit_intercept` has scikit-learn's
+    meaning: True (the default) fits an intercept that is not penalised, False fits none, so
+    `PrivLogitRegression(C, fit_intercept=...)` is `LogisticRegression(C, fit_intercept=...)`.
+    `penalize_intercept=True` penalises the intercept like every coefficient, as the
+    dissertation's eq. 2.10 (and `privlogit fit` without `--free-intercept`) does. `groups` in
+    `fit` assigns rows to parties (default: one party); the result does not depend on it.
 
     The default optimizer is Newton's method, which reaches the optimum to rounding. The
     PrivLogit optimizers ("privlogit", "privlogit-accel") stop on the objective's relative
@@ -24,8 +25,11 @@ class PrivLogitRegression(ClassifierMixin, BaseEstimator):
     root of `tol`, not to `tol`.
     """
 
-    def __init__(self, C=1.0, optimizer="newton", tol=1e-10, max_iter=10_000):
+    def __init__(self, C=1.0, fit_intercept=True, penalize_intercept=False, optimizer="newton", tol=1e-10,
+                 max_iter=10_000):
         self.C = C
+        self.fit_intercept = fit_intercept
+        self.penalize_intercept = penalize_intercept
         self.optimizer = optimizer
         self.tol = tol
         self.max_iter = max_iter
@@ -53,9 +57,14 @@ class PrivLogitRegression(ClassifierMixin, BaseEstimator):
             if groups.shape != (X.shape[0],):
                 raise ValueError(f"groups: expected one group per row ({X.shape[0]}), got shape {groups.shape}")
             parties = [(X[groups == g], y01[groups == g]) for g in np.unique(groups)]
-        out = _fit(parties, self.optimizer, 1.0 / self.C, standardize=False, intercept=True, tol=self.tol, max_iter=self.max_iter)
-        self.intercept_ = np.array([out["coef"][0]])
-        self.coef_ = out["coef"][1:].reshape(1, -1)
+        out = _fit(parties, self.optimizer, 1.0 / self.C, standardize=False, intercept=bool(self.fit_intercept),
+                   tol=self.tol, max_iter=self.max_iter, penalize_intercept=bool(self.penalize_intercept))
+        if self.fit_intercept:
+            self.intercept_ = np.array([out["coef"][0]])
+            self.coef_ = out["coef"][1:].reshape(1, -1)
+        else:
+            self.intercept_ = np.zeros(1)
+            self.coef_ = out["coef"].reshape(1, -1)
         self.n_iter_ = np.array([out["n_iter"]])
         return self
 

@@ -23,7 +23,7 @@ use errors::{DataError, PrivlogitError, error};
 /// Returns a dict with `coef` (intercept first when `intercept`), `names`, `n_iter`, `status`,
 /// `objective`, `log_likelihood`.
 #[pyfunction]
-#[pyo3(signature = (parties, optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000, gradient_tol = None))]
+#[pyo3(signature = (parties, optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000, gradient_tol = None, penalize_intercept = true))]
 #[allow(clippy::too_many_arguments)]
 fn fit_parties<'py>(
     py: Python<'py>,
@@ -35,6 +35,7 @@ fn fit_parties<'py>(
     tol: f64,
     max_iter: usize,
     gradient_tol: Option<f64>,
+    penalize_intercept: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (optimizer, prepared, options) = setup(
         py,
@@ -44,7 +45,7 @@ fn fit_parties<'py>(
             standardize,
             intercept,
         },
-        options(lam, tol, max_iter, gradient_tol),
+        options(lam, tol, max_iter, gradient_tol).free_intercept(intercept && !penalize_intercept),
     )?;
     let fitted = py
         .allow_threads(|| fit::fit(&prepared, optimizer, &options, &mut |_| {}))

@@ -20,17 +20,50 @@ def standardised_breast_cancer():
 
 
 @pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
-def test_estimator_equals_sklearn_with_a_penalised_intercept(C):
-    # The same model: scikit-learn without its own intercept, on X with a column of ones, so
-    # the intercept is penalised as in privlogit. Newton-Cholesky to 1e-12; 1e-6 is the
-    # issue's tolerance.
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_estimator_equals_sklearn(C, fit_intercept):
+    # scikit-learn's meaning of fit_intercept: True fits an unpenalised intercept, False none.
+    # Newton-Cholesky to 1e-12; 1e-6 is the tolerance.
     X, y = standardised_breast_cancer()
-    ours = privlogit.PrivLogitRegression(C=C).fit(X, y, groups=np.arange(len(y)) % 3)
+    ours = privlogit.PrivLogitRegression(C=C, fit_intercept=fit_intercept).fit(X, y, groups=np.arange(len(y)) % 3)
+    ref = LogisticRegression(C=C, fit_intercept=fit_intercept, solver="newton-cholesky", tol=1e-12,
+                             max_iter=1000).fit(X, y)
+    assert np.max(np.abs(ours.coef_ - ref.coef_)) < 1e-6
+    assert np.max(np.abs(ours.intercept_ - ref.intercept_)) < 1e-6
+    assert np.allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-6)
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_estimator_penalises_the_intercept_when_asked(C):
+    # The dissertation's eq. 2.10: scikit-learn without its own intercept, on X with a column
+    # of ones, so the intercept is penalised as the other coefficients.
+    X, y = standardised_breast_cancer()
+    ours = privlogit.PrivLogitRegression(C=C, penalize_intercept=True).fit(X, y, groups=np.arange(len(y)) % 3)
     ones = np.hstack([np.ones((len(y), 1)), X])
     ref = LogisticRegression(C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(ones, y)
     got = np.concatenate([ours.intercept_, ours.coef_[0]])
     assert np.max(np.abs(got - ref.coef_[0])) < 1e-6
     assert np.allclose(ours.predict_proba(X), ref.predict_proba(ones), atol=1e-6)
+
+
+def test_the_command_line_agrees(tmp_path):
+    # `privlogit fit --free-intercept` is the estimator's default model; without the flag, its
+    # penalize_intercept=True (same data file, Newton, lambda 1 = 1 / C).
+    import subprocess, json
+    X, y = standardised_breast_cancer()
+    path = tmp_path / "data.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", comments="",
+               header=",".join([f"x{j}" for j in range(X.shape[1])] + ["label"]))
+    binary = ROOT / "target" / "release" / "privlogit"
+    if not binary.exists():
+        pytest.skip("the command line is not built")
+    for flags, estimator in ([["--free-intercept"], privlogit.PrivLogitRegression(C=1.0)],
+                             [[], privlogit.PrivLogitRegression(C=1.0, penalize_intercept=True)]):
+        out = subprocess.run([binary, "fit", "--party", path, "--label", "label", "--optimizer", "newton", "--json",
+                              "--quiet", *flags], capture_output=True, text=True, check=True)
+        cli = np.asarray(json.loads(out.stdout)["coefficients"])
+        est = estimator.fit(X, y)
+        assert np.max(np.abs(cli - np.concatenate([est.intercept_, est.coef_[0]]))) < 1e-6
 
 
 def test_fit_refuses_bad_shapes():

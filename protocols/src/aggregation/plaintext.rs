@@ -50,8 +50,8 @@ impl<'a> PlaintextAggregation<'a> {
         Ok(self.merged(|party| party.gradient_sums(beta))?[self.dimension])
     }
 
-    fn identity_times(&self, lambda: f64) -> Array2<f64> {
-        Array2::eye(self.dimension) * lambda
+    fn penalty_diagonal(&self, penalty: Penalty<'_>) -> Array2<f64> {
+        Array2::from_diag(&penalty.diagonal(self.dimension))
     }
 }
 
@@ -69,10 +69,10 @@ impl Aggregation for PlaintextAggregation<'_> {
         self.parties.iter().map(PartyData::rows).sum()
     }
 
-    fn bound_factor(&mut self, lambda: f64) -> Result<Option<Cholesky>, RowsError> {
+    fn bound_factor(&mut self, penalty: Penalty<'_>) -> Result<Option<Cholesky>, RowsError> {
         // eq. 5.5: sum of the local bounds, then the penalty once.
         let bound = self.merged(PartyData::information_bound_sums)?;
-        let b = unpack_lower(&bound, self.dimension) + self.identity_times(lambda);
+        let b = unpack_lower(&bound, self.dimension) + self.penalty_diagonal(penalty);
         Ok(Cholesky::factor(&b))
     }
 
@@ -98,7 +98,7 @@ impl Aggregation for PlaintextAggregation<'_> {
         let (gradient, objective) = self.gradient_and_objective(beta, penalty)?;
         let information = self.merged(|party| party.information_sums(beta))?;
         let information =
-            unpack_lower(&information, self.dimension) + self.identity_times(penalty.lambda);
+            unpack_lower(&information, self.dimension) + self.penalty_diagonal(penalty);
         Ok(NewtonSystem {
             gradient,
             objective,

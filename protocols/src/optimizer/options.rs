@@ -70,8 +70,12 @@ pub enum Initial {
 /// Parameters of one fit, built fluently and validated before any work starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitOptions {
-    /// The l2 penalty `lambda` of eq. 2.10 (every coefficient, intercept included, is penalised).
+    /// The l2 penalty `lambda` of eq. 2.10 (every coefficient, intercept included, is penalised,
+    /// unless `free_intercept`).
     pub lambda: f64,
+    /// Whether the first coefficient (the intercept column) is left out of the penalty, as
+    /// scikit-learn and R fit it; eq. 2.10 penalises it (the default).
+    pub free_intercept: bool,
     /// When to stop.
     pub stopping: StoppingRule,
     /// Starting point.
@@ -85,6 +89,7 @@ impl Default for FitOptions {
     fn default() -> Self {
         Self {
             lambda: 1.0,
+            free_intercept: false,
             stopping: StoppingRule::default(),
             initial: Initial::Zeros,
             centre: None,
@@ -134,11 +139,18 @@ impl FitOptions {
         self
     }
 
+    /// Leaves the intercept (the first coefficient) out of the penalty, or not (eq. 2.10).
+    pub fn free_intercept(mut self, free: bool) -> Self {
+        self.free_intercept = free;
+        self
+    }
+
     /// The Center's penalty, `lambda/2 ||beta - centre||^2`.
     pub fn penalty(&self) -> Penalty<'_> {
         Penalty {
             lambda: self.lambda,
             centre: self.centre.as_ref(),
+            free: usize::from(self.free_intercept),
         }
     }
 

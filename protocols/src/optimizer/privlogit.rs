@@ -36,7 +36,6 @@ pub(super) fn fit<A: Aggregation>(
     observer: &mut dyn FnMut(&IterationRecord),
     mut checkpoints: Checkpoints<'_>,
 ) -> Result<FitReport, FitError> {
-    let lambda = options.lambda;
     let penalty = options.penalty();
     let rule = &options.stopping;
     let from = checkpoints.from.take();
@@ -57,7 +56,7 @@ pub(super) fn fit<A: Aggregation>(
     // Setup (eq. 5.5): one round, one factorisation, reused by every iteration (a resumed
     // backend holds the factor it kept, and asks no one).
     let bound = aggregation
-        .bound_factor(lambda)
+        .bound_factor(penalty)
         .map_err(backend)?
         .ok_or(FitError::BoundNotPositiveDefinite)?;
     if !resumed {

@@ -761,6 +761,21 @@ impl<C: Channel> SecureAggregation<C> {
     }
 }
 
+/// The lambda of a penalty that covers every coefficient: the secure bound's and inverse's
+/// public widths follow from `N / lambda` on the whole diagonal, so a free intercept is refused
+/// until they are derived for it.
+fn full_penalty(penalty: Penalty<'_>) -> Result<f64, SecureError> {
+    if penalty.free > 0 {
+        return Err(SecureError::Protocol(
+            "an unpenalised intercept is not built for secure studies yet: their widths follow \
+             from N / lambda on every coefficient; penalise the intercept (the default, eq. \
+             2.10), or fit in plaintext"
+                .into(),
+        ));
+    }
+    Ok(penalty.lambda)
+}
+
 impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// `Enc(l/N)` at twice the fractional bits.
     type Scalar = EncryptedVector;
@@ -779,7 +794,8 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
 
     /// Always `Some`: positive definiteness cannot be checked without revealing more, and
     /// `1/4 X^T X + lambda I` is positive definite whenever `lambda > 0`.
-    fn bound_factor(&mut self, lambda: f64) -> Result<Option<usize>, SecureError> {
+    fn bound_factor(&mut self, penalty: Penalty<'_>) -> Result<Option<usize>, SecureError> {
+        let lambda = full_penalty(penalty)?;
         if let Some(index) = self.restored_bound.take() {
             return Ok(Some(index));
         }
@@ -818,7 +834,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         beta: &Array1<f64>,
         penalty: Penalty<'_>,
     ) -> Result<NewtonSystem<Self>, SecureError> {
-        let lambda = penalty.lambda;
+        let lambda = full_penalty(penalty)?;
         let (gradient, objective, information) = self.gather(beta, penalty, true)?;
         let information = information.expect("asked for the Hessian");
         let lower = self.add_penalty_diagonal(&information, lambda)?;

@@ -52,9 +52,14 @@ pub struct FitArgs {
     /// Do not add the intercept column.
     #[arg(long)]
     no_intercept: bool,
-    /// l2 penalty lambda (dissertation eq. 2.10); every coefficient is penalised.
+    /// l2 penalty lambda (dissertation eq. 2.10); every coefficient is penalised, the
+    /// intercept too unless --free-intercept.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     lambda: f64,
+    /// Leave the intercept out of the penalty, as scikit-learn's LogisticRegression and R's
+    /// glm fit it (the dissertation's eq. 2.10 penalises it).
+    #[arg(long, conflicts_with = "no_intercept")]
+    free_intercept: bool,
     /// Centre the penalty at this public vector, lambda/2 ||beta - c||^2 (hypothesis transfer):
     /// a file with one coefficient per line, in the model's order (intercept first).
     #[arg(long, value_name = "FILE")]
@@ -102,6 +107,7 @@ pub fn run(args: FitArgs) -> Result<Outcome> {
     };
     let options = FitOptions::new()
         .lambda(args.lambda)
+        .free_intercept(args.free_intercept)
         .relative_tolerance(args.tol)
         .gradient_tolerance(args.gradient_tol)
         .max_iterations(args.max_iter)
@@ -241,7 +247,16 @@ fn table(prepared: &Prepared, fitted: &Fitted, options: &FitOptions) -> String {
         sizes.join(" + "),
         prepared.rows()
     );
-    let _ = writeln!(s, "lambda          {}", options.lambda);
+    let _ = writeln!(
+        s,
+        "lambda          {}{}",
+        options.lambda,
+        if options.free_intercept {
+            " (intercept not penalised)"
+        } else {
+            ""
+        }
+    );
     if let Some(c) = &options.centre {
         let _ = writeln!(s, "penalty centre  {c}");
     }
@@ -295,6 +310,7 @@ struct JsonReport<'a> {
     accelerated_steps: usize,
     rejected_candidates: usize,
     lambda: f64,
+    free_intercept: bool,
     penalty_centre: Option<Vec<f64>>,
     tolerance: f64,
     gradient_tolerance: Option<f64>,
@@ -341,6 +357,7 @@ impl<'a> JsonReport<'a> {
             accelerated_steps: r.accelerated_steps,
             rejected_candidates: r.rejected_candidates,
             lambda: options.lambda,
+            free_intercept: options.free_intercept,
             penalty_centre: options.centre.as_ref().map(|c| c.to_vec()),
             tolerance: options.stopping.relative_tolerance,
             gradient_tolerance: options.stopping.gradient_tolerance,

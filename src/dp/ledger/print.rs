@@ -265,7 +265,7 @@ mod tests {
         let x = Array2::from_shape_fn((rows, 5), |(i, j)| {
             ((i as u64 * 7919 + j as u64 * 104_729 + seed * 1_299_709) % 10_007) as f64 / 97.0
         });
-        let y = Array1::from_shape_fn(rows, |i| ((i as u64 + seed) % 3 == 0) as u8 as f64);
+        let y = Array1::from_shape_fn(rows, |i| (i as u64 + seed).is_multiple_of(3) as u8 as f64);
         (x, y)
     }
 
