@@ -163,10 +163,11 @@ fn acceleration_cuts_iterations_threefold() {
     );
 }
 
-/// The accelerated objective never decreases from one iteration to the next, starting from the
-/// objective at the start. Exact arithmetic guarantees an increase (eq. 5.7 and the safeguard);
-/// the computed objective is a compensated sum accurate to about 1e-16 relative, so we allow
-/// 1e-15 relative for its rounding.
+/// The accelerated objective never decreases from one iteration to the next by more than the
+/// safeguard's slack (`ACCEPTANCE_SLACK` per row: an accepted candidate reaches the guaranteed
+/// increase of eq. 5.7 up to it), starting from the objective at the start; the computed
+/// objective is a compensated sum accurate to about 1e-16 relative, so we allow 1e-15 relative
+/// for its rounding on top.
 #[test]
 fn accelerated_ascent_is_monotone() {
     for name in ["breast_cancer.csv", "winequality_red.csv"] {
@@ -185,9 +186,10 @@ fn accelerated_ascent_is_monotone() {
             )
             .collect();
         let mut falls = 0;
+        let slack = privlogit::protocols::optimizer::ACCEPTANCE_SLACK * p.rows() as f64;
         for (k, w) in objectives.windows(2).enumerate() {
             assert!(
-                w[1] >= w[0] - 1e-15 * w[0].abs(),
+                w[1] >= w[0] - slack - 1e-15 * w[0].abs(),
                 "{name}: objective fell at iteration {}: {} -> {}",
                 k + 1,
                 w[0],
@@ -196,7 +198,7 @@ fn accelerated_ascent_is_monotone() {
             falls += usize::from(w[1] < w[0]);
         }
         eprintln!(
-            "{name}: {} iterations, {falls} round-off-sized falls",
+            "{name}: {} iterations, {falls} falls within the slack",
             objectives.len() - 1
         );
 

@@ -93,16 +93,19 @@ pub trait Aggregation {
         slack: f64,
     ) -> Result<bool, Self::Error>;
 
-    /// One revealed bit: `candidate >= base + 1/2 step^T g_base`, where `step = B^{-1} g_base` is
-    /// the plain PrivLogit step from `base`. The right-hand side is the increase that step is
-    /// guaranteed to achieve (dissertation eq. 5.7), so accepting only candidates that beat it
-    /// keeps PrivLogit's monotone ascent and its linear rate (eq. 5.12).
+    /// One revealed bit: `candidate >= base + 1/2 step^T g_base - slack N`, where `step = B^{-1}
+    /// g_base` is the plain PrivLogit step from `base` and N the rows (the objective's size,
+    /// public). `base + 1/2 step^T g_base` is the increase that step is guaranteed to achieve
+    /// (dissertation eq. 5.7), so accepting only candidates that reach it (up to the small
+    /// `slack` per row, which keeps the decision off the rounding) keeps PrivLogit's ascent and
+    /// its linear rate (eq. 5.12).
     fn sufficient_increase(
         &mut self,
         candidate: &Self::Scalar,
         base: &Self::Scalar,
         base_gradient: &Self::Vector,
         step: &Array1<f64>,
+        slack: f64,
     ) -> Result<bool, Self::Error>;
 
     /// The value of an aggregated scalar if this backend may show it (for progress and

@@ -16,6 +16,7 @@ mod report;
 
 pub use crate::stopping::StoppingRule;
 pub use options::{FitError, FitOptions, Initial};
+pub use privlogit::ACCEPTANCE_SLACK;
 pub use progress::{Checkpoints, Progress, SaveProgress};
 pub use report::{DivergenceReason, FitReport, IterationRecord, Status, StepKind};
 

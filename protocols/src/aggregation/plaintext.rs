@@ -139,8 +139,10 @@ impl Aggregation for PlaintextAggregation<'_> {
         base: &f64,
         base_gradient: &Array1<f64>,
         step: &Array1<f64>,
+        slack: f64,
     ) -> Result<bool, RowsError> {
-        Ok(*candidate >= base + 0.5 * step.dot(base_gradient))
+        let rows = self.sample_count() as f64;
+        Ok(*candidate >= base + 0.5 * step.dot(base_gradient) - slack * rows)
     }
 
     fn peek(&self, value: &f64) -> Option<f64> {

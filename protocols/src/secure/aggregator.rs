@@ -908,8 +908,10 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         base: &EncryptedVector,
         base_gradient: &SecureGradient,
         step: &Array1<f64>,
+        slack: f64,
     ) -> Result<bool, SecureError> {
-        // candidate - base - 1/2 step^T g_base >= 0, all at twice the fractional bits.
+        // (candidate - base - 1/2 step^T g_base) / N + slack >= 0 (everything is divided by N
+        // here), at twice the fractional bits.
         let frac = self.config.format.frac();
         let half_step: Vec<Fixed> = step
             .iter()
@@ -918,7 +920,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let gain = base_gradient.gradient.dot(&self.key, &half_step)?;
         let gain = EncryptedVector::from_number(&self.key, &gain);
         let change = self.difference(candidate, base)?;
-        let excess = self.difference(&change, &gain)?;
+        let excess = self
+            .difference(&change, &gain)?
+            .add_plain(&self.key, &[Self::fixed(slack, 2 * frac)?.value])?;
         // The comparison's second operand is unused: an encrypted 0, not `excess` again (two
         // masked views of one value would double the key holder's statistical advantage).
         let zero = excess.mul_scalar(&self.key, &Fixed::integer(0))?;
