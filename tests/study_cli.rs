@@ -675,7 +675,7 @@ fn a_consortium_authority_names_the_parties() {
 /// total of 1.5 is refused by that Node before anything is computed, its ledger unchanged.
 #[test]
 fn a_differentially_private_study_charges_each_node_once() {
-    let d = Deployment::new("dp");
+    let mut d = Deployment::new("dp");
     let base = std::fs::read_to_string(&d.study).expect("study");
     let model = d.dir.join("model.json");
     let study = d.dir.join("study-dp.toml");
@@ -689,6 +689,9 @@ fn a_differentially_private_study_charges_each_node_once() {
     )
     .expect("study file");
     let study = study.display().to_string();
+    // Every party runs with the same study file (its settings are part of the study id).
+    d.study = study.clone();
+    let d = d;
     let ledger = |h: &str| d.dir.join(format!("ledger-{h}.json"));
     let run = |d: &Deployment| -> (Role, Role, Vec<Role>) {
         let (k, k_addr) = d.keyholder_with(&["--noise-seed", "5"]);

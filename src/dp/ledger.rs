@@ -693,7 +693,8 @@ mod tests {
         let mut a = Ledger::new(2.0).expect("valid");
         let (src, tgt) = (charge(&a, 1, 1.0), charge(&a, 2, 1.5));
         a.charge(&[src.clone(), tgt.clone()]).expect("fits");
-        a.charge(std::slice::from_ref(&src)).expect("exactly the total");
+        a.charge(std::slice::from_ref(&src))
+            .expect("exactly the total");
         let e = a
             .charge(&[
                 Charge {
