@@ -57,14 +57,7 @@ impl PlrBudget {
                 reason: "must be in (0, 1)",
             });
         }
-        if n == 0 {
-            return Err(DpError {
-                name: "n",
-                value: 0.0,
-                reason: "needs at least one row",
-            });
-        }
-        let n = n as f64;
+        let n = rows(n)?;
         let needed = 1.0 / (4.0 * n * ((1.0 - share) * epsilon / 2.0).exp_m1());
         let delta = (needed - lambda).max(0.0);
         // ln_1p keeps the small correction exact when n lambda is large.
@@ -82,14 +75,7 @@ impl PlrBudget {
     pub fn as_printed(epsilon: f64, n: usize, lambda: f64) -> Result<Self, DpError> {
         let epsilon = positive("epsilon", epsilon)?;
         let lambda = positive("lambda", lambda)?;
-        if n == 0 {
-            return Err(DpError {
-                name: "n",
-                value: 0.0,
-                reason: "needs at least one row",
-            });
-        }
-        let nl = n as f64 * lambda;
+        let nl = rows(n)? * lambda;
         let epsilon_prime = epsilon - (1.0 / (2.0 * nl) + 1.0 / (16.0 * nl * nl)).ln_1p();
         Ok(if epsilon_prime > 0.0 {
             Self {
@@ -101,7 +87,7 @@ impl PlrBudget {
             Self {
                 epsilon,
                 epsilon_prime: epsilon / 2.0,
-                delta: (1.0 / (4.0 * n as f64 * (epsilon / 4.0).exp_m1()) - lambda).max(0.0),
+                delta: (1.0 / (4.0 * rows(n)? * (epsilon / 4.0).exp_m1()) - lambda).max(0.0),
             }
         })
     }
@@ -114,6 +100,18 @@ impl PlrBudget {
             (Some(e), true) => Some(Self::as_printed(e, n, lambda)?),
         })
     }
+}
+
+/// The row count `n` as a real, refused when there are none.
+fn rows(n: usize) -> Result<f64, DpError> {
+    if n == 0 {
+        return Err(DpError {
+            name: "n",
+            value: 0.0,
+            reason: "needs at least one row",
+        });
+    }
+    Ok(n as f64)
 }
 
 /// Minimises the PLR objective (stacking paper eq. (1)-(2)) with labels `y` in {-1, +1}:

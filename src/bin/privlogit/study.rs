@@ -982,21 +982,31 @@ fn released_model(o: &StudyOutcome, plan: &StudyPlan, json: bool) -> Result<Stri
     }
     let mut s = String::new();
     if let Some(r) = &release {
-        let _ = writeln!(
-            s,
-            "privacy         epsilon {} per Node data set (secure PLR: lambda {}, eps' {:.6}, \
-             Delta {:.3e}, noise b1 + b2 from the two servers)",
-            r.epsilon, r.lambda, r.epsilon_prime, r.delta
-        );
+        s.push_str(&privacy_line(r));
     }
     let _ = writeln!(s, "protocol        {protocol}");
     let _ = writeln!(s, "N               {}", o.rows);
-    let width = o.names.iter().map(String::len).max().unwrap_or(0).max(11);
-    let _ = writeln!(s, "\n{:<width$}  coefficient", "name");
-    for (n, b) in o.names.iter().zip(o.fit.beta.iter()) {
+    s.push_str(&coefficient_table(&o.names, &o.fit.beta));
+    Ok(s)
+}
+
+/// The text result's line on a secure PLR study's budget.
+fn privacy_line(r: &JsonRelease) -> String {
+    format!(
+        "privacy         epsilon {} per Node data set (secure PLR: lambda {}, eps' {:.6}, Delta \
+         {:.3e}, noise b1 + b2 from the two servers)\n",
+        r.epsilon, r.lambda, r.epsilon_prime, r.delta
+    )
+}
+
+/// The text result's coefficients, one per line under a header.
+fn coefficient_table(names: &[String], beta: &ndarray::Array1<f64>) -> String {
+    let width = names.iter().map(String::len).max().unwrap_or(0).max(11);
+    let mut s = format!("\n{:<width$}  coefficient\n", "name");
+    for (n, b) in names.iter().zip(beta.iter()) {
         let _ = writeln!(s, "{n:<width$}  {b:>14.8}");
     }
-    Ok(s)
+    s
 }
 
 /// A differentially private study's full report, labelled as outside its guarantee.
@@ -1067,12 +1077,7 @@ fn finish(
     } else {
         let mut s = String::new();
         if let Some(r) = &release {
-            let _ = writeln!(
-                s,
-                "privacy         epsilon {} per Node data set (secure PLR: lambda {}, eps' {:.6}, \
-                 Delta {:.3e}, noise b1 + b2 from the two servers)",
-                r.epsilon, r.lambda, r.epsilon_prime, r.delta
-            );
+            s.push_str(&privacy_line(r));
         }
         let _ = writeln!(s, "protocol        {:?} ({})", plan.protocol, r.optimizer);
         let _ = writeln!(s, "status          {}", r.status.name());
@@ -1167,11 +1172,7 @@ fn finish(
                 human_bytes(k.bytes_sent)
             ))
         );
-        let width = o.names.iter().map(String::len).max().unwrap_or(0).max(11);
-        let _ = writeln!(s, "\n{:<width$}  coefficient", "name");
-        for (n, b) in o.names.iter().zip(r.beta.iter()) {
-            let _ = writeln!(s, "{n:<width$}  {b:>14.8}");
-        }
+        s.push_str(&coefficient_table(&o.names, &r.beta));
         s
     };
     let released = match &plan.release {
