@@ -1,7 +1,10 @@
 //! The secure protocols against the plaintext distributed run of the same optimiser: same
-//! iteration count, coefficients within 1e-6 (max abs; the issue's tolerance). The secure run
-//! rounds every sum to 2^-32 and solves in 64-bit fixed point, so its steps differ from the
-//! plaintext ones by about 1e-9; PrivLogit's contraction keeps the gap far below 1e-6.
+//! iteration count, coefficients within 1e-6 (max abs; the issue's tolerance). Under the
+//! masked method (the default) every Paillier value carries 60 fractional bits (the Nodes'
+//! f64 sums are encoded exactly) and the steps are the plaintext ones to about 1e-15; the
+//! circuit method rounds the Nodes' sums to the 64/46 format's 46 bits and solves in 64-bit
+//! words, so its steps differ by about 1e-12. PrivLogit's contraction keeps either gap far
+//! below 1e-6.
 //!
 //! Keys are 1024-bit test keys (insecure, fast); the protocol does not depend on the size.
 //!
@@ -10,7 +13,7 @@
 
 mod common;
 
-use common::{max_abs_diff, prepared};
+use common::{load_shared, max_abs_diff, prepared};
 use privlogit::data::partition;
 use privlogit::fit::{self, Preparation};
 use privlogit::protocols::paillier::KeyPair;
@@ -542,6 +545,108 @@ fn an_ill_conditioned_study_is_right_or_refused_by_name() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// breast_cancer's 30 features standardised, their squares and the products of neighbouring
+/// ones (89 columns), in 3 contiguous parties, standardised again with pooled statistics and
+/// an intercept prepended, as `--standardize` does: 90 coefficients, a bound `B/N` with
+/// condition number about 3,400 (numpy). The issue's "ill-conditioned data with about 90
+/// coefficients"; the Paillier precision was chosen on another set (wine's).
+fn breast_cancer_90() -> Vec<PartyData> {
+    let whole = load_shared("breast_cancer.csv");
+    let features = whole.x.ncols();
+    let mean = whole.x.mean_axis(ndarray::Axis(0)).expect("rows");
+    let scale = whole.x.std_axis(ndarray::Axis(0), 0.0);
+    let z = (&whole.x - &mean) / &scale;
+    let mut columns: Vec<ndarray::Array1<f64>> =
+        z.columns().into_iter().map(|c| c.to_owned()).collect();
+    for j in 0..features {
+        columns.push(z.column(j).mapv(|v| v * v));
+    }
+    for j in 0..features - 1 {
+        columns.push(&z.column(j) * &z.column(j + 1));
+    }
+    let views: Vec<_> = columns.iter().map(|c| c.view()).collect();
+    let expanded = privlogit::data::Dataset {
+        source: "breast_cancer-90".into(),
+        names: (0..columns.len()).map(|j| format!("f{j}")).collect(),
+        x: ndarray::stack(ndarray::Axis(1), &views).expect("same rows"),
+        y: whole.y.clone(),
+    };
+    let parts = partition::split_contiguous(&expanded, 3).expect("split");
+    fit::prepare(
+        parts,
+        Preparation {
+            standardize: true,
+            intercept: true,
+        },
+    )
+    .expect("prepares")
+    .parties
+}
+
+/// Accelerated PrivLogit under masked arithmetic, unseeded (every run draws its own masks), on
+/// [`breast_cancer_90`]: at the paper's rule each secure run takes the plaintext run's
+/// iterations and equals its coefficients to 1e-9, and a gradient-norm stop at 1e-8 takes the
+/// plaintext iterations (the issue asks at most twice; Local only, for time). Before the Paillier values had their own
+/// 60 fractional bits (46, the circuit format's), the same runs were 6e-7 to 9e-6 apart and a
+/// 1e-8 gradient stop was not reached (the Nodes' rounding of `g_i/N` set a floor above it).
+#[test]
+fn accelerated_secure_runs_follow_plaintext_on_ill_conditioned_data() {
+    let parties = breast_cancer_90();
+    assert_eq!(parties[0].columns(), 90);
+    let accel = Optimizer::AcceleratedPrivLogit { memory: 5 };
+    let key = key();
+    let paper = FitOptions::new().lambda(1.0).relative_tolerance(1e-6);
+    let gradient = FitOptions::new()
+        .lambda(1.0)
+        .relative_tolerance(0.0)
+        .gradient_tolerance(Some(1e-8));
+    // Hessian to the gradient stop takes as long as the rest together: Local only there (the
+    // README's measurement covers both, three runs each).
+    let both = [Protocol::Local, Protocol::Hessian];
+    for (options, tolerance, rule, protocols) in [
+        (&paper, 1e-9, "relative change 1e-6", &both[..]),
+        (&gradient, 1e-8, "gradient 1e-8", &both[..1]),
+    ] {
+        let plain = accel
+            .fit(
+                &mut PlaintextAggregation::new(&parties),
+                options,
+                &mut |_| {},
+            )
+            .expect("plaintext fit");
+        assert_eq!(
+            plain.status,
+            privlogit::protocols::Status::Converged,
+            "{rule}"
+        );
+        for &protocol in protocols {
+            let secure = inprocess::run(
+                &parties,
+                &key.secret,
+                format(),
+                LinearAlgebra::Masked,
+                protocol,
+                accel,
+                options,
+                &mut |_| {},
+                None,
+            )
+            .expect("secure fit");
+            let diff = max_abs_diff(&plain.beta, &secure.fit.beta);
+            eprintln!(
+                "{rule}, {protocol:?}: {} iterations (plaintext {}), max abs diff {diff:.2e}",
+                secure.fit.iterations, plain.iterations
+            );
+            assert_eq!(secure.fit.status, plain.status, "{rule} {protocol:?}");
+            assert_eq!(
+                secure.fit.iterations, plain.iterations,
+                "{rule} {protocol:?}"
+            );
+            assert!(diff <= tolerance, "{rule} {protocol:?}: {diff:e}");
         }
     }
 }

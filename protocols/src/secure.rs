@@ -37,7 +37,9 @@ use privlogit_circuits::fixed::FixedFormat;
 
 use crate::paillier::{Packing, PaillierError, PublicKey};
 
-/// The default fixed-point format of secure studies: 64-bit words with 46 fractional bits.
+/// The default fixed-point format of secure studies' circuits: 64-bit words with 46 fractional
+/// bits (the Nodes' values and the masked method use [`PAILLIER_FRAC`]; the figures below are
+/// from when they used the format's).
 ///
 /// With the circuits' general default (32 fractional bits) accelerated PrivLogit drifts from the
 /// plaintext run (5e-3 on breast_cancer: Anderson extrapolation amplifies the first step's 1e-7
@@ -48,6 +50,16 @@ pub const DEFAULT_FORMAT: FixedFormat = match FixedFormat::new(64, 46) {
     Ok(f) => f,
     Err(_) => panic!("a valid format"),
 };
+
+/// Fractional bits of Paillier values under the masked method (the default).
+///
+/// The Center's steps cannot be more precise than the Nodes' rounding of `g_i/N`, which the
+/// step multiplies by `(B/N)^-1`: at the circuit format's 46 bits that floor (about 1e-11 on a
+/// 90-coefficient study) and the masked inverse's rounding (5e-11 relative) made accelerated
+/// secure runs part from the plaintext run by up to 1e-5 and miss a 1e-8 gradient stop. At 60
+/// bits a Node's f64 values of magnitude at least 2^-7 are encoded exactly; slots grow by 14
+/// bits (the one-time bound packing holds about a tenth fewer values per ciphertext).
+pub const PAILLIER_FRAC: u32 = 60;
 
 /// Largest number of coefficients a request may claim.
 pub const MAX_DIMENSION: usize = 1024;
@@ -64,8 +76,14 @@ pub struct SecureConfig {
     pub parties: usize,
     /// Number of coefficients.
     pub dimension: usize,
-    /// Fixed-point format of the garbled circuits (Paillier values use its fractional bits).
+    /// Fixed-point format of the garbled circuits (the circuit method's words; its integer
+    /// bits also fix [`Self::value_bits`]).
     pub format: FixedFormat,
+    /// Fractional bits of every value under Paillier encryption (the Nodes' sums, the masked
+    /// engine's shares, the Center's terms): the format's under the circuit method, whose
+    /// circuits take those values as words; [`PAILLIER_FRAC`] under the masked method, whose
+    /// integers have no word size.
+    pub frac: u32,
     /// Every value a Node encrypts (entries of `B_i/N`, `g_i/N`, `l_i/N`) must be below
     /// `2^value_bits` in magnitude; a Node refuses to send anything larger. Public, because
     /// mask and slot widths follow from it.
@@ -87,9 +105,32 @@ impl SecureConfig {
             parties,
             dimension,
             format,
+            frac: format.frac(),
             value_bits: integer_bits.saturating_sub(bits_for(parties as u64 + 1)),
             max_rows: 1 << 40,
             center_terms: 1,
+        }
+    }
+
+    /// The same study with Paillier values at `frac` fractional bits (the masked method; the
+    /// Node values' integer range stays the format's).
+    pub fn with_frac(mut self, frac: u32) -> Self {
+        self.frac = frac;
+        self
+    }
+
+    /// Refuses the circuit method unless Paillier values are at the circuit format's
+    /// fractional bits (its circuits take them as words).
+    pub fn check_circuit_scale(&self) -> Result<(), SecureError> {
+        if self.frac == self.format.frac() {
+            Ok(())
+        } else {
+            Err(SecureError::Protocol(format!(
+                "the circuit method needs Paillier values at the circuit format's {} \
+                 fractional bits, the study has {}",
+                self.format.frac(),
+                self.frac
+            )))
         }
     }
 
@@ -116,7 +157,7 @@ impl SecureConfig {
     /// Slots for the Hessian bound: a sum over the Nodes plus the penalty, then a mask of
     /// `sigma` more bits.
     pub fn bound_packing(&self, key: &PublicKey) -> Result<Packing, PaillierError> {
-        Packing::new(key, self.sum_bits(self.format.frac()) + gc::SIGMA + 3)
+        Packing::new(key, self.sum_bits(self.frac) + gc::SIGMA + 3)
     }
 
     /// Slots for `Enc((B/N)^-1)` sent to the Nodes: entries below `2^entry_bits` that the key
@@ -131,7 +172,7 @@ impl SecureConfig {
         entry_bits: u32,
         masked_bits: u32,
     ) -> Result<Packing, PaillierError> {
-        let products = entry_bits + bits_for(d as u64) + self.sum_bits(self.format.frac());
+        let products = entry_bits + bits_for(d as u64) + self.sum_bits(self.frac);
         Packing::new(key, (masked_bits + 2).max(products + gc::SIGMA + 2))
     }
 }

@@ -43,7 +43,7 @@ pub enum Protocol {
 /// The aggregator's view of an aggregated gradient.
 #[derive(Debug, Clone)]
 pub struct SecureGradient {
-    /// `Enc(g/N)`, unpacked, at the format's fractional bits.
+    /// `Enc(g/N)`, unpacked, at the study's Paillier fractional bits.
     gradient: EncryptedVector,
     /// PrivLogit-Local: `Enc((B/N)^-1 g/N)` at twice the fractional bits.
     step: Option<EncryptedVector>,
@@ -387,7 +387,7 @@ impl<C: Channel> SecureAggregation<C> {
         gradient: &EncryptedVector,
         tolerance: f64,
     ) -> Result<bool, SecureError> {
-        let frac = self.config.format.frac();
+        let frac = self.config.frac;
         if gradient.scale() != frac {
             return Err(SecureError::Protocol(format!(
                 "the gradient is at {} fractional bits, the test expects {frac}",
@@ -447,7 +447,7 @@ impl<C: Channel> SecureAggregation<C> {
         r.end().map_err(at)?;
         Shape {
             len: d,
-            scale: self.config.format.frac(),
+            scale: self.config.frac,
             bound: release::share_bound(&self.config),
             packing: crate::paillier::Packing::unpacked(&self.key),
         }
@@ -612,7 +612,7 @@ impl<C: Channel> SecureAggregation<C> {
             EncryptedVector::sum(&self.key, &parts.iter().map(|p| &p[k]).collect::<Vec<_>>())
         };
         let n = self.rows as f64;
-        let frac = self.config.format.frac();
+        let frac = self.config.frac;
         // The Center's penalty terms (eq. 2.10, 2.12; public, centred when the penalty has a
         // centre), divided by N like everything else.
         let penalty_objective = penalty.objective(beta);
@@ -682,7 +682,7 @@ impl<C: Channel> SecureAggregation<C> {
                 lower.len()
             )));
         }
-        let diagonal = Self::fixed(lambda / self.rows as f64, self.config.format.frac())?.value;
+        let diagonal = Self::fixed(lambda / self.rows as f64, self.config.frac)?.value;
         let mut penalty = Vec::with_capacity(lower.len());
         for i in 0..d {
             for j in 0..=i {
@@ -877,7 +877,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         rule: &StoppingRule,
     ) -> Result<bool, SecureError> {
         // |current - previous| < tol |previous|, both sides at three times the fractional bits.
-        let frac = self.config.format.frac();
+        let frac = self.config.frac;
         let change = self.rescale(&self.difference(current, previous)?, 2 * frac, 3 * frac)?;
         let threshold =
             previous.mul_scalar(&self.key, &Self::fixed(rule.relative_tolerance, frac)?)?;
@@ -896,7 +896,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         base: &EncryptedVector,
         slack: f64,
     ) -> Result<bool, SecureError> {
-        let frac = self.config.format.frac();
+        let frac = self.config.frac;
         let change = self.rescale(&self.difference(candidate, base)?, 2 * frac, 3 * frac)?;
         let allowance = base.mul_scalar(&self.key, &Self::fixed(slack, frac)?)?;
         self.compare(Comparison::NonNegativeWithSlack, &change, &allowance)
@@ -912,7 +912,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     ) -> Result<bool, SecureError> {
         // (candidate - base - 1/2 step^T g_base) / N + slack >= 0 (everything is divided by N
         // here), at twice the fractional bits.
-        let frac = self.config.format.frac();
+        let frac = self.config.frac;
         let half_step: Vec<Fixed> = step
             .iter()
             .map(|s| Self::fixed(0.5 * s, frac))

@@ -308,6 +308,7 @@ pub fn serve<C: Channel>(
                 .map_err(at("replying"))?;
             }
             Step::Factor => {
+                config.check_circuit_scale()?;
                 let d = r.u64().map_err(bad)?;
                 let local = r.u64().map_err(at("reading a request"))? == 1;
                 let masked = r.u64().map_err(at("reading a request"))?;

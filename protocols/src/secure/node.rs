@@ -151,7 +151,7 @@ pub fn serve<C: Channel>(
     let mut stats = NodeStats::default();
     let mut busy_seconds = 0.0;
     let noise = DjnNoise::new(key, &mut rand::rng());
-    let frac = config.format.frac();
+    let frac = config.frac;
     let mut n_total: Option<f64> = None;
     let mut inverse: Option<EncryptedMatrix> = None;
     let at = |step| move |e| SecureError::io(format!("Node, {step}"), e);

@@ -118,7 +118,7 @@ pub fn encrypt_share<S: NoiseSource>(
     rows: usize,
     source: &S,
 ) -> Result<EncryptedVector, SecureError> {
-    let frac = config.format.frac();
+    let frac = config.frac;
     let bound = share_bound(config);
     let values = draw
         .noise
@@ -144,7 +144,7 @@ pub fn encrypt_share<S: NoiseSource>(
 
 /// The public bound of one server's share: half of a Node value's.
 pub fn share_bound(config: &SecureConfig) -> num_bigint::BigUint {
-    pow2(config.value_bits - 1 + config.format.frac())
+    pow2(config.value_bits - 1 + config.frac)
 }
 
 /// The study's gradient tolerance when the plan sets none: `||grad J|| <= 1e-8 (lambda +

@@ -92,8 +92,8 @@ impl SecureConfig {
         let d = self.dimension;
         Ok(Shape {
             len: d * (d + 1) / 2,
-            scale: self.format.frac(),
-            bound: self.value_bound(self.format.frac()),
+            scale: self.frac,
+            bound: self.value_bound(self.frac),
             packing: self.bound_packing(key)?,
         })
     }
@@ -102,15 +102,15 @@ impl SecureConfig {
     pub fn gradient_shape(&self, key: &PublicKey) -> Shape {
         Shape {
             len: self.dimension,
-            scale: self.format.frac(),
-            bound: self.value_bound(self.format.frac()),
+            scale: self.frac,
+            bound: self.value_bound(self.frac),
             packing: Packing::unpacked(key),
         }
     }
 
     /// `Enc(l_i/N)`: one value at twice the fractional bits.
     pub fn objective_shape(&self, key: &PublicKey) -> Shape {
-        let scale = 2 * self.format.frac();
+        let scale = 2 * self.frac;
         Shape {
             len: 1,
             scale,
@@ -145,7 +145,7 @@ impl SecureConfig {
             .map(EncryptedVector::slot_bound)
             .max()
             .expect("non-empty");
-        let frac = self.format.frac();
+        let frac = self.frac;
         Ok(Shape {
             len: inverse.rows(),
             scale: first.scale() + frac,

@@ -151,7 +151,7 @@ pub const STEP_TOLERANCE: f64 = 1e-7;
 /// its step (and so the model) would be noise in some direction (collinear columns, a tiny
 /// penalty), where the plaintext run is itself ill-determined.
 pub fn largest_inverse_norm(config: &SecureConfig) -> f64 {
-    let per_entry = config.terms() as f64 * f64::from(config.format.frac() + 1).exp2().recip();
+    let per_entry = config.terms() as f64 * f64::from(config.frac + 1).exp2().recip();
     STEP_TOLERANCE / (per_entry * (config.dimension as f64).sqrt())
 }
 
@@ -164,7 +164,7 @@ impl Solver {
     /// A solver using `method` in the study `config` under `key`.
     pub fn new(method: LinearAlgebra, key: &PublicKey, config: &SecureConfig) -> Self {
         let engine = (method == LinearAlgebra::Masked)
-            .then(|| MaskedEngine::new(key, config.session, config.format.frac()));
+            .then(|| MaskedEngine::new(key, config.session, config.frac));
         Self {
             method,
             engine,
@@ -414,6 +414,7 @@ fn circuit_factor<C: Channel>(
     lower: &EncryptedVector,
     local: bool,
 ) -> Result<(Matrix<u128>, Option<EncryptedMatrix>), SecureError> {
+    config.check_circuit_scale()?;
     let d = config.dimension;
     let format = config.format;
     let (masked, masks, width) = gc::mask(key, lower, lower.slot_bound().bits(), &gc.noise)?;

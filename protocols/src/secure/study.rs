@@ -58,6 +58,15 @@ pub struct StudyPlan {
 }
 
 impl StudyPlan {
+    /// Fractional bits of the study's Paillier values: [`super::PAILLIER_FRAC`] under the masked
+    /// method, the circuit format's under the circuit method.
+    pub fn paillier_frac(&self) -> u32 {
+        match self.linear_algebra {
+            LinearAlgebra::Masked => super::PAILLIER_FRAC,
+            LinearAlgebra::Circuit => self.format.frac(),
+        }
+    }
+
     /// Checks that the optimiser fits the protocol.
     pub fn validate(&self) -> Result<(), SecureError> {
         let newton = matches!(self.optimizer, Optimizer::Newton);
@@ -332,7 +341,7 @@ pub struct Continuity<'a> {
 pub fn plan_digest(plan: &StudyPlan) -> [u8; 32] {
     let o = &plan.options;
     let text = format!(
-        "privlogit plan v1|{:?}|{:?}|{}|{}|{:?}|{}|{:?}|{}/{}|{}|{}|{}|{}|{}",
+        "privlogit plan v2|{:?}|{:?}|{}|{}|{:?}|{}|{:?}|{}/{}|{}|{}|{}|{}|{}",
         plan.protocol,
         plan.optimizer,
         o.lambda.to_bits(),
@@ -453,6 +462,7 @@ pub fn run_aggregator<C: Channel>(
     };
     let mut config = SecureConfig::new(session, plan.parties, dimension, plan.format);
     config.parties = nodes.len();
+    config = config.with_frac(plan.paillier_frac());
     // The key holder learns the plan's public shape, from which it fixes what it will
     // decrypt outside circuits ([`DecryptionBudget`]); a resumed study names its key.
     let resumed_key = from.as_ref().map(|f| key_digest(&f.key).to_vec());
@@ -674,6 +684,7 @@ fn write_parameters(config: &SecureConfig, intercept: bool, release: Option<Rele
         .u64(config.dimension as u64)
         .u64(u64::from(config.format.width()))
         .u64(u64::from(config.format.frac()))
+        .u64(u64::from(config.frac))
         .u64(u64::from(intercept));
     Release::write(w, release)
 }
@@ -686,13 +697,19 @@ fn read_parameters(r: &mut Reader<'_>) -> std::io::Result<(SecureConfig, bool, O
     let dimension = r.u64()? as usize;
     let width = u32::try_from(r.u64()?).map_err(|_| bad("format width"))?;
     let frac = u32::try_from(r.u64()?).map_err(|_| bad("format fraction"))?;
+    let paillier_frac = u32::try_from(r.u64()?).map_err(|_| bad("Paillier fraction"))?;
     let intercept = r.u64()? == 1;
     let release = Release::read(r)?;
     let format = FixedFormat::new(width, frac).map_err(|_| bad("fixed-point format"))?;
     if parties == 0 || parties > 10_000 || dimension == 0 || dimension > super::MAX_DIMENSION {
         return Err(bad("study parameters out of range"));
     }
-    let config = SecureConfig::new(session, parties, dimension, format);
+    if paillier_frac != frac && paillier_frac != super::PAILLIER_FRAC {
+        return Err(bad(
+            "Paillier fractional bits neither the format's nor the masked method's",
+        ));
+    }
+    let config = SecureConfig::new(session, parties, dimension, format).with_frac(paillier_frac);
     let config = match release {
         Some(_) => config.with_noise_term(),
         None => config,

@@ -28,7 +28,7 @@ use privlogit::protocols::secure::keyholder::{self, KeyholderStats};
 use privlogit::protocols::secure::masked::linalg as masked_linalg;
 use privlogit::protocols::secure::solver::{self, LinearAlgebra, Solver};
 use privlogit::protocols::secure::wire::{self, Step};
-use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureConfig, SecureError};
+use privlogit::protocols::secure::{DEFAULT_FORMAT, PAILLIER_FRAC, SecureConfig, SecureError};
 use privlogit_circuits::backend::{Bit, Builder, Plain, Word};
 use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_circuits::session::EvaluatorSession;
@@ -113,7 +113,10 @@ struct Row {
 struct Report {
     machine: String,
     key_bits: u32,
-    fractional_bits: u32,
+    /// Fractional bits of the circuit method's words.
+    circuit_fractional_bits: u32,
+    /// Fractional bits of the masked method's integers.
+    masked_fractional_bits: u32,
     rows: u64,
     lambda: f64,
     results: Vec<Row>,
@@ -185,7 +188,8 @@ pub fn run(args: LinalgBenchArgs) -> Result<Outcome> {
     let report = Report {
         machine: machine(),
         key_bits: args.key_bits,
-        fractional_bits: DEFAULT_FORMAT.frac(),
+        circuit_fractional_bits: DEFAULT_FORMAT.frac(),
+        masked_fractional_bits: PAILLIER_FRAC,
         rows: args.rows,
         lambda: args.lambda,
         results,
@@ -202,9 +206,14 @@ fn table(report: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Secure linear algebra, {}-bit Paillier, {} fractional bits, bounds of a study of N = {} \
-         rows with lambda = {}; {}",
-        report.key_bits, report.fractional_bits, report.rows, report.lambda, report.machine
+        "Secure linear algebra, {}-bit Paillier, {} fractional bits (circuit) and {} (masked), \
+         bounds of a study of N = {} rows with lambda = {}; {}",
+        report.key_bits,
+        report.circuit_fractional_bits,
+        report.masked_fractional_bits,
+        report.rows,
+        report.lambda,
+        report.machine
     );
     let _ = writeln!(
         s,
@@ -275,7 +284,11 @@ fn time_one(
     let d = a.nrows();
     let key = secret.public_key();
     let config = SecureConfig::new(0x6c69_6e61, args.parties, d, DEFAULT_FORMAT);
-    let frac = config.format.frac();
+    let config = match method {
+        LinearAlgebra::Masked => config.with_frac(PAILLIER_FRAC),
+        LinearAlgebra::Circuit => config,
+    };
+    let frac = config.frac;
     // The bound as the aggregator holds it after summing the Nodes' (penalty included).
     let values = lower_fixed(a, frac)?;
     let bound = (BigUint::from(args.parties + 1)) << (config.value_bits + frac);

@@ -264,10 +264,12 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} rows x {} features (+ intercept), {} parties, 2048-bit Paillier, fixed point {}/{}",
+        "{} rows x {} features (+ intercept), {} parties, 2048-bit Paillier, values at {} \
+         fractional bits (masked method), circuits {}/{}",
         args.rows,
         args.features,
         args.parties,
+        privlogit::protocols::secure::PAILLIER_FRAC,
         DEFAULT_FORMAT.width(),
         DEFAULT_FORMAT.frac()
     );

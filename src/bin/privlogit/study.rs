@@ -453,11 +453,13 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
         }
     };
     say(&format!(
-        "secure study: {} Nodes, protocol {:?}, optimizer {}, {}-bit Paillier key, fixed point {}/{}",
+        "secure study: {} Nodes, protocol {:?}, optimizer {}, {}-bit Paillier key, values at {} \
+         fractional bits, circuits {}/{}",
         datasets.len(),
         plan.protocol,
         plan.optimizer,
         plan.key_bits,
+        plan.paillier_frac(),
         plan.format.width(),
         plan.format.frac()
     ));
