@@ -14,8 +14,6 @@ pub mod partition;
 pub mod standardize;
 pub mod stream;
 
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
@@ -64,6 +62,13 @@ impl Dataset {
         }
     }
 
+    /// Refuses what a file's loader would have refused: a label not 0 or 1, a feature that is
+    /// NaN or infinite ([`DataError::BadValue`], naming the first such row and column). Data
+    /// read from files has passed this already; rows handed over in memory have not.
+    pub fn check_values(&self) -> Result<(), DataError> {
+        self.view().check_values()
+    }
+
     /// The rows at `indices`, in that order, as a new dataset named `source`.
     pub fn select_rows(&self, indices: &[usize], source: String) -> Dataset {
         Dataset {
@@ -73,6 +78,41 @@ impl Dataset {
             y: self.y.select(ndarray::Axis(0), indices),
         }
     }
+}
+
+impl DatasetView<'_> {
+    /// [`Dataset::check_values`] for borrowed rows.
+    pub fn check_values(&self) -> Result<(), DataError> {
+        check_values(self.source, self.names, self.x, self.y)
+    }
+}
+
+/// [`Dataset::check_values`] for a design `x` and labels `y` of `source` (column `j` named
+/// `names[j]` when there is one). Rows are 1-based.
+pub fn check_values(
+    source: &str,
+    names: &[String],
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+) -> Result<(), DataError> {
+    let bad = |row: usize, what: String| DataError::BadValue {
+        source_name: source.to_string(),
+        row: row + 1,
+        what,
+    };
+    if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| **v != 0.0 && **v != 1.0) {
+        return Err(bad(i, format!("label {v} is not 0 or 1")));
+    }
+    for (i, row) in x.rows().into_iter().enumerate() {
+        if let Some((j, v)) = row.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            let column = match names.get(j) {
+                Some(name) => format!("column {} ({name:?})", j + 1),
+                None => format!("column {}", j + 1),
+            };
+            return Err(bad(i, format!("{column}: {v} is not a finite number")));
+        }
+    }
+    Ok(())
 }
 
 /// Which columns to read, and how.
@@ -244,6 +284,18 @@ pub enum DataError {
         /// The cell as written.
         value: String,
     },
+    /// A value handed over in memory (a numpy array, a Rust matrix) that a file would have
+    /// been refused for: a label not 0 or 1, or a feature that is not a finite number. Rows
+    /// and columns are 1-based, as in a file.
+    #[error("{source_name}: row {row}, {what}")]
+    BadValue {
+        /// Whose rows (for example "party 2" or "X").
+        source_name: String,
+        /// 1-based row.
+        row: usize,
+        /// What is wrong, naming the column.
+        what: String,
+    },
     /// The CSV parser failed (for example on invalid UTF-8).
     #[error("{path}:{line}:1: {message}")]
     Syntax {
@@ -275,6 +327,14 @@ pub enum DataError {
     /// A binary table is malformed.
     #[error("{path}: not a valid privlogit binary table: {reason}")]
     Binary {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A Parquet file cannot be read (its structure, a codec not built in, a column type).
+    #[error("{path}: not a readable Parquet file: {reason}")]
+    Parquet {
         /// The file.
         path: PathBuf,
         /// What is wrong.
@@ -325,32 +385,49 @@ pub enum DataError {
     InterceptClash,
 }
 
-/// Loads a table from `path`, CSV or privlogit binary (recognised by its magic bytes).
+/// Loads a table from `path`: a privlogit binary table or a Parquet file (recognised by their
+/// magic bytes), otherwise CSV. Every command and the Python package load through here or
+/// through [`stream::open`], which read the same formats.
 pub fn load(path: &Path, options: &LoadOptions) -> Result<Table, DataError> {
-    let mut magic = [0u8; binary::MAGIC.len()];
-    let is_binary = {
-        let mut file = File::open(path).map_err(|source| DataError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let mut read = 0;
-        while read < magic.len() {
-            match file.read(&mut magic[read..]) {
-                Ok(0) => break,
-                Ok(n) => read += n,
-                Err(source) => {
-                    return Err(DataError::Io {
-                        path: path.to_path_buf(),
-                        source,
-                    });
-                }
+    match stream::sniff(path)? {
+        stream::Format::Binary => binary::read(path, options),
+        stream::Format::Parquet => {
+            if let Some(group) = &options.group {
+                return Err(DataError::BinaryUnsupported {
+                    path: path.to_path_buf(),
+                    what: format!("group column {group:?} in a Parquet file"),
+                    hint: "split the file by group first",
+                });
             }
+            let rows = stream::ParquetRows::open(path, options)?;
+            Ok(Table {
+                data: collect_rows(&rows)?,
+                groups: None,
+            })
         }
-        read == magic.len() && magic == binary::MAGIC
-    };
-    if is_binary {
-        binary::read(path, options)
-    } else {
-        csv::read(path, options)
+        stream::Format::Csv => csv::read(path, options),
     }
+}
+
+/// Every row of a streamed source, in memory.
+fn collect_rows(source: &dyn privlogit_protocols::rows::RowSource) -> Result<Dataset, DataError> {
+    let (n, p) = (source.rows(), source.columns());
+    let mut x = Vec::with_capacity(n * p);
+    let mut y = Vec::with_capacity(n);
+    source
+        .scan(&mut |chunk, labels| {
+            x.extend(chunk.iter());
+            y.extend(labels.iter());
+            Ok(())
+        })
+        .map_err(|e| DataError::Parquet {
+            path: PathBuf::from(source.describe()),
+            reason: e.to_string(),
+        })?;
+    Ok(Dataset {
+        source: source.describe(),
+        names: source.names(),
+        x: Array2::from_shape_vec((y.len(), p), x).expect("chunks of p columns"),
+        y: Array1::from(y),
+    })
 }

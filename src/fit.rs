@@ -124,7 +124,8 @@ fn check_parties(parties: &[DatasetView<'_>]) -> Result<(), DataError> {
             reason: "no parties given".to_string(),
         });
     }
-    check_agreement(parties)
+    check_agreement(parties)?;
+    parties.iter().try_for_each(DatasetView::check_values)
 }
 
 /// A fit with its scores on the pooled training rows.

@@ -2,7 +2,7 @@
 //!
 //! This crate holds what sits above the protocols: data loading and partitioning
 //! ([`data`]), simulated data ([`synthetic`]), metrics ([`metrics`]), the plaintext
-//! distributed fit pipeline ([`fit`]), safe result writing ([`output`]) and figures
+//! distributed fit pipeline ([`fit`]), fitted models in raw units ([`model`]), safe result writing ([`output`]) and figures
 //! ([`figures`], SVG and PNG through plotters), differential privacy ([`dp`]) and the pipelines
 //! that join it with secure fitting ([`hybrid`]). The optimisers and
 //! the aggregation backends live in [`privlogit_protocols`], re-exported as [`protocols`].
@@ -27,6 +27,7 @@ pub mod figures;
 pub mod fit;
 pub mod hybrid;
 pub mod metrics;
+pub mod model;
 pub mod output;
 pub mod pca;
 pub mod synthetic;

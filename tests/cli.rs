@@ -668,3 +668,170 @@ fn fit_with_a_centred_penalty() {
         assert!(stderr(&out).contains(want), "{}", stderr(&out));
     }
 }
+
+/// A negative number is a value, not a flag, in every command: `study --lambda -1` reaches the
+/// penalty's check (it was "unexpected argument '-1'" while `fit` checked it).
+#[test]
+fn negative_numbers_reach_their_checks() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/demo/hospital_a.csv");
+    for command in ["fit", "study"] {
+        let out = privlogit(&[
+            command,
+            "--party",
+            s(&demo),
+            "--label",
+            "label",
+            "--lambda",
+            "-1",
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        assert!(!err.contains("unexpected argument"), "{command}: {err}");
+        assert!(err.contains("lambda"), "{command}: {err}");
+    }
+}
+
+/// A standardised secure study's JSON carries the pooled statistics and the model in raw units
+/// (`raw_model`), so that it applies to raw rows: its predictions on the demo's raw rows equal
+/// the plaintext `fit`'s (both to a gradient norm of 1e-8) and the hand-standardised
+/// computation from its own `standardization`.
+#[test]
+fn a_standardised_secure_model_applies_to_raw_rows() {
+    use privlogit::data::{self, LoadOptions};
+    use privlogit::model::Model;
+    let demo =
+        |h: &str| Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("data/demo/hospital_{h}.csv"));
+    let (a, b, c) = (demo("a"), demo("b"), demo("c"));
+    let stop = [
+        "--standardize",
+        "--tol",
+        "0",
+        "--gradient-tol",
+        "1e-8",
+        "--json",
+        "--quiet",
+    ];
+    let mut study = vec![
+        "study",
+        "--party",
+        s(&a),
+        "--party",
+        s(&b),
+        "--party",
+        s(&c),
+        "--label",
+        "label",
+        "--accelerate",
+    ];
+    study.extend(stop);
+    let mut fit = vec![
+        "fit",
+        "--party",
+        s(&a),
+        s(&b),
+        s(&c),
+        "--label",
+        "label",
+        "--optimizer",
+        "privlogit-accel",
+    ];
+    fit.extend(stop);
+    let (study, fit) = (privlogit(&study), privlogit(&fit));
+    assert!(study.status.success(), "{}", stderr(&study));
+    assert!(fit.status.success(), "{}", stderr(&fit));
+    assert!(
+        !stderr(&study).contains("stopped after"),
+        "{}",
+        stderr(&study)
+    );
+    let study: serde_json::Value = serde_json::from_slice(&study.stdout).expect("json");
+    let fit: serde_json::Value = serde_json::from_slice(&fit.stdout).expect("json");
+    let secure = Model::from_output(&study).expect("a model");
+    let reported: Model = serde_json::from_value(study["raw_model"].clone()).expect("raw_model");
+    // Equal up to JSON's float round trip (serde_json may read the last bit differently).
+    assert_eq!(secure.features, reported.features);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-14 * a.abs().max(1.0);
+    assert!(close(secure.intercept, reported.intercept));
+    assert!(
+        secure
+            .weights
+            .iter()
+            .zip(&reported.weights)
+            .all(|(a, b)| close(*a, *b))
+    );
+    let plain = Model::from_output(&fit).expect("a model");
+    let rows = data::load(&a, &LoadOptions::new("label"))
+        .expect("loads")
+        .data;
+    let (p, q) = (
+        secure.predict_proba(rows.x.view()).expect("scores"),
+        plain.predict_proba(rows.x.view()).expect("scores"),
+    );
+    let gap = (&p - &q).mapv(f64::abs).fold(0.0, |m: f64, v| m.max(*v));
+    assert!(gap < 1e-6, "{gap:e}");
+    let st = &study["standardization"];
+    let means: Vec<f64> = serde_json::from_value(st["means"].clone()).expect("means");
+    let scales: Vec<f64> = serde_json::from_value(st["scales"].clone()).expect("scales");
+    let beta: Vec<f64> =
+        serde_json::from_value(study["coefficients"].clone()).expect("coefficients");
+    for (row, got) in rows.x.rows().into_iter().zip(&p) {
+        let logit = beta[0]
+            + row
+                .iter()
+                .enumerate()
+                .map(|(j, x)| beta[j + 1] * (x - means[j]) / scales[j])
+                .sum::<f64>();
+        assert!((got - 1.0 / (1.0 + (-logit).exp())).abs() < 1e-12);
+    }
+}
+
+/// `fit` and `dp fit` read Parquet (they could not before: "CSV parse error ... invalid
+/// utf-8"), and a study whose files' columns differ is refused naming the files, not "Node 2".
+#[test]
+fn parquet_in_every_command_and_columns_named_by_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let parquet = root.join("tests/fixtures/hospital_a_zstd.parquet");
+    let csv = root.join("data/demo/hospital_a.csv");
+    let from = |file: &Path| {
+        let out = privlogit(&["fit", "--party", s(file), "--label", "label", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["coefficients"].clone()
+    };
+    assert_eq!(from(&parquet), from(&csv));
+    let out = privlogit(&[
+        "dp",
+        "fit",
+        "--method",
+        "plr",
+        "--data",
+        s(&parquet),
+        "--label",
+        "label",
+        "--epsilon",
+        "1",
+        "--seed",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let dir = Scratch::new("columns-differ");
+    let one = dir.file("one.csv", "a,b,y\n1,2,0\n3,4,1\n5,1,0\n2,2,1\n");
+    let two = dir.file("two.csv", "a,c,y\n1,2,0\n3,4,1\n5,1,0\n2,2,1\n");
+    let out = privlogit(&[
+        "study",
+        "--party",
+        s(&one),
+        "--party",
+        s(&two),
+        "--label",
+        "y",
+        "--quiet",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("two.csv") && err.contains("one.csv") && err.contains("\"c\""),
+        "{err}"
+    );
+}

@@ -160,3 +160,31 @@ fn streamed_files_fit_like_loaded_ones() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Parquet loads whole as it streams (`fit`, `dp fit`, `load` and Python go through
+/// `data::load`, which read only CSV and binary tables before): the same rows as the CSV, with
+/// snappy, zstd (Polars' default), gzip and lz4; a codec not built in (brotli) is named.
+#[test]
+fn parquet_loads_with_the_common_codecs() {
+    use privlogit::data::{self, LoadOptions};
+    let options = LoadOptions::new("label");
+    let csv = data::load(&demo("data/demo/hospital_a.csv"), &options)
+        .expect("loads")
+        .data;
+    for codec in ["", "_zstd", "_gzip", "_lz4"] {
+        let path = demo(&format!("tests/fixtures/hospital_a{codec}.parquet"));
+        let parquet = data::load(&path, &options).expect("loads").data;
+        assert_eq!(parquet.names, csv.names, "{codec}");
+        assert_eq!(parquet.x, csv.x, "{codec}");
+        assert_eq!(parquet.y, csv.y, "{codec}");
+    }
+    let e = data::load(&demo("tests/fixtures/hospital_a_brotli.parquet"), &options)
+        .expect_err("brotli is not built in");
+    let message = e.to_string();
+    assert!(
+        message.contains("hospital_a_brotli.parquet")
+            && message.contains("not a readable Parquet file")
+            && message.to_lowercase().contains("brotli"),
+        "{message}"
+    );
+}

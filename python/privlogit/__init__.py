@@ -7,6 +7,7 @@ estimator. Faults raise `PrivlogitError` (a ValueError) with the command line's 
 its ledger refuses.
 
 - `load`, `fit`, `study`: data files, the plaintext distributed fit, the secure study;
+- `predict_proba`: a fit's or a study's model applied to raw rows;
 - `PrivLogitRegression`: the scikit-learn estimator (needs scikit-learn);
 - `privlogit.dp`: the differentially private methods and the privacy ledger;
 - `privlogit.paillier`: Paillier keys and numbers, interoperable with python-paillier;
@@ -19,7 +20,7 @@ import numpy as np
 from . import _native
 from ._native import BudgetExceeded, DataError, PrivlogitError
 
-__all__ = ["load", "fit", "study", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
+__all__ = ["load", "fit", "study", "predict_proba", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
 
 
 def _as_float64(a, ndim, what):
@@ -65,7 +66,8 @@ def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, sta
     """The secure study in this process: a key holder, an aggregator and one Node per party of
     `parties` (a list of `(X, y)`), a fresh 2048-bit Paillier key, masked linear algebra;
     `protocol` is "local", "hessian" or "newton". Returns a dict: `coef` (numpy), `names`,
-    `n_iter`, `status`, `objective`, `seconds`, `and_gates`, and `cost` (rounds, AND gates of
+    `n_iter`, `status`, `objective`, `seconds`, `and_gates`, with `standardize` the pooled
+    `mean` and `scale` (`predict_proba` applies the model to raw rows), and `cost` (rounds, AND gates of
     each server, bytes between the Center and the Nodes and between the two servers, garbling
     and Paillier seconds, the Center's linear algebra). Same objective as `fit`. With `standardize`,
     the pooled statistics are computed in plaintext here (the `study` command instead
@@ -75,7 +77,22 @@ def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, sta
     out = _native.study_parties(arrays, protocol, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter),
                               None if gradient_tol is None else float(gradient_tol))
     out["coef"] = np.asarray(out["coef"])
+    for key in ("mean", "scale"):
+        if key in out:
+            out[key] = np.asarray(out[key])
     return out
+
+
+def predict_proba(model, X):
+    """P(y = 1) for each row of `X` (raw features, in the model's column order) under `model`,
+    the dict `fit` or `study` returns (or one with `names`, `coef` and, when standardised,
+    `mean` and `scale`): the standardised coefficients are turned into raw units first, as
+    `privlogit study --json` reports them under `raw_model`."""
+    mean, scale = model.get("mean"), model.get("scale")
+    return np.asarray(_native.predict_model(
+        list(model["names"]), [float(c) for c in model["coef"]], _as_float64(X, 2, "X"),
+        None if mean is None else [float(v) for v in mean],
+        None if scale is None else [float(v) for v in scale]))
 
 
 from . import accounting, dp, paillier  # noqa: E402  (they import this module's names)

@@ -12,7 +12,7 @@ _Party = Tuple[_Floats2, _Floats1]
 _Phe = Tuple[str, int]
 
 __all__ = [
-    "fit_parties", "study_parties", "Keypair", "Floats", "load_table", "dp_fit", "dp_dphtl",
+    "fit_parties", "study_parties", "predict_model", "Keypair", "Floats", "load_table", "dp_fit", "dp_dphtl",
     "ledger_total", "ledger_spent", "DpModel", "PrivlogitError", "DataError", "BudgetExceeded",
     "dpstgd", "DeepModel", "basic_composition", "advanced_composition", "amplified",
     "gaussian_rdp", "gaussian_zcdp",
@@ -49,6 +49,13 @@ def study_parties(
     max_iter: int = 10000,
     gradient_tol: Optional[float] = None,
 ) -> dict[str, Any]: ...
+def predict_model(
+    names: Sequence[str],
+    coef: Sequence[float],
+    x: _Floats2,
+    mean: Optional[Sequence[float]] = None,
+    scale: Optional[Sequence[float]] = None,
+) -> list[float]: ...
 
 @final
 class Keypair:

@@ -5,7 +5,7 @@ use ndarray::{Array1, Array2, ArrayView2};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 
-use crate::errors::PrivlogitError;
+use crate::errors::{DataError, PrivlogitError};
 
 /// A copy of a 2-D float64 buffer (for work that runs with the GIL released).
 pub fn matrix(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
@@ -19,6 +19,35 @@ pub fn matrix(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
 pub fn vector(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array1<f64>> {
     len1(buffer, what)?;
     Ok(Array1::from(in_place(buffer).to_vec()))
+}
+
+/// Copies of a feature matrix and its 0/1 labels, refused with `DataError` (naming `what`, the
+/// row and the column) when the lengths differ, a label is not 0 or 1 or a feature is not a
+/// finite number, as a file with them would be.
+pub fn labelled(
+    x: &PyBuffer<f64>,
+    y: &PyBuffer<f64>,
+    what: &str,
+) -> PyResult<(Array2<f64>, Array1<f64>)> {
+    let (x, y) = (matrix(x, &format!("{what} X"))?, vector(y, &format!("{what} y"))?);
+    if x.nrows() != y.len() {
+        return Err(DataError::new_err(format!(
+            "{what}: {} labels for {} rows",
+            y.len(),
+            x.nrows()
+        )));
+    }
+    privlogit::data::check_values(what, &[], x.view(), y.view())
+        .map_err(|e| DataError::new_err(e.to_string()))?;
+    Ok((x, y))
+}
+
+/// A copy of a feature matrix, refused with `DataError` when a value is not a finite number.
+pub fn features(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
+    let x = matrix(buffer, what)?;
+    privlogit::data::check_values(what, &[], x.view(), Array1::<f64>::zeros(0).view())
+        .map_err(|e| DataError::new_err(e.to_string()))?;
+    Ok(x)
 }
 
 /// The rows and columns of a C-contiguous 2-D float64 buffer.

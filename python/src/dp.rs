@@ -17,7 +17,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::buffers::{matrix, vector};
+use crate::buffers::{features, labelled};
 use crate::errors::{BudgetExceeded, PrivlogitError, error};
 
 /// A fitted DP model: its JSON form (as `privlogit dp fit` writes it) and its probabilities.
@@ -56,7 +56,7 @@ impl PyDpModel {
 
     /// P(y = 1) for the rows of `x` (unscaled: each part scales rows as it was fitted).
     fn predict_proba(&self, py: Python<'_>, x: PyBuffer<f64>) -> PyResult<Vec<f64>> {
-        let x = matrix(&x, "X")?;
+        let x = features(&x, "X")?;
         Ok(py.allow_threads(|| self.fitted.scores(x.view()).to_vec()))
     }
 }
@@ -238,9 +238,9 @@ pub fn dp_fit(
         low_fraction: low_fraction.unwrap_or(release::DEFAULT_LOW_FRACTION),
         scaling,
     };
-    let (x, y) = (matrix(&x, "X")?, vector(&y, "y")?);
+    let (x, y) = labelled(&x, &y, "X, y")?;
     let source = match &source {
-        Some((sx, sy)) => Some((matrix(sx, "source X")?, vector(sy, "source y")?)),
+        Some((sx, sy)) => Some(labelled(sx, sy, "source")?),
         None => None,
     };
     let mut spending = Spending::new(ledger.as_deref(), budget)?;
@@ -313,17 +313,14 @@ pub fn dp_dphtl<'py>(
         .iter()
         .enumerate()
         .map(|(k, (sx, sy))| {
-            Ok((
-                format!("source {k}"),
-                matrix(sx, &format!("source {k}: X"))?,
-                vector(sy, &format!("source {k}: y"))?,
-            ))
+            let (x, y) = labelled(sx, sy, &format!("source {k}"))?;
+            Ok((format!("source {k}"), x, y))
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let public = matrix(&public, "public")?;
-    let (x, y) = (matrix(&x, "X")?, vector(&y, "y")?);
+    let public = features(&public, "public")?;
+    let (x, y) = labelled(&x, &y, "X, y")?;
     let unlabelled = match &unlabelled {
-        Some(u) => Some(matrix(u, "unlabelled")?),
+        Some(u) => Some(features(u, "unlabelled")?),
         None => None,
     };
     if let Some(names) = source_datasets.as_ref().filter(|n| n.len() != tables.len()) {
@@ -384,7 +381,7 @@ pub fn dp_dphtl<'py>(
 #[pyfunction]
 pub fn ledger_spent(path: PathBuf, x: PyBuffer<f64>, y: PyBuffer<f64>) -> PyResult<(f64, f64)> {
     let ledger = Ledger::load(&path, None).map_err(ledger_error)?;
-    let (x, y) = (matrix(&x, "X")?, vector(&y, "y")?);
+    let (x, y) = labelled(&x, &y, "X, y")?;
     let print = ledger.key().print_rows(x.view(), y.view());
     let micro = |e: ledger::Epsilon| e.micros() as f64 / 1e6;
     Ok((micro(ledger.total()), micro(ledger.spent_by(&print))))

@@ -127,6 +127,10 @@ fn study_parties<'py>(
     let out = PyDict::new(py);
     out.set_item("coef", report.fit.beta.to_vec())?;
     out.set_item("names", prepared.names.clone())?;
+    if let Some(s) = &prepared.standardizer {
+        out.set_item("mean", s.means.to_vec())?;
+        out.set_item("scale", s.scales.to_vec())?;
+    }
     out.set_item("n_iter", report.fit.iterations)?;
     out.set_item("status", format!("{:?}", report.fit.status))?;
     out.set_item("objective", report.fit.objective)?;
@@ -149,6 +153,41 @@ fn study_parties<'py>(
     cost.set_item("linear_algebra", format!("{:?}", a.linear_algebra))?;
     out.set_item("cost", cost)?;
     Ok(out)
+}
+
+/// `P(y = 1)` for raw rows `x` under the model `coef` named `names` (intercept first when
+/// fitted), found on features standardised by `mean` and `scale` when given: the model in
+/// raw units (`privlogit::model::Model`), as the command line applies it.
+#[pyfunction]
+#[pyo3(signature = (names, coef, x, mean = None, scale = None))]
+fn predict_model(
+    py: Python<'_>,
+    names: Vec<String>,
+    coef: Vec<f64>,
+    x: PyBuffer<f64>,
+    mean: Option<Vec<f64>>,
+    scale: Option<Vec<f64>>,
+) -> PyResult<Vec<f64>> {
+    use privlogit::model::{Model, Standardization};
+    let features: Vec<String> = names
+        .iter()
+        .filter(|n| n.as_str() != privlogit::model::INTERCEPT)
+        .cloned()
+        .collect();
+    let standardization = match (mean, scale) {
+        (Some(means), Some(scales)) => Some(Standardization {
+            names: features,
+            means,
+            scales,
+        }),
+        (None, None) => None,
+        _ => return Err(PrivlogitError::new_err("give both mean and scale, or neither")),
+    };
+    let model = Model::from_fit(&names, &coef, standardization.as_ref()).map_err(error)?;
+    let x = buffers::features(&x, "X")?;
+    py.allow_threads(|| model.predict_proba(x.view()))
+        .map(|p| p.to_vec())
+        .map_err(error)
 }
 
 /// What a fit and a study share: the optimiser by name, the parties prepared (read in place,
@@ -224,7 +263,7 @@ impl<'a> Parties<'a> {
                 }
             })
             .collect();
-        fit::prepare_views(&views, how).map_err(error)
+        fit::prepare_views(&views, how).map_err(|e| DataError::new_err(e.to_string()))
     }
 }
 
@@ -475,6 +514,7 @@ impl PyKeypair {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_parties, m)?)?;
     m.add_function(wrap_pyfunction!(study_parties, m)?)?;
+    m.add_function(wrap_pyfunction!(predict_model, m)?)?;
     m.add_class::<PyKeypair>()?;
     m.add_class::<Floats>()?;
     m.add_function(wrap_pyfunction!(load_table, m)?)?;

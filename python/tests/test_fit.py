@@ -71,6 +71,27 @@ def test_fit_refuses_bad_shapes():
         privlogit.fit([(np.zeros(3), np.zeros(3))])
 
 
+@pytest.mark.parametrize("call", ["fit", "study", "plr"])
+def test_bad_labels_and_values_raise_data_error_not_a_panic(call):
+    # Labels 1/2 panicked inside Rust (PanicException, which `except Exception` misses) in fit
+    # and study, and dp.plr returned a model; NaN reached the optimiser. Each is refused at the
+    # boundary as a file with them would be, naming the row and column.
+    from privlogit import dp
+
+    X, y = standardised_breast_cancer()
+    run = {
+        "fit": lambda X, y: privlogit.fit([(X[:300], y[:300]), (X[300:], y[300:])]),
+        "study": lambda X, y: privlogit.study([(X[:300], y[:300]), (X[300:], y[300:])]),
+        "plr": lambda X, y: dp.plr(X, y, epsilon=1.0, seed=1),
+    }[call]
+    with pytest.raises(privlogit.DataError, match=r"row \d+, label 2 is not 0 or 1"):
+        run(X, y.astype(float) + 1.0)
+    Xn = X.copy()
+    Xn[4, 2] = np.nan
+    with pytest.raises(privlogit.DataError, match=r"row 5, column 3.*NaN is not a finite number"):
+        run(Xn, y.astype(float))
+
+
 def test_study_equals_fit_with_the_same_optimiser():
     # The tolerance, 1e-6; secure Newton tracks plaintext Newton to about 1e-12 in the
     # Rust tests.
@@ -121,3 +142,20 @@ def test_load_hands_numpy_the_memory_without_a_copy():
     X[0, 0] = 5.0  # numpy owns a view of the loaded memory, writable like any array
     assert X[0, 0] == 5.0
 
+
+
+def test_a_secure_standardised_model_applies_to_raw_rows():
+    # The study standardises with pooled statistics; its result carries them, and
+    # predict_proba applies the model to raw rows. Reference: numpy, standardising by hand.
+    X, y = load_breast_cancer(return_X_y=True)
+    parties = [(X[k::3], y[k::3].astype(float)) for k in range(3)]
+    secure = privlogit.study(parties, protocol="local", lam=1.0, standardize=True, tol=0, gradient_tol=1e-8)
+    plain = privlogit.fit(parties, lam=1.0, standardize=True, tol=0, gradient_tol=1e-8)
+    z = (X - secure["mean"]) / secure["scale"]
+    by_hand = 1.0 / (1.0 + np.exp(-(secure["coef"][0] + z @ secure["coef"][1:])))
+    ours = privlogit.predict_proba(secure, X)
+    assert np.max(np.abs(ours - by_hand)) < 1e-12
+    # The secure model's predictions equal the plaintext model's (coefficients within 1e-8 / lambda).
+    assert np.max(np.abs(ours - privlogit.predict_proba(plain, X))) < 1e-6
+    with pytest.raises(privlogit.PrivlogitError, match="columns"):
+        privlogit.predict_proba(secure, X[:, :5])

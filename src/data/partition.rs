@@ -76,16 +76,24 @@ fn split_in_order(
 
 /// Checks that every party has the same feature names in the same order as the first.
 pub fn check_agreement(parties: &[DatasetView<'_>]) -> Result<(), DataError> {
-    let Some(reference) = parties.first() else {
+    let named: Vec<(&str, &[String])> = parties.iter().map(|p| (p.source, p.names)).collect();
+    check_names(&named)
+}
+
+/// [`check_agreement`] on `(source, feature names)` pairs, for rows not in memory (streamed
+/// files): every party's names equal the first's, or the error names both sources and the
+/// first difference.
+pub fn check_names(parties: &[(&str, &[String])]) -> Result<(), DataError> {
+    let Some(&(reference_source, reference)) = parties.first() else {
         return Ok(());
     };
-    for party in &parties[1..] {
+    for &(source, names) in &parties[1..] {
         let mismatch = |difference: String| DataError::FeatureMismatch {
-            party: party.source.to_string(),
-            reference: reference.source.to_string(),
+            party: source.to_string(),
+            reference: reference_source.to_string(),
             difference,
         };
-        for (i, (mine, theirs)) in party.names.iter().zip(reference.names).enumerate() {
+        for (i, (mine, theirs)) in names.iter().zip(reference).enumerate() {
             if mine != theirs {
                 return Err(mismatch(format!(
                     "feature {} is {mine:?} here but {theirs:?} there",
@@ -93,16 +101,16 @@ pub fn check_agreement(parties: &[DatasetView<'_>]) -> Result<(), DataError> {
                 )));
             }
         }
-        if party.names.len() != reference.names.len() {
-            let (longer, n) = if party.names.len() > reference.names.len() {
-                ("here", &party.names[reference.names.len()])
+        if names.len() != reference.len() {
+            let (longer, n) = if names.len() > reference.len() {
+                ("here", &names[reference.len()])
             } else {
-                ("there", &reference.names[party.names.len()])
+                ("there", &reference[names.len()])
             };
             return Err(mismatch(format!(
                 "{} features here, {} there (first extra one, {longer}: {n:?})",
-                party.names.len(),
-                reference.names.len()
+                names.len(),
+                reference.len()
             )));
         }
     }

@@ -35,15 +35,35 @@ pub fn open(path: &Path, options: &LoadOptions) -> Result<Arc<dyn RowSource>, Da
             hint: "split the file by group first",
         });
     }
+    Ok(match sniff(path)? {
+        Format::Binary => Arc::new(BinaryRows::open(path, options)?),
+        Format::Parquet => Arc::new(ParquetRows::open(path, options)?),
+        Format::Csv => Arc::new(CsvRows::open(path, options)?),
+    })
+}
+
+/// The formats a data file may be in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// privlogit's binary table.
+    Binary,
+    /// Apache Parquet.
+    Parquet,
+    /// Anything else is read as CSV.
+    Csv,
+}
+
+/// The format of `path`, by its first bytes.
+pub fn sniff(path: &Path) -> Result<Format, DataError> {
     let mut magic = [0u8; 8];
     let read = read_prefix(path, &mut magic)?;
-    if read == magic.len() && magic == binary::MAGIC {
-        Ok(Arc::new(BinaryRows::open(path, options)?))
+    Ok(if read == magic.len() && magic == binary::MAGIC {
+        Format::Binary
     } else if read >= 4 && magic[..4] == PARQUET_MAGIC {
-        Ok(Arc::new(ParquetRows::open(path, options)?))
+        Format::Parquet
     } else {
-        Ok(Arc::new(CsvRows::open(path, options)?))
-    }
+        Format::Csv
+    })
 }
 
 fn read_prefix(path: &Path, buf: &mut [u8]) -> Result<usize, DataError> {
@@ -272,7 +292,7 @@ impl ParquetRows {
     /// Opens `path`, maps its columns (label by name, excluded ones dropped, every other one a
     /// numeric feature) and checks every value.
     pub fn open(path: &Path, options: &LoadOptions) -> Result<Self, DataError> {
-        let bad = |reason: String| DataError::Binary {
+        let bad = |reason: String| DataError::Parquet {
             path: path.to_path_buf(),
             reason,
         };
@@ -350,9 +370,9 @@ impl ParquetRows {
             path: path.to_path_buf(),
             source,
         })?;
-        SerializedFileReader::new(file).map_err(|e| DataError::Binary {
+        SerializedFileReader::new(file).map_err(|e| DataError::Parquet {
             path: path.to_path_buf(),
-            reason: format!("not a readable Parquet file: {e}"),
+            reason: e.to_string(),
         })
     }
 }

@@ -19,7 +19,7 @@ use crate::Outcome;
 /// Arguments of `privlogit fit`.
 #[derive(Debug, Args)]
 pub struct FitArgs {
-    /// The parties' data files (CSV or privlogit binary), one per party: `--party a.csv b.csv`
+    /// The parties' data files (CSV, privlogit binary or Parquet), one per party: `--party a.csv b.csv`
     /// or `--party a.csv --party b.csv`.
     #[arg(long = "party", value_name = "FILE", num_args = 1.., required_unless_present = "data")]
     parties: Vec<std::path::PathBuf>,

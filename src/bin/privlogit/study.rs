@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use privlogit::data::{self, LoadOptions};
 use privlogit::hybrid::secure_plr::PlrNoiseShare;
+use privlogit::model::{Model, Standardization};
 use privlogit::output;
 use privlogit::protocols::paillier::PublicKey;
 use privlogit::protocols::paillier::{KeyPair, KeySize, SecretKey};
@@ -44,7 +45,8 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(600);
 /// The protocol, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProtocolName {
-    /// PrivLogit-Hessian: the factor stays in the garbled circuit.
+    /// PrivLogit-Hessian: the Center keeps the bound's inverse (shared between the servers,
+    /// or the factor in a garbled circuit with --linear-algebra circuit) and solves each step.
     Hessian,
     /// PrivLogit-Local: the Nodes multiply the encrypted inverse into their gradients.
     Local,
@@ -69,7 +71,7 @@ pub struct PlanArgs {
     #[arg(long)]
     no_intercept: bool,
     /// l2 penalty lambda (dissertation eq. 2.10).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     lambda: f64,
     /// Centre the penalty at this public vector, lambda/2 ||beta - c||^2 (hypothesis transfer):
     /// a file with one coefficient per line, in the model's order (intercept first,
@@ -77,11 +79,16 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     penalty_centre: Option<PathBuf>,
     /// Stop when the relative change of the penalised log-likelihood is below T (0: never).
-    #[arg(long, value_name = "T", default_value_t = 1e-6)]
+    #[arg(
+        long,
+        value_name = "T",
+        default_value_t = 1e-6,
+        allow_negative_numbers = true
+    )]
     tol: f64,
     /// Also stop when the gradient's Euclidean norm is below G: its square is formed in masked
     /// arithmetic and compared in a circuit, one revealed bit (needs --linear-algebra masked).
-    #[arg(long, value_name = "G")]
+    #[arg(long, value_name = "G", allow_negative_numbers = true)]
     gradient_tol: Option<f64>,
     /// Give up after N iterations.
     #[arg(long, value_name = "N", default_value_t = 1000)]
@@ -101,14 +108,15 @@ pub struct PlanArgs {
     /// 1): the Nodes scale each row to norm 1, both servers add a PLR noise vector under
     /// encryption, the study stops on the gradient norm alone (default within 1e-8 of the
     /// minimiser). No intercept; --standardize, --lambda and --tol do not apply.
-    #[arg(long, value_name = "E")]
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
     dp_epsilon: Option<f64>,
     /// PLR's lambda (per row; the study's penalty becomes N (lambda + Delta)).
     #[arg(
         long,
         value_name = "L",
         default_value_t = 0.01,
-        requires = "dp_epsilon"
+        requires = "dp_epsilon",
+        allow_negative_numbers = true
     )]
     dp_lambda: f64,
     /// Hypothesis transfer: centre the DP study's penalty at a source organization's published
@@ -122,7 +130,13 @@ pub struct PlanArgs {
     )]
     transfer_from: Option<PathBuf>,
     /// The weight of plain l2 against closeness to the source model.
-    #[arg(long, value_name = "ETA", default_value_t = crate::dp::DEFAULT_ETA, requires = "transfer_from")]
+    #[arg(
+        long,
+        value_name = "ETA",
+        default_value_t = crate::dp::DEFAULT_ETA,
+        requires = "transfer_from",
+        allow_negative_numbers = true
+    )]
     eta: f64,
 }
 
@@ -446,6 +460,20 @@ pub fn run_study(args: StudyArgs) -> Result<Outcome> {
         .iter()
         .map(|p| open(p, &args.label))
         .collect::<Result<Vec<_>>>()?;
+    // Columns that differ are named by file here, before any key is made (the aggregator,
+    // which knows only Node numbers, would refuse them too).
+    let names: Vec<Vec<String>> = datasets.iter().map(|d| d.names()).collect();
+    let sources: Vec<String> = args
+        .parties
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let named: Vec<(&str, &[String])> = sources
+        .iter()
+        .zip(&names)
+        .map(|(s, n)| (s.as_str(), n.as_slice()))
+        .collect();
+    privlogit::data::partition::check_names(&named)?;
     let quiet = args.quiet;
     let say = |m: &str| {
         if !quiet {
@@ -910,6 +938,11 @@ struct JsonStudy<'a> {
     rows: usize,
     names: &'a [String],
     coefficients: Vec<f64>,
+    /// Pooled means and scales when standardised: with them the model applies to raw rows
+    /// (`privlogit::model::Model::from_output`).
+    standardization: Option<Standardization>,
+    /// The same model in the data's own units (intercept and one weight per feature).
+    raw_model: Option<Model>,
     setup_seconds: f64,
     seconds: f64,
     seconds_per_iteration: f64,
@@ -988,7 +1021,7 @@ fn released_model(o: &StudyOutcome, plan: &StudyPlan, json: bool) -> Result<Stri
     }
     let _ = writeln!(s, "protocol        {protocol}");
     let _ = writeln!(s, "N               {}", o.rows);
-    s.push_str(&coefficient_table(&o.names, &o.fit.beta));
+    s.push_str(&coefficient_table(&o.names, &o.fit.beta, None));
     Ok(s)
 }
 
@@ -1001,14 +1034,60 @@ fn privacy_line(r: &JsonRelease) -> String {
     )
 }
 
-/// The text result's coefficients, one per line under a header.
-fn coefficient_table(names: &[String], beta: &ndarray::Array1<f64>) -> String {
+/// The text result's coefficients, one per line under a header; with `raw`, the same model in
+/// the data's own units beside them (a standardised study).
+fn coefficient_table(names: &[String], beta: &ndarray::Array1<f64>, raw: Option<&Model>) -> String {
     let width = names.iter().map(String::len).max().unwrap_or(0).max(11);
-    let mut s = format!("\n{:<width$}  coefficient\n", "name");
+    let mut s = match raw {
+        Some(_) => format!(
+            "\n{:<width$}  {:>14}  {:>14}\n",
+            "name", "standardised", "raw units"
+        ),
+        None => format!("\n{:<width$}  coefficient\n", "name"),
+    };
+    let mut weights = raw.map(|m| m.weights.iter());
     for (n, b) in names.iter().zip(beta.iter()) {
-        let _ = writeln!(s, "{n:<width$}  {b:>14.8}");
+        match (raw, weights.as_mut()) {
+            (Some(m), Some(w)) => {
+                let r = if n == privlogit::model::INTERCEPT {
+                    m.intercept
+                } else {
+                    *w.next().expect("one weight per feature")
+                };
+                let _ = writeln!(s, "{n:<width$}  {b:>14.8}  {r:>14.8}");
+            }
+            _ => {
+                let _ = writeln!(s, "{n:<width$}  {b:>14.8}");
+            }
+        }
+    }
+    // Without a fitted intercept the raw-unit model still has one (the means' offset).
+    if let Some(m) =
+        raw.filter(|_| names.first().map(String::as_str) != Some(privlogit::model::INTERCEPT))
+    {
+        let _ = writeln!(
+            s,
+            "{:<width$}  {:>14}  {:>14.8}",
+            "(offset)", "", m.intercept
+        );
     }
     s
+}
+
+/// The pooled statistics of a standardised study, named as its features.
+fn standardization_of(o: &StudyOutcome) -> Option<Standardization> {
+    let (means, scales) = o.standardization.clone()?;
+    let names = o
+        .names
+        .iter()
+        .filter(|n| n.as_str() != privlogit::model::INTERCEPT)
+        .cloned()
+        .collect();
+    Some(Standardization {
+        names,
+        means,
+        scales,
+    })
 }
 
 /// A differentially private study's full report, labelled as outside its guarantee.
@@ -1036,6 +1115,11 @@ fn finish(
     let masked = &o.aggregator.solver;
     let per_iteration = (o.seconds - o.setup_seconds) / r.iterations.max(1) as f64;
     let release = release_report(plan, o.rows)?;
+    let standardization = standardization_of(o);
+    let raw_model = standardization
+        .as_ref()
+        .map(|s| Model::from_fit(&o.names, r.beta.as_slice().unwrap_or_default(), Some(s)))
+        .transpose()?;
     let rendered = if json {
         let report = JsonStudy {
             differential_privacy: release,
@@ -1048,6 +1132,8 @@ fn finish(
             rows: o.rows,
             names: &o.names,
             coefficients: r.beta.to_vec(),
+            standardization: standardization.clone(),
+            raw_model: raw_model.clone(),
             setup_seconds: o.setup_seconds,
             seconds: o.seconds,
             seconds_per_iteration: per_iteration,
@@ -1174,7 +1260,7 @@ fn finish(
                 human_bytes(k.bytes_sent)
             ))
         );
-        s.push_str(&coefficient_table(&o.names, &r.beta));
+        s.push_str(&coefficient_table(&o.names, &r.beta, raw_model.as_ref()));
         s
     };
     let released = match &plan.release {

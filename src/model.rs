@@ -1,0 +1,172 @@
+//! A fitted logistic model in the units of the user's data, so that it applies to raw rows.
+//!
+//! A fit with pooled standardisation (`--standardize`) finds coefficients `beta` for z-scored
+//! features `z_j = (x_j - m_j) / s_j`. Its log-odds are
+//! `beta_0 + sum_j beta_j z_j = (beta_0 - sum_j beta_j m_j / s_j) + sum_j (beta_j / s_j) x_j`,
+//! so the same model in raw units has weights `beta_j / s_j` and intercept
+//! `beta_0 - sum_j beta_j m_j / s_j` (with `beta_0 = 0` when no intercept was fitted). The
+//! means and scales are public by design in a standardised study; a model without them could
+//! only be applied to rows standardised the same way, which the user cannot do.
+
+use ndarray::{Array1, ArrayView2};
+use serde::{Deserialize, Serialize};
+
+pub use crate::data::standardize::INTERCEPT;
+
+/// The pooled statistics a standardised fit used, as its outputs carry them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Standardization {
+    /// Feature names, in column order.
+    pub names: Vec<String>,
+    /// Pooled means.
+    pub means: Vec<f64>,
+    /// Pooled population standard deviations.
+    pub scales: Vec<f64>,
+}
+
+/// A logistic model in raw units: `P(y = 1 | x) = sigmoid(intercept + weights . x)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// Feature names, in the order a row's values are read.
+    pub features: Vec<String>,
+    /// The log-odds at `x = 0` (0 when neither an intercept nor standardisation was used).
+    pub intercept: f64,
+    /// One weight per feature.
+    pub weights: Vec<f64>,
+}
+
+/// Why a fit's output does not make a model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The output lacks a field or has one of the wrong type or length.
+    #[error("not a model: {0}")]
+    Malformed(String),
+    /// Rows to score do not have the model's columns.
+    #[error("the rows have {rows} columns, the model {model} features ({names})")]
+    Columns {
+        /// Columns of the rows.
+        rows: usize,
+        /// Features of the model.
+        model: usize,
+        /// The model's feature names.
+        names: String,
+    },
+}
+
+impl Model {
+    /// The model of coefficients `beta` named `names` (the intercept first, named
+    /// [`INTERCEPT`], when one was fitted), found on features standardised by `standardization`
+    /// when given.
+    pub fn from_fit(
+        names: &[String],
+        beta: &[f64],
+        standardization: Option<&Standardization>,
+    ) -> Result<Self, ModelError> {
+        if names.len() != beta.len() {
+            return Err(ModelError::Malformed(format!(
+                "{} names for {} coefficients",
+                names.len(),
+                beta.len()
+            )));
+        }
+        let has_intercept = names.first().is_some_and(|n| n == INTERCEPT);
+        let skip = usize::from(has_intercept);
+        let features: Vec<String> = names[skip..].to_vec();
+        let mut intercept = if has_intercept { beta[0] } else { 0.0 };
+        let mut weights: Vec<f64> = beta[skip..].to_vec();
+        if let Some(s) = standardization {
+            if s.names != features
+                || s.means.len() != features.len()
+                || s.scales.len() != features.len()
+            {
+                return Err(ModelError::Malformed(format!(
+                    "the standardisation's {} columns do not match the model's {} features",
+                    s.names.len(),
+                    features.len()
+                )));
+            }
+            for ((w, m), sd) in weights.iter_mut().zip(&s.means).zip(&s.scales) {
+                *w /= sd;
+                intercept -= *w * m;
+            }
+        }
+        Ok(Self {
+            features,
+            intercept,
+            weights,
+        })
+    }
+
+    /// The model in a fit's or a study's JSON output (`privlogit fit --json`, `privlogit study
+    /// --json`, the aggregator's `--out` file, Python's result dict as JSON): `names`,
+    /// `coefficients` and, when standardised, `standardization`.
+    pub fn from_output(output: &serde_json::Value) -> Result<Self, ModelError> {
+        let field = |name: &str| {
+            output
+                .get(name)
+                .ok_or_else(|| ModelError::Malformed(format!("no {name:?} field")))
+        };
+        let names: Vec<String> = serde_json::from_value(field("names")?.clone())
+            .map_err(|e| ModelError::Malformed(format!("\"names\": {e}")))?;
+        let beta: Vec<f64> = serde_json::from_value(field("coefficients")?.clone())
+            .map_err(|e| ModelError::Malformed(format!("\"coefficients\": {e}")))?;
+        let standardization: Option<Standardization> = match output.get("standardization") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(
+                serde_json::from_value(v.clone())
+                    .map_err(|e| ModelError::Malformed(format!("\"standardization\": {e}")))?,
+            ),
+        };
+        Self::from_fit(&names, &beta, standardization.as_ref())
+    }
+
+    /// `P(y = 1)` for each row of `x` (columns in [`Self::features`] order, raw units).
+    pub fn predict_proba(&self, x: ArrayView2<'_, f64>) -> Result<Array1<f64>, ModelError> {
+        if x.ncols() != self.weights.len() {
+            return Err(ModelError::Columns {
+                rows: x.ncols(),
+                model: self.weights.len(),
+                names: self.features.join(", "),
+            });
+        }
+        let w = Array1::from(self.weights.clone());
+        Ok(x.dot(&w)
+            .mapv(|z| privlogit_protocols::objective::sigmoid(z + self.intercept)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    /// The raw-unit model gives the standardised model's probabilities on the same rows
+    /// (worked by hand: z = (x - m) / s).
+    #[test]
+    fn raw_units_give_the_standardised_probabilities() {
+        let names: Vec<String> = ["intercept", "a", "b"].map(String::from).to_vec();
+        let beta = [0.3, -1.2, 0.7];
+        let s = Standardization {
+            names: names[1..].to_vec(),
+            means: vec![2.0, -5.0],
+            scales: vec![4.0, 0.5],
+        };
+        let model = Model::from_fit(&names, &beta, Some(&s)).expect("model");
+        let x = array![[2.0, -5.0], [6.0, -4.5], [-1.0, 3.0]];
+        let got = model.predict_proba(x.view()).expect("scores");
+        for (row, p) in x.rows().into_iter().zip(got) {
+            let z = [(row[0] - 2.0) / 4.0, (row[1] + 5.0) / 0.5];
+            let logit = 0.3 - 1.2 * z[0] + 0.7 * z[1];
+            assert!((p - 1.0 / (1.0 + (-logit).exp())).abs() < 1e-15);
+        }
+        assert!(matches!(
+            model.predict_proba(array![[1.0]].view()),
+            Err(ModelError::Columns {
+                rows: 1,
+                model: 2,
+                ..
+            })
+        ));
+    }
+}
