@@ -13,9 +13,9 @@
 
 mod common;
 
-use common::{load_shared, max_abs_diff, prepared};
+use common::{load_shared, max_abs_diff, prepared, split_and_prepare};
 use privlogit::data::partition;
-use privlogit::fit::{self, Preparation};
+use privlogit::fit;
 use privlogit::protocols::paillier::KeyPair;
 use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
@@ -41,16 +41,7 @@ fn simulated(rows: usize, features: usize, parties: usize) -> Vec<PartyData> {
     let data = Simulation::new(rows, features, 11)
         .expect("valid")
         .dataset();
-    let parts = partition::split_contiguous(&data, parties).expect("split");
-    fit::prepare(
-        parts,
-        Preparation {
-            standardize: true,
-            intercept: true,
-        },
-    )
-    .expect("prepares")
-    .parties
+    split_and_prepare(&data, parties).parties
 }
 
 /// The masks of [`check`]'s secure runs, so that each comparison repeats its rounding: the
@@ -575,16 +566,7 @@ fn breast_cancer_90() -> Vec<PartyData> {
         x: ndarray::stack(ndarray::Axis(1), &views).expect("same rows"),
         y: whole.y.clone(),
     };
-    let parts = partition::split_contiguous(&expanded, 3).expect("split");
-    fit::prepare(
-        parts,
-        Preparation {
-            standardize: true,
-            intercept: true,
-        },
-    )
-    .expect("prepares")
-    .parties
+    split_and_prepare(&expanded, 3).parties
 }
 
 /// Accelerated PrivLogit under masked arithmetic, unseeded (every run draws its own masks), on

@@ -35,8 +35,12 @@ pub fn load_shared(name: &str) -> Dataset {
 
 /// A shared data set in `parties` contiguous parts, standardised, with intercept.
 pub fn prepared(name: &str, parties: usize) -> Prepared {
-    let whole = load_shared(name);
-    let parts = partition::split_contiguous(&whole, parties).expect("valid split");
+    split_and_prepare(&load_shared(name), parties)
+}
+
+/// `whole` in `parties` contiguous parts, standardised with pooled statistics, with intercept.
+pub fn split_and_prepare(whole: &Dataset, parties: usize) -> Prepared {
+    let parts = partition::split_contiguous(whole, parties).expect("valid split");
     fit::prepare(
         parts,
         Preparation {
