@@ -127,6 +127,12 @@ pub struct LoadOptions {
 }
 
 impl LoadOptions {
+    /// Reads every column as a feature, with no label (rows to score; CSV only: the binary
+    /// table and Parquet readers need their label column). Every label reads 0.
+    pub fn unlabelled() -> Self {
+        Self::new("")
+    }
+
     /// Reads `label` as the label and every other column as a feature.
     pub fn new(label: impl Into<String>) -> Self {
         Self {

@@ -2,6 +2,8 @@
 //! standardisation, intercept), run an optimiser over [`PlaintextAggregation`], and score the
 //! result on the pooled rows.
 
+pub mod job;
+
 use ndarray::Array1;
 use privlogit_protocols::{
     FitError, FitOptions, FitReport, IterationRecord, Optimizer, PartyData, PlaintextAggregation,

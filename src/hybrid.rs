@@ -9,6 +9,6 @@
 //! - [`experiment`]: `dp experiment hybrid`, the pipelines against the secure exact fit and
 //!   each organization alone.
 
-pub mod experiment;
 pub mod secure_plr;
 pub mod stacking;
+pub mod stages;

@@ -20,9 +20,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod bench;
 pub mod data;
 pub mod dl;
 pub mod dp;
+pub mod error;
+pub mod experiments;
 pub mod figures;
 pub mod fit;
 pub mod hybrid;
@@ -30,6 +33,11 @@ pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod pca;
+pub mod reproduce;
+pub mod settings;
+pub mod study;
 pub mod synthetic;
+
+pub use error::Error;
 
 pub use privlogit_protocols as protocols;

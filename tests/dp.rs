@@ -4,7 +4,6 @@
 mod common;
 
 use ndarray::{Array1, Array2, Axis};
-use privlogit::dp::experiment::{self, ExperimentSettings, Selection};
 use privlogit::dp::feature_split::{self, FeatureSplit};
 use privlogit::dp::mnist::Digits;
 use privlogit::dp::noise::Randomness;
@@ -12,6 +11,7 @@ use privlogit::dp::plr::{self, Privacy};
 use privlogit::dp::scaling::RowScaling;
 use privlogit::dp::stacking::{self, Combiner, StackingSettings};
 use privlogit::dp::transfer::{self, Labelled, TransferSettings};
+use privlogit::experiments::dp_papers::{self as experiment, ExperimentSettings, Selection};
 use privlogit::pca::{self, Pca};
 
 fn breast_cancer() -> (Array2<f64>, Array1<f64>) {
@@ -50,7 +50,7 @@ fn plr_without_noise_is_l2_logistic_regression() {
     }
     assert!((m.w.dot(&m.w).sqrt() - 2.1747594869830063).abs() < 1e-8);
     // Output perturbation with the noise off is the same minimiser.
-    let o = plr::fit_output_perturbation(
+    let o = privlogit::dp::output_perturbation::fit(
         x.view(),
         y.view(),
         Privacy::Off,

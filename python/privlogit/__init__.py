@@ -6,7 +6,10 @@ estimator. Faults raise `PrivlogitError` (a ValueError) with the command line's 
 `DataError` for a file that cannot be read (file, line, column), `BudgetExceeded` for a DP fit
 its ledger refuses.
 
-- `load`, `fit`, `study`: data files, the plaintext distributed fit, the secure study;
+- `load`, `fit`, `study`: data files, the plaintext distributed fit, the secure study in this
+  process (settings, defaults and checks are the library's, as on the command line);
+- `keyholder`, `aggregator`, `node`: the roles of a study between organizations, from its
+  study file over mutual TLS (a notebook can be a Node with a pandas DataFrame);
 - `predict_proba`: a fit's or a study's model applied to raw rows;
 - `PrivLogitRegression`: the scikit-learn estimator (needs scikit-learn);
 - `privlogit.dp`: the differentially private methods and the privacy ledger;
@@ -15,12 +18,15 @@ its ledger refuses.
 """
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 
 from . import _native
 from ._native import BudgetExceeded, DataError, PrivlogitError
 
-__all__ = ["load", "fit", "study", "predict_proba", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
+__all__ = ["load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
 
 
 def _as_float64(a, ndim, what):
@@ -39,48 +45,165 @@ def load(path, label):
     return np.frombuffer(x, dtype=np.float64).reshape(shape), np.frombuffer(y, dtype=np.float64), names
 
 
-def fit(parties, optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000, gradient_tol=None,
-        penalize_intercept=True):
-    """Fit l2-regularised logistic regression over `parties`, a list of `(X, y)` (one per
-    organization), as the plaintext distributed fit (`privlogit fit`).
+# The library's defaults (one definition, `privlogit::settings`): the keywords below show them.
+_FIT = _native.defaults("fit")
+_STUDY = _native.defaults("study")
+
+
+def _frame_columns(frame, label, what):
+    """A pandas DataFrame's features, labels and feature names (every column but `label`)."""
+    if label is None:
+        raise PrivlogitError(f"{what}: a DataFrame needs label= (its 0/1 label column)")
+    if label not in frame.columns:
+        raise DataError(f"{what}: label column {label!r} not found; the columns are {', '.join(map(str, frame.columns))}")
+    names = [str(c) for c in frame.columns if c != label]
+    try:
+        x = frame[[c for c in frame.columns if c != label]].to_numpy(dtype=np.float64)
+        y = frame[label].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as bad:
+        raise DataError(f"{what}: a column is not numeric ({bad})") from None
+    return np.ascontiguousarray(x), np.ascontiguousarray(y), names
+
+
+def _party(party, label, names, what):
+    """`(X, y, names)` of a party given as `(X, y)`, a pandas DataFrame (with `label`) or a
+    data file's path (read by privlogit's loader with `label`)."""
+    if hasattr(party, "columns") and hasattr(party, "to_numpy"):
+        return _frame_columns(party, label, what)
+    if isinstance(party, (str, os.PathLike)):
+        if label is None:
+            raise PrivlogitError(f"{what}: a data file needs label= (its 0/1 label column)")
+        x, y, file_names = load(party, label)
+        return np.ascontiguousarray(x), np.ascontiguousarray(y), file_names
+    try:
+        x, y = party
+    except (TypeError, ValueError):
+        raise PrivlogitError(f"{what}: expected (X, y), a pandas DataFrame or a file path") from None
+    x, y = _as_float64(x, 2, f"{what}: X"), _as_float64(y, 1, f"{what}: y")
+    columns = x.shape[1]
+    if names is None:
+        names = [f"x{j}" for j in range(1, columns + 1)]
+    return x, y, [str(n) for n in names]
+
+
+def _settings(**given):
+    """The keywords a caller gave, as the library's settings (None: not given)."""
+    out = {}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key == "intercept":
+            out["no_intercept"] = not value
+        elif key == "penalize_intercept":
+            out["free_intercept"] = not value
+        elif key == "lam":
+            out["lambda"] = float(value)
+        else:
+            out[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
+    return out
+
+
+def _with_arrays(out):
+    """A result's coefficients (and pooled statistics) as numpy arrays, with the short names
+    earlier releases returned (`coef`, `n_iter`, `mean`, `scale`)."""
+    out["coef"] = np.asarray(out["coefficients"])
+    out["n_iter"] = out["iterations"]
+    std = out.get("standardization")
+    if std:
+        out["mean"], out["scale"] = np.asarray(std["means"]), np.asarray(std["scales"])
+    return out
+
+
+def fit(parties, optimizer=_FIT["optimizer"], lam=_FIT["lambda"], standardize=_FIT["standardize"],
+        intercept=not _FIT["no_intercept"], tol=_FIT["tol"], max_iter=_FIT["max_iter"],
+        gradient_tol=_FIT["gradient_tol"], penalize_intercept=not _FIT["free_intercept"], *,
+        memory=_FIT["memory"], label=None, names=None):
+    """Fit l2-regularised logistic regression over `parties` (one per organization: `(X, y)`,
+    a pandas DataFrame with its `label` column, or a data file), as the plaintext distributed
+    fit (`privlogit fit`, with its defaults: they stop where the gradient's norm is below
+    `gradient_tol`).
 
     The objective is dissertation eq. 2.10: sum of log-likelihoods minus lam/2 ||beta||^2, the
     intercept included in the penalty unless `penalize_intercept=False` (as scikit-learn and R
-    fit it; the command line's `--free-intercept`). The fit stops when the objective's relative change falls
-    below `tol` (0: never) or, with `gradient_tol`, when the gradient's norm falls below it (a
-    bound on the coefficients' error of `gradient_tol / lam`). Returns a dict: `coef` (numpy, intercept first when
-    `intercept`), `names`, `n_iter`, `status`, `objective`, `log_likelihood`, and with
-    `standardize` the pooled `mean` and `scale` the coefficients apply to.
+    fit it). Returns `privlogit fit --json`'s fields (`coefficients`, `names`, `iterations`,
+    `status`, `objective`, `log_likelihood`, `standardization`, ...) with `coef` (numpy),
+    `n_iter` and, when standardised, the pooled `mean` and `scale`.
     """
-    arrays = [(_as_float64(x, 2, f"party {k}: X"), _as_float64(y, 1, f"party {k}: y")) for k, (x, y) in enumerate(parties)]
-    out = _native.fit_parties(arrays, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter),
-                              None if gradient_tol is None else float(gradient_tol), bool(penalize_intercept))
-    out["coef"] = np.asarray(out["coef"])
-    for key in ("mean", "scale"):
-        if key in out:
-            out[key] = np.asarray(out[key])
+    given = _settings(optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept, tol=tol,
+                      max_iter=max_iter, gradient_tol=gradient_tol, penalize_intercept=penalize_intercept, memory=memory)
+    arrays = [_party(p, label, names, f"party {k}") for k, p in enumerate(parties)]
+    return _with_arrays(json.loads(_native.fit(arrays, given)))
+
+
+def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY["optimizer"], lam=_STUDY["lambda"],
+          standardize=_STUDY["standardize"], intercept=not _STUDY["no_intercept"], tol=_STUDY["tol"],
+          max_iter=_STUDY["max_iter"], gradient_tol=_STUDY["gradient_tol"], *, label=None, names=None,
+          study_file=None, key_bits=_STUDY["key_bits"], fixed=_STUDY["fixed"],
+          linear_algebra=_STUDY["linear_algebra"], memory=_STUDY["memory"], seed=None, quiet=_STUDY["quiet"],
+          **settings):
+    """The secure study in this process (`privlogit study`: the same plan, defaults and
+    checks): a key holder, an aggregator and one Node per party of `parties` (`(X, y)`,
+    pandas DataFrames with their `label` column, or data files), talking over loopback TCP;
+    with `standardize` the pooled statistics are computed under encryption. `study_file` reads
+    the settings (and `party` files) of a study file; keywords override it. Further settings of
+    `privlogit study` (`dp_epsilon`, `penalty_centre`, `noise_seed`, ...) go by their names.
+
+    Returns `privlogit study --json`'s fields (`coefficients`, `names`, `iterations`, `rounds`,
+    `status`, `standardization`, `raw_model`, timings and bytes) with `coef` (numpy), `n_iter`,
+    the pooled `mean` and `scale`, and `cost` (rounds, AND gates, bytes, seconds).
+    """
+    given = _settings(protocol=protocol, optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept,
+                      tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
+                      linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label, **settings)
+    arrays = None if parties is None else [_party(p, label, names, f"party {k}") for k, p in enumerate(parties)]
+    out = _with_arrays(json.loads(_native.study(arrays, given, None if study_file is None else os.fspath(study_file))))
+    out["cost"] = {
+        "rounds": out["rounds"],
+        "aggregator_and_gates": out["and_gates"],
+        "bytes_to_nodes": out["bytes_to_nodes"],
+        "bytes_from_each_node": out["bytes_from_each_node"],
+        "bytes_from_nodes": sum(out["bytes_from_each_node"]),
+        "bytes_to_keyholder": out["bytes_aggregator_to_keyholder"],
+        "bytes_from_keyholder": out["bytes_keyholder_to_aggregator"],
+        "garbling_seconds": out["gc_seconds"],
+        "keyholder_paillier_seconds": out["keyholder_paillier_seconds"],
+        "node_wait_seconds": out["waiting_for_nodes_seconds"],
+        "linear_algebra": out["linear_algebra"],
+    }
     return out
 
 
-def study(parties, protocol="hessian", optimizer="privlogit-accel", lam=1.0, standardize=True, intercept=True, tol=1e-10, max_iter=10_000, gradient_tol=None):
-    """The secure study in this process: a key holder, an aggregator and one Node per party of
-    `parties` (a list of `(X, y)`), a fresh 2048-bit Paillier key, masked linear algebra;
-    `protocol` is "local", "hessian" or "newton". Returns a dict: `coef` (numpy), `names`,
-    `n_iter`, `status`, `objective`, `seconds`, `and_gates`, with `standardize` the pooled
-    `mean` and `scale` (`predict_proba` applies the model to raw rows), and `cost` (rounds, AND gates of
-    each server, bytes between the Center and the Nodes and between the two servers, garbling
-    and Paillier seconds, the Center's linear algebra). Same objective as `fit`. With `standardize`,
-    the pooled statistics are computed in plaintext here (the `study` command instead
-    standardises under encryption).
-    """
-    arrays = [(_as_float64(x, 2, f"party {k}: X"), _as_float64(y, 1, f"party {k}: y")) for k, (x, y) in enumerate(parties)]
-    out = _native.study_parties(arrays, protocol, optimizer, float(lam), bool(standardize), bool(intercept), float(tol), int(max_iter),
-                              None if gradient_tol is None else float(gradient_tol))
-    out["coef"] = np.asarray(out["coef"])
-    for key in ("mean", "scale"):
-        if key in out:
-            out[key] = np.asarray(out[key])
-    return out
+def keyholder(study_file, identity=None, **settings):
+    """Serve as the key holder of the study in `study_file` (`privlogit keyholder`), with this
+    party's `identity` (PREFIX of PREFIX.crt and PREFIX.key; or `insecure_plaintext=True`).
+    Other settings by their names (`listen`, `state`, `resume`, `deadline`). Blocks until the
+    study ends; returns the key holder's counters."""
+    return _native.keyholder(os.fspath(study_file), _settings(identity=identity, **settings))
+
+
+def aggregator(study_file, identity=None, **settings):
+    """Drive the study in `study_file` as its aggregator (`privlogit aggregator`), with this
+    party's `identity`; the study's settings come from the file, keywords override them
+    (`out=` writes the result). Blocks until the study ends; returns the result as `study`
+    does."""
+    out = json.loads(_native.aggregator(os.fspath(study_file), _settings(identity=identity, **settings)))
+    return _with_arrays(out)
+
+
+def node(study_file, identity=None, data=None, *, label=None, names=None, **settings):
+    """Take part in the study in `study_file` as a Node (`privlogit node`), with this party's
+    `identity` and its `data`: a data file's path, a pandas DataFrame (with its `label`
+    column) or `(X, y)` arrays with the feature `names` (the study's other Nodes must have the
+    same columns). Blocks until the study ends; returns the Node's counters."""
+    if data is None:
+        raise PrivlogitError("node: give data= (a file path, a pandas DataFrame or (X, y))")
+    given = _settings(identity=identity, label=label, **settings)
+    party = None
+    if isinstance(data, (str, os.PathLike)):
+        given["party"] = [os.fspath(data)]
+    else:
+        party = _party(data, label, names, "this Node's data")
+    return _native.node(os.fspath(study_file), given, party)
 
 
 def predict_proba(model, X):

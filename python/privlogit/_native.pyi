@@ -12,7 +12,7 @@ _Party = Tuple[_Floats2, _Floats1]
 _Phe = Tuple[str, int]
 
 __all__ = [
-    "fit_parties", "study_parties", "predict_model", "Keypair", "Floats", "load_table", "dp_fit", "dp_dphtl",
+    "defaults", "fit", "study", "keyholder", "aggregator", "node", "predict_model", "Keypair", "Floats", "load_table", "dp_fit", "dp_dphtl",
     "ledger_total", "ledger_spent", "DpModel", "PrivlogitError", "DataError", "BudgetExceeded",
     "dpstgd", "DeepModel", "basic_composition", "advanced_composition", "amplified",
     "gaussian_rdp", "gaussian_zcdp",
@@ -27,28 +27,14 @@ class Floats:
     """Float64 memory handed to numpy without a copy (buffer protocol)."""
 
 def load_table(path: _Path, label: str) -> Tuple[Floats, Tuple[int, int], Floats, list[str]]: ...
-def fit_parties(
-    parties: Sequence[_Party],
-    optimizer: str = "privlogit-accel",
-    lam: float = 1.0,
-    standardize: bool = True,
-    intercept: bool = True,
-    tol: float = 1e-10,
-    max_iter: int = 10000,
-    gradient_tol: Optional[float] = None,
-    penalize_intercept: bool = True,
-) -> dict[str, Any]: ...
-def study_parties(
-    parties: Sequence[_Party],
-    protocol: str = "hessian",
-    optimizer: str = "privlogit-accel",
-    lam: float = 1.0,
-    standardize: bool = True,
-    intercept: bool = True,
-    tol: float = 1e-10,
-    max_iter: int = 10000,
-    gradient_tol: Optional[float] = None,
-) -> dict[str, Any]: ...
+_Named = Tuple[_Floats2, _Floats1, Sequence[str]]
+
+def defaults(reader: str) -> dict[str, Any]: ...
+def fit(parties: Sequence[_Named], given: dict[str, Any]) -> str: ...
+def study(parties: Optional[Sequence[_Named]], given: dict[str, Any], study: Optional[_Path] = None) -> str: ...
+def keyholder(study: _Path, given: dict[str, Any]) -> dict[str, Any]: ...
+def aggregator(study: _Path, given: dict[str, Any]) -> str: ...
+def node(study: _Path, given: dict[str, Any], data: Optional[_Named] = None) -> dict[str, Any]: ...
 def predict_model(
     names: Sequence[str],
     coef: Sequence[float],
@@ -91,7 +77,7 @@ def dp_fit(
     k: Optional[int] = None,
     feature_scores: Optional[Sequence[float]] = None,
     group_importance: Optional[Sequence[float]] = None,
-    combiner: str = "stacking",
+    combiner: Optional[str] = None,
     low_fraction: Optional[float] = None,
     row_bound: Optional[float] = None,
     plr_as_printed: bool = False,
@@ -109,8 +95,8 @@ def dp_dphtl(
     epsilon: float,
     unlabelled: Optional[_Floats2] = None,
     lam: Optional[float] = None,
-    lambda_iw: float = 0.001,
-    sd_floor: float = 0.1,
+    lambda_iw: Optional[float] = None,
+    sd_floor: Optional[float] = None,
     seed: Optional[int] = None,
     ledger: Optional[_Path] = None,
     budget: Optional[float] = None,

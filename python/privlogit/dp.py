@@ -108,11 +108,11 @@ class Model:
 def fit(method, X, y, epsilon, *, source=None, ledger=None, dataset=None, source_dataset=None, **options):
     """Fits `method` ("plr", "output", "pst-s", "pst-f", "plr-fs", "pst-h", "pptl-fs",
     "simcomb"), epsilon-DP for the rows of `X` (labels `y` 0/1), as `privlogit dp fit
-    --method`. `source=(Xs, ys)` for the transfer methods. Options and defaults are those of
-    the command line: lam=0.01, source_epsilon=epsilon, source_lam=lam, high_lambda=0.01,
-    eta=0.5, k=5, feature_scores=None, group_importance=None, combiner="stacking",
-    low_fraction=0.5, row_bound=None (normalise each row), plr_as_printed=False, seed=None (OS
-    CSPRNG; a seed is for reproducible experiments, not for release)."""
+    --method`. `source=(Xs, ys)` for the transfer methods. Options, their defaults and which
+    method takes which are the library's, as the command line's (`privlogit dp fit --help`):
+    lam, source_epsilon, source_lam, high_lambda, eta, k, feature_scores, group_importance,
+    combiner, low_fraction, row_bound, plr_as_printed, seed (None: the OS CSPRNG; a seed is for
+    reproducible experiments, not for release). An option the method would ignore is refused."""
     path, budget = _ledger_args(ledger)
     if source is not None:
         source = (_matrix(source[0], "source X"), _vector(source[1], "source y"))
@@ -163,7 +163,7 @@ def simcomb(X, y, epsilon, source, **options):
     return fit("simcomb", X, y, epsilon, source=source, **options)
 
 
-def dphtl(sources, public, X, y, epsilon, *, unlabelled=None, lam=0.01, lambda_iw=0.001, sd_floor=0.1, seed=None, ledger=None, source_datasets=None):
+def dphtl(sources, public, X, y, epsilon, *, unlabelled=None, lam=None, lambda_iw=None, sd_floor=None, seed=None, ledger=None, source_datasets=None):
     """DPHTL (dissertation Algorithm 4): `sources` is a list of `(Xs, ys)`, one per source
     organization (the first half of its rows trains its DP hypothesis, the second half its DP
     importance weights over `public`); `(X, y)` are the target's few labelled rows and
@@ -175,7 +175,8 @@ def dphtl(sources, public, X, y, epsilon, *, unlabelled=None, lam=0.01, lambda_i
         [(_matrix(sx, f"source {k}: X"), _vector(sy, f"source {k}: y")) for k, (sx, sy) in enumerate(sources)],
         _matrix(public, "public"), _matrix(X, "X"), _vector(y, "y"), float(epsilon),
         unlabelled=None if unlabelled is None else _matrix(unlabelled, "unlabelled"),
-        lam=float(lam), lambda_iw=float(lambda_iw), sd_floor=float(sd_floor), seed=seed,
+        lam=None if lam is None else float(lam), lambda_iw=None if lambda_iw is None else float(lambda_iw),
+        sd_floor=None if sd_floor is None else float(sd_floor), seed=seed,
         ledger=path, budget=budget, source_datasets=source_datasets,
     )
     for key in ("coef", "hypothesis_weights", "prior_mean", "prior_sd"):

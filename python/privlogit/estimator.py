@@ -58,7 +58,8 @@ class PrivLogitRegression(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"groups: expected one group per row ({X.shape[0]}), got shape {groups.shape}")
             parties = [(X[groups == g], y01[groups == g]) for g in np.unique(groups)]
         out = _fit(parties, self.optimizer, 1.0 / self.C, standardize=False, intercept=bool(self.fit_intercept),
-                   tol=self.tol, max_iter=self.max_iter, penalize_intercept=bool(self.penalize_intercept))
+                   tol=self.tol, max_iter=self.max_iter, penalize_intercept=bool(self.penalize_intercept),
+                   gradient_tol=0)
         if self.fit_intercept:
             self.intercept_ = np.array([out["coef"][0]])
             self.coef_ = out["coef"][1:].reshape(1, -1)

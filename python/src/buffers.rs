@@ -29,7 +29,10 @@ pub fn labelled(
     y: &PyBuffer<f64>,
     what: &str,
 ) -> PyResult<(Array2<f64>, Array1<f64>)> {
-    let (x, y) = (matrix(x, &format!("{what} X"))?, vector(y, &format!("{what} y"))?);
+    let (x, y) = (
+        matrix(x, &format!("{what} X"))?,
+        vector(y, &format!("{what} y"))?,
+    );
     if x.nrows() != y.len() {
         return Err(DataError::new_err(format!(
             "{what}: {} labels for {} rows",

@@ -6,19 +6,20 @@ use std::path::{Path, PathBuf};
 
 use ndarray::{ArrayView1, ArrayView2};
 use privlogit::dp::dphtl::transfer::Settings as DphtlSettings;
+use privlogit::dp::job::{CombinerChoice, Request};
 use privlogit::dp::ledger::{self, Charge, Ledger};
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::Privacy;
-use privlogit::dp::release::{self, Fitted, Method, MethodSettings, NamedSource, SplitChoice};
-use privlogit::dp::scaling::RowScaling;
-use privlogit::dp::stacking::Combiner;
+use privlogit::dp::release::{
+    self, Cost, DEFAULT_LAMBDA_IW, DEFAULT_PRIOR_SD_FLOOR, Fitted, Method, NamedSource,
+};
 use privlogit::dp::transfer::Labelled;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::buffers::{features, labelled};
-use crate::errors::{BudgetExceeded, PrivlogitError, error};
+use crate::errors::{BudgetExceeded, PrivlogitError, error, raise};
 
 /// A fitted DP model: its JSON form (as `privlogit dp fit` writes it) and its probabilities.
 #[pyclass(name = "DpModel", frozen, module = "privlogit._native")]
@@ -129,29 +130,9 @@ fn ledger_error(e: ledger::LedgerError) -> PyErr {
     }
 }
 
-fn method(name: &str) -> PyResult<Method> {
-    Ok(match name {
-        "plr" => Method::Plr,
-        "output" => Method::Output,
-        "pst-s" => Method::PstS,
-        "pst-f" => Method::PstF,
-        "plr-fs" => Method::PlrFs,
-        "pst-h" => Method::PstH,
-        "pptl-fs" => Method::PptlFs,
-        "simcomb" => Method::Simcomb,
-        other => {
-            return Err(PrivlogitError::new_err(format!(
-                "method: `{other}` is not plr, output, pst-s, pst-f, plr-fs, pst-h, pptl-fs or simcomb"
-            )));
-        }
-    })
-}
-
-fn privacy(epsilon: f64, as_printed: bool) -> PyResult<Privacy> {
+fn privacy(epsilon: f64) -> PyResult<Privacy> {
     let p = if epsilon.is_infinite() && epsilon > 0.0 {
         Privacy::Off
-    } else if as_printed {
-        Privacy::EpsilonAsPrinted(epsilon)
     } else {
         Privacy::Epsilon(epsilon)
     };
@@ -160,11 +141,12 @@ fn privacy(epsilon: f64, as_printed: bool) -> PyResult<Privacy> {
 }
 
 /// Fits `method` (as `privlogit dp fit --method`) on `(x, y)`, and on `source` for a
-/// transfer method. With `ledger`, the data sets (known by their rows; `dataset` and
-/// `source_dataset` name them in messages) are refused past the ledger's total before any
-/// noise is drawn, and charged after the fit.
+/// transfer method, with the command line's options and defaults (`privlogit::dp::job`: an
+/// option the method would ignore is refused by name). With `ledger`, the data sets (known by
+/// their rows; `dataset` and `source_dataset` name them in messages) are refused past the
+/// ledger's total before any noise is drawn, and charged what the release cost after the fit.
 #[pyfunction]
-#[pyo3(signature = (method_name, x, y, epsilon, source = None, source_epsilon = None, lam = None, source_lam = None, high_lambda = None, eta = None, k = None, feature_scores = None, group_importance = None, combiner = "stacking", low_fraction = None, row_bound = None, plr_as_printed = false, seed = None, ledger = None, budget = None, dataset = None, source_dataset = None))]
+#[pyo3(signature = (method_name, x, y, epsilon, source = None, source_epsilon = None, lam = None, source_lam = None, high_lambda = None, eta = None, k = None, feature_scores = None, group_importance = None, combiner = None, low_fraction = None, row_bound = None, plr_as_printed = false, seed = None, ledger = None, budget = None, dataset = None, source_dataset = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn dp_fit(
     py: Python<'_>,
@@ -181,7 +163,7 @@ pub fn dp_fit(
     k: Option<usize>,
     feature_scores: Option<Vec<f64>>,
     group_importance: Option<Vec<f64>>,
-    combiner: &str,
+    combiner: Option<&str>,
     low_fraction: Option<f64>,
     row_bound: Option<f64>,
     plr_as_printed: bool,
@@ -191,72 +173,61 @@ pub fn dp_fit(
     dataset: Option<&str>,
     source_dataset: Option<&str>,
 ) -> PyResult<PyDpModel> {
-    // Unset options take the command line's defaults (one definition, in `dp::release`).
-    let lam = lam.unwrap_or(release::DEFAULT_LAMBDA);
-    let high_lambda = high_lambda.unwrap_or(release::DEFAULT_HIGH_LAMBDA);
-    let method = method(method_name)?;
-    let target_privacy = privacy(epsilon, plr_as_printed)?;
-    let source_privacy = privacy(source_epsilon.unwrap_or(epsilon), plr_as_printed)?;
-    let scaling = match row_bound {
-        Some(bound) => RowScaling::Clip {
-            bound: privlogit::dp::DpError::check_positive("row_bound", bound).map_err(error)?,
-        },
-        None => RowScaling::Normalize,
-    };
-    let split = match (feature_scores, group_importance) {
-        (Some(_), Some(_)) => {
-            return Err(PrivlogitError::new_err(
-                "feature_scores and group_importance: give one of them",
-            ));
-        }
-        (Some(scores), None) => SplitChoice::Scores(scores),
-        (None, Some(importance)) => SplitChoice::GroupImportance(importance),
-        (None, None) => SplitChoice::Random,
-    };
-    let combiner = match combiner {
-        "stacking" => Combiner::Stacking {
-            lambda: high_lambda,
-        },
-        "majority-vote" => Combiner::MajorityVote,
-        "weighted-vote" => Combiner::WeightedVote,
-        other => {
-            return Err(PrivlogitError::new_err(format!(
-                "combiner: `{other}` is not stacking, majority-vote or weighted-vote"
-            )));
-        }
-    };
-    let settings = MethodSettings {
-        privacy: target_privacy,
-        source_privacy,
+    let method =
+        Method::parse(method_name).map_err(|e| PrivlogitError::new_err(format!("method: {e}")))?;
+    if method == Method::Dphtl {
+        return Err(PrivlogitError::new_err(
+            "method: dphtl learns from several sources and a public set: use privlogit.dp.dphtl",
+        ));
+    }
+    // An infinite epsilon is the non-private reference (Python's only).
+    let off = epsilon.is_infinite() && epsilon > 0.0;
+    let request = Request {
+        source_epsilon,
         lambda: lam,
-        source_lambda: source_lam.unwrap_or(lam),
+        source_lambda: source_lam,
         high_lambda,
-        eta: eta.unwrap_or(release::DEFAULT_ETA),
-        k: k.unwrap_or(release::DEFAULT_K),
-        split,
-        combiner,
-        low_fraction: low_fraction.unwrap_or(release::DEFAULT_LOW_FRACTION),
-        scaling,
+        eta,
+        k,
+        group_importance: group_importance.unwrap_or_default(),
+        feature_scores: feature_scores.unwrap_or_default(),
+        combiner: combiner
+            .map(CombinerChoice::parse)
+            .transpose()
+            .map_err(|e| PrivlogitError::new_err(format!("combiner: {e}")))?,
+        low_fraction,
+        row_bound,
+        plr_as_printed,
+        seed,
+        ..Request::new(method, if off { 1.0 } else { epsilon })
     };
+    let mut settings = request.settings(false, false).map_err(raise)?;
+    if off {
+        settings.privacy = Privacy::Off;
+        if source_epsilon.is_none() {
+            settings.source_privacy = Privacy::Off;
+        }
+    }
     let (x, y) = labelled(&x, &y, "X, y")?;
     let source = match &source {
         Some((sx, sy)) => Some(labelled(sx, sy, "source")?),
         None => None,
     };
+    let cost = Cost::of(method, &settings, usize::from(source.is_some()));
     let mut spending = Spending::new(ledger.as_deref(), budget)?;
-    spending.add(x.view(), y.view(), dataset.unwrap_or("X"), epsilon);
-    if let Some((sx, sy)) = &source {
+    spending.add(x.view(), y.view(), dataset.unwrap_or("X"), cost.target);
+    if let (Some((sx, sy)), Some(spent)) = (&source, cost.sources.first()) {
         spending.add(
             sx.view(),
             sy.view(),
             source_dataset.unwrap_or("source X"),
-            source_privacy.spent(),
+            *spent,
         );
     }
     spending.check(py)?;
-    let fitted = py
+    let released = py
         .allow_threads(|| {
-            let mut rng = seed.map_or(Randomness::Os, Randomness::Seeded).rng();
+            let mut rng = request.randomness().rng();
             release::fit(
                 method,
                 &settings,
@@ -274,7 +245,7 @@ pub fn dp_fit(
         .map_err(error)?;
     spending.record(py)?;
     Ok(PyDpModel {
-        fitted,
+        fitted: released.fitted,
         method: method.name(),
     })
 }
@@ -284,7 +255,7 @@ pub fn dp_fit(
 /// importance weights), `public` the public rows, `(x, y)` the target's labelled rows,
 /// `unlabelled` its unlabelled rows (default: `x`). Returns a dict of what the command writes.
 #[pyfunction]
-#[pyo3(signature = (sources, public, x, y, epsilon, unlabelled = None, lam = None, lambda_iw = 0.001, sd_floor = 0.1, seed = None, ledger = None, budget = None, source_datasets = None))]
+#[pyo3(signature = (sources, public, x, y, epsilon, unlabelled = None, lam = None, lambda_iw = None, sd_floor = None, seed = None, ledger = None, budget = None, source_datasets = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn dp_dphtl<'py>(
     py: Python<'py>,
@@ -295,19 +266,19 @@ pub fn dp_dphtl<'py>(
     epsilon: f64,
     unlabelled: Option<PyBuffer<f64>>,
     lam: Option<f64>,
-    lambda_iw: f64,
-    sd_floor: f64,
+    lambda_iw: Option<f64>,
+    sd_floor: Option<f64>,
     seed: Option<u64>,
     ledger: Option<PathBuf>,
     budget: Option<f64>,
     source_datasets: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let epsilon = privacy(epsilon, false)?.epsilon().map_err(error)?;
+    let epsilon = privacy(epsilon)?.epsilon().map_err(error)?;
     let settings = DphtlSettings {
         epsilon,
-        lambda_iw,
+        lambda_iw: lambda_iw.unwrap_or(DEFAULT_LAMBDA_IW),
         lambda_lr: lam.unwrap_or(release::DEFAULT_LAMBDA),
-        sd_floor,
+        sd_floor: sd_floor.unwrap_or(DEFAULT_PRIOR_SD_FLOOR),
     };
     let tables = sources
         .iter()
@@ -337,7 +308,7 @@ pub fn dp_dphtl<'py>(
         spending.add(sx.view(), sy.view(), name, epsilon.unwrap_or(f64::INFINITY));
     }
     spending.check(py)?;
-    let fitted = py
+    let released = py
         .allow_threads(|| {
             let named: Vec<NamedSource<'_>> = tables
                 .iter()
@@ -364,6 +335,7 @@ pub fn dp_dphtl<'py>(
         })
         .map_err(error)?;
     spending.record(py)?;
+    let fitted = &released.fitted;
     let out = PyDict::new(py);
     out.set_item(
         "hypothesis_weights",

@@ -27,3 +27,15 @@ pyo3::create_exception!(
 pub fn error(e: impl std::fmt::Display) -> PyErr {
     PrivlogitError::new_err(e.to_string())
 }
+
+/// A library error as the exception its kind calls for: `DataError` for a file, a row or a
+/// value, `BudgetExceeded` for a release the ledger refuses, `PrivlogitError` otherwise.
+pub fn raise(e: privlogit::Error) -> PyErr {
+    if e.is_over_budget() {
+        BudgetExceeded::new_err(e.to_string())
+    } else if e.is_data() {
+        DataError::new_err(e.to_string())
+    } else {
+        PrivlogitError::new_err(e.to_string())
+    }
+}

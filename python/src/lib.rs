@@ -1,159 +1,20 @@
 //! `privlogit._native`: the Rust side of the Python package. Arrays come in through the buffer
 //! protocol (numpy arrays, read in place), the work runs with the GIL released, and results
-//! go back as plain Python values (the Python layer wraps them as numpy arrays).
+//! go back as plain Python values (the Python layer wraps them as numpy arrays). Every call
+//! is one of the library's: settings, defaults and checks are its own.
 
-use ndarray::{ArrayView1, ArrayView2};
-use privlogit::data::DatasetView;
-use privlogit::fit::{self, Preparation};
-use privlogit::protocols::{FitOptions, Optimizer};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 mod accounting;
 mod buffers;
 mod dl;
 mod dp;
 mod errors;
+mod roles;
+mod settings;
 
-use buffers::{in_place, len1, shape2};
 use errors::{DataError, PrivlogitError, error};
-
-/// Plaintext distributed fit over `parties`, a list of `(X, y)` float64 arrays (one per party).
-/// Returns a dict with `coef` (intercept first when `intercept`), `names`, `n_iter`, `status`,
-/// `objective`, `log_likelihood`.
-#[pyfunction]
-#[pyo3(signature = (parties, optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000, gradient_tol = None, penalize_intercept = true))]
-#[allow(clippy::too_many_arguments)]
-fn fit_parties<'py>(
-    py: Python<'py>,
-    parties: Vec<(PyBuffer<f64>, PyBuffer<f64>)>,
-    optimizer: &str,
-    lam: f64,
-    standardize: bool,
-    intercept: bool,
-    tol: f64,
-    max_iter: usize,
-    gradient_tol: Option<f64>,
-    penalize_intercept: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let (optimizer, prepared, options) = setup(
-        py,
-        &parties,
-        optimizer,
-        Preparation {
-            standardize,
-            intercept,
-        },
-        options(lam, tol, max_iter, gradient_tol).free_intercept(intercept && !penalize_intercept),
-    )?;
-    let fitted = py
-        .allow_threads(|| fit::fit(&prepared, optimizer, &options, &mut |_| {}))
-        .map_err(error)?;
-    let out = PyDict::new(py);
-    out.set_item("coef", fitted.report.beta.to_vec())?;
-    out.set_item("names", prepared.names.clone())?;
-    out.set_item("n_iter", fitted.report.iterations)?;
-    out.set_item("status", format!("{:?}", fitted.report.status))?;
-    out.set_item("objective", fitted.objective)?;
-    out.set_item("log_likelihood", fitted.log_likelihood)?;
-    if let Some(s) = &prepared.standardizer {
-        out.set_item("mean", s.means.to_vec())?;
-        out.set_item("scale", s.scales.to_vec())?;
-    }
-    Ok(out)
-}
-
-/// The secure study in this process (key holder, aggregator and one Node per party, 2048-bit
-/// Paillier key, masked linear algebra): `protocol` is `local`, `hessian` or `newton`. Returns
-/// the coefficients and the study's cost as a dict.
-#[pyfunction]
-#[pyo3(signature = (parties, protocol = "hessian", optimizer = "privlogit-accel", lam = 1.0, standardize = true, intercept = true, tol = 1e-10, max_iter = 10_000, gradient_tol = None))]
-#[allow(clippy::too_many_arguments)]
-fn study_parties<'py>(
-    py: Python<'py>,
-    parties: Vec<(PyBuffer<f64>, PyBuffer<f64>)>,
-    protocol: &str,
-    optimizer: &str,
-    lam: f64,
-    standardize: bool,
-    intercept: bool,
-    tol: f64,
-    max_iter: usize,
-    gradient_tol: Option<f64>,
-) -> PyResult<Bound<'py, PyDict>> {
-    use privlogit::protocols::paillier::{KeyPair, KeySize};
-    use privlogit::protocols::secure::aggregator::Protocol;
-    use privlogit::protocols::secure::inprocess;
-    use privlogit::protocols::secure::solver::LinearAlgebra;
-    let protocol = match protocol {
-        "local" => Protocol::Local,
-        "hessian" => Protocol::Hessian,
-        "newton" => Protocol::Newton,
-        other => {
-            return Err(PrivlogitError::new_err(format!(
-                "protocol: `{other}` is not local, hessian or newton"
-            )));
-        }
-    };
-    let (optimizer, prepared, options) = setup(
-        py,
-        &parties,
-        optimizer,
-        Preparation {
-            standardize,
-            intercept,
-        },
-        options(lam, tol, max_iter, gradient_tol),
-    )?;
-    let report = py
-        .allow_threads(|| -> Result<_, String> {
-            let key = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
-            inprocess::run(
-                &prepared.parties,
-                &key.secret,
-                // The demo study's fixed-point format (64 bits, 46 fractional).
-                privlogit_circuits::fixed::FixedFormat::new(64, 46).map_err(|e| e.to_string())?,
-                LinearAlgebra::Masked,
-                protocol,
-                optimizer,
-                &options,
-                &mut |_| {},
-                None,
-            )
-            .map_err(|e| e.to_string())
-        })
-        .map_err(PrivlogitError::new_err)?;
-    let out = PyDict::new(py);
-    out.set_item("coef", report.fit.beta.to_vec())?;
-    out.set_item("names", prepared.names.clone())?;
-    if let Some(s) = &prepared.standardizer {
-        out.set_item("mean", s.means.to_vec())?;
-        out.set_item("scale", s.scales.to_vec())?;
-    }
-    out.set_item("n_iter", report.fit.iterations)?;
-    out.set_item("status", format!("{:?}", report.fit.status))?;
-    out.set_item("objective", report.fit.objective)?;
-    out.set_item("seconds", report.seconds)?;
-    out.set_item("and_gates", report.aggregator.and_gates)?;
-    // The cost report, as the `study` command prints it.
-    let (a, k) = (&report.aggregator, &report.keyholder);
-    let cost = PyDict::new(py);
-    cost.set_item("rounds", report.fit.rounds)?;
-    cost.set_item("aggregator_and_gates", a.and_gates)?;
-    cost.set_item("keyholder_and_gates", k.and_gates)?;
-    cost.set_item("bytes_to_nodes", a.bytes_to_nodes)?;
-    cost.set_item("bytes_from_nodes", a.bytes_from_nodes)?;
-    cost.set_item("bytes_from_each_node", a.bytes_from_each_node.clone())?;
-    cost.set_item("bytes_to_keyholder", a.bytes_to_keyholder)?;
-    cost.set_item("bytes_from_keyholder", k.bytes_sent)?;
-    cost.set_item("garbling_seconds", a.gc_seconds + k.gc_seconds)?;
-    cost.set_item("keyholder_paillier_seconds", k.paillier_seconds)?;
-    cost.set_item("node_wait_seconds", a.node_wait_seconds)?;
-    cost.set_item("linear_algebra", format!("{:?}", a.linear_algebra))?;
-    out.set_item("cost", cost)?;
-    Ok(out)
-}
 
 /// `P(y = 1)` for raw rows `x` under the model `coef` named `names` (intercept first when
 /// fitted), found on features standardised by `mean` and `scale` when given: the model in
@@ -181,90 +42,17 @@ fn predict_model(
             scales,
         }),
         (None, None) => None,
-        _ => return Err(PrivlogitError::new_err("give both mean and scale, or neither")),
+        _ => {
+            return Err(PrivlogitError::new_err(
+                "give both mean and scale, or neither",
+            ));
+        }
     };
     let model = Model::from_fit(&names, &coef, standardization.as_ref()).map_err(error)?;
     let x = buffers::features(&x, "X")?;
     py.allow_threads(|| model.predict_proba(x.view()))
         .map(|p| p.to_vec())
         .map_err(error)
-}
-
-/// What a fit and a study share: the optimiser by name, the parties prepared (read in place,
-/// with the GIL held) and the options.
-fn setup(
-    py: Python<'_>,
-    parties: &[(PyBuffer<f64>, PyBuffer<f64>)],
-    optimizer: &str,
-    how: Preparation,
-    options: FitOptions,
-) -> PyResult<(Optimizer, fit::Prepared, FitOptions)> {
-    let optimizer: Optimizer = optimizer
-        .parse()
-        .map_err(|e| PrivlogitError::new_err(format!("optimizer: {e}")))?;
-    let prepared = Parties::new(parties)?.prepare(py, how)?;
-    Ok((optimizer, prepared, options))
-}
-
-/// The fit's options from the Python arguments.
-fn options(lam: f64, tol: f64, max_iter: usize, gradient_tol: Option<f64>) -> FitOptions {
-    FitOptions::new()
-        .lambda(lam)
-        .relative_tolerance(tol)
-        .gradient_tolerance(gradient_tol)
-        .max_iterations(max_iter)
-}
-
-/// Each party's `(X, y)` numpy buffers, read in place: sources and feature names for messages.
-struct Parties<'a> {
-    buffers: &'a [(PyBuffer<f64>, PyBuffer<f64>)],
-    sources: Vec<String>,
-    names: Vec<String>,
-}
-
-impl<'a> Parties<'a> {
-    fn new(buffers: &'a [(PyBuffer<f64>, PyBuffer<f64>)]) -> PyResult<Self> {
-        let mut columns = None;
-        for (k, (x, y)) in buffers.iter().enumerate() {
-            let (rows, cols) = shape2(x, &format!("party {k}: X"))?;
-            let labels = len1(y, &format!("party {k}: y"))?;
-            if labels != rows {
-                return Err(PrivlogitError::new_err(format!(
-                    "party {k}: {labels} labels for {rows} rows"
-                )));
-            }
-            columns.get_or_insert(cols);
-        }
-        Ok(Self {
-            buffers,
-            sources: (0..buffers.len()).map(|k| format!("party {k}")).collect(),
-            names: (1..=columns.unwrap_or(0))
-                .map(|j| format!("x{j}"))
-                .collect(),
-        })
-    }
-
-    /// The parties as the fit pipeline prepares them (pooled standardisation, intercept),
-    /// copied once into the design matrices. Runs with the GIL held, so Python code cannot
-    /// change the arrays while they are read.
-    fn prepare(&self, _gil: Python<'_>, how: Preparation) -> PyResult<fit::Prepared> {
-        let views: Vec<DatasetView<'_>> = self
-            .buffers
-            .iter()
-            .zip(&self.sources)
-            .map(|((x, y), source)| {
-                let (rows, cols) = (x.shape()[0], x.shape()[1]);
-                DatasetView {
-                    source,
-                    // A party whose column count differs is named by the agreement check.
-                    names: &self.names[..cols.min(self.names.len())],
-                    x: ArrayView2::from_shape((rows, cols), in_place(x)).expect("checked shape"),
-                    y: ArrayView1::from(in_place(y)),
-                }
-            })
-            .collect();
-        fit::prepare_views(&views, how).map_err(|e| DataError::new_err(e.to_string()))
-    }
 }
 
 /// Float64 memory handed to numpy without a copy: numpy's array views it through the buffer
@@ -512,8 +300,12 @@ impl PyKeypair {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(fit_parties, m)?)?;
-    m.add_function(wrap_pyfunction!(study_parties, m)?)?;
+    m.add_function(wrap_pyfunction!(settings::defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::fit, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::study, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::keyholder, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::aggregator, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::node, m)?)?;
     m.add_function(wrap_pyfunction!(predict_model, m)?)?;
     m.add_class::<PyKeypair>()?;
     m.add_class::<Floats>()?;

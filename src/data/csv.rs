@@ -71,6 +71,8 @@ pub struct RecordReader {
     record: ::csv::StringRecord,
     header: Vec<String>,
     roles: Vec<Role>,
+    /// Whether a column is the label (else every label reads 0).
+    labelled: bool,
     header_line: u64,
     /// The feature names, in column order.
     pub names: Vec<String>,
@@ -94,6 +96,7 @@ impl RecordReader {
             record: ::csv::StringRecord::new(),
             header: Vec::new(),
             roles: Vec::new(),
+            labelled: true,
             header_line: 1,
             names: Vec::new(),
         };
@@ -116,6 +119,7 @@ impl RecordReader {
             .collect();
         this.header_line = this.line();
         this.roles = assign_roles(path, this.header_line, &this.header, options)?;
+        this.labelled = this.roles.contains(&Role::Label);
         this.names = this
             .header
             .iter()
@@ -208,6 +212,9 @@ impl RecordReader {
                     }
                 }
             }
+            if !self.labelled {
+                labels.push(0.0);
+            }
             read += 1;
         }
         Ok(read)
@@ -289,7 +296,10 @@ fn assign_roles(
         roles[index] = role;
         Ok(())
     };
-    assign(Role::Label, "label", &options.label)?;
+    // No label column (`LoadOptions::unlabelled`): rows to score; every label reads 0.
+    if !options.label.is_empty() {
+        assign(Role::Label, "label", &options.label)?;
+    }
     if let Some(group) = &options.group {
         assign(Role::Group, "group", group)?;
     }

@@ -17,7 +17,6 @@
 //! anything private touches them: the sensitivities below assume it.
 
 pub mod dpiw;
-pub mod experiment;
 pub mod mixture;
 pub mod prior;
 pub mod transfer;

@@ -355,45 +355,6 @@ pub(crate) fn fit_scaled<R: Rng + ?Sized>(
     Ok(LinearModel { w, scaling, target })
 }
 
-/// Output perturbation, the sensitivity method of Chaudhuri, Monteleoni and Sarwate (2011,
-/// Algorithm 1 there): the non-private minimiser of eq. (1) with `g = 1/2 ||w||^2` has l2
-/// sensitivity `2/(n lambda)` on rows of norm at most 1 (the logistic loss is 1-Lipschitz), so
-/// `w* + b` with density of `b` proportional to `exp(-(n lambda eps / 2) ||b||)` is
-/// eps-differentially private. `b` is drawn as for PLR with `eps' = n lambda eps`.
-pub fn fit_output_perturbation<R: Rng + ?Sized>(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    privacy: Privacy,
-    lambda: f64,
-    scaling: RowScaling,
-    rng: &mut R,
-) -> Result<LinearModel, DpError> {
-    let lambda = positive("lambda", lambda)?;
-    let scaled = scaling.validate()?.apply_checked(x, 1.0)?;
-    let mut w = minimise(scaled.view(), signed(y).view(), lambda, 0.0, None, None)?;
-    if let Some(eps) = privacy.epsilon()? {
-        w += &objective_noise(x.ncols(), x.nrows() as f64 * lambda * eps, rng).map_err(|_| {
-            DpError {
-                name: "epsilon",
-                value: eps,
-                reason: "too small: the noise's scale 2/(n lambda eps) leaves f64",
-            }
-        })?;
-        if w.iter().any(|v| !v.is_finite()) {
-            return Err(DpError {
-                name: "epsilon",
-                value: eps,
-                reason: "is so small that the output noise is not finite in f64",
-            });
-        }
-    }
-    Ok(LinearModel {
-        w,
-        scaling,
-        target: 1.0,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,16 +481,6 @@ mod tests {
             )
             .expect_err("refused");
             assert!(!e.reason.is_empty(), "{e}");
-            let e = fit_output_perturbation(
-                x.view(),
-                y.view(),
-                Privacy::Epsilon(eps),
-                0.1,
-                RowScaling::Normalize,
-                &mut rng,
-            )
-            .expect_err("refused");
-            assert_eq!(e.name, "epsilon", "{e}");
         }
         let m = fit(
             x.view(),

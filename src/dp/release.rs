@@ -1,8 +1,12 @@
-//! Every single-target DP method behind one call, as `privlogit dp fit` and the Python package
-//! (`privlogit.dp`) run them: the method, its settings with defaults applied, the target rows
-//! (and the source rows of a transfer method) in; a fitted model with its JSON form and scores
-//! out. Keeping the dispatch here means the command line and Python draw the same noise for the
-//! same seed.
+//! Every DP method behind one call, as `privlogit dp fit` and the Python package
+//! (`privlogit.dp`) run them: the method, its options (unset ones take the defaults below),
+//! the target rows (and the source rows of a transfer method) in; a fitted model with its JSON
+//! form and scores out, and beside it what the release cost ([`Cost`]), known before any noise
+//! is drawn so that the ledger can refuse first. Keeping the dispatch here means the command
+//! line and Python draw the same noise for the same seed and charge the same epsilon.
+//!
+//! Adding a method: its own module, a variant of [`Method`] with its row in
+//! [`Method::takes`] and its arm in [`fit`], and its page in the book (`docs/src/guide/dp.md`).
 
 use ndarray::{Array1, ArrayView2, s};
 use rand::CryptoRng;
@@ -11,6 +15,7 @@ use serde_json::{Value, json};
 use super::DpError;
 use super::dphtl;
 use super::feature_split::{self, FeatureSplit, SplitModel};
+use super::output_perturbation;
 use super::plr::{self, LinearModel, Privacy};
 use super::scaling::RowScaling;
 use super::stacking::{self, Combiner, LowLevel, Stacked, StackingSettings};
@@ -26,9 +31,13 @@ pub const DEFAULT_ETA: f64 = 0.5;
 pub const DEFAULT_K: usize = 5;
 /// Default share of rows for the low level.
 pub const DEFAULT_LOW_FRACTION: f64 = 0.5;
+/// Default penalty lambda_IW of DPHTL's importance weights (Algorithm 5).
+pub const DEFAULT_LAMBDA_IW: f64 = 0.001;
+/// Default floor of DPHTL's prior standard deviations (eq. 4.2).
+pub const DEFAULT_PRIOR_SD_FLOOR: f64 = 0.1;
 
-/// The methods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The methods (the command line's `--method`, Python's `method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Method {
     /// PLR, objective perturbation (stacking paper Algorithm 1).
     Plr,
@@ -40,16 +49,72 @@ pub enum Method {
     PstF,
     /// PLR with feature splitting, one model per group (transfer Algorithm 3).
     PlrFs,
-    /// Stacking with hypothesis transfer (stacking Algorithm 4): PPTL-FS with eta = 0.
+    /// Stacking with hypothesis transfer (stacking Algorithm 4); needs --source.
     PstH,
-    /// Transfer with feature splitting and stacking (transfer Algorithm 4).
+    /// Transfer with feature splitting and stacking (transfer Algorithm 4); needs --source.
     PptlFs,
-    /// PLR on the source, then PLR on the target near it (transfer Algorithm 2).
+    /// DP hypothesis transfer from several sources with importance weights (dissertation
+    /// Algorithm 4); needs --source FILE... and --public.
+    Dphtl,
+    /// PLR on the source, then PLR on the target near it (transfer Algorithm 2); needs --source.
     Simcomb,
 }
 
+/// An option that only some methods take: a method refuses, by name, one it would ignore (a
+/// silently ignored option makes the user believe in a model they did not get).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    /// `eta`.
+    Eta,
+    /// `k`.
+    K,
+    /// `group_importance`.
+    GroupImportance,
+    /// `feature_scores`.
+    FeatureScores,
+    /// `combiner`.
+    Combiner,
+    /// `low_fraction`.
+    LowFraction,
+    /// `high_lambda` (also needs a stacking combiner).
+    HighLambda,
+    /// `plr_as_printed`.
+    PlrAsPrinted,
+    /// `public`.
+    Public,
+    /// `target_unlabelled`.
+    TargetUnlabelled,
+    /// `source_epsilon`, `source_lambda`.
+    SourceSettings,
+    /// `lambda_iw`, `prior_sd_floor`.
+    Dphtl,
+    /// `row_bound`.
+    RowBound,
+}
+
+impl Opt {
+    /// The flag (`--eta`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            Opt::Eta => "--eta",
+            Opt::K => "--k",
+            Opt::GroupImportance => "--group-importance",
+            Opt::FeatureScores => "--feature-scores",
+            Opt::Combiner => "--combiner",
+            Opt::LowFraction => "--low-fraction",
+            Opt::HighLambda => "--high-lambda",
+            Opt::PlrAsPrinted => "--plr-as-printed",
+            Opt::Public => "--public",
+            Opt::TargetUnlabelled => "--target-unlabelled",
+            Opt::SourceSettings => "--source-epsilon",
+            Opt::Dphtl => "--lambda-iw",
+            Opt::RowBound => "--row-bound",
+        }
+    }
+}
+
 impl Method {
-    /// The name the command line and the JSON use (`pst-s`, ...).
+    /// The name the command line and Python use (`pst-s`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Method::Plr => "plr",
@@ -59,13 +124,41 @@ impl Method {
             Method::PlrFs => "plr-fs",
             Method::PstH => "pst-h",
             Method::PptlFs => "pptl-fs",
+            Method::Dphtl => "dphtl",
             Method::Simcomb => "simcomb",
         }
     }
 
-    /// Whether the method also learns from a source data set.
+    /// Every method, in the command line's order.
+    pub const ALL: [Method; 9] = [
+        Method::Plr,
+        Method::Output,
+        Method::PstS,
+        Method::PstF,
+        Method::PlrFs,
+        Method::PstH,
+        Method::PptlFs,
+        Method::Dphtl,
+        Method::Simcomb,
+    ];
+
+    /// The method named `name` (`pst-s`), or a message listing them.
+    pub fn parse(name: &str) -> Result<Method, String> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+                format!("`{name}` is not one of {}", names.join(", "))
+            })
+    }
+
+    /// Whether the method also learns from a source data set (DPHTL from several).
     pub fn is_transfer(self) -> bool {
-        matches!(self, Method::PstH | Method::PptlFs | Method::Simcomb)
+        matches!(
+            self,
+            Method::PstH | Method::PptlFs | Method::Simcomb | Method::Dphtl
+        )
     }
 
     /// Whether the method splits the features into groups.
@@ -75,6 +168,84 @@ impl Method {
             Method::PstF | Method::PlrFs | Method::PstH | Method::PptlFs
         )
     }
+
+    /// Whether the method takes `option` (with `stacking`: the combiner is stacking), and if
+    /// not, why.
+    pub fn takes(self, option: Opt, stacking: bool) -> Result<(), &'static str> {
+        use Method::*;
+        let stacks = matches!(self, PstS | PstF | PstH | PptlFs);
+        let grouped = matches!(self, PstS | PstF | PlrFs | PstH | PptlFs);
+        let (takes, why) = match option {
+            Opt::Eta => (
+                matches!(self, Simcomb | PptlFs),
+                "only simcomb and pptl-fs take it (pst-h is pptl-fs with eta = 0, stacking paper Algorithm 4)",
+            ),
+            Opt::K => (grouped, "the method has no groups"),
+            Opt::GroupImportance | Opt::FeatureScores => {
+                (self.splits_features(), "the method does not split features")
+            }
+            Opt::Combiner => (
+                matches!(self, PstS | PstF),
+                "only pst-s and pst-f choose a combiner (pst-h and pptl-fs stack)",
+            ),
+            Opt::LowFraction => (stacks, "the method has no high level"),
+            Opt::HighLambda => (
+                matches!(self, PstH | PptlFs) || (matches!(self, PstS | PstF) && stacking),
+                "no PLR high level is fitted (no stacking combiner)",
+            ),
+            Opt::PlrAsPrinted => (self != Output, "output perturbation has no eps' or Delta"),
+            Opt::Public => (self == Dphtl, "only dphtl takes a public set"),
+            Opt::TargetUnlabelled => (
+                self == Dphtl,
+                "only dphtl takes the target's unlabelled rows",
+            ),
+            Opt::SourceSettings => (self.is_transfer() && self != Dphtl, "there is no --source"),
+            Opt::Dphtl => (self == Dphtl, "only dphtl takes it"),
+            Opt::RowBound => (self != Dphtl, "dphtl scales every row to norm 1"),
+        };
+        if takes { Ok(()) } else { Err(why) }
+    }
+}
+
+/// What a release spends, per data set, known before any noise is drawn (the ledger checks it
+/// first) and returned with the model (the ledger records it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cost {
+    /// Epsilon spent on the target rows (0 when the method does not touch them privately:
+    /// DPHTL's target fit uses only the published hypotheses).
+    pub target: f64,
+    /// Epsilon spent on each source data set, in order.
+    pub sources: Vec<f64>,
+}
+
+impl Cost {
+    /// The cost of `method` with `settings` over `sources` source data sets.
+    pub fn of(method: Method, settings: &MethodSettings, sources: usize) -> Cost {
+        match method {
+            // Each source spends epsilon once (Theorem 4.3.1: its two halves are disjoint).
+            Method::Dphtl => Cost {
+                target: 0.0,
+                sources: vec![settings.privacy.spent(); sources],
+            },
+            m if m.is_transfer() => Cost {
+                target: settings.privacy.spent(),
+                sources: vec![settings.source_privacy.spent(); sources],
+            },
+            _ => Cost {
+                target: settings.privacy.spent(),
+                sources: Vec::new(),
+            },
+        }
+    }
+}
+
+/// A fitted model and what it cost.
+#[derive(Debug, Clone)]
+pub struct Release {
+    /// The model.
+    pub fitted: Fitted,
+    /// Its privacy cost.
+    pub cost: Cost,
 }
 
 /// How a feature-splitting method groups the features.
@@ -114,6 +285,10 @@ pub struct MethodSettings {
     pub low_fraction: f64,
     /// How rows are brought to norm at most 1.
     pub scaling: RowScaling,
+    /// DPHTL: the penalty of the importance weights (Algorithm 5).
+    pub lambda_iw: f64,
+    /// DPHTL: the floor of the prior's standard deviations (eq. 4.2).
+    pub prior_sd_floor: f64,
 }
 
 /// A method that cannot run on what it was given, with the reason in words.
@@ -179,7 +354,13 @@ pub fn fit(
     target: Labelled<'_>,
     source: Option<Labelled<'_>>,
     rng: &mut dyn CryptoRng,
-) -> Result<Fitted, ReleaseError> {
+) -> Result<Release, ReleaseError> {
+    if method == Method::Dphtl {
+        return Err(ReleaseError::Setting(
+            "dphtl learns from several sources and a public set: call release::dphtl".into(),
+        ));
+    }
+    let cost = Cost::of(method, settings, usize::from(source.is_some()));
     if method.is_transfer() != source.is_some() {
         return Err(ReleaseError::Setting(format!(
             "method {} {} a source data set",
@@ -233,7 +414,7 @@ pub fn fit(
             .as_ref()
             .expect("a feature-splitting method has a split")
     };
-    Ok(match method {
+    let fitted = match method {
         Method::Plr => Fitted::Linear(plr::fit(
             x,
             y,
@@ -243,7 +424,7 @@ pub fn fit(
             None,
             rng,
         )?),
-        Method::Output => Fitted::Linear(plr::fit_output_perturbation(
+        Method::Output => Fitted::Linear(output_perturbation::fit(
             x,
             y,
             settings.privacy,
@@ -288,7 +469,9 @@ pub fn fit(
                 target: Box::new(Fitted::Stacked(fit.target)),
             }
         }
-    })
+        Method::Dphtl => unreachable!("refused above"),
+    };
+    Ok(Release { fitted, cost })
 }
 
 /// A named source organization's rows for [`dphtl`] (the name is for messages).
@@ -313,7 +496,7 @@ pub fn dphtl(
     target: Labelled<'_>,
     settings: &dphtl::transfer::Settings,
     rng: &mut dyn CryptoRng,
-) -> Result<dphtl::transfer::Fitted, ReleaseError> {
+) -> Result<DphtlRelease, ReleaseError> {
     if sources.len() < 2 {
         return Err(ReleaseError::Setting(
             "dphtl needs at least two sources (eq. 4.2 weighs hypotheses against each other)"
@@ -357,14 +540,30 @@ pub fn dphtl(
                 .map_err(|e| ReleaseError::Setting(format!("source {}: {e}", source.name)))?,
         );
     }
-    Ok(dphtl::transfer::fit_target(
+    let fitted = dphtl::transfer::fit_target(
         &published,
         public.view(),
         scaled(unlabelled).view(),
         scaled(target.x).view(),
         target.y,
         settings,
-    )?)
+    )?;
+    // Each source spends epsilon once (Theorem 4.3.1: its two halves are disjoint); the
+    // target's fit reads only what the sources published.
+    let cost = Cost {
+        target: 0.0,
+        sources: vec![settings.epsilon.unwrap_or(f64::INFINITY); sources.len()],
+    };
+    Ok(DphtlRelease { fitted, cost })
+}
+
+/// DPHTL's model and what it cost.
+#[derive(Debug, Clone)]
+pub struct DphtlRelease {
+    /// The hypothesis weights, the prior and the target's model.
+    pub fitted: dphtl::transfer::Fitted,
+    /// Its privacy cost.
+    pub cost: Cost,
 }
 
 /// The feature groups `choice` asks for, over `d` features in `k` groups.

@@ -1,29 +1,19 @@
-//! `privlogit stack`: cross-organization stacking (`privlogit::hybrid::stacking`), as one
-//! command (`stack run`: every organization and both servers in this process, over loopback
-//! TCP) or stage by stage at each organization (`stack publish`, `stack meta`, then a secure
-//! PLR study over the meta rows with `keyholder`, `aggregator` and `node --dp-epsilon`).
-//!
-//! Seeds (reproducible runs only): `stack run --seed S` gives organization i (from 0, in
-//! `--party` order) the seed `S + i` for its split and low-level noise, and both servers the
-//! noise seed `S`; the same seeds given stage by stage give the same model.
+//! `privlogit stack`: cross-organization stacking (`privlogit::hybrid::stages`), as one command
+//! (`stack run`) or stage by stage at each organization (`stack publish`, `stack meta`, then a
+//! secure PLR study over the meta rows with `keyholder`, `aggregator` and `node --dp-epsilon`).
+//! A stage's `--study FILE` reads the study file's `[stack]` table (and the top-level keys the
+//! stage takes, such as `label`) as flags placed before the command line's.
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
-use clap::{Args, Subcommand};
-use ndarray::{Array1, Array2};
-use privlogit::data::{self, LoadOptions};
-use privlogit::dp::noise::Randomness;
-use privlogit::hybrid::secure_plr;
-use privlogit::hybrid::stacking::{self, Published};
-use privlogit::output;
-use privlogit::protocols::paillier::{KeyPair, KeySize};
-use privlogit::protocols::secure::release::Release;
-use serde_json::json;
+use anyhow::{Result, bail};
+use clap::{Args, CommandFactory, Subcommand};
+use privlogit::hybrid::stages::{self, LowLevel};
+use privlogit::study::StudyFile;
 
 use crate::Outcome;
-use crate::log::say;
+use crate::log::line;
 
 /// Arguments of `privlogit stack`.
 #[derive(Debug, Args)]
@@ -52,7 +42,7 @@ struct Budget {
     #[arg(long, value_name = "E")]
     epsilon: f64,
     /// PLR's lambda of the low-level models.
-    #[arg(long, value_name = "L", default_value_t = 0.01)]
+    #[arg(long, value_name = "L", default_value_t = privlogit::dp::release::DEFAULT_LAMBDA)]
     lambda: f64,
     /// The low level: 1, a PLR over every feature; G > 1, PLR-FS over G random feature groups
     /// of equal importance (PST-F(U)'s low level), drawn from the organization's seed.
@@ -69,7 +59,7 @@ struct Budget {
     )]
     feature_scores: Vec<f64>,
     /// The share of each organization's rows in D^l.
-    #[arg(long, value_name = "F", default_value_t = crate::dp::DEFAULT_LOW_FRACTION)]
+    #[arg(long, value_name = "F", default_value_t = privlogit::dp::release::DEFAULT_LOW_FRACTION)]
     low_fraction: f64,
     /// A privacy ledger: each organization's data file is charged epsilon once, before any
     /// noise is drawn (refused past the ledger's total).
@@ -81,26 +71,15 @@ struct Budget {
 }
 
 impl Budget {
-    /// The low level's grouping for `d` features, refused when the scores do not fit.
-    fn grouping(&self, d: usize) -> Result<stacking::Grouping> {
-        Ok(match (self.groups, self.feature_scores.as_slice()) {
-            (0, _) => bail!("--groups must be at least 1"),
-            (1, []) => stacking::Grouping::Single,
-            (1, _) => bail!("--feature-scores needs --groups G > 1"),
-            (g, []) => stacking::Grouping::Random(g),
-            (g, scores) if scores.len() == d => stacking::Grouping::ByScore(g, scores.to_vec()),
-            (_, scores) => bail!(
-                "--feature-scores has {} values for {d} features",
-                scores.len()
-            ),
-        })
-    }
-
-    fn charge(&self, files: &[PathBuf], label: &str) -> Result<()> {
-        let Some(path) = &self.ledger else {
-            return Ok(());
-        };
-        crate::dp::charge_files(path, self.budget, files, label, self.epsilon)
+    fn low_level(&self) -> LowLevel {
+        LowLevel {
+            epsilon: self.epsilon,
+            lambda: self.lambda,
+            groups: self.groups,
+            feature_scores: self.feature_scores.clone(),
+            low_fraction: self.low_fraction,
+            ledger: self.ledger.clone().map(|l| (l, self.budget)),
+        }
     }
 }
 
@@ -115,9 +94,10 @@ struct RunArgs {
     #[command(flatten)]
     budget: Budget,
     /// PLR's lambda of the high-level model.
-    #[arg(long, value_name = "L", default_value_t = crate::dp::DEFAULT_HIGH_LAMBDA)]
+    #[arg(long, value_name = "L", default_value_t = privlogit::dp::release::DEFAULT_HIGH_LAMBDA)]
     high_lambda: f64,
-    /// Reproducible runs only (see the module's seeds).
+    /// Reproducible runs only: organization i's split and noise from SEED + i, both servers'
+    /// noise from SEED.
     #[arg(long, value_name = "SEED")]
     seed: Option<u64>,
     /// Print one JSON object instead of a table.
@@ -170,205 +150,126 @@ struct MetaArgs {
 
 /// `privlogit stack`.
 pub fn run(args: StackArgs) -> Result<Outcome> {
+    let say = |m: &str| line(m);
     match args.command {
-        StackCommand::Run(a) => run_all(a),
-        StackCommand::Publish(a) => publish(a),
-        StackCommand::Meta(a) => meta(a),
-    }
-}
-
-fn load(path: &Path, label: &str) -> Result<data::Dataset> {
-    Ok(data::load(path, &LoadOptions::new(label))?.data)
-}
-
-fn organization_name(path: &Path) -> String {
-    path.file_stem().map_or_else(
-        || "organization".into(),
-        |s| s.to_string_lossy().into_owned(),
-    )
-}
-
-/// Stage 1 for one organization's data: its halves and published model.
-fn stage_one(
-    name: &str,
-    data: &data::Dataset,
-    budget: &Budget,
-    seed: Option<u64>,
-) -> Result<(stacking::Halves, Published)> {
-    let mut rng = seed.map_or(Randomness::Os, Randomness::Seeded).rng();
-    let halves = stacking::halves(data.x.view(), data.y.view(), budget.low_fraction, &mut rng)
-        .with_context(|| format!("splitting {}", data.source))?;
-    let model = stacking::publish(
-        name,
-        &data.names,
-        &halves,
-        budget.epsilon,
-        budget.lambda,
-        budget.grouping(data.names.len())?,
-        &mut rng,
-    )
-    .with_context(|| format!("fitting {name}'s low-level model"))?;
-    Ok((halves, model))
-}
-
-/// CSV text of `x` with `names` and a `label` column: values printed so that they read back
-/// to the same bits.
-fn csv_text(names: &[String], label: &str, x: &Array2<f64>, y: &Array1<f64>) -> String {
-    let mut s = names.join(",");
-    let _ = writeln!(s, ",{label}");
-    for (row, t) in x.outer_iter().zip(y) {
-        for v in row {
-            let _ = write!(s, "{v},");
+        StackCommand::Run(a) => {
+            let low = a.budget.low_level();
+            let text = stages::run(
+                &a.parties,
+                &a.label,
+                &low,
+                a.high_lambda,
+                a.seed,
+                a.json,
+                &say,
+            )?;
+            crate::study::write_out(a.out.as_deref(), &text)?;
         }
-        let _ = writeln!(s, "{t}");
+        StackCommand::Publish(a) => stages::publish(
+            &a.data,
+            &a.label,
+            a.organization.as_deref(),
+            &a.budget.low_level(),
+            a.seed,
+            &a.out,
+            &a.high_out,
+            &say,
+        )?,
+        StackCommand::Meta(a) => stages::meta(&a.high, &a.label, &a.models, &a.out, &say)?,
     }
-    s
-}
-
-fn publish(args: PublishArgs) -> Result<Outcome> {
-    let data = load(&args.data, &args.label)?;
-    let name = args
-        .organization
-        .clone()
-        .unwrap_or_else(|| organization_name(&args.data));
-    args.budget
-        .charge(std::slice::from_ref(&args.data), &args.label)?;
-    let (halves, model) = stage_one(&name, &data, &args.budget, args.seed)?;
-    let (xh, yh) = &halves.high;
-    output::write_text(&args.high_out, &csv_text(&data.names, &args.label, xh, yh))
-        .with_context(|| format!("writing {}", args.high_out.display()))?;
-    output::write_text(&args.out, &(serde_json::to_string_pretty(&model)? + "\n"))
-        .with_context(|| format!("writing {}", args.out.display()))?;
-    say!(
-        "{name}: low-level PLR (epsilon {}) on {} rows written to {} (publish it); {} D^h rows \
-         kept in {}",
-        args.budget.epsilon,
-        model.rows,
-        args.out.display(),
-        xh.nrows(),
-        args.high_out.display()
-    );
     Ok(Outcome::Success)
 }
 
-fn read_model(path: &Path) -> Result<Published> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a published model", path.display()))
-}
+/// The stacking stages that read `--study FILE`.
+const STAGES: [&str; 3] = ["publish", "meta", "run"];
 
-fn meta(args: MetaArgs) -> Result<Outcome> {
-    let high = load(&args.high, &args.label)?;
-    let models = args
-        .models
-        .iter()
-        .map(|p| read_model(p))
-        .collect::<Result<Vec<_>>>()?;
-    for (m, path) in models.iter().zip(&args.models) {
-        m.check(&high.names)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    }
-    let rows = stacking::meta_features(&models, high.x.view());
-    let names = stacking::meta_names(&models);
-    output::write_text(&args.out, &csv_text(&names, &args.label, &rows, &high.y))
-        .with_context(|| format!("writing {}", args.out.display()))?;
-    say!(
-        "meta rows of {} D^h rows from {} models written to {}",
-        rows.nrows(),
-        models.len(),
-        args.out.display()
-    );
-    Ok(Outcome::Success)
-}
-
-fn run_all(args: RunArgs) -> Result<Outcome> {
-    if args.parties.len() < 2 {
-        bail!("stacking across organizations needs at least two --party files");
-    }
-    let datasets = args
-        .parties
-        .iter()
-        .map(|p| load(p, &args.label))
-        .collect::<Result<Vec<_>>>()?;
-    let release = Release {
-        epsilon: args.budget.epsilon,
-        lambda: args.high_lambda,
+/// `privlogit stack STAGE --study FILE ...` with the file's settings for the stage placed
+/// before the command line's flags (which override them); other command lines unchanged.
+pub fn expand_study_file(args: Vec<OsString>) -> Result<Vec<OsString>> {
+    let Some(stack) = args.iter().position(|a| a == "stack") else {
+        return Ok(args);
     };
-    release.validate()?;
-    args.budget.charge(&args.parties, &args.label)?;
-    let mut low = Vec::new();
-    for (i, (path, data)) in args.parties.iter().zip(&datasets).enumerate() {
-        let name = organization_name(path);
-        let seed = args.seed.map(|s| s.wrapping_add(i as u64));
-        low.push((name.clone(), stage_one(&name, data, &args.budget, seed)?));
-        say!("{name}: low-level model published");
+    let stage = stack + 1;
+    let Some(name) = args
+        .get(stage)
+        .map(|a| a.to_string_lossy().into_owned())
+        .filter(|a| STAGES.contains(&a.as_str()))
+    else {
+        return Ok(args);
+    };
+    let Some(at) = args.iter().position(|a| a == "--study") else {
+        return Ok(args);
+    };
+    let Some(path) = args.get(at + 1) else {
+        bail!("--study needs a file: --study FILE");
+    };
+    let file = StudyFile::read(std::path::Path::new(path))?;
+    let command = super::Cli::command();
+    let stack_command = command
+        .find_subcommand("stack")
+        .expect("stack is a command");
+    let accepts = |stage: &str, flag: &str| {
+        stack_command
+            .find_subcommand(stage)
+            .is_some_and(|c| c.get_arguments().any(|a| a.get_long() == Some(flag)))
+    };
+    let shown = file.path.display().to_string();
+    let mut flags = Vec::new();
+    for (key, value) in file.settings() {
+        if accepts(&name, &key.replace('_', "-")) {
+            flags.extend(as_flags(&shown, key, value)?);
+        }
     }
-    let models: Vec<Published> = low.iter().map(|(_, (_, m))| m.clone()).collect();
-    let parts = low
-        .iter()
-        .map(|(_, (h, _))| {
-            (
-                stacking::meta_features(&models, h.high.0.view()),
-                h.high.1.clone(),
-            )
+    if let Some(table) = file.stack()? {
+        for (key, value) in table {
+            let long = key.replace('_', "-");
+            if accepts(&name, &long) {
+                flags.extend(as_flags(&shown, key, value)?);
+            } else if !STAGES.iter().any(|s| accepts(s, &long)) {
+                bail!("{shown}: [stack] {key} is not a setting of any stacking stage");
+            }
+        }
+    }
+    let mut out: Vec<OsString> = args[..=stage].to_vec();
+    out.extend(flags);
+    out.extend(
+        args.iter()
+            .enumerate()
+            .skip(stage + 1)
+            .filter(|&(i, _)| i != at && i != at + 1)
+            .map(|(_, a)| a.clone()),
+    );
+    Ok(out)
+}
+
+/// One key's value as command-line flags (`true`: the flag; arrays: the flag per item).
+fn as_flags(file: &str, key: &str, value: &toml::Value) -> Result<Vec<OsString>> {
+    let flag = format!("--{}", key.replace('_', "-"));
+    let scalar = |v: &toml::Value| -> Result<String> {
+        Ok(match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            other => bail!(
+                "{file}: {key} is a {}, expected a string or a number",
+                other.type_str()
+            ),
         })
-        .collect();
-    let names = stacking::meta_names(&models);
-    say!(
-        "high level: secure PLR study over {} organizations' meta rows ...",
-        models.len()
-    );
-    let key = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
-    let outcome =
-        secure_plr::study_in_process(&names, parts, release, &key.secret, args.seed, true)?;
-    let budget = secure_plr::budget(&release, outcome.rows)?;
-    let rendered = if args.json {
-        serde_json::to_string_pretty(&json!({
-            "epsilon_per_organization": args.budget.epsilon,
-            "low_models": models,
-            "high": {
-                "names": outcome.names,
-                "coefficients": outcome.fit.beta.to_vec(),
-                "iterations": outcome.fit.iterations,
-                "status": outcome.fit.status.name(),
-                "rows": outcome.rows,
-                "lambda": args.high_lambda,
-                "epsilon_prime": budget.epsilon_prime,
-                "delta": budget.delta,
-            },
-        }))? + "\n"
-    } else {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "cross-organization stacking, epsilon {} per organization (spent once: D^l and D^h \
-             are disjoint)",
-            args.budget.epsilon
-        );
-        for m in &models {
-            let low = match m.groups.len() {
-                1 => "PLR".to_string(),
-                g => format!("PLR-FS over {g} feature groups"),
-            };
-            let _ = writeln!(s, "low  {:<24} {low} on {} rows", m.organization, m.rows);
-        }
-        let _ = writeln!(
-            s,
-            "high secure PLR over {} rows, {} iterations ({}):",
-            outcome.rows,
-            outcome.fit.iterations,
-            outcome.fit.status.name()
-        );
-        for (n, b) in outcome.names.iter().zip(&outcome.fit.beta) {
-            let _ = writeln!(s, "  {n:<24} {b:>12.6}");
-        }
-        s
     };
-    match &args.out {
-        Some(path) => output::write_text(path, &rendered)
-            .with_context(|| format!("writing {}", path.display()))?,
-        None => print!("{rendered}"),
+    let mut flags: Vec<OsString> = Vec::new();
+    match value {
+        toml::Value::Boolean(true) => flags.push(flag.into()),
+        toml::Value::Boolean(false) => {}
+        toml::Value::Array(items) => {
+            for item in items {
+                flags.push(flag.clone().into());
+                flags.push(scalar(item)?.into());
+            }
+        }
+        v => {
+            flags.push(flag.into());
+            flags.push(scalar(v)?.into());
+        }
     }
-    Ok(Outcome::Success)
+    Ok(flags)
 }

@@ -63,7 +63,7 @@ pub fn publish<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<Published, DpError> {
     let privacy = settings.epsilon.map_or(Privacy::Off, Privacy::Epsilon);
-    let model = plr::fit_output_perturbation(
+    let model = crate::dp::output_perturbation::fit(
         source.x.view(),
         source.y.view(),
         privacy,

@@ -1,6 +1,7 @@
-//! `privlogit dl`: distributed differentially private deep learning, DPSTGD (dissertation
-//! chapter 3): `train` with every participant in this process, or `server` and `participant`
-//! as separate processes over the study transport.
+//! `privlogit dl` as library calls: distributed differentially private deep learning, DPSTGD
+//! (dissertation chapter 3): [`train`] with every participant in this process, or [`serve`]
+//! and [`participate`] as separate processes over the study transport. The option structs are
+//! the command line's (clap derives its flags from them).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -8,29 +9,69 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use ndarray::{Array1, Array2, Axis, concatenate};
-use privlogit::data::{self, Dataset, LoadOptions};
-use privlogit::dl::budget::{self, Accounting, Spend};
-use privlogit::dl::network::Network;
-use privlogit::dl::participant::Settings;
-use privlogit::dl::remote::{self, Plan, RemoteParticipant};
-use privlogit::dl::server::{self, Participant, Rows, Schedule};
-use privlogit::output;
-use privlogit::protocols::transport::{Expected, Role};
+use privlogit_protocols::transport::{Expected, Role};
 use serde::{Deserialize, Serialize};
 
-use crate::Outcome;
-use crate::log::say;
-use crate::study::{self, NetArgs, PATIENCE};
+use super::budget::{self, Accounting, Spend};
+use super::network::Network;
+use super::participant::Settings;
+use super::remote::{self, Plan, RemoteParticipant};
+use super::server::{self, Participant, Rows, Schedule};
+use crate::data::{self, Dataset, LoadOptions};
+use crate::output;
+use crate::study::StudyFile;
+use crate::study::party::{Connection, PATIENCE, Party, address_of};
+
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!($($arg)*)
+    };
+}
+
+/// How a participant or the server of a study between organizations connects.
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    /// This party's identity: PREFIX.crt and PREFIX.key, from `privlogit identity new`.
+    #[arg(long, value_name = "PREFIX")]
+    identity: Option<PathBuf>,
+    /// Connect over plain TCP: anyone on the path reads the traffic and anyone may claim a
+    /// party's place. Refused when the study file names certificates.
+    #[arg(long)]
+    insecure_plaintext: bool,
+    /// Seconds without any sign of life (data or heartbeat) after which a peer counts as lost
+    /// and the run stops.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::Spec::default().deadline)]
+    deadline: f64,
+}
+
+impl NetArgs {
+    /// This party's network in `role` (`name` in a plaintext run), with the study file at
+    /// `study` if given.
+    fn party(&self, study: Option<&Path>, role: Role, name: &str) -> Result<Party> {
+        let file = study.map(StudyFile::read).transpose()?;
+        let connection = Connection {
+            file: file.as_ref(),
+            identity: self.identity.as_deref(),
+            insecure_plaintext: self.insecure_plaintext,
+            deadline: self.deadline,
+        };
+        Ok(Party::new(&connection, role, name, &|m: &str| {
+            eprintln!("{m}")
+        })?)
+    }
+}
 
 /// Arguments of `privlogit dl`.
 #[derive(Debug, Args)]
 pub struct DlArgs {
+    /// What to run.
     #[command(subcommand)]
-    command: DlCommand,
+    pub command: DlCommand,
 }
 
+/// The `dl` subcommands.
 #[derive(Debug, Subcommand)]
-enum DlCommand {
+pub enum DlCommand {
     /// Train with every participant in this process (one data file each).
     Train(TrainArgs),
     /// Serve as the parameter server (Algorithm 1) for participants in other processes.
@@ -215,8 +256,9 @@ impl AlgorithmArgs {
     }
 }
 
+/// Arguments of `privlogit dl train`.
 #[derive(Debug, Args)]
-struct TrainArgs {
+pub struct TrainArgs {
     /// One data file per participant (CSV, binary table or Parquet).
     #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
     party: Vec<PathBuf>,
@@ -227,8 +269,9 @@ struct TrainArgs {
     algorithm: AlgorithmArgs,
 }
 
+/// Arguments of `privlogit dl server`.
 #[derive(Debug, Args)]
-struct ServerArgs {
+pub struct ServerArgs {
     /// The study file: the parties with their certificates and addresses (TLS).
     #[arg(long, value_name = "FILE")]
     study: Option<PathBuf>,
@@ -247,8 +290,9 @@ struct ServerArgs {
     algorithm: AlgorithmArgs,
 }
 
+/// Arguments of `privlogit dl participant`.
 #[derive(Debug, Args)]
-struct ParticipantArgs {
+pub struct ParticipantArgs {
     /// The study file: the parties with their certificates and addresses (TLS).
     #[arg(long, value_name = "FILE")]
     study: Option<PathBuf>,
@@ -281,7 +325,7 @@ struct ParticipantArgs {
 }
 
 /// `privlogit dl ...`.
-pub fn run(args: DlArgs) -> Result<Outcome> {
+pub fn run(args: DlArgs) -> Result<()> {
     match args.command {
         DlCommand::Train(a) => train(a),
         DlCommand::Server(a) => serve(a),
@@ -518,7 +562,7 @@ fn test_rows(
     Ok(Some((d.x, d.y)))
 }
 
-fn train(args: TrainArgs) -> Result<Outcome> {
+fn train(args: TrainArgs) -> Result<()> {
     let a = &args.algorithm;
     let settings = a.settings()?;
     let parties = args
@@ -615,16 +659,16 @@ fn train(args: TrainArgs) -> Result<Outcome> {
         );
         write_model(out, &m)?;
     }
-    Ok(Outcome::Success)
+    Ok(())
 }
 
-fn serve(args: ServerArgs) -> Result<Outcome> {
+fn serve(args: ServerArgs) -> Result<()> {
     let a = &args.algorithm;
     let settings = a.settings()?;
     let party = args
         .net
         .party(args.study.as_deref(), Role::Aggregator, "server")?;
-    let roster = party.roster.as_deref();
+    let roster = party.roster();
     let count = match (args.participants, roster) {
         (Some(n), Some(r)) if n != r.nodes.len() => {
             bail!(
@@ -639,13 +683,13 @@ fn serve(args: ServerArgs) -> Result<Outcome> {
     if count == 0 {
         bail!("--participants must be at least 1");
     }
-    let listen = study::address_of(
+    let listen = address_of(
         args.listen.as_ref(),
         roster.map(|r| &r.aggregator),
         "--listen",
     )?;
     let network_io = &party.network;
-    study::stop_peers_on_error(network_io, || {
+    party.stop_peers_on_error(|| {
         let listener = network_io.listen(&listen)?;
         say!(
             "DPSTGD server listening on {}, waiting for {count} participants",
@@ -725,16 +769,16 @@ fn serve(args: ServerArgs) -> Result<Outcome> {
                 &model(a.facts(&settings, &network, spend), None, names, params),
             )?;
         }
-        Ok(Outcome::Success)
+        Ok(())
     })
 }
 
-fn participate(args: ParticipantArgs) -> Result<Outcome> {
+fn participate(args: ParticipantArgs) -> Result<()> {
     let party = args
         .net
         .party(args.study.as_deref(), Role::Node, &args.name)?;
-    let roster = party.roster.as_deref();
-    let address = study::address_of(
+    let roster = party.roster();
+    let address = address_of(
         args.server.as_ref(),
         roster.map(|r| &r.aggregator),
         "--server",
@@ -742,9 +786,9 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
     let d = load(&args.party, &args.label)?;
     let rows = d.rows();
     let network_io = &party.network;
-    study::stop_peers_on_error(network_io, || {
+    party.stop_peers_on_error(|| {
         let mut link =
-            network_io.connect(&address, &study::server(roster, Role::Aggregator), PATIENCE)?;
+            network_io.connect(&address, &party.server(Role::Aggregator), PATIENCE)?;
         say!(
             "participant with {rows} rows joined {} at {}",
             link.pipe().peer(),
@@ -753,7 +797,7 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
         let mut spent_plan = None;
         let mut consent = |plan: &Plan, network: &Network| {
             if plan.settings.epsilon.is_none() && !args.allow_non_private {
-                return Err(privlogit::dl::DlError::Budget(
+                return Err(super::DlError::Budget(
                     "this participant refuses the run: the server plans it without noise (not private); pass --allow-non-private to take part anyway".into(),
                 ));
             }
@@ -761,9 +805,9 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
                 .privacy
                 .check(&plan.settings, network, plan.iterations)
                 .map_err(|e| {
-                    privlogit::dl::DlError::Budget(format!(
+                    super::DlError::Budget(format!(
                         "this participant refuses the run: {}",
-                        crate::log::message(&e)
+                        e
                     ))
                 })?;
             spent_plan = Some((plan.clone(), spend, network.clone()));
@@ -814,6 +858,6 @@ fn participate(args: ParticipantArgs) -> Result<Outcome> {
             let m = model(facts, Some(d.names.clone()), vec![], params);
             write_model(out, &m)?;
         }
-        Ok(Outcome::Success)
+        Ok(())
     })
 }

@@ -6,19 +6,22 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!($($arg)*)
+    };
+}
+
+use crate::dl::network::Network;
+use crate::dl::participant::Settings;
+use crate::dl::remote::{self, Plan, RemoteParticipant};
+use crate::dl::server::{self, Participant, Schedule};
+use crate::dp::mnist::Digits;
+use crate::experiments::dpstgd::Task;
+use crate::protocols::transport;
 use anyhow::{Context, Result};
 use clap::Args;
 use ndarray::Axis;
-use privlogit::dl::experiment::Task;
-use privlogit::dl::network::Network;
-use privlogit::dl::participant::Settings;
-use privlogit::dl::remote::{self, Plan, RemoteParticipant};
-use privlogit::dl::server::{self, Participant, Schedule};
-use privlogit::dp::mnist::Digits;
-use privlogit::protocols::transport;
-
-use crate::Outcome;
-use crate::log::say;
 
 /// Arguments of `privlogit bench dl`.
 #[derive(Debug, Args)]
@@ -61,7 +64,7 @@ fn timed(
     let plan = Plan {
         settings,
         iterations,
-        hidden: privlogit::dl::network::PAPER_HIDDEN.to_vec(),
+        hidden: crate::dl::network::PAPER_HIDDEN.to_vec(),
     };
     std::thread::scope(|scope| -> Result<(f64, f64, f64)> {
         let mut participants: Vec<Box<dyn Participant + Send>> = Vec::new();
@@ -123,7 +126,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Runs the benchmark.
-pub fn run(args: DlBenchArgs) -> Result<Outcome> {
+pub fn run(args: DlBenchArgs) -> Result<()> {
     let digits = Digits::load(&args.data)?;
     let task = Task::digit_against_rest(&digits, 8);
     let k = args.participants.max(1);
@@ -171,5 +174,5 @@ pub fn run(args: DlBenchArgs) -> Result<Outcome> {
     }
     let ratio = median(a.iter().zip(&b).map(|(x, y)| x.0 / y.0).collect());
     println!("time ratio dpstgd/plain (median of paired runs): {ratio:.3}");
-    Ok(Outcome::Success)
+    Ok(())
 }

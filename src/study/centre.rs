@@ -1,16 +1,29 @@
-//! `--penalty-centre FILE`: the public vector the l2 penalty is centred at (hypothesis
-//! transfer), one coefficient per line in the model's order (the intercept first when one is
-//! added; standardised coordinates with `--standardize`); blank lines and `#` comments skipped.
+//! `penalty_centre`: the public vector the l2 penalty is centred at (hypothesis transfer), one
+//! coefficient per line in the model's order (the intercept first when one is added;
+//! standardised coordinates with `standardize`); blank lines and `#` comments skipped. And
+//! `transfer_from`: a source organization's published DP model as that centre.
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
 use ndarray::Array1;
+
+use crate::error::Error;
+
+type Result<T> = std::result::Result<T, Error>;
+
+macro_rules! bail {
+    ($($arg:tt)*) => {
+        return Err(Error::plan(format!($($arg)*)))
+    };
+}
 
 /// The centre in `path`, every entry a finite number.
 pub fn read(path: &Path) -> Result<Array1<f64>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the penalty centre {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        what: "cannot read the penalty centre",
+        path: path.to_path_buf(),
+        source: e,
+    })?;
     let mut values = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let content = line.split('#').next().unwrap_or("");
@@ -42,10 +55,13 @@ pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String
     if !(0.0..=1.0).contains(&eta) {
         bail!("--eta {eta} is outside [0, 1]");
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the source model {}", path.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        what: "cannot read the source model",
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::plan(format!("{} is not JSON: {e}", path.display())))?;
     let strings = |v: &serde_json::Value| -> Option<Vec<String>> {
         v.as_array()?
             .iter()
@@ -58,9 +74,11 @@ pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String
             .map(serde_json::Value::as_f64)
             .collect()
     };
-    let (w, names) = if v["format"] == privlogit::hybrid::stacking::PUBLISHED_FORMAT {
-        let model: privlogit::hybrid::stacking::Published = serde_json::from_value(v.clone())
-            .with_context(|| format!("{} is not a published model", path.display()))?;
+    let (w, names) = if v["format"] == crate::hybrid::stacking::PUBLISHED_FORMAT {
+        let model: crate::hybrid::stacking::Published =
+            serde_json::from_value(v.clone()).map_err(|e| {
+                Error::plan(format!("{} is not a published model: {e}", path.display()))
+            })?;
         let Some(w) = model.single() else {
             bail!(
                 "{}: a model over feature groups (PLR-FS) has no single coefficient vector to \

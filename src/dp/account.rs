@@ -1,11 +1,9 @@
 //! `privlogit dp account`: what a sequence of releases spends, and dissertation Table 3.1.
 
+use crate::dl::budget::{self, TABLE_3_1_DELTA};
+use crate::dp::accounting::{self, EpsDelta, Rdp, Zcdp};
 use anyhow::{Result, bail};
 use clap::Args;
-use privlogit::dl::budget::{self, TABLE_3_1_DELTA};
-use privlogit::dp::accounting::{self, EpsDelta, Rdp, Zcdp};
-
-use crate::Outcome;
 
 /// Appends a formatted line to a `String`.
 macro_rules! put {
@@ -41,8 +39,8 @@ pub struct AccountArgs {
     delta: f64,
 }
 
-/// Runs `dp account`.
-pub fn run(args: AccountArgs) -> Result<Outcome> {
+/// What `dp account` prints for `args`.
+pub fn run(args: &AccountArgs) -> Result<String> {
     let mut out = String::new();
     if args.table_3_1 {
         table_3_1(&mut out);
@@ -105,11 +103,7 @@ pub fn run(args: AccountArgs) -> Result<Outcome> {
     } else {
         bail!("say what to account: --table-3.1, --epsilon E or --gaussian SIGMA (see --help)");
     }
-    // A closed pipe (`| head`) is not an error.
-    match std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(Outcome::Success),
-    }
+    Ok(out)
 }
 
 fn table_3_1(out: &mut String) {

@@ -1,24 +1,27 @@
 //! `privlogit dp experiment dpstgd`: dissertation Figures 3.3-3.6 on the MNIST substitute
-//! (`privlogit::dl::experiment`), as CSVs and SVG/PNG figures in `results/dpstgd/`.
+//! (`crate::experiments::dpstgd`), as CSVs and SVG/PNG figures in `results/dpstgd/`.
 
 use std::path::Path;
 use std::time::Instant;
 
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!($($arg)*)
+    };
+}
+
+use crate::dp::mnist::Digits;
+use crate::experiments::dpstgd::{self as experiment, Point, Task, Training};
+use crate::figures::{Chart, Corner, Mark, Series};
+use crate::output;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use privlogit::dl::experiment::{self, Point, Task, Training};
-use privlogit::dp::mnist::Digits;
-use privlogit::figures::{Chart, Corner, Mark, Series};
-use privlogit::output;
-
-use crate::Outcome;
-use crate::log::say;
 
 /// The digit that is the positive class.
 const POSITIVE: u8 = 8;
 
 /// Runs the experiment on the digits at `data` into `out_dir`.
-pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Outcome> {
+pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<()> {
     let digits = Digits::load(data)?;
     let task = Task::digit_against_rest(&digits, POSITIVE);
     let training = Training::default();
@@ -84,7 +87,7 @@ pub fn run(data: &Path, out_dir: &Path, repeats: usize, seed: u64) -> Result<Out
         out_dir.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 /// A figure's file stem, caption, x-axis title and x value of a point.

@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::figures::{Bars, Chart, Corner, Mark, Series};
+use crate::protocols::rows::{DesignRows, RowSource};
+use crate::protocols::{FitOptions, Initial, Optimizer, PartyData, PlaintextAggregation};
+use crate::synthetic::Simulation;
 use anyhow::{Result, anyhow};
-use privlogit::figures::{Bars, Chart, Corner, Mark, Series};
-use privlogit::protocols::rows::{DesignRows, RowSource};
-use privlogit::protocols::{FitOptions, Initial, Optimizer, PartyData, PlaintextAggregation};
-use privlogit::synthetic::Simulation;
 
 use super::paper::{Row, Source, TABLE_5_1};
 use super::record::{self, Record, Run};

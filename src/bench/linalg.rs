@@ -14,21 +14,21 @@ use std::fmt::Write as _;
 use std::thread;
 use std::time::Instant;
 
+use crate::protocols::linalg::Cholesky;
+use crate::protocols::paillier::{
+    DjnNoise, EncryptedVector, Fixed, KeyPair, KeySize, Packing, SecretKey,
+};
+use crate::protocols::secure::gc::AggregatorGc;
+use crate::protocols::secure::keyholder::{self, KeyholderStats};
+use crate::protocols::secure::masked::linalg as masked_linalg;
+use crate::protocols::secure::solver::{self, LinearAlgebra, Solver};
+use crate::protocols::secure::wire::{self, Step};
+use crate::protocols::secure::{DEFAULT_FORMAT, PAILLIER_FRAC, SecureConfig, SecureError};
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, ValueEnum};
 use ndarray::{Array1, Array2};
 use num_bigint::BigUint;
 use num_traits::ToPrimitive;
-use privlogit::protocols::linalg::Cholesky;
-use privlogit::protocols::paillier::{
-    DjnNoise, EncryptedVector, Fixed, KeyPair, KeySize, Packing, SecretKey,
-};
-use privlogit::protocols::secure::gc::AggregatorGc;
-use privlogit::protocols::secure::keyholder::{self, KeyholderStats};
-use privlogit::protocols::secure::masked::linalg as masked_linalg;
-use privlogit::protocols::secure::solver::{self, LinearAlgebra, Solver};
-use privlogit::protocols::secure::wire::{self, Step};
-use privlogit::protocols::secure::{DEFAULT_FORMAT, PAILLIER_FRAC, SecureConfig, SecureError};
 use privlogit_circuits::backend::{Bit, Builder, Plain, Word};
 use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_circuits::session::EvaluatorSession;
@@ -36,8 +36,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
-use crate::Outcome;
-use crate::timing::{machine, median};
+use crate::bench::machine::{machine, median};
 
 /// Which computation to time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -132,7 +131,8 @@ struct Sample {
     error: f64,
 }
 
-pub fn run(args: LinalgBenchArgs) -> Result<Outcome> {
+/// Runs `privlogit bench linalg`.
+pub fn run(args: LinalgBenchArgs) -> Result<()> {
     if args.dims.iter().any(|&d| d == 0 || d > 1024) {
         return Err(anyhow!("--dim must be between 1 and 1024"));
     }
@@ -199,7 +199,7 @@ pub fn run(args: LinalgBenchArgs) -> Result<Outcome> {
     } else {
         print!("{}", table(&report));
     }
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 fn table(report: &Report) -> String {

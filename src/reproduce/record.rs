@@ -112,6 +112,5 @@ pub fn save(path: &Path, record: &Record) -> Result<()> {
     }
     let mut text = serde_json::to_string_pretty(record)?;
     text.push('\n');
-    privlogit::output::write_text(path, &text)
-        .with_context(|| format!("writing {}", path.display()))
+    crate::output::write_text(path, &text).with_context(|| format!("writing {}", path.display()))
 }

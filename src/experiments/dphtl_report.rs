@@ -1,18 +1,21 @@
 //! `privlogit dp experiment dphtl`: dissertation Figures 4.2-4.5 and Tables 4.2-4.3 in
-//! structure, on the MNIST substitute of `privlogit::dp::dphtl::experiment`, into
+//! structure, on the MNIST substitute of `crate::experiments::dphtl`, into
 //! `results/dphtl/`.
 
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use privlogit::dp::dphtl::experiment::{self as ex, METHODS};
-use privlogit::dp::mnist::Digits;
-use privlogit::figures::{Chart, Corner, Mark, Series};
-use privlogit::output;
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!($($arg)*)
+    };
+}
 
-use crate::Outcome;
-use crate::log::say;
+use crate::dp::mnist::Digits;
+use crate::experiments::dphtl::{self as ex, METHODS};
+use crate::figures::{Chart, Corner, Mark, Series};
+use crate::output;
+use anyhow::{Context, Result};
 
 /// Epsilons of Figures 4.2-4.3 and Tables 4.2-4.3 (`None`: infinity).
 const EPSILONS: [Option<f64>; 7] = [
@@ -44,11 +47,11 @@ fn load(input: &Input<'_>) -> Result<ex::Domains> {
     match input.domains {
         None => Ok(ex::Domains::digit_pairs(&Digits::load(input.digits)?)),
         Some((path, label, column)) => {
-            let options = privlogit::data::LoadOptions {
+            let options = crate::data::LoadOptions {
                 group: Some(column.to_string()),
-                ..privlogit::data::LoadOptions::new(label)
+                ..crate::data::LoadOptions::new(label)
             };
-            let table = privlogit::data::load(path, &options)?;
+            let table = crate::data::load(path, &options)?;
             let groups = table.groups.context("the domain column was not read")?;
             Ok(ex::Domains::from_groups(
                 table.data.x,
@@ -60,7 +63,7 @@ fn load(input: &Input<'_>) -> Result<ex::Domains> {
 }
 
 /// Runs the experiment.
-pub fn run(input: &Input<'_>, out_dir: &Path, repeats: usize, seed: u64) -> Result<Outcome> {
+pub fn run(input: &Input<'_>, out_dir: &Path, repeats: usize, seed: u64) -> Result<()> {
     let data = load(input)?;
     let mixtures = ex::Mixtures::for_sources(data.names.len())?;
     let started = Instant::now();
@@ -218,5 +221,5 @@ pub fn run(input: &Input<'_>, out_dir: &Path, repeats: usize, seed: u64) -> Resu
         out_dir.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(Outcome::Success)
+    Ok(())
 }

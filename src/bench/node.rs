@@ -5,17 +5,16 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::protocols::PartyData;
+use crate::protocols::rows::blocks::for_each_block;
+use crate::protocols::rows::{DesignRows, RowSource};
+use crate::synthetic::Simulation;
 use anyhow::{Result, anyhow};
 use clap::Args;
 use ndarray::Array1;
-use privlogit::protocols::PartyData;
-use privlogit::protocols::rows::blocks::for_each_block;
-use privlogit::protocols::rows::{DesignRows, RowSource};
-use privlogit::synthetic::Simulation;
 use serde::Serialize;
 
-use crate::Outcome;
-use crate::timing::{machine, median};
+use crate::bench::machine::{machine, median};
 
 /// Arguments of `privlogit bench node`.
 #[derive(Debug, Args)]
@@ -55,7 +54,8 @@ struct Report {
     data_bytes_as_f64: u64,
 }
 
-pub fn run(args: NodeBenchArgs) -> Result<Outcome> {
+/// Runs `privlogit bench node`.
+pub fn run(args: NodeBenchArgs) -> Result<()> {
     let sim = Simulation::new(args.rows, args.features, args.seed).map_err(|e| anyhow!(e))?;
     let raw: Arc<dyn RowSource> = Arc::new(sim.source());
     let party = PartyData::from_source(Arc::new(DesignRows::new(raw.clone(), true)));
@@ -107,7 +107,7 @@ pub fn run(args: NodeBenchArgs) -> Result<Outcome> {
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(Outcome::Success);
+        return Ok(());
     }
     println!(
         "one Node, {} rows x {} columns (intercept included), simulated and regenerated per pass; {}",
@@ -134,7 +134,7 @@ pub fn run(args: NodeBenchArgs) -> Result<Outcome> {
             report.data_bytes_as_f64 as f64 / 1e9
         );
     }
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 /// The process's peak resident set (`VmHWM` in `/proc/self/status`), where Linux reports it.

@@ -1,49 +1,60 @@
-//! `privlogit bench paillier`: timings of the Paillier layer on this machine, as a table or
-//! JSON (the figures the README quotes and `benches/compare_phe.py` sets against phe).
+//! `privlogit bench`: timings on this machine, as tables or JSON, each beside what it is compared
+//! with. This module times the Paillier layer (`bench paillier`, the figures
+//! `benches/compare_phe.py` sets against phe); the others live in its submodules:
+//! [`circuits`], [`protocols`], [`linalg`], [`node`], [`dl`]; [`machine`] names the machine and
+//! takes medians.
+
+pub mod circuits;
+pub mod dl;
+pub mod linalg;
+pub mod machine;
+pub mod node;
+pub mod protocols;
 
 use std::hint::black_box;
 use std::time::Instant;
 
+use crate::protocols::paillier::{
+    CrtNoise, DjnNoise, EncryptedMatrix, Fixed, KeyPair, KeySize, NoisePool, Packing, StandardNoise,
+};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use ndarray::Array2;
 use num_bigint::{BigInt, BigUint};
-use privlogit::protocols::paillier::{
-    CrtNoise, DjnNoise, EncryptedMatrix, Fixed, KeyPair, KeySize, NoisePool, Packing, StandardNoise,
-};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
-use crate::Outcome;
-use crate::timing::{machine, median_seconds};
+use crate::bench::machine::{machine, median_seconds};
 
 /// Arguments of `privlogit bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    /// What to time.
     #[command(subcommand)]
-    what: BenchTarget,
+    pub what: BenchTarget,
 }
 
+/// What to time.
 #[derive(Debug, Subcommand)]
-enum BenchTarget {
+pub enum BenchTarget {
     /// Paillier primitives and the encrypted matrix-vector product.
     Paillier(PaillierArgs),
     /// Garbling throughput, OT extension, and a secure Cholesky factorisation.
-    Circuits(crate::bench_circuits::CircuitBenchArgs),
+    Circuits(crate::bench::circuits::CircuitBenchArgs),
     /// The secure protocols and the plaintext run on the same simulated data, in one table.
-    Protocols(crate::bench_protocols::ProtocolBenchArgs),
+    Protocols(crate::bench::protocols::ProtocolBenchArgs),
     /// Secure Cholesky and SPD inverse by masked arithmetic or garbled circuits.
-    Linalg(crate::bench_linalg::LinalgBenchArgs),
+    Linalg(crate::bench::linalg::LinalgBenchArgs),
     /// One Node's per-round sums on streamed rows, with its peak memory.
-    Node(crate::bench_node::NodeBenchArgs),
+    Node(crate::bench::node::NodeBenchArgs),
     /// DPSTGD against plain distributed SGD: time and bytes per iteration.
-    Dl(crate::bench_dl::DlBenchArgs),
+    Dl(crate::bench::dl::DlBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
 #[derive(Debug, Args)]
-struct PaillierArgs {
+pub struct PaillierArgs {
     /// Modulus size: 2048, 3072 or 4096 (smaller sizes are for quick, insecure runs).
     #[arg(long, default_value_t = 2048)]
     bits: u32,
@@ -93,14 +104,15 @@ struct MatVec {
     speedup: f64,
 }
 
-pub fn run(args: BenchArgs) -> Result<Outcome> {
+/// Runs `privlogit bench`.
+pub fn run(args: BenchArgs) -> Result<()> {
     let args = match args.what {
         BenchTarget::Paillier(args) => args,
-        BenchTarget::Circuits(args) => return crate::bench_circuits::run(args),
-        BenchTarget::Protocols(args) => return crate::bench_protocols::run(args),
-        BenchTarget::Linalg(args) => return crate::bench_linalg::run(args),
-        BenchTarget::Node(args) => return crate::bench_node::run(args),
-        BenchTarget::Dl(args) => return crate::bench_dl::run(args),
+        BenchTarget::Circuits(args) => return crate::bench::circuits::run(args),
+        BenchTarget::Protocols(args) => return crate::bench::protocols::run(args),
+        BenchTarget::Linalg(args) => return crate::bench::linalg::run(args),
+        BenchTarget::Node(args) => return crate::bench::node::run(args),
+        BenchTarget::Dl(args) => return crate::bench::dl::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))
@@ -185,7 +197,7 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
     } else {
         print_table(&report);
     }
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 /// Enc(M) v for an n x n matrix: packed columns with multi-exponentiation against one scalar
@@ -193,7 +205,7 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
 /// uniform in [-4, 4], both at 32 fractional bits.
 fn matvec(
     pool: &rayon::ThreadPool,
-    key: &privlogit::protocols::paillier::PublicKey,
+    key: &crate::protocols::paillier::PublicKey,
     noise: &DjnNoise,
     n: usize,
     runs: usize,

@@ -5,21 +5,19 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::protocols::paillier::{KeyPair, KeySize};
+use crate::protocols::rows::{DesignRows, RowSource};
+use crate::protocols::secure::aggregator::Protocol;
+use crate::protocols::secure::inprocess;
+use crate::protocols::secure::node::NodeData;
+use crate::protocols::secure::solver::LinearAlgebra;
+use crate::protocols::secure::study::StudyPlan;
+use crate::protocols::secure::{DEFAULT_FORMAT, SecureError};
+use crate::protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
+use crate::synthetic::Simulation;
 use anyhow::{Result, anyhow};
 use clap::Args;
-use privlogit::protocols::paillier::{KeyPair, KeySize};
-use privlogit::protocols::rows::{DesignRows, RowSource};
-use privlogit::protocols::secure::aggregator::Protocol;
-use privlogit::protocols::secure::inprocess;
-use privlogit::protocols::secure::node::NodeData;
-use privlogit::protocols::secure::solver::LinearAlgebra;
-use privlogit::protocols::secure::study::StudyPlan;
-use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
-use privlogit::protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
-use privlogit::synthetic::Simulation;
 use serde::Serialize;
-
-use crate::Outcome;
 
 /// Arguments of `privlogit bench protocols`.
 #[derive(Debug, Args)]
@@ -94,7 +92,8 @@ struct Row {
     max_abs_diff_to_plaintext: f64,
 }
 
-pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
+/// Runs `privlogit bench protocols`.
+pub fn run(args: ProtocolBenchArgs) -> Result<()> {
     if args.parties == 0 || args.rows < args.parties {
         return Err(anyhow!("need at least one row per party"));
     }
@@ -116,7 +115,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
     let options = FitOptions::new().lambda(1.0);
     let privlogit = if args.accelerate {
         Optimizer::AcceleratedPrivLogit {
-            memory: privlogit::protocols::optimizer::DEFAULT_ANDERSON_MEMORY,
+            memory: crate::protocols::optimizer::DEFAULT_ANDERSON_MEMORY,
         }
     } else {
         Optimizer::PrivLogit
@@ -259,7 +258,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
 
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(Outcome::Success);
+        return Ok(());
     }
     let mut s = String::new();
     let _ = writeln!(
@@ -269,7 +268,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         args.rows,
         args.features,
         args.parties,
-        privlogit::protocols::secure::PAILLIER_FRAC,
+        crate::protocols::secure::PAILLIER_FRAC,
         DEFAULT_FORMAT.width(),
         DEFAULT_FORMAT.frac()
     );
@@ -360,5 +359,5 @@ pub fn run(args: ProtocolBenchArgs) -> Result<Outcome> {
         }
     }
     print!("{s}");
-    Ok(Outcome::Success)
+    Ok(())
 }

@@ -32,14 +32,14 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use crate::dp::DpError;
-use crate::dp::experiment::{ExperimentSettings, Fits, Outcome, Part, Results};
 use crate::dp::plr::{self, LinearModel, PlrBudget, Privacy};
 use crate::dp::scaling::RowScaling;
 use crate::dp::stacking::{meta_rows, split_rows};
+use crate::experiments::dp_papers::{ExperimentSettings, Fits, Outcome, Part, Results};
 use crate::metrics::auc;
 use privlogit_protocols::secure::release::Release;
 
-use super::secure_plr;
+use crate::hybrid::secure_plr;
 
 /// PLR's lambda of every fit.
 const LAMBDA: f64 = 0.01;

@@ -22,11 +22,11 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
-use super::DlError;
-use super::budget;
-use super::network::Network;
-use super::participant::Settings;
-use super::server::{self, Rows, Schedule};
+use crate::dl::DlError;
+use crate::dl::budget;
+use crate::dl::network::Network;
+use crate::dl::participant::Settings;
+use crate::dl::server::{self, Rows, Schedule};
 use crate::dp::mnist::Digits;
 
 /// A binary task: features and 0/1 labels.

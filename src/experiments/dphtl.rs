@@ -19,8 +19,8 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
-use super::transfer::{self, Published, Settings, Source};
 use crate::dp::DpError;
+use crate::dp::dphtl::transfer::{self, Published, Settings, Source};
 use crate::dp::mnist::Digits;
 use crate::dp::scaling::RowScaling;
 use crate::pca::Pca;

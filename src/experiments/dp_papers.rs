@@ -32,13 +32,13 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
-use super::DpError;
-use super::feature_split::FeatureSplit;
-use super::mnist::Digits;
-use super::plr::{self, LinearModel, Privacy};
-use super::scaling::RowScaling;
-use super::stacking::{self, Combiner, Stacked, StackingSettings};
-use super::transfer::{self, Labelled, TransferSettings};
+use crate::dp::DpError;
+use crate::dp::feature_split::FeatureSplit;
+use crate::dp::mnist::Digits;
+use crate::dp::plr::{self, LinearModel, Privacy};
+use crate::dp::scaling::RowScaling;
+use crate::dp::stacking::{self, Combiner, Stacked, StackingSettings};
+use crate::dp::transfer::{self, Labelled, TransferSettings};
 use crate::metrics::auc;
 use crate::pca::Pca;
 
@@ -460,7 +460,7 @@ fn stacking_repeat(
                 };
                 Ok(match m {
                     0 => Scorer::Linear(plr::fit(x, y, privacy, lambda, SCALING, None, rng)?),
-                    1 => Scorer::Linear(plr::fit_output_perturbation(
+                    1 => Scorer::Linear(crate::dp::output_perturbation::fit(
                         x, y, privacy, lambda, SCALING, rng,
                     )?),
                     2 => Scorer::Stacked(stacking::pst_s(x, y, settings.k, &s, rng)?),

@@ -15,37 +15,38 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::data::{self, LoadOptions, partition};
+use crate::fit::{self, Preparation};
+use crate::protocols::optimizer::DEFAULT_ANDERSON_MEMORY;
+use crate::protocols::paillier::{KeyPair, KeySize};
+use crate::protocols::rows::{DesignRows, RowSource};
+use crate::protocols::secure::aggregator::Protocol;
+use crate::protocols::secure::inprocess;
+use crate::protocols::secure::node::NodeData;
+use crate::protocols::secure::solver::LinearAlgebra;
+use crate::protocols::secure::study::StudyPlan;
+use crate::protocols::secure::{DEFAULT_FORMAT, SecureError};
+use crate::protocols::{FitOptions, FitReport, Optimizer, PartyData, PlaintextAggregation};
+use crate::synthetic::Simulation;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
-use privlogit::data::{self, LoadOptions, partition};
-use privlogit::fit::{self, Preparation};
-use privlogit::protocols::optimizer::DEFAULT_ANDERSON_MEMORY;
-use privlogit::protocols::paillier::{KeyPair, KeySize};
-use privlogit::protocols::rows::{DesignRows, RowSource};
-use privlogit::protocols::secure::aggregator::Protocol;
-use privlogit::protocols::secure::inprocess;
-use privlogit::protocols::secure::node::NodeData;
-use privlogit::protocols::secure::solver::LinearAlgebra;
-use privlogit::protocols::secure::study::StudyPlan;
-use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
-use privlogit::protocols::{FitOptions, FitReport, Optimizer, PartyData, PlaintextAggregation};
-use privlogit::synthetic::Simulation;
 
 use self::paper::{Published, Row, Source, TABLE_5_1};
 use self::record::{Breakdown, Record, Run};
-use crate::Outcome;
-use crate::bench_node::peak_resident_bytes;
-use crate::timing::machine;
+use crate::bench::machine::machine;
+use crate::bench::node::peak_resident_bytes;
 
 /// Arguments of `privlogit reproduce`.
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
+    /// What to reproduce.
     #[command(subcommand)]
-    what: Target,
+    pub what: Target,
 }
 
+/// What to reproduce.
 #[derive(Debug, Subcommand)]
-enum Target {
+pub enum Target {
     /// Table 5.1: iterations and seconds of secure Newton, PrivLogit-Hessian and
     /// PrivLogit-Local, and the plaintext runs, on every data set, beside the paper's.
     #[command(name = "table-5.1")]
@@ -66,7 +67,7 @@ enum Target {
 
 /// Arguments of the figures drawn from Table 5.1's runs.
 #[derive(Debug, Args)]
-struct FigureArgs {
+pub struct FigureArgs {
     /// Directory of the Table 5.1 results; the figure is written there (.svg and .png).
     #[arg(long, value_name = "DIR", default_value = "results/paper")]
     out: PathBuf,
@@ -74,7 +75,7 @@ struct FigureArgs {
 
 /// Arguments of `privlogit reproduce fig-5.5`.
 #[derive(Debug, Args)]
-struct Fig55Args {
+pub struct Fig55Args {
     /// Multiply SimuX50's 1,000,000 rows by this.
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     rows_scale: f64,
@@ -88,7 +89,7 @@ struct Fig55Args {
 
 /// Arguments of `privlogit reproduce table-5.1`.
 #[derive(Debug, Args)]
-struct TableArgs {
+pub struct TableArgs {
     /// Multiply the simulated data sets' row counts by this (1 = the paper's sizes; 0.01 for a
     /// quick look). The real-data rows keep their size.
     #[arg(long, value_name = "F", default_value_t = 1.0)]
@@ -116,7 +117,8 @@ struct TableArgs {
     skip: Vec<String>,
 }
 
-pub fn run(args: ReproduceArgs) -> Result<Outcome> {
+/// Runs `privlogit reproduce`.
+pub fn run(args: ReproduceArgs) -> Result<()> {
     match args.what {
         Target::Table51(args) => table_5_1(args),
         Target::Fig52(a) => wrote(figures::fig_5_2(&a.out)?),
@@ -131,9 +133,9 @@ pub fn run(args: ReproduceArgs) -> Result<Outcome> {
     }
 }
 
-fn wrote(paths: [PathBuf; 2]) -> Result<Outcome> {
+fn wrote(paths: [PathBuf; 2]) -> Result<()> {
     eprintln!("wrote {} and {}", paths[0].display(), paths[1].display());
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 /// The data of one row, dealt to the Nodes: raw features (the study adds the intercept and,
@@ -176,7 +178,7 @@ fn row_data(row: &Row, args: &TableArgs) -> Result<Option<RowData>> {
                 .into_iter()
                 .map(|d| {
                     let rows =
-                        privlogit::protocols::rows::MemoryRows::new(d.x, d.y).with_names(d.names);
+                        crate::protocols::rows::MemoryRows::new(d.x, d.y).with_names(d.names);
                     Arc::new(rows) as Arc<dyn RowSource>
                 })
                 .collect();
@@ -252,7 +254,7 @@ fn hours(seconds: f64) -> String {
     }
 }
 
-fn table_5_1(args: TableArgs) -> Result<Outcome> {
+fn table_5_1(args: TableArgs) -> Result<()> {
     if !(args.rows_scale > 0.0 && args.rows_scale <= 1.0) {
         bail!("--rows-scale must be in (0, 1] (got {})", args.rows_scale);
     }
@@ -362,7 +364,7 @@ fn table_5_1(args: TableArgs) -> Result<Outcome> {
         }
     }
     write_tables(&args.out, &machine)?;
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 fn run_is_secure(run: Run) -> bool {
@@ -409,7 +411,7 @@ fn run_one(
     let options = FitOptions::new().lambda(1.0);
     let optimizer = optimizer_of(run);
     let progress_start = Instant::now();
-    let mut observer = |r: &privlogit::protocols::IterationRecord| {
+    let mut observer = |r: &crate::protocols::IterationRecord| {
         if r.iteration.is_multiple_of(10) {
             eprintln!(
                 "    iteration {} ({:.0} s)",
@@ -534,7 +536,7 @@ fn write_tables(out: &Path, machine: &str) -> Result<()> {
         ("table_5_1.md", table::markdown(&results, machine)),
     ] {
         let path = out.join(name);
-        privlogit::output::write_text(&path, &text)
+        crate::output::write_text(&path, &text)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }

@@ -1,0 +1,189 @@
+//! The fit, the in-process study and the three roles of a study between organizations, each a
+//! call of the library's (`privlogit::fit::job`, `privlogit::study`) on the spec the Python
+//! keywords and the study file make: the same plan, defaults and checks as the command line.
+//! Results come back as the command line's JSON text (the Python layer parses it).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ndarray::{ArrayView1, ArrayView2};
+use privlogit::data::DatasetView;
+use privlogit::fit::job::FitJob;
+use privlogit::protocols::rows::MemoryRows;
+use privlogit::settings::Reader;
+use privlogit::study::{Aggregator, InProcess, Keyholder, Node, NodeRows, StudyResult};
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::buffers::{in_place, labelled, len1, shape2};
+use crate::errors::{PrivlogitError, raise};
+use crate::settings::spec;
+
+/// A party's arrays: features, labels and the feature names.
+type Party = (PyBuffer<f64>, PyBuffer<f64>, Vec<String>);
+
+/// Progress lines on standard error, or none.
+fn say(quiet: bool) -> impl Fn(&str) + Sync {
+    move |m: &str| {
+        if !quiet {
+            eprintln!("{m}");
+        }
+    }
+}
+
+/// Plaintext distributed fit over `parties` (one `(X, y, names)` per party) with the settings
+/// `given` (the keywords of `privlogit.fit`). Returns `fit --json`'s text.
+#[pyfunction]
+pub fn fit(py: Python<'_>, parties: Vec<Party>, given: &Bound<'_, PyDict>) -> PyResult<String> {
+    let spec = spec(Reader::Fit, None, given)?;
+    let sources: Vec<String> = (0..parties.len()).map(|k| format!("party {k}")).collect();
+    let mut views = Vec::with_capacity(parties.len());
+    for ((x, y, names), source) in parties.iter().zip(&sources) {
+        let (rows, cols) = shape2(x, &format!("{source}: X"))?;
+        let labels = len1(y, &format!("{source}: y"))?;
+        if labels != rows {
+            return Err(PrivlogitError::new_err(format!(
+                "{source}: {labels} labels for {rows} rows"
+            )));
+        }
+        if names.len() != cols {
+            return Err(PrivlogitError::new_err(format!(
+                "{source}: {} names for {cols} columns",
+                names.len()
+            )));
+        }
+        views.push(DatasetView {
+            source,
+            names,
+            x: ArrayView2::from_shape((rows, cols), in_place(x)).expect("checked shape"),
+            y: ArrayView1::from(in_place(y)),
+        });
+    }
+    // Prepared (copied) with the GIL held, so Python code cannot change the arrays meanwhile.
+    let job = FitJob::from_views(&spec, &views).map_err(raise)?;
+    let result = py.allow_threads(|| job.run(&mut |_| {})).map_err(raise)?;
+    Ok(result.render(true))
+}
+
+/// Each party's rows as a Node's, checked (labels 0/1, finite values) as a file's would be.
+fn node_rows(parties: &[Party]) -> PyResult<Vec<NodeRows>> {
+    parties
+        .iter()
+        .enumerate()
+        .map(|(k, (x, y, names))| {
+            let source = format!("party {k}");
+            let (x, y) = labelled(x, y, &source)?;
+            if names.len() != x.ncols() {
+                return Err(PrivlogitError::new_err(format!(
+                    "{source}: {} names for {} columns",
+                    names.len(),
+                    x.ncols()
+                )));
+            }
+            let rows = MemoryRows::new(x, y).with_names(names.clone());
+            Ok(NodeRows::Rows {
+                source,
+                rows: Arc::new(rows),
+            })
+        })
+        .collect()
+}
+
+/// The secure study in this process over `parties` (one `(X, y, names)` per Node, or none:
+/// the settings' `party` files), with the settings `given` (`privlogit.study`'s keywords) over
+/// the study file's. Returns `study --json`'s text.
+#[pyfunction]
+#[pyo3(signature = (parties, given, study = None))]
+pub fn study(
+    py: Python<'_>,
+    parties: Option<Vec<Party>>,
+    given: &Bound<'_, PyDict>,
+    study: Option<PathBuf>,
+) -> PyResult<String> {
+    let spec = spec(Reader::Study, study, given)?;
+    let nodes = parties.as_deref().map(node_rows).transpose()?;
+    let study = InProcess::new(&spec, nodes).map_err(raise)?;
+    let quiet = spec.quiet;
+    let result = py
+        .allow_threads(|| study.run((!quiet).then_some(&say(false))))
+        .map_err(raise)?;
+    json(&result)
+}
+
+fn json(result: &StudyResult) -> PyResult<String> {
+    let v = result.json().map_err(raise)?;
+    Ok(serde_json::to_string(&v).unwrap_or_default())
+}
+
+/// The key holder of the study in the study file `study`, with the settings `given`; serves
+/// until the study ends. Returns its counters.
+#[pyfunction]
+#[pyo3(signature = (study, given))]
+pub fn keyholder<'py>(
+    py: Python<'py>,
+    study: PathBuf,
+    given: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let spec = spec(Reader::KeyHolder, Some(study), given)?;
+    let say = say(false);
+    let role = Keyholder::new(&spec, &say).map_err(raise)?;
+    let stats = py.allow_threads(|| role.run(&say)).map_err(raise)?;
+    let out = PyDict::new(py);
+    out.set_item("and_gates", stats.and_gates)?;
+    out.set_item("garbling_seconds", stats.gc_seconds)?;
+    out.set_item("paillier_seconds", stats.paillier_seconds)?;
+    out.set_item("bytes_sent", stats.bytes_sent)?;
+    Ok(out)
+}
+
+/// The aggregator of the study in the study file `study`, with the settings `given`: waits for
+/// the Nodes, drives the study, writes the result to `out` when given. Returns `aggregator
+/// --json`'s text.
+#[pyfunction]
+#[pyo3(signature = (study, given))]
+pub fn aggregator(py: Python<'_>, study: PathBuf, given: &Bound<'_, PyDict>) -> PyResult<String> {
+    let spec = spec(Reader::Aggregator, Some(study), given)?;
+    let say = say(false);
+    let role = Aggregator::new(&spec, &say).map_err(raise)?;
+    let out = spec.out.clone();
+    let result = py
+        .allow_threads(|| {
+            role.run(&say, &mut |r: &StudyResult| match &out {
+                Some(path) => {
+                    let text = r.render(true)?.release;
+                    privlogit::output::write_text(path, &text)
+                        .map_err(|e| privlogit::Error::write(path, e))
+                }
+                None => Ok(()),
+            })
+        })
+        .map_err(raise)?;
+    json(&result)
+}
+
+/// A Node of the study in the study file `study` with the settings `given`, over `data`: its
+/// `(X, y, names)` arrays, or None for the settings' `party` file. Serves until the study ends;
+/// returns its counters.
+#[pyfunction]
+#[pyo3(signature = (study, given, data = None))]
+pub fn node<'py>(
+    py: Python<'py>,
+    study: PathBuf,
+    given: &Bound<'py, PyDict>,
+    data: Option<Party>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let spec = spec(Reader::Node, Some(study), given)?;
+    let rows = match data {
+        Some(party) => Some(node_rows(std::slice::from_ref(&party))?.remove(0)),
+        None => None,
+    };
+    let say = say(false);
+    let role = Node::new(&spec, rows, &say).map_err(raise)?;
+    let stats = py.allow_threads(|| role.run(&say)).map_err(raise)?;
+    let out = PyDict::new(py);
+    out.set_item("local_seconds", stats.local_seconds)?;
+    out.set_item("paillier_seconds", stats.paillier_seconds)?;
+    out.set_item("bytes_sent", stats.bytes_sent)?;
+    Ok(out)
+}

@@ -1,0 +1,117 @@
+//! Python's keywords as the library's settings: one registry of keys and one default for the
+//! command line and Python alike (`privlogit::settings`). The Python layer passes the keywords
+//! the user gave; the library applies them over the study file's, checks them and fills in
+//! its defaults.
+
+use privlogit::settings::{KEYS, Reader, Spec};
+use privlogit::study::StudyFile;
+use privlogit::study::file;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
+
+use crate::errors::raise;
+
+/// A Python value as a setting's value (`None`: not given).
+fn value(v: &Bound<'_, PyAny>) -> PyResult<Option<toml::Value>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    if v.is_instance_of::<PyBool>() {
+        return Ok(Some(toml::Value::Boolean(v.extract()?)));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Ok(Some(toml::Value::Integer(v.extract()?)));
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(Some(toml::Value::Float(v.extract()?)));
+    }
+    if v.is_instance_of::<PyString>() {
+        return Ok(Some(toml::Value::String(v.extract()?)));
+    }
+    if let Ok(path) = v.extract::<std::path::PathBuf>() {
+        return Ok(Some(toml::Value::String(path.display().to_string())));
+    }
+    if let Ok(items) = v.downcast::<PyList>() {
+        let mut out = Vec::new();
+        for item in items.iter() {
+            if let Some(x) = value(&item)? {
+                out.push(x);
+            }
+        }
+        return Ok(Some(toml::Value::Array(out)));
+    }
+    // numpy scalars and other numbers.
+    if let Ok(x) = v.extract::<f64>() {
+        return Ok(Some(toml::Value::Float(x)));
+    }
+    Err(crate::errors::PrivlogitError::new_err(format!(
+        "a setting of type {} (expected a number, text, a path or a list)",
+        v.get_type().name()?
+    )))
+}
+
+/// The spec of `reader` from the study file at `study` (if any) and the keywords `given`.
+pub fn spec(
+    reader: Reader,
+    study: Option<std::path::PathBuf>,
+    given: &Bound<'_, PyDict>,
+) -> PyResult<Spec> {
+    let file = study
+        .map(|p| StudyFile::read(&p))
+        .transpose()
+        .map_err(raise)?;
+    let mut settings = Vec::new();
+    for (k, v) in given.iter() {
+        let key: String = k.extract()?;
+        if let Some(v) = value(&v)? {
+            settings.push((key, v));
+        }
+    }
+    file::spec(reader, file.as_ref(), &settings).map_err(raise)
+}
+
+/// A setting's value as Python's.
+fn to_python<'py>(py: Python<'py>, v: &toml::Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        toml::Value::Boolean(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        toml::Value::Integer(i) => i.into_pyobject(py)?.into_any(),
+        toml::Value::Float(f) => f.into_pyobject(py)?.into_any(),
+        toml::Value::String(s) => s.into_pyobject(py)?.into_any(),
+        toml::Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_python(py, item)?)?;
+            }
+            list.into_any()
+        }
+        other => format!("{other:?}").into_pyobject(py)?.into_any(),
+    })
+}
+
+/// `{key: default}` of every setting `reader` (`fit`, `study`, `keyholder`, `aggregator`,
+/// `node`) takes: the library's defaults, which the Python functions' keywords show and the
+/// command line's flags too (a key without a default maps to None).
+#[pyfunction]
+pub fn defaults<'py>(py: Python<'py>, reader: &str) -> PyResult<Bound<'py, PyDict>> {
+    let reader = match reader {
+        "fit" => Reader::Fit,
+        "study" => Reader::Study,
+        "keyholder" => Reader::KeyHolder,
+        "aggregator" => Reader::Aggregator,
+        "node" => Reader::Node,
+        other => {
+            return Err(crate::errors::PrivlogitError::new_err(format!(
+                "`{other}` is not fit, study, keyholder, aggregator or node"
+            )));
+        }
+    };
+    let spec = Spec::default();
+    let out = PyDict::new(py);
+    for key in KEYS.iter().filter(|k| k.readers.contains(&reader)) {
+        match spec.get(key.name) {
+            Some(v) => out.set_item(key.name, to_python(py, &v)?)?,
+            None => out.set_item(key.name, py.None())?,
+        }
+    }
+    Ok(out)
+}

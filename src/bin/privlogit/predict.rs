@@ -1,0 +1,61 @@
+//! `privlogit predict`: a model file applied to rows, one probability per row.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use privlogit::model::Model;
+
+use crate::Outcome;
+
+/// Arguments of `privlogit predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The model: the JSON of `fit --json`, `study --json` or an aggregator's `--out` (a
+    /// standardised model is applied in raw units, with its pooled statistics).
+    #[arg(long, value_name = "FILE")]
+    model: PathBuf,
+    /// The rows to score (CSV, binary table or Parquet), with the model's features as columns
+    /// (by name; other columns are left out).
+    #[arg(long, value_name = "FILE")]
+    data: PathBuf,
+    /// The file's 0/1 label column, if it has one (the AUC and accuracy are then reported on
+    /// standard error). A CSV file without one is read unlabelled.
+    #[arg(long, value_name = "COLUMN")]
+    label: Option<String>,
+    /// Write the probabilities (CSV: a `probability` column, and `label` when known) here,
+    /// atomically, instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// Runs `privlogit predict`.
+pub fn run(args: PredictArgs) -> Result<Outcome> {
+    let model = Model::read(&args.model)?;
+    let scores = model.score_file(&args.data, args.label.as_deref())?;
+    let mut text = String::from(if scores.labels.is_some() {
+        "probability,label\n"
+    } else {
+        "probability\n"
+    });
+    for (i, p) in scores.probabilities.iter().enumerate() {
+        match &scores.labels {
+            Some(y) => writeln!(text, "{p},{}", y[i])?,
+            None => writeln!(text, "{p}")?,
+        }
+    }
+    crate::study::write_out(args.out.as_deref(), &text)?;
+    if let Some(y) = &scores.labels {
+        let p = ndarray::Array1::from(scores.probabilities.clone());
+        let y = ndarray::Array1::from(y.clone());
+        let auc = privlogit::metrics::auc(p.view(), y.view());
+        eprintln!(
+            "{} rows: AUC {}, accuracy {:.6}",
+            p.len(),
+            auc.map_or("n/a (one class)".to_string(), |a| format!("{a:.6}")),
+            privlogit::metrics::accuracy(p.view(), y.view())
+        );
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,385 @@
+//! `privlogit fit` as one library call: the parties a [`Spec`] names (files, or one file split
+//! or grouped), prepared, fitted in the clear, and the report as a text table or one JSON
+//! object.
+
+use std::fmt::Write as _;
+
+use privlogit_protocols::{FitOptions, IterationRecord, Optimizer, Status, StepKind};
+use serde::Serialize;
+
+use super::{Fitted, Preparation, Prepared};
+use crate::data::{self, Dataset, LoadOptions, partition};
+use crate::error::Error;
+use crate::model::{Model, Standardization};
+use crate::settings::{Reader, Spec};
+
+/// A fit, validated and its parties loaded, ready to run.
+#[derive(Debug)]
+pub struct FitJob {
+    prepared: Prepared,
+    optimizer: Optimizer,
+    options: FitOptions,
+}
+
+/// A finished fit with what it was fitted on.
+#[derive(Debug)]
+pub struct FitResult {
+    /// The parties as prepared (names, sources, standardisation).
+    pub prepared: Prepared,
+    /// The optimiser's report and the model's measures.
+    pub fitted: Fitted,
+    /// The options it ran with.
+    pub options: FitOptions,
+}
+
+impl FitJob {
+    /// The fit `spec` (read with [`Reader::Fit`]) describes: settings checked, parties loaded
+    /// and prepared.
+    pub fn new(spec: &Spec) -> Result<Self, Error> {
+        if spec.reader != Reader::Fit {
+            return Err(Error::plan("a spec read for a study cannot run as a fit"));
+        }
+        let (_, optimizer) = spec.resolved_optimizer(false)?;
+        optimizer.validate()?;
+        let options = spec.fit_options(false)?;
+        let parties = load_parties(spec)?;
+        let prepared = super::prepare(
+            parties,
+            Preparation {
+                standardize: spec.standardize,
+                intercept: spec.intercept,
+            },
+        )?;
+        Ok(Self {
+            prepared,
+            optimizer,
+            options,
+        })
+    }
+
+    /// The fit `spec` describes over parties given as views (Python's arrays): the same
+    /// settings and checks as [`FitJob::new`], the rows checked as a file's would be.
+    pub fn from_views(
+        spec: &Spec,
+        parties: &[crate::data::DatasetView<'_>],
+    ) -> Result<Self, Error> {
+        let (_, optimizer) = spec.resolved_optimizer(false)?;
+        optimizer.validate()?;
+        let options = spec.fit_options(false)?;
+        let prepared = super::prepare_views(
+            parties,
+            Preparation {
+                standardize: spec.standardize,
+                intercept: spec.intercept,
+            },
+        )?;
+        Ok(Self {
+            prepared,
+            optimizer,
+            options,
+        })
+    }
+
+    /// A line on what it fits, for the start.
+    pub fn describe(&self) -> String {
+        format!(
+            "fitting {} coefficients on {} rows in {} parties with {}",
+            self.prepared.names.len(),
+            self.prepared.rows(),
+            self.prepared.parties.len(),
+            self.optimizer
+        )
+    }
+
+    /// Runs the fit, each iteration reported to `progress`.
+    pub fn run(self, progress: &mut dyn FnMut(&IterationRecord)) -> Result<FitResult, Error> {
+        let fitted = super::fit(&self.prepared, self.optimizer, &self.options, progress)?;
+        Ok(FitResult {
+            prepared: self.prepared,
+            fitted,
+            options: self.options,
+        })
+    }
+}
+
+/// Reads the parties as the spec names them.
+fn load_parties(spec: &Spec) -> Result<Vec<Dataset>, Error> {
+    let label = spec
+        .label
+        .clone()
+        .ok_or_else(|| Error::plan("--label COLUMN is needed: the name of the 0/1 label column"))?;
+    let options = LoadOptions {
+        label,
+        exclude: spec.exclude.clone(),
+        group: spec.group_by.clone(),
+    };
+    if let Some(path) = &spec.data {
+        if !spec.party.is_empty() {
+            return Err(Error::plan(
+                "give either --data FILE or --party FILE..., not both",
+            ));
+        }
+        let table = data::load(path, &options)?;
+        return Ok(match (spec.split, &table.groups) {
+            (Some(_), Some(_)) => {
+                return Err(Error::plan("--split and --group-by cannot go together"));
+            }
+            (Some(k), _) => match spec.shuffle_seed {
+                Some(seed) => partition::split_shuffled(&table.data, k, seed)?,
+                None => partition::split_contiguous(&table.data, k)?,
+            },
+            (None, Some(groups)) => partition::split_by_group(&table.data, groups)?,
+            (None, None) => vec![table.data],
+        });
+    }
+    if spec.split.is_some() || spec.group_by.is_some() || spec.shuffle_seed.is_some() {
+        return Err(Error::plan(
+            "--split, --shuffle-seed and --group-by apply to --data FILE",
+        ));
+    }
+    if spec.party.is_empty() {
+        return Err(Error::plan(
+            "give the parties' files with --party FILE (repeated) or one file with --data FILE",
+        ));
+    }
+    spec.party
+        .iter()
+        .map(|p| Ok(data::load(p, &options)?.data))
+        .collect()
+}
+
+/// One progress line per iteration.
+pub fn progress_line(r: &IterationRecord) -> String {
+    let mut line = format!("iteration {:>4}", r.iteration);
+    if let Some(o) = r.objective {
+        let _ = write!(line, "  objective {o:>16.8}");
+    }
+    if let Some(c) = r.relative_change {
+        let _ = write!(line, "  relative change {c:.3e}");
+    }
+    if r.step == StepKind::Accelerated {
+        line.push_str("  (accelerated)");
+    }
+    line
+}
+
+impl FitResult {
+    /// How the fit ended, as a line to print when it did not converge.
+    pub fn ending_note(&self) -> Option<String> {
+        let r = &self.fitted.report;
+        match r.status {
+            Status::Diverged(reason) => {
+                let hint = match reason {
+                    privlogit_protocols::DivergenceReason::HessianNotPositiveDefinite => "",
+                    _ => "; PrivLogit converges from any start",
+                };
+                Some(format!(
+                    "error: {} diverged at iteration {}: {}{hint}",
+                    r.optimizer,
+                    r.iterations,
+                    reason.describe()
+                ))
+            }
+            Status::MaxIterations => Some(format!(
+                "warning: stopped after {} iterations without meeting the stopping rule (raise \
+                 --max-iter)",
+                r.iterations
+            )),
+            Status::Converged => None,
+        }
+    }
+
+    /// Whether the fit diverged.
+    pub fn diverged(&self) -> bool {
+        matches!(self.fitted.report.status, Status::Diverged(_))
+    }
+
+    /// The model applicable to raw rows.
+    pub fn model(&self) -> Result<Model, Error> {
+        let s = self
+            .prepared
+            .standardizer
+            .as_ref()
+            .map(|s| Standardization {
+                names: s.names.clone(),
+                means: s.means.to_vec(),
+                scales: s.scales.to_vec(),
+            });
+        Ok(Model::from_fit(
+            &self.prepared.names,
+            &self.fitted.report.beta.to_vec(),
+            s.as_ref(),
+        )?)
+    }
+
+    /// The report as one JSON value.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::to_value(JsonReport::new(self)).unwrap_or_default()
+    }
+
+    /// The report as text or JSON.
+    pub fn render(&self, json: bool) -> String {
+        if json {
+            let mut s = serde_json::to_string_pretty(&JsonReport::new(self)).unwrap_or_default();
+            s.push('\n');
+            return s;
+        }
+        let (prepared, fitted, options) = (&self.prepared, &self.fitted, &self.options);
+        let r = &fitted.report;
+        let mut s = String::new();
+        let sizes: Vec<String> = prepared
+            .parties
+            .iter()
+            .map(|p| p.rows().to_string())
+            .collect();
+        let _ = writeln!(s, "optimizer       {} ({})", r.optimizer, r.status.name());
+        let _ = writeln!(
+            s,
+            "parties         {} ({} rows; N = {})",
+            prepared.parties.len(),
+            sizes.join(" + "),
+            prepared.rows()
+        );
+        let _ = writeln!(
+            s,
+            "lambda          {}{}",
+            options.lambda,
+            if options.free_intercept {
+                " (intercept not penalised)"
+            } else {
+                ""
+            }
+        );
+        if let Some(c) = &options.centre {
+            let _ = writeln!(s, "penalty centre  {c}");
+        }
+        let _ = writeln!(
+            s,
+            "standardized    {}",
+            if prepared.standardizer.is_some() {
+                "yes"
+            } else {
+                "no"
+            }
+        );
+        let _ = writeln!(s, "iterations      {}", r.iterations);
+        let _ = writeln!(s, "rounds          {}", r.rounds);
+        if matches!(r.optimizer, Optimizer::AcceleratedPrivLogit { .. }) {
+            let _ = writeln!(
+                s,
+                "accelerated     {} accepted, {} rejected",
+                r.accelerated_steps, r.rejected_candidates
+            );
+        }
+        let _ = writeln!(s, "log-likelihood  {:.10}", fitted.log_likelihood);
+        let _ = writeln!(s, "objective       {:.10}", fitted.objective);
+        if let Some(auc) = fitted.auc {
+            let _ = writeln!(s, "AUC             {auc:.6}");
+        }
+        let _ = writeln!(s, "accuracy        {:.6}", fitted.accuracy);
+        let width = prepared
+            .names
+            .iter()
+            .map(String::len)
+            .max()
+            .unwrap_or(0)
+            .max(11);
+        let _ = writeln!(s, "\n{:<width$}  {:>20}", "coefficient", "estimate");
+        for (name, b) in prepared.names.iter().zip(r.beta.iter()) {
+            let _ = writeln!(s, "{name:<width$}  {b:>20.12}");
+        }
+        s
+    }
+}
+
+/// The `--json` output. Field names are a stable interface; add, do not rename.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    optimizer: &'static str,
+    status: &'static str,
+    converged: bool,
+    divergence: Option<&'static str>,
+    iterations: usize,
+    rounds: usize,
+    accelerated_steps: usize,
+    rejected_candidates: usize,
+    lambda: f64,
+    free_intercept: bool,
+    penalty_centre: Option<Vec<f64>>,
+    tolerance: f64,
+    gradient_tolerance: Option<f64>,
+    max_iterations: usize,
+    n: usize,
+    parties: Vec<JsonParty<'a>>,
+    standardized: bool,
+    intercept: bool,
+    names: &'a [String],
+    coefficients: Vec<f64>,
+    log_likelihood: f64,
+    objective: f64,
+    auc: Option<f64>,
+    accuracy: f64,
+    standardization: Option<JsonStandardization<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonParty<'a> {
+    source: &'a str,
+    rows: usize,
+}
+
+#[derive(Serialize)]
+struct JsonStandardization<'a> {
+    names: &'a [String],
+    means: Vec<f64>,
+    scales: Vec<f64>,
+}
+
+impl<'a> JsonReport<'a> {
+    fn new(result: &'a FitResult) -> Self {
+        let (prepared, fitted, options) = (&result.prepared, &result.fitted, &result.options);
+        let r = &fitted.report;
+        Self {
+            optimizer: r.optimizer.name(),
+            status: r.status.name(),
+            converged: r.converged(),
+            divergence: match r.status {
+                Status::Diverged(reason) => Some(reason.describe()),
+                _ => None,
+            },
+            iterations: r.iterations,
+            rounds: r.rounds,
+            accelerated_steps: r.accelerated_steps,
+            rejected_candidates: r.rejected_candidates,
+            lambda: options.lambda,
+            free_intercept: options.free_intercept,
+            penalty_centre: options.centre.as_ref().map(|c| c.to_vec()),
+            tolerance: options.stopping.relative_tolerance,
+            gradient_tolerance: options.stopping.gradient_tolerance,
+            max_iterations: options.stopping.max_iterations,
+            n: prepared.rows(),
+            parties: prepared
+                .sources
+                .iter()
+                .zip(&prepared.parties)
+                .map(|(s, p)| JsonParty {
+                    source: s,
+                    rows: p.rows(),
+                })
+                .collect(),
+            standardized: prepared.standardizer.is_some(),
+            intercept: prepared.names.first().map(String::as_str) == Some(crate::model::INTERCEPT),
+            names: &prepared.names,
+            coefficients: r.beta.to_vec(),
+            log_likelihood: fitted.log_likelihood,
+            objective: fitted.objective,
+            auc: fitted.auc,
+            accuracy: fitted.accuracy,
+            standardization: prepared.standardizer.as_ref().map(|s| JsonStandardization {
+                names: &s.names,
+                means: s.means.to_vec(),
+                scales: s.scales.to_vec(),
+            }),
+        }
+    }
+}

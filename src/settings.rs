@@ -1,0 +1,1065 @@
+//! The settings of fits and secure studies, defined once: every key (the study file's key, the
+//! command line's long flag with `_` as `-`, Python's keyword), who reads it, its help, its one
+//! default ([`Spec::default`]) and how its value is read, from a study file, a command line or
+//! Python alike. The command line builds its flags from [`KEYS`] and hands over only what the
+//! user gave; [`Spec`] applies a study file, then those, and the plans of
+//! [`crate::study`] and [`crate::fit`] validate the result.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use privlogit_circuits::fixed::FixedFormat;
+use privlogit_protocols::Optimizer;
+use privlogit_protocols::optimizer::DEFAULT_ANDERSON_MEMORY;
+use privlogit_protocols::secure::DEFAULT_FORMAT;
+use privlogit_protocols::secure::aggregator::Protocol;
+use privlogit_protocols::secure::solver::LinearAlgebra;
+use toml::Value;
+
+use crate::error::Error;
+
+/// Who reads a setting: the plaintext fit or one of a secure study's roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reader {
+    /// `privlogit fit` (plaintext, every party in one process).
+    Fit,
+    /// `privlogit study` (every role of a secure study in one process).
+    Study,
+    /// The key holder of a study between organizations.
+    KeyHolder,
+    /// The aggregator of a study between organizations.
+    Aggregator,
+    /// A Node of a study between organizations.
+    Node,
+}
+
+impl Reader {
+    /// The command that plays this part.
+    pub fn command(self) -> &'static str {
+        match self {
+            Reader::Fit => "fit",
+            Reader::Study => "study",
+            Reader::KeyHolder => "keyholder",
+            Reader::Aggregator => "aggregator",
+            Reader::Node => "node",
+        }
+    }
+
+    /// The roles of a secure study (every reader but the plaintext fit).
+    pub const STUDY_ROLES: [Reader; 4] = [
+        Reader::Study,
+        Reader::KeyHolder,
+        Reader::Aggregator,
+        Reader::Node,
+    ];
+}
+
+/// What a setting's value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// On or off (a flag without a value on the command line).
+    Switch,
+    /// A real number (negative ones too, so that their check can name them).
+    Number,
+    /// A whole number.
+    Count,
+    /// Text (a column name, an address, a fixed-point format).
+    Text,
+    /// A file or directory.
+    Path,
+    /// One of the given names.
+    Choice(&'static [&'static str]),
+}
+
+/// One setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Key {
+    /// The study file's key (`gradient_tol`); the long flag is the same with `-`.
+    pub name: &'static str,
+    /// Its kind.
+    pub kind: Kind,
+    /// The value's placeholder in help (`G`, `FILE`).
+    pub value_name: &'static str,
+    /// What it does, in a sentence or two.
+    pub help: &'static str,
+    /// Who reads it.
+    pub readers: &'static [Reader],
+    /// Part of a study's plan, which every party of a study agrees on (and which its id covers);
+    /// otherwise a party sets it for itself (its files, identity, output, seeds).
+    pub shared: bool,
+    /// May be given several times (each adds to the list).
+    pub many: bool,
+    /// Left out of help (kept for older study files and scripts).
+    pub hidden: bool,
+}
+
+use Reader::{Aggregator as A, Fit as F, KeyHolder as K, Node as N, Study as S};
+
+const fn key(
+    name: &'static str,
+    kind: Kind,
+    value_name: &'static str,
+    readers: &'static [Reader],
+    shared: bool,
+    help: &'static str,
+) -> Key {
+    Key {
+        name,
+        kind,
+        value_name,
+        help,
+        readers,
+        shared,
+        many: false,
+        hidden: false,
+    }
+}
+
+const fn many(mut k: Key) -> Key {
+    k.many = true;
+    k
+}
+
+const fn hidden(mut k: Key) -> Key {
+    k.hidden = true;
+    k
+}
+
+/// The names of [`Protocol`]s.
+pub const PROTOCOLS: &[&str] = &["local", "hessian", "newton"];
+/// The names of [`Optimizer`]s.
+pub const OPTIMIZERS: &[&str] = &["privlogit-accel", "privlogit", "newton"];
+/// The names of [`LinearAlgebra`] methods.
+pub const LINEAR_ALGEBRA: &[&str] = &["masked", "circuit"];
+
+/// Every setting of `fit`, `study`, `keyholder`, `aggregator` and `node`.
+pub const KEYS: &[Key] = &[
+    // What a party reads and writes.
+    many(key(
+        "party",
+        Kind::Path,
+        "FILE",
+        &[F, S, N],
+        false,
+        "A data file (CSV, privlogit binary table or Parquet), one per Node; repeat the flag (a Node \
+         takes one). Each has a header row and the 0/1 label column.",
+    )),
+    key(
+        "label",
+        Kind::Text,
+        "COLUMN",
+        &[F, S, N],
+        false,
+        "Name of the 0/1 label column.",
+    ),
+    key(
+        "data",
+        Kind::Path,
+        "FILE",
+        &[F],
+        false,
+        "One file holding every party's rows (see --split and --group-by), instead of --party.",
+    ),
+    key(
+        "split",
+        Kind::Count,
+        "K",
+        &[F],
+        false,
+        "Split --data into K parties of contiguous rows.",
+    ),
+    key(
+        "shuffle_seed",
+        Kind::Count,
+        "SEED",
+        &[F],
+        false,
+        "Shuffle --data's rows with this seed before --split.",
+    ),
+    key(
+        "group_by",
+        Kind::Text,
+        "COLUMN",
+        &[F],
+        false,
+        "Make one party per value of this column of --data.",
+    ),
+    many(key(
+        "exclude",
+        Kind::Text,
+        "COLUMN",
+        &[F],
+        false,
+        "Leave this column out; repeat for several.",
+    )),
+    // The model and how it is fitted (a study's plan).
+    key(
+        "protocol",
+        Kind::Choice(PROTOCOLS),
+        "NAME",
+        &[S, A],
+        true,
+        "The secure protocol (dissertation chapter 5): local (PrivLogit-Local: the Nodes multiply \
+         the encrypted inverse of the Hessian bound into their gradients), hessian \
+         (PrivLogit-Hessian: the Center keeps the bound's inverse shared between the two servers \
+         and solves each step), newton (secure distributed Newton, the baseline; implies \
+         --optimizer newton).",
+    ),
+    key(
+        "optimizer",
+        Kind::Choice(OPTIMIZERS),
+        "NAME",
+        &[F, S, A],
+        true,
+        "privlogit-accel (PrivLogit with safeguarded Anderson acceleration), privlogit (the \
+         paper's PrivLogit, eq. 5.4-5.6) or newton (eq. 2.11; in a study, the newton protocol).",
+    ),
+    hidden(key(
+        "accelerate",
+        Kind::Switch,
+        "",
+        &[S, A],
+        true,
+        "The same as --optimizer privlogit-accel (older study files).",
+    )),
+    key(
+        "memory",
+        Kind::Count,
+        "M",
+        &[F, S, A],
+        true,
+        "Anderson memory of privlogit-accel (past iterate differences it extrapolates from).",
+    ),
+    key(
+        "standardize",
+        Kind::Switch,
+        "",
+        &[F, S, A],
+        true,
+        "Z-score the features with their pooled mean and standard deviation (ddof 0); in a study \
+         these are computed under encryption and become public. The model is reported in the \
+         data's own units as well.",
+    ),
+    key(
+        "no_intercept",
+        Kind::Switch,
+        "",
+        &[F, S, A],
+        true,
+        "Do not add the intercept column.",
+    ),
+    key(
+        "free_intercept",
+        Kind::Switch,
+        "",
+        &[F],
+        false,
+        "Leave the intercept out of the penalty, as scikit-learn's LogisticRegression and R's glm \
+         fit it (the dissertation's eq. 2.10 penalises it).",
+    ),
+    key(
+        "lambda",
+        Kind::Number,
+        "L",
+        &[F, S, A],
+        true,
+        "l2 penalty lambda of eq. 2.10 (every coefficient, the intercept too unless \
+         --free-intercept).",
+    ),
+    key(
+        "penalty_centre",
+        Kind::Path,
+        "FILE",
+        &[F, S, A],
+        true,
+        "Centre the penalty at this public vector, lambda/2 ||beta - c||^2 (hypothesis \
+         transfer): a file with one coefficient per line in the model's order (intercept first, \
+         standardised coordinates with --standardize).",
+    ),
+    key(
+        "tol",
+        Kind::Number,
+        "T",
+        &[F, S, A],
+        true,
+        "Also stop when the relative change of the penalised log-likelihood falls below T, the \
+         dissertation's rule (section 5.4: 1e-6); 0 turns it off. It can stop PrivLogit far from \
+         the optimum, so the default relies on the gradient.",
+    ),
+    key(
+        "gradient_tol",
+        Kind::Number,
+        "G",
+        &[F, S, A],
+        true,
+        "Stop when the Euclidean norm of the penalised gradient falls below G (the coefficients \
+         are then within G / lambda of the optimum); 0 turns it off. In a study the norm is \
+         formed in masked arithmetic and compared in a circuit: one revealed bit.",
+    ),
+    key(
+        "max_iter",
+        Kind::Count,
+        "N",
+        &[F, S, A],
+        true,
+        "Give up after N iterations (a warning, exit status 0).",
+    ),
+    key(
+        "init",
+        Kind::Number,
+        "V",
+        &[F],
+        false,
+        "Start with every coefficient equal to V (default: all zero).",
+    ),
+    key(
+        "key_bits",
+        Kind::Count,
+        "BITS",
+        &[S, A],
+        true,
+        "Paillier modulus bits: 2048, 3072 or 4096.",
+    ),
+    key(
+        "fixed",
+        Kind::Text,
+        "W/F",
+        &[S, A],
+        true,
+        "Fixed-point format of the garbled circuits, WIDTH/FRACTION bits (more fraction: closer \
+         to the plaintext run; more integer bits: room for larger values).",
+    ),
+    key(
+        "linear_algebra",
+        Kind::Choice(LINEAR_ALGEBRA),
+        "METHOD",
+        &[S, A],
+        true,
+        "How the Center factors and solves on secret matrices: masked (Paillier-assisted masked \
+         arithmetic, pivots in small garbled circuits) or circuit (all in garbled circuits; it \
+         stops by the relative-change rule).",
+    ),
+    key(
+        "dp_epsilon",
+        Kind::Number,
+        "E",
+        &[S, A],
+        true,
+        "Publish an epsilon-differentially private model (secure PLR, stacking paper Algorithm 1): \
+         the Nodes scale each row to norm 1, both servers add a PLR noise vector under \
+         encryption, the study stops on the gradient norm alone (default within 1e-8 of the \
+         minimiser). No intercept; --standardize, --lambda and --tol do not apply.",
+    ),
+    key(
+        "dp_lambda",
+        Kind::Number,
+        "L",
+        &[S, A],
+        true,
+        "PLR's lambda (per row; the study's penalty becomes N (lambda + Delta)).",
+    ),
+    key(
+        "transfer_from",
+        Kind::Path,
+        "FILE",
+        &[S, A],
+        true,
+        "Hypothesis transfer: centre the DP study's penalty at a source organization's published \
+         model (`dp fit --method plr --out`, or `stack publish`), lambda (eta/2 ||w||^2 + \
+         (1 - eta)/2 ||w - w_src||^2).",
+    ),
+    key(
+        "eta",
+        Kind::Number,
+        "ETA",
+        &[S, A],
+        true,
+        "With --transfer-from: the weight of plain l2 against closeness to the source model.",
+    ),
+    // Output.
+    key(
+        "json",
+        Kind::Switch,
+        "",
+        &[F, S, A],
+        false,
+        "Print one JSON object instead of a table.",
+    ),
+    key(
+        "out",
+        Kind::Path,
+        "FILE",
+        &[F, S, A],
+        false,
+        "Write the result to FILE (atomically) instead of standard output.",
+    ),
+    key(
+        "cost",
+        Kind::Path,
+        "FILE",
+        &[S, A],
+        false,
+        "A differentially private study: write its cost report (iterations, rounds, timings, \
+         traffic: not covered by epsilon) to FILE instead of standard error.",
+    ),
+    key(
+        "quiet",
+        Kind::Switch,
+        "",
+        &[F, S],
+        false,
+        "No progress on standard error.",
+    ),
+    // A Node's privacy ledger.
+    key(
+        "ledger",
+        Kind::Path,
+        "FILE",
+        &[S, N],
+        false,
+        "The privacy ledger (as `dp fit --ledger`): a differentially private study charges each \
+         Node's data set (known by its rows) its epsilon when it starts, refused past the total.",
+    ),
+    key(
+        "budget",
+        Kind::Number,
+        "TOTAL",
+        &[S, N],
+        false,
+        "Total epsilon each data set may spend (needed to create the ledger).",
+    ),
+    // Seeds (reproducible runs only).
+    key(
+        "seed",
+        Kind::Count,
+        "SEED",
+        &[S, A],
+        false,
+        "Reproducible runs (tests, benchmarks): the aggregator's masks from SEED, so a run repeats \
+         another's rounding bit for bit. Whoever knows SEED and the key holder's view can unmask \
+         everything: never in a real study.",
+    ),
+    key(
+        "noise_seed",
+        Kind::Count,
+        "SEED",
+        &[S, K, A],
+        false,
+        "Reproducible differentially private runs (tests): the servers' noise shares from SEED. \
+         Whoever knows SEED knows the noise: never in a real study.",
+    ),
+    // How a party of a study between organizations connects.
+    key(
+        "identity",
+        Kind::Path,
+        "PREFIX",
+        &[K, A, N],
+        false,
+        "This party's identity: PREFIX.crt and PREFIX.key, from `privlogit identity new`.",
+    ),
+    key(
+        "insecure_plaintext",
+        Kind::Switch,
+        "",
+        &[K, A, N],
+        false,
+        "Connect over plain TCP: anyone on the path reads the traffic and anyone may claim a \
+         party's place. Refused when the study file names certificates.",
+    ),
+    key(
+        "deadline",
+        Kind::Number,
+        "SECONDS",
+        &[K, A, N],
+        false,
+        "Seconds without any sign of life (data or heartbeat) after which a peer counts as lost \
+         and the study stops.",
+    ),
+    key(
+        "listen",
+        Kind::Text,
+        "ADDR",
+        &[K, A],
+        false,
+        "Address to listen on, e.g. 0.0.0.0:7000 (default: the study file's address of this \
+         party).",
+    ),
+    key(
+        "state",
+        Kind::Path,
+        "DIR",
+        &[K, A],
+        false,
+        "Directory for this server's state: the aggregator's checkpoint, the key holder's key file \
+         (secret, mode 0600). Created if missing.",
+    ),
+    key(
+        "resume",
+        Kind::Switch,
+        "",
+        &[K, A],
+        false,
+        "Continue the study from the state a lost run left (restart every party; the Nodes need \
+         nothing more than a restart).",
+    ),
+    key(
+        "keyholder",
+        Kind::Text,
+        "ADDR",
+        &[A],
+        false,
+        "The key holder's address (default: the study file's).",
+    ),
+    key(
+        "parties",
+        Kind::Count,
+        "N",
+        &[A],
+        false,
+        "Number of Nodes to wait for (default: the study file's Nodes).",
+    ),
+    key(
+        "aggregator",
+        Kind::Text,
+        "ADDR",
+        &[N],
+        false,
+        "The aggregator's address (default: the study file's).",
+    ),
+    key(
+        "name",
+        Kind::Text,
+        "NAME",
+        &[N],
+        false,
+        "This Node's name in a plaintext study (with TLS the name comes from the certificate).",
+    ),
+];
+
+/// The setting named `name`.
+pub fn find(name: &str) -> Option<&'static Key> {
+    KEYS.iter().find(|k| k.name == name)
+}
+
+/// Everything a fit or a study may be told, each setting at its default until a study file, the
+/// command line or a caller sets it. Reading it is the plans' work ([`crate::study`],
+/// [`crate::fit`]); setting it checks only each value's form.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Who this spec is for (which keys it accepts).
+    pub reader: Reader,
+    /// The study file it was read from, if any (its parties and study id with it).
+    pub file: Option<crate::study::file::StudyFile>,
+    /// Keys set explicitly (by the file or the caller), for rules that depend on whether a
+    /// default was chosen (the Newton protocol implies the Newton optimiser).
+    pub explicit: BTreeSet<&'static str>,
+    /// Data files, one per party.
+    pub party: Vec<PathBuf>,
+    /// Label column.
+    pub label: Option<String>,
+    /// One file for every party (fit).
+    pub data: Option<PathBuf>,
+    /// Parties of contiguous rows of `data`.
+    pub split: Option<usize>,
+    /// Shuffle before `split`.
+    pub shuffle_seed: Option<u64>,
+    /// One party per value of this column.
+    pub group_by: Option<String>,
+    /// Columns left out.
+    pub exclude: Vec<String>,
+    /// The secure protocol.
+    pub protocol: Protocol,
+    /// The optimiser (its Anderson memory is [`Self::memory`]).
+    pub optimizer: Optimizer,
+    /// Anderson memory.
+    pub memory: usize,
+    /// Pooled standardisation.
+    pub standardize: bool,
+    /// An intercept column.
+    pub intercept: bool,
+    /// The intercept left out of the penalty.
+    pub free_intercept: bool,
+    /// l2 penalty.
+    pub lambda: f64,
+    /// The penalty's centre.
+    pub penalty_centre: Option<PathBuf>,
+    /// Relative-change rule (0: off).
+    pub tol: f64,
+    /// Gradient-norm rule (0: off).
+    pub gradient_tol: f64,
+    /// Iteration limit.
+    pub max_iter: usize,
+    /// Constant start.
+    pub init: Option<f64>,
+    /// Paillier modulus bits.
+    pub key_bits: u32,
+    /// Circuit word format.
+    pub fixed: FixedFormat,
+    /// The Center's linear algebra.
+    pub linear_algebra: LinearAlgebra,
+    /// Secure PLR's epsilon.
+    pub dp_epsilon: Option<f64>,
+    /// Secure PLR's lambda.
+    pub dp_lambda: f64,
+    /// Source model of a DP transfer.
+    pub transfer_from: Option<PathBuf>,
+    /// Weight of plain l2 in a transfer.
+    pub eta: f64,
+    /// JSON output.
+    pub json: bool,
+    /// Output file.
+    pub out: Option<PathBuf>,
+    /// A DP study's cost report file.
+    pub cost: Option<PathBuf>,
+    /// No progress lines.
+    pub quiet: bool,
+    /// Privacy ledger.
+    pub ledger: Option<PathBuf>,
+    /// The ledger's total.
+    pub budget: Option<f64>,
+    /// Mask seed (tests).
+    pub seed: Option<u64>,
+    /// Noise seed (tests).
+    pub noise_seed: Option<u64>,
+    /// Identity prefix.
+    pub identity: Option<PathBuf>,
+    /// Plain TCP.
+    pub insecure_plaintext: bool,
+    /// Seconds of silence before a peer counts as lost.
+    pub deadline: f64,
+    /// Listening address.
+    pub listen: Option<String>,
+    /// State directory.
+    pub state: PathBuf,
+    /// Continue from kept state.
+    pub resume: bool,
+    /// The key holder's address.
+    pub keyholder: Option<String>,
+    /// Nodes to wait for.
+    pub parties: Option<usize>,
+    /// The aggregator's address.
+    pub aggregator: Option<String>,
+    /// A plaintext Node's name.
+    pub name: String,
+}
+
+impl Default for Spec {
+    /// The defaults of every front end: the command line's flags show them, Python's keywords
+    /// take them. They stop near the optimum (the gradient-norm rule with accelerated
+    /// PrivLogit); `privlogit reproduce` sets the paper's rule itself.
+    fn default() -> Self {
+        Self {
+            reader: Reader::Study,
+            file: None,
+            explicit: BTreeSet::new(),
+            party: Vec::new(),
+            label: None,
+            data: None,
+            split: None,
+            shuffle_seed: None,
+            group_by: None,
+            exclude: Vec::new(),
+            protocol: Protocol::Local,
+            optimizer: Optimizer::AcceleratedPrivLogit {
+                memory: DEFAULT_ANDERSON_MEMORY,
+            },
+            memory: DEFAULT_ANDERSON_MEMORY,
+            standardize: false,
+            intercept: true,
+            free_intercept: false,
+            lambda: 1.0,
+            penalty_centre: None,
+            tol: 0.0,
+            gradient_tol: 1e-6,
+            max_iter: 1000,
+            init: None,
+            key_bits: 2048,
+            fixed: DEFAULT_FORMAT,
+            linear_algebra: LinearAlgebra::Masked,
+            dp_epsilon: None,
+            dp_lambda: 0.01,
+            transfer_from: None,
+            eta: crate::dp::release::DEFAULT_ETA,
+            json: false,
+            out: None,
+            cost: None,
+            quiet: false,
+            ledger: None,
+            budget: None,
+            seed: None,
+            noise_seed: None,
+            identity: None,
+            insecure_plaintext: false,
+            deadline: 6.0,
+            listen: None,
+            state: PathBuf::from("privlogit-state"),
+            resume: false,
+            keyholder: None,
+            parties: None,
+            aggregator: None,
+            name: "node".into(),
+        }
+    }
+}
+
+/// Where a value came from, for messages: a study file or the command line / caller.
+#[derive(Debug, Clone, Copy)]
+pub enum Origin<'a> {
+    /// A study file (named).
+    File(&'a std::path::Path),
+    /// The command line or a library caller.
+    Given,
+}
+
+impl Spec {
+    /// The defaults, for `reader`.
+    pub fn new(reader: Reader) -> Self {
+        Self {
+            reader,
+            ..Self::default()
+        }
+    }
+
+    /// The protocol's name.
+    pub fn protocol_name(p: Protocol) -> &'static str {
+        match p {
+            Protocol::Local => "local",
+            Protocol::Hessian => "hessian",
+            Protocol::Newton => "newton",
+        }
+    }
+
+    /// Sets `name` to `value` (a list appends to a setting taken several times), checking the
+    /// value's form; `origin` names where it came from in errors.
+    pub fn set(&mut self, name: &str, value: &Value, origin: Origin<'_>) -> Result<(), Error> {
+        let Some(key) = find(name) else {
+            return Err(self.unknown(name, origin));
+        };
+        if !key.readers.contains(&self.reader) {
+            return Err(Error::Setting {
+                origin: origin_text(origin, name),
+                why: format!(
+                    "is not a setting of `{}` (it is read by {})",
+                    self.reader.command(),
+                    key.readers
+                        .iter()
+                        .map(|r| format!("`{}`", r.command()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        let at = |why: String| Error::Setting {
+            origin: origin_text(origin, name),
+            why,
+        };
+        if let Value::Array(items) = value {
+            if !key.many {
+                return Err(at("takes one value, not a list".into()));
+            }
+            for item in items {
+                self.set(name, item, origin)?;
+            }
+            return Ok(());
+        }
+        let text = || read_text(value).map_err(&at);
+        let number = || read_number(value).map_err(&at);
+        let count = || read_count(value).map_err(&at);
+        let switch = || read_switch(value).map_err(&at);
+        let path = || read_text(value).map(PathBuf::from).map_err(&at);
+        match key.name {
+            "party" => self.party.push(path()?),
+            "label" => self.label = Some(text()?),
+            "data" => self.data = Some(path()?),
+            "split" => self.split = Some(count()? as usize),
+            "shuffle_seed" => self.shuffle_seed = Some(count()?),
+            "group_by" => self.group_by = Some(text()?),
+            "exclude" => self.exclude.push(text()?),
+            "protocol" => {
+                self.protocol = match text()?.as_str() {
+                    "local" => Protocol::Local,
+                    "hessian" => Protocol::Hessian,
+                    "newton" => Protocol::Newton,
+                    other => return Err(at(choice_error(other, PROTOCOLS))),
+                }
+            }
+            "optimizer" => {
+                let name = text()?;
+                self.optimizer = name
+                    .parse()
+                    .map_err(|_| at(choice_error(&name, OPTIMIZERS)))?;
+            }
+            "accelerate" => {
+                if switch()? {
+                    self.optimizer = Optimizer::AcceleratedPrivLogit {
+                        memory: self.memory,
+                    };
+                    self.explicit.insert("optimizer");
+                }
+            }
+            "memory" => self.memory = count()? as usize,
+            "standardize" => self.standardize = switch()?,
+            "no_intercept" => self.intercept = !switch()?,
+            "free_intercept" => self.free_intercept = switch()?,
+            "lambda" => self.lambda = number()?,
+            "penalty_centre" => self.penalty_centre = Some(path()?),
+            "tol" => self.tol = number()?,
+            "gradient_tol" => self.gradient_tol = number()?,
+            "max_iter" => self.max_iter = count()? as usize,
+            "init" => self.init = Some(number()?),
+            "key_bits" => {
+                self.key_bits = u32::try_from(count()?).map_err(|_| at("is too large".into()))?
+            }
+            "fixed" => self.fixed = parse_format(&text()?).map_err(at)?,
+            "linear_algebra" => {
+                let name = text()?;
+                self.linear_algebra = name
+                    .parse()
+                    .map_err(|_| at(choice_error(&name, LINEAR_ALGEBRA)))?;
+            }
+            "dp_epsilon" => self.dp_epsilon = Some(number()?),
+            "dp_lambda" => self.dp_lambda = number()?,
+            "transfer_from" => self.transfer_from = Some(path()?),
+            "eta" => self.eta = number()?,
+            "json" => self.json = switch()?,
+            "out" => self.out = Some(path()?),
+            "cost" => self.cost = Some(path()?),
+            "quiet" => self.quiet = switch()?,
+            "ledger" => self.ledger = Some(path()?),
+            "budget" => self.budget = Some(number()?),
+            "seed" => self.seed = Some(count()?),
+            "noise_seed" => self.noise_seed = Some(count()?),
+            "identity" => self.identity = Some(path()?),
+            "insecure_plaintext" => self.insecure_plaintext = switch()?,
+            "deadline" => self.deadline = number()?,
+            "listen" => self.listen = Some(text()?),
+            "state" => self.state = path()?,
+            "resume" => self.resume = switch()?,
+            "keyholder" => self.keyholder = Some(text()?),
+            "parties" => self.parties = Some(count()? as usize),
+            "aggregator" => self.aggregator = Some(text()?),
+            "name" => self.name = text()?,
+            other => unreachable!("setting {other} is in KEYS but not read"),
+        }
+        self.explicit.insert(key.name);
+        Ok(())
+    }
+
+    fn unknown(&self, name: &str, origin: Origin<'_>) -> Error {
+        Error::Setting {
+            origin: origin_text(origin, name),
+            why: "is not a setting of any study command".into(),
+        }
+    }
+
+    /// Whether `name` was set by a file or the caller (not left at its default).
+    pub fn given(&self, name: &str) -> bool {
+        self.explicit.contains(name)
+    }
+
+    /// The value of `name` as a study file would write it (`None` when unset), for help texts,
+    /// Python's keyword defaults and the test that they agree.
+    pub fn get(&self, name: &str) -> Option<Value> {
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| Value::String(p.display().to_string()));
+        let text = |s: &Option<String>| s.clone().map(Value::String);
+        let float = |x: f64| Some(Value::Float(x));
+        let int = |x: u64| Some(Value::Integer(i64::try_from(x).unwrap_or(i64::MAX)));
+        match name {
+            "party" => Some(Value::Array(
+                self.party
+                    .iter()
+                    .map(|p| Value::String(p.display().to_string()))
+                    .collect(),
+            )),
+            "label" => text(&self.label),
+            "data" => path(&self.data),
+            "split" => self.split.and_then(|k| int(k as u64)),
+            "shuffle_seed" => self.shuffle_seed.and_then(int),
+            "group_by" => text(&self.group_by),
+            "exclude" => Some(Value::Array(
+                self.exclude.iter().cloned().map(Value::String).collect(),
+            )),
+            "protocol" => Some(Value::String(Self::protocol_name(self.protocol).into())),
+            "optimizer" => Some(Value::String(self.optimizer.name().into())),
+            "accelerate" => Some(Value::Boolean(matches!(
+                self.optimizer,
+                Optimizer::AcceleratedPrivLogit { .. }
+            ))),
+            "memory" => int(self.memory as u64),
+            "standardize" => Some(Value::Boolean(self.standardize)),
+            "no_intercept" => Some(Value::Boolean(!self.intercept)),
+            "free_intercept" => Some(Value::Boolean(self.free_intercept)),
+            "lambda" => float(self.lambda),
+            "penalty_centre" => path(&self.penalty_centre),
+            "tol" => float(self.tol),
+            "gradient_tol" => float(self.gradient_tol),
+            "max_iter" => int(self.max_iter as u64),
+            "init" => self.init.and_then(float),
+            "key_bits" => int(u64::from(self.key_bits)),
+            "fixed" => Some(Value::String(format!(
+                "{}/{}",
+                self.fixed.width(),
+                self.fixed.frac()
+            ))),
+            "linear_algebra" => Some(Value::String(self.linear_algebra.name().into())),
+            "dp_epsilon" => self.dp_epsilon.and_then(float),
+            "dp_lambda" => float(self.dp_lambda),
+            "transfer_from" => path(&self.transfer_from),
+            "eta" => float(self.eta),
+            "json" => Some(Value::Boolean(self.json)),
+            "out" => path(&self.out),
+            "cost" => path(&self.cost),
+            "quiet" => Some(Value::Boolean(self.quiet)),
+            "ledger" => path(&self.ledger),
+            "budget" => self.budget.and_then(float),
+            "seed" => self.seed.and_then(int),
+            "noise_seed" => self.noise_seed.and_then(int),
+            "identity" => path(&self.identity),
+            "insecure_plaintext" => Some(Value::Boolean(self.insecure_plaintext)),
+            "deadline" => float(self.deadline),
+            "listen" => text(&self.listen),
+            "state" => Some(Value::String(self.state.display().to_string())),
+            "resume" => Some(Value::Boolean(self.resume)),
+            "keyholder" => text(&self.keyholder),
+            "parties" => self.parties.and_then(|n| int(n as u64)),
+            "aggregator" => text(&self.aggregator),
+            "name" => Some(Value::String(self.name.clone())),
+            _ => None,
+        }
+    }
+
+    /// The default of `name` as help shows it (`None` for switches and unset options).
+    pub fn default_text(name: &str) -> Option<String> {
+        let key = find(name)?;
+        if key.kind == Kind::Switch || key.many {
+            return None;
+        }
+        Self::default().get(name).map(|v| match v {
+            Value::String(s) => s,
+            Value::Float(f) => format_number(f),
+            Value::Integer(i) => i.to_string(),
+            Value::Boolean(b) => b.to_string(),
+            other => format!("{other:?}"),
+        })
+    }
+}
+
+/// A number as a person writes it (`1`, `0.01`, `1e-6`).
+pub fn format_number(x: f64) -> String {
+    if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e6) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+fn origin_text(origin: Origin<'_>, name: &str) -> String {
+    match origin {
+        Origin::File(path) => format!("{}: {name}", path.display()),
+        Origin::Given => format!("--{}", name.replace('_', "-")),
+    }
+}
+
+fn choice_error(got: &str, choices: &[&str]) -> String {
+    format!("`{got}` is not one of {}", choices.join(", "))
+}
+
+fn read_text(value: &Value) -> Result<String, String> {
+    match value {
+        Value::String(s) => Ok(s.clone()),
+        Value::Integer(i) => Ok(i.to_string()),
+        Value::Float(f) => Ok(f.to_string()),
+        other => Err(format!("is a {}, expected text", other.type_str())),
+    }
+}
+
+fn read_number(value: &Value) -> Result<f64, String> {
+    match value {
+        Value::Float(f) => Ok(*f),
+        Value::Integer(i) => Ok(*i as f64),
+        Value::String(s) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a number")),
+        other => Err(format!("is a {}, expected a number", other.type_str())),
+    }
+}
+
+fn read_count(value: &Value) -> Result<u64, String> {
+    match value {
+        Value::Integer(i) => u64::try_from(*i).map_err(|_| format!("{i} is negative")),
+        Value::String(s) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a whole number")),
+        other => Err(format!(
+            "is a {}, expected a whole number",
+            other.type_str()
+        )),
+    }
+}
+
+fn read_switch(value: &Value) -> Result<bool, String> {
+    match value {
+        Value::Boolean(b) => Ok(*b),
+        Value::String(s) if s == "true" => Ok(true),
+        Value::String(s) if s == "false" => Ok(false),
+        other => Err(format!("is a {}, expected true or false", other.type_str())),
+    }
+}
+
+/// A fixed-point format written `WIDTH/FRACTION`.
+pub fn parse_format(s: &str) -> Result<FixedFormat, String> {
+    let (w, f) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?} is not WIDTH/FRACTION, e.g. 64/46"))?;
+    let w: u32 = w
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad width in {s:?}"))?;
+    let f: u32 = f
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad fraction in {s:?}"))?;
+    FixedFormat::new(w, f).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_reads_and_writes_its_default() {
+        let defaults = Spec::default();
+        for key in KEYS {
+            let mut spec = Spec::new(key.readers[0]);
+            if let Some(v) = defaults.get(key.name) {
+                let v = match v {
+                    Value::Array(items) if items.is_empty() => continue,
+                    v => v,
+                };
+                spec.set(key.name, &v, Origin::Given)
+                    .unwrap_or_else(|e| panic!("{}: {e}", key.name));
+                assert_eq!(spec.get(key.name), Some(v), "{}", key.name);
+            }
+        }
+    }
+
+    #[test]
+    fn values_from_files_and_command_lines_agree() {
+        let mut a = Spec::new(Reader::Study);
+        let mut b = Spec::new(Reader::Study);
+        a.set("lambda", &Value::Float(0.5), Origin::Given).unwrap();
+        b.set("lambda", &Value::String("0.5".into()), Origin::Given)
+            .unwrap();
+        assert_eq!(a.lambda, b.lambda);
+        let e = a
+            .set("lambda", &Value::Boolean(true), Origin::Given)
+            .unwrap_err();
+        assert!(e.to_string().contains("--lambda"), "{e}");
+        let e = a
+            .set("listen", &Value::String("x".into()), Origin::Given)
+            .unwrap_err();
+        assert!(e.to_string().contains("keyholder"), "{e}");
+    }
+}

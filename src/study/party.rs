@@ -1,0 +1,212 @@
+//! How a party of a study between organizations connects: its network (mutual TLS with the
+//! identity the study file names, or plain TCP when asked), its roster and its own entry,
+//! checked before anything is sent.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use privlogit_protocols::secure::endorsement::{Endorser, KeyTrust};
+use privlogit_protocols::transport::roster::Side;
+use privlogit_protocols::transport::{Identity, Member, Network, Role, Roster, Security, Timing};
+
+use super::Say;
+use super::file::StudyFile;
+use crate::error::Error;
+
+/// How long a party waits for the others to connect.
+pub const PATIENCE: Duration = Duration::from_secs(600);
+
+/// A party's network, its roster (when the study file names the parties) and its identity.
+pub struct Party {
+    /// Its network (listen, connect, abort).
+    pub network: Network,
+    /// The study's parties, when the file names them.
+    pub roster: Option<Arc<Roster>>,
+    /// This party's identity (TLS studies).
+    identity: Option<Arc<Identity>>,
+}
+
+impl std::fmt::Debug for Party {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Party")
+            .field("study", &self.network.study())
+            .field("tls", &self.identity.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a party is told about how to connect.
+#[derive(Debug, Clone)]
+pub struct Connection<'a> {
+    /// The study file, if any.
+    pub file: Option<&'a StudyFile>,
+    /// Its identity's prefix (TLS).
+    pub identity: Option<&'a Path>,
+    /// Plain TCP, asked for.
+    pub insecure_plaintext: bool,
+    /// Seconds without a sign of life before a peer counts as lost.
+    pub deadline: f64,
+}
+
+impl Party {
+    /// This party's network in `role`; `name` is its name in a plaintext study without a
+    /// roster. Refuses a deadline out of range, plain TCP when the file names certificates, a
+    /// TLS study without an identity, and an identity the file does not name in `role`.
+    pub fn new(
+        connection: &Connection<'_>,
+        role: Role,
+        name: &str,
+        say: Say<'_>,
+    ) -> Result<Self, Error> {
+        let deadline = connection.deadline;
+        if !(deadline.is_finite() && (0.5..=3600.0).contains(&deadline)) {
+            return Err(Error::setting(
+                "--deadline",
+                format!("{deadline} is outside 0.5 to 3600 seconds"),
+            ));
+        }
+        let timing = Timing::with_deadline(Duration::from_secs_f64(deadline));
+        let parties = connection.file.and_then(|f| f.parties.clone());
+        let study_id = parties.as_ref().map_or([0u8; 32], |f| f.id);
+        let roster = parties.map(|f| Arc::new(f.roster));
+        if connection.insecure_plaintext {
+            if roster.as_ref().is_some_and(|r| r.pinned()) {
+                return Err(Error::plan(
+                    "--insecure-plaintext is refused: the study file names certificates for its \
+                     parties, so they connect over TLS (drop the flag)",
+                ));
+            }
+            let name = roster
+                .as_ref()
+                .and_then(|r| match role {
+                    Role::KeyHolder => Some(r.keyholder.name.clone()),
+                    Role::Aggregator => Some(r.aggregator.name.clone()),
+                    Role::Node => None,
+                })
+                .unwrap_or_else(|| name.to_string());
+            say(
+                "warning: plain TCP (--insecure-plaintext): the traffic is readable on the path and parties are not authenticated",
+            );
+            let security = Security::InsecurePlaintext {
+                roster: roster.clone(),
+            };
+            return Ok(Party {
+                network: Network::new(security, role, &name, study_id, timing),
+                roster,
+                identity: None,
+            });
+        }
+        let Some(roster) = roster.filter(|r| r.pinned()) else {
+            return Err(Error::plan(
+                "no party certificates: name every party in the study file ([keyholder], \
+                 [aggregator] and [[node]] tables with fingerprint = \"sha256:...\", see \
+                 `privlogit identity new`) and pass --study FILE --identity PREFIX, or pass \
+                 --insecure-plaintext for plain TCP",
+            ));
+        };
+        let prefix = connection.identity.ok_or_else(|| {
+            Error::plan("--identity PREFIX is needed: this party's PREFIX.crt and PREFIX.key")
+        })?;
+        let identity = Identity::load(prefix).map_err(|e| Error::Io {
+            what: "cannot load the identity",
+            path: prefix.to_path_buf(),
+            source: e,
+        })?;
+        let fingerprint = identity.fingerprint();
+        let me = roster
+            .identify(identity.certificate(), &[], Side::Client)
+            .map_err(|why| {
+                Error::plan(format!(
+                    "this party's certificate is not named in the study file: {why}"
+                ))
+            })?;
+        if me.role != role {
+            return Err(Error::plan(format!(
+                "this party's certificate {fingerprint} is {me}'s in the study file, not a {role}'s"
+            )));
+        }
+        let name = me.name.clone();
+        let identity = Arc::new(identity);
+        let security = Security::Tls {
+            identity: Arc::clone(&identity),
+            roster: Arc::clone(&roster),
+        };
+        Ok(Party {
+            network: Network::new(security, role, &name, study_id, timing),
+            roster: Some(roster),
+            identity: Some(identity),
+        })
+    }
+
+    /// The key holder's signer of the public key (TLS studies).
+    pub fn endorser(&self) -> Option<Endorser> {
+        self.identity.as_ref().map(|identity| Endorser {
+            identity: Arc::clone(identity),
+            study: self.network.study(),
+        })
+    }
+
+    /// The signature a Node requires on the public key (TLS studies).
+    pub fn key_trust(&self) -> Option<KeyTrust> {
+        let roster = self.roster.as_ref().filter(|r| r.pinned())?;
+        self.identity.as_ref()?;
+        Some(KeyTrust {
+            roster: Arc::clone(roster),
+            study: self.network.study(),
+        })
+    }
+
+    /// The roster, if the study file names the parties.
+    pub fn roster(&self) -> Option<&Roster> {
+        self.roster.as_deref()
+    }
+
+    /// Runs `work`; on failure every peer is told why before the error is returned.
+    pub fn stop_peers_on_error<T, E: std::fmt::Display>(
+        &self,
+        work: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let result = work();
+        if let Err(e) = &result {
+            self.network.abort(&e.to_string());
+        }
+        result
+    }
+
+    /// The server this party dials in `role`: from the roster, or an anonymous one in
+    /// plaintext.
+    pub fn server(&self, role: Role) -> Member {
+        let from_roster = self.roster().map(|r| match role {
+            Role::KeyHolder => r.keyholder.clone(),
+            _ => r.aggregator.clone(),
+        });
+        from_roster.unwrap_or_else(|| Member {
+            role,
+            name: if role == Role::KeyHolder {
+                "keyholder"
+            } else {
+                "aggregator"
+            }
+            .into(),
+            address: None,
+            fingerprint: None,
+        })
+    }
+}
+
+/// The address of `member` given by the caller or else the study file's.
+pub fn address_of(
+    given: Option<&String>,
+    member: Option<&Member>,
+    flag: &str,
+) -> Result<String, Error> {
+    given
+        .cloned()
+        .or_else(|| member.and_then(|m| m.address.clone()))
+        .ok_or_else(|| {
+            Error::plan(format!(
+                "{flag} ADDR is needed (or an address for it in the study file)"
+            ))
+        })
+}

@@ -1,0 +1,169 @@
+//! A study's protocol-level plan from its settings: the checks that make it runnable (the key
+//! size, lambda, tolerances, the protocol and optimiser going together, the penalty's centre)
+//! in one place, so that every role and front end refuses alike.
+
+use privlogit_protocols::optimizer::Optimizer;
+use privlogit_protocols::secure::aggregator::Protocol;
+use privlogit_protocols::secure::release::Release;
+use privlogit_protocols::secure::solver::LinearAlgebra;
+use privlogit_protocols::secure::study::StudyPlan;
+use privlogit_protocols::{FitOptions, Initial};
+
+use super::centre;
+use crate::error::Error;
+use crate::settings::Spec;
+
+/// Paillier modulus sizes a key holder makes.
+pub const KEY_SIZES: [u32; 3] = [2048, 3072, 4096];
+
+impl Spec {
+    /// The optimiser the settings ask for: `protocol = "newton"` and `optimizer = "newton"`
+    /// imply each other (whichever is given), and Anderson's memory applies to the
+    /// accelerated one.
+    pub fn resolved_optimizer(&self, secure: bool) -> Result<(Protocol, Optimizer), Error> {
+        let newton_protocol = self.protocol == Protocol::Newton;
+        let newton_optimizer = self.optimizer == Optimizer::Newton;
+        let optimizer = match self.optimizer {
+            Optimizer::AcceleratedPrivLogit { .. } => Optimizer::AcceleratedPrivLogit {
+                memory: self.memory,
+            },
+            other => other,
+        };
+        if !secure || newton_protocol == newton_optimizer {
+            return Ok((self.protocol, optimizer));
+        }
+        match (self.given("protocol"), self.given("optimizer")) {
+            (true, true) => {
+                if self.given("accelerate") && newton_protocol {
+                    Err(Error::plan(
+                        "--accelerate applies to hessian and local only",
+                    ))
+                } else {
+                    Err(Error::plan(format!(
+                        "--optimizer {} does not go with --protocol {} (Newton is its own protocol)",
+                        self.optimizer.name(),
+                        Spec::protocol_name(self.protocol)
+                    )))
+                }
+            }
+            // The protocol was chosen: Newton's protocol runs Newton.
+            (true, false) => Ok((self.protocol, Optimizer::Newton)),
+            // The optimiser was chosen: Newton runs on its protocol.
+            (false, _) if newton_optimizer => Ok((Protocol::Newton, Optimizer::Newton)),
+            (false, _) => Ok((self.protocol, optimizer)),
+        }
+    }
+
+    /// The fit's options: penalty, stopping rule, start, the penalty's centre read from its
+    /// file. `secure` studies stop by the relative-change rule when the gradient's cannot run
+    /// (the circuit method) and the user chose neither.
+    pub fn fit_options(&self, secure: bool) -> Result<FitOptions, Error> {
+        let centre = match (&self.penalty_centre, &self.transfer_from) {
+            (Some(file), _) => Some(centre::read(file)?),
+            (None, Some(model)) => Some(centre::transfer_centre(model, self.eta)?.0),
+            (None, None) => None,
+        };
+        for (name, value) in [("tol", self.tol), ("gradient_tol", self.gradient_tol)] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(Error::setting(
+                    format!("--{}", name.replace('_', "-")),
+                    format!("{value} must be finite and at least 0 (0 turns the rule off)"),
+                ));
+            }
+        }
+        let mut tol = self.tol;
+        let mut gradient = (self.gradient_tol > 0.0).then_some(self.gradient_tol);
+        let stopping_chosen = self.given("tol") || self.given("gradient_tol");
+        if secure && self.linear_algebra == LinearAlgebra::Circuit && !stopping_chosen {
+            // The gradient-norm test squares the gradient in masked arithmetic.
+            gradient = None;
+            tol = 1e-6;
+        }
+        if secure && self.dp_epsilon.is_some() && !self.given("gradient_tol") {
+            // Secure PLR stops on the gradient alone, by default close enough to the
+            // minimiser for its guarantee (`release::default_gradient_tolerance`).
+            gradient = None;
+        }
+        let options = FitOptions::new()
+            .lambda(self.lambda)
+            .free_intercept(self.free_intercept)
+            .relative_tolerance(tol)
+            .gradient_tolerance(gradient)
+            .max_iterations(self.max_iter)
+            .initial(self.init.map_or(Initial::Zeros, Initial::Constant))
+            .penalty_centre(centre);
+        options.validate()?;
+        Ok(options)
+    }
+
+    /// The secure study's plan for `parties` Nodes, validated.
+    pub fn study_plan(&self, parties: usize) -> Result<StudyPlan, Error> {
+        let (protocol, optimizer) = self.resolved_optimizer(true)?;
+        optimizer.validate()?;
+        if !KEY_SIZES.contains(&self.key_bits) {
+            return Err(Error::setting(
+                "--key-bits",
+                if self.key_bits < 2048 {
+                    format!("{} is below 2048, which is not secure", self.key_bits)
+                } else {
+                    format!("{}: 2048, 3072 or 4096 are supported", self.key_bits)
+                },
+            ));
+        }
+        if self.free_intercept {
+            return Err(Error::plan(
+                "a secure study penalises every coefficient (its widths assume lambda on each): \
+                 --free-intercept is for the plaintext fit",
+            ));
+        }
+        let options = self.fit_options(true)?;
+        let release = self.dp_epsilon.map(|epsilon| Release {
+            epsilon,
+            lambda: self.dp_lambda,
+        });
+        let plan = StudyPlan {
+            protocol,
+            optimizer,
+            options,
+            format: self.fixed,
+            key_bits: self.key_bits,
+            parties,
+            standardize: self.standardize,
+            // PLR has no intercept: its rows are scaled onto the unit sphere.
+            intercept: self.intercept && release.is_none(),
+            linear_algebra: self.linear_algebra,
+            mask_seed: self.seed,
+            release,
+        };
+        plan.validate()?;
+        Ok(plan)
+    }
+}
+
+/// One line on what a plan runs, for the start of a study.
+pub fn describe(plan: &StudyPlan, nodes: usize) -> String {
+    let stop = &plan.options.stopping;
+    let mut rules = Vec::new();
+    if let Some(g) = stop.gradient_tolerance {
+        rules.push(format!("gradient norm < {g:e}"));
+    }
+    if stop.relative_tolerance > 0.0 {
+        rules.push(format!("relative change < {:e}", stop.relative_tolerance));
+    }
+    format!(
+        "secure study: {} Nodes, protocol {:?}, optimizer {}, {}-bit Paillier key, values at {} \
+         fractional bits, circuits {}/{}; stops at {}",
+        nodes,
+        plan.protocol,
+        plan.optimizer,
+        plan.key_bits,
+        plan.paillier_frac(),
+        plan.format.width(),
+        plan.format.frac(),
+        if rules.is_empty() {
+            "the default gradient norm of secure PLR".to_string()
+        } else {
+            rules.join(" or ")
+        }
+    )
+}

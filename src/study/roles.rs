@@ -1,0 +1,684 @@
+//! The roles of a secure study as one call each: a study with every party in this process
+//! ([`InProcess`]), and the key holder ([`Keyholder`]), the aggregator ([`Aggregator`]) and a
+//! Node ([`Node`]) of a study between organizations. Each is built from a [`Spec`] (and the
+//! study file) by a constructor that validates everything it can before a byte is sent, and
+//! only a built role runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use privlogit_protocols::paillier::{KeyPair, KeySize, PublicKey, SecretKey};
+use privlogit_protocols::rows::RowSource;
+use privlogit_protocols::secure::SecureError;
+use privlogit_protocols::secure::checkpoint::Checkpoint;
+use privlogit_protocols::secure::inprocess;
+use privlogit_protocols::secure::keyholder::KeyholderStats;
+use privlogit_protocols::secure::node::{NodeData, NodeStats};
+use privlogit_protocols::secure::release::{NoiseShare, Release};
+use privlogit_protocols::secure::study::{self, Continuity, StudyPlan};
+use privlogit_protocols::transport::{Expected, Role};
+use privlogit_protocols::{IterationRecord, StepKind};
+
+use super::Say;
+use super::file::StudyFile;
+use super::party::{Connection, PATIENCE, Party, address_of};
+use super::plan::describe;
+use super::result::{StudyResult, human_bytes};
+use super::state::{self, FileKeyStore, StateDir};
+use crate::data::{self, LoadOptions};
+use crate::dp::charge;
+use crate::error::Error;
+use crate::hybrid::secure_plr::PlrNoiseShare;
+use crate::output;
+use crate::settings::{Reader, Spec};
+
+/// Where a Node's rows come from: a file (streamed, checked whole when opened) or rows a
+/// caller holds (Python's arrays and data frames).
+#[derive(Debug, Clone)]
+pub enum NodeRows {
+    /// A data file and its label column.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The 0/1 label column.
+        label: String,
+    },
+    /// Rows in memory, with a name for messages.
+    Rows {
+        /// What to call them ("party 2", a data frame's name).
+        source: String,
+        /// The rows (their feature names included).
+        rows: Arc<dyn RowSource>,
+    },
+}
+
+impl NodeRows {
+    /// The rows, opened.
+    fn open(&self) -> Result<(String, Arc<dyn RowSource>), Error> {
+        match self {
+            NodeRows::File { path, label } => Ok((
+                path.display().to_string(),
+                data::stream::open(path, &LoadOptions::new(label.as_str()))?,
+            )),
+            NodeRows::Rows { source, rows } => Ok((source.clone(), Arc::clone(rows))),
+        }
+    }
+}
+
+/// The Nodes' rows a spec names: its `party` files with its `label`.
+pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
+    let label = spec
+        .label
+        .clone()
+        .ok_or_else(|| Error::plan("--label COLUMN is needed: the name of the 0/1 label column"))?;
+    Ok(spec
+        .party
+        .iter()
+        .map(|path| NodeRows::File {
+            path: path.clone(),
+            label: label.clone(),
+        })
+        .collect())
+}
+
+/// A study with every party in this process, over loopback TCP, validated and ready to run.
+#[derive(Debug)]
+pub struct InProcess {
+    plan: StudyPlan,
+    nodes: Vec<(String, Arc<dyn RowSource>)>,
+    ledger: Option<(PathBuf, Option<f64>, Vec<PathBuf>, String)>,
+    noise_seed: Option<u64>,
+}
+
+impl InProcess {
+    /// The study `spec` describes over `nodes` (its `party` files unless given): the plan
+    /// validated, every Node's rows opened and their columns checked against each other
+    /// (named by file), the transfer source's features against the target's.
+    pub fn new(spec: &Spec, nodes: Option<Vec<NodeRows>>) -> Result<Self, Error> {
+        let nodes = match nodes {
+            Some(n) => n,
+            None => files_of(spec)?,
+        };
+        if nodes.is_empty() {
+            return Err(Error::plan(
+                "a study needs at least one Node: --party FILE (repeated)",
+            ));
+        }
+        let plan = spec.study_plan(nodes.len())?;
+        let opened = nodes
+            .iter()
+            .map(NodeRows::open)
+            .collect::<Result<Vec<_>, _>>()?;
+        // Columns that differ are named by file here, before any key is made (the aggregator,
+        // which knows only Node numbers, would refuse them too).
+        let names: Vec<Vec<String>> = opened.iter().map(|(_, r)| r.names()).collect();
+        let named: Vec<(&str, &[String])> = opened
+            .iter()
+            .zip(&names)
+            .map(|((s, _), n)| (s.as_str(), n.as_slice()))
+            .collect();
+        data::partition::check_names(&named)?;
+        if let Some(model) = &spec.transfer_from {
+            let (_, source) = super::centre::transfer_centre(model, spec.eta)?;
+            if source != names[0] {
+                return Err(Error::plan(format!(
+                    "{}: the source model's features differ from {}'s (the centre must be in the \
+                     target's coordinates)",
+                    model.display(),
+                    opened[0].0
+                )));
+            }
+        }
+        let ledger = match &spec.ledger {
+            None => None,
+            Some(path) => {
+                if plan.release.is_none() {
+                    return Err(Error::plan(
+                        "--ledger applies to a differentially private study (--dp-epsilon)",
+                    ));
+                }
+                let files = nodes
+                    .iter()
+                    .map(|n| match n {
+                        NodeRows::File { path, .. } => Ok(path.clone()),
+                        NodeRows::Rows { source, .. } => Err(Error::plan(format!(
+                            "{source}: the ledger knows data sets by their files here; charge \
+                             rows in memory with privlogit.dp's ledger"
+                        ))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let label = spec.label.clone().unwrap_or_default();
+                Some((path.clone(), spec.budget, files, label))
+            }
+        };
+        Ok(Self {
+            plan,
+            nodes: opened,
+            ledger,
+            noise_seed: spec.noise_seed,
+        })
+    }
+
+    /// The plan it runs.
+    pub fn plan(&self) -> &StudyPlan {
+        &self.plan
+    }
+
+    /// Runs the study: the ledger charged first (a differentially private study), then the
+    /// key holder, the aggregator and every Node; progress lines go to `say` (none when
+    /// `None`).
+    pub fn run(self, say: Option<Say<'_>>) -> Result<StudyResult, Error> {
+        let quiet = |_: &str| {};
+        let say: Say<'_> = say.unwrap_or(&quiet);
+        let plan = self.plan;
+        say(&describe(&plan, self.nodes.len()));
+        if let (Some((path, budget, files, label)), Some(release)) = (&self.ledger, &plan.release) {
+            charge::files(path, *budget, files, label, release.epsilon, say)?;
+        }
+        say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
+        let nodes = self
+            .nodes
+            .into_iter()
+            .map(|(_, rows)| (rows.names(), NodeData::from_source(rows, plan.intercept)))
+            .collect();
+        let mut progress = |r: &IterationRecord| say(&progress_line(r));
+        let noise = plan
+            .release
+            .map(|_| crate::hybrid::secure_plr::shares(self.noise_seed));
+        let run = inprocess::run_study(
+            inprocess::loopback_pair,
+            nodes,
+            &plan,
+            make_key,
+            &mut progress,
+            noise,
+        )?;
+        Ok(StudyResult {
+            outcome: run.outcome,
+            plan,
+            keyholder: Some(run.keyholder),
+            nodes: Some(run.nodes),
+        })
+    }
+}
+
+/// The connection settings of `spec`.
+fn connection<'a>(spec: &'a Spec) -> Connection<'a> {
+    Connection {
+        file: spec.file.as_ref(),
+        identity: spec.identity.as_deref(),
+        insecure_plaintext: spec.insecure_plaintext,
+        deadline: spec.deadline,
+    }
+}
+
+/// The key holder of a study between organizations, ready to serve.
+#[derive(Debug)]
+pub struct Keyholder {
+    party: Party,
+    listen: String,
+    state: StateDir,
+    resume: bool,
+    noise_seed: Option<u64>,
+}
+
+impl Keyholder {
+    /// The key holder `spec` (read with [`Reader::KeyHolder`]) describes: its identity and the
+    /// roster checked, its address found.
+    pub fn new(spec: &Spec, say: Say<'_>) -> Result<Self, Error> {
+        expect_reader(spec, Reader::KeyHolder)?;
+        let party = Party::new(&connection(spec), Role::KeyHolder, "keyholder", say)?;
+        let listen = address_of(
+            spec.listen.as_ref(),
+            party.roster().map(|r| &r.keyholder),
+            "--listen",
+        )?;
+        Ok(Self {
+            party,
+            listen,
+            state: StateDir::new(spec.state.clone()),
+            resume: spec.resume,
+            noise_seed: spec.noise_seed,
+        })
+    }
+
+    /// Waits for the aggregator, makes the key pair it asks for, serves until the study ends.
+    pub fn run(self, say: Say<'_>) -> Result<KeyholderStats, Error> {
+        let party = &self.party;
+        let network = &party.network;
+        party.stop_peers_on_error(|| {
+            let listener = network.listen(&self.listen).map_err(Error::Network)?;
+            say(&format!(
+                "key holder listening on {}",
+                listener.local_addr().map_err(Error::Network)?
+            ));
+            let expected = match party.roster() {
+                Some(r) if r.pinned() => Expected::Members(vec![r.aggregator.clone()]),
+                _ => Expected::Anyone {
+                    role: Role::Aggregator,
+                    count: 1,
+                },
+            };
+            let mut channels = listener
+                .admit(&expected, PATIENCE, &mut |m| say(m))
+                .map_err(Error::Network)?;
+            let channel = channels
+                .pop()
+                .ok_or_else(|| Error::plan("the aggregator did not connect"))?;
+            say(&format!(
+                "{} connected from {}",
+                channel.pipe().peer(),
+                channel.pipe().peer_address()
+            ));
+            let key_file = self.state.key_file(&network.study())?;
+            let mut store = FileKeyStore::new(key_file.clone(), self.resume);
+            // Used only if the aggregator's plan is differentially private.
+            let mut share = noise_share(self.noise_seed, 1);
+            let result = study::run_keyholder(
+                channel,
+                make_key,
+                party.endorser().as_ref(),
+                &mut store,
+                Some(&mut share),
+            );
+            let stats = match result {
+                Ok(stats) => stats,
+                Err(e) => {
+                    if key_file.exists() {
+                        say(&format!(
+                            "the study key is kept in {} (secret): restart with --resume to \
+                             continue the study",
+                            key_file.display()
+                        ));
+                    }
+                    return Err(e.into());
+                }
+            };
+            state::remove(&key_file, say);
+            say(&format!(
+                "study done: {} AND gates garbled in {:.2} s, Paillier {:.2} s, {} sent",
+                stats.and_gates,
+                stats.gc_seconds,
+                stats.paillier_seconds,
+                human_bytes(stats.bytes_sent)
+            ));
+            Ok(stats)
+        })
+    }
+}
+
+/// The aggregator of a study between organizations, ready to drive it.
+#[derive(Debug)]
+pub struct Aggregator {
+    party: Party,
+    plan: StudyPlan,
+    parties: usize,
+    listen: String,
+    keyholder: String,
+    checkpoint: PathBuf,
+    from: Option<Checkpoint>,
+    noise_seed: Option<u64>,
+}
+
+impl Aggregator {
+    /// The aggregator `spec` (read with [`Reader::Aggregator`]) describes: its plan validated,
+    /// its identity and the roster checked, the checkpoint it continues from read (`resume`)
+    /// or refused to overwrite.
+    pub fn new(spec: &Spec, say: Say<'_>) -> Result<Self, Error> {
+        expect_reader(spec, Reader::Aggregator)?;
+        let party = Party::new(&connection(spec), Role::Aggregator, "aggregator", say)?;
+        let roster = party.roster();
+        let parties = match (spec.parties, roster) {
+            (Some(n), Some(r)) if n != r.nodes.len() => {
+                return Err(Error::plan(format!(
+                    "--parties {n} but the study file names {} Nodes",
+                    r.nodes.len()
+                )));
+            }
+            (Some(n), _) => n,
+            (None, Some(r)) => r.nodes.len(),
+            (None, None) => {
+                return Err(Error::plan(
+                    "--parties N is needed (or [[node]] tables in the study file)",
+                ));
+            }
+        };
+        let plan = spec.study_plan(parties)?;
+        let listen = address_of(
+            spec.listen.as_ref(),
+            roster.map(|r| &r.aggregator),
+            "--listen",
+        )?;
+        let keyholder = address_of(
+            spec.keyholder.as_ref(),
+            roster.map(|r| &r.keyholder),
+            "--keyholder",
+        )?;
+        let checkpoint =
+            StateDir::new(spec.state.clone()).checkpoint_file(&party.network.study())?;
+        if plan.release.is_some() && spec.resume {
+            return Err(Error::plan(
+                "--resume: a differentially private study cannot be resumed (its noise is not \
+                 kept, and drawing it again would show the participants a second noisy \
+                 trajectory); start it again, charged again",
+            ));
+        }
+        let from = if spec.resume {
+            let from = state::read_checkpoint(&checkpoint)?;
+            say(&match &from {
+                Some(c) => format!(
+                    "resuming the study from iteration {} (checkpoint {})",
+                    c.progress.iterations(),
+                    checkpoint.display()
+                ),
+                None => format!(
+                    "no checkpoint at {}: starting the study from the beginning",
+                    checkpoint.display()
+                ),
+            });
+            from
+        } else {
+            state::refuse_to_overwrite(&checkpoint)?;
+            None
+        };
+        Ok(Self {
+            party,
+            plan,
+            parties,
+            listen,
+            keyholder,
+            checkpoint,
+            from,
+            noise_seed: spec.noise_seed,
+        })
+    }
+
+    /// The plan it drives.
+    pub fn plan(&self) -> &StudyPlan {
+        &self.plan
+    }
+
+    /// Waits for the Nodes, connects to the key holder, runs the study, hands the result to
+    /// `deliver` (which writes it) and only then removes the checkpoint.
+    pub fn run(
+        self,
+        say: Say<'_>,
+        deliver: &mut dyn FnMut(&StudyResult) -> Result<(), Error>,
+    ) -> Result<StudyResult, Error> {
+        let Self {
+            party,
+            plan,
+            parties,
+            listen,
+            keyholder,
+            checkpoint,
+            from,
+            noise_seed,
+        } = self;
+        let network = &party.network;
+        let roster = party.roster();
+        party.stop_peers_on_error(|| {
+            let listener = network.listen(&listen).map_err(Error::Network)?;
+            say(&format!(
+                "aggregator listening on {}, waiting for {parties} Nodes",
+                listener.local_addr().map_err(Error::Network)?
+            ));
+            let expected = match roster {
+                Some(r) => Expected::Members(r.nodes.clone()),
+                None => Expected::Anyone {
+                    role: Role::Node,
+                    count: parties,
+                },
+            };
+            let nodes = listener
+                .admit(&expected, PATIENCE, &mut |m| say(m))
+                .map_err(Error::Network)?;
+            for (i, c) in nodes.iter().enumerate() {
+                say(&format!(
+                    "Node {} is {}, connected from {}",
+                    i + 1,
+                    c.pipe().peer(),
+                    c.pipe().peer_address()
+                ));
+            }
+            let keyholder = network
+                .connect(&keyholder, &party.server(Role::KeyHolder), PATIENCE)
+                .map_err(Error::Network)?;
+            let mut progress = |r: &IterationRecord| say(&progress_line(r));
+            let mut saved_iterations = None;
+            let mut save = |c: &Checkpoint| {
+                let key = PublicKey::from_bytes(&c.key)
+                    .or_else(|_| PublicKey::from_bytes_insecure_for_tests(&c.key))
+                    .map_err(std::io::Error::other)?;
+                output::write_bytes(&checkpoint, &c.to_bytes(&key))?;
+                saved_iterations = Some(c.progress.iterations());
+                Ok(())
+            };
+            // A differentially private study keeps no checkpoint: it cannot be resumed (its
+            // noise would be drawn again), so a kept one would only mislead.
+            let continuity = plan.release.is_none().then_some(Continuity {
+                study: network.study(),
+                from,
+                save: &mut save,
+            });
+            let mut share = noise_share(noise_seed, 0);
+            let outcome = study::run_aggregator(
+                nodes,
+                keyholder,
+                &plan,
+                &mut progress,
+                continuity,
+                plan.release.map(|_| &mut share as &mut dyn NoiseShare),
+            );
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(e) => {
+                    if let Some(k) = saved_iterations {
+                        say(&format!(
+                            "checkpoint kept at {} (after iteration {k}): restart every party, \
+                             the aggregator and the key holder with --resume, to continue from \
+                             there",
+                            checkpoint.display()
+                        ));
+                    }
+                    return Err(e.into());
+                }
+            };
+            let result = StudyResult {
+                outcome,
+                plan: plan.clone(),
+                keyholder: None,
+                nodes: None,
+            };
+            deliver(&result)?;
+            state::remove(&checkpoint, say);
+            Ok(result)
+        })
+    }
+}
+
+/// A Node of a study between organizations, ready to join.
+#[derive(Debug)]
+pub struct Node {
+    party: Party,
+    aggregator: String,
+    source: String,
+    rows: Arc<dyn RowSource>,
+    ledger: Option<(PathBuf, Option<f64>, Option<PathBuf>, String)>,
+}
+
+impl Node {
+    /// The Node `spec` (read with [`Reader::Node`]) describes, over `rows` (its `party` file
+    /// unless given): identity and roster checked, the rows opened and checked whole.
+    pub fn new(spec: &Spec, rows: Option<NodeRows>, say: Say<'_>) -> Result<Self, Error> {
+        expect_reader(spec, Reader::Node)?;
+        let rows = match rows {
+            Some(r) => r,
+            None => {
+                let mut files = files_of(spec)?;
+                if files.len() != 1 {
+                    return Err(Error::plan(format!(
+                        "a Node takes one data file (--party FILE), {} given",
+                        files.len()
+                    )));
+                }
+                files.remove(0)
+            }
+        };
+        let party = Party::new(&connection(spec), Role::Node, &spec.name, say)?;
+        let aggregator = address_of(
+            spec.aggregator.as_ref(),
+            party.roster().map(|r| &r.aggregator),
+            "--aggregator",
+        )?;
+        let (source, opened) = rows.open()?;
+        let ledger = spec.ledger.as_ref().map(|path| {
+            let file = match &rows {
+                NodeRows::File { path, .. } => Some(path.clone()),
+                NodeRows::Rows { .. } => None,
+            };
+            (
+                path.clone(),
+                spec.budget,
+                file,
+                spec.label.clone().unwrap_or_default(),
+            )
+        });
+        Ok(Self {
+            party,
+            aggregator,
+            source,
+            rows: opened,
+            ledger,
+        })
+    }
+
+    /// Joins the aggregator's study and serves it; a differentially private study is first
+    /// charged to this Node's ledger (or refused by it).
+    pub fn run(self, say: Say<'_>) -> Result<NodeStats, Error> {
+        let Self {
+            party,
+            aggregator,
+            source,
+            rows,
+            ledger,
+        } = self;
+        let network = &party.network;
+        let count = rows.rows();
+        party.stop_peers_on_error(|| {
+            let channel = network
+                .connect(&aggregator, &party.server(Role::Aggregator), PATIENCE)
+                .map_err(Error::Network)?;
+            say(&format!(
+                "Node with {count} rows joined {} at {}",
+                channel.pipe().peer(),
+                channel.pipe().peer_address()
+            ));
+            let names = rows.names();
+            let mut consent = |release: &Release| {
+                say(&format!(
+                    "the study publishes an epsilon = {} differentially private model (secure \
+                     PLR): this Node scales its rows to norm 1",
+                    release.epsilon
+                ));
+                let Some((path, budget, file, label)) = &ledger else {
+                    return Ok(());
+                };
+                let charged = match file {
+                    Some(f) => charge::files(
+                        path,
+                        *budget,
+                        std::slice::from_ref(f),
+                        label,
+                        release.epsilon,
+                        say,
+                    ),
+                    None => Err(Error::plan(format!(
+                        "{source}: the ledger knows data sets by their files here"
+                    ))),
+                };
+                charged
+                    .map_err(|e| SecureError::Protocol(format!("this Node refuses the study: {e}")))
+            };
+            let stats = study::run_node(
+                channel,
+                &names,
+                NodeData::from_source(rows, true),
+                2048,
+                party.key_trust(),
+                Some(&mut consent),
+            )?;
+            say(&format!(
+                "study done: local sums {:.2} s, Paillier {:.2} s, {} sent",
+                stats.local_seconds,
+                stats.paillier_seconds,
+                human_bytes(stats.bytes_sent)
+            ));
+            Ok(stats)
+        })
+    }
+}
+
+/// Refuses studies of one server that are one study (the same id: same parties, addresses and
+/// settings), which would share their parties and their state files.
+pub fn refuse_repeated(files: &[(&str, &StudyFile)]) -> Result<(), Error> {
+    let mut seen: Vec<([u8; 32], &str)> = Vec::new();
+    for (label, file) in files {
+        let Some(id) = file.id() else { continue };
+        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
+            return Err(Error::plan(format!(
+                "the studies [{first}] and [{label}] are one study (the same parties, addresses \
+                 and settings, so the same study id): give each its own study_id label or \
+                 addresses"
+            )));
+        }
+        seen.push((id, label));
+    }
+    Ok(())
+}
+
+fn expect_reader(spec: &Spec, reader: Reader) -> Result<(), Error> {
+    if spec.reader == reader {
+        Ok(())
+    } else {
+        Err(Error::plan(format!(
+            "a spec read for `{}` cannot run as `{}`",
+            spec.reader.command(),
+            reader.command()
+        )))
+    }
+}
+
+/// A server's noise share for a differentially private study: from the OS, or from `seed` on
+/// `stream` (the aggregator's 0, the key holder's 1, as `study --noise-seed`).
+fn noise_share(seed: Option<u64>, stream: u64) -> PlrNoiseShare {
+    match seed {
+        Some(s) => PlrNoiseShare::seeded(s, stream),
+        None => PlrNoiseShare::from_os(),
+    }
+}
+
+/// The key holder's key pair of the size the study asks (checked by the plan).
+fn make_key(bits: u32) -> Result<SecretKey, SecureError> {
+    let size = match bits {
+        2048 => KeySize::Bits2048,
+        3072 => KeySize::Bits3072,
+        4096 => KeySize::Bits4096,
+        other => {
+            return Err(SecureError::Protocol(format!(
+                "the study asks for a {other}-bit key; 2048, 3072 or 4096 are supported"
+            )));
+        }
+    };
+    Ok(KeyPair::generate(size, &mut rand::rng()).secret)
+}
+
+/// One progress line per iteration.
+pub fn progress_line(r: &IterationRecord) -> String {
+    let kind = if r.step == StepKind::Accelerated {
+        "  (accelerated)"
+    } else {
+        ""
+    };
+    format!("iteration {:>4}  rounds {:>5}{kind}", r.iteration, r.rounds)
+}
