@@ -21,6 +21,7 @@
 pub mod aggregator;
 pub mod checkpoint;
 pub mod endorsement;
+mod error;
 pub mod gc;
 pub mod inprocess;
 pub mod keyholder;
@@ -31,6 +32,8 @@ pub mod shapes;
 pub mod solver;
 pub mod study;
 pub mod wire;
+
+pub use error::{Refusal, ResumeMismatch, SecureError};
 
 use num_bigint::BigUint;
 use privlogit_circuits::fixed::FixedFormat;
@@ -125,12 +128,15 @@ impl SecureConfig {
         if self.frac == self.format.frac() {
             Ok(())
         } else {
-            Err(SecureError::Protocol(format!(
-                "the circuit method needs Paillier values at the circuit format's {} \
-                 fractional bits, the study has {}",
-                self.format.frac(),
-                self.frac
-            )))
+            Err(SecureError::invalid_plan(
+                "linear_algebra",
+                format!(
+                    "the circuit method needs Paillier values at the circuit format's {} \
+                     fractional bits, the study has {}",
+                    self.format.frac(),
+                    self.frac
+                ),
+            ))
         }
     }
 
@@ -185,44 +191,4 @@ pub(crate) fn bits_for(x: u64) -> u32 {
 /// A bound `2^bits` as an integer.
 pub(crate) fn pow2(bits: u32) -> BigUint {
     BigUint::from(1u8) << bits
-}
-
-/// What can stop a secure study.
-#[derive(Debug, thiserror::Error)]
-pub enum SecureError {
-    /// A party could not send or receive (it disconnected, or sent something malformed).
-    #[error("{context}: {cause}")]
-    Io {
-        /// Who was doing what.
-        context: String,
-        /// The underlying error (in the message, not chained, so it is printed once).
-        cause: std::io::Error,
-    },
-    /// A Paillier operation was refused.
-    #[error(transparent)]
-    Paillier(#[from] PaillierError),
-    /// A message broke the protocol.
-    #[error("protocol error: {0}")]
-    Protocol(String),
-    /// A value left the range its public bound or format allows (or a pivot fell below its
-    /// threshold): the study stops rather than produce a wrong model.
-    #[error("out of range: {0}")]
-    Range(String),
-    /// A Node could not read its own rows.
-    #[error("a Node's data: {0}")]
-    Data(#[from] crate::rows::RowsError),
-}
-
-impl SecureError {
-    /// True when the error only says that the other side went away.
-    pub fn is_disconnection(&self) -> bool {
-        use std::io::ErrorKind::*;
-        matches!(self, Self::Io { cause, .. }
-            if matches!(cause.kind(), BrokenPipe | UnexpectedEof | ConnectionReset | ConnectionAborted))
-    }
-
-    /// An I/O error with who was doing what.
-    pub fn io(context: String, cause: std::io::Error) -> Self {
-        Self::Io { context, cause }
-    }
 }

@@ -11,6 +11,7 @@
 //! - `tls`: rustls configurations that accept exactly the roster's certificates per role.
 //! - `link`: the record layer (data, heartbeat, close, abort) and the connection's tasks.
 
+mod error;
 pub mod identity;
 mod link;
 pub mod roster;
@@ -29,13 +30,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
+pub use error::TransportError;
 pub use identity::{Fingerprint, Identity};
 pub use link::{Group, LinkPipe, Timing};
 pub use roster::{Member, Role, Roster};
 
 use link::{
-    Admission, Kind, LinkPipe as Pipe, MAX_CONTROL, aborted, read_record, stopped, truncated,
-    write_record,
+    Admission, Kind, LinkPipe as Pipe, MAX_CONTROL, read_record, stopped, truncated, write_record,
 };
 
 /// One end of a connection to another party.
@@ -152,10 +153,12 @@ impl Network {
                     Err(_) => timed_out("connecting"),
                 };
                 if Instant::now() >= deadline {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("cannot connect to {server} at {address}: {e}"),
-                    ));
+                    return Err(TransportError::Unreachable {
+                        peer: server.to_string(),
+                        address: address.to_string(),
+                        message: format!("cannot connect to {server} at {address}: {e}"),
+                    }
+                    .into_io(e.kind()));
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -177,7 +180,9 @@ impl Network {
         let refused = |e: io::Error| {
             let text = e.to_string();
             // A TLS alert carries no reason; the listener logs it. Say what it means here.
-            let why = if text.contains("CertificateUnknown") || text.contains("BadCertificate") {
+            let certificate =
+                text.contains("CertificateUnknown") || text.contains("BadCertificate");
+            let why = if certificate {
                 format!(
                     "it does not accept this party's certificate {} in the role of {} \
                      (not in its study file, or named there for another role)",
@@ -187,10 +192,37 @@ impl Network {
             } else {
                 text
             };
-            io::Error::new(
-                e.kind(),
-                format!("{label} at {address} refused this party: {why}"),
-            )
+            let (peer, address) = (label.clone(), address.to_string());
+            let message = format!("{peer} at {address} refused this party: {why}");
+            // The listener's refusal comes as an abort record, its reason in words (the wire
+            // carries no code): `Handshake::decide` words another study's refusal so.
+            let error = if certificate {
+                TransportError::CertificateRefused {
+                    peer,
+                    address,
+                    message,
+                }
+            } else if e.kind() == io::ErrorKind::PermissionDenied && why.contains(OTHER_STUDY) {
+                TransportError::OtherStudy {
+                    peer,
+                    address,
+                    message,
+                }
+            } else if e.kind() == io::ErrorKind::TimedOut {
+                TransportError::TimedOut { message }
+            } else if let Some(TransportError::Aborted { lost_peer, .. }) = TransportError::of(&e) {
+                TransportError::Aborted {
+                    message,
+                    lost_peer: lost_peer.clone(),
+                }
+            } else {
+                TransportError::Refused {
+                    peer,
+                    address,
+                    message,
+                }
+            };
+            error.into_io(e.kind())
         };
         match &self.security {
             Security::Tls { identity, roster } => {
@@ -232,7 +264,7 @@ impl Network {
         runtime().block_on(async {
             tokio::select! {
                 biased;
-                reason = stopped(&mut stop) => Err(aborted(&reason)),
+                reason = stopped(&mut stop) => Err(self.group.aborted(&reason)),
                 r = work => r,
             }
         })
@@ -275,11 +307,14 @@ impl Network {
 }
 
 fn timed_out(what: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::TimedOut,
-        format!("{what} did not finish in time"),
-    )
+    TransportError::TimedOut {
+        message: format!("{what} did not finish in time"),
+    }
+    .into_io(io::ErrorKind::TimedOut)
 }
+
+/// How a listener's refusal of a party of another study begins its reason.
+const OTHER_STUDY: &str = "belongs to another study";
 
 /// The connecting side's greeting: hello out, welcome (or the refusal's reason) back.
 async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
@@ -456,16 +491,16 @@ impl Listener {
                     }
                 }
                 tokio::select! {
-                    reason = stopped(&mut stop) => return Err(aborted(&reason)),
+                    reason = stopped(&mut stop) => return Err(network.group.aborted(&reason)),
                     () = tokio::time::sleep_until(deadline) => {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!(
+                        return Err(TransportError::TimedOut {
+                            message: format!(
                                 "{} did not join within {} s",
                                 describe_missing(expected, &slots),
                                 patience.as_secs()
                             ),
-                        ));
+                        }
+                        .into_io(io::ErrorKind::TimedOut));
                     }
                     () = tokio::time::sleep_until(retry_at.unwrap_or(deadline)), if retry_at.is_some() => {
                         retry_at = None;
@@ -761,7 +796,7 @@ impl Handshake {
     fn decide(&self, hello: &Hello, certified: Option<&Member>) -> Result<(usize, String), String> {
         if hello.study != self.network.study {
             return Err(format!(
-                "{} {:?} belongs to another study (its study id differs: its study file differs \
+                "{} {:?} {OTHER_STUDY} (its study id differs: its study file differs \
                  from this party's in the label, the parties, their addresses or a shared \
                  setting; every party of a study uses the same file)",
                 hello.role, hello.name
@@ -963,6 +998,13 @@ mod tests {
             let e = server.recv(&mut more).expect_err("peer closed");
             assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{e}");
             assert!(e.to_string().contains("ended the connection"), "{e}");
+            assert!(
+                matches!(
+                    TransportError::of(&e),
+                    Some(TransportError::PeerLost { .. })
+                ),
+                "{e:?}"
+            );
             // The closing handshake completes at once on both sides.
             let started = Instant::now();
             drop(server);
@@ -1039,6 +1081,13 @@ mod tests {
         let e = stranger.join().expect("thread").expect_err("refused");
         assert!(e.to_string().contains("refused this party"), "{e}");
         assert!(
+            matches!(
+                TransportError::of(&e),
+                Some(TransportError::CertificateRefused { .. })
+            ),
+            "{e:?}"
+        );
+        assert!(
             e.to_string().contains(&s.ids[4].fingerprint().to_string()),
             "{e}"
         );
@@ -1095,6 +1144,13 @@ mod tests {
         assert!(r.is_err());
         let e = t.join().expect("thread").expect_err("refused");
         assert!(e.to_string().contains("another study"), "{e}");
+        assert!(
+            matches!(
+                TransportError::of(&e),
+                Some(TransportError::OtherStudy { .. })
+            ),
+            "{e:?}"
+        );
         assert!(log.contains("another study"), "{log}");
     }
 
@@ -1165,9 +1221,20 @@ mod tests {
         let e = links[0].recv(&mut b).expect_err("silent");
         let waited = started.elapsed();
         assert!(e.to_string().contains("no sign of life"), "{e}");
+        assert!(
+            matches!(
+                TransportError::of(&e),
+                Some(TransportError::PeerLost { .. })
+            ),
+            "{e:?}"
+        );
         assert!(waited < Duration::from_secs(3), "{waited:?}");
         let (e, _) = warm.join().expect("warm");
         assert!(e.to_string().contains("stopped the study"), "{e}");
+        assert!(
+            matches!(TransportError::of(&e), Some(TransportError::Aborted { .. })),
+            "{e:?}"
+        );
         assert!(e.to_string().contains("no sign of life"), "{e}");
         drop(links);
         frozen.join().expect("frozen");
@@ -1309,5 +1376,9 @@ mod tests {
             started.elapsed()
         );
         assert!(e.to_string().contains("node-b hung up"), "{e}");
+        assert!(
+            matches!(TransportError::of(&e), Some(TransportError::Aborted { .. })),
+            "{e:?}"
+        );
     }
 }

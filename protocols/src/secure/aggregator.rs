@@ -25,6 +25,7 @@ use crate::aggregation::{Aggregation, NewtonSystem};
 use crate::paillier::{EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
 use crate::penalty::Penalty;
 use crate::stopping::StoppingRule;
+use crate::transport::Role;
 
 /// Which secure protocol the aggregator runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +140,7 @@ impl<C: Channel> SecureAggregation<C> {
             .copied()
             .unwrap_or(f64::NAN);
         if n < 1.0 || n.is_nan() {
-            return Err(SecureError::Protocol("the Nodes hold no rows".to_string()));
+            return Err(SecureError::NoRows);
         }
         me.rows = n as usize;
         let payload = Writer::new().u64(me.rows as u64).finish();
@@ -194,7 +195,7 @@ impl<C: Channel> SecureAggregation<C> {
     ) -> Result<Self, SecureError> {
         let mut me = Self::base(nodes, keyholder, key, config, protocol, linear_algebra)?;
         if setup.rows == 0 || setup.rows as u64 > me.config.max_rows * me.config.parties as u64 {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::checkpoint(format!(
                 "a checkpoint with N = {}",
                 setup.rows
             )));
@@ -204,8 +205,8 @@ impl<C: Channel> SecureAggregation<C> {
         me.tell_nodes(Step::Total, &payload)?;
         if let Some((means, scales)) = &setup.standardization {
             if means.len() != names.len() || scales.len() != names.len() {
-                return Err(SecureError::Protocol(
-                    "a checkpoint's standardisation does not match the features".into(),
+                return Err(SecureError::checkpoint(
+                    "a checkpoint's standardisation does not match the features",
                 ));
             }
             let payload = Writer::new().f64s(means).f64s(scales).finish();
@@ -247,9 +248,10 @@ impl<C: Channel> SecureAggregation<C> {
         let scales: Vec<f64> = variances.iter().map(|v| v.max(0.0).sqrt()).collect();
         for ((name, &m), &s) in names.iter().zip(&means).zip(&scales) {
             if s == 0.0 || s <= 1e-12 * m.abs() {
-                return Err(SecureError::Protocol(format!(
-                    "column {name:?} is constant ({m}) over all Nodes and cannot be standardised"
-                )));
+                return Err(SecureError::ConstantColumn {
+                    column: name.clone(),
+                    value: m,
+                });
             }
         }
         let payload = Writer::new().f64s(&means).f64s(&scales).finish();
@@ -389,7 +391,7 @@ impl<C: Channel> SecureAggregation<C> {
     ) -> Result<bool, SecureError> {
         let frac = self.config.frac;
         if gradient.scale() != frac {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::inconsistent(format!(
                 "the gradient is at {} fractional bits, the test expects {frac}",
                 gradient.scale()
             )));
@@ -404,11 +406,15 @@ impl<C: Channel> SecureAggregation<C> {
         let n = self.rows as f64;
         let threshold = ((tolerance / n).powi(2) * 2f64.powi(2 * (frac as i32))).ceil();
         let threshold = num_traits::FromPrimitive::from_f64(threshold).ok_or_else(|| {
-            SecureError::Protocol(format!("gradient tolerance {tolerance} out of range"))
+            SecureError::invalid_plan(
+                "gradient_tolerance",
+                format!("gradient tolerance {tolerance} out of range"),
+            )
         })?;
         let Some(engine) = self.solver.engine() else {
-            return Err(SecureError::Protocol(
-                "the gradient-norm stopping test needs --linear-algebra masked".to_string(),
+            return Err(SecureError::invalid_plan(
+                "gradient_tolerance",
+                "the gradient-norm stopping test needs --linear-algebra masked",
             ));
         };
         let mut column = engine.share_vector(&mut self.gc, &scaled, bound)?;
@@ -431,9 +437,12 @@ impl<C: Channel> SecureAggregation<C> {
         own: &mut dyn NoiseShare,
     ) -> Result<f64, SecureError> {
         let (n, d) = (self.rows, self.config.dimension);
-        let mine = own.draw(release, n, d).map_err(|e| {
-            SecureError::Protocol(format!("aggregator, drawing its noise share: {e}"))
-        })?;
+        let mine = own
+            .draw(release, n, d)
+            .map_err(|cause| SecureError::NoiseShare {
+                party: Role::Aggregator,
+                cause,
+            })?;
         let my_share = release::encrypt_share(&self.key, &self.config, &mine, n, &self.gc.noise)?;
         let session = self.config.session;
         let payload = Writer::new().u64(n as u64).finish();
@@ -453,11 +462,12 @@ impl<C: Channel> SecureAggregation<C> {
         }
         .check(&theirs, "the key holder's noise share")?;
         if penalty.len() != 1 || penalty[0].to_bits() != mine.penalty.to_bits() {
-            return Err(SecureError::Protocol(format!(
-                "the key holder derived the penalty {penalty:?}, the aggregator {}: the \
-                 servers disagree on epsilon, lambda or N",
-                mine.penalty
-            )));
+            return Err(SecureError::PlanMismatch {
+                with: Role::KeyHolder,
+                setting: "the penalty derived from epsilon, lambda and N",
+                ours: mine.penalty.to_string(),
+                theirs: format!("{penalty:?}"),
+            });
         }
         self.perturbation = Some(EncryptedVector::sum(&self.key, &[&my_share, &theirs])?);
         Ok(mine.penalty)
@@ -479,7 +489,7 @@ impl<C: Channel> SecureAggregation<C> {
         let inverse = self
             .inverse
             .as_ref()
-            .ok_or_else(|| SecureError::Protocol("Local's inverse is missing".into()))?;
+            .ok_or_else(|| SecureError::inconsistent("Local's inverse is missing"))?;
         let shape = self.config.local_step_shape(inverse)?;
         let values = solved
             .iter()
@@ -513,11 +523,14 @@ impl<C: Channel> SecureAggregation<C> {
             .and_then(|m| r.end().map(|()| m))
             .map_err(at)?;
         if values.rows() != 1 || values.cols() != v.len() {
-            return Err(SecureError::Protocol(format!(
-                "the key holder answered a decryption of {} values with {}",
-                v.len(),
-                values.rows() * values.cols()
-            )));
+            return Err(SecureError::violation(
+                Role::KeyHolder,
+                format!(
+                    "the key holder answered a decryption of {} values with {}",
+                    v.len(),
+                    values.rows() * values.cols()
+                ),
+            ));
         }
         let bound = BigInt::from_biguint(num_bigint::Sign::Plus, bound);
         (0..v.len())
@@ -657,8 +670,9 @@ impl<C: Channel> SecureAggregation<C> {
             None => None,
         };
         if gradient.len() != self.config.dimension {
-            return Err(SecureError::Protocol(
-                "a gradient of the wrong length".to_string(),
+            return Err(SecureError::violation(
+                Role::Node,
+                "a gradient of the wrong length",
             ));
         }
         let information = if newton {
@@ -677,7 +691,7 @@ impl<C: Channel> SecureAggregation<C> {
     ) -> Result<EncryptedVector, SecureError> {
         let d = self.config.dimension;
         if lower.len() != d * (d + 1) / 2 {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::inconsistent(format!(
                 "a matrix of {} entries for {d} coefficients",
                 lower.len()
             )));
@@ -766,11 +780,11 @@ impl<C: Channel> SecureAggregation<C> {
 /// until they are derived for it.
 fn full_penalty(penalty: Penalty<'_>) -> Result<f64, SecureError> {
     if penalty.free > 0 {
-        return Err(SecureError::Protocol(
+        return Err(SecureError::invalid_plan(
+            "penalty",
             "an unpenalised intercept is not built for secure studies yet: their widths follow \
              from N / lambda on every coefficient; penalise the intercept (the default, eq. \
-             2.10), or fit in plaintext"
-                .into(),
+             2.10), or fit in plaintext",
         ));
     }
     Ok(penalty.lambda)

@@ -15,7 +15,7 @@ use ndarray::Array1;
 use super::masked::packed::PackedMatrix;
 use super::solver::SavedFactor;
 use super::wire::{Reader, Writer};
-use super::{MAX_DIMENSION, SecureError};
+use super::{MAX_DIMENSION, ResumeMismatch, SecureError};
 use crate::optimizer::{IterationRecord, Progress, StepKind};
 use crate::paillier::{EncryptedVector, PublicKey};
 
@@ -117,14 +117,14 @@ impl Checkpoint {
 
     fn reader(bytes: &[u8]) -> Result<Reader<'_>, SecureError> {
         if bytes.len() < 4 || &bytes[..4] != MAGIC {
-            return Err(SecureError::Protocol(
-                "not a privlogit checkpoint (bad magic)".into(),
+            return Err(SecureError::checkpoint(
+                "not a privlogit checkpoint (bad magic)",
             ));
         }
         let mut r = Reader::new(&bytes[4..]);
         let version = r.u64().map_err(bad)?;
         if version != VERSION {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::checkpoint(format!(
                 "a checkpoint of version {version}, this privlogit reads version {VERSION}"
             )));
         }
@@ -140,9 +140,7 @@ impl Checkpoint {
         let session = r.u64().map_err(bad)?;
         let key_bytes = r.bytes().map_err(bad)?.to_vec();
         if key_bytes != key.to_bytes() {
-            return Err(SecureError::Protocol(
-                "the checkpoint was written under another public key".into(),
-            ));
+            return Err(ResumeMismatch::CheckpointKey.into());
         }
         let count = bounded(r.u64().map_err(bad)?, MAX_DIMENSION, "feature names")?;
         let names = (0..count)
@@ -292,7 +290,7 @@ fn bad(e: std::io::Error) -> SecureError {
 }
 
 fn malformed(m: String) -> SecureError {
-    SecureError::Protocol(format!("a malformed checkpoint: {m}"))
+    SecureError::checkpoint(format!("a malformed checkpoint: {m}"))
 }
 
 #[cfg(test)]

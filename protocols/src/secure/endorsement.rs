@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::transport::roster::Side;
 use crate::transport::{Fingerprint, Identity, Role, Roster};
 
-use super::SecureError;
+use super::{Refusal, SecureError};
 
 /// What the key holder signs.
 fn message(study: &[u8; 32], session: u64, key: &[u8]) -> Vec<u8> {
@@ -50,7 +50,7 @@ impl Endorser {
         let signature = self
             .identity
             .sign(&message(&self.study, session, key))
-            .map_err(|e| SecureError::Protocol(format!("cannot sign the public key: {e}")))?;
+            .map_err(SecureError::Signing)?;
         Ok(Endorsement {
             certificate: self.identity.certificate().to_vec(),
             signature,
@@ -68,17 +68,17 @@ pub struct KeyTrust {
 }
 
 impl KeyTrust {
-    /// Checks that `endorsement` is the named key holder's signature on `key` for `session`.
+    /// Checks that `endorsement` is the named key holder's signature on `key` for `session`
+    /// (a refusal is this Node's).
     pub fn check(
         &self,
         session: u64,
         key: &[u8],
         endorsement: &Endorsement,
     ) -> Result<(), SecureError> {
-        let refuse = |why: String| {
-            SecureError::Protocol(format!(
-                "the study's public key is not endorsed by the key holder the study file names: {why}"
-            ))
+        let refuse = |why: String| SecureError::Refused {
+            party: Role::Node,
+            reason: Refusal::Unendorsed(why),
         };
         if endorsement.certificate.is_empty() {
             return Err(refuse("it comes without a signature".into()));

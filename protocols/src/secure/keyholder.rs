@@ -17,6 +17,7 @@ use super::release::{self, NoiseShare, Release};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, SecretKey};
+use crate::transport::Role;
 
 /// What the key holder did, for the cost report.
 #[derive(Debug, Clone, Default)]
@@ -94,15 +95,11 @@ impl DecryptionBudget {
             (&mut self.steps, self.dimension, "a PrivLogit-Local step")
         };
         if *left == 0 || len != want {
-            return Err(SecureError::Protocol(format!(
-                "the aggregator asked the key holder to decrypt {len} values where the study's \
-                 budget allows {} (refused: outside the decryption budget)",
-                if *left == 0 {
-                    "nothing more".to_string()
-                } else {
-                    format!("{want} ({what})")
-                }
-            )));
+            return Err(SecureError::DecryptionBudget {
+                asked: len,
+                allowed: if *left == 0 { 0 } else { want },
+                what,
+            });
         }
         *left -= 1;
         Ok(())
@@ -186,7 +183,7 @@ pub fn encode_kept(
 
 /// Reads what [`encode_kept`] wrote.
 pub fn decode_kept(bytes: &[u8]) -> Result<(u64, SecretKey, DecryptionBudget), SecureError> {
-    let bad = |m: String| SecureError::Protocol(format!("a malformed key file: {m}"));
+    let bad = SecureError::MalformedKeyFile;
     if bytes.len() < 4 || &bytes[..4] != KEPT_MAGIC {
         return Err(bad("bad magic".into()));
     }
@@ -257,22 +254,26 @@ pub fn serve<C: Channel>(
                 let rows = r.u64().map_err(bad)?;
                 r.end().map_err(at("reading a request"))?;
                 let Some((release, noise_share)) = share.take() else {
-                    return Err(SecureError::Protocol(
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
                         "the aggregator asked for a noise share twice, or in a study that is \
-                         not differentially private"
-                            .into(),
+                         not differentially private",
                     ));
                 };
                 let rows = usize::try_from(rows)
                     .ok()
                     .filter(|&n| n > 0 && n as u64 <= config.max_rows * config.parties as u64)
                     .ok_or_else(|| {
-                        SecureError::Protocol(format!("the aggregator declares N = {rows}"))
+                        SecureError::violation(
+                            Role::Aggregator,
+                            format!("the aggregator declares N = {rows}"),
+                        )
                     })?;
                 let draw = noise_share
                     .draw(&release, rows, config.dimension)
-                    .map_err(|e| {
-                        SecureError::Protocol(format!("key holder, drawing its noise share: {e}"))
+                    .map_err(|cause| SecureError::NoiseShare {
+                        party: Role::KeyHolder,
+                        cause,
                     })?;
                 let t = clock();
                 let encrypted = release::encrypt_share(key, config, &draw, rows, &noise)?;
@@ -317,10 +318,13 @@ pub fn serve<C: Channel>(
                 r.end().map_err(at("reading a request"))?;
                 let (d, masked) = check_request(config, d, masked, v.len(), |d| d * (d + 1) / 2)?;
                 if d != config.dimension {
-                    return Err(SecureError::Protocol(format!(
-                        "a factor request of dimension {d} in a study of dimension {}",
-                        config.dimension
-                    )));
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        format!(
+                            "a factor request of dimension {d} in a study of dimension {}",
+                            config.dimension
+                        ),
+                    ));
                 }
                 let t = clock();
                 let values = decrypt_values(&v, secret)?;
@@ -378,7 +382,10 @@ pub fn serve<C: Channel>(
                     .ok()
                     .and_then(|i| factors.get(i))
                     .ok_or_else(|| {
-                        SecureError::Protocol(format!("no factor {index} to solve against"))
+                        SecureError::violation(
+                            Role::Aggregator,
+                            format!("no factor {index} to solve against"),
+                        )
                     })?;
                 let (_, masked) = check_request(config, l.len() as u64, masked, v.len(), |d| d)?;
                 let t = clock();
@@ -391,8 +398,9 @@ pub fn serve<C: Channel>(
                 gc_seconds += t.elapsed().as_secs_f64();
             }
             Step::Compare => {
-                let kind = Comparison::from_code(r.u64().map_err(bad)?)
-                    .ok_or_else(|| SecureError::Protocol("unknown comparison".to_string()))?;
+                let kind = Comparison::from_code(r.u64().map_err(bad)?).ok_or_else(|| {
+                    SecureError::violation(Role::Aggregator, "unknown comparison")
+                })?;
                 let masked = r.u64().map_err(at("reading a request"))?;
                 let width = r.u64().map_err(at("reading a request"))?;
                 let a =
@@ -403,8 +411,9 @@ pub fn serve<C: Channel>(
                 let (_, masked) = check_request(config, 1, masked, a.len() + b.len(), |_| 2)?;
                 let width = usize::try_from(width).unwrap_or(usize::MAX);
                 if width.saturating_add(gc::SIGMA as usize) > masked || width < 2 {
-                    return Err(SecureError::Protocol(
-                        "inconsistent comparison widths".to_string(),
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        "inconsistent comparison widths",
                     ));
                 }
                 let t = clock();
@@ -444,22 +453,27 @@ fn check_request(
         .ok()
         .filter(|&d| d >= 1 && d <= config.dimension.min(super::MAX_DIMENSION))
         .ok_or_else(|| {
-            SecureError::Protocol(format!(
-                "malformed request: dimension {d} (the study's is {})",
-                config.dimension
-            ))
+            SecureError::violation(
+                Role::Aggregator,
+                format!(
+                    "malformed request: dimension {d} (the study's is {})",
+                    config.dimension
+                ),
+            )
         })?;
     let want = expected(d);
     if got != want {
-        return Err(SecureError::Protocol(format!(
-            "malformed request: {got} values, expected {want}"
-        )));
+        return Err(SecureError::violation(
+            Role::Aggregator,
+            format!("malformed request: {got} values, expected {want}"),
+        ));
     }
     let least = u64::from(config.format.width() + gc::SIGMA);
     if masked < least || masked > MAX_MASKED {
-        return Err(SecureError::Protocol(format!(
-            "malformed request: mask width {masked} bits, outside {least} to {MAX_MASKED}"
-        )));
+        return Err(SecureError::violation(
+            Role::Aggregator,
+            format!("malformed request: mask width {masked} bits, outside {least} to {MAX_MASKED}"),
+        ));
     }
     Ok((d, masked as usize))
 }

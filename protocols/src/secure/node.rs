@@ -15,6 +15,7 @@ use crate::objective::PartyData;
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
 use crate::rows::blocks::for_each_block;
 use crate::rows::{DesignRows, MemoryRows, RowSource};
+use crate::transport::Role;
 
 /// A Node's rows: features (without the intercept) and 0/1 labels, in memory or streamed from a
 /// [`RowSource`]. Standardisation, when the study asks for it, replaces the features by z-scores
@@ -92,14 +93,16 @@ impl NodeData {
     /// Per-feature sums of `x` or, given means, of `(x - mean)^2`, divided by `n`.
     fn moments(&self, means: Option<&[f64]>, n: f64) -> Result<Vec<f64>, SecureError> {
         if self.party.is_some() {
-            return Err(SecureError::Protocol(
-                "standardisation asked after the fit started".to_string(),
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "standardisation asked after the fit started",
             ));
         }
         let p = self.raw.columns();
         if means.is_some_and(|m| m.len() != p) {
-            return Err(SecureError::Protocol(
-                "means of the wrong length".to_string(),
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "means of the wrong length",
             ));
         }
         let mut total = CompensatedSum::zeros(p);
@@ -184,7 +187,7 @@ pub fn serve<C: Channel>(
                 let count = Fixed::integer(data.rows() as u64);
                 let shape = config.count_shape(key);
                 if data.rows() as u64 > config.max_rows {
-                    return Err(SecureError::Protocol(format!(
+                    return Err(SecureError::Range(format!(
                         "a Node holds {} rows, above the study's limit {}",
                         data.rows(),
                         config.max_rows
@@ -201,17 +204,18 @@ pub fn serve<C: Channel>(
                 let n = reader.u64().map_err(at("reading N"))?;
                 reader.end().map_err(at("reading N"))?;
                 if n < data.rows() as u64 {
-                    return Err(SecureError::Protocol(format!(
-                        "N = {n} is below this Node's own {} rows",
-                        data.rows()
-                    )));
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        format!("N = {n} is below this Node's own {} rows", data.rows()),
+                    ));
                 }
                 n_total = Some(n as f64);
                 None
             }
             Step::Bound => {
-                let n = n_total
-                    .ok_or_else(|| SecureError::Protocol("bound requested before N".to_string()))?;
+                let n = n_total.ok_or_else(|| {
+                    SecureError::violation(Role::Aggregator, "bound requested before N")
+                })?;
                 let party = data.party()?;
                 let sums = timed(&mut stats.local_seconds, || {
                     party.information_bound_sums().map(|s| s.values())
@@ -231,17 +235,20 @@ pub fn serve<C: Channel>(
             }
             Step::Gradient | Step::Newton => {
                 let n = n_total.ok_or_else(|| {
-                    SecureError::Protocol("gradient requested before the setup".to_string())
+                    SecureError::violation(Role::Aggregator, "gradient requested before the setup")
                 })?;
                 let beta = Array1::from(reader.f64s().map_err(at("reading beta"))?);
                 reader.end().map_err(at("reading beta"))?;
                 let party = data.party()?;
                 if beta.len() != party.columns() {
-                    return Err(SecureError::Protocol(format!(
-                        "beta of {} coefficients for {} columns",
-                        beta.len(),
-                        party.columns()
-                    )));
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        format!(
+                            "beta of {} coefficients for {} columns",
+                            beta.len(),
+                            party.columns()
+                        ),
+                    ));
                 }
                 let mut sums = timed(&mut stats.local_seconds, || {
                     party.gradient_sums(&beta).map(|s| s.values())
@@ -294,25 +301,28 @@ pub fn serve<C: Channel>(
             }
             Step::Moments => {
                 let n = n_total.ok_or_else(|| {
-                    SecureError::Protocol("moments requested before N".to_string())
+                    SecureError::violation(Role::Aggregator, "moments requested before N")
                 })?;
                 let means = reader.f64s().map_err(at("reading the means"))?;
                 reader.end().map_err(at("reading the means"))?;
                 if !(means.is_empty() || means.len() == data.raw.columns())
                     || means.iter().any(|m| !m.is_finite())
                 {
-                    return Err(SecureError::Protocol(format!(
-                        "the aggregator sent {} means for {} columns, or a mean that is not finite",
-                        means.len(),
-                        data.raw.columns()
-                    )));
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        format!(
+                            "the aggregator sent {} means for {} columns, or a mean that is not finite",
+                            means.len(),
+                            data.raw.columns()
+                        ),
+                    ));
                 }
                 let values = timed(&mut stats.local_seconds, || {
                     data.moments((!means.is_empty()).then_some(&means[..]), n)
                 })?;
                 let limit = f64::from(MOMENT_BITS).exp2();
                 if let Some(v) = values.iter().find(|v| v.is_nan() || v.abs() >= limit) {
-                    return Err(SecureError::Protocol(format!(
+                    return Err(SecureError::Range(format!(
                         "a Node's feature moment {v} is beyond 2^{MOMENT_BITS}"
                     )));
                 }
@@ -337,8 +347,9 @@ pub fn serve<C: Channel>(
                     || means.iter().any(|m| !m.is_finite())
                     || scales.iter().any(|s| !(s.is_finite() && *s > 0.0))
                 {
-                    return Err(SecureError::Protocol(
-                        "unusable standardisation statistics".to_string(),
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        "unusable standardisation statistics",
                     ));
                 }
                 data.standardize = Some((means, scales));
@@ -366,7 +377,7 @@ fn encrypt_values(
 ) -> Result<EncryptedVector, SecureError> {
     let limit = f64::from(config.value_bits).exp2();
     if let Some(v) = values.iter().find(|v| v.is_nan() || v.abs() >= limit) {
-        return Err(SecureError::Protocol(format!(
+        return Err(SecureError::Range(format!(
             "a Node's value {v} is outside the study's bound 2^{} (raise value_bits)",
             config.value_bits
         )));

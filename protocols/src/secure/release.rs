@@ -39,11 +39,17 @@ pub struct Release {
 impl Release {
     /// Both positive and finite.
     pub fn validate(&self) -> Result<(), SecureError> {
-        for (name, v) in [("epsilon", self.epsilon), ("lambda", self.lambda)] {
+        for (name, setting, v) in [
+            ("epsilon", "release.epsilon", self.epsilon),
+            ("lambda", "release.lambda", self.lambda),
+        ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(SecureError::Protocol(format!(
-                    "a differentially private study needs a positive, finite {name} (got {v})"
-                )));
+                return Err(SecureError::invalid_plan(
+                    setting,
+                    format!(
+                        "a differentially private study needs a positive, finite {name} (got {v})"
+                    ),
+                ));
             }
         }
         Ok(())

@@ -63,9 +63,10 @@ impl Shape {
             None
         };
         match mismatch {
-            Some(m) => Err(SecureError::Protocol(format!(
-                "{what} has {m}: refused (every width must follow the study's public parameters)"
-            ))),
+            Some(mismatch) => Err(SecureError::Shape {
+                what: what.to_string(),
+                mismatch,
+            }),
             None => Ok(()),
         }
     }
@@ -138,7 +139,7 @@ impl SecureConfig {
         let first = inverse
             .columns()
             .first()
-            .ok_or_else(|| SecureError::Protocol("an empty inverse".into()))?;
+            .ok_or_else(|| SecureError::inconsistent("an empty inverse"))?;
         let largest = inverse
             .columns()
             .iter()

@@ -27,6 +27,7 @@ use super::masked::{MaskedEngine, MaskedStats, Shared};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError, pow2};
 use crate::paillier::{EncryptedMatrix, EncryptedVector, PublicKey};
+use crate::transport::Role;
 use sha2::{Digest, Sha256};
 
 /// How the Center computes on secret matrices.
@@ -223,7 +224,7 @@ impl Solver {
     ) -> Result<Factored, SecureError> {
         let d = config.dimension;
         if lower.len() != d * (d + 1) / 2 || bounds.dim != d {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::inconsistent(format!(
                 "a matrix of {} entries for {d} coefficients",
                 lower.len()
             )));
@@ -315,7 +316,7 @@ impl Solver {
             }
             (SavedFactor::Inverse { packed, bits }, LinearAlgebra::Masked) => {
                 if packed.rows() != d || packed.cols() != d {
-                    return Err(SecureError::Protocol(format!(
+                    return Err(SecureError::checkpoint(format!(
                         "a saved inverse of {} x {} for {d} coefficients",
                         packed.rows(),
                         packed.cols()
@@ -334,7 +335,7 @@ impl Solver {
                 (Held::Masked(shared), inverse)
             }
             _ => {
-                return Err(SecureError::Protocol(format!(
+                return Err(SecureError::checkpoint(format!(
                     "the saved factor was made by the other linear-algebra method than {}",
                     self.method
                 )));
@@ -358,7 +359,7 @@ impl Solver {
         let held = self
             .held
             .get_mut(index)
-            .ok_or_else(|| SecureError::Protocol(format!("no factor {index}")))?;
+            .ok_or_else(|| SecureError::inconsistent(format!("no factor {index}")))?;
         match held {
             Held::Circuit(l) => {
                 let format = config.format;
@@ -464,8 +465,9 @@ fn circuit_factor<C: Channel>(
     let m = EncryptedMatrix::from_bytes(key, r.bytes().map_err(at)?)?;
     r.end().map_err(at)?;
     if m.rows() != d || m.cols() != d {
-        return Err(SecureError::Protocol(
-            "inverse of the wrong shape".to_string(),
+        return Err(SecureError::violation(
+            Role::KeyHolder,
+            "inverse of the wrong shape",
         ));
     }
     // Unmask column by column; the result is a fixed-point word, below 2^(width - 1).

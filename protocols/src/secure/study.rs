@@ -22,11 +22,12 @@ use super::node::{self, NodeData};
 use super::release::{self as perturbation, Consent, NoiseShare, Release};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
-use super::{MAX_ITERATIONS, SecureConfig, SecureError};
+use super::{MAX_ITERATIONS, Refusal, ResumeMismatch, SecureConfig, SecureError};
 use crate::optimizer::{
     Checkpoints, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Progress,
 };
 use crate::paillier::{PublicKey, SecretKey};
+use crate::transport::Role;
 
 /// What the aggregator runs, fixed before the study starts.
 #[derive(Debug, Clone)]
@@ -71,56 +72,71 @@ impl StudyPlan {
     pub fn validate(&self) -> Result<(), SecureError> {
         let newton = matches!(self.optimizer, Optimizer::Newton);
         if newton != (self.protocol == Protocol::Newton) {
-            return Err(SecureError::Protocol(format!(
-                "optimizer {} does not go with protocol {:?}",
-                self.optimizer, self.protocol
-            )));
+            return Err(SecureError::invalid_plan(
+                "optimizer",
+                format!(
+                    "optimizer {} does not go with protocol {:?}",
+                    self.optimizer, self.protocol
+                ),
+            ));
         }
         // The secure protocols bound the inverse's entries by N / lambda (the public bound
         // every width is derived from): without a penalty there is no bound.
         if !(self.options.lambda.is_finite() && self.options.lambda > 0.0) {
-            return Err(SecureError::Protocol(format!(
-                "lambda = {} in a secure study: the secure protocols need a positive penalty \
-                 (it bounds the inverse that every fixed-point width is derived from)",
-                self.options.lambda
-            )));
+            return Err(SecureError::invalid_plan(
+                "lambda",
+                format!(
+                    "lambda = {} in a secure study: the secure protocols need a positive penalty \
+                     (it bounds the inverse that every fixed-point width is derived from)",
+                    self.options.lambda
+                ),
+            ));
         }
         if self.options.stopping.max_iterations > MAX_ITERATIONS {
-            return Err(SecureError::Protocol(format!(
-                "at most {MAX_ITERATIONS} iterations in a secure study"
-            )));
+            return Err(SecureError::invalid_plan(
+                "max_iterations",
+                format!("at most {MAX_ITERATIONS} iterations in a secure study"),
+            ));
         }
         if self.parties == 0 {
-            return Err(SecureError::Protocol(
-                "a study needs at least one Node".into(),
+            return Err(SecureError::invalid_plan(
+                "parties",
+                "a study needs at least one Node",
             ));
         }
         if let Some(release) = &self.release {
             release.validate()?;
             let refusal = if self.standardize || self.intercept {
-                Some(
+                Some((
+                    if self.standardize {
+                        "standardize"
+                    } else {
+                        "intercept"
+                    },
                     "standardisation or an intercept: PLR's guarantee holds for rows of norm at most 1, which the Nodes make by scaling each row by its own norm (turn standardisation and the intercept off)",
-                )
+                ))
             } else if self.linear_algebra != LinearAlgebra::Masked {
-                Some(
+                Some((
+                    "linear_algebra",
                     "--linear-algebra circuit: the study stops on the gradient norm, which needs masked",
-                )
+                ))
             } else {
                 None
             };
-            if let Some(why) = refusal {
-                return Err(SecureError::Protocol(format!(
-                    "a differentially private study cannot run with {why}"
-                )));
+            if let Some((setting, why)) = refusal {
+                return Err(SecureError::invalid_plan(
+                    setting,
+                    format!("a differentially private study cannot run with {why}"),
+                ));
             }
         }
         if self.options.stopping.gradient_tolerance.is_some()
             && self.linear_algebra != LinearAlgebra::Masked
         {
-            return Err(SecureError::Protocol(
+            return Err(SecureError::invalid_plan(
+                "gradient_tolerance",
                 "the gradient-norm stopping rule squares the gradient in masked arithmetic: it \
-                 needs --linear-algebra masked"
-                    .into(),
+                 needs --linear-algebra masked",
             ));
         }
         Ok(())
@@ -170,18 +186,21 @@ fn io_at(context: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
     move |e| SecureError::io(context.to_string(), e)
 }
 
-/// Reads a public key, refusing one below `min_bits` (below 2048 bits only in tests).
-fn parse_key(bytes: &[u8], min_bits: u32) -> Result<PublicKey, SecureError> {
+/// Reads a public key, `party` refusing one below `min_bits` (below 2048 bits only in tests).
+fn parse_key(bytes: &[u8], min_bits: u32, party: Role) -> Result<PublicKey, SecureError> {
     let key = if min_bits >= 2048 {
         PublicKey::from_bytes(bytes)?
     } else {
         PublicKey::from_bytes_insecure_for_tests(bytes)?
     };
     if key.bits() < u64::from(min_bits) {
-        return Err(SecureError::Protocol(format!(
-            "the key holder's key has {} bits, at least {min_bits} are required",
-            key.bits()
-        )));
+        return Err(SecureError::Refused {
+            party,
+            reason: Refusal::ShortKey {
+                bits: key.bits(),
+                required: min_bits,
+            },
+        });
     }
     Ok(key)
 }
@@ -216,11 +235,14 @@ pub fn run_node<C: Channel>(
     if let Some(trust) = trust {
         trust.check(config.session, key_bytes, &endorsement)?;
     }
-    let key = parse_key(key_bytes, min_key_bits)?;
+    let key = parse_key(key_bytes, min_key_bits, Role::Node)?;
     if config.dimension != names.len() + usize::from(intercept) {
-        return Err(SecureError::Protocol(
-            "the study's dimension does not match this Node".into(),
-        ));
+        return Err(SecureError::PlanMismatch {
+            with: Role::Aggregator,
+            setting: "the dimension (this Node's columns and the intercept)",
+            ours: (names.len() + usize::from(intercept)).to_string(),
+            theirs: config.dimension.to_string(),
+        });
     }
     data.set_intercept(intercept);
     if let Some(release) = &release {
@@ -255,24 +277,27 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     let max_iterations = r.u64().map_err(&at)?;
     let resumed_key = r.bytes().map_err(&at)?.to_vec();
     r.end().map_err(&at)?;
-    let bits = u32::try_from(bits).map_err(|_| SecureError::Protocol("key size".into()))?;
+    let bits = u32::try_from(bits).map_err(|_| {
+        SecureError::violation(Role::Aggregator, format!("a key size of {bits} bits"))
+    })?;
     let share = match (release, noise) {
         (None, _) => None,
         (Some(release), Some(noise)) => Some((release, noise)),
         (Some(_), None) => {
-            return Err(SecureError::Protocol(
-                "the study is differentially private, and this key holder has no noise share to draw (configure it for DP studies)"
-                    .into(),
-            ));
+            return Err(SecureError::Refused {
+                party: Role::KeyHolder,
+                reason: Refusal::NoNoiseShare,
+            });
         }
     };
     let max_iterations = usize::try_from(max_iterations)
         .ok()
         .filter(|m| (1..=MAX_ITERATIONS).contains(m))
         .ok_or_else(|| {
-            SecureError::Protocol(format!(
-                "a study of {max_iterations} iterations (at most {MAX_ITERATIONS})"
-            ))
+            SecureError::invalid_plan(
+                "max_iterations",
+                format!("a study of {max_iterations} iterations (at most {MAX_ITERATIONS})"),
+            )
         })?;
     let (made, loaded, budget) = if resumed_key.is_empty() {
         let budget = DecryptionBudget::new(
@@ -286,19 +311,13 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
         store.save(config.session, made.borrow(), &budget)?;
         (Some(made), None, budget)
     } else {
-        let (secret, budget) = store.load(config.session)?.ok_or_else(|| {
-            SecureError::Protocol(format!(
-                "the aggregator resumes study session {:#x}, but this key holder keeps no key \
-                 for it (start it with --resume and the --state directory of the first run)",
-                config.session
-            ))
-        })?;
+        let (secret, budget) = store
+            .load(config.session)?
+            .ok_or(ResumeMismatch::NoKeptKey {
+                session: config.session,
+            })?;
         if key_digest(&secret.public_key().to_bytes())[..] != resumed_key[..] {
-            return Err(SecureError::Protocol(
-                "the aggregator resumes the study under another public key than the one this \
-                 key holder kept"
-                    .into(),
-            ));
+            return Err(ResumeMismatch::KeptKeyDiffers.into());
         }
         (None, Some(secret), budget.resumed())
     };
@@ -391,37 +410,30 @@ pub fn run_aggregator<C: Channel>(
 ) -> Result<StudyOutcome, StudyError> {
     plan.validate()?;
     if plan.release.is_some() && noise.is_none() {
-        return Err(SecureError::Protocol(
-            "a differentially private study needs the aggregator's noise share".into(),
-        )
+        return Err(SecureError::Refused {
+            party: Role::Aggregator,
+            reason: Refusal::NoNoiseShare,
+        }
         .into());
     }
     let start = Instant::now();
     let digest = plan_digest(plan);
     let from = continuity.as_mut().and_then(|c| c.from.take());
     if from.is_some() && plan.release.is_some() {
-        return Err(SecureError::Protocol(
+        return Err(SecureError::invalid_plan(
+            "release",
             "a differentially private study cannot be resumed: its noise is not kept in the \
              checkpoint, and drawing it again would show the participants a second noisy \
-             trajectory (start it again, charged again)"
-                .into(),
+             trajectory (start it again, charged again)",
         )
         .into());
     }
     if let (Some(c), Some(f)) = (&continuity, &from) {
         if f.study != c.study {
-            return Err(SecureError::Protocol(
-                "the checkpoint belongs to another study (its study id differs)".into(),
-            )
-            .into());
+            return Err(SecureError::from(ResumeMismatch::OtherStudy).into());
         }
         if f.plan != digest {
-            return Err(SecureError::Protocol(
-                "the checkpoint was written for another plan (protocol, optimiser, lambda, \
-                 stopping rule, formats or parties differ): resume with the first run's settings"
-                    .into(),
-            )
-            .into());
+            return Err(SecureError::from(ResumeMismatch::OtherPlan).into());
         }
     }
     let mut names: Option<Vec<String>> = None;
@@ -431,9 +443,11 @@ pub fn run_aggregator<C: Channel>(
         let mut r = Reader::new(&join);
         let count = r.u64().map_err(io_at(&context))?;
         if count as usize > super::MAX_DIMENSION {
-            return Err(
-                SecureError::Protocol(format!("Node {} declares {count} columns", i + 1)).into(),
-            );
+            return Err(SecureError::violation(
+                Role::Node,
+                format!("Node {} declares {count} columns", i + 1),
+            )
+            .into());
         }
         let these = (0..count)
             .map(|_| r.string())
@@ -485,12 +499,9 @@ pub fn run_aggregator<C: Channel>(
     let endorsement = read_endorsement(&mut r).map_err(io_at("aggregator, reading the key"))?;
     r.end().map_err(io_at("aggregator, reading the key"))?;
     if from.as_ref().is_some_and(|f| f.key != key_bytes) {
-        return Err(SecureError::Protocol(
-            "the key holder answered a resumed study with another public key".into(),
-        )
-        .into());
+        return Err(SecureError::from(ResumeMismatch::AnsweredWithAnotherKey).into());
     }
-    let key = parse_key(key_bytes, plan.key_bits)?;
+    let key = parse_key(key_bytes, plan.key_bits, Role::Aggregator)?;
     let welcome = write_endorsement(
         write_parameters(&config, plan.intercept, plan.release).bytes(&key.to_bytes()),
         &endorsement,
@@ -503,8 +514,9 @@ pub fn run_aggregator<C: Channel>(
     let (mut aggregation, standardization) = match &from {
         Some(f) => {
             let setup = SetupState {
-                rows: usize::try_from(f.rows)
-                    .map_err(|_| SecureError::Protocol("a checkpoint's N".into()))?,
+                rows: usize::try_from(f.rows).map_err(|_| {
+                    SecureError::checkpoint(format!("a checkpoint's N ({})", f.rows))
+                })?,
                 standardization: f.standardization.clone(),
                 bound: f.bound.clone(),
             };
@@ -642,26 +654,20 @@ fn release_options(
 
 /// Refuses a Node whose feature names differ from Node 1's, naming the first difference.
 fn check_columns(first: &[String], these: &[String], node: usize) -> Result<(), SecureError> {
+    let differs = |k: usize| SecureError::ColumnsDiffer {
+        node,
+        column: k + 1,
+        node1: first.get(k).cloned(),
+        theirs: these.get(k).cloned(),
+        counts: (first.len(), these.len()),
+    };
     for (k, (a, b)) in first.iter().zip(these).enumerate() {
         if a != b {
-            return Err(SecureError::Protocol(format!(
-                "Node {node}'s column {} is {b:?} where Node 1 has {a:?}",
-                k + 1
-            )));
+            return Err(differs(k));
         }
     }
     if first.len() != these.len() {
-        let (longer, who) = if these.len() > first.len() {
-            (these, node)
-        } else {
-            (first, 1)
-        };
-        let extra = &longer[first.len().min(these.len())];
-        return Err(SecureError::Protocol(format!(
-            "Node {node} has {} feature columns and Node 1 has {}: column {extra:?} of Node {who} has no counterpart",
-            these.len(),
-            first.len()
-        )));
+        return Err(differs(first.len().min(these.len())));
     }
     Ok(())
 }

@@ -29,6 +29,7 @@ use privlogit_circuits::channel::{CHUNK, ChunkPipe, IN_FLIGHT};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::TransportError;
 use super::runtime;
 
 /// Largest body of a control record (hello, welcome, abort).
@@ -142,6 +143,8 @@ impl Default for Timing {
 #[derive(Debug)]
 pub struct Group {
     reason: watch::Sender<Option<Arc<str>>>,
+    /// The peer whose loss stopped the group, when that is why it stopped.
+    lost: std::sync::Mutex<Option<String>>,
     writers: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -150,6 +153,7 @@ impl Group {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
             reason: watch::channel(None).0,
+            lost: std::sync::Mutex::new(None),
             writers: std::sync::Mutex::new(Vec::new()),
         })
     }
@@ -180,14 +184,33 @@ impl Group {
     }
 
     pub(crate) fn trigger(&self, reason: &str) {
+        self.stop(reason, None);
+    }
+
+    /// Stops the group because `peer` was lost (unless it had stopped already).
+    pub(crate) fn lose(&self, peer: &str, reason: &str) {
+        self.stop(reason, Some(peer));
+    }
+
+    fn stop(&self, reason: &str, lost: Option<&str>) {
         self.reason.send_if_modified(|r| {
             if r.is_none() {
+                *self.lost.lock().expect("lost") = lost.map(str::to_string);
                 *r = Some(reason.into());
                 true
             } else {
                 false
             }
         });
+    }
+
+    /// The error of a connection of this group stopped for `reason` (the group's).
+    pub(crate) fn aborted(&self, reason: &str) -> io::Error {
+        TransportError::Aborted {
+            message: reason.to_string(),
+            lost_peer: self.lost.lock().expect("lost").clone(),
+        }
+        .into_io(io::ErrorKind::ConnectionAborted)
     }
 }
 
@@ -269,10 +292,6 @@ pub(crate) async fn stopped(rx: &mut watch::Receiver<Option<Arc<str>>>) -> Arc<s
     }
 }
 
-pub(crate) fn aborted(reason: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::ConnectionAborted, reason.to_string())
-}
-
 enum Outgoing {
     Data(Vec<u8>),
     Close,
@@ -311,7 +330,9 @@ impl LinkPipe {
     }
 
     fn failure(&self, fallback: io::Error) -> io::Error {
-        self.group.reason().map_or(fallback, |r| aborted(&r))
+        self.group
+            .reason()
+            .map_or(fallback, |r| self.group.aborted(&r))
     }
 
     /// Ends the connection: everything sent so far, then a close record, reaches the peer, and
@@ -322,7 +343,7 @@ impl LinkPipe {
             return Ok(());
         };
         if let Some(reason) = self.group.reason() {
-            return Err(aborted(&reason));
+            return Err(self.group.aborted(&reason));
         }
         let deadline = self.timing.deadline;
         let written = self.written.take();
@@ -331,10 +352,13 @@ impl LinkPipe {
         let peer_closed = &mut self.peer_closed;
         runtime().block_on(async move {
             let ended = tokio::time::timeout(deadline, async {
-                outgoing
-                    .send(Outgoing::Close)
-                    .await
-                    .map_err(|_| aborted(&format!("{peer}: the connection is gone")))?;
+                outgoing.send(Outgoing::Close).await.map_err(|_| {
+                    lost(
+                        &peer,
+                        format!("{peer}: the connection is gone"),
+                        io::ErrorKind::ConnectionAborted,
+                    )
+                })?;
                 if let Some(w) = written {
                     let _ = w.await;
                 }
@@ -353,13 +377,13 @@ impl LinkPipe {
             })
             .await;
             ended.unwrap_or_else(|_| {
-                Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
+                Err(TransportError::TimedOut {
+                    message: format!(
                         "{peer} did not confirm the end of the study within {} s",
                         deadline.as_secs_f64()
                     ),
-                ))
+                }
+                .into_io(io::ErrorKind::TimedOut))
             })
         })
     }
@@ -387,9 +411,10 @@ impl ChunkPipe for LinkPipe {
             }
         });
         sent.map_err(|()| {
-            self.failure(io::Error::new(
-                io::ErrorKind::BrokenPipe,
+            self.failure(lost(
+                &self.peer,
                 format!("{} hung up", self.peer),
+                io::ErrorKind::BrokenPipe,
             ))
         })
     }
@@ -407,9 +432,10 @@ impl ChunkPipe for LinkPipe {
                 }
                 Err(e)
             }
-            None => Err(self.failure(io::Error::new(
-                io::ErrorKind::BrokenPipe,
+            None => Err(self.failure(lost(
+                &self.peer,
                 format!("{} hung up", self.peer),
+                io::ErrorKind::BrokenPipe,
             ))),
         }
     }
@@ -425,10 +451,20 @@ pub(crate) fn truncated(s: &str, max: usize) -> &str {
 }
 
 fn closed(peer: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::UnexpectedEof,
+    lost(
+        peer,
         format!("{peer} ended the connection"),
+        io::ErrorKind::UnexpectedEof,
     )
+}
+
+/// `peer` lost, as an error of `kind` saying `message`.
+fn lost(peer: &str, message: String, kind: io::ErrorKind) -> io::Error {
+    TransportError::PeerLost {
+        peer: peer.to_string(),
+        message,
+    }
+    .into_io(kind)
 }
 
 /// Starts the reader and writer tasks of an established (and greeted) connection; with
@@ -520,32 +556,51 @@ where
     let reader_group = Arc::clone(&group);
     let who = peer.clone();
     rt.spawn(async move {
-        let fail = |message: String| {
+        // The peer is lost (`true`) or stopped the study itself.
+        let fail = |message: String, peer_lost: bool| {
             let reported = admission
                 .as_ref()
                 .is_some_and(|(admission, id)| admission.report(*id, &message));
             if !reported {
-                reader_group.trigger(&message);
+                if peer_lost {
+                    reader_group.lose(&who, &message);
+                } else {
+                    reader_group.trigger(&message);
+                }
             }
-            aborted(&message)
+            let error = if peer_lost {
+                TransportError::PeerLost {
+                    peer: who.clone(),
+                    message,
+                }
+            } else {
+                TransportError::Aborted {
+                    message,
+                    lost_peer: None,
+                }
+            };
+            error.into_io(io::ErrorKind::ConnectionAborted)
         };
         loop {
             let record = tokio::select! {
                 r = stopped(&mut stop) => {
-                    let _ = to_pipe.try_send(Err(aborted(&r)));
+                    let _ = to_pipe.try_send(Err(reader_group.aborted(&r)));
                     return;
                 }
                 r = tokio::time::timeout(timing.deadline, read_record(&mut reader)) => r,
             };
             let item = match record {
-                Err(_) => Err(fail(format!(
-                    "{who} gave no sign of life for {} s (stopped, or its network is down)",
-                    timing.deadline.as_secs_f64()
-                ))),
+                Err(_) => Err(fail(
+                    format!(
+                        "{who} gave no sign of life for {} s (stopped, or its network is down)",
+                        timing.deadline.as_secs_f64()
+                    ),
+                    true,
+                )),
                 Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    Err(fail(format!("{who} hung up")))
+                    Err(fail(format!("{who} hung up"), true))
                 }
-                Ok(Err(e)) => Err(fail(format!("{who}: {e}"))),
+                Ok(Err(e)) => Err(fail(format!("{who}: {e}"), true)),
                 Ok(Ok((Kind::Data, body))) => Ok(body),
                 Ok(Ok((Kind::Heartbeat, _))) => continue,
                 Ok(Ok((Kind::Close, _))) => {
@@ -555,11 +610,17 @@ where
                     }
                     Err(closed(&who))
                 }
-                Ok(Ok((Kind::Abort, body))) => Err(fail(format!(
-                    "{who} stopped the study: {}",
-                    String::from_utf8_lossy(&body)
-                ))),
-                Ok(Ok((kind, _))) => Err(fail(format!("{who} sent a {kind:?} record mid-study"))),
+                Ok(Ok((Kind::Abort, body))) => Err(fail(
+                    format!(
+                        "{who} stopped the study: {}",
+                        String::from_utf8_lossy(&body)
+                    ),
+                    false,
+                )),
+                Ok(Ok((kind, _))) => Err(fail(
+                    format!("{who} sent a {kind:?} record mid-study"),
+                    true,
+                )),
             };
             let last = item.is_err();
             let delivered = tokio::select! {

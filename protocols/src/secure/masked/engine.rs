@@ -43,6 +43,7 @@ use crate::paillier::{DjnNoise, EncryptedVector, Packing, PublicKey};
 use crate::secure::gc::{AggregatorGc, SIGMA, random_mask};
 use crate::secure::wire::{self, Reader, Step};
 use crate::secure::{SecureError, bits_for};
+use crate::transport::Role;
 
 /// A secret matrix: the aggregator's mask of it, its public bound and zeros, and encryptions
 /// of it (packed by columns; of its transpose for "packed by rows").
@@ -346,7 +347,7 @@ impl MaskedEngine {
         bound: u32,
     ) -> Result<Shared, SecureError> {
         if lower.len() != d * (d + 1) / 2 {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::inconsistent(format!(
                 "a lower triangle of {} values for {d} coefficients",
                 lower.len()
             )));
@@ -379,8 +380,8 @@ impl MaskedEngine {
     ) -> Result<Shared, SecureError> {
         let unpacked = Packing::unpacked(&self.key);
         if v.packing() != unpacked {
-            return Err(SecureError::Protocol(
-                "a vector to share must be unpacked".into(),
+            return Err(SecureError::inconsistent(
+                "a vector to share must be unpacked",
             ));
         }
         let column = PackedMatrix::from_blocks(v.len(), 1, unpacked, v.ciphertexts().to_vec())?;
@@ -401,7 +402,7 @@ impl MaskedEngine {
         (rows, cols): (usize, usize),
     ) -> Result<Shared, SecureError> {
         if r0 + rows > x.rows || c0 + cols > x.cols || rows == 0 || cols == 0 {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::inconsistent(format!(
                 "a {rows} x {cols} block at ({r0}, {c0}) of a {} x {} matrix",
                 x.rows, x.cols
             )));
@@ -460,14 +461,14 @@ impl MaskedEngine {
     ) -> Result<Shared, SecureError> {
         let first = terms
             .first()
-            .ok_or_else(|| SecureError::Protocol("an empty combination".into()))?
+            .ok_or_else(|| SecureError::inconsistent("an empty combination"))?
             .0;
         if terms
             .iter()
             .any(|(t, _)| t.rows != first.rows || t.cols != first.cols)
         {
-            return Err(SecureError::Protocol(
-                "combined matrices differ in shape".into(),
+            return Err(SecureError::inconsistent(
+                "combined matrices differ in shape",
             ));
         }
         let offset: BigInt = terms
@@ -524,9 +525,7 @@ impl MaskedEngine {
             r0 + br <= rows && c0 + bc <= cols
         });
         if covered != rows * cols || !fits {
-            return Err(SecureError::Protocol(
-                "blocks do not tile the matrix".into(),
-            ));
+            return Err(SecureError::inconsistent("blocks do not tile the matrix"));
         }
         let masks = IntMatrix::assemble(
             rows,
@@ -564,8 +563,8 @@ impl MaskedEngine {
         x: &Shared,
     ) -> Result<Shared, SecureError> {
         if x.rows != x.cols {
-            return Err(SecureError::Protocol(
-                "the trace of a non-square matrix".into(),
+            return Err(SecureError::inconsistent(
+                "the trace of a non-square matrix",
             ));
         }
         let id = self.fresh_id();
@@ -595,7 +594,7 @@ impl MaskedEngine {
         bits: u32,
     ) -> Result<bool, SecureError> {
         if bits > x.mask_bits {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::inconsistent(format!(
                 "a range check up to 2^{bits} of a value masked with {} bits",
                 x.mask_bits
             )));
@@ -681,8 +680,9 @@ impl MaskedEngine {
         if (views.rows(), views.cols(), views.packing(), views.offset())
             != (rows, cols, packing, offset)
         {
-            return Err(SecureError::Protocol(
-                "the key holder encrypted the wrong shape".into(),
+            return Err(SecureError::violation(
+                Role::KeyHolder,
+                "the key holder encrypted the wrong shape",
             ));
         }
         let masks = if transpose {
@@ -760,8 +760,8 @@ impl MaskedEngine {
         bound: u32,
     ) -> Result<Shared, SecureError> {
         if x.rows != y.cols {
-            return Err(SecureError::Protocol(
-                "a symmetric product must be square".into(),
+            return Err(SecureError::inconsistent(
+                "a symmetric product must be square",
             ));
         }
         self.shared_product(gc, x, y, bound, Need::Lower)
@@ -809,8 +809,9 @@ impl MaskedEngine {
             .and_then(|v| r.end().map(|()| v))
             .map_err(|e| SecureError::io("aggregator, reading a revealed product".into(), e))?;
         if values.rows() != x.rows || values.cols() != y.cols {
-            return Err(SecureError::Protocol(
-                "the key holder revealed the wrong shape".into(),
+            return Err(SecureError::violation(
+                Role::KeyHolder,
+                "the key holder revealed the wrong shape",
             ));
         }
         let exact = IntMatrix::combine(&[(&values, false), (&masks, true)], &BigInt::zero());
@@ -832,7 +833,7 @@ impl MaskedEngine {
         out: Output<'_>,
     ) -> Result<(), SecureError> {
         if x.cols != y.rows {
-            return Err(SecureError::Protocol(format!(
+            return Err(SecureError::inconsistent(format!(
                 "a {} x {} matrix times a {} x {} one",
                 x.rows, x.cols, y.rows, y.cols
             )));
@@ -938,7 +939,7 @@ impl MaskedEngine {
         bounds: &[u32],
     ) -> Result<Vec<Shared>, SecureError> {
         if x.rows != 1 || x.cols != 1 || bounds.len() != kind.outputs() {
-            return Err(SecureError::Protocol("a leaf takes one value".into()));
+            return Err(SecureError::inconsistent("a leaf takes one value"));
         }
         let fresh: Vec<(IntMatrix, Widths)> =
             bounds.iter().map(|&b| self.fresh_masks(1, 1, b)).collect();

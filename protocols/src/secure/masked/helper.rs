@@ -23,6 +23,7 @@ use crate::paillier::{DjnNoise, SecretKey};
 use crate::secure::SecureError;
 use crate::secure::gc::{KeyholderGc, SIGMA};
 use crate::secure::wire::{self, Step, Writer};
+use crate::transport::Role;
 
 /// Most view entries the key holder keeps at once (bounds its memory whatever it is asked).
 pub const MAX_ENTRIES: usize = 16 * super::msgs::MAX_SIDE * super::msgs::MAX_SIDE;
@@ -66,8 +67,9 @@ impl std::fmt::Debug for MaskedHelper {
     }
 }
 
+/// A request of the aggregator's that breaks the protocol.
 fn protocol(message: String) -> SecureError {
-    SecureError::Protocol(message)
+    SecureError::violation(Role::Aggregator, message)
 }
 
 impl MaskedHelper {

@@ -67,11 +67,14 @@ impl SpdBounds {
             || !(self.entry.is_finite() && self.entry > 0.0)
             || !(self.min_eigenvalue.is_finite() && self.min_eigenvalue > 0.0)
         {
-            return Err(SecureError::Protocol(format!(
-                "masked linear algebra needs a positive entry bound and a positive smallest \
-                 eigenvalue (lambda > 0); got {} and {}",
-                self.entry, self.min_eigenvalue
-            )));
+            return Err(SecureError::invalid_plan(
+                "lambda",
+                format!(
+                    "masked linear algebra needs a positive entry bound and a positive smallest \
+                     eigenvalue (lambda > 0); got {} and {}",
+                    self.entry, self.min_eigenvalue
+                ),
+            ));
         }
         Ok(())
     }
@@ -147,7 +150,7 @@ pub fn cholesky<C: Channel>(
 
 fn check_square(a: &Shared, bounds: &SpdBounds) -> Result<(), SecureError> {
     if a.rows() != a.cols() || a.rows() != bounds.dim {
-        return Err(SecureError::Protocol(format!(
+        return Err(SecureError::inconsistent(format!(
             "a {} x {} matrix for an SPD algorithm of side {}",
             a.rows(),
             a.cols(),

@@ -14,6 +14,7 @@ use crate::paillier::{DjnNoise, SecretKey};
 use crate::secure::SecureError;
 use crate::secure::gc::{AggregatorGc, KeyholderGc};
 use crate::secure::wire::{self, Step};
+use crate::transport::Role;
 
 const SESSION: u64 = 0x6d61_736b;
 
@@ -60,7 +61,7 @@ pub fn run<T>(
         })();
         let end = keyholder
             .join()
-            .map_err(|_| SecureError::Protocol("the key holder's thread panicked".into()))?;
+            .map_err(|_| SecureError::Panicked(Role::KeyHolder))?;
         match (outcome, end) {
             (Ok((value, engine)), Ok(end)) => Ok((value, engine, end)),
             // The aggregator's own error names the cause; the key holder then only saw a
