@@ -23,9 +23,10 @@ pub use design::DesignRows;
 pub use memory::MemoryRows;
 
 /// A source failed while its rows were being read (a file changed or became unreadable after it
-/// was opened, a value that does not parse): where, and why.
+/// was opened, a value that does not parse): where, and why. Made with [`RowsError::new`].
 #[derive(Debug, Error, Clone, PartialEq)]
 #[error("{source_name}: {reason}")]
+#[non_exhaustive]
 pub struct RowsError {
     /// The source, as [`RowSource::describe`] names it (with a line or row where known).
     pub source_name: String,

@@ -167,6 +167,7 @@ pub struct StudyOutcome {
 
 /// What can stop a study.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StudyError {
     /// A party failed.
     #[error(transparent)]
