@@ -1,12 +1,30 @@
 //! Paillier keys (Paillier 1999, scheme 1) with `g = n + 1`.
 //!
 //! The public key is the modulus `n = p q`; everything else is derived. The secret key keeps
-//! `p`, `q` and the CRT constants that make decryption two half-size exponentiations. Secret
-//! values live in `Zeroizing` buffers and Montgomery contexts that are wiped on drop; `Debug`
+//! `p`, `q` and the CRT constants that make decryption two half-size exponentiations. `Debug`
 //! never prints them; serialising them needs the explicitly named
-//! [`SecretKey::export_secret`]. (Intermediate `BigUint`s inside key generation and in the
-//! decryption glue are ordinary heap values that num-bigint does not wipe; see the README's
-//! security notes.)
+//! [`SecretKey::export_secret`].
+//!
+//! # What is wiped
+//!
+//! num-bigint's `BigUint` does not implement `Zeroize`, and this workspace has no `unsafe`, so
+//! the secret key keeps its values as `Zeroizing<Vec<u64>>` limbs (wiped on drop by `zeroize`'s
+//! volatile writes), and its Montgomery contexts modulo `p^2` and `q^2` (which hold `p^2`, `q^2`,
+//! `-m^-1 mod 2^64`, `R mod m`, `R^2 mod m`, `R^3 mod m`) zeroize themselves on drop. Wiped
+//! this way: `p`, `q`, `p - 1`, `q - 1`, `h_p`, `h_q`, `p^-1 mod q`, `lambda`, `mu`, the CRT
+//! noise exponents and `(p^2)^-1 mod q^2`.
+//!
+//! Computation needs `BigUint`s: key construction makes them from the primes, and every
+//! decryption rebuilds `p`, `q`, `h_p`, `h_q` and `p^-1 mod q` from the limbs (a few small
+//! allocations, nothing next to the two exponentiations). Those temporaries are [`SecretInt`]s,
+//! overwritten in place when dropped, as far as safe code reaches: [`SecretInt`]'s drop writes
+//! the digits over (same length, so num-bigint refills the same heap buffer), makes the
+//! compiler treat them as read (`std::hint::black_box`, best effort rather than the volatile
+//! writes of `zeroize`), and then frees the buffer. Not wiped: copies num-bigint makes inside
+//! arithmetic (a product's or remainder's scratch space, buffers it reallocates), freed
+//! without being overwritten; the primes inside `random_prime` and the primality test; the
+//! caller's own `BigUint`s passed to [`SecretKey::from_primes`]; and the decrypted values
+//! (plaintexts, and `c^(p-1) mod p^2`, which depend on the message, not only the key).
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,7 +33,7 @@ use num_bigint::BigUint;
 use num_integer::Integer;
 use num_traits::CheckedSub;
 use rand::CryptoRng;
-use zeroize::{Zeroize, Zeroizing};
+use zeroize::Zeroizing;
 
 use super::PaillierError;
 use super::montgomery::{Montgomery, pad};
@@ -263,19 +281,20 @@ impl SecretKey {
         let mu = (&lambda % public.n()).modinv(public.n()).ok_or_else(|| {
             PaillierError::InvalidKey("lambda must be invertible modulo n".to_string())
         })?;
-        let secret = |x: &BigUint| Zeroizing::new(x.to_u64_digits());
+        let (pm1, qm1) = (SecretInt(pm1), SecretInt(qm1));
+        let (hp, hq, p_inv_q) = (SecretInt(hp), SecretInt(hq), SecretInt(p_inv_q));
+        let (lambda, mu) = (SecretInt(lambda), SecretInt(mu));
+        let secret = |x: &BigUint| limbs_of(x, 0);
         let noise_exponent = |x: &BigUint| {
-            let order = x * (x - 1u32);
-            Zeroizing::new(pad(
-                (public.n() % &order).to_u64_digits(),
-                order.bits().div_ceil(64) as usize,
-            ))
+            let order = SecretInt(x * (x - 1u32));
+            let exponent = SecretInt(public.n() % &*order);
+            limbs_of(&exponent, order.bits().div_ceil(64) as usize)
         };
-        let (p_squared, q_squared) = (p * p, q * q);
+        let (p_squared, q_squared) = (SecretInt(p * p), SecretInt(q * q));
         let q_squared_context = Montgomery::new(&q_squared);
-        let p_squared_inv = p_squared.modinv(&q_squared).ok_or_else(|| {
+        let p_squared_inv = SecretInt(p_squared.modinv(&q_squared).ok_or_else(|| {
             PaillierError::InvalidKey("p^2 must be invertible modulo q^2".to_string())
-        })?;
+        })?);
         Ok(Self {
             noise_exponent_p: noise_exponent(p),
             noise_exponent_q: noise_exponent(q),
@@ -295,13 +314,13 @@ impl SecretKey {
         })
     }
 
-    /// `p` (secret).
-    pub(crate) fn p(&self) -> BigUint {
+    /// `p` (secret; wiped when dropped).
+    pub(crate) fn p(&self) -> SecretInt {
         from_limbs(&self.p)
     }
 
-    /// `q` (secret).
-    pub(crate) fn q(&self) -> BigUint {
+    /// `q` (secret; wiped when dropped).
+    pub(crate) fn q(&self) -> SecretInt {
         from_limbs(&self.q)
     }
 
@@ -321,8 +340,9 @@ impl SecretKey {
         let mp = Self::half_decrypt(&self.p_squared.to_biguint(&xp), &p, &self.hp)?;
         let mq = Self::half_decrypt(&self.q_squared.to_biguint(&xq), &q, &self.hq)?;
         let p_inv_q = from_limbs(&self.p_inv_q);
-        let diff = (&mq + &q - (&mp % &q)) % &q;
-        let h = (diff * p_inv_q) % &q;
+        let (p, q) = (&*p, &*q);
+        let diff = (&mq + q - (&mp % q)) % q;
+        let h = (diff * &*p_inv_q) % q;
         Ok(mp + p * h)
     }
 
@@ -337,7 +357,7 @@ impl SecretKey {
         if rest != BigUint::ZERO {
             return Err(PaillierError::DecryptionFailed);
         }
-        Ok((l * from_limbs(h)) % prime)
+        Ok((l * &*from_limbs(h)) % prime)
     }
 
     /// Decrypts with the textbook formula `m = L(c^lambda mod n^2) mu mod n`, without the CRT
@@ -352,7 +372,7 @@ impl SecretKey {
         if rest != BigUint::ZERO {
             return Err(PaillierError::DecryptionFailed);
         }
-        Ok((l * from_limbs(&self.mu)) % self.public.n())
+        Ok((l * &*from_limbs(&self.mu)) % self.public.n())
     }
 
     /// Noise `r^n mod n^2` computed with the CRT (what the key holder can do): `r^(n mod
@@ -375,10 +395,9 @@ impl SecretKey {
         out.extend_from_slice(SECRET_MAGIC);
         out.extend_from_slice(&KEY_FORMAT_VERSION.to_be_bytes());
         for value in [self.p(), self.q()] {
-            let mut bytes = value.to_bytes_be();
+            let bytes = Zeroizing::new(value.to_bytes_be());
             out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
             out.extend_from_slice(&bytes);
-            bytes.zeroize();
         }
         out
     }
@@ -396,10 +415,10 @@ impl SecretKey {
     }
 
     /// The primes in [`Self::export_secret`] output.
-    fn exported_primes(bytes: &[u8]) -> Result<(BigUint, BigUint), PaillierError> {
+    fn exported_primes(bytes: &[u8]) -> Result<(SecretInt, SecretInt), PaillierError> {
         let mut reader = FieldReader::new(bytes, SECRET_MAGIC)?;
-        let p = reader.number()?;
-        let q = reader.number()?;
+        let p = SecretInt(reader.number()?);
+        let q = SecretInt(reader.number()?);
         reader.finish()?;
         Ok((p, q))
     }
@@ -431,10 +450,10 @@ impl KeyPair {
         let half = bits / 2;
         let min_gap = BigUint::from(1u8) << half.saturating_sub(100);
         loop {
-            let p = random_prime(half, rng);
-            let q = random_prime(half, rng);
-            let gap = if p > q { &p - &q } else { &q - &p };
-            if gap <= min_gap {
+            let p = SecretInt(random_prime(half, rng));
+            let q = SecretInt(random_prime(half, rng));
+            let gap = SecretInt(if *p > *q { &*p - &*q } else { &*q - &*p });
+            if *gap <= min_gap {
                 continue;
             }
             if let Ok(secret) = SecretKey::from_primes_insecure_for_tests(&p, &q) {
@@ -456,8 +475,55 @@ fn h_constant(x: &BigUint, y: &BigUint) -> Option<BigUint> {
     (((x - 1u32) * y) % x).modinv(x)
 }
 
-fn from_limbs(limbs: &[u64]) -> BigUint {
-    BigUint::from_slice(&super::montgomery::u32_digits(limbs))
+/// A secret value as a `BigUint` for computation: overwritten in place when dropped (see the
+/// module's notes for how far that reaches).
+pub(crate) struct SecretInt(pub(crate) BigUint);
+
+impl std::ops::Deref for SecretInt {
+    type Target = BigUint;
+
+    fn deref(&self) -> &BigUint {
+        &self.0
+    }
+}
+
+impl Drop for SecretInt {
+    fn drop(&mut self) {
+        wipe(&mut self.0);
+    }
+}
+
+/// Overwrites `x`'s digits in place and leaves it zero. `assign_from_slice` refills the same
+/// heap buffer (cleared, then as many digits as before, which fit its capacity), and a top
+/// digit of 1 keeps num-bigint from truncating or reallocating it; `black_box` keeps the
+/// compiler from dropping the writes as dead before the buffer is freed. Best effort: safe code
+/// cannot reach copies num-bigint made earlier.
+fn wipe(x: &mut BigUint) {
+    let digits = x.iter_u32_digits().len();
+    if digits == 0 {
+        return;
+    }
+    let mut pattern = vec![0u32; digits];
+    pattern[digits - 1] = 1;
+    x.assign_from_slice(&pattern);
+    std::hint::black_box(&*x);
+    *x = BigUint::ZERO;
+}
+
+/// The limbs of `x`, padded with zeros to at least `len`, in a buffer wiped on drop (allocated
+/// once at its final length, so no unwiped copy is left behind by growing it).
+fn limbs_of(x: &BigUint, len: usize) -> Zeroizing<Vec<u64>> {
+    let digits = x.iter_u64_digits();
+    let mut out = Zeroizing::new(Vec::with_capacity(len.max(digits.len())));
+    out.extend(digits);
+    let len = len.max(out.len());
+    out.resize(len, 0);
+    out
+}
+
+fn from_limbs(limbs: &[u64]) -> SecretInt {
+    let digits = Zeroizing::new(super::montgomery::u32_digits(limbs));
+    SecretInt(BigUint::from_slice(&digits))
 }
 
 /// Reads length-prefixed big-endian numbers after a magic and version.
@@ -506,5 +572,29 @@ impl<'a> FieldReader<'a> {
                 self.rest.len()
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wiping_leaves_zero_whatever_the_size() {
+        for bits in [0u32, 1, 31, 32, 63, 64, 65, 1024, 2047] {
+            let mut x = (BigUint::from(1u8) << bits) - 1u8 + (BigUint::from(1u8) << bits);
+            wipe(&mut x);
+            assert_eq!(x, BigUint::ZERO, "{bits}");
+        }
+        let secret = SecretInt(BigUint::from(12345u32));
+        assert_eq!(*secret, BigUint::from(12345u32));
+    }
+
+    #[test]
+    fn limbs_are_padded_without_growing() {
+        let limbs = limbs_of(&BigUint::from(7u8), 4);
+        assert_eq!(&limbs[..], &[7, 0, 0, 0]);
+        assert_eq!(limbs.capacity(), 4);
+        assert_eq!(from_limbs(&limbs).0, BigUint::from(7u8));
     }
 }
