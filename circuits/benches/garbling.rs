@@ -11,7 +11,7 @@ use privlogit_circuits::backend::Builder;
 use privlogit_circuits::bristol;
 use privlogit_circuits::channel::{Discard, MemoryChannel};
 use privlogit_circuits::circuit::{Circuit, Schedule};
-use privlogit_circuits::fixedpoint::mul;
+use privlogit_circuits::fixed_gadgets::mul;
 use privlogit_circuits::garble::{Evaluator, Garbler};
 use privlogit_circuits::ot::{CotReceiver, CotSender};
 use rand::SeedableRng;

@@ -5,24 +5,24 @@
 //! - [`backend`]: the backend trait circuits are written against, with plaintext, counting and
 //!   recording backends and constant folding.
 //! - [`word`]: integer gadgets (add, compare, select, products, ...).
-//! - [`fixed`]: the fixed-point number format (shared with the Paillier encoding).
+//! - [`fixed_format`]: the fixed-point number format (shared with the Paillier encoding).
 //! - [`garble`]: half-gates garbling and evaluation as backends; [`channel`]: byte channels.
 //! - [`ot`]: base OT and IKNP extension; [`session`]: two-party sessions tying them together.
-//! - [`linalg`]: Cholesky, substitutions and inverses on fixed-point matrices.
-//! - [`fixedpoint`]: fixed-point gadgets (multiply, dot product, divide, square root).
+//! - [`matrix_circuits`]: Cholesky, substitutions and inverses on fixed-point matrices.
+//! - [`fixed_gadgets`]: fixed-point gadgets (multiply, dot product, divide, square root).
 
 pub mod backend;
 pub mod bristol;
 pub mod channel;
 pub mod circuit;
-pub mod fixed;
-pub mod fixedpoint;
+pub mod fixed_format;
+pub mod fixed_gadgets;
 pub mod garble;
-pub mod linalg;
+pub mod matrix_circuits;
 pub mod ot;
 pub mod session;
 pub mod word;
 
 pub use backend::{Backend, Bit, Builder, Word};
 pub use circuit::{Circuit, CircuitError, Gate, GateCounts};
-pub use fixed::{FixedError, FixedFormat};
+pub use fixed_format::{FixedError, FixedFormat};

@@ -155,8 +155,8 @@ fn builder_circuits_garble_correctly() {
     let format = privlogit_circuits::FixedFormat::DEFAULT;
     let mut rec = Builder::recorder();
     let (x, y) = (rec.input(64), rec.input(64));
-    let p = privlogit_circuits::fixedpoint::mul(&mut rec, &x, &y, format);
-    let q = privlogit_circuits::fixedpoint::div(&mut rec, &x, &y, format);
+    let p = privlogit_circuits::fixed_gadgets::mul(&mut rec, &x, &y, format);
+    let q = privlogit_circuits::fixed_gadgets::div(&mut rec, &x, &y, format);
     let circuit = rec.finish(&[p, q]).expect("valid");
     let (a, b) = (
         format.encode(-3.25).expect("in range"),
@@ -246,7 +246,7 @@ fn gate_list_fast_path_matches_plaintext() {
 /// each party and a masked output, and a word reused across two circuits.
 #[test]
 fn two_party_session_with_ot() {
-    use privlogit_circuits::fixedpoint::{mul, sqrt};
+    use privlogit_circuits::fixed_gadgets::{mul, sqrt};
     use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
     use privlogit_circuits::word::add;
     let format = privlogit_circuits::FixedFormat::DEFAULT;

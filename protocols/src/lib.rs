@@ -10,15 +10,15 @@
 //! - [`stopping`]: when an optimiser stops (the rule both sides of [`Aggregation`] read).
 //! - [`compensated`]: partition-independent sums of the Nodes' row terms.
 //! - [`rows`]: where a Node's rows come from, read chunk by chunk (memory, files, simulations).
-//! - [`linalg`]: the small dense Cholesky factorisation and triangular solves they need.
+//! - [`cholesky`]: the small dense Cholesky factorisation and triangular solves they need.
 //! - [`paillier`]: the additively homomorphic encryption of the Nodes' sums.
 //! - [`secret_file`]: reading key files only when no one but their owner can.
 //! - [`secure`]: the Node, aggregator and key-holder roles of PrivLogit-Hessian and -Local.
 //! - [`transport`]: TCP channels (tokio moves the bytes; the roles stay synchronous).
 
 pub mod aggregation;
+pub mod cholesky;
 pub mod compensated;
-pub mod linalg;
 pub mod objective;
 pub mod optimizer;
 pub mod paillier;

@@ -27,7 +27,7 @@ pub mod inprocess;
 pub mod keyholder;
 pub mod masked;
 pub mod node;
-pub mod release;
+pub mod perturbation;
 pub mod shapes;
 pub mod solver;
 pub mod study;
@@ -36,7 +36,7 @@ pub mod wire;
 pub use error::{Refusal, ResumeMismatch, SecureError};
 
 use num_bigint::BigUint;
-use privlogit_circuits::fixed::FixedFormat;
+use privlogit_circuits::fixed_format::FixedFormat;
 
 use crate::paillier::{Packing, PaillierError, PublicKey};
 
@@ -94,7 +94,7 @@ pub struct SecureConfig {
     /// Largest row count a Node may declare.
     pub max_rows: u64,
     /// Terms the Center adds to every sum over the Nodes: its penalty, and in a secure PLR
-    /// study the objective's noise ([`release`]).
+    /// study the objective's noise ([`perturbation`]).
     pub center_terms: u32,
 }
 

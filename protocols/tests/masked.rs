@@ -10,7 +10,7 @@ use num_bigint::BigInt;
 use num_traits::{One, ToPrimitive, Zero};
 use privlogit_protocols::paillier::{DjnNoise, KeyPair, Packing, SecretKey};
 use privlogit_protocols::secure::SecureError;
-use privlogit_protocols::secure::masked::linalg::{self, SpdBounds};
+use privlogit_protocols::secure::masked::block_spd::{self, SpdBounds};
 use privlogit_protocols::secure::masked::matrix::IntMatrix;
 use privlogit_protocols::secure::masked::packed::PackedMatrix;
 use privlogit_protocols::secure::masked::pair::{self, KeyholderEnd};
@@ -214,7 +214,7 @@ fn spd_inverse_matches_f64() {
         let (_, enc, bound) = share_spd(&a, &bounds);
         let (inverse, _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
             let shared = e.share(gc, &enc, bound)?;
-            linalg::spd_inverse(e, gc, &shared, &bounds)
+            block_spd::spd_inverse(e, gc, &shared, &bounds)
         })
         .expect("runs");
         let got = reveal(&inverse, &keyholder);
@@ -233,7 +233,7 @@ fn cholesky_matches_f64() {
     let (_, enc, bound) = share_spd(&a, &bounds);
     let ((l, m), _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
         let shared = e.share(gc, &enc, bound)?;
-        let (l, m) = linalg::cholesky(e, gc, &shared, &bounds, true)?;
+        let (l, m) = block_spd::cholesky(e, gc, &shared, &bounds, true)?;
         Ok((l, m.expect("asked for")))
     })
     .expect("runs");
@@ -267,7 +267,7 @@ fn every_value_the_key_holder_learns_is_masked_forty_bits_past_its_bound() {
     let (_, enc, bound) = share_spd(&a, &bounds);
     let (_, engine, keyholder) = pair::run(secret(), FRAC, true, |e, gc| {
         let shared = e.share(gc, &enc, bound)?;
-        linalg::spd_inverse(e, gc, &shared, &bounds)
+        block_spd::spd_inverse(e, gc, &shared, &bounds)
     })
     .expect("runs");
     let sent: &[_] = engine.audit();
@@ -325,7 +325,7 @@ fn a_matrix_below_its_public_eigenvalue_bound_is_refused() {
     let (_, enc, bound) = share_spd(&a, &bounds);
     let error = pair::run(secret(), FRAC, false, |e, gc| {
         let shared = e.share(gc, &enc, bound)?;
-        linalg::spd_inverse(e, gc, &shared, &bounds)
+        block_spd::spd_inverse(e, gc, &shared, &bounds)
     })
     .expect_err("refused");
     assert!(matches!(error, SecureError::Range(_)), "{error}");

@@ -6,8 +6,8 @@
 use ndarray::{Array1, Array2};
 
 use super::{Aggregation, NewtonSystem};
+use crate::cholesky::Cholesky;
 use crate::compensated::CompensatedSum;
-use crate::linalg::Cholesky;
 use crate::objective::{PartyData, unpack_lower};
 use crate::penalty::Penalty;
 use crate::rows::RowsError;

@@ -16,7 +16,7 @@ use privlogit_circuits::session::EvaluatorSession;
 use super::gc::{self, AggregatorGc, Comparison};
 use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
-use super::release::{self, NoiseShare, Release};
+use super::perturbation::{self, NoiseShare, Release};
 use super::shapes::Shape;
 use super::solver::{self, LinearAlgebra, SavedFactor, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
@@ -427,7 +427,7 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(!large)
     }
 
-    /// Secure PLR ([`release`]): draws the aggregator's share of the objective's noise, has
+    /// Secure PLR ([`perturbation`]): draws the aggregator's share of the objective's noise, has
     /// the key holder draw its own (it learns N for that), checks that both derived the same
     /// penalty `N (lambda + Delta)`, and keeps `Enc(-(b_1 + b_2)/N)` for every round. Returns
     /// the penalty.
@@ -443,7 +443,8 @@ impl<C: Channel> SecureAggregation<C> {
                 party: Role::Aggregator,
                 cause,
             })?;
-        let my_share = release::encrypt_share(&self.key, &self.config, &mine, n, &self.gc.noise)?;
+        let my_share =
+            perturbation::encrypt_share(&self.key, &self.config, &mine, n, &self.gc.noise)?;
         let session = self.config.session;
         let payload = Writer::new().u64(n as u64).finish();
         let ch = self.keyholder()?;
@@ -457,7 +458,7 @@ impl<C: Channel> SecureAggregation<C> {
         Shape {
             len: d,
             scale: self.config.frac,
-            bound: release::share_bound(&self.config),
+            bound: perturbation::share_bound(&self.config),
             packing: crate::paillier::Packing::unpacked(&self.key),
         }
         .check(&theirs, "the key holder's noise share")?;

@@ -18,10 +18,10 @@ use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::{One, Zero};
 use privlogit_circuits::backend::{Backend, Bit, Builder, Word};
 use privlogit_circuits::channel::Channel;
-use privlogit_circuits::fixed::FixedFormat;
-use privlogit_circuits::fixedpoint::constant_fixed;
+use privlogit_circuits::fixed_format::FixedFormat;
+use privlogit_circuits::fixed_gadgets::constant_fixed;
 use privlogit_circuits::garble::{Evaluator, Garbler};
-use privlogit_circuits::linalg::{
+use privlogit_circuits::matrix_circuits::{
     Matrix, RangeCheck, back_substitution_checked, cholesky_checked, forward_substitution_checked,
     spd_inverse_from_cholesky_checked,
 };

@@ -8,13 +8,13 @@ use std::thread;
 use std::time::Instant;
 
 use privlogit_circuits::channel::{Channel, MemoryChannel};
-use privlogit_circuits::fixed::FixedFormat;
+use privlogit_circuits::fixed_format::FixedFormat;
 
 use super::SecureError;
 use super::aggregator::{AggregatorStats, Protocol};
 use super::keyholder::{KeyholderStats, NoKeyStore};
 use super::node::{NodeData, NodeStats};
-use super::release::{NoiseShare, NoiseShares};
+use super::perturbation::{NoiseShare, NoiseShares};
 use super::solver::LinearAlgebra;
 use super::study::{self, StudyError, StudyOutcome, StudyPlan};
 use crate::objective::PartyData;

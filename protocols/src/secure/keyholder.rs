@@ -6,14 +6,14 @@
 use num_bigint::{BigInt, BigUint};
 use num_traits::One;
 use privlogit_circuits::channel::Channel;
-use privlogit_circuits::linalg::Matrix;
+use privlogit_circuits::matrix_circuits::Matrix;
 use privlogit_circuits::session::GarblerSession;
 
 use super::gc::{self, Comparison, KeyholderGc};
 use super::masked::MaskedHelper;
 use super::masked::matrix::IntMatrix;
 use super::masked::msgs::Request;
-use super::release::{self, NoiseShare, Release};
+use super::perturbation::{self, NoiseShare, Release};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, SecretKey};
@@ -276,7 +276,7 @@ pub fn serve<C: Channel>(
                         cause,
                     })?;
                 let t = clock();
-                let encrypted = release::encrypt_share(key, config, &draw, rows, &noise)?;
+                let encrypted = perturbation::encrypt_share(key, config, &draw, rows, &noise)?;
                 paillier_seconds += t.elapsed().as_secs_f64();
                 let reply = Writer::new()
                     .f64s(&[draw.penalty])

@@ -7,23 +7,23 @@
 //!
 //! - [`engine`]: the aggregator's side, which drives: shared matrices, products, blocks.
 //! - [`helper`]: the key holder's side, which keeps views and answers.
-//! - [`linalg`]: SPD inverse and Cholesky on shared matrices, with bounds from public numbers.
+//! - [`block_spd`]: SPD inverse and Cholesky on shared matrices, with bounds from public numbers.
 //! - [`leaf`]: the garbled-circuit pivots (reciprocal, square root).
 //! - [`cross`]: `Enc(X) R`, the cross terms (shared-base multi-exponentiation).
 //! - [`packed`], [`matrix`], [`msgs`]: encrypted and plaintext matrices, the requests.
 
+pub mod block_spd;
 pub mod cross;
 pub mod engine;
 pub mod helper;
 pub mod layout;
 pub mod leaf;
-pub mod linalg;
 pub mod matrix;
 pub mod msgs;
 pub mod packed;
 pub mod pair;
 mod wide;
 
+pub use block_spd::SpdBounds;
 pub use engine::{MaskedEngine, MaskedStats, Shared};
 pub use helper::{HelperStats, MaskedHelper};
-pub use linalg::SpdBounds;

@@ -17,11 +17,11 @@ use std::time::Instant;
 
 use num_bigint::{BigInt, BigUint, Sign};
 use privlogit_circuits::channel::Channel;
-use privlogit_circuits::linalg::Matrix;
+use privlogit_circuits::matrix_circuits::Matrix;
 
 use super::gc::{self, AggregatorGc};
+use super::masked::block_spd::{self, SpdBounds};
 use super::masked::engine::to_f64;
-use super::masked::linalg::{self, SpdBounds};
 use super::masked::packed::PackedMatrix;
 use super::masked::{MaskedEngine, MaskedStats, Shared};
 use super::wire::{self, Reader, Step, Writer};
@@ -255,7 +255,7 @@ impl Solver {
                 // stop early at one that is not.
                 let bounds = bounds.with_min_pivot(norm.recip());
                 let shared = engine.share_lower(gc, lower, d, lower.slot_bound().bits() as u32)?;
-                let inverse = linalg::spd_inverse(engine, gc, &shared, &bounds)?;
+                let inverse = block_spd::spd_inverse(engine, gc, &shared, &bounds)?;
                 engine.release(gc, &[&shared])?;
                 // trace(A^-1) >= ||A^-1||_2: one revealed bit certifies the step's accuracy.
                 let trace = engine.trace(gc, &inverse)?;

@@ -11,7 +11,7 @@ use std::borrow::Borrow;
 use std::time::Instant;
 
 use privlogit_circuits::channel::Channel;
-use privlogit_circuits::fixed::FixedFormat;
+use privlogit_circuits::fixed_format::FixedFormat;
 use sha2::{Digest, Sha256};
 
 use super::aggregator::{AggregatorStats, Protocol, SecureAggregation, SetupState};
@@ -19,7 +19,7 @@ use super::checkpoint::Checkpoint;
 use super::endorsement::{Endorsement, Endorser, KeyTrust};
 use super::keyholder::{self, DecryptionBudget, KeyStore, KeyholderStats};
 use super::node::{self, NodeData};
-use super::release::{self as perturbation, Consent, NoiseShare, Release};
+use super::perturbation::{self, Consent, NoiseShare, Release};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use super::{MAX_ITERATIONS, Refusal, ResumeMismatch, SecureConfig, SecureError};
@@ -54,7 +54,7 @@ pub struct StudyPlan {
     /// seed (and the coefficients the matrix belongs to), so that a run repeats another's
     /// rounding. As secret as the masks: never in a real study.
     pub mask_seed: Option<u64>,
-    /// Secure PLR: the published model epsilon-DP by objective perturbation ([`release`]).
+    /// Secure PLR: the published model epsilon-DP by objective perturbation ([`perturbation`]).
     pub release: Option<Release>,
 }
 

@@ -16,7 +16,7 @@ use std::io;
 use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::One;
 use privlogit_circuits::backend::{Backend, Bit, Builder, Word};
-use privlogit_circuits::fixedpoint::divide_unsigned;
+use privlogit_circuits::fixed_gadgets::divide_unsigned;
 use privlogit_circuits::word::{
     add, add_with_carry, lt_signed, lt_unsigned, select, sub, zero_extend,
 };

@@ -15,7 +15,7 @@
 //! `2^(frac - 1)`, and the result is read from columns `frac .. frac + width`.
 
 use crate::backend::{Backend, Bit, Builder, Recorder, Word};
-use crate::fixed::FixedFormat;
+use crate::fixed_format::FixedFormat;
 
 /// The two factors of a product term.
 pub type WordPair<W> = (Word<W>, Word<W>);

@@ -2,8 +2,8 @@
 //! relative to the largest entry, at the default 64 / 32 format.
 
 use privlogit_circuits::backend::{Bit, Builder, Plain};
-use privlogit_circuits::fixed::FixedFormat;
-use privlogit_circuits::linalg::{
+use privlogit_circuits::fixed_format::FixedFormat;
+use privlogit_circuits::matrix_circuits::{
     Matrix, back_substitution, cholesky, dot_product, forward_substitution,
     spd_inverse_from_cholesky,
 };
@@ -148,7 +148,7 @@ fn cholesky_and_inverse_match_f64() {
 }
 
 /// AND gates of the Cholesky circuit, counted by running it on the counting backend
-/// (`cargo test --release -p privlogit-circuits --test linalg gate_count -- --nocapture`).
+/// (`cargo test --release -p privlogit-circuits --test matrix_circuits gate_count -- --nocapture`).
 fn cholesky_ands(d: usize) -> u64 {
     let mut c = Builder::counter();
     let a: Matrix<()> = (0..d)

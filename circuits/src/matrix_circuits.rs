@@ -8,8 +8,8 @@
 //! divisions and `d` square roots.
 
 use crate::backend::{Backend, Bit, Builder, Word};
-use crate::fixed::FixedFormat;
-use crate::fixedpoint::{WordPair, constant_fixed, div, div_checked, dot, dot_checked, sqrt};
+use crate::fixed_format::FixedFormat;
+use crate::fixed_gadgets::{WordPair, constant_fixed, div, div_checked, dot, dot_checked, sqrt};
 use crate::word::{lt_signed, neg};
 
 /// A matrix of fixed-point words, by rows.
