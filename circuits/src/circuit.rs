@@ -1,7 +1,7 @@
 //! Boolean circuits as gate lists in topological order, with plaintext evaluation.
 //!
 //! Wires are numbered; the first wires are the inputs, group after group, and the last wires
-//! are the outputs (the Bristol Fashion convention, `../shared/circuits/README.md`): bit `j` of an
+//! are the outputs (the Bristol Fashion convention of the reference circuits): bit `j` of an
 //! input or output value sits on its group's `j`-th wire, least significant bit first. Every
 //! wire other than an input is written by exactly one gate, before any gate reads it.
 

@@ -1,4 +1,4 @@
-//! Two's-complement fixed-point words (ARCHITECTURE.md, "Fixed point").
+//! Two's-complement fixed-point words (docs/src/how-it-computes.md, "Fixed point").
 //!
 //! A real `x` is stored as the integer `round(x * 2^frac)` in a `width`-bit two's-complement
 //! word. The default format is 64 bits with 32 fractional bits. Rounding is to nearest, ties

@@ -1,5 +1,5 @@
 //! How the Center forms sums of the Nodes' contributions, and the few operations it performs on
-//! them (ARCHITECTURE.md, "Write each optimizer once").
+//! them (docs/src/architecture.md, "Write each optimizer once").
 //!
 //! The optimisers in [`crate::optimizer`] only ever touch aggregated quantities through this
 //! trait. Its associated types are the Center's *secret* view of those sums: plain `f64`s for

@@ -1,5 +1,5 @@
 //! The two-server secure protocols (dissertation chapter 5, Algorithms 6-8; data flow in
-//! ARCHITECTURE.md): Nodes encrypt their sums under the key holder's Paillier key, the
+//! docs/src/architecture.md): Nodes encrypt their sums under the key holder's Paillier key, the
 //! aggregator adds them up, and the key holder (garbler) and the aggregator (evaluator) finish
 //! every computation on secret values in a garbled circuit.
 //!
@@ -13,7 +13,7 @@
 //! - [`checkpoint`]: what the aggregator keeps to continue a study after a party was lost.
 //! - [`inprocess`]: every role on its own thread over in-memory channels.
 //!
-//! Scaling: every sum is divided by N before encryption (ARCHITECTURE.md, "Fixed point"), so the
+//! Scaling: every sum is divided by N before encryption (docs/src/how-it-computes.md, "Fixed point"), so the
 //! bound, gradient and objective the Center holds are `B/N`, `g/N` and `l/N`. Steps `(B/N)^-1
 //! (g/N) = B^-1 g` and the relative-change test are unchanged by the scaling, so the optimisers
 //! see the same quantities as the plaintext run up to fixed-point rounding.

@@ -2,7 +2,7 @@
 //! for by name, plaintext), a greeting that binds each connection to its study and its party,
 //! heartbeats and deadlines, and an abort that reaches every party.
 //!
-//! The crypto cores are synchronous (ARCHITECTURE.md: async code only moves bytes), so a
+//! The crypto cores are synchronous (docs/src/architecture.md: async code only moves bytes), so a
 //! [`Link`] is the same [`ChunkChannel`] as the in-memory pair, over a pipe whose chunks go to
 //! a writer task and come from a reader task, both on one shared tokio runtime.
 //!

@@ -1,7 +1,7 @@
 //! Signed fixed-point plaintexts and encrypted numbers that know how large they can get.
 //!
 //! A real `x` at scale `s` is the integer `round(x 2^s)` (ties away from zero); `s` counts
-//! fractional bits, as in the garbled circuits' format (ARCHITECTURE.md, "Fixed point"). A
+//! fractional bits, as in the garbled circuits' format (docs/src/how-it-computes.md, "Fixed point"). A
 //! signed integer `v` with `|v| <= floor(n/2)` is stored as `v mod n`, so plaintexts are the
 //! centred range `(-n/2, n/2]` and decode back unambiguously.
 //!

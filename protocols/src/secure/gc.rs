@@ -1,7 +1,7 @@
 //! The garbled-circuit half of the Center: the key holder garbles, the aggregator evaluates, and
 //! both run the same circuit functions below on their side of one session ([`GcParty`]).
 //!
-//! Values enter a circuit from Paillier by additive masking over the integers (ARCHITECTURE.md,
+//! Values enter a circuit from Paillier by additive masking over the integers (docs/src/how-it-computes.md,
 //! "Fixed point"): for a secret integer `x` with `|x| < 2^b` (a public bound), the aggregator
 //! draws `r` uniform in `[0, 2^(b + sigma))` and has the key holder decrypt `v = x + r`; the
 //! statistical distance between `v` and `r` alone is below `2^-sigma`. In the circuit the key
@@ -32,7 +32,8 @@ use zeroize::Zeroizing;
 
 use crate::paillier::{DjnNoise, EncryptedVector, PaillierError, PublicKey};
 
-/// Statistical security of the masks, in bits (ARCHITECTURE.md: sigma = 40).
+/// Statistical security of the masks, in bits: a value below `2^b` masked with a uniform draw
+/// below `2^(b + SIGMA)` is within statistical distance `2^-SIGMA` of the mask alone.
 pub const SIGMA: u32 = 40;
 
 /// One side of the Center's garbled-circuit session. Inputs and reveals take `Some` on the side

@@ -1,4 +1,4 @@
-//! Masked linear algebra between the two servers (ARCHITECTURE.md, "Masked linear algebra"):
+//! Masked linear algebra between the two servers (docs/src/how-it-computes.md, "Masked linear algebra"):
 //! matrices stay secret as a mask at the aggregator and a masked view at the key holder, and
 //! every `O(d^3)` step is a Beaver-style product whose cross terms the aggregator computes on
 //! Paillier ciphertexts. Only the `d` scalar pivots go through (small) garbled circuits. This
