@@ -16,8 +16,8 @@
 //!
 //! Computation needs `BigUint`s: key construction makes them from the primes, and every
 //! decryption rebuilds `p`, `q`, `h_p`, `h_q` and `p^-1 mod q` from the limbs (a few small
-//! allocations, nothing next to the two exponentiations). Those temporaries are [`SecretInt`]s,
-//! overwritten in place when dropped, as far as safe code reaches: [`SecretInt`]'s drop writes
+//! allocations, nothing next to the two exponentiations). Those temporaries are `SecretInt`s,
+//! overwritten in place when dropped, as far as safe code reaches: `SecretInt`'s drop writes
 //! the digits over (same length, so num-bigint refills the same heap buffer), makes the
 //! compiler treat them as read (`std::hint::black_box`, best effort rather than the volatile
 //! writes of `zeroize`), and then frees the buffer. Not wiped: copies num-bigint makes inside
