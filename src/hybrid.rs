@@ -1,7 +1,7 @@
 //! Hybrid pipelines (issue 15): secure multi-party fitting joined with differential privacy.
 //!
 //! - [`secure_plr`]: each server's share of PLR's noise in a secure study (the protocol side
-//!   is `privlogit_protocols::secure::release`), and the budget a study publishes under.
+//!   is `privlogit_protocols::secure::perturbation`), and the budget a study publishes under.
 
 //! - [`stacking`]: cross-organization stacking (each organization's DP low-level model,
 //!   meta rows from all of them, the high level fitted by a secure PLR study).

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use privlogit_circuits::fixed::FixedFormat;
+use privlogit_circuits::fixed_format::FixedFormat;
 use privlogit_protocols::Optimizer;
 use privlogit_protocols::optimizer::DEFAULT_ANDERSON_MEMORY;
 use privlogit_protocols::secure::DEFAULT_FORMAT;

@@ -6,7 +6,7 @@ mod common;
 use common::max_abs_diff;
 use privlogit::data::partition;
 use privlogit::fit::{self, Preparation};
-use privlogit::protocols::linalg::Cholesky;
+use privlogit::protocols::cholesky::Cholesky;
 use privlogit::protocols::{DivergenceReason, FitOptions, Initial, Optimizer, Status};
 use privlogit::synthetic::Simulation;
 

@@ -247,7 +247,7 @@ fn dpiw_noise_reconstructed_from_released_weights_follows_its_density() {
     )
     .expect("widths");
     let gram = design.t().dot(&design);
-    let chol = privlogit::protocols::linalg::Cholesky::factor(&gram).expect("full rank");
+    let chol = privlogit::protocols::cholesky::Cholesky::factor(&gram).expect("full rank");
     let scale = dpiw::noise_scale(eps, private.nrows(), lambda);
     let mut norms: Vec<f64> = (0..200u64)
         .map(|seed| {

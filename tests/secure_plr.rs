@@ -15,7 +15,7 @@ use privlogit::protocols::paillier::KeyPair;
 use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
-use privlogit::protocols::secure::release::Release;
+use privlogit::protocols::secure::perturbation::Release;
 use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study::StudyPlan;
 use privlogit::protocols::{FitOptions, Optimizer, PartyData, Status};
@@ -290,7 +290,7 @@ fn released_noise_follows_the_plr_density() {
             .collect();
         let b = -(xu.t().dot(&r) + &w * penalty);
         let share = |stream| {
-            use privlogit::protocols::secure::release::NoiseShare;
+            use privlogit::protocols::secure::perturbation::NoiseShare;
             secure_plr::PlrNoiseShare::seeded(1000 + seed, stream)
                 .draw(&release, rows, features)
                 .expect("share")

@@ -14,13 +14,13 @@ use std::fmt::Write as _;
 use std::thread;
 use std::time::Instant;
 
-use crate::protocols::linalg::Cholesky;
+use crate::protocols::cholesky::Cholesky;
 use crate::protocols::paillier::{
     DjnNoise, EncryptedVector, Fixed, KeyPair, KeySize, Packing, SecretKey,
 };
 use crate::protocols::secure::gc::AggregatorGc;
 use crate::protocols::secure::keyholder::{self, KeyholderStats};
-use crate::protocols::secure::masked::linalg as masked_linalg;
+use crate::protocols::secure::masked::block_spd as masked_linalg;
 use crate::protocols::secure::solver::{self, LinearAlgebra, Solver};
 use crate::protocols::secure::wire::{self, Step};
 use crate::protocols::secure::{DEFAULT_FORMAT, PAILLIER_FRAC, SecureConfig, SecureError};
@@ -416,7 +416,7 @@ fn circuit_cholesky_error(a: &Array2<f64>, lower: &[Fixed], config: &SecureConfi
     let words: Vec<Word<bool>> = lower.iter().map(|v| word(&mut b, v)).collect();
     let at = |i: usize, j: usize| words[i.max(j) * (i.max(j) + 1) / 2 + i.min(j)].clone();
     let m: Vec<Vec<Word<bool>>> = (0..d).map(|i| (0..d).map(|j| at(i, j)).collect()).collect();
-    let l = privlogit_circuits::linalg::cholesky(&mut b, &m, format);
+    let l = privlogit_circuits::matrix_circuits::cholesky(&mut b, &m, format);
     let value =
         |w: &[Bit<bool>]| format.decode(format.from_word(Builder::<Plain>::value(w) as u64));
     let got = Array2::from_shape_fn((d, d), |(i, j)| if j <= i { value(&l[i][j]) } else { 0.0 });

@@ -10,7 +10,7 @@
 //! weights `alpha` and `1 - alpha`).
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
-use privlogit_protocols::linalg::Cholesky;
+use privlogit_protocols::cholesky::Cholesky;
 use privlogit_protocols::objective::{sigmoid, softplus};
 
 use super::DpError;

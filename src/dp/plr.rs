@@ -143,7 +143,7 @@ pub fn minimise(
     centre: Option<&ndarray::Array1<f64>>,
     b: Option<&ndarray::Array1<f64>>,
 ) -> Result<ndarray::Array1<f64>, DpError> {
-    use privlogit_protocols::linalg::Cholesky;
+    use privlogit_protocols::cholesky::Cholesky;
     use privlogit_protocols::objective::{sigmoid, softplus};
     let (n, d) = x.dim();
     let nf = n as f64;

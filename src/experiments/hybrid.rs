@@ -37,7 +37,7 @@ use crate::dp::scaling::RowScaling;
 use crate::dp::stacking::{meta_rows, split_rows};
 use crate::experiments::dp_papers::{ExperimentSettings, Fits, Outcome, Part, Results};
 use crate::metrics::auc;
-use privlogit_protocols::secure::release::Release;
+use privlogit_protocols::secure::perturbation::Release;
 
 use crate::hybrid::secure_plr;
 

@@ -1,9 +1,9 @@
 //! Secure PLR's noise shares: each server draws a whole PLR noise vector (stacking paper
 //! Algorithm 1 step 8, with `eps'` and `Delta` of steps 1-6 for the study's N) from its own
-//! CSPRNG; the study adds both under encryption (see `privlogit_protocols::secure::release`
+//! CSPRNG; the study adds both under encryption (see `privlogit_protocols::secure::perturbation`
 //! for why the sum keeps the guarantee from every server's view).
 
-use privlogit_protocols::secure::release::{NoiseDraw, NoiseShare, NoiseShares, Release};
+use privlogit_protocols::secure::perturbation::{NoiseDraw, NoiseShare, NoiseShares, Release};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 

@@ -11,7 +11,7 @@
 //!    `M` published group models (step 6 / 14; the constant is the high level's intercept), in
 //!    the order the organizations are listed.
 //! 3. The high-level model is fitted over every organization's meta rows by a secure PLR
-//!    study (`privlogit_protocols::secure::release`): no organization's `D^h` leaves it, and
+//!    study (`privlogit_protocols::secure::perturbation`): no organization's `D^h` leaves it, and
 //!    the published high level is epsilon-DP.
 //!
 //! Budget: every row is in `D^l` or in `D^h`, never both, and each part's release is

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use ndarray::{Array1, Array2};
 use privlogit_protocols::paillier::{KeyPair, KeySize};
-use privlogit_protocols::secure::release::Release;
+use privlogit_protocols::secure::perturbation::Release;
 use serde_json::json;
 
 use super::secure_plr;

@@ -4,7 +4,7 @@
 
 use privlogit_protocols::optimizer::Optimizer;
 use privlogit_protocols::secure::aggregator::Protocol;
-use privlogit_protocols::secure::release::Release;
+use privlogit_protocols::secure::perturbation::Release;
 use privlogit_protocols::secure::solver::LinearAlgebra;
 use privlogit_protocols::secure::study::StudyPlan;
 use privlogit_protocols::{FitOptions, Initial};

@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use privlogit_protocols::paillier::{KeyPair, KeySize, PublicKey, SecretKey};
 use privlogit_protocols::rows::RowSource;
-use privlogit_protocols::secure::SecureError;
 use privlogit_protocols::secure::checkpoint::Checkpoint;
 use privlogit_protocols::secure::inprocess;
 use privlogit_protocols::secure::keyholder::KeyholderStats;
 use privlogit_protocols::secure::node::{NodeData, NodeStats};
-use privlogit_protocols::secure::release::{NoiseShare, Release};
+use privlogit_protocols::secure::perturbation::{NoiseShare, Release};
 use privlogit_protocols::secure::study::{self, Continuity, StudyPlan};
+use privlogit_protocols::secure::{Refusal, SecureError};
 use privlogit_protocols::transport::{Expected, Role};
 use privlogit_protocols::{IterationRecord, StepKind};
 
@@ -597,8 +597,10 @@ impl Node {
                         "{source}: the ledger knows data sets by their files here"
                     ))),
                 };
-                charged
-                    .map_err(|e| SecureError::Protocol(format!("this Node refuses the study: {e}")))
+                charged.map_err(|e| SecureError::Refused {
+                    party: Role::Node,
+                    reason: Refusal::Policy(e.to_string()),
+                })
             };
             let stats = study::run_node(
                 channel,
@@ -665,9 +667,7 @@ fn make_key(bits: u32) -> Result<SecretKey, SecureError> {
         3072 => KeySize::Bits3072,
         4096 => KeySize::Bits4096,
         other => {
-            return Err(SecureError::Protocol(format!(
-                "the study asks for a {other}-bit key; 2048, 3072 or 4096 are supported"
-            )));
+            return Err(SecureError::UnsupportedKeySize(other));
         }
     };
     Ok(KeyPair::generate(size, &mut rand::rng()).secret)

@@ -101,7 +101,10 @@ impl FileKeyStore {
 }
 
 fn store_error(path: &Path, e: impl std::fmt::Display) -> SecureError {
-    SecureError::Protocol(format!("the key file {}: {e}", path.display()))
+    SecureError::KeyStore {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    }
 }
 
 impl KeyStore for FileKeyStore {

@@ -28,11 +28,6 @@ pub enum SecureError {
     /// A Paillier operation was refused.
     #[error(transparent)]
     Paillier(#[from] PaillierError),
-    /// Legacy, to be removed once the root crate stops constructing it: a refusal described
-    /// only in words. Nothing in `privlogit-protocols` or `privlogit-circuits` builds it; use
-    /// one of the variants below.
-    #[error("protocol error: {0}")]
-    Protocol(String),
     /// A peer broke the protocol: a request out of place (before the setup, twice), a message
     /// whose contents contradict the study's public parameters, or an answer of the wrong
     /// shape.

@@ -14,7 +14,7 @@
 //! ratio test that drops a weight reaching zero and a KKT check that adds back a source whose
 //! `g_k > 1`) then converge quadratically.
 
-use privlogit_protocols::linalg::Cholesky;
+use privlogit_protocols::cholesky::Cholesky;
 
 use ndarray::{Array1, ArrayView1};
 
