@@ -1,5 +1,6 @@
 //! Distributed differentially private deep learning: DPSTGD (dissertation chapter 3,
-//! `../shared/papers/004_*.txt`, Algorithms 1-3).
+//! Y. Wang, Multi-Party Privacy-Preserving Machine Learning and Its Applications, University of
+//! Virginia, 2018; Algorithms 1-3).
 //!
 //! Participants train one network through a parameter server; each uploads, per step, only the
 //! `n` gradient coordinates that Report-Noisy-Top-N picks, ternarized to `{-B, 0, B}`.
@@ -22,6 +23,40 @@ pub mod remote;
 pub mod rntn;
 pub mod server;
 pub mod upload;
+
+/// The defaults of DPSTGD's settings, for the command line (`privlogit dl`) and Python
+/// (`privlogit.dp.dpstgd`) alike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Defaults {
+    /// Minibatch sampling ratio q.
+    pub q: f64,
+    /// Share of the gradient coordinates uploaded per step.
+    pub upload_ratio: f64,
+    /// Iterations T.
+    pub iterations: u64,
+    /// Clipping bound B.
+    pub bound: f64,
+    /// Learning rate r of eq. (3.1).
+    pub learning_rate: f64,
+    /// Hidden layer widths.
+    pub hidden: [usize; 2],
+    /// The delta allowed (0: pure differential privacy).
+    pub delta: f64,
+    /// How the spend is composed (`sound`, or `dissertation` for Theorem 3.3.2 as printed).
+    pub accounting: &'static str,
+}
+
+/// DPSTGD's defaults (the dissertation's experiment's settings, chapter 3.4).
+pub const DEFAULTS: Defaults = Defaults {
+    q: 0.01,
+    upload_ratio: 0.1,
+    iterations: 100,
+    bound: 0.01,
+    learning_rate: 0.1,
+    hidden: [50, 20],
+    delta: 0.0,
+    accounting: "sound",
+};
 
 /// Why training cannot start or could not finish.
 #[derive(Debug, thiserror::Error)]

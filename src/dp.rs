@@ -1,4 +1,6 @@
-//! Differential privacy (stacking paper `../shared/papers/002_*.txt`, transfer paper `000_*.txt`).
+//! Differential privacy (the stacking paper: Yao et al., Privacy-preserving Stacking with Application to
+//! Cross-organizational Diabetes Prediction, IJCAI 2019; the transfer paper: Guo et al.,
+//! Privacy-preserving Transfer Learning for Knowledge Sharing, arXiv 1811.09491).
 //!
 //! - [`plr`]: PLR (stacking Algorithm 1, objective perturbation) and output perturbation;
 //! - [`scaling`]: Algorithm 1 step 7, rows to norm at most 1 (or `q_k`) without data-dependent

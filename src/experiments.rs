@@ -60,13 +60,10 @@ enum Which {
 pub struct ExperimentArgs {
     /// The experiment.
     which: Which,
-    /// The MNIST digits CSV (`label,px0,...,px783`).
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "../shared/data/mnist_digits.csv"
-    )]
-    data: PathBuf,
+    /// The MNIST digits CSV (`label,px0,...,px783`; every experiment but `dphtl --domains`
+    /// reads it).
+    #[arg(long, value_name = "FILE")]
+    data: Option<PathBuf>,
     /// Directory for `<experiment>.csv` (mean and sd), `<experiment>_repeats.csv` (every
     /// repeat) and `<experiment>.svg` (the figure) [default: results/dp, results/hybrid for
     /// hybrid].
@@ -88,13 +85,10 @@ pub struct ExperimentArgs {
     /// Dphtl only: the label column of `--domains`.
     #[arg(long, value_name = "COLUMN", default_value = "label")]
     domain_label: String,
-    /// Hybrid only: the three hospitals' data (split per repeat).
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "../shared/data/breast_cancer.csv"
-    )]
-    hospitals: PathBuf,
+    /// Hybrid only: the three hospitals' data, breast_cancer.csv with its `label` column (split
+    /// per repeat).
+    #[arg(long, value_name = "FILE")]
+    hospitals: Option<PathBuf>,
     /// Repeats.
     #[arg(long, default_value_t = 10)]
     repeats: usize,
@@ -136,6 +130,13 @@ fn parse_epsilon(s: &str) -> Result<Privacy> {
     Ok(p)
 }
 
+/// The MNIST digits file of `args`, which every experiment but `dphtl --domains` needs.
+fn digits_file(args: &ExperimentArgs) -> Result<&Path> {
+    args.data
+        .as_deref()
+        .context("--data FILE is needed: the MNIST digits CSV (label,px0,...,px783)")
+}
+
 /// Runs `dp experiment`.
 pub fn run(args: ExperimentArgs) -> Result<()> {
     if args.suffix.contains(['/', '\\']) {
@@ -150,7 +151,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             .clone()
             .unwrap_or_else(|| PathBuf::from("results/dphtl"));
         let input = dphtl_report::Input {
-            digits: &args.data,
+            digits: args.data.as_deref(),
             domains: args
                 .domains
                 .as_deref()
@@ -163,7 +164,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             .out_dir
             .clone()
             .unwrap_or_else(|| PathBuf::from("results/dpstgd"));
-        return dpstgd_report::run(&args.data, &out_dir, args.repeats, args.seed);
+        return dpstgd_report::run(digits_file(&args)?, &out_dir, args.repeats, args.seed);
     }
     let settings = ExperimentSettings {
         repeats: args.repeats,
@@ -179,7 +180,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         ..ExperimentSettings::papers(args.seed)
     };
     settings.validate()?;
-    let digits = Digits::load(&args.data)?;
+    let digits = Digits::load(digits_file(&args)?)?;
     let out_dir = args.out_dir.clone().unwrap_or_else(|| {
         PathBuf::from(if args.which == Which::Hybrid {
             "results/hybrid"
@@ -264,7 +265,11 @@ fn run_hybrid(
         .iter()
         .filter_map(|p| p.epsilon().ok().flatten())
         .collect();
-    let hospitals = data::load(&args.hospitals, &data::LoadOptions::new("label"))?.data;
+    let hospitals = args
+        .hospitals
+        .as_deref()
+        .context("--hospitals FILE is needed: breast_cancer.csv, with its label column `label`")?;
+    let hospitals = data::load(hospitals, &data::LoadOptions::new("label"))?.data;
     let mnist_rows: Vec<usize> = digits
         .rows_of(0)
         .into_iter()

@@ -142,11 +142,17 @@ fn save<D: Draw>(figure: &D, stem: &Path) -> Result<[PathBuf; 2], FigureError> {
         root.present().map_err(|e| fail(&svg, failed(e)))?;
     }
     {
-        let root = BitMapBackend::new(&png_tmp, SIZE).into_drawing_area();
-        let drawn = figure
-            .draw_on(&root)
-            .and_then(|()| root.present().map_err(failed));
-        if let Err(e) = drawn {
+        // Drawn into an RGB buffer and encoded by the png crate (plotters' own encoder would
+        // bring the whole image crate, JPEG and BMP included, into the build).
+        let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
+        let drawn = {
+            let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+            figure
+                .draw_on(&root)
+                .and_then(|()| root.present().map_err(failed))
+        };
+        let written = drawn.and_then(|()| write_png(&png_tmp, &rgb).map_err(|e| e.to_string()));
+        if let Err(e) = written {
             let _ = std::fs::remove_file(&svg_tmp);
             let _ = std::fs::remove_file(&png_tmp);
             return Err(fail(&png, e));
@@ -155,6 +161,19 @@ fn save<D: Draw>(figure: &D, stem: &Path) -> Result<[PathBuf; 2], FigureError> {
     std::fs::rename(&svg_tmp, &svg).map_err(|e| fail(&svg, e.to_string()))?;
     std::fs::rename(&png_tmp, &png).map_err(|e| fail(&png, e.to_string()))?;
     Ok([svg, png])
+}
+
+/// `rgb` (SIZE pixels, 8-bit RGB) as a PNG file at `path`.
+fn write_png(path: &Path, rgb: &[u8]) -> std::io::Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut encoder = png::Encoder::new(file, SIZE.0, SIZE.1);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
+    writer
+        .write_image_data(rgb)
+        .map_err(std::io::Error::other)?;
+    writer.finish().map_err(std::io::Error::other)
 }
 
 /// The smallest and largest finite value, widened a little (and to a unit range if flat).

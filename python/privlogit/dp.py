@@ -2,7 +2,7 @@
 code `privlogit dp fit` runs), so the same `seed` gives the same noise and the same model as
 the command line.
 
-Methods (papers in `../shared/papers/`): `plr` (objective perturbation, stacking paper
+Methods (of the stacking and transfer papers the book's dp guide names): `plr` (objective perturbation, stacking paper
 Algorithm 1), `output_perturbation` (Chaudhuri et al. 2011), `pst_s`, `pst_f` (stacking
 Algorithms 2-3), `plr_fs` (transfer Algorithm 3), `pst_h` (stacking Algorithm 4), `pptl_fs`
 (transfer Algorithm 4), `simcomb` (transfer Algorithm 2), `dphtl` (dissertation Algorithm
@@ -204,9 +204,13 @@ class DeepModel:
         return f"<privlogit.dp.DeepModel {self.sizes}>"
 
 
-def dpstgd(parties, epsilon=None, *, non_private=False, q=0.01, upload_ratio=0.1, iterations=100, bound=0.01,
-           learning_rate=0.1, exact_upload=False, hidden=(50, 20), seed=None, init=None, delta=0.0, budget=None,
-           accounting="sound", accept_unsound_accounting=False):
+_DL = _native.defaults("dl")
+
+
+def dpstgd(parties, epsilon=None, *, non_private=False, q=_DL["q"], upload_ratio=_DL["upload_ratio"],
+           iterations=_DL["iterations"], bound=_DL["bound"], learning_rate=_DL["learning_rate"], exact_upload=False,
+           hidden=tuple(_DL["hidden"]), seed=None, init=None, delta=_DL["delta"], budget=None,
+           accounting=_DL["accounting"], accept_unsound_accounting=False):
     """DPSTGD (dissertation chapter 3): participants `parties` (a list of `(X, y)`) train one
     ReLU network (`hidden` widths, softmax output) through a parameter server, each step
     uploading `upload_ratio` of the gradient coordinates chosen by Report-Noisy-Top-N with

@@ -90,7 +90,7 @@ impl PyDeepModel {
 /// refused before anything is trained; the dissertation's figure, not a privacy bound, decides
 /// only with `accept_unsound_accounting=True`.
 #[pyfunction]
-#[pyo3(signature = (parties, epsilon = None, non_private = false, q = 0.01, upload_ratio = 0.1, iterations = 100, bound = 0.01, learning_rate = 0.1, exact_upload = false, hidden = vec![50, 20], seed = None, init = None, delta = 0.0, budget = None, accounting = "sound", accept_unsound_accounting = false))]
+#[pyo3(signature = (parties, epsilon = None, non_private = false, q = privlogit::dl::DEFAULTS.q, upload_ratio = privlogit::dl::DEFAULTS.upload_ratio, iterations = privlogit::dl::DEFAULTS.iterations, bound = privlogit::dl::DEFAULTS.bound, learning_rate = privlogit::dl::DEFAULTS.learning_rate, exact_upload = false, hidden = privlogit::dl::DEFAULTS.hidden.to_vec(), seed = None, init = None, delta = privlogit::dl::DEFAULTS.delta, budget = None, accounting = privlogit::dl::DEFAULTS.accounting, accept_unsound_accounting = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn dpstgd(
     py: Python<'_>,

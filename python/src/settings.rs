@@ -89,10 +89,23 @@ fn to_python<'py>(py: Python<'py>, v: &toml::Value) -> PyResult<Bound<'py, PyAny
 }
 
 /// `{key: default}` of every setting `reader` (`fit`, `study`, `keyholder`, `aggregator`,
-/// `node`) takes: the library's defaults, which the Python functions' keywords show and the
+/// `node`; `dl` for DPSTGD's) takes: the library's defaults, which the Python functions' keywords show and the
 /// command line's flags too (a key without a default maps to None).
 #[pyfunction]
 pub fn defaults<'py>(py: Python<'py>, reader: &str) -> PyResult<Bound<'py, PyDict>> {
+    if reader == "dl" {
+        let d = privlogit::dl::DEFAULTS;
+        let out = PyDict::new(py);
+        out.set_item("q", d.q)?;
+        out.set_item("upload_ratio", d.upload_ratio)?;
+        out.set_item("iterations", d.iterations)?;
+        out.set_item("bound", d.bound)?;
+        out.set_item("learning_rate", d.learning_rate)?;
+        out.set_item("hidden", d.hidden.to_vec())?;
+        out.set_item("delta", d.delta)?;
+        out.set_item("accounting", d.accounting)?;
+        return Ok(out);
+    }
     let reader = match reader {
         "fit" => Reader::Fit,
         "study" => Reader::Study,

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use privlogit_circuits::FixedFormat;
 use privlogit_circuits::backend::{Builder, Word};
@@ -33,6 +33,10 @@ pub struct CircuitBenchArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// A Bristol Fashion 64 x 64 multiplier to time (e.g. mult2_64.txt of the Bristol
+    /// collection) [default: the builder's own multiplier as a gate list].
+    #[arg(long, value_name = "FILE")]
+    circuit: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -59,14 +63,13 @@ struct CholeskyRun {
 /// Runs `privlogit bench circuits`.
 pub fn run(args: CircuitBenchArgs) -> Result<()> {
     let runs = args.runs.max(1);
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/circuits/mult2_64.txt"
-    );
-    let circuit = match std::fs::read_to_string(path) {
-        Ok(text) => bristol::parse(&text)?,
-        Err(_) => {
-            // Outside the repository: the builder's own 64 x 64 multiplier as a gate list.
+    let circuit = match &args.circuit {
+        Some(path) => bristol::parse(
+            &std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+        )?,
+        None => {
+            // The builder's own 64 x 64 multiplier as a gate list.
             let mut rec = Builder::recorder();
             let (x, y) = (rec.input(64), rec.input(64));
             let p = privlogit_circuits::word::mul_columns(&mut rec, &x, &y, false, 128, Vec::new());

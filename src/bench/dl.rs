@@ -27,11 +27,7 @@ use ndarray::Axis;
 #[derive(Debug, Args)]
 pub struct DlBenchArgs {
     /// The MNIST digits CSV (digit 8 against the rest, as `dp experiment dpstgd`).
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "../shared/data/mnist_digits.csv"
-    )]
+    #[arg(long, value_name = "FILE")]
     data: PathBuf,
     /// Participants.
     #[arg(long, default_value_t = 5)]

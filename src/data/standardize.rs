@@ -6,7 +6,7 @@
 //! party sums its squared deviations from that mean. All sums are compensated
 //! ([`CompensatedSum`]), so the statistics, and therefore the standardised data, do not depend on
 //! how the rows are partitioned. The row count, means and standard deviations are public by
-//! design (ARCHITECTURE.md, "Parties and trust").
+//! design (docs/src/security-model.md).
 
 use ndarray::{Array1, Array2, ArrayView2};
 use privlogit_protocols::compensated::CompensatedSum;

@@ -96,10 +96,10 @@ struct PrivacyArgs {
     #[arg(long, value_name = "TOTAL")]
     budget: Option<f64>,
     /// How the spend is composed.
-    #[arg(long, value_enum, default_value = "sound")]
+    #[arg(long, value_enum, default_value = super::DEFAULTS.accounting)]
     accounting: AccountingArg,
     /// The delta allowed (0: pure differential privacy; > 0 allows advanced composition).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = super::DEFAULTS.delta)]
     delta: f64,
     /// Let `--accounting dissertation` decide against `--budget` although its figure is not a
     /// privacy bound (both figures are printed and written with the model either way).
@@ -192,26 +192,26 @@ struct AlgorithmArgs {
     #[arg(long, conflicts_with = "epsilon")]
     non_private: bool,
     /// Minibatch sampling ratio q.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = super::DEFAULTS.q)]
     q: f64,
     /// Share of the gradient coordinates uploaded per step (n = ceil(ratio x parameters)).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = super::DEFAULTS.upload_ratio)]
     upload_ratio: f64,
     /// Iterations T (each visits every participant once).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = super::DEFAULTS.iterations)]
     iterations: u64,
     /// Clipping bound B of each example's gradient coordinates (and the ternary magnitude).
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = super::DEFAULTS.bound)]
     bound: f64,
     /// Learning rate r of eq. (3.1).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = super::DEFAULTS.learning_rate)]
     learning_rate: f64,
     /// Upload the selected noisy values instead of B times their signs (each the query
     /// rounded to the noise's grid plus an exact discrete Laplace count of grid steps).
     #[arg(long)]
     exact_upload: bool,
     /// Hidden layer widths.
-    #[arg(long, value_delimiter = ',', default_value = "50,20")]
+    #[arg(long, value_delimiter = ',', default_values_t = super::DEFAULTS.hidden)]
     hidden: Vec<usize>,
     /// Reproducible run: the server's initial weights and each participant's sampling and
     /// noise from ChaCha20 streams of this seed (for experiments; not for release).

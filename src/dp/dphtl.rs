@@ -1,5 +1,5 @@
 //! Differentially private hypothesis transfer from several sources: DPHTL (dissertation
-//! chapter 4, `../shared/papers/004_*.txt`, section 4.3, Algorithms 4-5, eq. 4.1-4.2).
+//! chapter 4, section 4.3, Algorithms 4-5, eq. 4.1-4.2).
 //!
 //! Each source publishes a DP hypothesis (output perturbation on its labelled rows) and DP
 //! importance weights over a public set (DPIW on its unlabelled rows); the target weighs the

@@ -40,7 +40,7 @@ impl PlrBudget {
     /// Less noise for more penalty: the margin of a linear classifier does not depend on the
     /// scale of `w`, so the shrinkage costs little while the noise, whose norm scales with
     /// `1/eps'`, drops (breast_cancer, 400 rows, lambda 0.01: test AUC 0.62 -> 0.71 at eps
-    /// 0.1; measured in the README). `share = 0.5` is the stacking paper's switch at `eps/2`.
+    /// 0.1; measured in docs/src/guide/dp.md). `share = 0.5` is the stacking paper's switch at `eps/2`.
     /// Both `eps'` and `Delta` are continuous in `n lambda`: no cliff.
     pub fn with_noise_share(
         epsilon: f64,
@@ -385,7 +385,7 @@ mod tests {
         assert!(PlrBudget::with_noise_share(0.1, 100, 0.01, 1.0).is_err());
     }
 
-    /// The eps' cliff of Algorithm 1 as printed, gone (issue 14; README Limitations had it).
+    /// The eps' cliff of Algorithm 1 as printed, gone (issue 14; docs/src/limitations.md had it).
     /// eps = 1, n = 400, lambda = 1e-3 (python3: 1 - math.log1p(1/0.8 + 1/(16*0.16))
     /// = 0.028984368436598462, and 1/(1600*math.expm1(0.25)) - 1e-3 = 0.0012005072901173737):
     /// as printed the noise uses eps' = 0.029; at share 0.5 eps' = eps/2 with Delta = 0.0012

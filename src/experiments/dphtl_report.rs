@@ -37,15 +37,20 @@ fn eps_label(e: Option<f64>) -> String {
 /// Where the domains come from: the MNIST digits file (the substitute), or a table whose
 /// `domain_column` names each row's domain and `label` its 0/1 label.
 pub struct Input<'a> {
-    /// The MNIST digits CSV.
-    pub digits: &'a Path,
+    /// The MNIST digits CSV (needed without `domains`).
+    pub digits: Option<&'a Path>,
     /// A domain-labelled table instead: its path, label column and domain column.
     pub domains: Option<(&'a Path, &'a str, &'a str)>,
 }
 
 fn load(input: &Input<'_>) -> Result<ex::Domains> {
     match input.domains {
-        None => Ok(ex::Domains::digit_pairs(&Digits::load(input.digits)?)),
+        None => {
+            let digits = input
+                .digits
+                .context("--data FILE is needed: the MNIST digits CSV (label,px0,...,px783)")?;
+            Ok(ex::Domains::digit_pairs(&Digits::load(digits)?))
+        }
         Some((path, label, column)) => {
             let options = crate::data::LoadOptions {
                 group: Some(column.to_string()),

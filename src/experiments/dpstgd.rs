@@ -1,7 +1,7 @@
 //! Figures 3.3-3.6 of the dissertation on a public substitute for its card data.
 //!
 //! The paper's data (a US bank's transactions, 0.7 million rows after under-sampling, 14 %
-//! fraud) is private. The substitute is the project's MNIST digits (`../shared/data`, 10,000
+//! fraud) is private. The substitute is the MNIST digits file `dp experiment --data` reads (10,000
 //! images) as "digit 8 against the rest": a binary task with an imbalanced positive class
 //! (9.4 %), many rows, and enough features for a network of the paper's shape (784 inputs,
 //! 40,312 parameters). It is not tabular, and it is 70 times smaller than the paper's sample: a

@@ -39,17 +39,8 @@ impl FitJob {
         if spec.reader != Reader::Fit {
             return Err(Error::plan("a spec read for a study cannot run as a fit"));
         }
-        let (_, optimizer) = spec.resolved_optimizer(false)?;
-        optimizer.validate()?;
-        let options = spec.fit_options(false)?;
-        let parties = load_parties(spec)?;
-        let prepared = super::prepare(
-            parties,
-            Preparation {
-                standardize: spec.standardize,
-                intercept: spec.intercept,
-            },
-        )?;
+        let (optimizer, options) = plan(spec)?;
+        let prepared = super::prepare(load_parties(spec)?, preparation(spec))?;
         Ok(Self {
             prepared,
             optimizer,
@@ -63,16 +54,8 @@ impl FitJob {
         spec: &Spec,
         parties: &[crate::data::DatasetView<'_>],
     ) -> Result<Self, Error> {
-        let (_, optimizer) = spec.resolved_optimizer(false)?;
-        optimizer.validate()?;
-        let options = spec.fit_options(false)?;
-        let prepared = super::prepare_views(
-            parties,
-            Preparation {
-                standardize: spec.standardize,
-                intercept: spec.intercept,
-            },
-        )?;
+        let (optimizer, options) = plan(spec)?;
+        let prepared = super::prepare_views(parties, preparation(spec))?;
         Ok(Self {
             prepared,
             optimizer,
@@ -99,6 +82,20 @@ impl FitJob {
             fitted,
             options: self.options,
         })
+    }
+}
+
+/// The optimiser and the options `spec` asks for, checked.
+fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions), Error> {
+    let (_, optimizer) = spec.resolved_optimizer(false)?;
+    optimizer.validate()?;
+    Ok((optimizer, spec.fit_options(false)?))
+}
+
+fn preparation(spec: &Spec) -> Preparation {
+    Preparation {
+        standardize: spec.standardize,
+        intercept: spec.intercept,
     }
 }
 

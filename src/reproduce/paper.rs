@@ -6,7 +6,7 @@
 pub enum Source {
     /// A SimuX-style simulation of this many rows and features (section 5.4.1).
     Simulated { rows: usize, features: usize },
-    /// A shared real data set (`../shared/data/FILE`, label column `label`), standardised with
+    /// A real data set (`FILE` in `--data DIR`, label column `label`), standardised with
     /// the pooled statistics.
     Shared {
         file: &'static str,

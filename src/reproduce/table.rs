@@ -183,7 +183,7 @@ pub fn markdown(results: &[RowResults<'_>], machine: &str) -> String {
             .iter()
             .filter_map(|&run| r.get(run).and_then(|x| x.max_abs_diff_to_plaintext))
             .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
-        // Our iteration counts differ from the paper's (section "simulate" of the README), so the
+        // Our iteration counts differ from the paper's (the book's `simulate` guide), so the
         // fair per-protocol comparison is also made per iteration.
         let per_iteration = r
             .get(Run::SecureLocal)

@@ -26,7 +26,7 @@
 //! iterations), and a test at the exact guaranteed increase is decided by the rounding once
 //! that increase falls below it; so two runs of one study parted ways (1e-5 apart after 85
 //! iterations, and 117 to 289 iterations to the same gradient norm). Two changes fix both, at
-//! no cost in rounds (fewer iterations, measured in the README): the window restarts every
+//! no cost in rounds (fewer iterations, measured in docs/src/results/performance.md): the window restarts every
 //! `memory` iterations, so a perturbation reaches at most the extrapolations of its cycle; and
 //! the acceptance test has a slack far above any rounding, so no decision turns on it.
 

@@ -150,7 +150,7 @@ pub fn masked_width(value_bits: u64) -> usize {
 
 /// A uniform mask in `[0, 2^bits)`.
 /// The limbs it is drawn into are wiped; the returned integer is not (num-bigint cannot wipe
-/// its digits: see the README's security notes).
+/// its digits: see docs/src/security-model.md).
 pub fn random_mask<R: CryptoRng + ?Sized>(bits: u64, rng: &mut R) -> BigUint {
     let limbs: Zeroizing<Vec<u32>> = Zeroizing::new(
         (0..bits.div_ceil(64))

@@ -10,7 +10,7 @@
 //! Nobody may know `b`: each server draws a whole PLR noise vector (`b_1` the aggregator,
 //! `b_2` the key holder) and the study uses `b = b_1 + b_2`. From the aggregator's view `b_1`
 //! is a public shift and `b_2` alone is Algorithm 1's noise, so the density-ratio argument of
-//! the guarantee holds unchanged (README, security model); the same from the key holder's.
+//! the guarantee holds unchanged (docs/src/security-model.md); the same from the key holder's.
 //! The price: `b` is larger than one draw (its norm about `sqrt(2)` times, for large d).
 //!
 //! PrivLogit-Local: the Nodes multiply only their own gradients into `Enc((B/N)^-1)`, so the

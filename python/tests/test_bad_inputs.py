@@ -1,0 +1,90 @@
+"""No input reaches a panic across the Python boundary: every bad argument of every entry point
+raises a PrivlogitError (a ValueError) or a TypeError, never pyo3's PanicException (a
+BaseException that `except Exception` misses)."""
+import numpy as np
+import pytest
+
+import privlogit
+from privlogit import dp
+
+RNG = np.random.default_rng(1)
+X = RNG.normal(size=(40, 3))
+Y = (X[:, 0] > 0).astype(float)
+GOOD = (X, Y)
+
+
+def cases(tmp_path):
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("lambda = [\n")
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text("lamda = 1\n")
+    return {
+        "fit: no parties": lambda: privlogit.fit([]),
+        "fit: 1-D X": lambda: privlogit.fit([(Y, Y)]),
+        "fit: 3-D X": lambda: privlogit.fit([(X[None], Y)]),
+        "fit: lengths differ": lambda: privlogit.fit([(X, Y[:-1])]),
+        "fit: strings": lambda: privlogit.fit([(np.array([["a", "b"]]), np.array([1.0]))]),
+        "fit: columns differ": lambda: privlogit.fit([GOOD, (X[:, :2], Y)]),
+        "fit: inf": lambda: privlogit.fit([(np.where(X > 1, np.inf, X), Y)]),
+        "fit: label 0.5": lambda: privlogit.fit([(X, Y / 2)]),
+        "fit: negative lambda": lambda: privlogit.fit([GOOD], lam=-1.0),
+        "fit: NaN lambda": lambda: privlogit.fit([GOOD], lam=float("nan")),
+        "fit: zero iterations": lambda: privlogit.fit([GOOD], max_iter=0),
+        "fit: negative iterations": lambda: privlogit.fit([GOOD], max_iter=-1),
+        "fit: unknown optimizer": lambda: privlogit.fit([GOOD], optimizer="adam"),
+        "fit: zero memory": lambda: privlogit.fit([GOOD], memory=0),
+        "fit: negative tolerance": lambda: privlogit.fit([GOOD], tol=-1.0),
+        "fit: names differ in length": lambda: privlogit.fit([GOOD], names=["a"]),
+        "study: unknown protocol": lambda: privlogit.study([GOOD], protocol="magic"),
+        "study: small key": lambda: privlogit.study([GOOD], key_bits=1024),
+        "study: odd key": lambda: privlogit.study([GOOD], key_bits=2500),
+        "study: bad format": lambda: privlogit.study([GOOD], fixed="64"),
+        "study: lambda 0": lambda: privlogit.study([GOOD], lam=0.0),
+        "study: no parties": lambda: privlogit.study([]),
+        "study: unknown setting": lambda: privlogit.study([GOOD], lamda=1.0),
+        "study: setting of another role": lambda: privlogit.study([GOOD], listen="x"),
+        "study: setting of the wrong type": lambda: privlogit.study([GOOD], max_iter="many"),
+        "study: newton with accel": lambda: privlogit.study([GOOD], protocol="newton", optimizer="privlogit-accel"),
+        "study: empty study file": lambda: privlogit.study(study_file=empty),
+        "study: broken study file": lambda: privlogit.study(study_file=broken),
+        "study: unknown key in file": lambda: privlogit.study(study_file=unknown),
+        "study: missing study file": lambda: privlogit.study(study_file=tmp_path / "missing.toml"),
+        "study: DataFrame without label=": lambda: privlogit.study([__import__("pandas").DataFrame(X)]),
+        "keyholder: no identity": lambda: privlogit.keyholder(empty),
+        "aggregator: no parties": lambda: privlogit.aggregator(empty, insecure_plaintext=True, listen="127.0.0.1:0"),
+        "node: no data": lambda: privlogit.node(empty),
+        "node: bad deadline": lambda: privlogit.node(empty, data=GOOD, names=["a", "b", "c"], insecure_plaintext=True,
+                                                     deadline=-1.0),
+        "node: no aggregator address": lambda: privlogit.node(empty, data=GOOD, names=["a", "b", "c"],
+                                                             insecure_plaintext=True),
+        "load: missing file": lambda: privlogit.load(tmp_path / "missing.csv", "label"),
+        "predict_proba: wrong columns": lambda: privlogit.predict_proba({"names": ["x1"], "coef": [1.0]}, X),
+        "dp: unknown method": lambda: dp.fit("magic", X, Y, 1.0),
+        "dp: negative epsilon": lambda: dp.plr(X, Y, -1.0),
+        "dp: option the method ignores": lambda: dp.plr(X, Y, 1.0, eta=0.3),
+        "dp: K 0": lambda: dp.pst_f(X, Y, 1.0, k=0),
+        "dp: bad combiner": lambda: dp.pst_s(X, Y, 1.0, combiner="average"),
+        "dp: transfer without source": lambda: dp.fit("simcomb", X, Y, 1.0),
+        "dp: dphtl with one source": lambda: dp.dphtl([GOOD], X, X, Y, 1.0),
+        "dp: dphtl through fit": lambda: dp.fit("dphtl", X, Y, 1.0),
+        "dl: no parties": lambda: dp.dpstgd([], 1.0),
+        "dl: bad ratio": lambda: dp.dpstgd([GOOD], 1.0, q=2.0),
+        "dl: zero hidden": lambda: dp.dpstgd([GOOD], 1.0, hidden=(0,)),
+    }
+
+
+def test_every_bad_input_raises_an_exception_not_a_panic(tmp_path):
+    pytest.importorskip("pandas")
+    missed = []
+    for name, call in cases(tmp_path).items():
+        try:
+            call()
+        except (ValueError, TypeError):
+            continue
+        except BaseException as other:  # a PanicException lands here
+            missed.append(f"{name}: {type(other).__module__}.{type(other).__name__}: {other}")
+            continue
+        missed.append(f"{name}: no error")
+    assert not missed, "\n".join(missed)
