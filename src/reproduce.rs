@@ -176,7 +176,7 @@ fn row_data(row: &Row, args: &TableArgs) -> Result<Option<RowData>> {
             }))
         }
         Source::Shared { file, label } => {
-            let path = data_dir(&args)?.join(file);
+            let path = data_dir(args)?.join(file);
             if !path.exists() {
                 eprintln!("{}: {} not found, row skipped", row.name, path.display());
                 return Ok(None);
@@ -214,7 +214,7 @@ fn plaintext_parties(data: &RowData, args: &TableArgs, row: &Row) -> Result<Vec<
     let Source::Shared { file, label } = row.source else {
         bail!("only real data is standardised");
     };
-    let whole = data::load(&data_dir(&args)?.join(file), &LoadOptions::new(label))?.data;
+    let whole = data::load(&data_dir(args)?.join(file), &LoadOptions::new(label))?.data;
     let parts = partition::split_contiguous(&whole, args.parties)?;
     let prepared = fit::prepare(
         parts,

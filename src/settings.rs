@@ -548,11 +548,11 @@ pub fn find(name: &str) -> Option<&'static Key> {
 pub struct Spec {
     /// Who this spec is for (which keys it accepts).
     pub reader: Reader,
-    /// The study file it was read from, if any (its parties and study id with it).
-    pub file: Option<crate::study::file::StudyFile>,
     /// Keys set explicitly (by the file or the caller), for rules that depend on whether a
     /// default was chosen (the Newton protocol implies the Newton optimiser).
     pub explicit: BTreeSet<&'static str>,
+    /// Keys the caller (command line, Python) set, which override the study file's.
+    pub from_caller: BTreeSet<&'static str>,
     /// Data files, one per party.
     pub party: Vec<PathBuf>,
     /// Label column.
@@ -650,8 +650,8 @@ impl Default for Spec {
     fn default() -> Self {
         Self {
             reader: Reader::Study,
-            file: None,
             explicit: BTreeSet::new(),
+            from_caller: BTreeSet::new(),
             party: Vec::new(),
             label: None,
             data: None,
@@ -795,6 +795,9 @@ impl Spec {
                         memory: self.memory,
                     };
                     self.explicit.insert("optimizer");
+                    if matches!(origin, Origin::Given) {
+                        self.from_caller.insert("optimizer");
+                    }
                 }
             }
             "memory" => self.memory = count()? as usize,
@@ -842,6 +845,9 @@ impl Spec {
             other => unreachable!("setting {other} is in KEYS but not read"),
         }
         self.explicit.insert(key.name);
+        if matches!(origin, Origin::Given) {
+            self.from_caller.insert(key.name);
+        }
         Ok(())
     }
 
@@ -855,6 +861,11 @@ impl Spec {
     /// Whether `name` was set by a file or the caller (not left at its default).
     pub fn given(&self, name: &str) -> bool {
         self.explicit.contains(name)
+    }
+
+    /// How firmly `name` was set: 0 its default, 1 by the study file, 2 by the caller.
+    pub fn rank(&self, name: &str) -> u8 {
+        u8::from(self.explicit.contains(name)) + u8::from(self.from_caller.contains(name))
     }
 
     /// The value of `name` as a study file would write it (`None` when unset), for help texts,
@@ -1049,17 +1060,18 @@ mod tests {
     fn values_from_files_and_command_lines_agree() {
         let mut a = Spec::new(Reader::Study);
         let mut b = Spec::new(Reader::Study);
-        a.set("lambda", &Value::Float(0.5), Origin::Given).unwrap();
+        a.set("lambda", &Value::Float(0.5), Origin::Given)
+            .expect("a number");
         b.set("lambda", &Value::String("0.5".into()), Origin::Given)
-            .unwrap();
+            .expect("a number as text");
         assert_eq!(a.lambda, b.lambda);
         let e = a
             .set("lambda", &Value::Boolean(true), Origin::Given)
-            .unwrap_err();
+            .expect_err("a switch is not a number");
         assert!(e.to_string().contains("--lambda"), "{e}");
         let e = a
             .set("listen", &Value::String("x".into()), Origin::Given)
-            .unwrap_err();
+            .expect_err("a study has no listen address");
         assert!(e.to_string().contains("keyholder"), "{e}");
     }
 }

@@ -575,14 +575,18 @@ fn cli_reports_the_library_iteration_count() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // The command line's defaults are the library's settings (privlogit::settings::Spec).
+    let spec = privlogit::settings::Spec::new(privlogit::settings::Reader::Fit);
+    let (_, optimizer) = spec.resolved_optimizer(false).expect("defaults");
     let library = privlogit::fit::fit(
         &common::prepared("breast_cancer.csv", 3),
-        privlogit::protocols::Optimizer::PrivLogit,
-        &privlogit::protocols::FitOptions::new(),
+        optimizer,
+        &spec.fit_options(false).expect("defaults"),
         &mut |_| {},
     )
     .expect("fits");
-    assert_eq!(json["optimizer"], "privlogit");
+    assert_eq!(json["optimizer"], "privlogit-accel");
+    assert_eq!(json["gradient_tolerance"], 1e-6);
     assert_eq!(json["iterations"], library.report.iterations);
     assert_eq!(json["rounds"], library.report.rounds);
     assert_eq!(json["objective"], library.report.objective.expect("shown"));

@@ -231,7 +231,7 @@ fn two_studies_with_the_same_roster_stay_apart() {
     all_succeed(roles, Duration::from_secs(180));
     for (s, data) in [("a", &data_a), ("b", &data_b)] {
         let got = coefficients(&json(&std::fs::read(model(s)).expect("model")));
-        let reference = plaintext_fit(data, "privlogit");
+        let reference = plaintext_fit(data, "privlogit-accel");
         let diff = got
             .iter()
             .zip(&reference)

@@ -36,7 +36,7 @@ fn say(quiet: bool) -> impl Fn(&str) + Sync {
 /// `given` (the keywords of `privlogit.fit`). Returns `fit --json`'s text.
 #[pyfunction]
 pub fn fit(py: Python<'_>, parties: Vec<Party>, given: &Bound<'_, PyDict>) -> PyResult<String> {
-    let spec = spec(Reader::Fit, None, given)?;
+    let (spec, _) = spec(Reader::Fit, None, given)?;
     let sources: Vec<String> = (0..parties.len()).map(|k| format!("party {k}")).collect();
     let mut views = Vec::with_capacity(parties.len());
     for ((x, y, names), source) in parties.iter().zip(&sources) {
@@ -101,7 +101,7 @@ pub fn study(
     given: &Bound<'_, PyDict>,
     study: Option<PathBuf>,
 ) -> PyResult<String> {
-    let spec = spec(Reader::Study, study, given)?;
+    let (spec, _) = spec(Reader::Study, study, given)?;
     let nodes = parties.as_deref().map(node_rows).transpose()?;
     let study = InProcess::new(&spec, nodes).map_err(raise)?;
     let quiet = spec.quiet;
@@ -125,9 +125,9 @@ pub fn keyholder<'py>(
     study: PathBuf,
     given: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let spec = spec(Reader::KeyHolder, Some(study), given)?;
+    let (spec, file) = spec(Reader::KeyHolder, Some(study), given)?;
     let say = say(false);
-    let role = Keyholder::new(&spec, &say).map_err(raise)?;
+    let role = Keyholder::new(&spec, file.as_ref(), &say).map_err(raise)?;
     let stats = py.allow_threads(|| role.run(&say)).map_err(raise)?;
     let out = PyDict::new(py);
     out.set_item("and_gates", stats.and_gates)?;
@@ -143,9 +143,9 @@ pub fn keyholder<'py>(
 #[pyfunction]
 #[pyo3(signature = (study, given))]
 pub fn aggregator(py: Python<'_>, study: PathBuf, given: &Bound<'_, PyDict>) -> PyResult<String> {
-    let spec = spec(Reader::Aggregator, Some(study), given)?;
+    let (spec, file) = spec(Reader::Aggregator, Some(study), given)?;
     let say = say(false);
-    let role = Aggregator::new(&spec, &say).map_err(raise)?;
+    let role = Aggregator::new(&spec, file.as_ref(), &say).map_err(raise)?;
     let out = spec.out.clone();
     let result = py
         .allow_threads(|| {
@@ -173,13 +173,13 @@ pub fn node<'py>(
     given: &Bound<'py, PyDict>,
     data: Option<Party>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let spec = spec(Reader::Node, Some(study), given)?;
+    let (spec, file) = spec(Reader::Node, Some(study), given)?;
     let rows = match data {
         Some(party) => Some(node_rows(std::slice::from_ref(&party))?.remove(0)),
         None => None,
     };
     let say = say(false);
-    let role = Node::new(&spec, rows, &say).map_err(raise)?;
+    let role = Node::new(&spec, file.as_ref(), rows, &say).map_err(raise)?;
     let stats = py.allow_threads(|| role.run(&say)).map_err(raise)?;
     let out = PyDict::new(py);
     out.set_item("local_seconds", stats.local_seconds)?;

@@ -50,12 +50,13 @@ fn value(v: &Bound<'_, PyAny>) -> PyResult<Option<toml::Value>> {
     )))
 }
 
-/// The spec of `reader` from the study file at `study` (if any) and the keywords `given`.
+/// The spec of `reader` from the study file at `study` (if any) and the keywords `given`, with
+/// the file.
 pub fn spec(
     reader: Reader,
     study: Option<std::path::PathBuf>,
     given: &Bound<'_, PyDict>,
-) -> PyResult<Spec> {
+) -> PyResult<(Spec, Option<StudyFile>)> {
     let file = study
         .map(|p| StudyFile::read(&p))
         .transpose()
@@ -67,7 +68,8 @@ pub fn spec(
             settings.push((key, v));
         }
     }
-    file::spec(reader, file.as_ref(), &settings).map_err(raise)
+    let spec = file::spec(reader, file.as_ref(), &settings).map_err(raise)?;
+    Ok((spec, file))
 }
 
 /// A setting's value as Python's.

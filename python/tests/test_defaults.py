@@ -50,3 +50,21 @@ def test_the_command_line_shows_the_same_defaults(cli):
             assert float(text) == value, (flag, text, value)
         else:
             assert text == str(value), (flag, text, value)
+
+
+def test_dpstgd_keywords_take_the_librarys_defaults(cli):
+    # privlogit.dp.dpstgd's keywords and `privlogit dl train --help` show privlogit::dl::DEFAULTS.
+    from privlogit import dp
+
+    library = _native.defaults("dl")
+    parameters = inspect.signature(dp.dpstgd).parameters
+    for key, value in library.items():
+        shown = parameters[key].default
+        assert (list(shown) if isinstance(value, list) else shown) == value, key
+    help_text = cli("dl", "train", "--help").stdout
+    for key in ("q", "upload_ratio", "iterations", "bound", "learning_rate", "delta", "accounting"):
+        flag = "--" + key.replace("_", "-")
+        block = help_text[help_text.index(flag):]
+        text = re.search(r"\[default: ([^\]]+)\]", block).group(1)
+        value = library[key]
+        assert (float(text) == value) if isinstance(value, (int, float)) else (text == value), (flag, text)

@@ -116,18 +116,26 @@ fn csv_text(names: &[String], label: &str, x: &Array2<f64>, y: &Array1<f64>) -> 
     s
 }
 
+/// Where stage 1 writes: the DP model to publish and the D^h rows the organization keeps.
+pub struct StageOneFiles<'a> {
+    /// The low-level DP model (JSON), to publish.
+    pub model: &'a Path,
+    /// The D^h rows (CSV), kept for the meta-level stage.
+    pub high_rows: &'a Path,
+}
+
 /// Stage 1 at one organization: splits its rows, fits its DP low-level model on D^l and writes
-/// it to `out` (to publish) and its D^h rows to `high_out` (to keep).
+/// it to `files.model` (to publish) and its D^h rows to `files.high_rows` (to keep).
 pub fn publish(
     data_file: &Path,
     label: &str,
     organization: Option<&str>,
     low: &LowLevel,
     seed: Option<u64>,
-    out: &Path,
-    high_out: &Path,
+    files: &StageOneFiles<'_>,
     say: Say<'_>,
 ) -> Result<(), Error> {
+    let (out, high_out) = (files.model, files.high_rows);
     let data = load(data_file, label)?;
     let name = organization.map_or_else(|| organization_name(data_file), str::to_string);
     low.charge(&[data_file.to_path_buf()], label, say)?;

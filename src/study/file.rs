@@ -92,7 +92,6 @@ impl StudyFile {
                 spec.set(name, value, Origin::File(&self.path))?;
             }
         }
-        spec.file = Some(self.clone());
         Ok(())
     }
 

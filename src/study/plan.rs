@@ -32,26 +32,41 @@ impl Spec {
         if !secure || newton_protocol == newton_optimizer {
             return Ok((self.protocol, optimizer));
         }
-        match (self.given("protocol"), self.given("optimizer")) {
-            (true, true) => {
-                if self.given("accelerate") && newton_protocol {
-                    Err(Error::plan(
-                        "--accelerate applies to hessian and local only",
-                    ))
-                } else {
-                    Err(Error::plan(format!(
-                        "--optimizer {} does not go with --protocol {} (Newton is its own protocol)",
-                        self.optimizer.name(),
-                        Spec::protocol_name(self.protocol)
-                    )))
-                }
-            }
-            // The protocol was chosen: Newton's protocol runs Newton.
-            (true, false) => Ok((self.protocol, Optimizer::Newton)),
-            // The optimiser was chosen: Newton runs on its protocol.
-            (false, _) if newton_optimizer => Ok((Protocol::Newton, Optimizer::Newton)),
-            (false, _) => Ok((self.protocol, optimizer)),
+        let (protocol_rank, optimizer_rank) = (self.rank("protocol"), self.rank("optimizer"));
+        if protocol_rank == optimizer_rank && protocol_rank > 0 {
+            return Err(if self.given("accelerate") && newton_protocol {
+                Error::plan("--accelerate applies to hessian and local only")
+            } else {
+                Error::plan(format!(
+                    "--optimizer {} does not go with --protocol {} (Newton is its own protocol)",
+                    self.optimizer.name(),
+                    Spec::protocol_name(self.protocol)
+                ))
+            });
         }
+        Ok(if protocol_rank > optimizer_rank {
+            // The protocol was chosen (or chosen later, on the command line over the file):
+            // Newton's protocol runs Newton; PrivLogit's run the default PrivLogit.
+            if newton_protocol {
+                (self.protocol, Optimizer::Newton)
+            } else {
+                let default = Spec::default();
+                (
+                    self.protocol,
+                    Spec {
+                        memory: self.memory,
+                        ..default
+                    }
+                    .resolved_optimizer(false)?
+                    .1,
+                )
+            }
+        } else if newton_optimizer {
+            // The optimiser was chosen: Newton runs on its protocol.
+            (Protocol::Newton, Optimizer::Newton)
+        } else {
+            (Spec::default().protocol, optimizer)
+        })
     }
 
     /// The fit's options: penalty, stopping rule, start, the penalty's centre read from its

@@ -202,10 +202,10 @@ impl InProcess {
     }
 }
 
-/// The connection settings of `spec`.
-fn connection<'a>(spec: &'a Spec) -> Connection<'a> {
+/// The connection settings of `spec` and its study file.
+fn connection<'a>(spec: &'a Spec, file: Option<&'a StudyFile>) -> Connection<'a> {
     Connection {
-        file: spec.file.as_ref(),
+        file,
         identity: spec.identity.as_deref(),
         insecure_plaintext: spec.insecure_plaintext,
         deadline: spec.deadline,
@@ -223,11 +223,11 @@ pub struct Keyholder {
 }
 
 impl Keyholder {
-    /// The key holder `spec` (read with [`Reader::KeyHolder`]) describes: its identity and the
-    /// roster checked, its address found.
-    pub fn new(spec: &Spec, say: Say<'_>) -> Result<Self, Error> {
+    /// The key holder `spec` (read with [`Reader::KeyHolder`]) and the study file describe:
+    /// its identity and the roster checked, its address found.
+    pub fn new(spec: &Spec, file: Option<&StudyFile>, say: Say<'_>) -> Result<Self, Error> {
         expect_reader(spec, Reader::KeyHolder)?;
-        let party = Party::new(&connection(spec), Role::KeyHolder, "keyholder", say)?;
+        let party = Party::new(&connection(spec, file), Role::KeyHolder, "keyholder", say)?;
         let listen = address_of(
             spec.listen.as_ref(),
             party.roster().map(|r| &r.keyholder),
@@ -321,12 +321,12 @@ pub struct Aggregator {
 }
 
 impl Aggregator {
-    /// The aggregator `spec` (read with [`Reader::Aggregator`]) describes: its plan validated,
-    /// its identity and the roster checked, the checkpoint it continues from read (`resume`)
-    /// or refused to overwrite.
-    pub fn new(spec: &Spec, say: Say<'_>) -> Result<Self, Error> {
+    /// The aggregator `spec` (read with [`Reader::Aggregator`]) and the study file describe:
+    /// its plan validated, its identity and the roster checked, the checkpoint it continues
+    /// from read (`resume`) or refused to overwrite.
+    pub fn new(spec: &Spec, file: Option<&StudyFile>, say: Say<'_>) -> Result<Self, Error> {
         expect_reader(spec, Reader::Aggregator)?;
-        let party = Party::new(&connection(spec), Role::Aggregator, "aggregator", say)?;
+        let party = Party::new(&connection(spec, file), Role::Aggregator, "aggregator", say)?;
         let roster = party.roster();
         let parties = match (spec.parties, roster) {
             (Some(n), Some(r)) if n != r.nodes.len() => {
@@ -508,24 +508,26 @@ pub struct Node {
 }
 
 impl Node {
-    /// The Node `spec` (read with [`Reader::Node`]) describes, over `rows` (its `party` file
-    /// unless given): identity and roster checked, the rows opened and checked whole.
-    pub fn new(spec: &Spec, rows: Option<NodeRows>, say: Say<'_>) -> Result<Self, Error> {
+    /// The Node `spec` (read with [`Reader::Node`]) and the study file describe, over `rows`
+    /// (its `party` file unless given): identity and roster checked, the rows opened and
+    /// checked whole.
+    pub fn new(
+        spec: &Spec,
+        file: Option<&StudyFile>,
+        rows: Option<NodeRows>,
+        say: Say<'_>,
+    ) -> Result<Self, Error> {
         expect_reader(spec, Reader::Node)?;
         let rows = match rows {
             Some(r) => r,
             None => {
-                let mut files = files_of(spec)?;
-                if files.len() != 1 {
-                    return Err(Error::plan(format!(
-                        "a Node takes one data file (--party FILE), {} given",
-                        files.len()
-                    )));
-                }
-                files.remove(0)
+                // The last `party` given: the command line's over a study file's.
+                files_of(spec)?
+                    .pop()
+                    .ok_or_else(|| Error::plan("a Node needs its data file: --party FILE"))?
             }
         };
-        let party = Party::new(&connection(spec), Role::Node, &spec.name, say)?;
+        let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
         let aggregator = address_of(
             spec.aggregator.as_ref(),
             party.roster().map(|r| &r.aggregator),

@@ -53,8 +53,11 @@ impl Deployment {
             let fp = new_identity(&dir, name);
             fingerprints.insert(*name, fp);
         }
+        // Accelerated PrivLogit with the paper's relative-change rule (37 iterations on the
+        // demo) keeps these transport tests short; the default gradient rule is tested in
+        // study_cli.rs.
         let mut file = format!(
-            "label = \"label\"\nstandardize = true\n[keyholder]\nfingerprint = \"{}\"\n[aggregator]\ncertificate = \"aggregator.crt\"\n",
+            "label = \"label\"\nstandardize = true\noptimizer = \"privlogit-accel\"\ntol = 1e-6\ngradient_tol = 0\n[keyholder]\nfingerprint = \"{}\"\n[aggregator]\ncertificate = \"aggregator.crt\"\n",
             fingerprints["keyholder"]
         );
         for h in HOSPITALS {
@@ -194,6 +197,8 @@ pub fn plaintext_fit(files: &[String], optimizer: &str) -> Vec<f64> {
         "--optimizer",
         optimizer,
     ]);
+    // The deployments' stopping rule (the paper's relative change, see `Deployment::new`).
+    fit.args(["--tol", "1e-6", "--gradient-tol", "0"]);
     fit.args(["--json", "--quiet", "--party"]);
     fit.args(files);
     let out = fit.output().expect("runs");

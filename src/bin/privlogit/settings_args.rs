@@ -121,12 +121,14 @@ macro_rules! reader_args {
         }
 
         impl clap::Args for $name {
+            // A flag given twice keeps its last value (a script can append an override);
+            // repeatable flags such as `--party` still collect every value.
             fn augment_args(command: Command) -> Command {
-                add(command, $reader)
+                add(command, $reader).args_override_self(true)
             }
 
             fn augment_args_for_update(command: Command) -> Command {
-                add(command, $reader)
+                add(command, $reader).args_override_self(true)
             }
         }
     };

@@ -171,8 +171,10 @@ pub fn run(args: StackArgs) -> Result<Outcome> {
             a.organization.as_deref(),
             &a.budget.low_level(),
             a.seed,
-            &a.out,
-            &a.high_out,
+            &stages::StageOneFiles {
+                model: &a.out,
+                high_rows: &a.high_out,
+            },
             &say,
         )?,
         StackCommand::Meta(a) => stages::meta(&a.high, &a.label, &a.models, &a.out, &say)?,

@@ -82,7 +82,7 @@ pub fn run_node(given: Given) -> Result<Outcome> {
         .transpose()?;
     let spec = file::spec(Reader::Node, file.as_ref(), &given.settings)?;
     let print = |m: &str| line(m);
-    study::Node::new(&spec, None, &print)?.run(&print)?;
+    study::Node::new(&spec, file.as_ref(), None, &print)?.run(&print)?;
     Ok(Outcome::Success)
 }
 
@@ -161,10 +161,10 @@ fn serve(
 ) -> Result<Outcome> {
     let spec = file::spec(reader, file, &given.settings)?;
     if reader == Reader::KeyHolder {
-        study::Keyholder::new(&spec, say)?.run(say)?;
+        study::Keyholder::new(&spec, file, say)?.run(say)?;
         return Ok(Outcome::Success);
     }
-    let aggregator = study::Aggregator::new(&spec, say)?;
+    let aggregator = study::Aggregator::new(&spec, file, say)?;
     let (json, out, cost) = (spec.json, spec.out.clone(), spec.cost.clone());
     let mut write = |r: &StudyResult| {
         deliver(r, json, out.as_deref(), cost.as_deref())
