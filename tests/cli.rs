@@ -268,6 +268,34 @@ fn json_output_has_the_documented_fields() {
     assert!(err.contains("relative change"), "{err}");
 }
 
+/// `--free-intercept` frees the intercept only: without one (`--no-intercept`) the first
+/// feature stays penalised, so the fit equals the one without the flag exactly.
+#[test]
+fn free_intercept_without_an_intercept_changes_nothing() {
+    let data = common::shared_data("breast_cancer.csv");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "fit",
+            "--data",
+            s(&data),
+            "--split",
+            "3",
+            "--label",
+            "label",
+            "--standardize",
+            "--no-intercept",
+            "--json",
+            "--quiet",
+        ];
+        args.extend(extra);
+        let out = privlogit(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        json["coefficients"].clone()
+    };
+    assert_eq!(run(&[]), run(&["--free-intercept"]));
+}
+
 /// The readable table names every coefficient; --quiet silences progress.
 #[test]
 fn table_output_lists_coefficients() {

@@ -41,8 +41,10 @@ def test_the_command_line_shows_the_same_defaults(cli):
     library = _native.defaults("study")
     for key in ("protocol", "optimizer", "lambda", "tol", "gradient_tol", "max_iter", "key_bits", "fixed"):
         flag = "--" + key.replace("_", "-")
-        block = shown[shown.index(flag):]
-        match = re.search(r"\[default: ([^\]]+)\]", block)
+        # The flag's own help line (other flags' help may mention it).
+        line = re.search(r"^\s+" + re.escape(flag) + r"\b.*$", shown, re.MULTILINE)
+        assert line, flag
+        match = re.search(r"\[default: ([^\]]+)\]", line.group(0))
         assert match, flag
         value = library[key]
         text = match.group(1)

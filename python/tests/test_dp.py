@@ -62,7 +62,7 @@ def test_noise_differs_without_a_seed_and_bad_input_is_refused():
         dp.plr(X, y, -1.0)
     with pytest.raises(privlogit.PrivlogitError, match="needs a source"):
         dp.fit("simcomb", X, y, 1.0)
-    with pytest.raises(privlogit.PrivlogitError, match="not plr"):
+    with pytest.raises(privlogit.PrivlogitError, match="`lasso` is not one of plr"):
         dp.fit("lasso", X, y, 1.0)
     w = dp.plr(X, y, 1.0, seed=1).w
     assert np.allclose(dp.predict_proba(w, X), dp.plr(X, y, 1.0, seed=1).predict_proba(X), atol=1e-15)

@@ -101,7 +101,8 @@ impl Spec {
         }
         let options = FitOptions::new()
             .lambda(self.lambda)
-            .free_intercept(self.free_intercept)
+            // Without an intercept there is nothing to free (the first column is a feature).
+            .free_intercept(self.free_intercept && self.intercept)
             .relative_tolerance(tol)
             .gradient_tolerance(gradient)
             .max_iterations(self.max_iter)
@@ -125,7 +126,7 @@ impl Spec {
                 },
             ));
         }
-        if self.free_intercept {
+        if self.free_intercept && self.intercept {
             return Err(Error::plan(
                 "a secure study penalises every coefficient (its widths assume lambda on each): \
                  --free-intercept is for the plaintext fit",
