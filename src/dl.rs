@@ -16,7 +16,6 @@
 //! - [`experiment`]: Figures 3.3-3.6 on a public substitute for the paper's card data.
 
 pub mod budget;
-pub mod job;
 pub mod network;
 pub mod participant;
 pub mod remote;

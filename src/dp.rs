@@ -17,13 +17,10 @@
 //! - [`ledger`]: epsilon spent per data set, and refusals past a total stored in the ledger;
 //! - [`mnist`], [`experiment`]: the papers' MNIST experiments.
 
-pub mod account;
 pub mod accounting;
-pub mod charge;
 pub mod discrete;
 pub mod dphtl;
 pub mod feature_split;
-pub mod job;
 pub mod ledger;
 pub mod mnist;
 pub mod noise;

@@ -1,5 +1,5 @@
-//! What the application layer ([`crate::study`], [`crate::fit`], [`crate::dp::job`],
-//! [`crate::dl::job`]) can fail with: one enum whose variants a caller can match (the command
+//! What the application layer ([`crate::study`], [`crate::fit`], [`crate::jobs`])
+//! can fail with: one enum whose variants a caller can match (the command
 //! line maps them to messages and exit codes, Python to exception classes), each carrying the
 //! facts a user needs to fix the problem.
 

@@ -11,4 +11,3 @@
 
 pub mod secure_plr;
 pub mod stacking;
-pub mod stages;

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod bench;
+pub mod charge;
 pub mod data;
 pub mod dl;
 pub mod dp;
@@ -29,15 +30,15 @@ pub mod experiments;
 pub mod figures;
 pub mod fit;
 pub mod hybrid;
+pub mod jobs;
 pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod pca;
+pub mod progress;
 pub mod reproduce;
 pub mod settings;
 pub mod study;
 pub mod synthetic;
-
-pub use error::Error;
 
 pub use privlogit_protocols as protocols;

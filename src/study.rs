@@ -20,7 +20,7 @@
 //! spec.standardize = true;
 //! let result = InProcess::new(&spec, None)?.run(None)?;
 //! println!("{:?}", result.outcome.fit.beta);
-//! # Ok::<(), privlogit::Error>(())
+//! # Ok::<(), privlogit::error::Error>(())
 //! ```
 
 pub mod centre;
@@ -35,6 +35,4 @@ pub use file::StudyFile;
 pub use result::{Ending, Rendered, StudyResult};
 pub use roles::{Aggregator, InProcess, Keyholder, Node, NodeRows};
 
-/// Where a role's progress and notices go, one line at a time (standard error on the command
-/// line, prefixed with the study's label when a server serves several).
-pub type Say<'a> = &'a (dyn Fn(&str) + Sync);
+pub use crate::progress::Say;

@@ -30,7 +30,7 @@ pub fn error(e: impl std::fmt::Display) -> PyErr {
 
 /// A library error as the exception its kind calls for: `DataError` for a file, a row or a
 /// value, `BudgetExceeded` for a release the ledger refuses, `PrivlogitError` otherwise.
-pub fn raise(e: privlogit::Error) -> PyErr {
+pub fn raise(e: privlogit::error::Error) -> PyErr {
     if e.is_over_budget() {
         BudgetExceeded::new_err(e.to_string())
     } else if e.is_data() {

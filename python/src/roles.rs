@@ -153,7 +153,7 @@ pub fn aggregator(py: Python<'_>, study: PathBuf, given: &Bound<'_, PyDict>) -> 
                 Some(path) => {
                     let text = r.render(true)?.release;
                     privlogit::output::write_text(path, &text)
-                        .map_err(|e| privlogit::Error::write(path, e))
+                        .map_err(|e| privlogit::error::Error::write(path, e))
                 }
                 None => Ok(()),
             })

@@ -10,9 +10,9 @@ use privlogit_protocols::secure::endorsement::{Endorser, KeyTrust};
 use privlogit_protocols::transport::roster::Side;
 use privlogit_protocols::transport::{Identity, Member, Network, Role, Roster, Security, Timing};
 
-use super::Say;
 use super::file::StudyFile;
 use crate::error::Error;
+use crate::progress::Say;
 
 /// How long a party waits for the others to connect.
 pub const PATIENCE: Duration = Duration::from_secs(600);

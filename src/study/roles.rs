@@ -19,17 +19,17 @@ use privlogit_protocols::secure::{Refusal, SecureError};
 use privlogit_protocols::transport::{Expected, Role};
 use privlogit_protocols::{IterationRecord, StepKind};
 
-use super::Say;
 use super::file::StudyFile;
 use super::party::{Connection, PATIENCE, Party, address_of};
 use super::plan::describe;
 use super::result::{StudyResult, human_bytes};
 use super::state::{self, FileKeyStore, StateDir};
+use crate::charge;
 use crate::data::{self, LoadOptions};
-use crate::dp::charge;
 use crate::error::Error;
 use crate::hybrid::secure_plr::PlrNoiseShare;
 use crate::output;
+use crate::progress::Say;
 use crate::settings::{Reader, Spec};
 
 /// Where a Node's rows come from: a file (streamed, checked whole when opened) or rows a

@@ -12,9 +12,9 @@ use privlogit_protocols::secure::keyholder::{
     DecryptionBudget, KeyStore, decode_kept, encode_kept,
 };
 
-use super::Say;
 use crate::error::Error;
 use crate::output;
+use crate::progress::Say;
 
 /// A server's state directory.
 #[derive(Debug, Clone)]

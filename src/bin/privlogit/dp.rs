@@ -1,13 +1,13 @@
-//! `privlogit dp`: a differentially private fit on files (the library's `dp::job`), the
+//! `privlogit dp`: a differentially private fit on files (the library's `jobs::dp`), the
 //! papers' experiments (`privlogit::experiments`) and the privacy accountant
-//! (`privlogit::dp::account`).
+//! (`privlogit::jobs::account`).
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use privlogit::dp::job::{CombinerChoice, FileJob, Request};
 use privlogit::dp::release::Method;
+use privlogit::jobs::dp::{CombinerChoice, FileJob, Request};
 
 use crate::Outcome;
 use crate::log::line;
@@ -28,7 +28,7 @@ enum DpCommand {
     /// Redraw an experiment's figure from its summary CSV (`results/dp/<experiment>.csv`).
     Replot(privlogit::experiments::ReplotArgs),
     /// Privacy accounting: composition, amplification by sampling, RDP and zCDP, Table 3.1.
-    Account(privlogit::dp::account::AccountArgs),
+    Account(privlogit::jobs::account::AccountArgs),
 }
 
 /// Arguments of `privlogit dp fit` (defaults: the library's, `privlogit::dp::release`).
@@ -179,7 +179,7 @@ pub fn run(args: DpArgs) -> Result<Outcome> {
         DpCommand::Experiment(a) => privlogit::experiments::run(a)?,
         DpCommand::Replot(a) => privlogit::experiments::replot(a)?,
         DpCommand::Account(a) => {
-            let text = privlogit::dp::account::run(&a)?;
+            let text = privlogit::jobs::account::run(&a)?;
             // A closed pipe (`| head`) is not an error.
             match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),

@@ -50,7 +50,7 @@ enum Command {
     /// Differentially private models: fit one, or run the papers' experiments.
     Dp(dp::DpArgs),
     /// Distributed differentially private deep learning (DPSTGD, dissertation chapter 3).
-    Dl(privlogit::dl::job::DlArgs),
+    Dl(privlogit::jobs::dl::DlArgs),
     /// Cross-organization DP stacking: low-level models per organization, the high level by a
     /// secure PLR study.
     Stack(stack::StackArgs),
@@ -87,7 +87,7 @@ fn main() -> ExitCode {
         Command::Node(a) => study::run_node(a.0),
         Command::Identity(a) => identity::run(a),
         Command::Dp(a) => dp::run(a),
-        Command::Dl(a) => privlogit::dl::job::run(a).map(|()| Outcome::Success),
+        Command::Dl(a) => privlogit::jobs::dl::run(a).map(|()| Outcome::Success),
         Command::Stack(a) => stack::run(a),
         Command::Reproduce(a) => privlogit::reproduce::run(a).map(|()| Outcome::Success),
     };

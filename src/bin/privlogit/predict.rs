@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use privlogit::model::Model;
+use privlogit::jobs::predict;
 
 use crate::Outcome;
 
@@ -32,8 +32,8 @@ pub struct PredictArgs {
 
 /// Runs `privlogit predict`.
 pub fn run(args: PredictArgs) -> Result<Outcome> {
-    let model = Model::read(&args.model)?;
-    let scores = model.score_file(&args.data, args.label.as_deref())?;
+    let model = predict::read_model(&args.model)?;
+    let scores = predict::score_file(&model, &args.data, args.label.as_deref())?;
     let mut text = String::from(if scores.labels.is_some() {
         "probability,label\n"
     } else {

@@ -1,4 +1,4 @@
-//! `privlogit stack`: cross-organization stacking (`privlogit::hybrid::stages`), as one command
+//! `privlogit stack`: cross-organization stacking (`privlogit::jobs::stacking`), as one command
 //! (`stack run`) or stage by stage at each organization (`stack publish`, `stack meta`, then a
 //! secure PLR study over the meta rows with `keyholder`, `aggregator` and `node --dp-epsilon`).
 //! A stage's `--study FILE` reads the study file's `[stack]` table (and the top-level keys the
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::{Args, CommandFactory, Subcommand};
-use privlogit::hybrid::stages::{self, LowLevel};
+use privlogit::jobs::stacking::{self as stages, LowLevel};
 use privlogit::study::StudyFile;
 
 use crate::Outcome;

@@ -168,7 +168,7 @@ fn serve(
     let (json, out, cost) = (spec.json, spec.out.clone(), spec.cost.clone());
     let mut write = |r: &StudyResult| {
         deliver(r, json, out.as_deref(), cost.as_deref())
-            .map_err(|e| privlogit::Error::plan(crate::log::message(&e)))
+            .map_err(|e| privlogit::error::Error::plan(crate::log::message(&e)))
     };
     let result = aggregator.run(say, &mut write)?;
     Ok(ending(&result))

@@ -12,12 +12,12 @@ use ndarray::{Array1, Array2, Axis, concatenate};
 use privlogit_protocols::transport::{Expected, Role};
 use serde::{Deserialize, Serialize};
 
-use super::budget::{self, Accounting, Spend};
-use super::network::Network;
-use super::participant::Settings;
-use super::remote::{self, Plan, RemoteParticipant};
-use super::server::{self, Participant, Rows, Schedule};
 use crate::data::{self, Dataset, LoadOptions};
+use crate::dl::budget::{self, Accounting, Spend};
+use crate::dl::network::Network;
+use crate::dl::participant::Settings;
+use crate::dl::remote::{self, Plan, RemoteParticipant};
+use crate::dl::server::{self, Participant, Rows, Schedule};
 use crate::output;
 use crate::study::StudyFile;
 use crate::study::party::{Connection, PATIENCE, Party, address_of};
@@ -96,10 +96,10 @@ struct PrivacyArgs {
     #[arg(long, value_name = "TOTAL")]
     budget: Option<f64>,
     /// How the spend is composed.
-    #[arg(long, value_enum, default_value = super::DEFAULTS.accounting)]
+    #[arg(long, value_enum, default_value = crate::dl::DEFAULTS.accounting)]
     accounting: AccountingArg,
     /// The delta allowed (0: pure differential privacy; > 0 allows advanced composition).
-    #[arg(long, default_value_t = super::DEFAULTS.delta)]
+    #[arg(long, default_value_t = crate::dl::DEFAULTS.delta)]
     delta: f64,
     /// Let `--accounting dissertation` decide against `--budget` although its figure is not a
     /// privacy bound (both figures are printed and written with the model either way).
@@ -192,26 +192,26 @@ struct AlgorithmArgs {
     #[arg(long, conflicts_with = "epsilon")]
     non_private: bool,
     /// Minibatch sampling ratio q.
-    #[arg(long, default_value_t = super::DEFAULTS.q)]
+    #[arg(long, default_value_t = crate::dl::DEFAULTS.q)]
     q: f64,
     /// Share of the gradient coordinates uploaded per step (n = ceil(ratio x parameters)).
-    #[arg(long, default_value_t = super::DEFAULTS.upload_ratio)]
+    #[arg(long, default_value_t = crate::dl::DEFAULTS.upload_ratio)]
     upload_ratio: f64,
     /// Iterations T (each visits every participant once).
-    #[arg(long, default_value_t = super::DEFAULTS.iterations)]
+    #[arg(long, default_value_t = crate::dl::DEFAULTS.iterations)]
     iterations: u64,
     /// Clipping bound B of each example's gradient coordinates (and the ternary magnitude).
-    #[arg(long, default_value_t = super::DEFAULTS.bound)]
+    #[arg(long, default_value_t = crate::dl::DEFAULTS.bound)]
     bound: f64,
     /// Learning rate r of eq. (3.1).
-    #[arg(long, default_value_t = super::DEFAULTS.learning_rate)]
+    #[arg(long, default_value_t = crate::dl::DEFAULTS.learning_rate)]
     learning_rate: f64,
     /// Upload the selected noisy values instead of B times their signs (each the query
     /// rounded to the noise's grid plus an exact discrete Laplace count of grid steps).
     #[arg(long)]
     exact_upload: bool,
     /// Hidden layer widths.
-    #[arg(long, value_delimiter = ',', default_values_t = super::DEFAULTS.hidden)]
+    #[arg(long, value_delimiter = ',', default_values_t = crate::dl::DEFAULTS.hidden)]
     hidden: Vec<usize>,
     /// Reproducible run: the server's initial weights and each participant's sampling and
     /// noise from ChaCha20 streams of this seed (for experiments; not for release).
@@ -797,7 +797,7 @@ fn participate(args: ParticipantArgs) -> Result<()> {
         let mut spent_plan = None;
         let mut consent = |plan: &Plan, network: &Network| {
             if plan.settings.epsilon.is_none() && !args.allow_non_private {
-                return Err(super::DlError::Budget(
+                return Err(crate::dl::DlError::Budget(
                     "this participant refuses the run: the server plans it without noise (not private); pass --allow-non-private to take part anyway".into(),
                 ));
             }
@@ -805,7 +805,7 @@ fn participate(args: ParticipantArgs) -> Result<()> {
                 .privacy
                 .check(&plan.settings, network, plan.iterations)
                 .map_err(|e| {
-                    super::DlError::Budget(format!(
+                    crate::dl::DlError::Budget(format!(
                         "this participant refuses the run: {}",
                         e
                     ))

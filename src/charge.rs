@@ -1,6 +1,6 @@
 //! Charging a release's privacy cost to the ledger: every front end and every release (a DP fit,
 //! a secure PLR study, a stacking stage) goes through here, so a data set is known, checked
-//! and charged alike. The cost comes from the release ([`super::job::Cost`]); this module only
+//! and charged alike. The cost comes from the release ([`crate::jobs::dp::Cost`]); this module only
 //! records it: checked before any noise is drawn, recorded once the result is safe.
 
 use std::io::Write as _;
@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::ledger::{Charge, Ledger};
 use crate::data::LoadOptions;
+use crate::dp::ledger::{Charge, Ledger};
 use crate::error::Error;
 use crate::output;
-use crate::study::Say;
+use crate::progress::Say;
 
 /// What a release spends on each data file: the file and its epsilon.
 pub type Spends = Vec<(PathBuf, f64)>;

@@ -1,5 +1,5 @@
 //! A DP fit as a user asks for it: the method and its options as given (unset ones take the
-//! defaults of [`super::release`]), checked once for every front end ([`Request::settings`]),
+//! defaults of [`crate::dp::release`]), checked once for every front end ([`Request::settings`]),
 //! and `privlogit dp fit` on files as one call ([`FileJob`]): options checked and test rows
 //! refused before any data is touched by a mechanism, the cost checked against the ledger
 //! before any noise is drawn, the result written and then charged.
@@ -8,22 +8,22 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::charge::{self, Spends};
-use super::noise::Randomness;
-use super::plr::Privacy;
-use super::release::{
+use crate::charge::{self, Spends};
+use crate::data::{self, Dataset, LoadOptions};
+use crate::dp::noise::Randomness;
+use crate::dp::plr::Privacy;
+use crate::dp::release::{
     self, Cost, DEFAULT_ETA, DEFAULT_HIGH_LAMBDA, DEFAULT_K, DEFAULT_LAMBDA, DEFAULT_LAMBDA_IW,
     DEFAULT_LOW_FRACTION, DEFAULT_PRIOR_SD_FLOOR, Method, MethodSettings, NamedSource, Opt,
     SplitChoice,
 };
-use super::scaling::RowScaling;
-use super::stacking::Combiner;
-use super::transfer::Labelled;
-use super::{DpError, ledger};
-use crate::data::{self, Dataset, LoadOptions};
+use crate::dp::scaling::RowScaling;
+use crate::dp::stacking::Combiner;
+use crate::dp::transfer::Labelled;
+use crate::dp::{DpError, ledger};
 use crate::error::Error;
 use crate::metrics;
-use crate::study::Say;
+use crate::progress::Say;
 
 /// How the low-level predictions of PST-S and PST-F are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -403,7 +403,7 @@ impl FileJob {
             .privacy
             .epsilon()
             .map_err(|e| Error::setting("--epsilon", e.to_string()))?;
-        let dphtl_settings = super::dphtl::transfer::Settings {
+        let dphtl_settings = crate::dp::dphtl::transfer::Settings {
             epsilon,
             lambda_iw: settings.lambda_iw,
             lambda_lr: settings.lambda,

@@ -14,14 +14,14 @@ use privlogit_protocols::paillier::{KeyPair, KeySize};
 use privlogit_protocols::secure::perturbation::Release;
 use serde_json::json;
 
-use super::secure_plr;
-use super::stacking::{self, Published};
+use crate::charge;
 use crate::data::{self, LoadOptions};
-use crate::dp::charge;
 use crate::dp::noise::Randomness;
 use crate::error::Error;
+use crate::hybrid::secure_plr;
+use crate::hybrid::stacking::{self, Published};
 use crate::output;
-use crate::study::Say;
+use crate::progress::Say;
 
 /// The budget and low-level settings every organization shares.
 #[derive(Debug, Clone, PartialEq)]
