@@ -22,7 +22,7 @@ use std::path::Path;
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
-use super::{DataError, Dataset, LoadOptions, Table};
+use super::table::{DataError, Dataset, LoadOptions, Table};
 
 /// First bytes of every binary table.
 pub const MAGIC: [u8; 8] = *b"PRIVLOGB";

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use ndarray::{Array1, Array2};
 
-use super::{DataError, Dataset, LoadOptions, Table};
+use super::table::{DataError, Dataset, LoadOptions, Table};
 
 /// Markers read as a missing value (compared case-insensitively).
 const MISSING_MARKERS: [&str; 6] = ["", "na", "n/a", "nan", "null", "?"];

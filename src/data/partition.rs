@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
 
-use super::{DataError, Dataset, DatasetView};
+use super::table::{DataError, Dataset, DatasetView};
 
 /// Splits `data` into `parties` contiguous blocks whose sizes differ by at most one (the first
 /// `rows % parties` blocks get the extra row), like `numpy.array_split`.

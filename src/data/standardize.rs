@@ -11,7 +11,7 @@
 use ndarray::{Array1, Array2, ArrayView2};
 use privlogit_protocols::compensated::CompensatedSum;
 
-use super::{DataError, DatasetView};
+use super::table::{DataError, DatasetView};
 
 /// Name of the intercept column, always first.
 pub const INTERCEPT: &str = "intercept";

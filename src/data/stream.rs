@@ -16,7 +16,7 @@ use privlogit_protocols::rows::{ChunkVisitor, RowSource, RowsError};
 
 use super::binary::{self, Layout};
 use super::csv::RecordReader;
-use super::{DataError, LoadOptions};
+use super::table::{DataError, LoadOptions};
 
 /// Rows per chunk of a scan (a multiple of the Nodes' sum blocks, so nothing straddles).
 const CHUNK_ROWS: usize = 8 * privlogit_protocols::rows::blocks::BLOCK_ROWS;
