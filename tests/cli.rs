@@ -50,6 +50,23 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// `privlogit fit` on breast_cancer split into three parties, standardised, with `extra`.
+fn fit_breast_cancer_in_three(extra: &[&str]) -> Output {
+    let data = common::shared_data("breast_cancer.csv");
+    let mut args = vec![
+        "fit",
+        "--data",
+        s(&data),
+        "--split",
+        "3",
+        "--label",
+        "label",
+        "--standardize",
+    ];
+    args.extend(extra);
+    privlogit(&args)
+}
+
 /// Each malformed file fails with exit status 1, a message starting `file:line:column:` (or
 /// `file:line:` where there is no column), nothing on standard output and no --out file.
 #[test]
@@ -226,22 +243,8 @@ fn parties_must_agree_on_features() {
 /// standard error.
 #[test]
 fn json_output_has_the_documented_fields() {
-    let data = common::shared_data("breast_cancer.csv");
-    let out = privlogit(&[
-        "fit",
-        "--data",
-        s(&data),
-        "--split",
-        "3",
-        "--label",
-        "label",
-        "--standardize",
-        "--lambda",
-        "1",
-        "--optimizer",
-        "privlogit-accel",
-        "--json",
-    ]);
+    let out =
+        fit_breast_cancer_in_three(&["--lambda", "1", "--optimizer", "privlogit-accel", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     for field in [
@@ -272,23 +275,10 @@ fn json_output_has_the_documented_fields() {
 /// feature stays penalised, so the fit equals the one without the flag exactly.
 #[test]
 fn free_intercept_without_an_intercept_changes_nothing() {
-    let data = common::shared_data("breast_cancer.csv");
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "fit",
-            "--data",
-            s(&data),
-            "--split",
-            "3",
-            "--label",
-            "label",
-            "--standardize",
-            "--no-intercept",
-            "--json",
-            "--quiet",
-        ];
+        let mut args = vec!["--no-intercept", "--json", "--quiet"];
         args.extend(extra);
-        let out = privlogit(&args);
+        let out = fit_breast_cancer_in_three(&args);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
         json["coefficients"].clone()
