@@ -220,8 +220,8 @@ fn two_studies_with_the_same_roster_stay_apart() {
     assert!(!ok);
     assert!(log.contains("another study"), "{log}");
 
-    let data_a = ["hospital_a.csv", "hospital_b.csv", "hospital_c.csv"].map(demo);
-    let data_b = ["hospital_a.csv", "hospital_a.csv", "hospital_b.csv"].map(demo);
+    let data_a = d.hospitals.clone();
+    let data_b = [d.hospital('a'), d.hospital('a'), d.hospital('b')];
     let mut roles = vec![aggregator, keyholder];
     for (study, data) in [(&study_a, &data_a), (&study_b, &data_b)] {
         for (h, file) in HOSPITALS.iter().zip(data) {

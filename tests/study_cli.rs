@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::deployment::{
-    Deployment, HOSPITALS, coefficients, demo, free_port, json, node_process, plaintext_fit,
+    DEPLOYMENT_FEATURES, Deployment, HOSPITALS, coefficients, demo, free_port, json,
+    narrow_hospitals, node_process, plaintext_fit,
 };
 use common::process::{Role, address, fresh_dir, privlogit, privlogit_ok};
 
@@ -516,7 +517,7 @@ fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
     assert!(log.contains("refused this party"), "{log}");
     aggregator.wait_for("[study-a] refused a connection", Duration::from_secs(10));
 
-    let files = ["hospital_a.csv", "hospital_b.csv", "hospital_c.csv"].map(demo);
+    let files = d.hospitals.clone();
     let mut nodes = Vec::new();
     for (study, names) in [
         (&a_path, HOSPITALS),
@@ -725,7 +726,7 @@ fn a_differentially_private_study_charges_each_node_once() {
                     "--identity",
                     &d.identity(h),
                     "--party",
-                    &demo(&format!("hospital_{c}.csv")),
+                    &d.hospital(c),
                     "--aggregator",
                     &a_addr,
                     "--ledger",
@@ -759,7 +760,7 @@ fn a_differentially_private_study_charges_each_node_once() {
         "--quiet",
     ]);
     for c in ['a', 'b', 'c'] {
-        one.args(["--party", &demo(&format!("hospital_{c}.csv"))]);
+        one.args(["--party", &d.hospital(c)]);
     }
     let out = one.output().expect("runs");
     assert!(
@@ -977,6 +978,7 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
 #[test]
 fn a_published_dp_model_centres_a_secure_plr_study() {
     let dir = fresh_dir("transfer");
+    let [a, b, c] = narrow_hospitals(&dir, DEPLOYMENT_FEATURES);
     let source = dir.join("source.json").display().to_string();
     let run = privlogit;
     let out = run(&[
@@ -985,7 +987,7 @@ fn a_published_dp_model_centres_a_secure_plr_study() {
         "--method",
         "plr",
         "--data",
-        &demo("hospital_a.csv"),
+        &a,
         "--label",
         "label",
         "--epsilon",
@@ -1000,7 +1002,6 @@ fn a_published_dp_model_centres_a_secure_plr_study() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (b, c) = (demo("hospital_b.csv"), demo("hospital_c.csv"));
     let study = |extra: &[&str]| {
         let mut args = vec![
             "study",

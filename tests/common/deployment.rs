@@ -36,7 +36,14 @@ pub fn coefficients(v: &serde_json::Value) -> Vec<f64> {
 pub struct Deployment {
     pub dir: std::path::PathBuf,
     pub study: String,
+    /// The hospitals' data files, narrowed (see [`narrow_hospitals`]).
+    pub hospitals: [String; 3],
 }
+
+/// The features of a deployment's hospitals: the demo's first four (breast_cancer's mean
+/// radius, texture, perimeter and area). These tests are about processes, certificates and
+/// transport; 4 instead of 30 features makes each study several times cheaper.
+pub const DEPLOYMENT_FEATURES: usize = 4;
 
 pub const HOSPITALS: [&str; 3] = ["hospital-a", "hospital-b", "hospital-c"];
 
@@ -53,9 +60,9 @@ impl Deployment {
             let fp = new_identity(&dir, name);
             fingerprints.insert(*name, fp);
         }
-        // Accelerated PrivLogit with the paper's relative-change rule (37 iterations on the
-        // demo) keeps these transport tests short; the default gradient rule is tested in
-        // study_cli.rs.
+        // Accelerated PrivLogit with the paper's relative-change rule (15 iterations on the
+        // deployment's hospitals, 37 on the whole demo) keeps these transport tests short; the
+        // default gradient rule is tested in study_cli.rs.
         let mut file = format!(
             "label = \"label\"\nstandardize = true\noptimizer = \"privlogit-accel\"\ntol = 1e-6\ngradient_tol = 0\n[keyholder]\nfingerprint = \"{}\"\n[aggregator]\ncertificate = \"aggregator.crt\"\n",
             fingerprints["keyholder"]
@@ -70,6 +77,7 @@ impl Deployment {
         std::fs::write(&study, file).expect("study file");
         Self {
             study: study.display().to_string(),
+            hospitals: narrow_hospitals(&dir, DEPLOYMENT_FEATURES),
             dir,
         }
     }
@@ -142,12 +150,29 @@ impl Deployment {
         (a, address)
     }
 
-    /// A Node with `identity`'s certificate serving hospital `data` (a, b or c).
+    /// A Node with `identity`'s certificate serving the deployment's hospital `data` (a, b or
+    /// c).
     pub fn node(&self, identity: &str, data: char, aggregator: &str) -> Role {
+        self.node_serving(identity, &self.hospital(data), aggregator)
+    }
+
+    /// The deployment's copy of hospital `data` (a, b or c): see [`DEPLOYMENT_FEATURES`].
+    pub fn hospital(&self, data: char) -> String {
+        let index = match data {
+            'a' => 0,
+            'b' => 1,
+            'c' => 2,
+            other => panic!("no hospital {other}"),
+        };
+        self.hospitals[index].clone()
+    }
+
+    /// A Node with `identity`'s certificate serving the file `data`.
+    pub fn node_serving(&self, identity: &str, data: &str, aggregator: &str) -> Role {
         node_process(
             &self.study,
             &self.identity(identity),
-            &demo(&format!("hospital_{data}.csv")),
+            data,
             Some(aggregator),
         )
     }
@@ -208,4 +233,31 @@ pub fn plaintext_fit(files: &[String], optimizer: &str) -> Vec<f64> {
         String::from_utf8_lossy(&out.stderr)
     );
     coefficients(&json(&out.stdout))
+}
+
+/// The three demo hospitals cut to their first `features` columns and the label, written into
+/// `dir`: for tests of processes and transport, where the study's width only adds time (the
+/// masked inverse of the bound grows as its dimension cubed). Full-width secure studies are
+/// tested in process (`secure_protocols.rs`) and by the README's demo (`study_cli.rs`).
+pub fn narrow_hospitals(dir: &Path, features: usize) -> [String; 3] {
+    ['a', 'b', 'c'].map(|c| {
+        let text = std::fs::read_to_string(demo(&format!("hospital_{c}.csv"))).expect("demo");
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+        let label = header
+            .iter()
+            .position(|h| *h == "label")
+            .expect("label column");
+        let keep: Vec<usize> = (0..features).chain([label]).collect();
+        let mut out = String::new();
+        for line in std::iter::once(header.join(",").as_str()).chain(lines) {
+            let cells: Vec<&str> = line.split(',').collect();
+            let row: Vec<&str> = keep.iter().map(|&j| cells[j]).collect();
+            out.push_str(&row.join(","));
+            out.push('\n');
+        }
+        let path = dir.join(format!("hospital_{c}.csv"));
+        std::fs::write(&path, out).expect("narrow file");
+        path.display().to_string()
+    })
 }
