@@ -578,19 +578,7 @@ fn column_options_are_checked() {
 /// The CLI reports PrivLogit's iteration count under the paper's rule, the same as the library.
 #[test]
 fn cli_reports_the_library_iteration_count() {
-    let data = common::shared_data("breast_cancer.csv");
-    let out = privlogit(&[
-        "fit",
-        "--data",
-        s(&data),
-        "--split",
-        "3",
-        "--label",
-        "label",
-        "--standardize",
-        "--json",
-        "--quiet",
-    ]);
+    let out = fit_breast_cancer_in_three(&["--json", "--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     // The command line's defaults are the library's settings (privlogit::settings::Spec).
