@@ -153,7 +153,12 @@ impl Deployment {
     /// A Node with `identity`'s certificate serving the deployment's hospital `data` (a, b or
     /// c).
     pub fn node(&self, identity: &str, data: char, aggregator: &str) -> Role {
-        self.node_serving(identity, &self.hospital(data), aggregator)
+        node_process(
+            &self.study,
+            &self.identity(identity),
+            &self.hospital(data),
+            Some(aggregator),
+        )
     }
 
     /// The deployment's copy of hospital `data` (a, b or c): see [`DEPLOYMENT_FEATURES`].
@@ -165,16 +170,6 @@ impl Deployment {
             other => panic!("no hospital {other}"),
         };
         self.hospitals[index].clone()
-    }
-
-    /// A Node with `identity`'s certificate serving the file `data`.
-    pub fn node_serving(&self, identity: &str, data: &str, aggregator: &str) -> Role {
-        node_process(
-            &self.study,
-            &self.identity(identity),
-            data,
-            Some(aggregator),
-        )
     }
 }
 
