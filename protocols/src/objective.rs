@@ -315,7 +315,7 @@ pub fn sigmoid(z: f64) -> f64 {
     }
 }
 
-/// `log(1 + e^z)`, stable for large `|z|` (STYLE.md: `ln_1p(exp(-|z|))`).
+/// `log(1 + e^z)`, stable for large `|z|`: `max(z, 0) + ln_1p(exp(-|z|))` never overflows.
 pub fn softplus(z: f64) -> f64 {
     z.max(0.0) + (-z.abs()).exp().ln_1p()
 }

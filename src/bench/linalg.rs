@@ -306,8 +306,8 @@ fn time_one(
         });
         let session =
             EvaluatorSession::new(a_end, &mut rand::rng()).map_err(|e| anyhow!("base OT: {e}"))?;
-        let mut gc = AggregatorGc::new(session, key);
-        let mut solver = Solver::new(method, key, &config);
+        let mut solver = Solver::new(method, &noise, &config);
+        let mut gc = AggregatorGc::with_noise(session, noise.clone());
         let start = Instant::now();
         let outcome: Result<(f64, f64), SecureError> = (|| match (op, method) {
             (Operation::Inverse, _) => {

@@ -22,7 +22,7 @@ use super::solver::{self, LinearAlgebra, SavedFactor, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::aggregation::{Aggregation, NewtonSystem};
-use crate::paillier::{EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
+use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
 use crate::penalty::Penalty;
 use crate::stopping::StoppingRule;
 use crate::transport::Role;
@@ -159,10 +159,12 @@ impl<C: Channel> SecureAggregation<C> {
     ) -> Result<Self, SecureError> {
         let session = EvaluatorSession::new(keyholder, &mut rand::rng())
             .map_err(|e| SecureError::io("aggregator, base OT with the key holder".into(), e))?;
-        let solver = Solver::new(linear_algebra, &key, &config);
+        // One noise table for the circuits' inputs and the masked engine.
+        let noise = DjnNoise::new(&key, &mut rand::rng());
+        let solver = Solver::new(linear_algebra, &noise, &config);
         Ok(Self {
             nodes,
-            gc: AggregatorGc::new(session, &key),
+            gc: AggregatorGc::with_noise(session, noise),
             key,
             config,
             protocol,

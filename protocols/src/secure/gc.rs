@@ -106,10 +106,13 @@ pub struct AggregatorGc<C: Channel> {
 impl<C: Channel> AggregatorGc<C> {
     /// The aggregator's side of `session` under `key`.
     pub fn new(session: EvaluatorSession<C>, key: &PublicKey) -> Self {
-        Self {
-            session,
-            noise: DjnNoise::new(key, &mut rand::rng()),
-        }
+        Self::with_noise(session, DjnNoise::new(key, &mut rand::rng()))
+    }
+
+    /// The aggregator's side of `session`, encrypting with `noise` (shared with its other
+    /// uses, so that the party builds one table).
+    pub fn with_noise(session: EvaluatorSession<C>, noise: DjnNoise) -> Self {
+        Self { session, noise }
     }
 }
 

@@ -214,7 +214,7 @@ pub fn serve<C: Channel>(
     let noise = DjnNoise::new(key, &mut rand::rng());
     let format = config.format;
     let mut factors: Vec<Matrix<u128>> = Vec::new();
-    let mut masked = MaskedHelper::new(DjnNoise::new(key, &mut rand::rng()));
+    let mut masked = MaskedHelper::new(noise.clone());
     let (mut paillier_seconds, mut gc_seconds) = (0.0, 0.0);
     let clock = std::time::Instant::now;
     loop {

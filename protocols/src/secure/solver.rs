@@ -26,7 +26,7 @@ use super::masked::packed::PackedMatrix;
 use super::masked::{MaskedEngine, MaskedStats, Shared};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError, pow2};
-use crate::paillier::{EncryptedMatrix, EncryptedVector, PublicKey};
+use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, PublicKey};
 use crate::transport::Role;
 use sha2::{Digest, Sha256};
 
@@ -162,10 +162,11 @@ fn big_to_f64(v: &BigUint) -> f64 {
 }
 
 impl Solver {
-    /// A solver using `method` in the study `config` under `key`.
-    pub fn new(method: LinearAlgebra, key: &PublicKey, config: &SecureConfig) -> Self {
+    /// A solver using `method` in the study `config`, encrypting with `noise` (under the
+    /// study's key).
+    pub fn new(method: LinearAlgebra, noise: &DjnNoise, config: &SecureConfig) -> Self {
         let engine = (method == LinearAlgebra::Masked)
-            .then(|| MaskedEngine::new(key, config.session, config.frac));
+            .then(|| MaskedEngine::with_noise(noise.clone(), config.session, config.frac));
         Self {
             method,
             engine,

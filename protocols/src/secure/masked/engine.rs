@@ -208,9 +208,14 @@ const SLOT_SLACK: u32 = 6;
 impl MaskedEngine {
     /// An engine for `key`, in study `session`, computing at `frac` fractional bits.
     pub fn new(key: &PublicKey, session: u64, frac: u32) -> Self {
+        Self::with_noise(DjnNoise::new(key, &mut rand::rng()), session, frac)
+    }
+
+    /// An engine encrypting with `noise` (shared with the party's other uses), under its key.
+    pub fn with_noise(noise: DjnNoise, session: u64, frac: u32) -> Self {
         Self {
-            key: key.clone(),
-            noise: DjnNoise::new(key, &mut rand::rng()),
+            key: crate::paillier::NoiseSource::public_key(&noise).clone(),
+            noise,
             masks: ChaCha20Rng::from_rng(&mut rand::rng()),
             session,
             frac,
