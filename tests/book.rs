@@ -190,6 +190,12 @@ fn no_comment_points_outside_the_repository() {
         "circuits/src",
         "python/src",
         "python/privlogit",
+        "python/tests",
+        "tests",
+        "benches",
+        "examples",
+        "circuits/benches",
+        "protocols/benches",
     ]
     .iter()
     .map(|d| root().join(d))
@@ -208,8 +214,17 @@ fn no_comment_points_outside_the_repository() {
                 continue;
             }
             let text = std::fs::read_to_string(&path).expect("source");
+            // Tests, benches and examples may read ../shared's data; the library may not. The
+            // names are split so that this file does not find itself.
+            let rel = relative(&path);
+            let library = !(rel.starts_with("tests/")
+                || rel.starts_with("python/tests/")
+                || rel.starts_with("examples/")
+                || rel.contains("benches/"));
+            let guides = [concat!("ARCHITECTURE", ".md"), concat!("STYLE", ".md")];
             for (n, line) in text.lines().enumerate() {
-                let outside = line.contains("ARCHITECTURE.md") || line.contains("../shared");
+                let outside = guides.iter().any(|f| line.contains(f))
+                    || (library && line.contains(concat!("../", "shared")));
                 if outside {
                     found.push(format!("{}:{}: {}", relative(&path), n + 1, line.trim()));
                 }

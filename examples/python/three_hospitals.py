@@ -33,7 +33,7 @@ print("rows per hospital:", [len(y) for _, y in parties], "features:", len(names
 # %% [markdown]
 # ## The secure study
 # Pooled means and standard deviations standardise every feature (they are public by design,
-# ARCHITECTURE.md); the intercept is penalised like every coefficient (eq. 2.10); lambda = 1.
+# docs/src/security-model.md); the intercept is penalised like every coefficient (eq. 2.10); lambda = 1.
 # The accelerated PrivLogit optimiser would stop on the objective's relative change (the
 # dissertation's rule, accurate to about the square root of `tol`); here it stops when the
 # gradient's norm is below 1e-7 instead (`tol=0` turns the first rule off), which bounds the
