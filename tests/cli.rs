@@ -797,11 +797,9 @@ fn a_standardised_secure_model_applies_to_raw_rows() {
     // `privlogit predict` applies the secure study's model file to raw rows: the same
     // probabilities as the plaintext model's (within the 1e-6 the models agree to), and read
     // unlabelled from a CSV file without the label column.
-    let dir = std::env::temp_dir().join(format!("privlogit-predict-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let model = dir.join("model.json");
+    let model = scratch.path("model.json");
     std::fs::write(&model, serde_json::to_string(&study).expect("json")).expect("write");
-    let unlabelled = dir.join("rows.csv");
+    let unlabelled = scratch.path("rows.csv");
     let text = std::fs::read_to_string(&a).expect("demo");
     let label = text
         .lines()
@@ -844,14 +842,13 @@ fn a_standardised_secure_model_applies_to_raw_rows() {
         "--model",
         s(&model),
         "--data",
-        s(&dir.join("missing.csv")),
+        s(&scratch.path("missing.csv")),
     ]);
     assert!(
         !out.status.success() && stderr(&out).contains("missing.csv"),
         "{}",
         stderr(&out)
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `fit` and `dp fit` read Parquet (they could not before: "CSV parse error ... invalid

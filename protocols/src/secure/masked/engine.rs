@@ -39,7 +39,7 @@ use super::matrix::{IntMatrix, pow2};
 use super::msgs::{LeafKind, Masked, ProductOut, Request, Widths};
 use super::packed::PackedMatrix;
 use super::wide;
-use crate::paillier::{DjnNoise, EncryptedVector, Packing, PublicKey};
+use crate::paillier::{DjnNoise, EncryptedVector, NoiseSource, Packing, PublicKey};
 use crate::secure::gc::{AggregatorGc, SIGMA, random_mask};
 use crate::secure::wire::{self, Reader, Step};
 use crate::secure::{SecureError, bits_for};
@@ -214,7 +214,7 @@ impl MaskedEngine {
     /// An engine encrypting with `noise` (shared with the party's other uses), under its key.
     pub fn with_noise(noise: DjnNoise, session: u64, frac: u32) -> Self {
         Self {
-            key: crate::paillier::NoiseSource::public_key(&noise).clone(),
+            key: noise.public_key().clone(),
             noise,
             masks: ChaCha20Rng::from_rng(&mut rand::rng()),
             session,
