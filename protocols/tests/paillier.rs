@@ -542,3 +542,39 @@ mod encoded {
         assert!(EncryptedVector::from_bytes(key, &wire).is_err());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Packing one-value ciphertexts under encryption (`PublicKey::pack`, Horner's rule on
+    /// ciphertexts) decrypts to what packing the plaintexts gives (`Packing::pack`), for signed
+    /// values filling every slot up to the largest magnitude a slot holds.
+    #[test]
+    fn packing_under_encryption_matches_plaintext_packing(
+        slot_bits in 8u32..200, seed in any::<u64>(), count_seed in any::<usize>(),
+    ) {
+        use privlogit_protocols::paillier::packing::Packing;
+        let secret = test_key();
+        let key = secret.public_key();
+        let packing = Packing::new(key, slot_bits).expect("fits");
+        let count = 1 + count_seed % packing.slots();
+        let max = BigInt::from(packing.max_slot(key));
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let values: Vec<BigInt> = (0..count)
+            .map(|i| {
+                let r = BigInt::from(rand::Rng::next_u64(&mut rng)) % (&max + 1u32);
+                let v = if i == 0 { max.clone() } else { r };
+                if i % 2 == 1 { -v } else { v }
+            })
+            .collect();
+        let djn = DjnNoise::new(key, &mut rng);
+        let singles: Vec<Ciphertext> = values
+            .iter()
+            .map(|v| key.encrypt(&key.encode_signed(v).expect("in range"), &djn, &mut rng))
+            .collect();
+        let packed = key.pack(&singles, slot_bits);
+        let decrypted = key.decode_signed(&secret.decrypt(&packed).expect("decrypts"));
+        prop_assert_eq!(&decrypted, &packing.pack(key, &values).expect("fits"));
+        prop_assert_eq!(packing.unpack(&decrypted, count), values);
+    }
+}

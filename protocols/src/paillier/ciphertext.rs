@@ -187,6 +187,29 @@ impl PublicKey {
         }
     }
 
+    /// `E(sum_i a_i 2^(w i))`: one-value ciphertexts packed into the slots of one (slot 0
+    /// first), by Horner's rule from the top slot, `w` squarings a slot. Packing before a
+    /// decryption trades one decryption per value (two 1024-bit exponentiations modulo `p^2`
+    /// and `q^2` at 2048 bits) for `w` squarings modulo `n^2` per value: a fifth of the work
+    /// for slots of 130 bits. The caller keeps the packed sum within the slots' capacity.
+    pub fn pack(&self, values: &[Ciphertext], slot_bits: u32) -> Ciphertext {
+        let context = self.context();
+        let mut iter = values.iter().rev();
+        let Some(top) = iter.next() else {
+            return Ciphertext {
+                residue: context.one(),
+            };
+        };
+        let mut acc = top.residue.clone();
+        for c in iter {
+            for _ in 0..slot_bits {
+                acc = context.square(&acc);
+            }
+            acc = context.mul(&acc, &c.residue);
+        }
+        Ciphertext { residue: acc }
+    }
+
     /// `E(sum a_i)` of any number of ciphertexts (`E(0)` with noise 1 for none).
     pub fn sum<'a>(&self, items: impl IntoIterator<Item = &'a Ciphertext>) -> Ciphertext {
         let context = self.context();

@@ -6,6 +6,7 @@
 //! sees only ciphertexts otherwise; the masks it draws hide every value it hands to the key
 //! holder.
 
+use std::cell::OnceCell;
 use std::sync::{Arc, Mutex};
 
 use ndarray::Array1;
@@ -48,6 +49,9 @@ pub struct SecureGradient {
     gradient: EncryptedVector,
     /// PrivLogit-Local: `Enc((B/N)^-1 g/N)` at twice the fractional bits.
     step: Option<EncryptedVector>,
+    /// The step once decrypted (the convergence test may need it before the next iteration
+    /// takes it).
+    plain_step: OnceCell<Vec<f64>>,
 }
 
 /// Counters for the cost report.
@@ -113,6 +117,9 @@ pub struct SecureAggregation<C: Channel> {
     /// Secure PLR under PrivLogit-Local: `Enc((B/N)^-1 (-(b_1 + b_2)/N))`, the noise's part of
     /// every step (the Nodes multiply only their own gradients into the inverse).
     noise_step: Option<EncryptedVector>,
+    /// PrivLogit-Local: the lambda on the bound's diagonal, so `B >= lambda I` (see
+    /// [`Self::step_rules_out_convergence`]).
+    bound_lambda: Option<f64>,
     bound_seconds: f64,
     gc_seconds: f64,
     node_wait_seconds: f64,
@@ -175,6 +182,7 @@ impl<C: Channel> SecureAggregation<C> {
             restored_bound: None,
             perturbation: None,
             noise_step: None,
+            bound_lambda: None,
             bound_seconds: 0.0,
             gc_seconds: 0.0,
             node_wait_seconds: 0.0,
@@ -427,6 +435,44 @@ impl<C: Channel> SecureAggregation<C> {
         let large = engine.check_range(&mut self.gc, &square, &threshold, bits)?;
         engine.release(&mut self.gc, &[&square])?;
         Ok(!large)
+    }
+
+    /// PrivLogit-Local: the step `s = B^-1 g`, public to the aggregator by design (it moves the
+    /// public coefficients), decrypted once.
+    fn local_step(&mut self, gradient: &SecureGradient) -> Result<Option<Vec<f64>>, SecureError> {
+        let Some(step) = &gradient.step else {
+            return Ok(None);
+        };
+        if let Some(plain) = gradient.plain_step.get() {
+            return Ok(Some(plain.clone()));
+        }
+        let plain = self.decrypt_masked(step)?;
+        let _ = gradient.plain_step.set(plain.clone());
+        Ok(Some(plain))
+    }
+
+    /// PrivLogit-Local: true when the public step alone shows the gradient is not below
+    /// `tolerance`, so the masked norm test (a shared vector, a product and a circuit, most of
+    /// an iteration's cost) can be skipped with the same outcome. The bound has `B >= lambda I`
+    /// (every coefficient is penalised in a secure study), so `||g|| = ||B s|| >= lambda ||s||`.
+    /// A margin of 2, and the step's fixed-point resolution taken off its norm, cover the
+    /// rounding of the encrypted inverse and of the step. The key holder sees which iterations
+    /// ran the test: one bit per iteration, "the step was long", written into the security
+    /// model; the aggregator decrypts the step at the final coefficients too.
+    fn step_rules_out_convergence(
+        &mut self,
+        gradient: &SecureGradient,
+        tolerance: f64,
+    ) -> Result<bool, SecureError> {
+        let Some(lambda) = self.bound_lambda else {
+            return Ok(false);
+        };
+        let Some(step) = self.local_step(gradient)? else {
+            return Ok(false);
+        };
+        let norm = step.iter().map(|s| s * s).sum::<f64>().sqrt();
+        let resolution = step.len() as f64 * 2f64.powi(-(self.config.frac as i32));
+        Ok(lambda * (norm - resolution) >= 2.0 * tolerance)
     }
 
     /// Secure PLR ([`perturbation`]): draws the aggregator's share of the objective's noise, has
@@ -683,7 +729,12 @@ impl<C: Channel> SecureAggregation<C> {
         } else {
             None
         };
-        Ok((SecureGradient { gradient, step }, objective, information))
+        let gradient = SecureGradient {
+            gradient,
+            step,
+            plain_step: OnceCell::new(),
+        };
+        Ok((gradient, objective, information))
     }
 
     /// `lower + lambda/N I` for a lower triangle packed by rows.
@@ -813,6 +864,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// `1/4 X^T X + lambda I` is positive definite whenever `lambda > 0`.
     fn bound_factor(&mut self, penalty: Penalty<'_>) -> Result<Option<usize>, SecureError> {
         let lambda = full_penalty(penalty)?;
+        if self.protocol == Protocol::Local {
+            self.bound_lambda = Some(lambda);
+        }
         if let Some(index) = self.restored_bound.take() {
             return Ok(Some(index));
         }
@@ -870,9 +924,8 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         factor: &usize,
         gradient: &SecureGradient,
     ) -> Result<Array1<f64>, SecureError> {
-        if let Some(step) = &gradient.step {
-            // PrivLogit-Local: the step is public (beta is), so it is simply decrypted.
-            return Ok(Array1::from(self.decrypt_masked(step)?));
+        if let Some(step) = self.local_step(gradient)? {
+            return Ok(Array1::from(step));
         }
         let step = self.solver.solve(
             &mut self.gc,
@@ -893,16 +946,24 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         gradient: &SecureGradient,
         rule: &StoppingRule,
     ) -> Result<bool, SecureError> {
-        // |current - previous| < tol |previous|, both sides at three times the fractional bits.
-        let frac = self.config.frac;
-        let change = self.rescale(&self.difference(current, previous)?, 2 * frac, 3 * frac)?;
-        let threshold =
-            previous.mul_scalar(&self.key, &Self::fixed(rule.relative_tolerance, frac)?)?;
-        if self.compare(Comparison::AbsLess, &change, &threshold)? {
-            return Ok(true);
+        // |current - previous| < tol |previous|, both sides at three times the fractional bits;
+        // no circuit when the rule is off (tol 0: no change is below 0).
+        if rule.relative_tolerance > 0.0 {
+            let frac = self.config.frac;
+            let change = self.rescale(&self.difference(current, previous)?, 2 * frac, 3 * frac)?;
+            let threshold =
+                previous.mul_scalar(&self.key, &Self::fixed(rule.relative_tolerance, frac)?)?;
+            if self.compare(Comparison::AbsLess, &change, &threshold)? {
+                return Ok(true);
+            }
         }
         match rule.gradient_tolerance {
-            Some(tolerance) => self.gradient_below(&gradient.gradient, tolerance),
+            Some(tolerance) => {
+                if self.step_rules_out_convergence(gradient, tolerance)? {
+                    return Ok(false);
+                }
+                self.gradient_below(&gradient.gradient, tolerance)
+            }
             None => Ok(false),
         }
     }

@@ -37,7 +37,7 @@ use super::layout::{Layout, Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
 use super::msgs::{LeafKind, Masked, ProductOut, Request, Widths};
-use super::packed::PackedMatrix;
+use super::packed::{self, PackedMatrix};
 use super::wide;
 use crate::paillier::{DjnNoise, EncryptedVector, NoiseSource, Packing, PublicKey};
 use crate::secure::gc::{AggregatorGc, SIGMA, random_mask};
@@ -323,6 +323,7 @@ impl MaskedEngine {
         let (masks, widths) = self.fresh_masks(rows, cols, bound);
         let masked = encrypted
             .add_plain(&self.key, &masks)?
+            .packed_to(&self.key, view_slot_bits(widths))?
             .rerandomized(&self.key, &self.noise);
         let id = self.fresh_id();
         self.record(widths, &masks);
@@ -358,9 +359,12 @@ impl MaskedEngine {
             )));
         }
         let (masks, widths) = self.fresh_masks(lower.len(), 1, bound);
-        let masked = lower
-            .add_plain(&self.key, masks.data())?
-            .rerandomized(&self.key, &self.noise);
+        let masked = pack_vector(
+            &self.key,
+            &lower.add_plain(&self.key, masks.data())?,
+            widths,
+        )?
+        .rerandomized(&self.key, &self.noise);
         let id = self.fresh_id();
         self.record(widths, &masks);
         self.send(
@@ -1013,6 +1017,35 @@ enum Output<'a> {
 }
 
 /// `values` where `layout` lays entries out, zero elsewhere (what the key holder decrypts).
+/// Slot width for masked values sent to the key holder: they lie in `(-2^bound, 2^mask +
+/// 2^bound)`, below `2^(mask + 1)` in magnitude, so `mask + 2` bits hold one signed.
+fn view_slot_bits(widths: Widths) -> u32 {
+    widths.mask + 2
+}
+
+/// A one-value-per-ciphertext vector of masked values packed for the key holder's view (see
+/// [`PackedMatrix::packed_to`]).
+fn pack_vector(
+    key: &PublicKey,
+    v: &EncryptedVector,
+    widths: Widths,
+) -> Result<EncryptedVector, SecureError> {
+    let packing = match Packing::new(key, view_slot_bits(widths)) {
+        Ok(p) if p.slots() > 1 && v.packing().slots() == 1 => p,
+        _ => return Ok(v.clone()),
+    };
+    let blocks = packed::pack_columns(key, v.ciphertexts(), v.len(), packing);
+    let bound = (BigUint::one() << widths.mask) + (BigUint::one() << widths.bound);
+    Ok(EncryptedVector::from_parts(
+        key,
+        v.len(),
+        v.scale(),
+        bound,
+        packing,
+        blocks,
+    )?)
+}
+
 fn restrict(values: &IntMatrix, layout: &Layout) -> IntMatrix {
     let mut out = IntMatrix::zeros(values.rows(), values.cols());
     for segments in &layout.blocks {

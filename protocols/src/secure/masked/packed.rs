@@ -39,6 +39,24 @@ pub fn packing_of(key: &PublicKey, slot_bits: u32) -> Result<Packing, PaillierEr
     }
 }
 
+/// One-value ciphertexts, column after column of `rows`, packed column by column into
+/// blocks of `packing.slots()` (in parallel).
+pub fn pack_columns(
+    key: &PublicKey,
+    values: &[Ciphertext],
+    rows: usize,
+    packing: Packing,
+) -> Vec<Ciphertext> {
+    let chunks: Vec<&[Ciphertext]> = values
+        .chunks(rows.max(1))
+        .flat_map(|column| column.chunks(packing.slots()))
+        .collect();
+    chunks
+        .par_iter()
+        .map(|chunk| key.pack(chunk, packing.slot_bits()))
+        .collect()
+}
+
 /// Writes ciphertexts back to back (their count is the reader's to know).
 pub fn write_ciphertexts(key: &PublicKey, blocks: &[Ciphertext], w: Writer) -> Writer {
     let mut bytes = Vec::with_capacity(blocks.len() * key.ciphertext_bytes());
@@ -273,6 +291,19 @@ impl PackedMatrix {
             blocks,
             ..self.clone()
         })
+    }
+
+    /// A one-value-per-ciphertext matrix whose entries all lie in `(-2^(w-1), 2^(w-1))`, packed
+    /// `w` bits a slot under encryption (see [`PublicKey::pack`]), so that the key holder
+    /// decrypts a few ciphertexts instead of one per entry. Unchanged when already packed or
+    /// when no two slots of `w` bits fit a plaintext.
+    pub fn packed_to(&self, key: &PublicKey, slot_bits: u32) -> Result<Self, PaillierError> {
+        let packing = match Packing::new(key, slot_bits) {
+            Ok(p) if p.slots() > 1 && self.packing.slots() == 1 => p,
+            _ => return Ok(self.clone()),
+        };
+        let blocks = pack_columns(key, &self.blocks, self.rows, packing);
+        Self::from_blocks(self.rows, self.cols, packing, blocks)
     }
 
     /// The same plaintexts under fresh randomness (before the matrix goes to the key holder,
