@@ -68,7 +68,9 @@ impl DecryptionBudget {
             count: 1,
             moments: if standardize { 2 } else { 0 },
             features,
-            steps: if local { max_iterations } else { 0 },
+            // One step an iteration, and the one at the final coefficients, which the
+            // aggregator decrypts to see whether the gradient-norm test can be skipped.
+            steps: if local { max_iterations + 1 } else { 0 },
             dimension,
             local,
         }
@@ -497,6 +499,7 @@ mod tests {
         assert!(b.clone().spend(3).is_err(), "a third moments round");
         b.spend(4).expect("step 1");
         b.spend(4).expect("step 2");
+        b.spend(4).expect("the step at the final coefficients");
         let e = b.clone().spend(4).expect_err("past the iterations");
         assert!(e.to_string().contains("nothing more"), "{e}");
         // A resume gives back the step of the iteration in flight, one per resume.
