@@ -350,3 +350,60 @@ fn a_value_far_past_its_bound_is_refused() {
     .expect_err("refused");
     assert!(matches!(error, SecureError::Range(_)), "{error}");
 }
+
+/// One-value ciphertexts (a gradient, a lower triangle as the Nodes send them) reach the key
+/// holder packed: its views hold the secrets plus masks, and it decrypts one ciphertext per
+/// slot-full (slots of `bound + sigma + 2` bits: 10 to a 1024-bit key at a 60-bit bound), not one
+/// per entry.
+#[test]
+fn one_value_ciphertexts_are_shared_packed() {
+    use privlogit_protocols::paillier::{EncryptedVector, Fixed};
+    let key = secret().public_key();
+    let noise = DjnNoise::new(key, &mut rand::rng());
+    let bound = 60u32;
+    let d = 7;
+    let lower_len = d * (d + 1) / 2;
+    let value = |i: usize| {
+        let v: BigInt = BigInt::from(i as i64 * 0x1234_5678_9abc) - (BigInt::one() << 59);
+        Fixed {
+            value: if i.is_multiple_of(3) { -v } else { v },
+            scale: FRAC,
+        }
+    };
+    let encrypt_unpacked = |values: &[Fixed]| {
+        let limit = (num_bigint::BigUint::from(1u8) << bound) - 1u8;
+        EncryptedVector::encrypt(key, values, &limit, Packing::unpacked(key), &noise)
+            .expect("encrypts")
+    };
+    let vector: Vec<Fixed> = (0..d).map(value).collect();
+    let lower: Vec<Fixed> = (0..lower_len).map(value).collect();
+    let (enc_vector, enc_lower) = (encrypt_unpacked(&vector), encrypt_unpacked(&lower));
+    let ((column, triangle), _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
+        let column = e.share_vector(gc, &enc_vector, bound)?;
+        let triangle = e.share_lower(gc, &enc_lower, d, bound)?;
+        Ok((column, triangle))
+    })
+    .expect("runs");
+    let got = reveal(&column, &keyholder);
+    for (i, v) in vector.iter().enumerate() {
+        assert_eq!(got.get(i, 0), &v.value, "vector entry {i}");
+    }
+    let got = reveal(&triangle, &keyholder);
+    let mut k = 0;
+    for i in 0..d {
+        for j in 0..=i {
+            assert_eq!(got.get(i, j), &lower[k].value, "lower ({i}, {j})");
+            assert_eq!(got.get(j, i), &lower[k].value, "mirrored ({j}, {i})");
+            k += 1;
+        }
+    }
+    let slots = (1024 - 2) / (bound + SIGMA + 2) as usize;
+    assert_eq!(slots, 10);
+    let expected = d.div_ceil(slots) + lower_len.div_ceil(slots);
+    assert_eq!(
+        keyholder.helper.stats().decryptions,
+        expected as u64,
+        "{} one-value ciphertexts in {expected} decryptions",
+        d + lower_len
+    );
+}

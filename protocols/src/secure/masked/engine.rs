@@ -1016,7 +1016,6 @@ enum Output<'a> {
     Revealed(&'a IntMatrix, Widths),
 }
 
-/// `values` where `layout` lays entries out, zero elsewhere (what the key holder decrypts).
 /// Slot width for masked values sent to the key holder: they lie in `(-2^bound, 2^mask +
 /// 2^bound)`, below `2^(mask + 1)` in magnitude, so `mask + 2` bits hold one signed.
 fn view_slot_bits(widths: Widths) -> u32 {
@@ -1046,6 +1045,7 @@ fn pack_vector(
     )?)
 }
 
+/// `values` where `layout` lays entries out, zero elsewhere (what the key holder decrypts).
 fn restrict(values: &IntMatrix, layout: &Layout) -> IntMatrix {
     let mut out = IntMatrix::zeros(values.rows(), values.cols());
     for segments in &layout.blocks {
