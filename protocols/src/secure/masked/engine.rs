@@ -1029,9 +1029,8 @@ fn pack_vector(
     v: &EncryptedVector,
     widths: Widths,
 ) -> Result<EncryptedVector, SecureError> {
-    let packing = match Packing::new(key, view_slot_bits(widths)) {
-        Ok(p) if p.slots() > 1 && v.packing().slots() == 1 => p,
-        _ => return Ok(v.clone()),
+    let Some(packing) = packed::repacking(key, v.packing(), view_slot_bits(widths)) else {
+        return Ok(v.clone());
     };
     let blocks = packed::pack_columns(key, v.ciphertexts(), v.len(), packing);
     let bound = (BigUint::one() << widths.mask) + (BigUint::one() << widths.bound);

@@ -39,6 +39,14 @@ pub fn packing_of(key: &PublicKey, slot_bits: u32) -> Result<Packing, PaillierEr
     }
 }
 
+/// The packing of `slot_bits`-bit slots to repack one-value ciphertexts into, or `None` when
+/// they are packed already (`current`) or no two such slots fit a plaintext.
+pub fn repacking(key: &PublicKey, current: Packing, slot_bits: u32) -> Option<Packing> {
+    Packing::new(key, slot_bits)
+        .ok()
+        .filter(|p| p.slots() > 1 && current.slots() == 1)
+}
+
 /// One-value ciphertexts, column after column of `rows`, packed column by column into
 /// blocks of `packing.slots()` (in parallel).
 pub fn pack_columns(
@@ -298,9 +306,8 @@ impl PackedMatrix {
     /// decrypts a few ciphertexts instead of one per entry. Unchanged when already packed or
     /// when no two slots of `w` bits fit a plaintext.
     pub fn packed_to(&self, key: &PublicKey, slot_bits: u32) -> Result<Self, PaillierError> {
-        let packing = match Packing::new(key, slot_bits) {
-            Ok(p) if p.slots() > 1 && self.packing.slots() == 1 => p,
-            _ => return Ok(self.clone()),
+        let Some(packing) = repacking(key, self.packing, slot_bits) else {
+            return Ok(self.clone());
         };
         let blocks = pack_columns(key, &self.blocks, self.rows, packing);
         Self::from_blocks(self.rows, self.cols, packing, blocks)
