@@ -75,6 +75,12 @@ pub enum Error {
     /// A DP parameter.
     #[error(transparent)]
     Dp(#[from] DpError),
+    /// A design an unpenalised fit cannot estimate (collinear columns, separated classes).
+    #[error(transparent)]
+    Design(#[from] crate::inference::design::DesignError),
+    /// Inference at the optimum.
+    #[error(transparent)]
+    Inference(#[from] crate::inference::InferenceError),
     /// Distributed DP deep learning.
     #[error(transparent)]
     Dl(#[from] DlError),

@@ -12,6 +12,8 @@ use privlogit_protocols::{
 use crate::data::partition::check_agreement;
 use crate::data::standardize::{Standardizer, design_matrix, design_names};
 use crate::data::{DataError, Dataset, DatasetView};
+use crate::inference::design;
+use crate::inference::{Goodness, InferenceError, Wald, spd_inverse};
 use crate::metrics;
 
 /// How to turn raw parties into model inputs.
@@ -143,6 +145,61 @@ pub struct Fitted {
     pub auc: Option<f64>,
     /// Accuracy at threshold 0.5 on the training rows.
     pub accuracy: f64,
+    /// Rows labelled 1.
+    pub positives: f64,
+    /// Every row strictly on its label's side of the final coefficients' boundary (complete
+    /// separation when the fit is unpenalised: the likelihood has no maximum).
+    pub separated: bool,
+}
+
+/// The Wald table and fit measures at the fitted coefficients: the inverse of the pooled
+/// information `X^T A X` plus the penalty's diagonal (eq. 2.11's Hessian, negated), in the
+/// clear. `keep_covariance` keeps the matrix in the table.
+pub fn inference(
+    prepared: &Prepared,
+    fitted: &Fitted,
+    options: &FitOptions,
+    level: f64,
+    keep_covariance: bool,
+) -> Result<(Wald, Goodness), crate::error::Error> {
+    let aggregation = PlaintextAggregation::new(&prepared.parties);
+    let beta = &fitted.report.beta;
+    let read_failed = |e| FitError::Aggregation(Box::new(e));
+    let mut information = aggregation.information(beta).map_err(read_failed)?;
+    let d = information.nrows();
+    information
+        .diag_mut()
+        .scaled_add(1.0, &options.penalty().diagonal(d));
+    let covariance = spd_inverse(&information).ok_or_else(|| InferenceError::Variance {
+        name: "(all)".into(),
+        value: f64::NAN,
+    })?;
+    let wald = Wald::from_covariance(
+        &prepared.names,
+        beta.as_slice().expect("contiguous"),
+        &covariance,
+        level,
+        keep_covariance,
+    )?;
+    let intercept = prepared.names.first().map(String::as_str) == Some(crate::model::INTERCEPT);
+    let goodness = Goodness::binomial(
+        fitted.log_likelihood,
+        d,
+        prepared.rows(),
+        fitted.positives,
+        intercept,
+    );
+    Ok((wald, goodness))
+}
+
+/// Refuses a design an unpenalised fit cannot estimate: a zero or collinear column (from the
+/// pooled `X^T X`, named).
+pub fn check_design(prepared: &Prepared) -> Result<(), crate::error::Error> {
+    let aggregation = PlaintextAggregation::new(&prepared.parties);
+    let gram = aggregation
+        .bound()
+        .map_err(|e| FitError::Aggregation(Box::new(e)))?;
+    Ok(design::check_gram(&gram, &prepared.names)?)
 }
 
 /// Runs `optimizer` on the prepared parties in the clear.
@@ -171,10 +228,16 @@ pub fn fit(
             })
             .map_err(read_failed)?;
     }
+    let separated = probabilities
+        .iter()
+        .zip(&labels)
+        .all(|(&p, &y)| if y == 1.0 { p > 0.5 } else { p < 0.5 });
     let probabilities = Array1::from(probabilities);
     let labels = Array1::from(labels);
     Ok(Fitted {
-        objective: log_likelihood - 0.5 * options.lambda * beta.dot(beta),
+        objective: log_likelihood + options.penalty().objective(beta),
+        positives: labels.sum(),
+        separated,
         log_likelihood,
         auc: metrics::auc(probabilities.view(), labels.view()),
         accuracy: metrics::accuracy(probabilities.view(), labels.view()),

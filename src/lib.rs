@@ -30,6 +30,7 @@ pub mod experiments;
 pub mod figures;
 pub mod fit;
 pub mod hybrid;
+pub mod inference;
 pub mod jobs;
 pub mod metrics;
 pub mod model;

@@ -376,6 +376,44 @@ pub const KEYS: &[Key] = &[
         true,
         "With --transfer-from: the weight of plain l2 against closeness to the source model.",
     ),
+    // Inference at the optimum.
+    key(
+        "reveal",
+        Kind::Choice(crate::inference::Reveal::NAMES),
+        "WHAT",
+        &[S, A],
+        true,
+        "What a study reveals beyond the coefficients: standard-errors (the diagonal of the \
+         inverse information at the optimum: standard errors, z, p-values, intervals), covariance \
+         (the whole matrix) or coefficients (nothing more). The fit reveals everything (it is \
+         plaintext).",
+    ),
+    key(
+        "ci_level",
+        Kind::Number,
+        "LEVEL",
+        &[F, S, A],
+        false,
+        "Level of the confidence intervals of the coefficients and odds ratios.",
+    ),
+    key(
+        "covariance",
+        Kind::Switch,
+        "",
+        &[F, S, A],
+        false,
+        "Print the covariance matrix of the coefficients (the inverse information; a study must \
+         reveal covariance).",
+    ),
+    many(key(
+        "drop",
+        Kind::Text,
+        "COLUMN",
+        &[F],
+        false,
+        "Likelihood-ratio test against the model without this column (repeat for several): the \
+         nested model is fitted too (unpenalised fits only).",
+    )),
     // Output.
     key(
         "json",
@@ -605,6 +643,14 @@ pub struct Spec {
     pub transfer_from: Option<PathBuf>,
     /// Weight of plain l2 in a transfer.
     pub eta: f64,
+    /// What a study reveals beyond the coefficients.
+    pub reveal: crate::inference::Reveal,
+    /// Level of the confidence intervals.
+    pub ci_level: f64,
+    /// Print the covariance matrix.
+    pub covariance: bool,
+    /// Columns of a nested model to test against.
+    pub drop: Vec<String>,
     /// JSON output.
     pub json: bool,
     /// Output file.
@@ -680,6 +726,10 @@ impl Default for Spec {
             dp_lambda: 0.01,
             transfer_from: None,
             eta: crate::dp::release::DEFAULT_ETA,
+            reveal: crate::inference::Reveal::StandardErrors,
+            ci_level: 0.95,
+            covariance: false,
+            drop: Vec::new(),
             json: false,
             out: None,
             cost: None,
@@ -824,6 +874,15 @@ impl Spec {
             "dp_lambda" => self.dp_lambda = number()?,
             "transfer_from" => self.transfer_from = Some(path()?),
             "eta" => self.eta = number()?,
+            "reveal" => {
+                let name = text()?;
+                self.reveal = name
+                    .parse()
+                    .map_err(|_| at(choice_error(&name, crate::inference::Reveal::NAMES)))?;
+            }
+            "ci_level" => self.ci_level = number()?,
+            "covariance" => self.covariance = switch()?,
+            "drop" => self.drop.push(text()?),
             "json" => self.json = switch()?,
             "out" => self.out = Some(path()?),
             "cost" => self.cost = Some(path()?),
@@ -917,6 +976,12 @@ impl Spec {
             "dp_lambda" => float(self.dp_lambda),
             "transfer_from" => path(&self.transfer_from),
             "eta" => float(self.eta),
+            "reveal" => Some(Value::String(self.reveal.name().into())),
+            "ci_level" => float(self.ci_level),
+            "covariance" => Some(Value::Boolean(self.covariance)),
+            "drop" => Some(Value::Array(
+                self.drop.iter().cloned().map(Value::String).collect(),
+            )),
             "json" => Some(Value::Boolean(self.json)),
             "out" => path(&self.out),
             "cost" => path(&self.cost),

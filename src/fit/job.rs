@@ -4,12 +4,17 @@
 
 use std::fmt::Write as _;
 
-use privlogit_protocols::{FitOptions, IterationRecord, Optimizer, Status, StepKind};
+use ndarray::Axis;
+use privlogit_protocols::{
+    FitError, FitOptions, IterationRecord, Optimizer, PartyData, Status, StepKind,
+};
 use serde::Serialize;
 
 use super::{Fitted, Preparation, Prepared};
 use crate::data::{self, Dataset, LoadOptions, partition};
 use crate::error::Error;
+use crate::inference::design::DesignError;
+use crate::inference::{Goodness, LikelihoodRatio, Wald, normal_quantile};
 use crate::model::{Model, Standardization};
 use crate::settings::{Reader, Spec};
 
@@ -19,6 +24,16 @@ pub struct FitJob {
     prepared: Prepared,
     optimizer: Optimizer,
     options: FitOptions,
+    asked: Asked,
+}
+
+/// The inference a fit is asked for.
+#[derive(Debug, Clone)]
+struct Asked {
+    label: Option<String>,
+    level: f64,
+    covariance: bool,
+    drop: Vec<String>,
 }
 
 /// A finished fit with what it was fitted on.
@@ -30,6 +45,15 @@ pub struct FitResult {
     pub fitted: Fitted,
     /// The options it ran with.
     pub options: FitOptions,
+    /// Standard errors, z, p-values and intervals (`None` when the fit did not converge: they
+    /// mean something at the optimum only).
+    pub wald: Option<Wald>,
+    /// Log-likelihood, deviances, AIC and BIC.
+    pub goodness: Goodness,
+    /// The likelihood-ratio test against the nested model `--drop` names.
+    pub likelihood_ratio: Option<LikelihoodRatio>,
+    /// The label column's name, when known.
+    pub label: Option<String>,
 }
 
 impl FitJob {
@@ -39,13 +63,9 @@ impl FitJob {
         if spec.reader != Reader::Fit {
             return Err(Error::plan("a spec read for a study cannot run as a fit"));
         }
-        let (optimizer, options) = plan(spec)?;
+        let (optimizer, options, asked) = plan(spec)?;
         let prepared = super::prepare(load_parties(spec)?, preparation(spec))?;
-        Ok(Self {
-            prepared,
-            optimizer,
-            options,
-        })
+        Self::checked(prepared, optimizer, options, asked)
     }
 
     /// The fit `spec` describes over parties given as views (Python's arrays): the same
@@ -54,12 +74,39 @@ impl FitJob {
         spec: &Spec,
         parties: &[crate::data::DatasetView<'_>],
     ) -> Result<Self, Error> {
-        let (optimizer, options) = plan(spec)?;
+        let (optimizer, options, asked) = plan(spec)?;
         let prepared = super::prepare_views(parties, preparation(spec))?;
+        Self::checked(prepared, optimizer, options, asked)
+    }
+
+    /// The job, once its design is checked: an unpenalised fit needs independent columns, and
+    /// `--drop` names columns of the model.
+    fn checked(
+        prepared: Prepared,
+        optimizer: Optimizer,
+        options: FitOptions,
+        asked: Asked,
+    ) -> Result<Self, Error> {
+        for column in &asked.drop {
+            if !prepared.names.iter().any(|n| n == column) || column == crate::model::INTERCEPT {
+                return Err(Error::setting(
+                    "--drop",
+                    format!(
+                        "{column:?} is not a feature of the model; the features are {}",
+                        prepared.names[usize::from(prepared.names[0] == crate::model::INTERCEPT)..]
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
+        if options.lambda == 0.0 {
+            super::check_design(&prepared)?;
+        }
         Ok(Self {
             prepared,
             optimizer,
             options,
+            asked,
         })
     }
 
@@ -76,20 +123,133 @@ impl FitJob {
 
     /// Runs the fit, each iteration reported to `progress`.
     pub fn run(self, progress: &mut dyn FnMut(&IterationRecord)) -> Result<FitResult, Error> {
-        let fitted = super::fit(&self.prepared, self.optimizer, &self.options, progress)?;
+        let fitted = self.fitted(&self.prepared, progress)?;
+        // Standard errors mean something at the optimum only.
+        let wald_and_goodness = match fitted.report.status {
+            Status::Diverged(_) | Status::MaxIterations => None,
+            Status::Converged => Some(super::inference(
+                &self.prepared,
+                &fitted,
+                &self.options,
+                self.asked.level,
+                self.asked.covariance,
+            )?),
+        };
+        let goodness = match &wald_and_goodness {
+            Some((_, g)) => *g,
+            None => Goodness::binomial(
+                fitted.log_likelihood,
+                self.prepared.names.len(),
+                self.prepared.rows(),
+                fitted.positives,
+                self.prepared.names.first().map(String::as_str) == Some(crate::model::INTERCEPT),
+            ),
+        };
+        let likelihood_ratio = if self.asked.drop.is_empty() {
+            None
+        } else {
+            let reduced = self.reduced()?;
+            let nested = self.fitted(&reduced, &mut |_| {})?;
+            if !nested.report.converged() {
+                return Err(Error::plan(format!(
+                    "the nested model without {} did not converge ({}): raise --max-iter",
+                    self.asked.drop.join(", "),
+                    nested.report.status.name()
+                )));
+            }
+            Some(LikelihoodRatio::new(
+                self.asked.drop.clone(),
+                fitted.log_likelihood,
+                nested.log_likelihood,
+            ))
+        };
         Ok(FitResult {
             prepared: self.prepared,
             fitted,
             options: self.options,
+            wald: wald_and_goodness.map(|(w, _)| w),
+            goodness,
+            likelihood_ratio,
+            label: self.asked.label.clone(),
         })
+    }
+
+    /// A fit of `prepared` with the job's optimiser and options; an unpenalised one that
+    /// separates the classes is refused.
+    fn fitted(
+        &self,
+        prepared: &Prepared,
+        progress: &mut dyn FnMut(&IterationRecord),
+    ) -> Result<Fitted, Error> {
+        let fitted = super::fit(prepared, self.optimizer, &self.options, progress)?;
+        if self.options.lambda == 0.0 && fitted.separated {
+            let beta = &fitted.report.beta;
+            let (at, largest) = beta
+                .iter()
+                .enumerate()
+                .fold((0, 0.0_f64), |(k, m), (j, b)| {
+                    if b.abs() > m { (j, b.abs()) } else { (k, m) }
+                });
+            return Err(DesignError::Separated {
+                rows: prepared.rows(),
+                largest,
+                column: prepared.names[at].clone(),
+            }
+            .into());
+        }
+        Ok(fitted)
+    }
+
+    /// The nested model without the `--drop` columns (its rows copied).
+    fn reduced(&self) -> Result<Prepared, Error> {
+        let keep: Vec<usize> = (0..self.prepared.names.len())
+            .filter(|&j| !self.asked.drop.contains(&self.prepared.names[j]))
+            .collect();
+        let parties = self
+            .prepared
+            .parties
+            .iter()
+            .map(|p| {
+                let (x, y) = p
+                    .collect()
+                    .map_err(|e| FitError::Aggregation(Box::new(e)))?;
+                Ok(PartyData::new(x.select(Axis(1), &keep), y))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let reduced = Prepared {
+            names: keep
+                .iter()
+                .map(|&j| self.prepared.names[j].clone())
+                .collect(),
+            sources: self.prepared.sources.clone(),
+            parties,
+            standardizer: None,
+        };
+        super::check_design(&reduced)?;
+        Ok(reduced)
     }
 }
 
-/// The optimiser and the options `spec` asks for, checked.
-fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions), Error> {
+/// The optimiser, the options and the inference `spec` asks for, checked.
+fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
     let (_, optimizer) = spec.resolved_optimizer(false)?;
     optimizer.validate()?;
-    Ok((optimizer, spec.fit_options(false)?))
+    let options = spec.fit_options(false)?;
+    normal_quantile(spec.ci_level).map_err(|e| Error::setting("--ci-level", e.to_string()))?;
+    if !spec.drop.is_empty() && (options.lambda != 0.0 || options.centre.is_some()) {
+        return Err(Error::setting(
+            "--drop",
+            "a likelihood-ratio test compares maximum-likelihood fits: give --lambda 0 (the \
+             chi-square law does not hold for penalised fits)",
+        ));
+    }
+    let asked = Asked {
+        label: spec.label.clone(),
+        level: spec.ci_level,
+        covariance: spec.covariance,
+        drop: spec.drop.clone(),
+    };
+    Ok((optimizer, options, asked))
 }
 
 fn preparation(spec: &Spec) -> Preparation {
@@ -274,16 +434,12 @@ impl FitResult {
             let _ = writeln!(s, "AUC             {auc:.6}");
         }
         let _ = writeln!(s, "accuracy        {:.6}", fitted.accuracy);
-        let width = prepared
-            .names
-            .iter()
-            .map(String::len)
-            .max()
-            .unwrap_or(0)
-            .max(11);
-        let _ = writeln!(s, "\n{:<width$}  {:>20}", "coefficient", "estimate");
-        for (name, b) in prepared.names.iter().zip(r.beta.iter()) {
-            let _ = writeln!(s, "{name:<width$}  {b:>20.12}");
+        s.push('\n');
+        match crate::inference::summary::render(&self.json()) {
+            Ok(table) => s.push_str(&table),
+            Err(e) => {
+                let _ = writeln!(s, "(no summary: {e})");
+            }
         }
         s
     }
@@ -312,7 +468,12 @@ struct JsonReport<'a> {
     intercept: bool,
     names: &'a [String],
     coefficients: Vec<f64>,
-    log_likelihood: f64,
+    label: Option<&'a str>,
+    #[serde(flatten)]
+    wald: Option<&'a Wald>,
+    #[serde(flatten)]
+    goodness: Goodness,
+    likelihood_ratio: Option<&'a LikelihoodRatio>,
     objective: f64,
     auc: Option<f64>,
     accuracy: f64,
@@ -368,7 +529,10 @@ impl<'a> JsonReport<'a> {
             intercept: prepared.names.first().map(String::as_str) == Some(crate::model::INTERCEPT),
             names: &prepared.names,
             coefficients: r.beta.to_vec(),
-            log_likelihood: fitted.log_likelihood,
+            label: result.label.as_deref(),
+            wald: result.wald.as_ref(),
+            goodness: result.goodness,
+            likelihood_ratio: result.likelihood_ratio.as_ref(),
             objective: fitted.objective,
             auc: fitted.auc,
             accuracy: fitted.accuracy,

@@ -50,6 +50,19 @@ impl<'a> PlaintextAggregation<'a> {
         Ok(self.merged(|party| party.gradient_sums(beta))?[self.dimension])
     }
 
+    /// The pooled observed information `X^T A X` at `beta` (no penalty), for inference at the
+    /// optimum.
+    pub fn information(&self, beta: &Array1<f64>) -> Result<Array2<f64>, RowsError> {
+        let sums = self.merged(|party| party.information_sums(beta))?;
+        Ok(unpack_lower(&sums, self.dimension))
+    }
+
+    /// The pooled bound `X^T X / 4` (eq. 5.5, no penalty): a design's Gram matrix, scaled.
+    pub fn bound(&self) -> Result<Array2<f64>, RowsError> {
+        let sums = self.merged(PartyData::information_bound_sums)?;
+        Ok(unpack_lower(&sums, self.dimension))
+    }
+
     fn penalty_diagonal(&self, penalty: Penalty<'_>) -> Array2<f64> {
         Array2::from_diag(&penalty.diagonal(self.dimension))
     }

@@ -1,0 +1,309 @@
+//! Inference at the optimum, as a paper reports it: Wald standard errors, z values, two-sided
+//! p-values, confidence intervals and odds ratios from the inverse of the observed information
+//! `X^T A X (+ lambda I)` at the final coefficients; the log-likelihood, deviance, the null
+//! model's deviance, AIC and BIC; likelihood-ratio tests between nested models.
+//!
+//! The formulas are the textbook ones statsmodels' `Logit` and R's `glm` use (normal quantiles
+//! for the intervals, `k` = every coefficient for AIC and BIC), so the figures equal theirs on the
+//! pooled rows. The normal and chi-square laws are `statrs`'.
+//!
+//! What a fit may reveal is chosen by [`Reveal`]; every figure here derives only from what was
+//! revealed (the p-values and intervals from the standard errors, never from more).
+
+pub mod design;
+pub mod summary;
+
+use ndarray::Array2;
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
+
+/// How much of the inverse information a fit reveals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reveal {
+    /// Coefficients only (no inference table).
+    Coefficients,
+    /// Its diagonal: standard errors, z, p-values and intervals.
+    #[default]
+    StandardErrors,
+    /// The whole matrix (`--covariance` prints it).
+    Covariance,
+}
+
+impl Reveal {
+    /// The names on the command line.
+    pub const NAMES: &'static [&'static str] = &["coefficients", "standard-errors", "covariance"];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reveal::Coefficients => "coefficients",
+            Reveal::StandardErrors => "standard-errors",
+            Reveal::Covariance => "covariance",
+        }
+    }
+}
+
+impl std::str::FromStr for Reveal {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "coefficients" => Ok(Reveal::Coefficients),
+            "standard-errors" => Ok(Reveal::StandardErrors),
+            "covariance" => Ok(Reveal::Covariance),
+            other => Err(format!(
+                "unknown reveal {other:?} (expected coefficients, standard-errors or covariance)"
+            )),
+        }
+    }
+}
+
+/// Why inference could not be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InferenceError {
+    /// A variance that is not a positive finite number (the information is not invertible in
+    /// floating point).
+    #[error(
+        "the variance of coefficient {name:?} is {value:e}: the information matrix is not \
+         positive definite at the final coefficients (collinear columns, or a penalty too small)"
+    )]
+    Variance {
+        /// The coefficient.
+        name: String,
+        /// Its variance.
+        value: f64,
+    },
+    /// A confidence level outside (0, 1).
+    #[error("--ci-level must lie strictly between 0 and 1, got {0}")]
+    Level(f64),
+}
+
+/// The Wald table of one fit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wald {
+    /// The level of the intervals (0.95).
+    pub ci_level: f64,
+    /// Square roots of the inverse information's diagonal.
+    pub standard_errors: Vec<f64>,
+    /// Coefficient over standard error.
+    pub z_values: Vec<f64>,
+    /// Two-sided, from the standard normal law.
+    pub p_values: Vec<f64>,
+    /// `[low, high]` per coefficient: estimate -/+ z_(1 - alpha/2) standard errors.
+    pub conf_int: Vec<[f64; 2]>,
+    /// `exp(coefficient)`.
+    pub odds_ratios: Vec<f64>,
+    /// The interval's ends, exponentiated.
+    pub odds_ratio_conf_int: Vec<[f64; 2]>,
+    /// The inverse information, when revealed and asked for (`--covariance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covariance: Option<Vec<Vec<f64>>>,
+}
+
+/// The standard normal quantile `z_(1 - (1 - level)/2)` of a two-sided interval.
+pub fn normal_quantile(level: f64) -> Result<f64, InferenceError> {
+    if !(level > 0.0 && level < 1.0) {
+        return Err(InferenceError::Level(level));
+    }
+    let normal = Normal::standard();
+    Ok(normal.inverse_cdf(1.0 - (1.0 - level) / 2.0))
+}
+
+/// Two-sided p-value of a standard normal statistic: `erfc(|z| / sqrt 2)`, accurate far into the
+/// tail (no `1 - cdf` cancellation).
+pub fn two_sided_p(z: f64) -> f64 {
+    statrs::function::erf::erfc(z.abs() / std::f64::consts::SQRT_2)
+}
+
+impl Wald {
+    /// The table from the coefficients and the variances (the inverse information's
+    /// diagonal), named for errors.
+    pub fn new(
+        names: &[String],
+        beta: &[f64],
+        variances: &[f64],
+        level: f64,
+    ) -> Result<Self, InferenceError> {
+        let q = normal_quantile(level)?;
+        let mut table = Wald {
+            ci_level: level,
+            standard_errors: Vec::with_capacity(beta.len()),
+            z_values: Vec::with_capacity(beta.len()),
+            p_values: Vec::with_capacity(beta.len()),
+            conf_int: Vec::with_capacity(beta.len()),
+            odds_ratios: Vec::with_capacity(beta.len()),
+            odds_ratio_conf_int: Vec::with_capacity(beta.len()),
+            covariance: None,
+        };
+        for (k, (&b, &v)) in beta.iter().zip(variances).enumerate() {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(InferenceError::Variance {
+                    name: names.get(k).cloned().unwrap_or_else(|| format!("#{k}")),
+                    value: v,
+                });
+            }
+            let se = v.sqrt();
+            let z = b / se;
+            let (low, high) = (b - q * se, b + q * se);
+            table.standard_errors.push(se);
+            table.z_values.push(z);
+            table.p_values.push(two_sided_p(z));
+            table.conf_int.push([low, high]);
+            table.odds_ratios.push(b.exp());
+            table.odds_ratio_conf_int.push([low.exp(), high.exp()]);
+        }
+        Ok(table)
+    }
+
+    /// The table from the whole inverse information, keeping the matrix when `keep`.
+    pub fn from_covariance(
+        names: &[String],
+        beta: &[f64],
+        covariance: &Array2<f64>,
+        level: f64,
+        keep: bool,
+    ) -> Result<Self, InferenceError> {
+        let variances: Vec<f64> = covariance.diag().to_vec();
+        let mut table = Self::new(names, beta, &variances, level)?;
+        if keep {
+            table.covariance = Some(covariance.rows().into_iter().map(|r| r.to_vec()).collect());
+        }
+        Ok(table)
+    }
+}
+
+/// How well the model fits, for a binomial model with 0/1 labels (the saturated model's
+/// log-likelihood is 0, so the deviance is `-2 l`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Goodness {
+    /// Unpenalised log-likelihood at the final coefficients (eq. 2.9).
+    pub log_likelihood: f64,
+    /// `-2 log_likelihood`.
+    pub deviance: f64,
+    /// The deviance of the null model: the intercept alone at its maximum-likelihood value
+    /// `logit(mean y)` when the model has an intercept, else every coefficient zero.
+    pub null_deviance: f64,
+    /// `-2 l + 2 k`.
+    pub aic: f64,
+    /// `-2 l + k ln N`.
+    pub bic: f64,
+    /// Rows.
+    pub nobs: usize,
+    /// `N - k`.
+    pub df_residual: f64,
+}
+
+impl Goodness {
+    /// The measures of a fit of `k` coefficients on `n` rows, `positives` of them labelled 1.
+    pub fn binomial(
+        log_likelihood: f64,
+        k: usize,
+        n: usize,
+        positives: f64,
+        intercept: bool,
+    ) -> Self {
+        let nf = n as f64;
+        let null_log_likelihood = if intercept {
+            let p = positives / nf;
+            xlogy(positives, p) + xlogy(nf - positives, 1.0 - p)
+        } else {
+            -nf * std::f64::consts::LN_2
+        };
+        Goodness {
+            log_likelihood,
+            deviance: -2.0 * log_likelihood,
+            null_deviance: -2.0 * null_log_likelihood,
+            aic: -2.0 * log_likelihood + 2.0 * k as f64,
+            bic: -2.0 * log_likelihood + (k as f64) * nf.ln(),
+            nobs: n,
+            df_residual: nf - k as f64,
+        }
+    }
+}
+
+/// `x ln y` with `0 ln 0 = 0`.
+fn xlogy(x: f64, y: f64) -> f64 {
+    if x == 0.0 { 0.0 } else { x * y.ln() }
+}
+
+/// A likelihood-ratio test of a model against the nested one without `dropped`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LikelihoodRatio {
+    /// The columns the reduced model leaves out.
+    pub dropped: Vec<String>,
+    /// `2 (l_full - l_reduced)`.
+    pub statistic: f64,
+    /// Degrees of freedom: the number of columns dropped.
+    pub df: usize,
+    /// Upper tail of the chi-square law with `df` degrees of freedom.
+    pub p_value: f64,
+    /// The reduced model's log-likelihood.
+    pub reduced_log_likelihood: f64,
+}
+
+impl LikelihoodRatio {
+    /// The test from the two maximised log-likelihoods.
+    pub fn new(dropped: Vec<String>, full: f64, reduced: f64) -> Self {
+        let df = dropped.len();
+        let statistic = 2.0 * (full - reduced);
+        // A statistic a hair below 0 is rounding at a common optimum: p = 1.
+        let p_value = match ChiSquared::new(df as f64) {
+            Ok(law) if statistic > 0.0 => law.sf(statistic),
+            _ => 1.0,
+        };
+        LikelihoodRatio {
+            dropped,
+            statistic,
+            df,
+            p_value,
+            reduced_log_likelihood: reduced,
+        }
+    }
+}
+
+/// The inverse of a symmetric positive-definite matrix by its Cholesky factor, or `None` when
+/// the factorisation fails.
+pub fn spd_inverse(a: &Array2<f64>) -> Option<Array2<f64>> {
+    let d = a.nrows();
+    let factor = privlogit_protocols::cholesky::Cholesky::factor(a)?;
+    let mut inverse = Array2::zeros((d, d));
+    for j in 0..d {
+        let mut e = ndarray::Array1::zeros(d);
+        e[j] = 1.0;
+        inverse.column_mut(j).assign(&factor.solve(&e));
+    }
+    // Symmetric by construction; average the rounding of the two triangles away.
+    let t = inverse.t().to_owned();
+    Some((inverse + t) * 0.5)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_law_matches_published_values() {
+        // z_0.975 = 1.959963984540054 (scipy.stats.norm.ppf(0.975)); 2 sf(1.96) = 0.0499957902964
+        assert!((normal_quantile(0.95).expect("level") - 1.959963984540054).abs() < 1e-12);
+        assert!((two_sided_p(1.96) - 0.04999579029644087).abs() < 1e-14);
+        // Far tail: scipy 2 * norm.sf(10) = 1.5239706048320995e-23.
+        assert!((two_sided_p(-10.0) / 1.5239706048320995e-23 - 1.0).abs() < 1e-10);
+        assert!(normal_quantile(1.0).is_err() && normal_quantile(0.0).is_err());
+    }
+
+    #[test]
+    fn chi_square_tail_matches_scipy() {
+        // scipy.stats.chi2.sf(5.991464547107979, 2) = 0.05; chi2.sf(3.0, 1) = 0.08326451666355042
+        let lr = LikelihoodRatio::new(vec!["a".into(), "b".into()], 0.0, -5.991464547107979 / 2.0);
+        assert!((lr.p_value - 0.05).abs() < 1e-12);
+        let lr = LikelihoodRatio::new(vec!["a".into()], 1.5, 0.0);
+        assert!((lr.p_value - 0.08326451666355042).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_non_positive_variance_is_named() {
+        let names = ["a".to_string(), "b".to_string()];
+        let err = Wald::new(&names, &[1.0, 2.0], &[1.0, -1e-9], 0.95).expect_err("negative");
+        assert!(err.to_string().contains("\"b\""), "{err}");
+    }
+}

@@ -1,0 +1,257 @@
+//! The inference table as text, laid out like statsmodels' `summary()`: a header of fit
+//! measures in two columns, then one row per coefficient (estimate, standard error, z, p,
+//! interval) and the odds ratios with their intervals. It is rendered from a result's JSON
+//! (`fit --json`, `study --json`: the same field names), so the command line and Python's
+//! `summary()` print the same text.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+use super::LikelihoodRatio;
+
+const WIDTH: usize = 78;
+
+/// The fields of a result the summary reads (every other field is ignored).
+#[derive(Debug, Deserialize)]
+struct Fields {
+    names: Vec<String>,
+    coefficients: Vec<f64>,
+    #[serde(default)]
+    label: Option<String>,
+    #[serde(default)]
+    optimizer: Option<String>,
+    #[serde(default)]
+    protocol: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    lambda: Option<f64>,
+    #[serde(default)]
+    n: Option<usize>,
+    #[serde(default)]
+    iterations: Option<usize>,
+    #[serde(default)]
+    reveal: Option<String>,
+    #[serde(default)]
+    standard_errors: Option<Vec<f64>>,
+    #[serde(default)]
+    z_values: Option<Vec<f64>>,
+    #[serde(default)]
+    p_values: Option<Vec<f64>>,
+    #[serde(default)]
+    conf_int: Option<Vec<[f64; 2]>>,
+    #[serde(default)]
+    ci_level: Option<f64>,
+    #[serde(default)]
+    odds_ratios: Option<Vec<f64>>,
+    #[serde(default)]
+    odds_ratio_conf_int: Option<Vec<[f64; 2]>>,
+    #[serde(default)]
+    log_likelihood: Option<f64>,
+    #[serde(default)]
+    deviance: Option<f64>,
+    #[serde(default)]
+    null_deviance: Option<f64>,
+    #[serde(default)]
+    aic: Option<f64>,
+    #[serde(default)]
+    bic: Option<f64>,
+    #[serde(default)]
+    likelihood_ratio: Option<LikelihoodRatio>,
+}
+
+/// The summary of a result given as its JSON value.
+pub fn render(result: &serde_json::Value) -> Result<String, String> {
+    let f: Fields = serde_json::from_value(result.clone())
+        .map_err(|e| format!("not a fit or study result: {e}"))?;
+    if f.names.len() != f.coefficients.len() {
+        return Err(format!(
+            "{} names for {} coefficients",
+            f.names.len(),
+            f.coefficients.len()
+        ));
+    }
+    let mut s = String::new();
+    let width = f.names.iter().map(String::len).max().unwrap_or(0).max(9);
+    let line = WIDTH.max(width + 67);
+    let title = match &f.protocol {
+        Some(p) => format!("Logistic regression: secure study ({p})"),
+        None => "Logistic regression: plaintext fit".to_string(),
+    };
+    let _ = writeln!(s, "{title:^line$}");
+    let _ = writeln!(s, "{}", "=".repeat(line));
+    let opt = |x: Option<f64>, digits: usize| match x {
+        Some(v) => format!("{v:.digits$}"),
+        None => "-".into(),
+    };
+    let k = f.coefficients.len();
+    let pseudo_r2 = match (f.deviance, f.null_deviance) {
+        (Some(d), Some(n)) if n > 0.0 => Some(1.0 - d / n),
+        _ => None,
+    };
+    let left = [
+        (
+            "Dep. Variable:",
+            f.label.clone().unwrap_or_else(|| "-".into()),
+        ),
+        ("Method:", f.optimizer.clone().unwrap_or_else(|| "-".into())),
+        ("Status:", f.status.clone().unwrap_or_else(|| "-".into())),
+        (
+            "Iterations:",
+            f.iterations.map_or("-".into(), |i| i.to_string()),
+        ),
+        (
+            "Lambda:",
+            f.lambda.map_or("-".into(), crate::settings::format_number),
+        ),
+        (
+            "Revealed:",
+            f.reveal.clone().unwrap_or_else(|| match f.protocol {
+                Some(_) => "coefficients".into(),
+                None => "all (plaintext)".into(),
+            }),
+        ),
+    ];
+    let right = [
+        (
+            "No. Observations:",
+            f.n.map_or("-".into(), |n| n.to_string()),
+        ),
+        (
+            "Df Residuals:",
+            f.n.map_or("-".into(), |n| (n as i64 - k as i64).to_string()),
+        ),
+        ("Log-Likelihood:", opt(f.log_likelihood, 4)),
+        ("Deviance:", opt(f.deviance, 4)),
+        ("Null Deviance:", opt(f.null_deviance, 4)),
+        ("Pseudo R-squ.:", opt(pseudo_r2, 4)),
+    ];
+    for ((lk, lv), (rk, rv)) in left.iter().zip(&right) {
+        let _ = writeln!(s, "{lk:<17}{lv:>21}   {rk:<18}{rv:>19}");
+    }
+    let _ = writeln!(
+        s,
+        "{:<17}{:>21}   {:<18}{:>19}",
+        "AIC:",
+        opt(f.aic, 4),
+        "BIC:",
+        opt(f.bic, 4)
+    );
+    let _ = writeln!(s, "{}", "=".repeat(line));
+    let table = match (
+        &f.standard_errors,
+        &f.z_values,
+        &f.p_values,
+        &f.conf_int,
+        f.ci_level,
+    ) {
+        (Some(se), Some(z), Some(p), Some(ci), Some(level))
+            if se.len() == k && z.len() == k && p.len() == k && ci.len() == k =>
+        {
+            Some((se, z, p, ci, level))
+        }
+        _ => None,
+    };
+    match table {
+        Some((se, z, p, ci, level)) => {
+            let (lo, hi) = quantile_names(level);
+            let _ = writeln!(
+                s,
+                "{:<width$} {:>12} {:>10} {:>9} {:>7} {:>11} {:>11}",
+                "", "coef", "std err", "z", "P>|z|", lo, hi
+            );
+            let _ = writeln!(s, "{}", "-".repeat(line));
+            for j in 0..k {
+                let _ = writeln!(
+                    s,
+                    "{:<width$} {:>12} {:>10} {:>9.3} {:>7.3} {:>11} {:>11}",
+                    f.names[j],
+                    number(f.coefficients[j]),
+                    number(se[j]),
+                    z[j],
+                    p[j],
+                    number(ci[j][0]),
+                    number(ci[j][1])
+                );
+            }
+            if let (Some(or), Some(orci)) = (&f.odds_ratios, &f.odds_ratio_conf_int)
+                && or.len() == k
+                && orci.len() == k
+            {
+                let _ = writeln!(s, "{}", "-".repeat(line));
+                let _ = writeln!(
+                    s,
+                    "{:<width$} {:>12} {:>11} {:>11}",
+                    "", "odds ratio", lo, hi
+                );
+                for j in 0..k {
+                    let _ = writeln!(
+                        s,
+                        "{:<width$} {:>12} {:>11} {:>11}",
+                        f.names[j],
+                        number(or[j]),
+                        number(orci[j][0]),
+                        number(orci[j][1])
+                    );
+                }
+            }
+        }
+        None => {
+            let _ = writeln!(s, "{:<width$} {:>12}", "", "coef");
+            let _ = writeln!(s, "{}", "-".repeat(line));
+            for (name, b) in f.names.iter().zip(&f.coefficients) {
+                let _ = writeln!(s, "{name:<width$} {:>12}", number(*b));
+            }
+            let _ = writeln!(
+                s,
+                "(no standard errors: {})",
+                match (&f.status, &f.reveal) {
+                    (Some(st), _) if st != "converged" => "the fit did not converge",
+                    _ => "the study revealed the coefficients only",
+                }
+            );
+        }
+    }
+    let _ = writeln!(s, "{}", "=".repeat(line));
+    if let Some(lr) = &f.likelihood_ratio {
+        let _ = writeln!(
+            s,
+            "Likelihood-ratio test against the model without {}: LR = {:.4}, df = {}, p = {:.4e}",
+            lr.dropped.join(", "),
+            lr.statistic,
+            lr.df,
+            lr.p_value
+        );
+    }
+    if f.lambda.is_some_and(|l| l > 0.0) && table.is_some() {
+        let _ = writeln!(
+            s,
+            "Penalised fit: the standard errors invert the penalised information X^T A X + lambda I."
+        );
+    }
+    Ok(s)
+}
+
+/// `[0.025` and `0.975]`, statsmodels' interval headers.
+fn quantile_names(level: f64) -> (String, String) {
+    let a = (1.0 - level) / 2.0;
+    (format!("[{}", trim(a)), format!("{}]", trim(1.0 - a)))
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// Four significant decimals in a fixed column, switching to exponent form for very large or
+/// small magnitudes.
+fn number(x: f64) -> String {
+    let a = x.abs();
+    if a != 0.0 && !(1e-4..1e6).contains(&a) {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.4}")
+    }
+}
