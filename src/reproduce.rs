@@ -477,6 +477,7 @@ fn run_one(
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
         release: None,
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
     };
     let nodes = data
         .sources

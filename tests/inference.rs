@@ -280,3 +280,163 @@ fn tempfile_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+/// A secure study's inference equals the plaintext fit's at the same optimum: the information
+/// is inverted in masked arithmetic, so the standard errors carry its rounding (2^-40 on
+/// entries of N (X^T A X + lambda I)^-1) and the coefficients' distance from the optimum
+/// (gradient norm below 1e-9 here).
+#[test]
+fn secure_study_inference_equals_the_plaintext_fit() {
+    let parties: Vec<String> = (0..3)
+        .map(|k| {
+            party_file("winequality_red.csv", 3, k)
+                .display()
+                .to_string()
+        })
+        .collect();
+    let shared = |spec: &mut Spec| {
+        for p in &parties {
+            spec.set("party", &toml(&Value::from(p.as_str())), Origin::Given)
+                .expect("party");
+        }
+        for (k, v) in [
+            ("label", Value::from("good")),
+            ("standardize", Value::from(true)),
+            ("lambda", Value::from(1.0)),
+            ("gradient_tol", Value::from(1e-9)),
+        ] {
+            spec.set(k, &toml(&v), Origin::Given).expect(k);
+        }
+    };
+    let mut plain = Spec::new(Reader::Fit);
+    shared(&mut plain);
+    plain
+        .set("optimizer", &toml(&Value::from("newton")), Origin::Given)
+        .expect("optimizer");
+    let reference = FitJob::new(&plain)
+        .expect("fit")
+        .run(&mut |_| {})
+        .expect("fits")
+        .json();
+    for (protocol, reveal) in [("newton", "standard-errors"), ("local", "covariance")] {
+        let mut spec = Spec::new(Reader::Study);
+        shared(&mut spec);
+        for (k, v) in [
+            ("protocol", Value::from(protocol)),
+            ("reveal", Value::from(reveal)),
+            ("covariance", Value::from(reveal == "covariance")),
+            ("quiet", Value::from(true)),
+        ] {
+            spec.set(k, &toml(&v), Origin::Given).expect(k);
+        }
+        let study = privlogit::study::roles::InProcess::new(&spec, None)
+            .expect("plan")
+            .run(None)
+            .expect("study")
+            .json()
+            .expect("json");
+        let what = |f: &str| format!("{protocol} {f}");
+        assert_eq!(study["reveal"], reveal);
+        close(
+            &what("coefficients"),
+            &floats(&study["coefficients"]),
+            &floats(&reference["coefficients"]),
+            1e-6,
+            0.0,
+        );
+        close(
+            &what("standard errors"),
+            &floats(&study["standard_errors"]),
+            &floats(&reference["standard_errors"]),
+            0.0,
+            1e-6,
+        );
+        close(
+            &what("p-values"),
+            &floats(&study["p_values"]),
+            &floats(&reference["p_values"]),
+            1e-6,
+            0.0,
+        );
+        close(
+            &what("intervals"),
+            &pairs(&study["conf_int"]),
+            &pairs(&reference["conf_int"]),
+            1e-6,
+            0.0,
+        );
+        for field in ["log_likelihood", "deviance", "null_deviance", "aic", "bic"] {
+            close(
+                &what(field),
+                &[study[field].as_f64().expect(field)],
+                &[reference[field].as_f64().expect(field)],
+                0.0,
+                1e-6,
+            );
+        }
+        assert_eq!(study["covariance"].is_array(), reveal == "covariance");
+        if reveal == "standard-errors" {
+            assert!(study.get("covariance").is_none());
+        }
+    }
+}
+
+/// `--reveal coefficients` reveals nothing more: no inference round, no table.
+#[test]
+fn a_study_can_reveal_the_coefficients_only() {
+    let mut spec = Spec::new(Reader::Study);
+    for k in 0..2 {
+        let p = party_file("winequality_red.csv", 2, k);
+        spec.set(
+            "party",
+            &toml(&Value::from(p.display().to_string())),
+            Origin::Given,
+        )
+        .expect("party");
+    }
+    for (k, v) in [
+        ("label", Value::from("good")),
+        ("standardize", Value::from(true)),
+        ("reveal", Value::from("coefficients")),
+        ("max_iter", Value::from(3)),
+        ("quiet", Value::from(true)),
+    ] {
+        spec.set(k, &toml(&v), Origin::Given).expect(k);
+    }
+    let study = privlogit::study::roles::InProcess::new(&spec, None)
+        .expect("plan")
+        .run(None)
+        .expect("study")
+        .json()
+        .expect("json");
+    assert_eq!(study["reveal"], "coefficients");
+    for field in ["standard_errors", "p_values", "deviance", "covariance"] {
+        assert!(study.get(field).is_none(), "{field} was revealed");
+    }
+    // --covariance needs the matrix revealed.
+    let mut spec = Spec::new(Reader::Study);
+    spec.set("covariance", &toml(&Value::from(true)), Origin::Given)
+        .expect("flag");
+    spec.set("party", &toml(&Value::from("x.csv")), Origin::Given)
+        .expect("party");
+    let err = privlogit::study::roles::InProcess::new(&spec, None).expect_err("refused");
+    assert!(err.to_string().contains("--reveal covariance"), "{err}");
+}
+
+/// Part `k` of `parts` of a shared data set's rows (contiguous, with the header), as a file.
+fn party_file(name: &str, parts: usize, k: usize) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(common::shared_data(name)).expect("data");
+    let mut lines = text.lines();
+    let header = lines.next().expect("header");
+    let rows: Vec<&str> = lines.collect();
+    let size = rows.len().div_ceil(parts);
+    let dir = tempfile_dir("parties");
+    let path = dir.join(format!("{name}.{parts}.{k}.csv"));
+    let mut out = format!("{header}\n");
+    for row in rows.iter().skip(k * size).take(size) {
+        out.push_str(row);
+        out.push('\n');
+    }
+    std::fs::write(&path, out).expect("write");
+    path
+}

@@ -142,6 +142,7 @@ fn plan(protocol: Protocol, optimizer: Optimizer, method: LinearAlgebra) -> Stud
         intercept: true,
         linear_algebra: method,
         release: None,
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
         mask_seed: Some(42),
     }
 }

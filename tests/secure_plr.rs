@@ -56,6 +56,7 @@ fn plan(protocol: Protocol, optimizer: Optimizer, release: Release, parties: usi
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
         release: Some(release),
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
     }
 }
 

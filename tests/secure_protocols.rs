@@ -205,6 +205,7 @@ fn the_gradient_norm_rule_stops_where_plaintext_does() {
         linear_algebra: LinearAlgebra::Circuit,
         mask_seed: None,
         release: None,
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
     };
     let e = plan.validate().expect_err("circuit method");
     assert!(
@@ -279,6 +280,7 @@ fn secure_standardisation_over_tcp_matches_plaintext() {
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
         release: None,
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
     };
     let outcome = inprocess::run_study(
         inprocess::loopback_pair,
@@ -329,6 +331,7 @@ fn mismatched_columns_are_refused() {
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
         release: None,
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
     };
     let made_key = std::sync::atomic::AtomicBool::new(false);
     let error = inprocess::run_study(
@@ -406,6 +409,7 @@ fn a_node_killed_mid_run_stops_the_study_with_a_named_error() {
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
         release: None,
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
     };
     let mut made = 0;
     // Links are made key holder first, then Nodes 1, 2, 3; Node 2's end breaks after 12

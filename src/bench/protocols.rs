@@ -195,6 +195,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
             linear_algebra: method,
             mask_seed: None,
             release: None,
+            reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
         };
         let nodes = sources
             .iter()

@@ -119,6 +119,7 @@ pub fn study_in_process(
         linear_algebra: LinearAlgebra::Masked,
         mask_seed: None,
         release: Some(release),
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
     };
     let nodes = parts
         .into_iter()

@@ -27,7 +27,7 @@ struct Fields {
     status: Option<String>,
     #[serde(default)]
     lambda: Option<f64>,
-    #[serde(default)]
+    #[serde(default, alias = "rows")]
     n: Option<usize>,
     #[serde(default)]
     iterations: Option<usize>,

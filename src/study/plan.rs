@@ -149,6 +149,15 @@ impl Spec {
             intercept: self.intercept && release.is_none(),
             linear_algebra: self.linear_algebra,
             mask_seed: self.seed,
+            // Standard errors by default, where they can be had: a DP release publishes its
+            // coefficients only, and the circuit method has no masked inverse.
+            reveal: if self.given("reveal")
+                || (release.is_none() && self.linear_algebra == LinearAlgebra::Masked)
+            {
+                self.reveal
+            } else {
+                crate::inference::Reveal::Coefficients
+            },
             release,
         };
         plan.validate()?;

@@ -12,6 +12,7 @@ use privlogit_protocols::secure::study::{StudyOutcome, StudyPlan};
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::inference::{Goodness, Reveal, Wald};
 use crate::model::{INTERCEPT, Model, Standardization};
 use crate::settings::Spec;
 
@@ -27,6 +28,39 @@ pub struct StudyResult {
     pub keyholder: Option<KeyholderStats>,
     /// Each Node's counters (in-process studies).
     pub nodes: Option<Vec<NodeStats>>,
+    /// How the inference is shown.
+    pub shown: Shown,
+}
+
+/// How a study's inference is shown (the aggregator's own settings, not the plan's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shown {
+    /// Level of the intervals.
+    pub ci_level: f64,
+    /// Print the covariance matrix.
+    pub covariance: bool,
+}
+
+impl Shown {
+    /// The settings of `spec`, checked.
+    pub fn of(spec: &Spec) -> Result<Self, Error> {
+        crate::inference::normal_quantile(spec.ci_level)
+            .map_err(|e| Error::setting("--ci-level", e.to_string()))?;
+        if spec.covariance && spec.reveal != Reveal::Covariance {
+            return Err(Error::setting(
+                "--covariance",
+                format!(
+                    "prints the covariance matrix, which this study does not reveal (--reveal {}): \
+                     add --reveal covariance",
+                    spec.reveal.name()
+                ),
+            ));
+        }
+        Ok(Self {
+            ci_level: spec.ci_level,
+            covariance: spec.covariance,
+        })
+    }
 }
 
 /// A result rendered for its readers.
@@ -137,13 +171,47 @@ impl StudyResult {
             .map_err(|e| Error::plan(format!("cannot render the result: {e}")))
     }
 
+    /// The Wald table and fit measures from what the inference round revealed (`None` when
+    /// the study revealed the coefficients only, or did not converge).
+    pub fn inference(&self) -> Result<Option<(Wald, Goodness)>, Error> {
+        let o = &self.outcome;
+        let Some(revealed) = &o.inference else {
+            return Ok(None);
+        };
+        let beta = o.fit.beta.as_slice().expect("contiguous");
+        let wald = match &revealed.covariance {
+            Some(c) => Wald::from_covariance(
+                &o.names,
+                beta,
+                c,
+                self.shown.ci_level,
+                self.shown.covariance,
+            )?,
+            None => Wald::new(&o.names, beta, &revealed.variances, self.shown.ci_level)?,
+        };
+        let intercept = o.names.first().map(String::as_str) == Some(INTERCEPT);
+        let goodness = Goodness::binomial(
+            revealed.log_likelihood,
+            o.names.len(),
+            o.rows,
+            revealed.positives.unwrap_or(0.0),
+            intercept,
+        );
+        Ok(Some((wald, goodness)))
+    }
+
     fn report(&self) -> Result<JsonStudy<'_>, Error> {
         let o = &self.outcome;
         let r = &o.fit;
         let masked = &o.aggregator.solver;
         let keyholder = self.keyholder.as_ref();
         let nodes = self.nodes.as_deref();
+        let inference = self.inference()?;
         let report = JsonStudy {
+            reveal: self.plan.reveal.name(),
+            wald: inference.as_ref().map(|(w, _)| w.clone()),
+            goodness: inference.map(|(_, g)| g),
+            inference_seconds: o.inference.as_ref().map(|r| r.seconds),
             differential_privacy: self.release()?,
             protocol: Spec::protocol_name(self.plan.protocol).to_string(),
             optimizer: r.optimizer.to_string(),
@@ -358,8 +426,20 @@ impl StudyResult {
                 human_bytes(k.bytes_sent)
             ))
         );
+        if let Some(seconds) = o.inference.as_ref().map(|r| r.seconds) {
+            let _ = writeln!(
+                s,
+                "inference       {seconds:.2} s (the information at the optimum, inverted in \
+                 masked arithmetic; revealed: {})",
+                self.plan.reveal.name()
+            );
+        }
         let raw = self.raw_model()?;
         s.push_str(&coefficient_table(&o.names, &r.beta.to_vec(), raw.as_ref()));
+        if self.plan.reveal != Reveal::Coefficients {
+            s.push('\n');
+            s.push_str(&crate::inference::summary::render(&self.json()?).map_err(Error::plan)?);
+        }
         Ok(s)
     }
 }
@@ -381,6 +461,16 @@ struct JsonRelease {
 /// The `--json` report. Field names are a stable interface; add, do not rename.
 #[derive(Serialize)]
 struct JsonStudy<'a> {
+    /// What the study revealed beyond the coefficients.
+    reveal: &'static str,
+    /// Standard errors, z, p-values, intervals (and the covariance when revealed and asked for).
+    #[serde(flatten)]
+    wald: Option<Wald>,
+    /// Log-likelihood, deviances, AIC and BIC at the final coefficients.
+    #[serde(flatten)]
+    goodness: Option<Goodness>,
+    /// Seconds of the inference round.
+    inference_seconds: Option<f64>,
     /// Secure PLR: what the published model is private under.
     #[serde(skip_serializing_if = "Option::is_none")]
     differential_privacy: Option<JsonRelease>,

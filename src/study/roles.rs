@@ -22,7 +22,7 @@ use privlogit_protocols::{IterationRecord, StepKind};
 use super::file::StudyFile;
 use super::party::{Connection, PATIENCE, Party, address_of};
 use super::plan::describe;
-use super::result::{StudyResult, human_bytes};
+use super::result::{Shown, StudyResult, human_bytes};
 use super::state::{self, FileKeyStore, StateDir};
 use crate::charge;
 use crate::data::{self, LoadOptions};
@@ -88,6 +88,7 @@ pub struct InProcess {
     nodes: Vec<(String, Arc<dyn RowSource>)>,
     ledger: Option<(PathBuf, Option<f64>, Vec<PathBuf>, String)>,
     noise_seed: Option<u64>,
+    shown: Shown,
 }
 
 impl InProcess {
@@ -95,6 +96,7 @@ impl InProcess {
     /// validated, every Node's rows opened and their columns checked against each other
     /// (named by file), the transfer source's features against the target's.
     pub fn new(spec: &Spec, nodes: Option<Vec<NodeRows>>) -> Result<Self, Error> {
+        let shown = Shown::of(spec)?;
         let nodes = match nodes {
             Some(n) => n,
             None => files_of(spec)?,
@@ -156,6 +158,7 @@ impl InProcess {
             nodes: opened,
             ledger,
             noise_seed: spec.noise_seed,
+            shown,
         })
     }
 
@@ -198,6 +201,7 @@ impl InProcess {
             plan,
             keyholder: Some(run.keyholder),
             nodes: Some(run.nodes),
+            shown: self.shown,
         })
     }
 }
@@ -318,6 +322,7 @@ pub struct Aggregator {
     checkpoint: PathBuf,
     from: Option<Checkpoint>,
     noise_seed: Option<u64>,
+    shown: Shown,
 }
 
 impl Aggregator {
@@ -390,6 +395,7 @@ impl Aggregator {
             checkpoint,
             from,
             noise_seed: spec.noise_seed,
+            shown: Shown::of(spec)?,
         })
     }
 
@@ -414,6 +420,7 @@ impl Aggregator {
             checkpoint,
             from,
             noise_seed,
+            shown,
         } = self;
         let network = &party.network;
         let roster = party.roster();
@@ -489,6 +496,7 @@ impl Aggregator {
                 plan: plan.clone(),
                 keyholder: None,
                 nodes: None,
+                shown,
             };
             deliver(&result)?;
             state::remove(&checkpoint, say);

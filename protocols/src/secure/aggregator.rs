@@ -6,6 +6,10 @@
 //! sees only ciphertexts otherwise; the masks it draws hide every value it hands to the key
 //! holder.
 
+mod inference;
+
+pub use inference::{Reveal, Revealed};
+
 use std::cell::OnceCell;
 use std::sync::{Arc, Mutex};
 

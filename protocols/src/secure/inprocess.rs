@@ -66,6 +66,7 @@ pub fn run(
         linear_algebra,
         mask_seed,
         release: None,
+        reveal: crate::secure::aggregator::Reveal::Coefficients,
     };
     let nodes = parties
         .iter()

@@ -14,7 +14,9 @@ use privlogit_circuits::channel::Channel;
 use privlogit_circuits::fixed_format::FixedFormat;
 use sha2::{Digest, Sha256};
 
-use super::aggregator::{AggregatorStats, Protocol, SecureAggregation, SetupState};
+use super::aggregator::{
+    AggregatorStats, Protocol, Reveal, Revealed, SecureAggregation, SetupState,
+};
 use super::checkpoint::Checkpoint;
 use super::endorsement::{Endorsement, Endorser, KeyTrust};
 use super::keyholder::{self, DecryptionBudget, KeyStore, KeyholderStats};
@@ -56,6 +58,9 @@ pub struct StudyPlan {
     pub mask_seed: Option<u64>,
     /// Secure PLR: the published model epsilon-DP by objective perturbation ([`perturbation`]).
     pub release: Option<Release>,
+    /// What the study reveals beyond the coefficients, in one round after the fit (needs the
+    /// masked linear algebra; a differentially private study reveals the coefficients only).
+    pub reveal: Reveal,
 }
 
 impl StudyPlan {
@@ -103,6 +108,29 @@ impl StudyPlan {
                 "parties",
                 "a study needs at least one Node",
             ));
+        }
+        if self.reveal != Reveal::Coefficients {
+            let why = if self.release.is_some() {
+                Some(
+                    "a differentially private study publishes its coefficients only (standard \
+                      errors are not covered by epsilon)",
+                )
+            } else if self.linear_algebra != LinearAlgebra::Masked {
+                Some(
+                    "standard errors are computed in masked arithmetic: use --linear-algebra masked",
+                )
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(SecureError::invalid_plan(
+                    "reveal",
+                    format!(
+                        "--reveal {}: {why}, or --reveal coefficients",
+                        self.reveal.name()
+                    ),
+                ));
+            }
         }
         if let Some(release) = &self.release {
             release.validate()?;
@@ -163,6 +191,8 @@ pub struct StudyOutcome {
     pub seconds: f64,
     /// The iterations a checkpoint had done when this run took the study up.
     pub resumed_from: Option<usize>,
+    /// What the inference round revealed (`None`: coefficients only, or no convergence).
+    pub inference: Option<Revealed>,
 }
 
 /// What can stop a study.
@@ -385,6 +415,11 @@ pub fn plan_digest(plan: &StudyPlan) -> [u8; 32] {
             r.lambda.to_bits()
         ),
         None => text,
+    };
+    // What is revealed is part of the plan (coefficients only: the digest it always was).
+    let text = match plan.reveal {
+        Reveal::Coefficients => text,
+        other => format!("{text}|reveal {}", other.name()),
     };
     // A centred penalty is part of the plan (absent, the digest is what it always was).
     let text = match &o.centre {
@@ -613,6 +648,12 @@ pub fn run_aggregator<C: Channel>(
             )?
         }
     };
+    // Standard errors mean something at the optimum only.
+    let inference = if fit.converged() {
+        aggregation.inference(&fit.beta, options.penalty(), plan.intercept, plan.reveal)?
+    } else {
+        None
+    };
     let aggregator = aggregation.finish()?;
     let setup_seconds = setup_seconds + aggregator.bound_seconds;
     Ok(StudyOutcome {
@@ -624,6 +665,7 @@ pub fn run_aggregator<C: Channel>(
         setup_seconds,
         seconds: start.elapsed().as_secs_f64(),
         resumed_from,
+        inference,
     })
 }
 

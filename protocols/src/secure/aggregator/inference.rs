@@ -1,0 +1,255 @@
+//! Inference at the optimum, the aggregator's part: after the fit, the Nodes send their
+//! encrypted information `X_i^T A_i X_i / N` at the final coefficients (a Newton round), the
+//! Center adds the penalty, inverts the sum in masked arithmetic (the same inverse a Newton
+//! step uses) and reveals to itself only what the plan's [`Reveal`] allows: the inverse's
+//! diagonal (standard errors) or the whole matrix (covariance). With them it reveals the
+//! log-likelihood at the final coefficients and, when the model has an intercept, the count of
+//! rows labelled 1 (the null model's deviance is a function of it), each in one masked
+//! product the key holder cannot read.
+
+use ndarray::{Array1, Array2};
+use num_bigint::{BigInt, BigUint};
+use privlogit_circuits::channel::Channel;
+
+use super::{SecureAggregation, full_penalty};
+use crate::paillier::{EncryptedVector, Fixed, Packing};
+use crate::penalty::Penalty;
+use crate::secure::SecureError;
+use crate::secure::masked::Shared;
+use crate::secure::masked::block_spd;
+use crate::secure::masked::cross::Zeros;
+use crate::secure::masked::engine::{MaskedEngine, to_f64};
+use crate::secure::masked::packed::PackedMatrix;
+use crate::secure::solver;
+
+/// How much of the inverse information a study reveals (to the aggregator, which publishes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reveal {
+    /// Coefficients only: no inference round.
+    Coefficients,
+    /// The inverse's diagonal: standard errors, z, p-values and intervals.
+    #[default]
+    StandardErrors,
+    /// The whole inverse: the covariance matrix.
+    Covariance,
+}
+
+impl Reveal {
+    /// The names on the command line.
+    pub const NAMES: &'static [&'static str] = &["coefficients", "standard-errors", "covariance"];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reveal::Coefficients => "coefficients",
+            Reveal::StandardErrors => "standard-errors",
+            Reveal::Covariance => "covariance",
+        }
+    }
+}
+
+impl std::str::FromStr for Reveal {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == s)
+            .map(|k| {
+                [
+                    Reveal::Coefficients,
+                    Reveal::StandardErrors,
+                    Reveal::Covariance,
+                ][k]
+            })
+            .ok_or_else(|| {
+                format!(
+                    "unknown reveal {s:?} (expected coefficients, standard-errors or covariance)"
+                )
+            })
+    }
+}
+
+/// What the inference round revealed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Revealed {
+    /// The diagonal of `(X^T A X + lambda I)^-1`.
+    pub variances: Vec<f64>,
+    /// The whole matrix, with [`Reveal::Covariance`].
+    pub covariance: Option<Array2<f64>>,
+    /// The unpenalised log-likelihood at the final coefficients (eq. 2.9).
+    pub log_likelihood: f64,
+    /// Rows labelled 1, when the model has an intercept.
+    pub positives: Option<f64>,
+    /// Seconds the round took.
+    pub seconds: f64,
+}
+
+impl<C: Channel> SecureAggregation<C> {
+    /// The inference round at the final coefficients `beta` (see the module's documentation);
+    /// `None` for [`Reveal::Coefficients`]. Needs the masked linear algebra.
+    pub fn inference(
+        &mut self,
+        beta: &Array1<f64>,
+        penalty: Penalty<'_>,
+        intercept: bool,
+        reveal: Reveal,
+    ) -> Result<Option<Revealed>, SecureError> {
+        if reveal == Reveal::Coefficients {
+            return Ok(None);
+        }
+        let start = std::time::Instant::now();
+        let lambda = full_penalty(penalty)?;
+        let d = self.config.dimension;
+        let n = self.rows as f64;
+        let frac = self.config.frac;
+        // The intercept's gradient entry at beta = 0 is sum_i (y_i - 1/2) / N (plus the public
+        // penalty term): the label count, with nothing else of the rows.
+        let positives_term = if intercept {
+            let (zero_gradient, _, _) = self.gather(&Array1::zeros(d), penalty, false)?;
+            let mut pick = vec![Fixed::integer(0); d];
+            pick[0] = Fixed::integer(1);
+            let entry = zero_gradient.gradient.dot(&self.key, &pick)?;
+            Some(EncryptedVector::from_number(&self.key, &entry))
+        } else {
+            None
+        };
+        let (_, objective, information) = self.gather(beta, penalty, true)?;
+        let information = information.expect("asked for the information");
+        let lower = self.add_penalty_diagonal(&information, lambda)?;
+        let bounds = solver::bounds_of(&lower, d, lambda / n);
+        let key = self.key.clone();
+        let noise = self.gc.noise.clone();
+        let gc = &mut self.gc;
+        let engine = self.solver.engine().ok_or_else(|| {
+            SecureError::invalid_plan(
+                "reveal",
+                "standard errors are computed in masked arithmetic: use --linear-algebra masked, \
+                 or --reveal coefficients",
+            )
+        })?;
+        let one_value = Fixed {
+            value: BigInt::from(1u8) << frac,
+            scale: frac,
+        };
+        let one = {
+            let bound = BigUint::from(1u8) << frac;
+            let v = EncryptedVector::encrypt(
+                &key,
+                std::slice::from_ref(&one_value),
+                &bound,
+                Packing::unpacked(&key),
+                &noise,
+            )?;
+            engine.share_vector(gc, &v, frac + 1)?
+        };
+        let shared = engine.share_lower(gc, &lower, d, lower.slot_bound().bits() as u32)?;
+        let inverse = block_spd::spd_inverse(engine, gc, &shared, &bounds)?;
+        engine.release(gc, &[&shared])?;
+        // The inverse holds N (X^T A X + lambda I)^-1: everything is divided by N.
+        let (variances, covariance) = match reveal {
+            Reveal::Covariance => {
+                // inverse x I in one revealed product; the identity is public.
+                let identity: Vec<Fixed> = (0..d * d)
+                    .map(|k| {
+                        if k % (d + 1) == 0 {
+                            one_value.clone()
+                        } else {
+                            Fixed {
+                                value: BigInt::from(0),
+                                scale: frac,
+                            }
+                        }
+                    })
+                    .collect();
+                let bound = BigUint::from(1u8) << frac;
+                let unpacked = Packing::unpacked(&key);
+                let e = EncryptedVector::encrypt(&key, &identity, &bound, unpacked, &noise)?;
+                let e = PackedMatrix::from_blocks(d, d, unpacked, e.ciphertexts().to_vec())?;
+                let mut e = engine.share(gc, &e, frac + 1)?;
+                let mut inverse = inverse.clone();
+                let values = engine.product_revealed(gc, &mut inverse, &mut e)?;
+                engine.release(gc, &[&e])?;
+                let m = Array2::from_shape_fn((d, d), |(i, j)| to_f64(values.get(i, j), frac) / n);
+                // Symmetric in value; the masked rounding differs a hair between triangles.
+                let m = (&m + &m.t()) * 0.5;
+                (m.diag().to_vec(), Some(m))
+            }
+            _ => {
+                let diagonal = (0..d)
+                    .map(|j| engine.slice(gc, &inverse, (j, j), (1, 1)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let all = stack(engine, gc, diagonal)?;
+                let values = reveal_shared(engine, gc, all, &one, frac)?;
+                (values.iter().map(|v| v / n).collect(), None)
+            }
+        };
+        engine.release(gc, &[&inverse])?;
+        let bits = objective.slot_bound().bits() as u32;
+        let shared_objective = engine.share_vector(gc, &objective, bits)?;
+        let objective = reveal_shared(engine, gc, shared_objective, &one, 2 * frac)?[0] * n;
+        let log_likelihood = objective - penalty.objective(beta);
+        let positives = match positives_term {
+            Some(term) => {
+                let bits = term.slot_bound().bits() as u32;
+                let shared_term = engine.share_vector(gc, &term, bits)?;
+                let value = reveal_shared(engine, gc, shared_term, &one, frac)?[0];
+                let public = penalty.gradient(&Array1::zeros(d))[0] / n;
+                Some((n * (value - public) + n / 2.0).round())
+            }
+            None => None,
+        };
+        engine.release(gc, &[&one])?;
+        Ok(Some(Revealed {
+            variances,
+            covariance,
+            log_likelihood,
+            positives,
+            seconds: start.elapsed().as_secs_f64(),
+        }))
+    }
+}
+
+/// The column blocks `parts` stacked into one column, at most 16 blocks an assembly (the
+/// key holder's bound on a request).
+fn stack<C: Channel>(
+    engine: &mut MaskedEngine,
+    gc: &mut crate::secure::gc::AggregatorGc<C>,
+    mut parts: Vec<Shared>,
+) -> Result<Shared, SecureError> {
+    while parts.len() > 1 {
+        let mut next = Vec::with_capacity(parts.len().div_ceil(16));
+        for chunk in parts.chunks(16) {
+            let mut row = 0;
+            let blocks: Vec<(&Shared, usize, usize, bool)> = chunk
+                .iter()
+                .map(|p| {
+                    let at = row;
+                    row += p.rows();
+                    (p, at, 0, false)
+                })
+                .collect();
+            next.push(engine.assemble(gc, (row, 1), &blocks, Zeros::None)?);
+            engine.release(gc, &chunk.iter().collect::<Vec<_>>())?;
+        }
+        parts = next;
+    }
+    parts
+        .pop()
+        .ok_or_else(|| SecureError::inconsistent("nothing to stack"))
+}
+
+/// The values of the column `x` (at `scale` fractional bits), revealed to the aggregator by one
+/// masked product with the shared constant 1 (the key holder sees the product masked).
+fn reveal_shared<C: Channel>(
+    engine: &mut MaskedEngine,
+    gc: &mut crate::secure::gc::AggregatorGc<C>,
+    mut x: Shared,
+    one: &Shared,
+    scale: u32,
+) -> Result<Vec<f64>, SecureError> {
+    let mut one = one.clone();
+    let values = engine.product_revealed(gc, &mut x, &mut one)?;
+    engine.release(gc, &[&x])?;
+    Ok(values.data().iter().map(|v| to_f64(v, scale)).collect())
+}
