@@ -26,7 +26,7 @@ import numpy as np
 from . import _native
 from ._native import BudgetExceeded, DataError, PrivlogitError
 
-__all__ = ["load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
+__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
 
 
 def _as_float64(a, ndim, what):
@@ -103,9 +103,44 @@ def _settings(**given):
     return out
 
 
-def _with_arrays(out):
+class Result(dict):
+    """A fit's or a study's result: the `--json` fields as a dict (with `coef` and friends as
+    numpy arrays), plus the inference table as text (`summary()`, the command line's) and as a
+    pandas DataFrame (`to_frame()`)."""
+
+    def __init__(self, text):
+        super().__init__(json.loads(text))
+        self._text = text
+
+    def summary(self):
+        """The table laid out like statsmodels' `summary()`: fit measures, then per coefficient
+        the estimate, standard error, z, p-value and interval, and the odds ratios."""
+        return _native.summary(self._text)
+
+    def to_frame(self):
+        """One row per coefficient (index: the names): `coef`, and when the result has them
+        `std_err`, `z`, `p_value`, `ci_low`, `ci_high`, `odds_ratio`, `or_low`, `or_high`."""
+        import pandas as pd
+
+        columns = {"coef": self["coefficients"]}
+        if "standard_errors" in self:
+            columns.update({
+                "std_err": self["standard_errors"],
+                "z": self["z_values"],
+                "p_value": self["p_values"],
+                "ci_low": [c[0] for c in self["conf_int"]],
+                "ci_high": [c[1] for c in self["conf_int"]],
+                "odds_ratio": self["odds_ratios"],
+                "or_low": [c[0] for c in self["odds_ratio_conf_int"]],
+                "or_high": [c[1] for c in self["odds_ratio_conf_int"]],
+            })
+        return pd.DataFrame(columns, index=pd.Index(self["names"], name="name"))
+
+
+def _with_arrays(text):
     """A result's coefficients (and pooled statistics) as numpy arrays, with the short names
     earlier releases returned (`coef`, `n_iter`, `mean`, `scale`)."""
+    out = Result(text)
     out["coef"] = np.asarray(out["coefficients"])
     out["n_iter"] = out["iterations"]
     std = out.get("standardization")
@@ -117,7 +152,8 @@ def _with_arrays(out):
 def fit(parties, optimizer=_FIT["optimizer"], lam=_FIT["lambda"], standardize=_FIT["standardize"],
         intercept=not _FIT["no_intercept"], tol=_FIT["tol"], max_iter=_FIT["max_iter"],
         gradient_tol=_FIT["gradient_tol"], penalize_intercept=not _FIT["free_intercept"], *,
-        memory=_FIT["memory"], label=None, names=None):
+        memory=_FIT["memory"], ci_level=_FIT["ci_level"], covariance=_FIT["covariance"], drop=None,
+        label=None, names=None):
     """Fit l2-regularised logistic regression over `parties` (one per organization: `(X, y)`,
     a pandas DataFrame with its `label` column, or a data file), as the plaintext distributed
     fit (`privlogit fit`, with its defaults: they stop where the gradient's norm is below
@@ -127,12 +163,16 @@ def fit(parties, optimizer=_FIT["optimizer"], lam=_FIT["lambda"], standardize=_F
     intercept included in the penalty unless `penalize_intercept=False` (as scikit-learn and R
     fit it). Returns `privlogit fit --json`'s fields (`coefficients`, `names`, `iterations`,
     `status`, `objective`, `log_likelihood`, `standardization`, ...) with `coef` (numpy),
-    `n_iter` and, when standardised, the pooled `mean` and `scale`.
+    `n_iter` and, when standardised, the pooled `mean` and `scale`; the inference at the optimum
+    (`standard_errors`, `z_values`, `p_values`, `conf_int` at `ci_level`, `odds_ratios`,
+    `deviance`, `null_deviance`, `aic`, `bic`, `covariance` when asked for). The result's
+    `summary()` prints the table, `to_frame()` gives it as a pandas DataFrame.
     """
     given = _settings(optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept, tol=tol,
-                      max_iter=max_iter, gradient_tol=gradient_tol, penalize_intercept=penalize_intercept, memory=memory)
+                      max_iter=max_iter, gradient_tol=gradient_tol, penalize_intercept=penalize_intercept, memory=memory,
+                      ci_level=ci_level, covariance=covariance, drop=None if drop is None else [str(c) for c in drop])
     arrays = [_party(p, label, names, f"party {k}") for k, p in enumerate(parties)]
-    return _with_arrays(json.loads(_native.fit(arrays, given)))
+    return _with_arrays(_native.fit(arrays, given))
 
 
 def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY["optimizer"], lam=_STUDY["lambda"],
@@ -140,7 +180,7 @@ def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY["optimizer
           max_iter=_STUDY["max_iter"], gradient_tol=_STUDY["gradient_tol"], *, label=None, names=None,
           study_file=None, key_bits=_STUDY["key_bits"], fixed=_STUDY["fixed"],
           linear_algebra=_STUDY["linear_algebra"], memory=_STUDY["memory"], seed=None, quiet=_STUDY["quiet"],
-          **settings):
+          reveal=_STUDY["reveal"], ci_level=_STUDY["ci_level"], covariance=_STUDY["covariance"], **settings):
     """The secure study in this process (`privlogit study`: the same plan, defaults and
     checks): a key holder, an aggregator and one Node per party of `parties` (`(X, y)`,
     pandas DataFrames with their `label` column, or data files), talking over loopback TCP;
@@ -150,13 +190,17 @@ def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY["optimizer
 
     Returns `privlogit study --json`'s fields (`coefficients`, `names`, `iterations`, `rounds`,
     `status`, `standardization`, `raw_model`, timings and bytes) with `coef` (numpy), `n_iter`,
-    the pooled `mean` and `scale`, and `cost` (rounds, AND gates, bytes, seconds).
+    the pooled `mean` and `scale`, and `cost` (rounds, AND gates, bytes, seconds). `reveal`
+    chooses what the study reveals beyond the coefficients: "standard-errors" (the default: the
+    inference table), "covariance" (the matrix too; `covariance=True` includes it) or
+    "coefficients". `summary()` and `to_frame()` as for `fit`.
     """
     given = _settings(protocol=protocol, optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept,
                       tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
-                      linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label, **settings)
+                      linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label,
+                      reveal=reveal, ci_level=ci_level, covariance=covariance, **settings)
     arrays = None if parties is None else [_party(p, label, names, f"party {k}") for k, p in enumerate(parties)]
-    out = _with_arrays(json.loads(_native.study(arrays, given, None if study_file is None else os.fspath(study_file))))
+    out = _with_arrays(_native.study(arrays, given, None if study_file is None else os.fspath(study_file)))
     out["cost"] = {
         "rounds": out["rounds"],
         "aggregator_and_gates": out["and_gates"],
@@ -186,8 +230,7 @@ def aggregator(study_file, identity=None, **settings):
     party's `identity`; the study's settings come from the file, keywords override them
     (`out=` writes the result). Blocks until the study ends; returns the result as `study`
     does."""
-    out = json.loads(_native.aggregator(os.fspath(study_file), _settings(identity=identity, **settings)))
-    return _with_arrays(out)
+    return _with_arrays(_native.aggregator(os.fspath(study_file), _settings(identity=identity, **settings)))
 
 
 def node(study_file, identity=None, data=None, *, label=None, names=None, **settings):

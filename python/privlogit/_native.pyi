@@ -12,7 +12,7 @@ _Party = Tuple[_Floats2, _Floats1]
 _Phe = Tuple[str, int]
 
 __all__ = [
-    "defaults", "fit", "study", "keyholder", "aggregator", "node", "predict_model", "Keypair", "Floats", "load_table", "dp_fit", "dp_dphtl",
+    "defaults", "fit", "study", "keyholder", "aggregator", "node", "predict_model", "Keypair", "Floats", "load_table", "summary", "dp_fit", "dp_dphtl",
     "ledger_total", "ledger_spent", "DpModel", "PrivlogitError", "DataError", "BudgetExceeded",
     "dpstgd", "DeepModel", "basic_composition", "advanced_composition", "amplified",
     "gaussian_rdp", "gaussian_zcdp",
@@ -30,6 +30,7 @@ def load_table(path: _Path, label: str) -> Tuple[Floats, Tuple[int, int], Floats
 _Named = Tuple[_Floats2, _Floats1, Sequence[str]]
 
 def defaults(reader: str) -> dict[str, Any]: ...
+def summary(result: str) -> str: ...
 def fit(parties: Sequence[_Named], given: dict[str, Any]) -> str: ...
 def study(parties: Optional[Sequence[_Named]], given: dict[str, Any], study: Optional[_Path] = None) -> str: ...
 def keyholder(study: _Path, given: dict[str, Any]) -> dict[str, Any]: ...

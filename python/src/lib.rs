@@ -140,6 +140,15 @@ type Loaded = (Floats, (usize, usize), Floats, Vec<String>);
 /// Reads a data file (CSV, privlogit binary table or Parquet) with privlogit's loader: returns
 /// the features (rows x columns, row-major) and labels as buffers numpy views in place, the
 /// shape and the feature names.
+/// The inference table of a result given as its JSON text (`fit --json`, `study --json`), as
+/// the command line prints it.
+#[pyfunction]
+fn summary(result: &str) -> PyResult<String> {
+    let value: serde_json::Value =
+        serde_json::from_str(result).map_err(|e| error(format!("not a result: {e}")))?;
+    privlogit::inference::summary::render(&value).map_err(error)
+}
+
 #[pyfunction]
 fn load_table(py: Python<'_>, path: std::path::PathBuf, label: &str) -> PyResult<Loaded> {
     let options = privlogit::data::LoadOptions::new(label);
@@ -310,6 +319,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyKeypair>()?;
     m.add_class::<Floats>()?;
     m.add_function(wrap_pyfunction!(load_table, m)?)?;
+    m.add_function(wrap_pyfunction!(summary, m)?)?;
     m.add_function(wrap_pyfunction!(dp::dp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(dp::dp_dphtl, m)?)?;
     m.add_function(wrap_pyfunction!(dp::ledger_spent, m)?)?;
