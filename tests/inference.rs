@@ -440,3 +440,178 @@ fn party_file(name: &str, parts: usize, k: usize) -> std::path::PathBuf {
     std::fs::write(&path, out).expect("write");
     path
 }
+
+/// A secure study fits by maximum likelihood (`--lambda 0`) with Newton and accelerated
+/// PrivLogit-Local and equals statsmodels' `Logit` on the same standardised columns (pooled
+/// mean and standard deviation, ddof 0; reference `wine_standardized`).
+#[test]
+fn unpenalised_secure_study_equals_statsmodels() {
+    let reference = &references()["wine_standardized"];
+    for protocol in ["newton", "local"] {
+        let mut spec = Spec::new(Reader::Study);
+        for k in 0..3 {
+            let p = party_file("winequality_red.csv", 3, k);
+            spec.set(
+                "party",
+                &toml(&Value::from(p.display().to_string())),
+                Origin::Given,
+            )
+            .expect("party");
+        }
+        for (k, v) in [
+            ("label", Value::from("good")),
+            ("standardize", Value::from(true)),
+            ("lambda", Value::from(0.0)),
+            ("gradient_tol", Value::from(1e-9)),
+            ("protocol", Value::from(protocol)),
+            ("quiet", Value::from(true)),
+        ] {
+            spec.set(k, &toml(&v), Origin::Given).expect(k);
+        }
+        let study = privlogit::study::roles::InProcess::new(&spec, None)
+            .expect("plan")
+            .run(None)
+            .expect("study")
+            .json()
+            .expect("json");
+        let what = |f: &str| format!("{protocol} {f}");
+        close(
+            &what("coefficients"),
+            &floats(&study["coefficients"]),
+            &floats(&reference["coefficients"]),
+            1e-6,
+            0.0,
+        );
+        close(
+            &what("standard errors"),
+            &floats(&study["standard_errors"]),
+            &floats(&reference["standard_errors"]),
+            0.0,
+            1e-6,
+        );
+        close(
+            &what("p-values"),
+            &floats(&study["p_values"]),
+            &floats(&reference["p_values"]),
+            1e-6,
+            0.0,
+        );
+        close(
+            &what("intervals"),
+            &pairs(&study["conf_int"]),
+            &pairs(&reference["conf_int"]),
+            1e-6,
+            0.0,
+        );
+        for field in ["deviance", "null_deviance", "aic", "bic"] {
+            close(
+                &what(field),
+                &[study[field].as_f64().expect(field)],
+                &[reference[field].as_f64().expect(field)],
+                0.0,
+                1e-6,
+            );
+        }
+    }
+}
+
+/// An unpenalised secure study over a design with a copied column stops at the copy's pivot,
+/// naming it, and writes no model.
+#[test]
+fn a_singular_secure_design_is_refused_by_name() {
+    let dir = tempfile_dir("singular");
+    let text = std::fs::read_to_string(common::shared_data("winequality_red.csv")).expect("data");
+    let mut parties = Vec::new();
+    for (k, chunk) in text
+        .lines()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .chunks(400)
+        .take(2)
+        .enumerate()
+    {
+        let path = dir.join(format!("p{k}.csv"));
+        let mut out = String::from("a,b,copy_of_a,good\n");
+        for line in chunk {
+            let v: Vec<&str> = line.split(',').collect();
+            out.push_str(&format!("{},{},{},{}\n", v[1], v[10], v[1], v[11]));
+        }
+        std::fs::write(&path, out).expect("write");
+        parties.push(path);
+    }
+    let out_file = dir.join("model.json");
+    let mut spec = Spec::new(Reader::Study);
+    for p in &parties {
+        spec.set(
+            "party",
+            &toml(&Value::from(p.display().to_string())),
+            Origin::Given,
+        )
+        .expect("party");
+    }
+    for (k, v) in [
+        ("label", Value::from("good")),
+        ("standardize", Value::from(true)),
+        ("lambda", Value::from(0.0)),
+        ("protocol", Value::from("local")),
+        ("quiet", Value::from(true)),
+        ("out", Value::from(out_file.display().to_string())),
+    ] {
+        spec.set(k, &toml(&v), Origin::Given).expect(k);
+    }
+    let err = privlogit::study::roles::InProcess::new(&spec, None)
+        .expect("plan")
+        .run(None)
+        .expect_err("refused");
+    let message = err.to_string();
+    assert!(
+        message.contains("column 4 (copy_of_a) is (nearly) a linear combination"),
+        "{message}"
+    );
+    assert!(!out_file.exists());
+}
+
+/// Separated classes in an unpenalised secure study: every row ends on its label's side, which
+/// the Nodes' encrypted counts and one comparison reveal; no model is written.
+#[test]
+fn a_separated_secure_study_is_refused() {
+    let dir = tempfile_dir("separated");
+    let mut parties = Vec::new();
+    for k in 0..2 {
+        let path = dir.join(format!("p{k}.csv"));
+        let mut out = String::from("a,b,y\n");
+        for i in 0..40 {
+            let a = f64::from(i) / 10.0 - 2.0 + 0.05;
+            let b = f64::from((i * 7 + k) % 11) - 5.0;
+            out.push_str(&format!("{a},{b},{}\n", u8::from(a > 0.0)));
+        }
+        std::fs::write(&path, out).expect("write");
+        parties.push(path);
+    }
+    let out_file = dir.join("model.json");
+    let mut spec = Spec::new(Reader::Study);
+    for p in &parties {
+        spec.set(
+            "party",
+            &toml(&Value::from(p.display().to_string())),
+            Origin::Given,
+        )
+        .expect("party");
+    }
+    for (k, v) in [
+        ("label", Value::from("y")),
+        ("lambda", Value::from(0.0)),
+        ("protocol", Value::from("local")),
+        ("max_iter", Value::from(20)),
+        ("quiet", Value::from(true)),
+        ("out", Value::from(out_file.display().to_string())),
+    ] {
+        spec.set(k, &toml(&v), Origin::Given).expect(k);
+    }
+    let err = privlogit::study::roles::InProcess::new(&spec, None)
+        .expect("plan")
+        .run(None)
+        .expect_err("refused");
+    assert!(err.to_string().contains("completely separated"), "{err}");
+    assert!(!out_file.exists());
+}

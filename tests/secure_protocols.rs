@@ -564,8 +564,11 @@ fn an_ill_conditioned_study_is_right_or_refused_by_name() {
                 Err(e) => {
                     let message = e.to_string();
                     eprintln!("{method} {protocol:?}: {message}");
+                    // The masked method names the dependent column (the third, the copy).
                     assert!(
-                        message.contains("out of range"),
+                        message.contains("out of range")
+                            || message.contains("column 3 (")
+                                && message.contains("is (nearly) a linear"),
                         "{method} {protocol:?}: {message}"
                     );
                 }

@@ -47,6 +47,8 @@ out = {}
 x, y, names = load("winequality_red.csv", "good")
 full, rf = logit_table(x, y)
 out["wine"] = full
+# Standardised with the pooled mean and standard deviation (ddof 0), as --standardize does.
+out["wine_standardized"], _ = logit_table((x - x.mean(axis=0)) / x.std(axis=0), y)
 drop = [names.index("citric_acid"), names.index("residual_sugar")]
 reduced, rr = logit_table(np.delete(x, drop, axis=1), y)
 out["wine_lr"] = {

@@ -19,6 +19,7 @@ use privlogit_circuits::channel::Channel;
 use privlogit_circuits::session::EvaluatorSession;
 
 use super::gc::{self, AggregatorGc, Comparison};
+use super::masked::SpdBounds;
 use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
 use super::perturbation::{self, NoiseShare, Release};
@@ -607,13 +608,12 @@ impl<C: Channel> SecureAggregation<C> {
     fn factor(
         &mut self,
         lower: &EncryptedVector,
-        lambda: f64,
+        (lambda, penalised): (f64, bool),
         local: bool,
         label: &[u8],
         save: bool,
     ) -> Result<(usize, Option<SavedFactor>), SecureError> {
-        // lambda_min(M / N + lambda / N I) >= lambda / N: the public bound of the inverse.
-        let bounds = solver::bounds_of(lower, self.config.dimension, lambda / self.rows as f64);
+        let bounds = self.bounds(lower, lambda, penalised);
         let factored = self.solver.factor(
             &mut self.gc,
             &self.key,
@@ -628,6 +628,21 @@ impl<C: Channel> SecureAggregation<C> {
             self.send_inverse(inverse)?;
         }
         Ok((factored.index, factored.saved))
+    }
+
+    /// The public bounds of `lower`, whose diagonal carries `lambda / N`: lambda_min(M / N +
+    /// lambda / N I) >= lambda / N bounds the inverse. Unpenalised (`lambda` is a curvature
+    /// floor), every pivot must be at least twice the floor, so that the data's own part of it
+    /// is at least the floor: a column that is (nearly) a combination of the earlier ones, or has
+    /// almost no variance of its own, stops the study at its pivot, named.
+    fn bounds(&self, lower: &EncryptedVector, lambda: f64, penalised: bool) -> SpdBounds {
+        let floor = lambda / self.rows as f64;
+        let bounds = solver::bounds_of(lower, self.config.dimension, floor);
+        if penalised {
+            bounds
+        } else {
+            bounds.with_min_pivot(2.0 * floor)
+        }
     }
 
     /// Hands `Enc((B/N)^-1)` to every Node (PrivLogit-Local) and keeps it.
@@ -741,6 +756,17 @@ impl<C: Channel> SecureAggregation<C> {
         Ok((gradient, objective, information))
     }
 
+    /// The diagonal a secret curvature matrix gets: the penalty's lambda, or for an unpenalised
+    /// study `floor` per row (its public lower eigenvalue bound, see [`UNPENALISED_STEP_FLOOR`]).
+    fn curvature(&self, penalty: Penalty<'_>, floor: f64) -> Result<f64, SecureError> {
+        let lambda = full_penalty(penalty)?;
+        Ok(if lambda > 0.0 {
+            lambda
+        } else {
+            floor * self.rows as f64
+        })
+    }
+
     /// `lower + lambda/N I` for a lower triangle packed by rows.
     fn add_penalty_diagonal(
         &self,
@@ -837,7 +863,7 @@ impl<C: Channel> SecureAggregation<C> {
 /// public widths follow from `N / lambda` on the whole diagonal, so a free intercept is refused
 /// until they are derived for it.
 fn full_penalty(penalty: Penalty<'_>) -> Result<f64, SecureError> {
-    if penalty.free > 0 {
+    if penalty.free > 0 && penalty.lambda > 0.0 {
         return Err(SecureError::invalid_plan(
             "penalty",
             "an unpenalised intercept is not built for secure studies yet: their widths follow \
@@ -847,6 +873,19 @@ fn full_penalty(penalty: Penalty<'_>) -> Result<f64, SecureError> {
     }
     Ok(penalty.lambda)
 }
+
+/// An unpenalised study's curvature floor, per row: the secret matrices a step solves with
+/// are `M / N + 2^-20 I` (a Levenberg-Marquardt damping of the Newton Hessian; for PrivLogit a
+/// bound `X^T X / 4 + delta I` that still majorises the Hessian). The objective and gradient
+/// are not penalised, so the fixed point is the maximum-likelihood estimate itself; the floor
+/// only gives the inverse a public bound (`N / delta`), from which every width follows, and
+/// slows the last iterations by a factor `1 + delta / lambda_min`.
+pub const UNPENALISED_STEP_FLOOR: f64 = 1.0 / (1u64 << 20) as f64;
+
+/// The floor of the information inverted for standard errors in an unpenalised study, per row:
+/// `2^-40`, so the standard errors are off by about `2^-41 / lambda_min(X^T A X / N)`
+/// relative (below 1e-7 for a smallest eigenvalue above 1e-5).
+pub const UNPENALISED_INFERENCE_FLOOR: f64 = 1.0 / (1u64 << 40) as f64;
 
 impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// `Enc(l/N)` at twice the fractional bits.
@@ -867,7 +906,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// Always `Some`: positive definiteness cannot be checked without revealing more, and
     /// `1/4 X^T X + lambda I` is positive definite whenever `lambda > 0`.
     fn bound_factor(&mut self, penalty: Penalty<'_>) -> Result<Option<usize>, SecureError> {
-        let lambda = full_penalty(penalty)?;
+        let lambda = self.curvature(penalty, UNPENALISED_STEP_FLOOR)?;
         if self.protocol == Protocol::Local {
             self.bound_lambda = Some(lambda);
         }
@@ -882,7 +921,13 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         let lower = self.add_penalty_diagonal(&sum, lambda)?;
         let local = self.protocol == Protocol::Local;
         let save = self.saved_bound.is_some();
-        let (factor, saved) = self.factor(&lower, lambda, local, b"bound", save)?;
+        let (factor, saved) = self.factor(
+            &lower,
+            (lambda, penalty.lambda > 0.0),
+            local,
+            b"bound",
+            save,
+        )?;
         if let (Some(handle), Some(saved)) = (&self.saved_bound, saved) {
             *handle.lock().expect("the saved bound") = Some(saved);
         }
@@ -909,13 +954,14 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         beta: &Array1<f64>,
         penalty: Penalty<'_>,
     ) -> Result<NewtonSystem<Self>, SecureError> {
-        let lambda = full_penalty(penalty)?;
+        let lambda = self.curvature(penalty, UNPENALISED_STEP_FLOOR)?;
         let (gradient, objective, information) = self.gather(beta, penalty, true)?;
         let information = information.expect("asked for the Hessian");
         let lower = self.add_penalty_diagonal(&information, lambda)?;
         // A seeded run's masks follow the coefficients, so a resumed run repeats them.
         let label: Vec<u8> = beta.iter().flat_map(|b| b.to_le_bytes()).collect();
-        let (factor, _) = self.factor(&lower, lambda, false, &label, false)?;
+        let (factor, _) =
+            self.factor(&lower, (lambda, penalty.lambda > 0.0), false, &label, false)?;
         Ok(NewtonSystem {
             gradient,
             objective,

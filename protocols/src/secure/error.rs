@@ -87,6 +87,51 @@ pub enum SecureError {
         /// Why, in a sentence that names the value.
         reason: String,
     },
+    /// A pivot of a secret curvature matrix fell below its public threshold: the column at
+    /// `column` (0-based, the intercept first) is, at working precision, a linear combination of
+    /// the columns before it. `name` is filled in where the names are known.
+    #[error(
+        "the design is singular at working precision: column {} ({}) is (nearly) a linear \
+         combination of the columns before it, or has almost no variance of its own (a pivot of \
+         the secret curvature matrix fell below its public threshold); remove it, standardise \
+         the columns (--standardize), or fit with --lambda > 0",
+        column + 1,
+        name.as_deref().unwrap_or("by position")
+    )]
+    Singular {
+        /// The column's position in the model.
+        column: usize,
+        /// Its name.
+        name: Option<String>,
+    },
+    /// An unpenalised study whose classes are separated: the final coefficients put every row
+    /// strictly on its label's side (`complete`, one revealed bit), or the information lost rank
+    /// after the start because the fitted probabilities went numerically to 0 or 1 (quasi-complete
+    /// separation, R's warning). The likelihood has no maximum; no model is published.
+    #[error(
+        "the classes are {} separated: {}, so the likelihood has no maximum and the coefficients \
+         run off to infinity; fit with --lambda > 0, or remove the separating columns",
+        if *complete { "completely" } else { "(quasi-completely)" },
+        if *complete {
+            format!(
+                "after {iterations} iterations every one of the {rows} rows is on its label's \
+                 side of the coefficients (checked securely: one revealed bit)"
+            )
+        } else {
+            format!(
+                "at iteration {iterations} the fitted probabilities went numerically to 0 or 1 \
+                 (the information lost rank, though the columns are independent)"
+            )
+        }
+    )]
+    Separated {
+        /// N.
+        rows: usize,
+        /// Iterations run.
+        iterations: usize,
+        /// Every row on its label's side (else quasi-complete: probabilities at 0 or 1).
+        complete: bool,
+    },
     /// A party refuses to take part, by its own policy.
     #[error("this {party} refuses the study: {reason}")]
     Refused {

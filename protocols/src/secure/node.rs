@@ -169,6 +169,7 @@ pub fn serve<C: Channel>(
                 Step::Inverse,
                 Step::Gradient,
                 Step::Newton,
+                Step::Margins,
                 Step::Moments,
                 Step::Standardize,
                 Step::Done,
@@ -182,6 +183,41 @@ pub fn serve<C: Channel>(
                 stats.bytes_sent = channel.bytes_sent();
                 stats.paillier_seconds = (busy_seconds - stats.local_seconds).max(0.0);
                 return Ok(stats);
+            }
+            Step::Margins => {
+                let beta = Array1::from(reader.f64s().map_err(at("reading beta"))?);
+                reader.end().map_err(at("reading beta"))?;
+                let party = data.party()?;
+                if beta.len() != party.columns() {
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        format!(
+                            "beta of {} coefficients for {} columns",
+                            beta.len(),
+                            party.columns()
+                        ),
+                    ));
+                }
+                let mut wrong: u64 = 0;
+                party.source().scan(&mut |x, y| {
+                    for (row, label) in x.rows().into_iter().zip(y) {
+                        let margin = row.dot(&beta) * (2.0 * label - 1.0);
+                        wrong += u64::from(margin <= 0.0);
+                    }
+                    Ok(())
+                })?;
+                let shape = config.count_shape(key);
+                let v = EncryptedVector::encrypt(
+                    key,
+                    &[Fixed::integer(wrong)],
+                    &shape.bound,
+                    shape.packing,
+                    &noise,
+                )?;
+                Some((
+                    Step::MarginsReply,
+                    Writer::new().bytes(&v.to_bytes(key)).finish(),
+                ))
             }
             Step::Count => {
                 let count = Fixed::integer(data.rows() as u64);

@@ -85,14 +85,13 @@ impl StudyPlan {
                 ),
             ));
         }
-        // The secure protocols bound the inverse's entries by N / lambda (the public bound
-        // every width is derived from): without a penalty there is no bound.
-        if !(self.options.lambda.is_finite() && self.options.lambda > 0.0) {
+        // The secure protocols bound the inverse's entries by N / lambda, or without a penalty
+        // by N / delta for a public curvature floor delta (`UNPENALISED_STEP_FLOOR`).
+        if !(self.options.lambda.is_finite() && self.options.lambda >= 0.0) {
             return Err(SecureError::invalid_plan(
                 "lambda",
                 format!(
-                    "lambda = {} in a secure study: the secure protocols need a positive penalty \
-                     (it bounds the inverse that every fixed-point width is derived from)",
+                    "lambda = {} in a secure study: the penalty must be finite and at least 0",
                     self.options.lambda
                 ),
             ));
@@ -603,8 +602,19 @@ pub fn run_aggregator<C: Channel>(
     let setup_seconds = start.elapsed().as_secs_f64();
     let rows = crate::Aggregation::sample_count(&aggregation);
     let resumed_from = from.as_ref().map(|f| f.progress.iterations());
-    let fit = match continuity {
-        None => plan.optimizer.fit(&mut aggregation, &options, observer)?,
+    let named = |e: FitError| name_singular(e, &names);
+    // The last coefficients, for the separation check of an unpenalised study that fails.
+    let mut last: Option<(usize, ndarray::Array1<f64>)> = None;
+    let mut watch = |r: &IterationRecord| {
+        last = Some((r.iteration, r.beta.clone()));
+        observer(r);
+    };
+    let observer = &mut watch;
+    let fitted = match continuity {
+        None => plan
+            .optimizer
+            .fit(&mut aggregation, &options, observer)
+            .map_err(named),
         Some(c) => {
             let saved = aggregation.save_bound();
             *saved.lock().expect("the saved bound") = from.as_ref().and_then(|f| f.bound.clone());
@@ -637,20 +647,63 @@ pub fn run_aggregator<C: Channel>(
                     keep(&template)?;
                     Ok(())
                 };
-            plan.optimizer.fit_with_checkpoints(
-                &mut aggregation,
-                &options,
-                observer,
-                Checkpoints {
-                    from: from.map(|f| f.progress),
-                    save: Some(&mut save),
-                },
-            )?
+            plan.optimizer
+                .fit_with_checkpoints(
+                    &mut aggregation,
+                    &options,
+                    observer,
+                    Checkpoints {
+                        from: from.map(|f| f.progress),
+                        save: Some(&mut save),
+                    },
+                )
+                .map_err(named)
         }
     };
+    let unpenalised = options.lambda == 0.0 && plan.release.is_none();
+    let fit = match fitted {
+        Ok(fit) => fit,
+        // Separated classes drive the information to 0 along the separating direction, so an
+        // unpenalised Newton study stops at a pivot: say why when it is separation.
+        Err(e) => {
+            // The first information (at the start, or the bound) passed its pivots, so the
+            // columns are independent: a later pivot lost means weights p (1 - p) numerically 0,
+            // R's "fitted probabilities numerically 0 or 1".
+            if let (true, Some((iterations, beta))) = (unpenalised, &last)
+                && is_singular(&e)
+            {
+                let complete = aggregation.separates(beta)?;
+                return Err(SecureError::Separated {
+                    rows,
+                    iterations: *iterations,
+                    complete,
+                }
+                .into());
+            }
+            return Err(e.into());
+        }
+    };
+    // Without a penalty the likelihood has no maximum when the classes are separated: one
+    // revealed bit, before anything is published.
+    if unpenalised && aggregation.separates(&fit.beta)? {
+        return Err(SecureError::Separated {
+            rows,
+            iterations: fit.iterations,
+            complete: true,
+        }
+        .into());
+    }
     // Standard errors mean something at the optimum only.
     let inference = if fit.converged() {
-        aggregation.inference(&fit.beta, options.penalty(), plan.intercept, plan.reveal)?
+        aggregation
+            .inference(&fit.beta, options.penalty(), plan.intercept, plan.reveal)
+            .map_err(|e| match e {
+                SecureError::Singular { column, .. } => SecureError::Singular {
+                    column,
+                    name: names.get(column).cloned(),
+                },
+                other => other,
+            })?
     } else {
         None
     };
@@ -667,6 +720,31 @@ pub fn run_aggregator<C: Channel>(
         resumed_from,
         inference,
     })
+}
+
+/// Whether a fit stopped at a pivot below its threshold.
+fn is_singular(e: &FitError) -> bool {
+    matches!(e, FitError::Aggregation(inner)
+        if matches!(inner.downcast_ref::<SecureError>(), Some(SecureError::Singular { .. })))
+}
+
+/// A singular pivot's column named (the aggregation knows positions only).
+fn name_singular(e: FitError, names: &[String]) -> FitError {
+    match e {
+        FitError::Aggregation(inner) => match inner.downcast::<SecureError>() {
+            Ok(secure) => match *secure {
+                SecureError::Singular { column, .. } => {
+                    FitError::Aggregation(Box::new(SecureError::Singular {
+                        column,
+                        name: names.get(column).cloned(),
+                    }))
+                }
+                other => FitError::Aggregation(Box::new(other)),
+            },
+            Err(inner) => FitError::Aggregation(inner),
+        },
+        other => other,
+    }
 }
 
 /// The optimiser's options in a secure PLR study: the penalty `N (lambda + Delta)` (a plan's

@@ -89,11 +89,16 @@ pub enum Step {
     Perturb,
     /// Key holder to aggregator: the penalty it derived and `Enc(-b_2/N)`.
     PerturbReply,
+    /// Aggregator to Node (an unpenalised study, after the fit): `beta`; send how many of your
+    /// rows are not strictly on their label's side of it, encrypted.
+    Margins,
+    /// Node to aggregator: `Enc(#{i: (2 y_i - 1) x_i beta <= 0})`.
+    MarginsReply,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 27] = [
+    const ALL: [Step; 29] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -121,6 +126,8 @@ impl Step {
         Step::MaskedReply,
         Step::Perturb,
         Step::PerturbReply,
+        Step::Margins,
+        Step::MarginsReply,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {

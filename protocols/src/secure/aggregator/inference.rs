@@ -11,7 +11,7 @@ use ndarray::{Array1, Array2};
 use num_bigint::{BigInt, BigUint};
 use privlogit_circuits::channel::Channel;
 
-use super::{SecureAggregation, full_penalty};
+use super::{SecureAggregation, UNPENALISED_INFERENCE_FLOOR};
 use crate::paillier::{EncryptedVector, Fixed, Packing};
 use crate::penalty::Penalty;
 use crate::secure::SecureError;
@@ -20,7 +20,6 @@ use crate::secure::masked::block_spd;
 use crate::secure::masked::cross::Zeros;
 use crate::secure::masked::engine::{MaskedEngine, to_f64};
 use crate::secure::masked::packed::PackedMatrix;
-use crate::secure::solver;
 
 /// How much of the inverse information a study reveals (to the aggregator, which publishes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,6 +85,35 @@ pub struct Revealed {
 }
 
 impl<C: Channel> SecureAggregation<C> {
+    /// Whether `beta` separates the classes completely (every row strictly on its label's
+    /// side): the Nodes count their rows that are not, encrypted; the Center sums the counts and
+    /// learns one bit from a comparison circuit, "none". In an unpenalised study that means the
+    /// likelihood has no maximum.
+    pub fn separates(&mut self, beta: &Array1<f64>) -> Result<bool, SecureError> {
+        let payload = crate::secure::wire::Writer::new()
+            .f64s(beta.as_slice().expect("contiguous"))
+            .finish();
+        let replies = self.ask_nodes(
+            crate::secure::wire::Step::Margins,
+            &payload,
+            crate::secure::wire::Step::MarginsReply,
+        )?;
+        let shape = self.config.count_shape(&self.key);
+        let counts = self.read_each(&replies, &[&shape], "margin count")?;
+        let total = EncryptedVector::sum(&self.key, &counts.iter().collect::<Vec<_>>())?;
+        // total - 1 >= 0 (at least one row on the wrong side) is "not separated".
+        // Declared at the circuit word's width: the key holder refuses narrower comparisons.
+        let less_one = total
+            .add_plain(&self.key, &[BigInt::from(-1)])?
+            .assume_slot_bound(BigUint::from(1u8) << (self.config.format.width() - 2));
+        let some_wrong = self.compare(
+            crate::secure::gc::Comparison::NonNegative,
+            &less_one,
+            &less_one,
+        )?;
+        Ok(!some_wrong)
+    }
+
     /// The inference round at the final coefficients `beta` (see the module's documentation);
     /// `None` for [`Reveal::Coefficients`]. Needs the masked linear algebra.
     pub fn inference(
@@ -99,7 +127,7 @@ impl<C: Channel> SecureAggregation<C> {
             return Ok(None);
         }
         let start = std::time::Instant::now();
-        let lambda = full_penalty(penalty)?;
+        let lambda = self.curvature(penalty, UNPENALISED_INFERENCE_FLOOR)?;
         let d = self.config.dimension;
         let n = self.rows as f64;
         let frac = self.config.frac;
@@ -117,7 +145,7 @@ impl<C: Channel> SecureAggregation<C> {
         let (_, objective, information) = self.gather(beta, penalty, true)?;
         let information = information.expect("asked for the information");
         let lower = self.add_penalty_diagonal(&information, lambda)?;
-        let bounds = solver::bounds_of(&lower, d, lambda / n);
+        let bounds = self.bounds(&lower, lambda, penalty.lambda > 0.0);
         let key = self.key.clone();
         let noise = self.gc.noise.clone();
         let gc = &mut self.gc;

@@ -130,7 +130,7 @@ pub fn spd_inverse<C: Channel>(
     bounds.validate()?;
     check_square(a, bounds)?;
     let bits = bounds.bits(engine.frac());
-    inverse(engine, gc, a, &bits)
+    inverse(engine, gc, a, &bits, 0)
 }
 
 /// The Cholesky factor `L` of the shared SPD matrix `a` (`A = L L^T`) and, when asked, its
@@ -174,31 +174,42 @@ fn blocks<C: Channel>(
     Ok((n1, a11, a21, a22))
 }
 
+/// The inverse of the SPD `a`, whose first row and column are the matrix's `at`-th: the leaves
+/// (pivots) come in column order, so a pivot below the threshold names its column.
 fn inverse<C: Channel>(
     e: &mut MaskedEngine,
     gc: &mut AggregatorGc<C>,
     a: &Shared,
     bits: &Bits,
+    at: usize,
 ) -> Result<Shared, SecureError> {
     let n = a.rows();
     if n == 1 {
-        let mut out = e.leaf(
-            gc,
-            LeafKind::Reciprocal,
-            a,
-            &bits.threshold,
-            &[bits.inverse],
-        )?;
+        let mut out = e
+            .leaf(
+                gc,
+                LeafKind::Reciprocal,
+                a,
+                &bits.threshold,
+                &[bits.inverse],
+            )
+            .map_err(|err| match err {
+                SecureError::Range(_) => SecureError::Singular {
+                    column: at,
+                    name: None,
+                },
+                other => other,
+            })?;
         return Ok(out.remove(0));
     }
     let (n1, a11, mut a21, a22) = blocks(e, gc, a)?;
-    let mut x = inverse(e, gc, &a11, bits)?;
+    let mut x = inverse(e, gc, &a11, bits, at)?;
     let mut t = e.product(gc, &mut a21, &mut x, bits.gain)?;
     let mut a12 = e.transpose(gc, &a21)?;
     let p = e.symmetric_product(gc, &mut t, &mut a12, bits.entry)?;
     let s = e.combine(gc, &[(&a22, false), (&p, true)], bits.entry)?;
     e.release(gc, &[&a11, &a21, &a12, &a22, &p])?;
-    let mut y = inverse(e, gc, &s, bits)?;
+    let mut y = inverse(e, gc, &s, bits, at + n1)?;
     let mut u = e.product(gc, &mut y, &mut t, bits.inverse)?;
     let mut tt = e.transpose(gc, &t)?;
     let q0 = e.symmetric_product(gc, &mut tt, &mut u, bits.inverse)?;
