@@ -88,56 +88,69 @@ fn close(what: &str, ours: &[f64], theirs: &[f64], abs: f64, rel: f64) {
     }
 }
 
+/// The Wald table and fit measures of `ours` against `reference` at the tolerances:
+/// coefficients, p-values and interval ends to 1e-6, standard errors and `measures` to 1e-6
+/// relative.
+fn assert_table(what: &str, ours: &Value, reference: &Value, measures: &[&str]) {
+    let at = |f: &str| format!("{what} {f}");
+    let (c, r) = (&ours["coefficients"], &reference["coefficients"]);
+    close(&at("coefficients"), &floats(c), &floats(r), 1e-6, 0.0);
+    let (c, r) = (&ours["standard_errors"], &reference["standard_errors"]);
+    close(&at("standard errors"), &floats(c), &floats(r), 0.0, 1e-6);
+    let (c, r) = (&ours["p_values"], &reference["p_values"]);
+    close(&at("p-values"), &floats(c), &floats(r), 1e-6, 0.0);
+    let (c, r) = (&ours["conf_int"], &reference["conf_int"]);
+    close(&at("intervals"), &pairs(c), &pairs(r), 1e-6, 0.0);
+    for field in measures {
+        let (c, r) = (&ours[*field], &reference[*field]);
+        close(
+            &at(field),
+            &[c.as_f64().expect(field)],
+            &[r.as_f64().expect(field)],
+            0.0,
+            1e-6,
+        );
+    }
+}
+
+/// A spec for `reader` over the party files `parties` with `settings`.
+fn spec_of(reader: Reader, parties: &[std::path::PathBuf], settings: &[(&str, Value)]) -> Spec {
+    let mut spec = Spec::new(reader);
+    for p in parties {
+        spec.set(
+            "party",
+            &toml(&Value::from(p.display().to_string())),
+            Origin::Given,
+        )
+        .expect("party");
+    }
+    for (k, v) in settings {
+        spec.set(k, &toml(v), Origin::Given).expect(k);
+    }
+    spec
+}
+
+/// A secure study in this process, its result as JSON.
+fn study(spec: &Spec) -> Result<Value, privlogit::error::Error> {
+    privlogit::study::roles::InProcess::new(spec, None)?
+        .run(None)?
+        .json()
+}
+
+/// The `parts` parts of a shared data set as party files.
+fn party_files(name: &str, parts: usize) -> Vec<std::path::PathBuf> {
+    (0..parts).map(|k| party_file(name, parts, k)).collect()
+}
+
 #[test]
 fn unpenalised_fit_equals_statsmodels_logit() {
     let reference = &references()["wine"];
     for optimizer in ["newton", "privlogit-accel"] {
         let ours = wine(optimizer, &[]).expect("fits");
-        let what = |f: &str| format!("{optimizer} {f}");
-        close(
-            &what("coefficients"),
-            &floats(&ours["coefficients"]),
-            &floats(&reference["coefficients"]),
-            1e-6,
-            0.0,
-        );
-        close(
-            &what("standard errors"),
-            &floats(&ours["standard_errors"]),
-            &floats(&reference["standard_errors"]),
-            0.0,
-            1e-6,
-        );
-        close(
-            &what("z"),
-            &floats(&ours["z_values"]),
-            &floats(&reference["z_values"]),
-            1e-6,
-            0.0,
-        );
-        close(
-            &what("p-values"),
-            &floats(&ours["p_values"]),
-            &floats(&reference["p_values"]),
-            1e-6,
-            0.0,
-        );
-        close(
-            &what("intervals"),
-            &pairs(&ours["conf_int"]),
-            &pairs(&reference["conf_int"]),
-            1e-6,
-            0.0,
-        );
-        for field in ["deviance", "null_deviance", "aic", "bic", "log_likelihood"] {
-            close(
-                &what(field),
-                &[ours[field].as_f64().expect(field)],
-                &[reference[field].as_f64().expect(field)],
-                0.0,
-                1e-6,
-            );
-        }
+        let measures = ["deviance", "null_deviance", "aic", "bic", "log_likelihood"];
+        assert_table(optimizer, &ours, reference, &measures);
+        let (z, r) = (&ours["z_values"], &reference["z_values"]);
+        close(optimizer, &floats(z), &floats(r), 1e-6, 0.0);
     }
 }
 
@@ -287,139 +300,59 @@ fn tempfile_dir(name: &str) -> std::path::PathBuf {
 /// (gradient norm below 1e-9 here).
 #[test]
 fn secure_study_inference_equals_the_plaintext_fit() {
-    let parties: Vec<String> = (0..3)
-        .map(|k| {
-            party_file("winequality_red.csv", 3, k)
-                .display()
-                .to_string()
-        })
-        .collect();
-    let shared = |spec: &mut Spec| {
-        for p in &parties {
-            spec.set("party", &toml(&Value::from(p.as_str())), Origin::Given)
-                .expect("party");
-        }
-        for (k, v) in [
-            ("label", Value::from("good")),
-            ("standardize", Value::from(true)),
-            ("lambda", Value::from(1.0)),
-            ("gradient_tol", Value::from(1e-9)),
-        ] {
-            spec.set(k, &toml(&v), Origin::Given).expect(k);
-        }
-    };
-    let mut plain = Spec::new(Reader::Fit);
-    shared(&mut plain);
-    plain
-        .set("optimizer", &toml(&Value::from("newton")), Origin::Given)
-        .expect("optimizer");
-    let reference = FitJob::new(&plain)
+    let parties = party_files("winequality_red.csv", 3);
+    let model = [
+        ("label", Value::from("good")),
+        ("standardize", Value::from(true)),
+        ("lambda", Value::from(1.0)),
+        ("gradient_tol", Value::from(1e-9)),
+    ];
+    let mut plain = model.to_vec();
+    plain.push(("optimizer", Value::from("newton")));
+    let reference = FitJob::new(&spec_of(Reader::Fit, &parties, &plain))
         .expect("fit")
         .run(&mut |_| {})
         .expect("fits")
         .json();
     for (protocol, reveal) in [("newton", "standard-errors"), ("local", "covariance")] {
-        let mut spec = Spec::new(Reader::Study);
-        shared(&mut spec);
-        for (k, v) in [
+        let mut settings = model.to_vec();
+        settings.extend([
             ("protocol", Value::from(protocol)),
             ("reveal", Value::from(reveal)),
             ("covariance", Value::from(reveal == "covariance")),
             ("quiet", Value::from(true)),
-        ] {
-            spec.set(k, &toml(&v), Origin::Given).expect(k);
-        }
-        let study = privlogit::study::roles::InProcess::new(&spec, None)
-            .expect("plan")
-            .run(None)
-            .expect("study")
-            .json()
-            .expect("json");
-        let what = |f: &str| format!("{protocol} {f}");
-        assert_eq!(study["reveal"], reveal);
-        close(
-            &what("coefficients"),
-            &floats(&study["coefficients"]),
-            &floats(&reference["coefficients"]),
-            1e-6,
-            0.0,
-        );
-        close(
-            &what("standard errors"),
-            &floats(&study["standard_errors"]),
-            &floats(&reference["standard_errors"]),
-            0.0,
-            1e-6,
-        );
-        close(
-            &what("p-values"),
-            &floats(&study["p_values"]),
-            &floats(&reference["p_values"]),
-            1e-6,
-            0.0,
-        );
-        close(
-            &what("intervals"),
-            &pairs(&study["conf_int"]),
-            &pairs(&reference["conf_int"]),
-            1e-6,
-            0.0,
-        );
-        for field in ["log_likelihood", "deviance", "null_deviance", "aic", "bic"] {
-            close(
-                &what(field),
-                &[study[field].as_f64().expect(field)],
-                &[reference[field].as_f64().expect(field)],
-                0.0,
-                1e-6,
-            );
-        }
-        assert_eq!(study["covariance"].is_array(), reveal == "covariance");
-        if reveal == "standard-errors" {
-            assert!(study.get("covariance").is_none());
-        }
+        ]);
+        let ours = study(&spec_of(Reader::Study, &parties, &settings)).expect("study");
+        assert_eq!(ours["reveal"], reveal);
+        let measures = ["log_likelihood", "deviance", "null_deviance", "aic", "bic"];
+        assert_table(protocol, &ours, &reference, &measures);
+        assert_eq!(ours.get("covariance").is_some(), reveal == "covariance");
     }
 }
 
 /// `--reveal coefficients` reveals nothing more: no inference round, no table.
 #[test]
 fn a_study_can_reveal_the_coefficients_only() {
-    let mut spec = Spec::new(Reader::Study);
-    for k in 0..2 {
-        let p = party_file("winequality_red.csv", 2, k);
-        spec.set(
-            "party",
-            &toml(&Value::from(p.display().to_string())),
-            Origin::Given,
-        )
-        .expect("party");
-    }
-    for (k, v) in [
+    let settings = [
         ("label", Value::from("good")),
         ("standardize", Value::from(true)),
         ("reveal", Value::from("coefficients")),
         ("max_iter", Value::from(3)),
         ("quiet", Value::from(true)),
-    ] {
-        spec.set(k, &toml(&v), Origin::Given).expect(k);
-    }
-    let study = privlogit::study::roles::InProcess::new(&spec, None)
-        .expect("plan")
-        .run(None)
-        .expect("study")
-        .json()
-        .expect("json");
-    assert_eq!(study["reveal"], "coefficients");
+    ];
+    let parties = party_files("winequality_red.csv", 2);
+    let ours = study(&spec_of(Reader::Study, &parties, &settings)).expect("study");
+    assert_eq!(ours["reveal"], "coefficients");
     for field in ["standard_errors", "p_values", "deviance", "covariance"] {
-        assert!(study.get(field).is_none(), "{field} was revealed");
+        assert!(ours.get(field).is_none(), "{field} was revealed");
     }
     // --covariance needs the matrix revealed.
-    let mut spec = Spec::new(Reader::Study);
-    spec.set("covariance", &toml(&Value::from(true)), Origin::Given)
-        .expect("flag");
-    spec.set("party", &toml(&Value::from("x.csv")), Origin::Given)
-        .expect("party");
-    let err = privlogit::study::roles::InProcess::new(&spec, None).expect_err("refused");
+    let spec = spec_of(
+        Reader::Study,
+        &[std::path::PathBuf::from("x.csv")],
+        &[("covariance", Value::from(true))],
+    );
+    let err = study(&spec).expect_err("refused");
     assert!(err.to_string().contains("--reveal covariance"), "{err}");
 }
 
@@ -447,71 +380,19 @@ fn party_file(name: &str, parts: usize, k: usize) -> std::path::PathBuf {
 #[test]
 fn unpenalised_secure_study_equals_statsmodels() {
     let reference = &references()["wine_standardized"];
+    let parties = party_files("winequality_red.csv", 3);
     for protocol in ["newton", "local"] {
-        let mut spec = Spec::new(Reader::Study);
-        for k in 0..3 {
-            let p = party_file("winequality_red.csv", 3, k);
-            spec.set(
-                "party",
-                &toml(&Value::from(p.display().to_string())),
-                Origin::Given,
-            )
-            .expect("party");
-        }
-        for (k, v) in [
+        let settings = [
             ("label", Value::from("good")),
             ("standardize", Value::from(true)),
             ("lambda", Value::from(0.0)),
             ("gradient_tol", Value::from(1e-9)),
             ("protocol", Value::from(protocol)),
             ("quiet", Value::from(true)),
-        ] {
-            spec.set(k, &toml(&v), Origin::Given).expect(k);
-        }
-        let study = privlogit::study::roles::InProcess::new(&spec, None)
-            .expect("plan")
-            .run(None)
-            .expect("study")
-            .json()
-            .expect("json");
-        let what = |f: &str| format!("{protocol} {f}");
-        close(
-            &what("coefficients"),
-            &floats(&study["coefficients"]),
-            &floats(&reference["coefficients"]),
-            1e-6,
-            0.0,
-        );
-        close(
-            &what("standard errors"),
-            &floats(&study["standard_errors"]),
-            &floats(&reference["standard_errors"]),
-            0.0,
-            1e-6,
-        );
-        close(
-            &what("p-values"),
-            &floats(&study["p_values"]),
-            &floats(&reference["p_values"]),
-            1e-6,
-            0.0,
-        );
-        close(
-            &what("intervals"),
-            &pairs(&study["conf_int"]),
-            &pairs(&reference["conf_int"]),
-            1e-6,
-            0.0,
-        );
-        for field in ["deviance", "null_deviance", "aic", "bic"] {
-            close(
-                &what(field),
-                &[study[field].as_f64().expect(field)],
-                &[reference[field].as_f64().expect(field)],
-                0.0,
-                1e-6,
-            );
-        }
+        ];
+        let ours = study(&spec_of(Reader::Study, &parties, &settings)).expect("study");
+        let measures = ["deviance", "null_deviance", "aic", "bic"];
+        assert_table(protocol, &ours, reference, &measures);
     }
 }
 
@@ -540,29 +421,15 @@ fn a_singular_secure_design_is_refused_by_name() {
         parties.push(path);
     }
     let out_file = dir.join("model.json");
-    let mut spec = Spec::new(Reader::Study);
-    for p in &parties {
-        spec.set(
-            "party",
-            &toml(&Value::from(p.display().to_string())),
-            Origin::Given,
-        )
-        .expect("party");
-    }
-    for (k, v) in [
+    let settings = [
         ("label", Value::from("good")),
         ("standardize", Value::from(true)),
         ("lambda", Value::from(0.0)),
         ("protocol", Value::from("local")),
         ("quiet", Value::from(true)),
         ("out", Value::from(out_file.display().to_string())),
-    ] {
-        spec.set(k, &toml(&v), Origin::Given).expect(k);
-    }
-    let err = privlogit::study::roles::InProcess::new(&spec, None)
-        .expect("plan")
-        .run(None)
-        .expect_err("refused");
+    ];
+    let err = study(&spec_of(Reader::Study, &parties, &settings)).expect_err("refused");
     let message = err.to_string();
     assert!(
         message.contains("column 4 (copy_of_a) is (nearly) a linear combination"),
@@ -589,29 +456,15 @@ fn a_separated_secure_study_is_refused() {
         parties.push(path);
     }
     let out_file = dir.join("model.json");
-    let mut spec = Spec::new(Reader::Study);
-    for p in &parties {
-        spec.set(
-            "party",
-            &toml(&Value::from(p.display().to_string())),
-            Origin::Given,
-        )
-        .expect("party");
-    }
-    for (k, v) in [
+    let settings = [
         ("label", Value::from("y")),
         ("lambda", Value::from(0.0)),
         ("protocol", Value::from("local")),
         ("max_iter", Value::from(20)),
         ("quiet", Value::from(true)),
         ("out", Value::from(out_file.display().to_string())),
-    ] {
-        spec.set(k, &toml(&v), Origin::Given).expect(k);
-    }
-    let err = privlogit::study::roles::InProcess::new(&spec, None)
-        .expect("plan")
-        .run(None)
-        .expect_err("refused");
+    ];
+    let err = study(&spec_of(Reader::Study, &parties, &settings)).expect_err("refused");
     assert!(err.to_string().contains("completely separated"), "{err}");
     assert!(!out_file.exists());
 }

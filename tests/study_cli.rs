@@ -338,10 +338,10 @@ fn every_party_exits_zero_after_a_successful_study() {
     }
 }
 
-/// A secure study without a penalty is refused before any key is made (the inverse's public
-/// bound, from which every width follows, needs lambda > 0).
+/// A secure study with a negative penalty is refused before any key is made (lambda 0, maximum
+/// likelihood, is a study of its own: tests/inference.rs).
 #[test]
-fn secure_study_refuses_lambda_zero() {
+fn secure_study_refuses_a_negative_lambda() {
     let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
         .args([
             "study",
@@ -350,13 +350,13 @@ fn secure_study_refuses_lambda_zero() {
             "--label",
             "label",
             "--lambda",
-            "0",
+            "-1",
         ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("positive penalty"), "{err}");
+    assert!(err.contains("lambda") && !err.contains("key pair"), "{err}");
 }
 
 /// A study file gives the settings; a flag on the command line overrides it; a malformed file

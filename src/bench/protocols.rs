@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::protocols::paillier::{KeyPair, KeySize};
 use crate::protocols::rows::{DesignRows, RowSource};
-use crate::protocols::secure::aggregator::Protocol;
+use crate::protocols::secure::aggregator::{Protocol, Reveal};
 use crate::protocols::secure::inprocess;
 use crate::protocols::secure::node::NodeData;
 use crate::protocols::secure::solver::LinearAlgebra;
@@ -58,6 +58,11 @@ pub struct ProtocolBenchArgs {
         default_value = "plain"
     )]
     transport: Vec<Transport>,
+    /// What each secure run reveals after it converges: coefficients (no inference round, the
+    /// default, so the figures stay the protocols'), standard-errors or covariance; the
+    /// inference round's seconds get their own column beside secure Newton's per iteration.
+    #[arg(long, value_name = "WHAT", default_value = "coefficients")]
+    reveal: String,
     /// Run every secure configuration this many times (alternating), for medians.
     #[arg(long, value_name = "R", default_value_t = 1)]
     repeats: usize,
@@ -87,6 +92,8 @@ struct Row {
     seconds: f64,
     setup_seconds: f64,
     seconds_per_iteration: f64,
+    /// Seconds of the inference round (`--reveal` other than coefficients).
+    inference_seconds: Option<f64>,
     bytes: u64,
     and_gates: u64,
     max_abs_diff_to_plaintext: f64,
@@ -113,6 +120,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
         .map(|raw| PartyData::from_source(Arc::new(DesignRows::new(raw.clone(), true))))
         .collect();
     let options = FitOptions::new().lambda(1.0);
+    let reveal: Reveal = args.reveal.parse().map_err(|e: String| anyhow!(e))?;
     let privlogit = if args.accelerate {
         Optimizer::AcceleratedPrivLogit {
             memory: crate::protocols::optimizer::DEFAULT_ANDERSON_MEMORY,
@@ -141,6 +149,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
         seconds: plain_seconds,
         setup_seconds: 0.0,
         seconds_per_iteration: plain_seconds / plain.iterations.max(1) as f64,
+        inference_seconds: None,
         bytes: 0,
         and_gates: 0,
         max_abs_diff_to_plaintext: 0.0,
@@ -195,7 +204,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
             linear_algebra: method,
             mask_seed: None,
             release: None,
-            reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+            reveal,
         };
         let nodes = sources
             .iter()
@@ -246,8 +255,11 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
             rounds: outcome.fit.rounds,
             seconds: outcome.seconds,
             setup_seconds: outcome.setup_seconds,
-            seconds_per_iteration: (outcome.seconds - outcome.setup_seconds)
+            seconds_per_iteration: (outcome.seconds
+                - outcome.setup_seconds
+                - outcome.inference.as_ref().map_or(0.0, |i| i.seconds))
                 / outcome.fit.iterations.max(1) as f64,
+            inference_seconds: outcome.inference.as_ref().map(|i| i.seconds),
             bytes: a.bytes_from_nodes
                 + a.bytes_to_nodes
                 + a.bytes_to_keyholder
@@ -275,13 +287,14 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
     );
     let _ = writeln!(
         s,
-        "{:<46} {:>5} {:>6} {:>9} {:>8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9}",
+        "{:<46} {:>5} {:>6} {:>9} {:>8} {:>9} {:>11} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9}",
         "run",
         "iter",
         "rounds",
         "wall s",
         "setup s",
         "s / iter",
+        "inference s",
         "bytes",
         "AND gates",
         "vs Newton",
@@ -309,13 +322,15 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
             });
         let _ = writeln!(
             s,
-            "{:<46} {:>5} {:>6} {:>9.2} {:>8.2} {:>9.3} {:>10} {:>10.3e} {:>9} {:>9} {:>10} {:>9.1e}",
+            "{:<46} {:>5} {:>6} {:>9.2} {:>8.2} {:>9.3} {:>11} {:>10} {:>10.3e} {:>9} {:>9} {:>10} {:>9.1e}",
             r.run,
             r.iterations,
             r.rounds,
             r.seconds,
             r.setup_seconds,
             r.seconds_per_iteration,
+            r.inference_seconds
+                .map_or("-".to_string(), |t| format!("{t:.2}")),
             r.bytes,
             r.and_gates as f64,
             speedup,

@@ -33,12 +33,15 @@ pub struct StudyResult {
 }
 
 /// How a study's inference is shown (the aggregator's own settings, not the plan's).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Shown {
     /// Level of the intervals.
     pub ci_level: f64,
     /// Print the covariance matrix.
     pub covariance: bool,
+    /// The label column's name, where this party knows it (not the aggregator of a study
+    /// between organizations).
+    pub label: Option<String>,
 }
 
 impl Shown {
@@ -59,6 +62,7 @@ impl Shown {
         Ok(Self {
             ci_level: spec.ci_level,
             covariance: spec.covariance,
+            label: spec.label.clone(),
         })
     }
 }
@@ -208,6 +212,8 @@ impl StudyResult {
         let nodes = self.nodes.as_deref();
         let inference = self.inference()?;
         let report = JsonStudy {
+            lambda: self.plan.options.lambda,
+            label: self.shown.label.as_deref(),
             reveal: self.plan.reveal.name(),
             wald: inference.as_ref().map(|(w, _)| w.clone()),
             goodness: inference.map(|(_, g)| g),
@@ -461,6 +467,10 @@ struct JsonRelease {
 /// The `--json` report. Field names are a stable interface; add, do not rename.
 #[derive(Serialize)]
 struct JsonStudy<'a> {
+    /// The penalty (0: maximum likelihood).
+    lambda: f64,
+    /// The label column, where known.
+    label: Option<&'a str>,
     /// What the study revealed beyond the coefficients.
     reveal: &'static str,
     /// Standard errors, z, p-values, intervals (and the covariance when revealed and asked for).

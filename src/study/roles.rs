@@ -201,7 +201,7 @@ impl InProcess {
             plan,
             keyholder: Some(run.keyholder),
             nodes: Some(run.nodes),
-            shown: self.shown,
+            shown: self.shown.clone(),
         })
     }
 }

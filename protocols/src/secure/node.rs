@@ -185,19 +185,8 @@ pub fn serve<C: Channel>(
                 return Ok(stats);
             }
             Step::Margins => {
-                let beta = Array1::from(reader.f64s().map_err(at("reading beta"))?);
-                reader.end().map_err(at("reading beta"))?;
                 let party = data.party()?;
-                if beta.len() != party.columns() {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        format!(
-                            "beta of {} coefficients for {} columns",
-                            beta.len(),
-                            party.columns()
-                        ),
-                    ));
-                }
+                let beta = read_beta(reader, party.columns())?;
                 let mut wrong: u64 = 0;
                 party.source().scan(&mut |x, y| {
                     for (row, label) in x.rows().into_iter().zip(y) {
@@ -273,19 +262,8 @@ pub fn serve<C: Channel>(
                 let n = n_total.ok_or_else(|| {
                     SecureError::violation(Role::Aggregator, "gradient requested before the setup")
                 })?;
-                let beta = Array1::from(reader.f64s().map_err(at("reading beta"))?);
-                reader.end().map_err(at("reading beta"))?;
                 let party = data.party()?;
-                if beta.len() != party.columns() {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        format!(
-                            "beta of {} coefficients for {} columns",
-                            beta.len(),
-                            party.columns()
-                        ),
-                    ));
-                }
+                let beta = read_beta(reader, party.columns())?;
                 let mut sums = timed(&mut stats.local_seconds, || {
                     party.gradient_sums(&beta).map(|s| s.values())
                 })?;
@@ -429,4 +407,18 @@ fn encrypt_values(
         shape.packing,
         noise,
     )?)
+}
+
+/// The coefficients a request carries, one per column of this Node's design.
+fn read_beta(mut reader: Reader<'_>, columns: usize) -> Result<Array1<f64>, SecureError> {
+    let at = |e| SecureError::io("Node, reading beta".into(), e);
+    let beta = Array1::from(reader.f64s().map_err(at)?);
+    reader.end().map_err(at)?;
+    if beta.len() != columns {
+        return Err(SecureError::violation(
+            Role::Aggregator,
+            format!("beta of {} coefficients for {columns} columns", beta.len()),
+        ));
+    }
+    Ok(beta)
 }
