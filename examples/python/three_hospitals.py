@@ -43,7 +43,7 @@ print("rows per hospital:", [len(y) for _, y in parties], "features:", len(names
 
 # %%
 started = time.perf_counter()
-secure = privlogit.study(parties, lam=1.0, standardize=True, gradient_tol=1e-7)
+secure = privlogit.study(parties, names=names, lam=1.0, standardize=True, gradient_tol=1e-7)
 print(f"secure study: {secure['n_iter']} iterations, {time.perf_counter() - started:.1f} s, "
       f"{secure['and_gates']:,} AND gates, status {secure['status']}")
 
@@ -88,7 +88,8 @@ try:
 except privlogit.PrivlogitError as refused:
     print("all 30 features, unpenalised:", str(refused)[:60], "...")
 size = [(X[:, :4], y) for X, y in parties]
-ml = privlogit.study(size, names=names[:4], lam=0.0, standardize=True, gradient_tol=1e-9)
+ml = privlogit.study(size, names=names[:4], lam=0.0, standardize=True, gradient_tol=1e-9,
+                    protocol="newton", quiet=True)
 print(ml.to_frame()[["coef", "std_err", "p_value"]].round(4))
 lr = privlogit.fit(size, names=names[:4], lam=0.0, standardize=True, gradient_tol=1e-9,
                    drop=names[2:4])["likelihood_ratio"]

@@ -195,6 +195,8 @@ def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY["optimizer
     inference table), "covariance" (the matrix too; `covariance=True` includes it) or
     "coefficients". `summary()` and `to_frame()` as for `fit`.
     """
+    if protocol == "newton" and optimizer == _STUDY["optimizer"]:
+        optimizer = None  # Newton is its own protocol: the default optimiser does not apply.
     given = _settings(protocol=protocol, optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept,
                       tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
                       linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label,

@@ -73,3 +73,11 @@ def test_secure_study_reports_the_table():
     assert out.to_frame().shape == (5, 9)
     only = privlogit.study(parties, names=names[:4], standardize=True, quiet=True, reveal="coefficients")
     assert "standard_errors" not in only and only.to_frame().shape == (5, 1)
+
+
+def test_newton_protocol_needs_no_optimizer_keyword():
+    # The default optimiser keyword does not clash with the Newton protocol (its own optimiser).
+    parties, names = wine_parties(2)
+    parties = [(X[:150, :3], y[:150]) for X, y in parties]
+    out = privlogit.study(parties, names=names[:3], protocol="newton", standardize=True, quiet=True)
+    assert out["optimizer"] == "newton" and out["converged"]

@@ -59,6 +59,8 @@ struct Fields {
     bic: Option<f64>,
     #[serde(default)]
     likelihood_ratio: Option<LikelihoodRatio>,
+    #[serde(default)]
+    inference_error: Option<String>,
 }
 
 /// The summary of a result given as its JSON value.
@@ -203,14 +205,12 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
             for (name, b) in f.names.iter().zip(&f.coefficients) {
                 let _ = writeln!(s, "{name:<width$} {:>12}", number(*b));
             }
-            let _ = writeln!(
-                s,
-                "(no standard errors: {})",
-                match (&f.status, &f.reveal) {
-                    (Some(st), _) if st != "converged" => "the fit did not converge",
-                    _ => "the study revealed the coefficients only",
-                }
-            );
+            let why = match (&f.status, &f.inference_error) {
+                (Some(st), _) if st != "converged" => "the fit did not converge".to_string(),
+                (_, Some(e)) => format!("the inference round failed: {e}"),
+                _ => "the study revealed the coefficients only".to_string(),
+            };
+            let _ = writeln!(s, "(no standard errors: {why})");
         }
     }
     let _ = writeln!(s, "{}", "=".repeat(line));

@@ -218,6 +218,7 @@ impl StudyResult {
             wald: inference.as_ref().map(|(w, _)| w.clone()),
             goodness: inference.map(|(_, g)| g),
             inference_seconds: o.inference.as_ref().map(|r| r.seconds),
+            inference_error: o.inference_failed.as_deref(),
             differential_privacy: self.release()?,
             protocol: Spec::protocol_name(self.plan.protocol).to_string(),
             optimizer: r.optimizer.to_string(),
@@ -440,6 +441,9 @@ impl StudyResult {
                 self.plan.reveal.name()
             );
         }
+        if let Some(why) = &o.inference_failed {
+            let _ = writeln!(s, "inference       none: {why}");
+        }
         let raw = self.raw_model()?;
         s.push_str(&coefficient_table(&o.names, &r.beta.to_vec(), raw.as_ref()));
         if self.plan.reveal != Reveal::Coefficients {
@@ -481,6 +485,9 @@ struct JsonStudy<'a> {
     goodness: Option<Goodness>,
     /// Seconds of the inference round.
     inference_seconds: Option<f64>,
+    /// Why the inference round gave no table (the model stands).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inference_error: Option<&'a str>,
     /// Secure PLR: what the published model is private under.
     #[serde(skip_serializing_if = "Option::is_none")]
     differential_privacy: Option<JsonRelease>,

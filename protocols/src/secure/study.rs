@@ -192,6 +192,8 @@ pub struct StudyOutcome {
     pub resumed_from: Option<usize>,
     /// What the inference round revealed (`None`: coefficients only, or no convergence).
     pub inference: Option<Revealed>,
+    /// Why the inference round gave no table, when it failed on the numbers (the model stands).
+    pub inference_failed: Option<String>,
 }
 
 /// What can stop a study.
@@ -693,19 +695,23 @@ pub fn run_aggregator<C: Channel>(
         }
         .into());
     }
-    // Standard errors mean something at the optimum only.
-    let inference = if fit.converged() {
-        aggregation
-            .inference(&fit.beta, options.penalty(), plan.intercept, plan.reveal)
-            .map_err(|e| match e {
-                SecureError::Singular { column, .. } => SecureError::Singular {
+    // Standard errors mean something at the optimum only. A round that fails on the numbers (a
+    // pivot or value out of its public range) costs the table, not the model.
+    let (inference, inference_failed) = if fit.converged() {
+        match aggregation.inference(&fit.beta, options.penalty(), plan.intercept, plan.reveal) {
+            Ok(revealed) => (revealed, None),
+            Err(SecureError::Singular { column, .. }) => {
+                let named = SecureError::Singular {
                     column,
                     name: names.get(column).cloned(),
-                },
-                other => other,
-            })?
+                };
+                (None, Some(named.to_string()))
+            }
+            Err(e @ SecureError::Range(_)) => (None, Some(e.to_string())),
+            Err(e) => return Err(e.into()),
+        }
     } else {
-        None
+        (None, None)
     };
     let aggregator = aggregation.finish()?;
     let setup_seconds = setup_seconds + aggregator.bound_seconds;
@@ -719,6 +725,7 @@ pub fn run_aggregator<C: Channel>(
         seconds: start.elapsed().as_secs_f64(),
         resumed_from,
         inference,
+        inference_failed,
     })
 }
 
