@@ -61,6 +61,8 @@ struct Fields {
     likelihood_ratio: Option<LikelihoodRatio>,
     #[serde(default)]
     inference_error: Option<String>,
+    #[serde(default)]
+    covariance: Option<Vec<Vec<f64>>>,
 }
 
 /// The summary of a result given as its JSON value.
@@ -214,6 +216,17 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
         }
     }
     let _ = writeln!(s, "{}", "=".repeat(line));
+    if let Some(cov) = f.covariance.as_ref().filter(|c| c.len() == k) {
+        let _ = writeln!(
+            s,
+            "Covariance of the coefficients (row by row, in the order above):"
+        );
+        for (name, row) in f.names.iter().zip(cov) {
+            let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.4e}")).collect();
+            let _ = writeln!(s, "{name:<width$} {}", cells.join(" "));
+        }
+        let _ = writeln!(s, "{}", "=".repeat(line));
+    }
     if let Some(lr) = &f.likelihood_ratio {
         let _ = writeln!(
             s,
