@@ -152,16 +152,18 @@ pub struct Fitted {
     pub separated: bool,
 }
 
-/// The Wald table and fit measures at the fitted coefficients: the inverse of the pooled
-/// information `X^T A X` plus the penalty's diagonal (eq. 2.11's Hessian, negated), in the
-/// clear. `keep_covariance` keeps the matrix in the table.
-pub fn inference(
+/// The Wald table at the fitted coefficients: the inverse of the pooled information
+/// `X^T A X` plus the penalty's diagonal (eq. 2.11's Hessian, negated), in the clear.
+/// `keep_covariance` keeps the matrix in the table. The outer error is reading the rows; the
+/// inner one a matrix that is not positive definite at working precision (the fit stands
+/// without its table).
+pub fn wald(
     prepared: &Prepared,
     fitted: &Fitted,
     options: &FitOptions,
     level: f64,
     keep_covariance: bool,
-) -> Result<(Wald, Goodness), crate::error::Error> {
+) -> Result<Result<Wald, InferenceError>, crate::error::Error> {
     let aggregation = PlaintextAggregation::new(&prepared.parties);
     let beta = &fitted.report.beta;
     let read_failed = |e| FitError::Aggregation(Box::new(e));
@@ -170,26 +172,32 @@ pub fn inference(
     information
         .diag_mut()
         .scaled_add(1.0, &options.penalty().diagonal(d));
-    let covariance = spd_inverse(&information).ok_or_else(|| InferenceError::Variance {
-        name: "(all)".into(),
-        value: f64::NAN,
-    })?;
-    let wald = Wald::from_covariance(
+    let Some(covariance) = spd_inverse(&information) else {
+        return Ok(Err(InferenceError::Variance {
+            name: "(the information matrix)".into(),
+            value: f64::NAN,
+        }));
+    };
+    let beta = beta.as_slice().expect("contiguous");
+    Ok(Wald::from_covariance(
         &prepared.names,
-        beta.as_slice().expect("contiguous"),
+        beta,
         &covariance,
         level,
         keep_covariance,
-    )?;
+    ))
+}
+
+/// The fit measures at the fitted coefficients (log-likelihood, deviances, AIC, BIC).
+pub fn goodness(prepared: &Prepared, fitted: &Fitted) -> Goodness {
     let intercept = prepared.names.first().map(String::as_str) == Some(crate::model::INTERCEPT);
-    let goodness = Goodness::binomial(
+    Goodness::binomial(
         fitted.log_likelihood,
-        d,
+        prepared.names.len(),
         prepared.rows(),
         fitted.positives,
         intercept,
-    );
-    Ok((wald, goodness))
+    )
 }
 
 /// Refuses a design an unpenalised fit cannot estimate: a zero or collinear column (from the

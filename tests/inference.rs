@@ -468,3 +468,11 @@ fn a_separated_secure_study_is_refused() {
     assert!(err.to_string().contains("completely separated"), "{err}");
     assert!(!out_file.exists());
 }
+
+/// A column named twice in `--drop` would count twice in the degrees of freedom: refused.
+#[test]
+fn a_column_dropped_twice_is_refused() {
+    let drop = Value::from(vec!["citric_acid", "citric_acid"]);
+    let err = wine("newton", &[("drop", drop)]).expect_err("refused");
+    assert!(err.to_string().contains("given twice"), "{err}");
+}

@@ -48,6 +48,9 @@ pub struct FitResult {
     /// Standard errors, z, p-values and intervals (`None` when the fit did not converge: they
     /// mean something at the optimum only).
     pub wald: Option<Wald>,
+    /// Why a converged fit has no table (its information is not positive definite at working
+    /// precision).
+    pub inference_error: Option<String>,
     /// Log-likelihood, deviances, AIC and BIC.
     pub goodness: Goodness,
     /// The likelihood-ratio test against the nested model `--drop` names.
@@ -87,6 +90,20 @@ impl FitJob {
         options: FitOptions,
         asked: Asked,
     ) -> Result<Self, Error> {
+        if let Some(twice) = asked
+            .drop
+            .iter()
+            .enumerate()
+            .find(|(k, c)| asked.drop[..*k].contains(c))
+            .map(|(_, c)| c)
+        {
+            return Err(Error::setting(
+                "--drop",
+                format!(
+                    "{twice:?} is given twice (each column counts once in the test's degrees of freedom)"
+                ),
+            ));
+        }
         for column in &asked.drop {
             if !prepared.names.iter().any(|n| n == column) || column == crate::model::INTERCEPT {
                 return Err(Error::setting(
@@ -124,27 +141,22 @@ impl FitJob {
     /// Runs the fit, each iteration reported to `progress`.
     pub fn run(self, progress: &mut dyn FnMut(&IterationRecord)) -> Result<FitResult, Error> {
         let fitted = self.fitted(&self.prepared, progress)?;
-        // Standard errors mean something at the optimum only.
-        let wald_and_goodness = match fitted.report.status {
-            Status::Diverged(_) | Status::MaxIterations => None,
-            Status::Converged => Some(super::inference(
+        // Standard errors mean something at the optimum only; a table that cannot be made
+        // costs the table, not the model.
+        let (wald, inference_error) = match fitted.report.status {
+            Status::Diverged(_) | Status::MaxIterations => (None, None),
+            Status::Converged => match super::wald(
                 &self.prepared,
                 &fitted,
                 &self.options,
                 self.asked.level,
                 self.asked.covariance,
-            )?),
+            )? {
+                Ok(w) => (Some(w), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
         };
-        let goodness = match &wald_and_goodness {
-            Some((_, g)) => *g,
-            None => Goodness::binomial(
-                fitted.log_likelihood,
-                self.prepared.names.len(),
-                self.prepared.rows(),
-                fitted.positives,
-                self.prepared.names.first().map(String::as_str) == Some(crate::model::INTERCEPT),
-            ),
-        };
+        let goodness = super::goodness(&self.prepared, &fitted);
         let likelihood_ratio = if self.asked.drop.is_empty() {
             None
         } else {
@@ -167,7 +179,8 @@ impl FitJob {
             prepared: self.prepared,
             fitted,
             options: self.options,
-            wald: wald_and_goodness.map(|(w, _)| w),
+            wald,
+            inference_error,
             goodness,
             likelihood_ratio,
             label: self.asked.label.clone(),
@@ -473,6 +486,8 @@ struct JsonReport<'a> {
     wald: Option<&'a Wald>,
     #[serde(flatten)]
     goodness: Goodness,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inference_error: Option<&'a str>,
     likelihood_ratio: Option<&'a LikelihoodRatio>,
     objective: f64,
     auc: Option<f64>,
@@ -532,6 +547,7 @@ impl<'a> JsonReport<'a> {
             label: result.label.as_deref(),
             wald: result.wald.as_ref(),
             goodness: result.goodness,
+            inference_error: result.inference_error.as_deref(),
             likelihood_ratio: result.likelihood_ratio.as_ref(),
             objective: fitted.objective,
             auc: fitted.auc,

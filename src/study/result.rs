@@ -12,7 +12,7 @@ use privlogit_protocols::secure::study::{StudyOutcome, StudyPlan};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::inference::{Goodness, Reveal, Wald};
+use crate::inference::{Goodness, InferenceError, Reveal, Wald};
 use crate::model::{INTERCEPT, Model, Standardization};
 use crate::settings::Spec;
 
@@ -175,23 +175,17 @@ impl StudyResult {
             .map_err(|e| Error::plan(format!("cannot render the result: {e}")))
     }
 
-    /// The Wald table and fit measures from what the inference round revealed (`None` when
-    /// the study revealed the coefficients only, or did not converge).
-    pub fn inference(&self) -> Result<Option<(Wald, Goodness)>, Error> {
+    /// The fit measures and the Wald table from what the inference round revealed (`None`
+    /// when the study revealed the coefficients only, or did not converge); a table that cannot
+    /// be made from the revealed variances is an error in the inner result (the model stands).
+    pub fn inference(&self) -> Option<(Goodness, Result<Wald, InferenceError>)> {
         let o = &self.outcome;
-        let Some(revealed) = &o.inference else {
-            return Ok(None);
-        };
+        let revealed = o.inference.as_ref()?;
         let beta = o.fit.beta.as_slice().expect("contiguous");
+        let (level, keep) = (self.shown.ci_level, self.shown.covariance);
         let wald = match &revealed.covariance {
-            Some(c) => Wald::from_covariance(
-                &o.names,
-                beta,
-                c,
-                self.shown.ci_level,
-                self.shown.covariance,
-            )?,
-            None => Wald::new(&o.names, beta, &revealed.variances, self.shown.ci_level)?,
+            Some(c) => Wald::from_covariance(&o.names, beta, c, level, keep),
+            None => Wald::new(&o.names, beta, &revealed.variances, level),
         };
         let intercept = o.names.first().map(String::as_str) == Some(INTERCEPT);
         let goodness = Goodness::binomial(
@@ -201,7 +195,7 @@ impl StudyResult {
             revealed.positives.unwrap_or(0.0),
             intercept,
         );
-        Ok(Some((wald, goodness)))
+        Some((goodness, wald))
     }
 
     fn report(&self) -> Result<JsonStudy<'_>, Error> {
@@ -210,15 +204,20 @@ impl StudyResult {
         let masked = &o.aggregator.solver;
         let keyholder = self.keyholder.as_ref();
         let nodes = self.nodes.as_deref();
-        let inference = self.inference()?;
+        let inference = self.inference();
+        let table_error = inference
+            .as_ref()
+            .and_then(|(_, w)| w.as_ref().err().map(ToString::to_string));
         let report = JsonStudy {
             lambda: self.plan.options.lambda,
             label: self.shown.label.as_deref(),
             reveal: self.plan.reveal.name(),
-            wald: inference.as_ref().map(|(w, _)| w.clone()),
-            goodness: inference.map(|(_, g)| g),
+            wald: inference
+                .as_ref()
+                .and_then(|(_, w)| w.as_ref().ok().cloned()),
+            goodness: inference.map(|(g, _)| g),
             inference_seconds: o.inference.as_ref().map(|r| r.seconds),
-            inference_error: o.inference_failed.as_deref(),
+            inference_error: o.inference_failed.clone().or(table_error),
             differential_privacy: self.release()?,
             protocol: Spec::protocol_name(self.plan.protocol).to_string(),
             optimizer: r.optimizer.to_string(),
@@ -487,7 +486,7 @@ struct JsonStudy<'a> {
     inference_seconds: Option<f64>,
     /// Why the inference round gave no table (the model stands).
     #[serde(skip_serializing_if = "Option::is_none")]
-    inference_error: Option<&'a str>,
+    inference_error: Option<String>,
     /// Secure PLR: what the published model is private under.
     #[serde(skip_serializing_if = "Option::is_none")]
     differential_privacy: Option<JsonRelease>,

@@ -93,8 +93,8 @@ pub enum SecureError {
     #[error(
         "the design is singular at working precision: column {} ({}) is (nearly) a linear \
          combination of the columns before it, or has almost no variance of its own (a pivot of \
-         the secret curvature matrix fell below its public threshold); remove it, standardise \
-         the columns (--standardize), or fit with --lambda > 0",
+         the secret curvature matrix fell below its public threshold, or past its public bound); \
+         remove it, standardise the columns (--standardize), or fit with --lambda > 0",
         column + 1,
         name.as_deref().unwrap_or("by position")
     )]

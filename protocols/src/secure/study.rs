@@ -96,6 +96,14 @@ impl StudyPlan {
                 ),
             ));
         }
+        if self.options.lambda == 0.0 && self.linear_algebra != LinearAlgebra::Masked {
+            return Err(SecureError::invalid_plan(
+                "lambda",
+                "an unpenalised study (lambda 0) needs --linear-algebra masked: the circuit \
+                 method's fixed-point words have no room for the floor's inverse, and only the \
+                 masked method names a collinear column",
+            ));
+        }
         if self.options.stopping.max_iterations > MAX_ITERATIONS {
             return Err(SecureError::invalid_plan(
                 "max_iterations",
