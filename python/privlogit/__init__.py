@@ -50,6 +50,15 @@ _FIT = _native.defaults("fit")
 _STUDY = _native.defaults("study")
 
 
+class _Default(str):
+    """A keyword's default value, told apart (by identity) from the same value given."""
+
+
+# `study(protocol="newton")` must not clash with the default optimiser (Newton is its own
+# protocol), while `optimizer="privlogit-accel"` given with it is refused as on the command line.
+_STUDY_OPTIMIZER = _Default(_STUDY["optimizer"])
+
+
 def _frame_columns(frame, label, what):
     """A pandas DataFrame's features, labels and feature names (every column but `label`)."""
     if label is None:
@@ -175,7 +184,7 @@ def fit(parties, optimizer=_FIT["optimizer"], lam=_FIT["lambda"], standardize=_F
     return _with_arrays(_native.fit(arrays, given))
 
 
-def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY["optimizer"], lam=_STUDY["lambda"],
+def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY_OPTIMIZER, lam=_STUDY["lambda"],
           standardize=_STUDY["standardize"], intercept=not _STUDY["no_intercept"], tol=_STUDY["tol"],
           max_iter=_STUDY["max_iter"], gradient_tol=_STUDY["gradient_tol"], *, label=None, names=None,
           study_file=None, key_bits=_STUDY["key_bits"], fixed=_STUDY["fixed"],
@@ -195,8 +204,8 @@ def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY["optimizer
     inference table), "covariance" (the matrix too; `covariance=True` includes it) or
     "coefficients". `summary()` and `to_frame()` as for `fit`.
     """
-    if protocol == "newton" and optimizer == _STUDY["optimizer"]:
-        optimizer = None  # Newton is its own protocol: the default optimiser does not apply.
+    if optimizer is _STUDY_OPTIMIZER:
+        optimizer = None  # not given: the library's default, or Newton's for its protocol
     given = _settings(protocol=protocol, optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept,
                       tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
                       linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label,
