@@ -53,13 +53,21 @@ pub struct Wald {
     pub p_values: Vec<f64>,
     /// `[low, high]` per coefficient: estimate -/+ z_(1 - alpha/2) standard errors.
     pub conf_int: Vec<[f64; 2]>,
-    /// `exp(coefficient)`.
+    /// `exp(coefficient)` (logistic models only).
+    #[serde(default, skip_serializing_if = "no_odds_ratios")]
     pub odds_ratios: Vec<f64>,
-    /// The interval's ends, exponentiated.
+    /// The interval's ends, exponentiated (logistic models only).
+    #[serde(default, skip_serializing_if = "no_odds_ratios")]
     pub odds_ratio_conf_int: Vec<[f64; 2]>,
     /// The inverse information, when revealed and asked for (`--covariance`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covariance: Option<Vec<Vec<f64>>>,
+}
+
+/// Leaves the odds ratios out when the model is not a logistic regression (for a Gaussian or
+/// Poisson model `exp(beta)` is not an odds ratio).
+fn no_odds_ratios<T>(v: &[T]) -> bool {
+    v.is_empty()
 }
 
 /// The standard normal quantile `z_(1 - (1 - level)/2)` of a two-sided interval.
@@ -117,6 +125,13 @@ impl Wald {
         Ok(table)
     }
 
+    /// The table of a model that is not a logistic regression: no odds ratios.
+    pub fn without_odds_ratios(mut self) -> Self {
+        self.odds_ratios.clear();
+        self.odds_ratio_conf_int.clear();
+        self
+    }
+
     /// The table from the whole inverse information, keeping the matrix when `keep`.
     pub fn from_covariance(
         names: &[String],
@@ -134,8 +149,9 @@ impl Wald {
     }
 }
 
-/// How well the model fits, for a binomial model with 0/1 labels (the saturated model's
-/// log-likelihood is 0, so the deviance is `-2 l`).
+/// How well the model fits: log-likelihood, deviance (twice the gap to the saturated model),
+/// the null model's deviance, AIC and BIC as statsmodels' `GLM` reports them (`bic` is its
+/// `bic_llf`), and for the Gaussian the estimated dispersion.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Goodness {
     /// Unpenalised log-likelihood at the final coefficients (eq. 2.9).
@@ -153,6 +169,28 @@ pub struct Goodness {
     pub nobs: usize,
     /// `N - k`.
     pub df_residual: f64,
+    /// The Gaussian's residual variance `sum w (y - mu)^2 / (N - k)` (R's dispersion,
+    /// statsmodels' `scale`), which multiplies its covariance; absent for the binomial and
+    /// Poisson (fixed at 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispersion: Option<f64>,
+}
+
+/// What a GLM's goodness of fit is computed from: sums a Node can contribute to (scale-free
+/// log-likelihood parts as [`privlogit_protocols::Family::log_likelihood_term`] defines them,
+/// and the sums of [`privlogit_protocols::PartyData::constant_sums`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GlmSums {
+    /// The family.
+    pub family: privlogit_protocols::Family,
+    /// `sum w * term` at the fitted coefficients.
+    pub fitted: f64,
+    /// The same at the null model's maximum (intercept alone, or nothing but the offset).
+    pub null: f64,
+    /// `sum w * saturated(y)`.
+    pub saturated: f64,
+    /// `sum ln w` (0 without weights).
+    pub log_weights: f64,
 }
 
 impl Goodness {
@@ -179,6 +217,38 @@ impl Goodness {
             bic: -2.0 * log_likelihood + (k as f64) * nf.ln(),
             nobs: n,
             df_residual: nf - k as f64,
+            dispersion: None,
+        }
+    }
+
+    /// The measures of a generalised linear model of `k` coefficients on `n` rows. For the
+    /// Gaussian the likelihood is maximised over the dispersion too (`sigma^2 = RSS / N`, as
+    /// statsmodels' `llf`), while the reported dispersion is `RSS / (N - k)`.
+    pub fn glm(sums: GlmSums, k: usize, n: usize) -> Self {
+        let (nf, kf) = (n as f64, k as f64);
+        let (log_likelihood, deviance, null_deviance, dispersion) = if sums.family.estimates_scale()
+        {
+            let (rss, null_rss) = (-2.0 * sums.fitted, -2.0 * sums.null);
+            let llf =
+                -0.5 * (nf + nf * (2.0 * std::f64::consts::PI * rss / nf).ln() - sums.log_weights);
+            (llf, rss, null_rss, Some(rss / (nf - kf)))
+        } else {
+            (
+                sums.fitted,
+                2.0 * (sums.saturated - sums.fitted),
+                2.0 * (sums.saturated - sums.null),
+                None,
+            )
+        };
+        Goodness {
+            log_likelihood,
+            deviance,
+            null_deviance,
+            aic: -2.0 * log_likelihood + 2.0 * kf,
+            bic: -2.0 * log_likelihood + kf * nf.ln(),
+            nobs: n,
+            df_residual: nf - kf,
+            dispersion,
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod data;
 pub mod dl;
 pub mod dp;
 pub mod error;
+pub mod evaluation;
 pub mod experiments;
 pub mod figures;
 pub mod fit;

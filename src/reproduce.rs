@@ -478,6 +478,8 @@ fn run_one(
         mask_seed: None,
         release: None,
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
     };
     let nodes = data
         .sources

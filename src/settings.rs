@@ -125,6 +125,8 @@ const fn hidden(mut k: Key) -> Key {
     k
 }
 
+/// The names of [`Family`](privlogit_protocols::Family) values.
+pub const FAMILIES: &[&str] = &["binomial", "gaussian", "poisson"];
 /// The names of [`Protocol`]s.
 pub const PROTOCOLS: &[&str] = &["local", "hessian", "newton"];
 /// The names of [`Optimizer`]s.
@@ -150,7 +152,8 @@ pub const KEYS: &[Key] = &[
         "COLUMN",
         &[F, S, N],
         false,
-        "Name of the 0/1 label column.",
+        "Name of the label column (0/1 for the binomial family, counts for Poisson, numbers for \
+         the Gaussian).",
     ),
     key(
         "data",
@@ -188,7 +191,7 @@ pub const KEYS: &[Key] = &[
         "exclude",
         Kind::Text,
         "COLUMN",
-        &[F],
+        &[F, S, N],
         false,
         "Leave this column out; repeat for several.",
     )),
@@ -376,6 +379,56 @@ pub const KEYS: &[Key] = &[
         true,
         "With --transfer-from: the weight of plain l2 against closeness to the source model.",
     ),
+    // Generalised linear models.
+    key(
+        "family",
+        Kind::Choice(FAMILIES),
+        "FAMILY",
+        &[F, S, A, N],
+        true,
+        "The label's distribution: binomial (logistic regression), gaussian (identity link, \
+         residual variance estimated) or poisson (log link). Gaussian and Poisson fit by Newton's \
+         method (no constant bound on their information exists for PrivLogit).",
+    ),
+    key(
+        "offset",
+        Kind::Text,
+        "COLUMN",
+        &[F, S, A, N],
+        true,
+        "A column added to the linear predictor with coefficient 1 (R's offset(); for Poisson \
+         rates, the log of the exposure). Not a feature.",
+    ),
+    key(
+        "weights",
+        Kind::Text,
+        "COLUMN",
+        &[F, S, A, N],
+        true,
+        "A column of prior weights (> 0) multiplying each row's log-likelihood (R's glm weights, \
+         statsmodels' var_weights). Not a feature.",
+    ),
+    // Evaluation on held-out rows.
+    many(key(
+        "test_party",
+        Kind::Path,
+        "FILE",
+        &[F, S, N],
+        false,
+        "Held-out rows (the training files' columns) to evaluate the final model on: AUC, \
+         log-loss, accuracy, Brier score and a calibration table. A study takes one per --party, \
+         in order (evaluated securely: only the pooled figures are revealed; no AUC yet); a Node \
+         its own.",
+    )),
+    key(
+        "evaluate",
+        Kind::Switch,
+        "",
+        &[A],
+        true,
+        "Ask the Nodes to evaluate the final model on their held-out rows (--test-party); Nodes \
+         without any count none.",
+    ),
     // Inference at the optimum.
     key(
         "reveal",
@@ -409,10 +462,11 @@ pub const KEYS: &[Key] = &[
         "drop",
         Kind::Text,
         "COLUMN",
-        &[F],
+        &[F, S],
         false,
         "Likelihood-ratio test against the model without this column (repeat for several): the \
-         nested model is fitted too (unpenalised fits only).",
+         nested model is fitted too, in a study as a second secure study (unpenalised fits \
+         only).",
     )),
     // Output.
     key(
@@ -643,6 +697,16 @@ pub struct Spec {
     pub transfer_from: Option<PathBuf>,
     /// Weight of plain l2 in a transfer.
     pub eta: f64,
+    /// Held-out rows to evaluate on.
+    pub test_party: Vec<PathBuf>,
+    /// The aggregator asks the Nodes for an evaluation on held-out rows.
+    pub evaluate: bool,
+    /// The label's distribution.
+    pub family: privlogit_protocols::Family,
+    /// The offset column.
+    pub offset: Option<String>,
+    /// The prior-weight column.
+    pub weights: Option<String>,
     /// What a study reveals beyond the coefficients.
     pub reveal: crate::inference::Reveal,
     /// Level of the confidence intervals.
@@ -727,6 +791,11 @@ impl Default for Spec {
             transfer_from: None,
             eta: crate::dp::release::DEFAULT_ETA,
             reveal: crate::inference::Reveal::StandardErrors,
+            test_party: Vec::new(),
+            evaluate: false,
+            family: privlogit_protocols::Family::Binomial,
+            offset: None,
+            weights: None,
             ci_level: 0.95,
             covariance: false,
             drop: Vec::new(),
@@ -880,6 +949,15 @@ impl Spec {
                     .parse()
                     .map_err(|_| at(choice_error(&name, crate::inference::Reveal::NAMES)))?;
             }
+            "family" => {
+                let name = text()?;
+                self.family = privlogit_protocols::Family::parse(&name)
+                    .ok_or_else(|| at(choice_error(&name, FAMILIES)))?;
+            }
+            "offset" => self.offset = Some(text()?),
+            "test_party" => self.test_party.push(path()?),
+            "evaluate" => self.evaluate = switch()?,
+            "weights" => self.weights = Some(text()?),
             "ci_level" => self.ci_level = number()?,
             "covariance" => self.covariance = switch()?,
             "drop" => self.drop.push(text()?),
@@ -977,6 +1055,16 @@ impl Spec {
             "transfer_from" => path(&self.transfer_from),
             "eta" => float(self.eta),
             "reveal" => Some(Value::String(self.reveal.name().into())),
+            "family" => Some(Value::String(self.family.name().into())),
+            "offset" => self.offset.clone().map(Value::String),
+            "test_party" => Some(Value::Array(
+                self.test_party
+                    .iter()
+                    .map(|p| Value::String(p.display().to_string()))
+                    .collect(),
+            )),
+            "evaluate" => Some(Value::Boolean(self.evaluate)),
+            "weights" => self.weights.clone().map(Value::String),
             "ci_level" => float(self.ci_level),
             "covariance" => Some(Value::Boolean(self.covariance)),
             "drop" => Some(Value::Array(

@@ -12,21 +12,10 @@
 
 mod common;
 
+use common::json::{assert_table, close, floats, pairs, spec_of, study, toml};
 use privlogit::fit::job::FitJob;
 use privlogit::settings::{Origin, Reader, Spec};
 use serde_json::Value;
-
-/// A setting's value as a study file writes it.
-fn toml(v: &Value) -> toml::Value {
-    match v {
-        Value::Bool(b) => toml::Value::Boolean(*b),
-        Value::String(s) => toml::Value::String(s.clone()),
-        Value::Number(n) if n.is_i64() => toml::Value::Integer(n.as_i64().expect("int")),
-        Value::Number(n) => toml::Value::Float(n.as_f64().expect("float")),
-        Value::Array(items) => toml::Value::Array(items.iter().map(toml).collect()),
-        other => panic!("no TOML for {other}"),
-    }
-}
 
 fn references() -> Value {
     let text = std::fs::read_to_string(
@@ -59,82 +48,6 @@ fn wine(optimizer: &str, extra: &[(&str, Value)]) -> Result<Value, privlogit::er
     ];
     settings.extend(extra.iter().cloned());
     fit(&settings)
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_f64().expect("number"))
-        .collect()
-}
-
-fn pairs(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .flat_map(floats)
-        .collect()
-}
-
-fn close(what: &str, ours: &[f64], theirs: &[f64], abs: f64, rel: f64) {
-    assert_eq!(ours.len(), theirs.len(), "{what}: lengths");
-    for (k, (a, b)) in ours.iter().zip(theirs).enumerate() {
-        let err = (a - b).abs();
-        assert!(
-            err <= abs + rel * b.abs(),
-            "{what}[{k}]: ours {a:e}, reference {b:e}, off by {err:e}"
-        );
-    }
-}
-
-/// The Wald table and fit measures of `ours` against `reference` at the tolerances:
-/// coefficients, p-values and interval ends to 1e-6, standard errors and `measures` to 1e-6
-/// relative.
-fn assert_table(what: &str, ours: &Value, reference: &Value, measures: &[&str]) {
-    let at = |f: &str| format!("{what} {f}");
-    let (c, r) = (&ours["coefficients"], &reference["coefficients"]);
-    close(&at("coefficients"), &floats(c), &floats(r), 1e-6, 0.0);
-    let (c, r) = (&ours["standard_errors"], &reference["standard_errors"]);
-    close(&at("standard errors"), &floats(c), &floats(r), 0.0, 1e-6);
-    let (c, r) = (&ours["p_values"], &reference["p_values"]);
-    close(&at("p-values"), &floats(c), &floats(r), 1e-6, 0.0);
-    let (c, r) = (&ours["conf_int"], &reference["conf_int"]);
-    close(&at("intervals"), &pairs(c), &pairs(r), 1e-6, 0.0);
-    for field in measures {
-        let (c, r) = (&ours[*field], &reference[*field]);
-        close(
-            &at(field),
-            &[c.as_f64().expect(field)],
-            &[r.as_f64().expect(field)],
-            0.0,
-            1e-6,
-        );
-    }
-}
-
-/// A spec for `reader` over the party files `parties` with `settings`.
-fn spec_of(reader: Reader, parties: &[std::path::PathBuf], settings: &[(&str, Value)]) -> Spec {
-    let mut spec = Spec::new(reader);
-    for p in parties {
-        spec.set(
-            "party",
-            &toml(&Value::from(p.display().to_string())),
-            Origin::Given,
-        )
-        .expect("party");
-    }
-    for (k, v) in settings {
-        spec.set(k, &toml(v), Origin::Given).expect(k);
-    }
-    spec
-}
-
-/// A secure study in this process, its result as JSON.
-fn study(spec: &Spec) -> Result<Value, privlogit::error::Error> {
-    privlogit::study::roles::InProcess::new(spec, None)?
-        .run(None)?
-        .json()
 }
 
 /// The `parts` parts of a shared data set as party files.
@@ -203,6 +116,35 @@ fn likelihood_ratio_equals_statsmodels_llr() {
     assert!(err.to_string().contains("--drop"), "{err}");
     let err = wine("newton", &[("drop", Value::from("no_such"))]).expect_err("refused");
     assert!(err.to_string().contains("\"no_such\""), "{err}");
+}
+
+/// A secure study's `--drop` fits the nested model as a second secure study; its test equals
+/// statsmodels' `llr` (the statistic is invariant to the pooled standardisation of either model).
+#[test]
+fn secure_likelihood_ratio_equals_statsmodels_llr() {
+    let reference = &references()["wine_lr"];
+    let parties = party_files("winequality_red.csv", 3);
+    let settings = [
+        ("label", Value::from("good")),
+        ("standardize", Value::from(true)),
+        ("lambda", Value::from(0.0)),
+        ("gradient_tol", Value::from(1e-9)),
+        ("protocol", Value::from("newton")),
+        ("drop", Value::from(vec!["citric_acid", "residual_sugar"])),
+        ("quiet", Value::from(true)),
+    ];
+    let ours = study(&spec_of(Reader::Study, &parties, &settings)).expect("study");
+    let lr = &ours["likelihood_ratio"];
+    for field in ["statistic", "p_value"] {
+        close(
+            &format!("secure LR {field}"),
+            &[lr[field].as_f64().expect(field)],
+            &[reference[field].as_f64().expect(field)],
+            1e-6,
+            0.0,
+        );
+    }
+    assert_eq!(lr["df"], 2);
 }
 
 #[test]
@@ -358,20 +300,7 @@ fn a_study_can_reveal_the_coefficients_only() {
 
 /// Part `k` of `parts` of a shared data set's rows (contiguous, with the header), as a file.
 fn party_file(name: &str, parts: usize, k: usize) -> std::path::PathBuf {
-    let text = std::fs::read_to_string(common::shared_data(name)).expect("data");
-    let mut lines = text.lines();
-    let header = lines.next().expect("header");
-    let rows: Vec<&str> = lines.collect();
-    let size = rows.len().div_ceil(parts);
-    let dir = tempfile_dir("parties");
-    let path = dir.join(format!("{name}.{parts}.{k}.csv"));
-    let mut out = format!("{header}\n");
-    for row in rows.iter().skip(k * size).take(size) {
-        out.push_str(row);
-        out.push('\n');
-    }
-    std::fs::write(&path, out).expect("write");
-    path
+    common::part_file(&common::shared_data(name), parts, k)
 }
 
 /// A secure study fits by maximum likelihood (`--lambda 0`) with Newton and accelerated

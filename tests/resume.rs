@@ -143,6 +143,8 @@ fn plan(protocol: Protocol, optimizer: Optimizer, method: LinearAlgebra) -> Stud
         linear_algebra: method,
         release: None,
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
         mask_seed: Some(42),
     }
 }

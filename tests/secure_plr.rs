@@ -57,6 +57,8 @@ fn plan(protocol: Protocol, optimizer: Optimizer, release: Release, parties: usi
         mask_seed: None,
         release: Some(release),
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
     }
 }
 

@@ -206,6 +206,8 @@ fn the_gradient_norm_rule_stops_where_plaintext_does() {
         mask_seed: None,
         release: None,
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
     };
     let e = plan.validate().expect_err("circuit method");
     assert!(
@@ -281,6 +283,8 @@ fn secure_standardisation_over_tcp_matches_plaintext() {
         mask_seed: None,
         release: None,
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
     };
     let outcome = inprocess::run_study(
         inprocess::loopback_pair,
@@ -332,6 +336,8 @@ fn mismatched_columns_are_refused() {
         mask_seed: None,
         release: None,
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
     };
     let made_key = std::sync::atomic::AtomicBool::new(false);
     let error = inprocess::run_study(
@@ -410,6 +416,8 @@ fn a_node_killed_mid_run_stops_the_study_with_a_named_error() {
         mask_seed: None,
         release: None,
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
     };
     let mut made = 0;
     // Links are made key holder first, then Nodes 1, 2, 3; Node 2's end breaks after 12

@@ -19,6 +19,7 @@
 pub mod aggregation;
 pub mod cholesky;
 pub mod compensated;
+pub mod evaluation;
 pub mod objective;
 pub mod optimizer;
 pub mod paillier;
@@ -30,7 +31,7 @@ pub mod stopping;
 pub mod transport;
 
 pub use aggregation::{Aggregation, PlaintextAggregation};
-pub use objective::PartyData;
+pub use objective::{Family, Glm, PartyData};
 pub use optimizer::{
     Checkpoints, DivergenceReason, FitError, FitOptions, FitReport, Initial, IterationRecord,
     Optimizer, Progress, Status, StepKind, StoppingRule,

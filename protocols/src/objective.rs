@@ -14,7 +14,10 @@
 //! The rows come from a [`RowSource`]: in memory, or streamed from a file or a simulation, so a
 //! Node holds one chunk and `p^2` accumulators, never its whole data.
 
+mod family;
 mod kernels;
+
+pub use family::{Family, Glm};
 
 use std::sync::Arc;
 
@@ -28,23 +31,47 @@ use crate::compensated::CompensatedSum;
 use crate::rows::blocks::for_each_block;
 use crate::rows::{MemoryRows, RowSource, RowsError};
 
+/// How many sums [`PartyData::constant_sums`] returns.
+pub const CONSTANT_SUMS: usize = 5;
+
 /// One party's rows: design matrix (n x p, including any intercept column) and 0/1 labels,
 /// read from a [`RowSource`] each time a sum is asked for.
 #[derive(Debug, Clone)]
 pub struct PartyData {
     rows: Arc<dyn RowSource>,
+    glm: Glm,
 }
 
 impl PartyData {
     /// A design matrix and its labels held in memory. Panics if the row counts differ or a label
-    /// is not 0 or 1: callers build these from validated input, so a mismatch is a bug.
+    /// is not finite: callers build these from validated input, so a mismatch is a bug.
     pub fn new(x: Array2<f64>, y: Array1<f64>) -> Self {
         Self::from_source(Arc::new(MemoryRows::new(x, y)))
     }
 
     /// Rows read from `rows` on every pass.
     pub fn from_source(rows: Arc<dyn RowSource>) -> Self {
-        Self { rows }
+        Self {
+            rows,
+            glm: Glm::logistic(),
+        }
+    }
+
+    /// The same rows read as a generalised linear model: `glm`'s trailing columns (offset,
+    /// weight) are taken off the end of each row and its family's mean and variance replace the
+    /// logistic ones.
+    pub fn with_glm(mut self, glm: Glm) -> Self {
+        assert!(
+            self.rows.columns() >= glm.trailing(),
+            "rows narrower than their offset and weight columns"
+        );
+        self.glm = glm;
+        self
+    }
+
+    /// The model these rows are read as.
+    pub fn glm(&self) -> Glm {
+        self.glm
     }
 
     /// Where the rows come from.
@@ -57,14 +84,15 @@ impl PartyData {
         self.rows.rows()
     }
 
-    /// Number of columns (coefficients).
+    /// Number of columns (coefficients): the source's, less an offset and a weight column.
     pub fn columns(&self) -> usize {
-        self.rows.columns()
+        self.rows.columns() - self.glm.trailing()
     }
 
-    /// Every row read into memory (tests and small data only).
+    /// Every row read into memory, trailing offset and weight columns included (tests and
+    /// small data only).
     pub fn collect(&self) -> Result<(Array2<f64>, Array1<f64>), RowsError> {
-        let p = self.columns();
+        let p = self.rows.columns();
         let mut xs = Vec::with_capacity(self.rows() * p);
         let mut ys = Vec::with_capacity(self.rows());
         self.rows.scan(&mut |x, y| {
@@ -83,7 +111,46 @@ impl PartyData {
     pub fn gradient_sums(&self, beta: &Array1<f64>) -> Result<CompensatedSum, RowsError> {
         let p = self.columns();
         let beta = beta.as_slice().expect("contiguous coefficients");
-        self.fold(p + 1, |x, y| kernels::gradient_block(x, y, beta))
+        if self.glm.is_logistic() {
+            return self.fold(p + 1, |x, y| kernels::gradient_block(x, y, beta));
+        }
+        let glm = self.glm;
+        let width = self.rows.columns();
+        self.fold(p + 1, |x, y| {
+            let mut acc = CompensatedSum::zeros(p + 1);
+            let xs = x.to_slice().expect("standard layout");
+            for (row, &label) in xs.chunks_exact(width.max(1)).zip(y) {
+                let (offset, weight) = glm.offset_and_weight(row, p);
+                let eta = dot(&row[..p], beta) + offset;
+                let mu = glm.family.mean(eta);
+                acc.add_scaled(0, &row[..p], weight * (label - mu));
+                acc.add(p, weight * glm.family.log_likelihood_term(eta, label));
+            }
+            acc
+        })
+    }
+
+    /// Sums over the rows, independent of the coefficients, that a generalised linear model's
+    /// goodness of fit needs: the three of [`Family::null_terms`] (the null model), then
+    /// `sum w * saturated(y)` (the log-likelihood at `mu = y`, [`Family::saturated_term`]) and
+    /// `sum log w` (the Gaussian likelihood's weight term).
+    pub fn constant_sums(&self) -> Result<[f64; CONSTANT_SUMS], RowsError> {
+        let glm = self.glm;
+        let (p, width) = (self.columns(), self.rows.columns());
+        let sums = self.fold(CONSTANT_SUMS, |x, y| {
+            let mut acc = CompensatedSum::zeros(CONSTANT_SUMS);
+            let xs = x.to_slice().expect("standard layout");
+            for (row, &label) in xs.chunks_exact(width.max(1)).zip(y) {
+                let (offset, weight) = glm.offset_and_weight(row, p);
+                acc.add_scaled(0, &glm.family.null_terms(label, offset, weight), 1.0);
+                acc.add(3, weight * glm.family.saturated_term(label));
+                acc.add(4, weight.ln());
+            }
+            acc
+        })?;
+        let mut out = [0.0; CONSTANT_SUMS];
+        out.copy_from_slice(&sums.values());
+        Ok(out)
     }
 
     /// Accumulators of the lower triangle (packed by rows) of `X^T A X`, `A = diag(p_i (1 -
@@ -91,23 +158,41 @@ impl PartyData {
     pub fn information_sums(&self, beta: &Array1<f64>) -> Result<CompensatedSum, RowsError> {
         let p = self.columns();
         let beta = beta.as_slice().expect("contiguous coefficients");
+        let glm = self.glm;
         self.fold(p * (p + 1) / 2, |x, _| {
             let weights: Vec<f64> = x
                 .outer_iter()
                 .map(|row| {
-                    let prob = sigmoid(dot(row.to_slice().expect("standard layout"), beta));
-                    prob * (1.0 - prob)
+                    let row = row.to_slice().expect("standard layout");
+                    let (offset, weight) = glm.offset_and_weight(row, p);
+                    let mu = glm.family.mean(dot(&row[..p], beta) + offset);
+                    weight * glm.family.variance(mu)
                 })
                 .collect();
-            lower_gram(x, Some(&weights), 1.0)
+            design_gram(x, p, Some(&weights), 1.0)
         })
     }
 
     /// Accumulators of the lower triangle (packed by rows) of `1/4 X^T X`: minus the local
     /// PrivLogit Hessian bound `H~_i` of eq. 5.5.
+    /// With prior weights the bound is `1/4 X^T W X`; for the other families it is the same
+    /// Gram matrix (used to check the design's rank), not a bound.
     pub fn information_bound_sums(&self) -> Result<CompensatedSum, RowsError> {
         let p = self.columns();
-        self.fold(p * (p + 1) / 2, |x, _| lower_gram(x, None, 0.25))
+        if self.glm.trailing() == 0 {
+            return self.fold(p * (p + 1) / 2, |x, _| lower_gram(x, None, 0.25));
+        }
+        let glm = self.glm;
+        self.fold(p * (p + 1) / 2, |x, _| {
+            let weights: Vec<f64> = x
+                .outer_iter()
+                .map(|row| {
+                    glm.offset_and_weight(row.to_slice().expect("standard layout"), p)
+                        .1
+                })
+                .collect();
+            design_gram(x, p, Some(&weights), 0.25)
+        })
     }
 
     /// Local gradient `X^T (y - p)` and log-likelihood (eq. 2.9), in one pass.
@@ -156,6 +241,20 @@ impl PartyData {
         let mut total = CompensatedSum::zeros(len);
         for_each_block(self.rows.as_ref(), block_sum, |b| b.merge_into(&mut total))?;
         Ok(total)
+    }
+}
+
+/// `lower_gram` of the first `p` columns of a block (copied into standard layout only when
+/// trailing offset or weight columns follow them).
+fn design_gram(x: ArrayView2<'_, f64>, p: usize, weights: Option<&[f64]>, scale: f64) -> Vec<f64> {
+    if x.ncols() == p {
+        lower_gram(x, weights, scale)
+    } else {
+        let design = x
+            .slice(ndarray::s![.., ..p])
+            .as_standard_layout()
+            .into_owned();
+        lower_gram(design.view(), weights, scale)
     }
 }
 

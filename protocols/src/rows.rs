@@ -12,6 +12,7 @@
 pub mod blocks;
 pub mod design;
 pub mod memory;
+pub mod reordered;
 pub mod unit_norm;
 
 use std::fmt::Debug;

@@ -36,11 +36,12 @@ def _as_float64(a, ndim, what):
     return arr
 
 
-def load(path, label):
+def load(path, label, family="binomial"):
     """A data file (CSV, privlogit binary table `.plb` or Parquet) read by privlogit's loader, as
-    `(X, y, names)`: X float64 (rows x features), y float64 0/1, the feature names. Faults are
-    reported with file, line and column, as by the command line."""
-    x, shape, y, names = _native.load_table(str(path), label)
+    `(X, y, names)`: X float64 (rows x features), y float64 (0/1 for the binomial `family`,
+    counts for "poisson", any number for "gaussian"), the feature names. Faults are reported with
+    file, line and column, as by the command line."""
+    x, shape, y, names = _native.load_table(str(path), label, family)
     # numpy views the loaded memory in place (no copy); the arrays keep it alive.
     return np.frombuffer(x, dtype=np.float64).reshape(shape), np.frombuffer(y, dtype=np.float64), names
 
@@ -57,6 +58,10 @@ class _Default(str):
 # `study(protocol="newton")` must not clash with the default optimiser (Newton is its own
 # protocol), while `optimizer="privlogit-accel"` given with it is refused as on the command line.
 _STUDY_OPTIMIZER = _Default(_STUDY["optimizer"])
+# Likewise a Gaussian or Poisson model, fitted by Newton, must not clash with the default
+# PrivLogit optimiser and protocol when neither was given.
+_FIT_OPTIMIZER = _Default(_FIT["optimizer"])
+_STUDY_PROTOCOL = _Default(_STUDY["protocol"])
 
 
 def _frame_columns(frame, label, what):
@@ -74,7 +79,7 @@ def _frame_columns(frame, label, what):
     return np.ascontiguousarray(x), np.ascontiguousarray(y), names
 
 
-def _party(party, label, names, what):
+def _party(party, label, names, what, family="binomial"):
     """`(X, y, names)` of a party given as `(X, y)`, a pandas DataFrame (with `label`) or a
     data file's path (read by privlogit's loader with `label`)."""
     if hasattr(party, "columns") and hasattr(party, "to_numpy"):
@@ -82,7 +87,7 @@ def _party(party, label, names, what):
     if isinstance(party, (str, os.PathLike)):
         if label is None:
             raise PrivlogitError(f"{what}: a data file needs label= (its 0/1 label column)")
-        x, y, file_names = load(party, label)
+        x, y, file_names = load(party, label, family)
         return np.ascontiguousarray(x), np.ascontiguousarray(y), file_names
     try:
         x, y = party
@@ -128,7 +133,8 @@ class Result(dict):
 
     def to_frame(self):
         """One row per coefficient (index: the names): `coef`, and when the result has them
-        `std_err`, `z`, `p_value`, `ci_low`, `ci_high`, `odds_ratio`, `or_low`, `or_high`."""
+        `std_err`, `z`, `p_value`, `ci_low`, `ci_high`, and for a logistic model `odds_ratio`,
+        `or_low`, `or_high`."""
         import pandas as pd
 
         columns = {"coef": self["coefficients"]}
@@ -139,6 +145,9 @@ class Result(dict):
                 "p_value": self["p_values"],
                 "ci_low": [c[0] for c in self["conf_int"]],
                 "ci_high": [c[1] for c in self["conf_int"]],
+            })
+        if "odds_ratios" in self:
+            columns.update({
                 "odds_ratio": self["odds_ratios"],
                 "or_low": [c[0] for c in self["odds_ratio_conf_int"]],
                 "or_high": [c[1] for c in self["odds_ratio_conf_int"]],
@@ -158,12 +167,14 @@ def _with_arrays(text):
     return out
 
 
-def fit(parties, optimizer=_FIT["optimizer"], lam=_FIT["lambda"], standardize=_FIT["standardize"],
+def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT["standardize"],
         intercept=not _FIT["no_intercept"], tol=_FIT["tol"], max_iter=_FIT["max_iter"],
         gradient_tol=_FIT["gradient_tol"], penalize_intercept=not _FIT["free_intercept"], *,
         memory=_FIT["memory"], ci_level=_FIT["ci_level"], covariance=_FIT["covariance"], drop=None,
-        label=None, names=None):
-    """Fit l2-regularised logistic regression over `parties` (one per organization: `(X, y)`,
+        family=_FIT["family"], offset=None, weights=None, test_party=None, label=None, names=None):
+    """Fit l2-regularised logistic regression (or, with `family="gaussian"` or `"poisson"`, that
+    generalised linear model, by Newton's method; `offset` and `weights` name columns of the
+    parties that are not features) over `parties` (one per organization: `(X, y)`,
     a pandas DataFrame with its `label` column, or a data file), as the plaintext distributed
     fit (`privlogit fit`, with its defaults: they stop where the gradient's norm is below
     `gradient_tol`).
@@ -175,16 +186,22 @@ def fit(parties, optimizer=_FIT["optimizer"], lam=_FIT["lambda"], standardize=_F
     `n_iter` and, when standardised, the pooled `mean` and `scale`; the inference at the optimum
     (`standard_errors`, `z_values`, `p_values`, `conf_int` at `ci_level`, `odds_ratios`,
     `deviance`, `null_deviance`, `aic`, `bic`, `covariance` when asked for). The result's
-    `summary()` prints the table, `to_frame()` gives it as a pandas DataFrame.
+    `summary()` prints the table, `to_frame()` gives it as a pandas DataFrame. `test_party` (data
+    files with the parties' columns) evaluates the final model on held-out rows (`test_auc`,
+    `test_log_loss`, `test_accuracy`, `test_brier`, `calibration`).
     """
+    if optimizer is _FIT_OPTIMIZER:
+        optimizer = None  # not given: the library's default (Newton for Gaussian and Poisson)
     given = _settings(optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept, tol=tol,
                       max_iter=max_iter, gradient_tol=gradient_tol, penalize_intercept=penalize_intercept, memory=memory,
-                      ci_level=ci_level, covariance=covariance, drop=None if drop is None else [str(c) for c in drop])
-    arrays = [_party(p, label, names, f"party {k}") for k, p in enumerate(parties)]
+                      ci_level=ci_level, covariance=covariance, drop=None if drop is None else [str(c) for c in drop],
+                      family=family, offset=offset, weights=weights, label=label,
+                      test_party=None if test_party is None else [os.fspath(p) for p in test_party])
+    arrays = [_party(p, label, names, f"party {k}", family) for k, p in enumerate(parties)]
     return _with_arrays(_native.fit(arrays, given))
 
 
-def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY_OPTIMIZER, lam=_STUDY["lambda"],
+def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, lam=_STUDY["lambda"],
           standardize=_STUDY["standardize"], intercept=not _STUDY["no_intercept"], tol=_STUDY["tol"],
           max_iter=_STUDY["max_iter"], gradient_tol=_STUDY["gradient_tol"], *, label=None, names=None,
           study_file=None, key_bits=_STUDY["key_bits"], fixed=_STUDY["fixed"],
@@ -195,7 +212,8 @@ def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY_OPTIMIZER,
     pandas DataFrames with their `label` column, or data files), talking over loopback TCP;
     with `standardize` the pooled statistics are computed under encryption. `study_file` reads
     the settings (and `party` files) of a study file; keywords override it. Further settings of
-    `privlogit study` (`dp_epsilon`, `penalty_centre`, `noise_seed`, ...) go by their names.
+    `privlogit study` (`dp_epsilon`, `penalty_centre`, `noise_seed`, `family`, `offset`,
+    `weights`, ...) go by their names.
 
     Returns `privlogit study --json`'s fields (`coefficients`, `names`, `iterations`, `rounds`,
     `status`, `standardization`, `raw_model`, timings and bytes) with `coef` (numpy), `n_iter`,
@@ -206,11 +224,15 @@ def study(parties=None, protocol=_STUDY["protocol"], optimizer=_STUDY_OPTIMIZER,
     """
     if optimizer is _STUDY_OPTIMIZER:
         optimizer = None  # not given: the library's default, or Newton's for its protocol
+    if protocol is _STUDY_PROTOCOL:
+        protocol = None  # not given: the library's default (Newton for Gaussian and Poisson)
     given = _settings(protocol=protocol, optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept,
                       tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
                       linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label,
                       reveal=reveal, ci_level=ci_level, covariance=covariance, **settings)
-    arrays = None if parties is None else [_party(p, label, names, f"party {k}") for k, p in enumerate(parties)]
+    family = settings.get("family", "binomial")
+    arrays = None if parties is None else [_party(p, label, names, f"party {k}", family)
+                                           for k, p in enumerate(parties)]
     out = _with_arrays(_native.study(arrays, given, None if study_file is None else os.fspath(study_file)))
     out["cost"] = {
         "rounds": out["rounds"],

@@ -2,6 +2,7 @@
 //! copied.
 
 use ndarray::{Array1, Array2, ArrayView2};
+use privlogit::protocols::Family;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 
@@ -29,6 +30,17 @@ pub fn labelled(
     y: &PyBuffer<f64>,
     what: &str,
 ) -> PyResult<(Array2<f64>, Array1<f64>)> {
+    labelled_for(Family::Binomial, x, y, what)
+}
+
+/// [`labelled`] for a model of `family` (its rule on labels: counts for Poisson, any finite
+/// number for the Gaussian).
+pub fn labelled_for(
+    family: Family,
+    x: &PyBuffer<f64>,
+    y: &PyBuffer<f64>,
+    what: &str,
+) -> PyResult<(Array2<f64>, Array1<f64>)> {
     let (x, y) = (
         matrix(x, &format!("{what} X"))?,
         vector(y, &format!("{what} y"))?,
@@ -40,7 +52,7 @@ pub fn labelled(
             x.nrows()
         )));
     }
-    privlogit::data::check_values(what, &[], x.view(), y.view())
+    privlogit::data::check_values(family, what, &[], x.view(), y.view())
         .map_err(|e| DataError::new_err(e.to_string()))?;
     Ok((x, y))
 }
@@ -48,8 +60,14 @@ pub fn labelled(
 /// A copy of a feature matrix, refused with `DataError` when a value is not a finite number.
 pub fn features(buffer: &PyBuffer<f64>, what: &str) -> PyResult<Array2<f64>> {
     let x = matrix(buffer, what)?;
-    privlogit::data::check_values(what, &[], x.view(), Array1::<f64>::zeros(0).view())
-        .map_err(|e| DataError::new_err(e.to_string()))?;
+    privlogit::data::check_values(
+        Family::Binomial,
+        what,
+        &[],
+        x.view(),
+        Array1::<f64>::zeros(0).view(),
+    )
+    .map_err(|e| DataError::new_err(e.to_string()))?;
     Ok(x)
 }
 

@@ -150,8 +150,22 @@ fn summary(result: &str) -> PyResult<String> {
 }
 
 #[pyfunction]
-fn load_table(py: Python<'_>, path: std::path::PathBuf, label: &str) -> PyResult<Loaded> {
-    let options = privlogit::data::LoadOptions::new(label);
+#[pyo3(signature = (path, label, family = "binomial"))]
+fn load_table(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    label: &str,
+    family: &str,
+) -> PyResult<Loaded> {
+    let family = privlogit::protocols::Family::parse(family).ok_or_else(|| {
+        error(format!(
+            "family {family:?} is not one of binomial, gaussian, poisson"
+        ))
+    })?;
+    let options = privlogit::data::LoadOptions {
+        family,
+        ..privlogit::data::LoadOptions::new(label)
+    };
     let table = py
         .allow_threads(|| privlogit::data::load(&path, &options))
         .map_err(|e| DataError::new_err(e.to_string()))?;

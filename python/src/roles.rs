@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ndarray::{ArrayView1, ArrayView2};
 use privlogit::data::DatasetView;
 use privlogit::fit::job::FitJob;
+use privlogit::protocols::Family;
 use privlogit::protocols::rows::MemoryRows;
 use privlogit::settings::Reader;
 use privlogit::study::{Aggregator, InProcess, Keyholder, Node, NodeRows, StudyResult};
@@ -16,7 +17,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::buffers::{in_place, labelled, len1, shape2};
+use crate::buffers::{in_place, labelled_for, len1, shape2};
 use crate::errors::{PrivlogitError, raise};
 use crate::settings::spec;
 
@@ -67,13 +68,13 @@ pub fn fit(py: Python<'_>, parties: Vec<Party>, given: &Bound<'_, PyDict>) -> Py
 }
 
 /// Each party's rows as a Node's, checked (labels 0/1, finite values) as a file's would be.
-fn node_rows(parties: &[Party]) -> PyResult<Vec<NodeRows>> {
+fn node_rows(parties: &[Party], family: Family) -> PyResult<Vec<NodeRows>> {
     parties
         .iter()
         .enumerate()
         .map(|(k, (x, y, names))| {
             let source = format!("party {k}");
-            let (x, y) = labelled(x, y, &source)?;
+            let (x, y) = labelled_for(family, x, y, &source)?;
             if names.len() != x.ncols() {
                 return Err(PrivlogitError::new_err(format!(
                     "{source}: {} names for {} columns",
@@ -102,7 +103,10 @@ pub fn study(
     study: Option<PathBuf>,
 ) -> PyResult<String> {
     let (spec, _) = spec(Reader::Study, study, given)?;
-    let nodes = parties.as_deref().map(node_rows).transpose()?;
+    let nodes = parties
+        .as_deref()
+        .map(|p| node_rows(p, spec.family))
+        .transpose()?;
     let study = InProcess::new(&spec, nodes).map_err(raise)?;
     let quiet = spec.quiet;
     let result = py
@@ -175,7 +179,7 @@ pub fn node<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (spec, file) = spec(Reader::Node, Some(study), given)?;
     let rows = match data {
-        Some(party) => Some(node_rows(std::slice::from_ref(&party))?.remove(0)),
+        Some(party) => Some(node_rows(std::slice::from_ref(&party), spec.family)?.remove(0)),
         None => None,
     };
     let say = say(false);

@@ -205,6 +205,8 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
             mask_seed: None,
             release: None,
             reveal,
+            glm: privlogit_protocols::Glm::logistic(),
+            evaluate: false,
         };
         let nodes = sources
             .iter()

@@ -21,6 +21,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use privlogit_protocols::Family;
 
 use super::table::{DataError, Dataset, LoadOptions, Table};
 
@@ -100,6 +101,8 @@ pub struct Layout {
     /// The kept feature names.
     pub names: Vec<String>,
     label: String,
+    /// The rule labels must follow.
+    family: Family,
     /// Byte offset of the first row.
     pub data_offset: u64,
 }
@@ -111,7 +114,7 @@ impl Layout {
     }
 
     /// Decodes whole rows (`bytes`, the first being row `first_row`, 1-based in messages) into
-    /// kept features and labels, refusing non-finite features and labels other than 0 and 1.
+    /// kept features and labels, refusing non-finite features and labels the family does not take.
     pub fn decode(
         &self,
         bytes: &[u8],
@@ -140,12 +143,12 @@ impl Layout {
                 values.push(v);
             }
             let y = cells.next().expect("label after the features");
-            if y != 0.0 && y != 1.0 {
+            if let Some(why) = self.family.label_problem(y) {
                 return Err(DataError::BinaryValue {
                     path: self.path.clone(),
                     row: row_index,
                     name: self.label.clone(),
-                    reason: format!("label {y} is not 0 or 1"),
+                    reason: format!("label {y} {why}"),
                 });
             }
             labels.push(y);
@@ -271,6 +274,7 @@ pub fn layout(path: &Path, options: &LoadOptions) -> Result<(Layout, BufReader<F
             all_names,
             names,
             label,
+            family: options.family,
             data_offset: header_len,
         },
         input,

@@ -13,6 +13,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use ndarray::{Array1, Array2};
+use privlogit_protocols::Family;
 
 use super::table::{DataError, Dataset, LoadOptions, Table};
 
@@ -73,6 +74,8 @@ pub struct RecordReader {
     roles: Vec<Role>,
     /// Whether a column is the label (else every label reads 0).
     labelled: bool,
+    /// The rule labels must follow.
+    family: Family,
     header_line: u64,
     /// The feature names, in column order.
     pub names: Vec<String>,
@@ -97,6 +100,7 @@ impl RecordReader {
             header: Vec::new(),
             roles: Vec::new(),
             labelled: true,
+            family: options.family,
             header_line: 1,
             names: Vec::new(),
         };
@@ -205,8 +209,8 @@ impl RecordReader {
                     Role::Feature => values.push(parse_number(cell).map_err(cell_error)?),
                     Role::Label => {
                         let v = parse_number(cell).map_err(cell_error)?;
-                        if v != 0.0 && v != 1.0 {
-                            return Err(cell_error(Problem::BadLabel));
+                        if let Some(why) = self.family.label_problem(v) {
+                            return Err(cell_error(Problem::BadLabel(why)));
                         }
                         labels.push(v);
                     }
@@ -329,7 +333,7 @@ fn parse_number(cell: &str) -> Result<f64, Problem> {
 enum Problem {
     Missing,
     NonNumeric,
-    BadLabel,
+    BadLabel(&'static str),
 }
 
 impl Problem {
@@ -351,7 +355,8 @@ impl Problem {
                 name,
                 value,
             },
-            Problem::BadLabel => DataError::BadLabel {
+            Problem::BadLabel(reason) => DataError::BadLabel {
+                reason,
                 path,
                 line,
                 column,

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use ndarray::{ArrayView1, ArrayView2};
 use parquet::column::reader::ColumnReader;
 use parquet::file::reader::{FileReader, SerializedFileReader};
+use privlogit_protocols::Family;
 use privlogit_protocols::rows::{ChunkVisitor, RowSource, RowsError};
 
 use super::binary::{self, Layout};
@@ -286,6 +287,8 @@ pub struct ParquetRows {
     columns: Vec<usize>,
     names: Vec<String>,
     rows: usize,
+    /// The rule labels must follow.
+    family: Family,
 }
 
 impl ParquetRows {
@@ -360,6 +363,7 @@ impl ParquetRows {
             columns,
             names,
             rows,
+            family: options.family,
         };
         this.scan(&mut |_, _| Ok(())).map_err(|e| bad(e.reason))?;
         Ok(this)
@@ -477,8 +481,8 @@ impl RowSource for ParquetRows {
                             }
                             x[i * p + k] = v;
                         } else {
-                            if v != 0.0 && v != 1.0 {
-                                return Err(fail(format!("row {row}, label: {v} is not 0 or 1")));
+                            if let Some(why) = self.family.label_problem(v) {
+                                return Err(fail(format!("row {row}, label: {v} {why}")));
                             }
                             y.push(v);
                         }

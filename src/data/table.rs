@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use privlogit_protocols::Family;
 use thiserror::Error;
 
-/// A labelled table: feature columns (by name) and 0/1 labels, with where it came from.
+/// A labelled table: feature columns (by name) and labels, with where it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
     /// Where the rows came from (a file, or a file and a part of it), for messages.
@@ -49,11 +50,12 @@ impl Dataset {
         }
     }
 
-    /// Refuses what a file's loader would have refused: a label not 0 or 1, a feature that is
-    /// NaN or infinite ([`DataError::BadValue`], naming the first such row and column). Data
-    /// read from files has passed this already; rows handed over in memory have not.
-    pub fn check_values(&self) -> Result<(), DataError> {
-        self.view().check_values()
+    /// Refuses what a file's loader would have refused: a label `family` does not take (for
+    /// the binomial, not 0 or 1), a feature that is NaN or infinite ([`DataError::BadValue`],
+    /// naming the first such row and column). Data read from files has passed this already;
+    /// rows handed over in memory have not.
+    pub fn check_values(&self, family: Family) -> Result<(), DataError> {
+        self.view().check_values(family)
     }
 
     /// The rows at `indices`, in that order, as a new dataset named `source`.
@@ -69,14 +71,15 @@ impl Dataset {
 
 impl DatasetView<'_> {
     /// [`Dataset::check_values`] for borrowed rows.
-    pub fn check_values(&self) -> Result<(), DataError> {
-        check_values(self.source, self.names, self.x, self.y)
+    pub fn check_values(&self, family: Family) -> Result<(), DataError> {
+        check_values(family, self.source, self.names, self.x, self.y)
     }
 }
 
 /// [`Dataset::check_values`] for a design `x` and labels `y` of `source` (column `j` named
 /// `names[j]` when there is one). Rows are 1-based.
 pub fn check_values(
+    family: Family,
     source: &str,
     names: &[String],
     x: ArrayView2<'_, f64>,
@@ -87,8 +90,12 @@ pub fn check_values(
         row: row + 1,
         what,
     };
-    if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| **v != 0.0 && **v != 1.0) {
-        return Err(bad(i, format!("label {v} is not 0 or 1")));
+    if let Some((i, v, why)) = y
+        .iter()
+        .enumerate()
+        .find_map(|(i, v)| family.label_problem(*v).map(|why| (i, v, why)))
+    {
+        return Err(bad(i, format!("label {v} {why}")));
     }
     for (i, row) in x.rows().into_iter().enumerate() {
         if let Some((j, v)) = row.iter().enumerate().find(|(_, v)| !v.is_finite()) {
@@ -105,8 +112,11 @@ pub fn check_values(
 /// Which columns to read, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
-    /// Name of the 0/1 label column.
+    /// Name of the label column.
     pub label: String,
+    /// The model the labels are for: its rule on label values (0/1 for the binomial, counts for
+    /// Poisson, any finite number for the Gaussian).
+    pub family: Family,
     /// Columns to leave out.
     pub exclude: Vec<String>,
     /// A column whose values name the party each row belongs to (read as text).
@@ -124,6 +134,7 @@ impl LoadOptions {
     pub fn new(label: impl Into<String>) -> Self {
         Self {
             label: label.into(),
+            family: Family::Binomial,
             exclude: Vec::new(),
             group: None,
         }
@@ -264,8 +275,10 @@ pub enum DataError {
         value: String,
     },
     /// A label cell is neither 0 nor 1.
-    #[error("{path}:{line}:{column}: label {value:?} in column {name:?} is not 0 or 1")]
+    #[error("{path}:{line}:{column}: label {value:?} in column {name:?} {reason}")]
     BadLabel {
+        /// Why (the family's rule: "is not 0 or 1", ...).
+        reason: &'static str,
         /// The file.
         path: PathBuf,
         /// 1-based line.

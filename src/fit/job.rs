@@ -4,15 +4,13 @@
 
 use std::fmt::Write as _;
 
-use ndarray::Axis;
-use privlogit_protocols::{
-    FitError, FitOptions, IterationRecord, Optimizer, PartyData, Status, StepKind,
-};
+use privlogit_protocols::{FitError, FitOptions, IterationRecord, Optimizer, Status, StepKind};
 use serde::Serialize;
 
 use super::{Fitted, Preparation, Prepared};
 use crate::data::{self, Dataset, LoadOptions, partition};
 use crate::error::Error;
+use crate::evaluation::Evaluation;
 use crate::inference::design::DesignError;
 use crate::inference::{Goodness, LikelihoodRatio, Wald, normal_quantile};
 use crate::model::{Model, Standardization};
@@ -22,6 +20,8 @@ use crate::settings::{Reader, Spec};
 #[derive(Debug)]
 pub struct FitJob {
     prepared: Prepared,
+    /// Held-out rows to evaluate the final model on.
+    held_out: Vec<privlogit_protocols::PartyData>,
     optimizer: Optimizer,
     options: FitOptions,
     asked: Asked,
@@ -34,6 +34,7 @@ struct Asked {
     level: f64,
     covariance: bool,
     drop: Vec<String>,
+    columns: super::GlmColumns,
 }
 
 /// A finished fit with what it was fitted on.
@@ -57,6 +58,10 @@ pub struct FitResult {
     pub likelihood_ratio: Option<LikelihoodRatio>,
     /// The label column's name, when known.
     pub label: Option<String>,
+    /// The family and the offset and weight columns.
+    pub columns: super::GlmColumns,
+    /// The final model on the held-out rows (`--test-party`).
+    pub evaluation: Option<Evaluation>,
 }
 
 impl FitJob {
@@ -67,8 +72,10 @@ impl FitJob {
             return Err(Error::plan("a spec read for a study cannot run as a fit"));
         }
         let (optimizer, options, asked) = plan(spec)?;
-        let prepared = super::prepare(load_parties(spec)?, preparation(spec))?;
-        Self::checked(prepared, optimizer, options, asked)
+        let prepared =
+            super::prepare_glm(load_parties(spec)?, preparation(spec), &glm_columns(spec))?;
+        let held_out = held_out(spec, &prepared)?;
+        Self::checked(prepared, held_out, optimizer, options, asked)
     }
 
     /// The fit `spec` describes over parties given as views (Python's arrays): the same
@@ -78,14 +85,16 @@ impl FitJob {
         parties: &[crate::data::DatasetView<'_>],
     ) -> Result<Self, Error> {
         let (optimizer, options, asked) = plan(spec)?;
-        let prepared = super::prepare_views(parties, preparation(spec))?;
-        Self::checked(prepared, optimizer, options, asked)
+        let prepared = super::prepare_views_glm(parties, preparation(spec), &glm_columns(spec))?;
+        let held_out = held_out(spec, &prepared)?;
+        Self::checked(prepared, held_out, optimizer, options, asked)
     }
 
     /// The job, once its design is checked: an unpenalised fit needs independent columns, and
     /// `--drop` names columns of the model.
     fn checked(
         prepared: Prepared,
+        held_out: Vec<privlogit_protocols::PartyData>,
         optimizer: Optimizer,
         options: FitOptions,
         asked: Asked,
@@ -121,6 +130,7 @@ impl FitJob {
         }
         Ok(Self {
             prepared,
+            held_out,
             optimizer,
             options,
             asked,
@@ -156,7 +166,15 @@ impl FitJob {
                 Err(e) => (None, Some(e.to_string())),
             },
         };
-        let goodness = super::goodness(&self.prepared, &fitted);
+        let goodness = super::goodness(&self.prepared, &fitted, &self.options)?;
+        // The model as reported, on the held-out rows (a diverged fit has none).
+        let evaluation =
+            if self.held_out.is_empty() || matches!(fitted.report.status, Status::Diverged(_)) {
+                None
+            } else {
+                Evaluation::of_parties(&self.held_out, &fitted.report.beta)
+                    .map_err(|e| FitError::Aggregation(Box::new(e)))?
+            };
         let likelihood_ratio = if self.asked.drop.is_empty() {
             None
         } else {
@@ -184,6 +202,8 @@ impl FitJob {
             goodness,
             likelihood_ratio,
             label: self.asked.label.clone(),
+            columns: self.asked.columns.clone(),
+            evaluation,
         })
     }
 
@@ -218,26 +238,10 @@ impl FitJob {
         let keep: Vec<usize> = (0..self.prepared.names.len())
             .filter(|&j| !self.asked.drop.contains(&self.prepared.names[j]))
             .collect();
-        let parties = self
+        let reduced = self
             .prepared
-            .parties
-            .iter()
-            .map(|p| {
-                let (x, y) = p
-                    .collect()
-                    .map_err(|e| FitError::Aggregation(Box::new(e)))?;
-                Ok(PartyData::new(x.select(Axis(1), &keep), y))
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        let reduced = Prepared {
-            names: keep
-                .iter()
-                .map(|&j| self.prepared.names[j].clone())
-                .collect(),
-            sources: self.prepared.sources.clone(),
-            parties,
-            standardizer: None,
-        };
+            .with_columns(&keep)
+            .map_err(|e| FitError::Aggregation(Box::new(e)))?;
         super::check_design(&reduced)?;
         Ok(reduced)
     }
@@ -261,8 +265,17 @@ fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
         level: spec.ci_level,
         covariance: spec.covariance,
         drop: spec.drop.clone(),
+        columns: glm_columns(spec),
     };
     Ok((optimizer, options, asked))
+}
+
+fn glm_columns(spec: &Spec) -> super::GlmColumns {
+    super::GlmColumns {
+        family: spec.family,
+        offset: spec.offset.clone(),
+        weights: spec.weights.clone(),
+    }
 }
 
 fn preparation(spec: &Spec) -> Preparation {
@@ -272,17 +285,56 @@ fn preparation(spec: &Spec) -> Preparation {
     }
 }
 
-/// Reads the parties as the spec names them.
-fn load_parties(spec: &Spec) -> Result<Vec<Dataset>, Error> {
+/// The `--test-party` files, loaded as the training files are and made into the design the
+/// model was fitted on; refused for a model that is not a logistic regression.
+fn held_out(
+    spec: &Spec,
+    prepared: &Prepared,
+) -> Result<Vec<privlogit_protocols::PartyData>, Error> {
+    if spec.test_party.is_empty() {
+        return Ok(Vec::new());
+    }
+    if spec.family != privlogit_protocols::Family::Binomial {
+        return Err(Error::setting(
+            "--test-party",
+            format!(
+                "held-out evaluation (AUC, log-loss, accuracy, Brier score, calibration) is for a \
+                 logistic model, not the {} family",
+                spec.family
+            ),
+        ));
+    }
+    let options = load_options(spec)?;
+    let parties = spec
+        .test_party
+        .iter()
+        .map(|p| Ok(data::load(p, &options)?.data))
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok(super::prepare_held_out(
+        &parties,
+        prepared,
+        preparation(spec),
+        &glm_columns(spec),
+    )?)
+}
+
+/// How the spec's files are read.
+fn load_options(spec: &Spec) -> Result<LoadOptions, Error> {
     let label = spec
         .label
         .clone()
-        .ok_or_else(|| Error::plan("--label COLUMN is needed: the name of the 0/1 label column"))?;
-    let options = LoadOptions {
+        .ok_or_else(|| Error::plan("--label COLUMN is needed: the name of the label column"))?;
+    Ok(LoadOptions {
         label,
+        family: spec.family,
         exclude: spec.exclude.clone(),
         group: spec.group_by.clone(),
-    };
+    })
+}
+
+/// Reads the parties as the spec names them.
+fn load_parties(spec: &Spec) -> Result<Vec<Dataset>, Error> {
+    let options = load_options(spec)?;
     if let Some(path) = &spec.data {
         if !spec.party.is_empty() {
             return Err(Error::plan(
@@ -446,7 +498,9 @@ impl FitResult {
         if let Some(auc) = fitted.auc {
             let _ = writeln!(s, "AUC             {auc:.6}");
         }
-        let _ = writeln!(s, "accuracy        {:.6}", fitted.accuracy);
+        if let Some(accuracy) = fitted.accuracy {
+            let _ = writeln!(s, "accuracy        {accuracy:.6}");
+        }
         s.push('\n');
         match crate::inference::summary::render(&self.json()) {
             Ok(table) => s.push_str(&table),
@@ -479,6 +533,11 @@ struct JsonReport<'a> {
     parties: Vec<JsonParty<'a>>,
     standardized: bool,
     intercept: bool,
+    family: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offset: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weights: Option<&'a str>,
     names: &'a [String],
     coefficients: Vec<f64>,
     label: Option<&'a str>,
@@ -489,9 +548,11 @@ struct JsonReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     inference_error: Option<&'a str>,
     likelihood_ratio: Option<&'a LikelihoodRatio>,
+    #[serde(flatten)]
+    evaluation: Option<&'a Evaluation>,
     objective: f64,
     auc: Option<f64>,
-    accuracy: f64,
+    accuracy: Option<f64>,
     standardization: Option<JsonStandardization<'a>>,
 }
 
@@ -542,6 +603,9 @@ impl<'a> JsonReport<'a> {
                 .collect(),
             standardized: prepared.standardizer.is_some(),
             intercept: prepared.names.first().map(String::as_str) == Some(crate::model::INTERCEPT),
+            family: prepared.glm().family.name(),
+            offset: result.columns.offset.as_deref(),
+            weights: result.columns.weights.as_deref(),
             names: &prepared.names,
             coefficients: r.beta.to_vec(),
             label: result.label.as_deref(),
@@ -549,6 +613,7 @@ impl<'a> JsonReport<'a> {
             goodness: result.goodness,
             inference_error: result.inference_error.as_deref(),
             likelihood_ratio: result.likelihood_ratio.as_ref(),
+            evaluation: result.evaluation.as_ref(),
             objective: fitted.objective,
             auc: fitted.auc,
             accuracy: fitted.accuracy,

@@ -120,6 +120,8 @@ pub fn study_in_process(
         mask_seed: None,
         release: Some(release),
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
     };
     let nodes = parts
         .into_iter()

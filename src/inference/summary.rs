@@ -20,6 +20,10 @@ struct Fields {
     #[serde(default)]
     label: Option<String>,
     #[serde(default)]
+    family: Option<String>,
+    #[serde(default)]
+    dispersion: Option<f64>,
+    #[serde(default)]
     optimizer: Option<String>,
     #[serde(default)]
     protocol: Option<String>,
@@ -63,6 +67,45 @@ struct Fields {
     inference_error: Option<String>,
     #[serde(default)]
     covariance: Option<Vec<Vec<f64>>>,
+    #[serde(default, flatten)]
+    evaluation: Option<crate::evaluation::Evaluation>,
+}
+
+/// The held-out rows' figures and calibration table.
+fn held_out(s: &mut String, e: &crate::evaluation::Evaluation) {
+    let auc = e.test_auc.map_or_else(
+        || "- (not computed securely yet)".to_string(),
+        |a| format!("{a:.6}"),
+    );
+    let _ = writeln!(
+        s,
+        "Held-out rows: {}   AUC {auc}   log-loss {:.6}   accuracy {:.6}   Brier {:.6}",
+        e.test_n, e.test_log_loss, e.test_accuracy, e.test_brier
+    );
+    let c = &e.calibration;
+    let p = c
+        .p_value
+        .map_or_else(|| "-".to_string(), |p| format!("{p:.4}"));
+    let _ = writeln!(
+        s,
+        "Calibration (fixed bins of predicted risk): Hosmer-Lemeshow H = {:.4}, df = {}, p = {p}",
+        c.hosmer_lemeshow, c.df
+    );
+    let _ = writeln!(
+        s,
+        "{:>12} {:>8} {:>10} {:>12}",
+        "risk", "rows", "observed", "expected"
+    );
+    for b in c.bins.iter().filter(|b| b.n > 0) {
+        let _ = writeln!(
+            s,
+            "{:>12} {:>8} {:>10} {:>12.3}",
+            format!("{:.1}-{:.1}", b.low, b.high),
+            b.n,
+            b.observed,
+            b.expected
+        );
+    }
 }
 
 /// The summary of a result given as its JSON value.
@@ -79,9 +122,14 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
     let mut s = String::new();
     let width = f.names.iter().map(String::len).max().unwrap_or(0).max(9);
     let line = WIDTH.max(width + 67);
+    let model = match f.family.as_deref() {
+        Some("gaussian") => "Gaussian GLM (identity link)",
+        Some("poisson") => "Poisson GLM (log link)",
+        _ => "Logistic regression",
+    };
     let title = match &f.protocol {
-        Some(p) => format!("Logistic regression: secure study ({p})"),
-        None => "Logistic regression: plaintext fit".to_string(),
+        Some(p) => format!("{model}: secure study ({p})"),
+        None => format!("{model}: plaintext fit"),
     };
     let _ = writeln!(s, "{title:^line$}");
     let _ = writeln!(s, "{}", "=".repeat(line));
@@ -90,8 +138,9 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
         None => "-".into(),
     };
     let k = f.coefficients.len();
+    let logistic = matches!(f.family.as_deref(), None | Some("binomial"));
     let pseudo_r2 = match (f.deviance, f.null_deviance) {
-        (Some(d), Some(n)) if n > 0.0 => Some(1.0 - d / n),
+        (Some(d), Some(n)) if n > 0.0 && logistic => Some(1.0 - d / n),
         _ => None,
     };
     let left = [
@@ -129,7 +178,11 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
         ("Log-Likelihood:", opt(f.log_likelihood, 4)),
         ("Deviance:", opt(f.deviance, 4)),
         ("Null Deviance:", opt(f.null_deviance, 4)),
-        ("Pseudo R-squ.:", opt(pseudo_r2, 4)),
+        if logistic {
+            ("Pseudo R-squ.:", opt(pseudo_r2, 4))
+        } else {
+            ("Dispersion:", opt(f.dispersion.or(Some(1.0)), 4))
+        },
     ];
     for ((lk, lv), (rk, rv)) in left.iter().zip(&right) {
         let _ = writeln!(s, "{lk:<17}{lv:>21}   {rk:<18}{rv:>19}");
@@ -236,6 +289,9 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
             lr.df,
             lr.p_value
         );
+    }
+    if let Some(e) = &f.evaluation {
+        held_out(&mut s, e);
     }
     if f.lambda.is_some_and(|l| l > 0.0) && table.is_some() {
         let _ = writeln!(

@@ -23,6 +23,32 @@ impl Spec {
     pub fn resolved_optimizer(&self, secure: bool) -> Result<(Protocol, Optimizer), Error> {
         let newton_protocol = self.protocol == Protocol::Newton;
         let newton_optimizer = self.optimizer == Optimizer::Newton;
+        if !self.family.has_constant_bound() {
+            // Poisson's information has no constant bound; the Gaussian's is constant, so
+            // Newton's first step is the solution and PrivLogit would add nothing.
+            let chosen = [
+                (
+                    "protocol",
+                    !newton_protocol,
+                    Spec::protocol_name(self.protocol),
+                ),
+                ("optimizer", !newton_optimizer, self.optimizer.name()),
+            ]
+            .into_iter()
+            .find(|(name, other, _)| *other && (self.given(name) || self.given("accelerate")));
+            if let Some((name, _, value)) = chosen {
+                return Err(Error::setting(
+                    format!("--{name}"),
+                    format!(
+                        "{value} does not fit the {} family, which is fitted by Newton's method \
+                         (PrivLogit's constant bound on the information exists for the binomial \
+                         only): give newton or leave it out",
+                        self.family
+                    ),
+                ));
+            }
+            return Ok((Protocol::Newton, Optimizer::Newton));
+        }
         let optimizer = match self.optimizer {
             Optimizer::AcceleratedPrivLogit { .. } => Optimizer::AcceleratedPrivLogit {
                 memory: self.memory,
@@ -106,6 +132,7 @@ impl Spec {
             .relative_tolerance(tol)
             .gradient_tolerance(gradient)
             .max_iterations(self.max_iter)
+            .step_halving(!self.family.has_constant_bound())
             .initial(self.init.map_or(Initial::Zeros, Initial::Constant))
             .penalty_centre(centre);
         options.validate()?;
@@ -159,6 +186,8 @@ impl Spec {
                 crate::inference::Reveal::Coefficients
             },
             release,
+            glm: crate::fit::GlmColumns::of(self).glm(),
+            evaluate: self.evaluate || !self.test_party.is_empty(),
         };
         plan.validate()?;
         Ok(plan)

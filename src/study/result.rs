@@ -12,9 +12,10 @@ use privlogit_protocols::secure::study::{StudyOutcome, StudyPlan};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::inference::{Goodness, InferenceError, Reveal, Wald};
+use crate::inference::{GlmSums, Goodness, InferenceError, Reveal, Wald};
 use crate::model::{INTERCEPT, Model, Standardization};
 use crate::settings::Spec;
+use privlogit_protocols::Family;
 
 /// A finished study, as the aggregator sees it (with the key holder's and the Nodes' counters
 /// when every party ran in this process).
@@ -30,6 +31,8 @@ pub struct StudyResult {
     pub nodes: Option<Vec<NodeStats>>,
     /// How the inference is shown.
     pub shown: Shown,
+    /// The likelihood-ratio test against the nested model `--drop` names (in-process studies).
+    pub likelihood_ratio: Option<crate::inference::LikelihoodRatio>,
 }
 
 /// How a study's inference is shown (the aggregator's own settings, not the plan's).
@@ -183,18 +186,53 @@ impl StudyResult {
         let revealed = o.inference.as_ref()?;
         let beta = o.fit.beta.as_slice().expect("contiguous");
         let (level, keep) = (self.shown.ci_level, self.shown.covariance);
-        let wald = match &revealed.covariance {
-            Some(c) => Wald::from_covariance(&o.names, beta, c, level, keep),
-            None => Wald::new(&o.names, beta, &revealed.variances, level),
+        let glm = self.plan.glm;
+        let (k, n) = (o.names.len(), o.rows);
+        // The Gaussian's information is X^T W X / sigma^2: its covariance scales by the
+        // estimate RSS / (N - k), RSS = -2 x the revealed scale-free log-likelihood.
+        let scale = if glm.family.estimates_scale() {
+            -2.0 * revealed.log_likelihood / (n as f64 - k as f64)
+        } else {
+            1.0
         };
+        let wald = match &revealed.covariance {
+            Some(c) => Wald::from_covariance(&o.names, beta, &(c * scale), level, keep),
+            None => {
+                let variances: Vec<f64> = revealed.variances.iter().map(|v| v * scale).collect();
+                Wald::new(&o.names, beta, &variances, level)
+            }
+        };
+        let wald = wald.map(|w| {
+            if glm.family == Family::Binomial {
+                w
+            } else {
+                w.without_odds_ratios()
+            }
+        });
         let intercept = o.names.first().map(String::as_str) == Some(INTERCEPT);
-        let goodness = Goodness::binomial(
-            revealed.log_likelihood,
-            o.names.len(),
-            o.rows,
-            revealed.positives.unwrap_or(0.0),
-            intercept,
-        );
+        let goodness = match &revealed.constants {
+            Some(c) => Goodness::glm(
+                GlmSums {
+                    family: glm.family,
+                    fitted: revealed.log_likelihood,
+                    null: glm
+                        .family
+                        .null_log_likelihood([c[0], c[1], c[2]], intercept, glm.offset)
+                        .unwrap_or(f64::NAN),
+                    saturated: c[3],
+                    log_weights: c[4],
+                },
+                k,
+                n,
+            ),
+            None => Goodness::binomial(
+                revealed.log_likelihood,
+                k,
+                n,
+                revealed.positives.unwrap_or(0.0),
+                intercept,
+            ),
+        };
         Some((goodness, wald))
     }
 
@@ -210,6 +248,7 @@ impl StudyResult {
             .and_then(|(_, w)| w.as_ref().err().map(ToString::to_string));
         let report = JsonStudy {
             lambda: self.plan.options.lambda,
+            family: self.plan.glm.family.name(),
             label: self.shown.label.as_deref(),
             reveal: self.plan.reveal.name(),
             wald: inference
@@ -218,6 +257,11 @@ impl StudyResult {
             goodness: inference.map(|(g, _)| g),
             inference_seconds: o.inference.as_ref().map(|r| r.seconds),
             inference_error: o.inference_failed.clone().or(table_error),
+            likelihood_ratio: self.likelihood_ratio.as_ref(),
+            evaluation: o
+                .evaluation
+                .as_ref()
+                .and_then(|sums| crate::evaluation::Evaluation::from_sums(sums, None)),
             differential_privacy: self.release()?,
             protocol: Spec::protocol_name(self.plan.protocol).to_string(),
             optimizer: r.optimizer.to_string(),
@@ -472,6 +516,7 @@ struct JsonRelease {
 struct JsonStudy<'a> {
     /// The penalty (0: maximum likelihood).
     lambda: f64,
+    family: &'static str,
     /// The label column, where known.
     label: Option<&'a str>,
     /// What the study revealed beyond the coefficients.
@@ -487,6 +532,12 @@ struct JsonStudy<'a> {
     /// Why the inference round gave no table (the model stands).
     #[serde(skip_serializing_if = "Option::is_none")]
     inference_error: Option<String>,
+    /// The test against the nested model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    likelihood_ratio: Option<&'a crate::inference::LikelihoodRatio>,
+    /// The final model on the Nodes' held-out rows.
+    #[serde(flatten)]
+    evaluation: Option<crate::evaluation::Evaluation>,
     /// Secure PLR: what the published model is private under.
     #[serde(skip_serializing_if = "Option::is_none")]
     differential_privacy: Option<JsonRelease>,

@@ -7,8 +7,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::fit::GlmColumns;
 use privlogit_protocols::paillier::{KeyPair, KeySize, PublicKey, SecretKey};
 use privlogit_protocols::rows::RowSource;
+use privlogit_protocols::rows::reordered::Reordered;
 use privlogit_protocols::secure::checkpoint::Checkpoint;
 use privlogit_protocols::secure::inprocess;
 use privlogit_protocols::secure::keyholder::KeyholderStats;
@@ -17,7 +19,7 @@ use privlogit_protocols::secure::perturbation::{NoiseShare, Release};
 use privlogit_protocols::secure::study::{self, Continuity, StudyPlan};
 use privlogit_protocols::secure::{Refusal, SecureError};
 use privlogit_protocols::transport::{Expected, Role};
-use privlogit_protocols::{IterationRecord, StepKind};
+use privlogit_protocols::{Glm, IterationRecord, StepKind};
 
 use super::file::StudyFile;
 use super::party::{Connection, PATIENCE, Party, address_of};
@@ -40,8 +42,10 @@ pub enum NodeRows {
     File {
         /// The file.
         path: PathBuf,
-        /// The 0/1 label column.
+        /// The label column.
         label: String,
+        /// Columns left out.
+        exclude: Vec<String>,
     },
     /// Rows in memory, with a name for messages.
     Rows {
@@ -52,17 +56,74 @@ pub enum NodeRows {
     },
 }
 
+#[derive(Debug)]
+/// A Node's rows opened for the model: where they come from, the rows (offset and weight
+/// columns moved last) and the feature names.
+struct Opened {
+    source: String,
+    rows: Arc<dyn RowSource>,
+    names: Vec<String>,
+}
+
 impl NodeRows {
-    /// The rows, opened.
-    fn open(&self) -> Result<(String, Arc<dyn RowSource>), Error> {
-        match self {
-            NodeRows::File { path, label } => Ok((
-                path.display().to_string(),
-                data::stream::open(path, &LoadOptions::new(label.as_str()))?,
-            )),
-            NodeRows::Rows { source, rows } => Ok((source.clone(), Arc::clone(rows))),
-        }
+    /// The rows, opened for the model `columns` names: labels checked against its family, its
+    /// offset and weight columns found by name and moved after the features, the weights
+    /// checked positive.
+    fn open(&self, columns: &GlmColumns) -> Result<Opened, Error> {
+        let (source, rows) = match self {
+            NodeRows::File {
+                path,
+                label,
+                exclude,
+            } => {
+                let options = LoadOptions {
+                    family: columns.family,
+                    exclude: exclude.clone(),
+                    ..LoadOptions::new(label.as_str())
+                };
+                (
+                    path.display().to_string(),
+                    data::stream::open(path, &options)?,
+                )
+            }
+            NodeRows::Rows { source, rows } => (source.clone(), Arc::clone(rows)),
+        };
+        let (rows, names) = crate::fit::model_rows(rows, &source, columns)?;
+        Ok(Opened {
+            source,
+            rows,
+            names,
+        })
     }
+}
+
+/// A Node's held-out rows from `path`, read as its training rows are (label, family, excluded,
+/// offset and weight columns) and refused unless their features are `names`.
+fn held_out_rows(
+    spec: &Spec,
+    path: &std::path::Path,
+    names: &[String],
+    columns: &GlmColumns,
+) -> Result<Arc<dyn RowSource>, Error> {
+    let label = spec
+        .label
+        .clone()
+        .ok_or_else(|| Error::plan("--label COLUMN is needed: the name of the label column"))?;
+    let rows = NodeRows::File {
+        path: path.to_path_buf(),
+        label,
+        exclude: spec.exclude.clone(),
+    };
+    let opened = rows.open(columns)?;
+    if opened.names != names {
+        return Err(Error::plan(format!(
+            "{}: held-out rows with features {} where the training rows have {}",
+            opened.source,
+            opened.names.join(", "),
+            names.join(", ")
+        )));
+    }
+    Ok(opened.rows)
 }
 
 /// The Nodes' rows a spec names: its `party` files with its `label`.
@@ -77,6 +138,7 @@ pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
         .map(|path| NodeRows::File {
             path: path.clone(),
             label: label.clone(),
+            exclude: spec.exclude.clone(),
         })
         .collect())
 }
@@ -85,7 +147,11 @@ pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
 #[derive(Debug)]
 pub struct InProcess {
     plan: StudyPlan,
-    nodes: Vec<(String, Arc<dyn RowSource>)>,
+    nodes: Vec<Opened>,
+    /// Each Node's held-out rows (`--test-party`, in the order of the Nodes), or none.
+    held_out: Vec<Arc<dyn RowSource>>,
+    /// The features a nested model leaves out (`--drop`), by index and name.
+    dropped: Vec<(usize, String)>,
     ledger: Option<(PathBuf, Option<f64>, Vec<PathBuf>, String)>,
     noise_seed: Option<u64>,
     shown: Shown,
@@ -107,19 +173,37 @@ impl InProcess {
             ));
         }
         let plan = spec.study_plan(nodes.len())?;
+        let columns = crate::fit::GlmColumns::of(spec);
         let opened = nodes
             .iter()
-            .map(NodeRows::open)
+            .map(|n| n.open(&columns))
             .collect::<Result<Vec<_>, _>>()?;
         // Columns that differ are named by file here, before any key is made (the aggregator,
         // which knows only Node numbers, would refuse them too).
-        let names: Vec<Vec<String>> = opened.iter().map(|(_, r)| r.names()).collect();
+        let names: Vec<Vec<String>> = opened.iter().map(|o| o.names.clone()).collect();
         let named: Vec<(&str, &[String])> = opened
             .iter()
             .zip(&names)
-            .map(|((s, _), n)| (s.as_str(), n.as_slice()))
+            .map(|(o, n)| (o.source.as_str(), n.as_slice()))
             .collect();
         data::partition::check_names(&named)?;
+        if !spec.test_party.is_empty() && spec.test_party.len() != opened.len() {
+            return Err(Error::setting(
+                "--test-party",
+                format!(
+                    "{} held-out files for {} Nodes: give one per --party, in order",
+                    spec.test_party.len(),
+                    opened.len()
+                ),
+            ));
+        }
+        let held_out = spec
+            .test_party
+            .iter()
+            .zip(&names)
+            .map(|(path, names)| held_out_rows(spec, path, names, &columns))
+            .collect::<Result<Vec<_>, _>>()?;
+        let dropped = nested(spec, &plan, &names[0])?;
         if let Some(model) = &spec.transfer_from {
             let (_, source) = super::centre::transfer_centre(model, spec.eta)?;
             if source != names[0] {
@@ -127,7 +211,7 @@ impl InProcess {
                     "{}: the source model's features differ from {}'s (the centre must be in the \
                      target's coordinates)",
                     model.display(),
-                    opened[0].0
+                    opened[0].source
                 )));
             }
         }
@@ -156,6 +240,8 @@ impl InProcess {
         Ok(Self {
             plan,
             nodes: opened,
+            held_out,
+            dropped,
             ledger,
             noise_seed: spec.noise_seed,
             shown,
@@ -179,31 +265,163 @@ impl InProcess {
             charge::files(path, *budget, files, label, release.epsilon, say)?;
         }
         say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
+        let nested: Vec<(Vec<String>, Arc<dyn RowSource>)> = if self.dropped.is_empty() {
+            Vec::new()
+        } else {
+            let at: Vec<usize> = self.dropped.iter().map(|(j, _)| *j).collect();
+            self.nodes
+                .iter()
+                .map(|o| {
+                    let names = (0..o.names.len())
+                        .filter(|j| !at.contains(j))
+                        .map(|j| o.names[j].clone())
+                        .collect();
+                    let rows: Arc<dyn RowSource> =
+                        Arc::new(Reordered::without(Arc::clone(&o.rows), &at));
+                    (names, rows)
+                })
+                .collect()
+        };
+        let mut held_out = self.held_out.into_iter();
         let nodes = self
             .nodes
             .into_iter()
-            .map(|(_, rows)| (rows.names(), NodeData::from_source(rows, plan.intercept)))
+            .map(|o| {
+                let mut data = NodeData::from_source(o.rows, plan.intercept).with_glm(plan.glm);
+                if let Some(rows) = held_out.next() {
+                    data = data.with_test_rows(rows);
+                }
+                (o.names, data)
+            })
             .collect();
-        let mut progress = |r: &IterationRecord| say(&progress_line(r));
         let noise = plan
             .release
             .map(|_| crate::hybrid::secure_plr::shares(self.noise_seed));
-        let run = inprocess::run_study(
-            inprocess::loopback_pair,
-            nodes,
-            &plan,
-            make_key,
-            &mut progress,
-            noise,
-        )?;
-        Ok(StudyResult {
-            outcome: run.outcome,
-            plan,
-            keyholder: Some(run.keyholder),
-            nodes: Some(run.nodes),
-            shown: self.shown.clone(),
-        })
+        let mut result = run_here(plan, nodes, noise, self.shown.clone(), say)?;
+        if !nested.is_empty() {
+            let dropped: Vec<String> = self.dropped.into_iter().map(|(_, n)| n).collect();
+            say(&format!(
+                "nested model without {}: a second secure study",
+                dropped.join(", ")
+            ));
+            result.likelihood_ratio = Some(likelihood_ratio(&result, nested, dropped, say)?);
+        }
+        Ok(result)
     }
+}
+
+/// One secure study with every party in this process over loopback, its progress to `say`.
+fn run_here(
+    plan: StudyPlan,
+    nodes: Vec<(Vec<String>, NodeData)>,
+    noise: Option<privlogit_protocols::secure::perturbation::NoiseShares>,
+    shown: Shown,
+    say: Say<'_>,
+) -> Result<StudyResult, Error> {
+    let mut progress = |r: &IterationRecord| say(&progress_line(r));
+    let run = inprocess::run_study(
+        inprocess::loopback_pair,
+        nodes,
+        &plan,
+        make_key,
+        &mut progress,
+        noise,
+    )?;
+    Ok(StudyResult {
+        outcome: run.outcome,
+        plan,
+        keyholder: Some(run.keyholder),
+        nodes: Some(run.nodes),
+        shown,
+        likelihood_ratio: None,
+    })
+}
+
+/// The features `spec`'s `--drop` leaves out of a nested model (indices into `features`),
+/// checked: an unpenalised study that reveals its log-likelihood, each column a feature, once.
+fn nested(
+    spec: &Spec,
+    plan: &StudyPlan,
+    features: &[String],
+) -> Result<Vec<(usize, String)>, Error> {
+    if spec.drop.is_empty() {
+        return Ok(Vec::new());
+    }
+    if plan.options.lambda != 0.0 || plan.options.centre.is_some() {
+        return Err(Error::setting(
+            "--drop",
+            "a likelihood-ratio test compares maximum-likelihood fits: give --lambda 0 (the \
+             chi-square law does not hold for penalised fits)",
+        ));
+    }
+    if plan.reveal == crate::inference::Reveal::Coefficients {
+        return Err(Error::setting(
+            "--drop",
+            "the test needs both models' log-likelihoods, which --reveal coefficients keeps \
+             secret: reveal standard-errors (the default)",
+        ));
+    }
+    let mut out: Vec<(usize, String)> = Vec::with_capacity(spec.drop.len());
+    for column in &spec.drop {
+        let Some(j) = features.iter().position(|f| f == column) else {
+            return Err(Error::setting(
+                "--drop",
+                format!(
+                    "{column:?} is not a feature of the model; the features are {}",
+                    features.join(", ")
+                ),
+            ));
+        };
+        if out.iter().any(|(k, _)| *k == j) {
+            return Err(Error::setting(
+                "--drop",
+                format!(
+                    "{column:?} is given twice (each column counts once in the test's degrees of freedom)"
+                ),
+            ));
+        }
+        out.push((j, column.clone()));
+    }
+    Ok(out)
+}
+
+/// The likelihood-ratio test of `full` against the nested model on `nodes` (each Node's
+/// feature names and rows without the dropped columns), fitted as a second secure study with
+/// the same plan; refused unless both converged with their log-likelihoods revealed.
+fn likelihood_ratio(
+    full: &StudyResult,
+    nodes: Vec<(Vec<String>, Arc<dyn RowSource>)>,
+    dropped: Vec<String>,
+    say: Say<'_>,
+) -> Result<crate::inference::LikelihoodRatio, Error> {
+    let plan = StudyPlan {
+        evaluate: false,
+        ..full.plan.clone()
+    };
+    let nodes = nodes
+        .into_iter()
+        .map(|(names, rows)| {
+            (
+                names,
+                NodeData::from_source(rows, plan.intercept).with_glm(plan.glm),
+            )
+        })
+        .collect();
+    let reduced = run_here(plan, nodes, None, full.shown.clone(), say)?;
+    let log_likelihood = |r: &StudyResult, which: &str| {
+        r.inference().map(|(g, _)| g.log_likelihood).ok_or_else(|| {
+            Error::plan(format!(
+                "the {which} model did not converge with its log-likelihood revealed ({}): \
+                     raise --max-iter",
+                r.outcome.fit.status.name()
+            ))
+        })
+    };
+    Ok(crate::inference::LikelihoodRatio::new(
+        dropped,
+        log_likelihood(full, "full")?,
+        log_likelihood(&reduced, "nested")?,
+    ))
 }
 
 /// The connection settings of `spec` and its study file.
@@ -497,6 +715,7 @@ impl Aggregator {
                 keyholder: None,
                 nodes: None,
                 shown,
+                likelihood_ratio: None,
             };
             deliver(&result)?;
             state::remove(&checkpoint, say);
@@ -512,6 +731,12 @@ pub struct Node {
     aggregator: String,
     source: String,
     rows: Arc<dyn RowSource>,
+    /// The feature names (the rows' columns but the offset and weight).
+    names: Vec<String>,
+    /// The model the rows are read as (the study's plan must agree).
+    glm: Glm,
+    /// Held-out rows to evaluate the final model on, when the study asks.
+    held_out: Option<Arc<dyn RowSource>>,
     ledger: Option<(PathBuf, Option<f64>, Option<PathBuf>, String)>,
 }
 
@@ -541,7 +766,23 @@ impl Node {
             party.roster().map(|r| &r.aggregator),
             "--aggregator",
         )?;
-        let (source, opened) = rows.open()?;
+        let columns = crate::fit::GlmColumns::of(spec);
+        let glm = columns.glm();
+        let Opened {
+            source,
+            rows: opened,
+            names,
+        } = rows.open(&columns)?;
+        let held_out = match &spec.test_party[..] {
+            [] => None,
+            [path] => Some(held_out_rows(spec, path, &names, &columns)?),
+            more => {
+                return Err(Error::setting(
+                    "--test-party",
+                    format!("a Node holds one file of held-out rows, not {}", more.len()),
+                ));
+            }
+        };
         let ledger = spec.ledger.as_ref().map(|path| {
             let file = match &rows {
                 NodeRows::File { path, .. } => Some(path.clone()),
@@ -559,6 +800,9 @@ impl Node {
             aggregator,
             source,
             rows: opened,
+            names,
+            glm,
+            held_out,
             ledger,
         })
     }
@@ -571,6 +815,9 @@ impl Node {
             aggregator,
             source,
             rows,
+            names,
+            glm,
+            held_out,
             ledger,
         } = self;
         let network = &party.network;
@@ -584,7 +831,6 @@ impl Node {
                 channel.pipe().peer(),
                 channel.pipe().peer_address()
             ));
-            let names = rows.names();
             let mut consent = |release: &Release| {
                 say(&format!(
                     "the study publishes an epsilon = {} differentially private model (secure \
@@ -615,7 +861,12 @@ impl Node {
             let stats = study::run_node(
                 channel,
                 &names,
-                NodeData::from_source(rows, true),
+                match held_out {
+                    Some(test) => NodeData::from_source(rows, true)
+                        .with_glm(glm)
+                        .with_test_rows(test),
+                    None => NodeData::from_source(rows, true).with_glm(glm),
+                },
                 2048,
                 party.key_trust(),
                 Some(&mut consent),

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod deployment;
+pub mod json;
 pub mod process;
 
 use ndarray::Array1;
@@ -15,6 +16,30 @@ pub fn shared_data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/data")
         .join(name)
+}
+
+/// Part `k` of `parts` contiguous parts of the CSV file `source` (header kept), written to a
+/// file of this process's temporary directory.
+pub fn part_file(source: &Path, parts: usize, k: usize) -> PathBuf {
+    let text = std::fs::read_to_string(source).expect("data");
+    let mut lines = text.lines();
+    let header = lines.next().expect("header");
+    let rows: Vec<&str> = lines.collect();
+    let size = rows.len().div_ceil(parts);
+    let dir = std::env::temp_dir().join(format!("privlogit-parts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let stem = source
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("data");
+    let path = dir.join(format!("{stem}.{parts}.{k}.csv"));
+    let mut out = format!("{header}\n");
+    for row in rows.iter().skip(k * size).take(size) {
+        out.push_str(row);
+        out.push('\n');
+    }
+    std::fs::write(&path, out).expect("write");
+    path
 }
 
 /// The label column of each shared data set.

@@ -8,6 +8,7 @@
 
 use ndarray::Array1;
 
+use super::options::MAX_HALVINGS;
 use super::report::Trace;
 use super::{
     Checkpoints, DivergenceReason, FitError, FitOptions, FitReport, IterationRecord, Optimizer,
@@ -54,20 +55,32 @@ pub(super) fn fit<A: Aggregation>(
             break Status::Diverged(DivergenceReason::HessianNotPositiveDefinite);
         };
         // eq. 2.11 with H = -(X^T A X + lambda I): beta + (X^T A X + lambda I)^{-1} g.
-        let step = aggregation.solve_step(f, &gradient).map_err(backend)?;
-        let next = &beta + &step;
-        if next.iter().any(|v| !v.is_finite()) {
-            break Status::Diverged(DivergenceReason::NonFinite);
-        }
-        let NewtonSystem {
+        let mut step = aggregation.solve_step(f, &gradient).map_err(backend)?;
+        let mut halvings = 0;
+        let (next, next_system, rose) = loop {
+            let next = &beta + &step;
+            if next.iter().any(|v| !v.is_finite()) {
+                break (next, None, false);
+            }
+            let system = aggregation.newton_system(&next, penalty).map_err(backend)?;
+            trace.round();
+            let rose = aggregation
+                .increased(&system.objective, &objective, NEWTON_ROUND_OFF_SLACK)
+                .map_err(backend)?;
+            if rose || !options.step_halving || halvings == MAX_HALVINGS {
+                break (next, Some(system), rose);
+            }
+            step *= 0.5;
+            halvings += 1;
+        };
+        let Some(NewtonSystem {
             gradient: next_gradient,
             objective: next_objective,
             factor: next_factor,
-        } = aggregation.newton_system(&next, penalty).map_err(backend)?;
-        trace.round();
-        let rose = aggregation
-            .increased(&next_objective, &objective, NEWTON_ROUND_OFF_SLACK)
-            .map_err(backend)?;
+        }) = next_system
+        else {
+            break Status::Diverged(DivergenceReason::NonFinite);
+        };
         let converged = rose
             && aggregation
                 .converged(&objective, &next_objective, &next_gradient, rule)

@@ -19,6 +19,9 @@ pub struct DesignRows {
     intercept: bool,
     standardize: Option<(Vec<f64>, Vec<f64>)>,
     unit_norm: bool,
+    /// Raw columns at the end that are not features (a model's offset and weight): passed
+    /// through unchanged.
+    trailing: usize,
 }
 
 impl DesignRows {
@@ -29,7 +32,24 @@ impl DesignRows {
             intercept,
             standardize: None,
             unit_norm: false,
+            trailing: 0,
         }
+    }
+
+    /// The last `k` raw columns pass through untouched (not standardised): a generalised
+    /// linear model's offset and weight. Panics if the source has fewer columns.
+    pub fn with_trailing(mut self, k: usize) -> Self {
+        assert!(
+            k <= self.raw.columns(),
+            "more trailing columns than columns"
+        );
+        self.trailing = k;
+        self
+    }
+
+    /// Raw columns that are features.
+    fn features(&self) -> usize {
+        self.raw.columns() - self.trailing
     }
 
     /// Every design row divided by its own norm (objective perturbation's public row rule,
@@ -43,7 +63,7 @@ impl DesignRows {
     /// Replaces each feature `x_j` by `(x_j - means[j]) / scales[j]`. Refuses statistics of the
     /// wrong length or scales that are not finite and positive.
     pub fn standardized(mut self, means: Vec<f64>, scales: Vec<f64>) -> Result<Self, RowsError> {
-        let p = self.raw.columns();
+        let p = self.features();
         if means.len() != p
             || scales.len() != p
             || means.iter().any(|m| !m.is_finite())
@@ -118,7 +138,8 @@ impl RowSource for DesignRows {
                     *v = (*v - m) / s;
                 }
             }
-            if self.unit_norm && !unit_norm::scale_onto(row, 1.0) {
+            let width = p - self.trailing;
+            if self.unit_norm && !unit_norm::scale_onto(&mut row[..width], 1.0) {
                 return Err(self.not_finite(start + i));
             }
         }
@@ -146,7 +167,8 @@ impl RowSource for DesignRows {
                     let row = row
                         .as_slice_mut()
                         .expect("a fresh array's rows are contiguous");
-                    if !unit_norm::scale_onto(row, 1.0) {
+                    let width = row.len() - self.trailing;
+                    if !unit_norm::scale_onto(&mut row[..width], 1.0) {
                         return Err(self.not_finite(seen + i));
                     }
                 }

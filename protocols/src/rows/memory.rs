@@ -8,7 +8,7 @@ use super::{ChunkVisitor, RowSource, RowsError};
 /// straddles two chunks and nothing is copied.
 const CHUNK_ROWS: usize = 8 * super::blocks::BLOCK_ROWS;
 
-/// A design matrix and its 0/1 labels, in memory.
+/// A design matrix and its labels, in memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryRows {
     x: Array2<f64>,
@@ -17,18 +17,16 @@ pub struct MemoryRows {
 }
 
 impl MemoryRows {
-    /// Pairs `x` with `y`. Panics if the row counts differ or a label is not 0 or 1: callers
-    /// build these from validated input, so a mismatch is a bug.
+    /// Pairs `x` with `y`. Panics if the row counts differ or a label is not finite: callers
+    /// build these from validated input (the family's label rule checked), so a mismatch is a
+    /// bug.
     pub fn new(x: Array2<f64>, y: Array1<f64>) -> Self {
         assert_eq!(
             x.nrows(),
             y.len(),
             "design matrix and labels differ in length"
         );
-        assert!(
-            y.iter().all(|&v| v == 0.0 || v == 1.0),
-            "labels must be 0 or 1"
-        );
+        assert!(y.iter().all(|v| v.is_finite()), "labels must be finite");
         let x = if x.is_standard_layout() {
             x
         } else {

@@ -67,6 +67,8 @@ pub fn run(
         mask_seed,
         release: None,
         reveal: crate::secure::aggregator::Reveal::Coefficients,
+        glm: crate::objective::Glm::logistic(),
+        evaluate: false,
     };
     let nodes = parties
         .iter()

@@ -11,7 +11,7 @@ use super::shapes::{MOMENT_BITS, MOMENT_SCALE, Shape};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::compensated::CompensatedSum;
-use crate::objective::PartyData;
+use crate::objective::{Glm, PartyData};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
 use crate::rows::blocks::for_each_block;
 use crate::rows::{DesignRows, MemoryRows, RowSource};
@@ -27,7 +27,10 @@ pub struct NodeData {
     intercept: bool,
     standardize: Option<(Vec<f64>, Vec<f64>)>,
     unit_norm: bool,
+    glm: Glm,
     party: Option<PartyData>,
+    /// Held-out rows (same columns), read as the design only to evaluate the final model.
+    test: Option<Arc<dyn RowSource>>,
 }
 
 impl NodeData {
@@ -44,8 +47,55 @@ impl NodeData {
             intercept,
             standardize: None,
             unit_norm: false,
+            glm: Glm::logistic(),
             party: None,
+            test: None,
         }
+    }
+
+    /// Held-out rows with the training rows' columns: the study's final model is evaluated on
+    /// them (when it asks), never fitted on them.
+    pub fn with_test_rows(mut self, rows: Arc<dyn RowSource>) -> Self {
+        self.test = Some(rows);
+        self
+    }
+
+    /// The held-out rows as the design the model applies to: the same intercept, pooled
+    /// standardisation and trailing columns as the training rows.
+    fn test_party(&self) -> Result<Option<PartyData>, SecureError> {
+        let Some(raw) = &self.test else {
+            return Ok(None);
+        };
+        let mut design =
+            DesignRows::new(raw.clone(), self.intercept).with_trailing(self.glm.trailing());
+        if let Some((means, scales)) = self.standardize.clone() {
+            design = design.standardized(means, scales)?;
+        }
+        Ok(Some(
+            PartyData::from_source(Arc::new(design)).with_glm(self.glm),
+        ))
+    }
+
+    /// The rows read as the generalised linear model `glm`: `raw`'s last columns are its offset
+    /// and weight ([`crate::rows::reordered::Reordered`] puts them there), not features.
+    pub fn with_glm(mut self, glm: Glm) -> Self {
+        assert!(
+            self.raw.columns() >= glm.trailing(),
+            "rows without their offset and weight"
+        );
+        self.glm = glm;
+        self.party = None;
+        self
+    }
+
+    /// The model the rows are read as.
+    pub fn glm(&self) -> Glm {
+        self.glm
+    }
+
+    /// Raw columns that are features.
+    fn features(&self) -> usize {
+        self.raw.columns() - self.glm.trailing()
     }
 
     /// A design matrix already formed (intercept included if wanted).
@@ -55,7 +105,9 @@ impl NodeData {
             intercept: false,
             standardize: None,
             unit_norm: false,
+            glm: party.glm(),
             party: Some(party),
+            test: None,
         }
     }
 
@@ -78,14 +130,15 @@ impl NodeData {
 
     fn party(&mut self) -> Result<&PartyData, SecureError> {
         if self.party.is_none() {
-            let mut design = DesignRows::new(self.raw.clone(), self.intercept);
+            let mut design = DesignRows::new(self.raw.clone(), self.intercept)
+                .with_trailing(self.glm.trailing());
             if let Some((means, scales)) = self.standardize.clone() {
                 design = design.standardized(means, scales)?;
             }
             if self.unit_norm {
                 design = design.unit_norm();
             }
-            self.party = Some(PartyData::from_source(Arc::new(design)));
+            self.party = Some(PartyData::from_source(Arc::new(design)).with_glm(self.glm));
         }
         Ok(self.party.as_ref().expect("formed above"))
     }
@@ -98,7 +151,7 @@ impl NodeData {
                 "standardisation asked after the fit started",
             ));
         }
-        let p = self.raw.columns();
+        let p = self.features();
         if means.is_some_and(|m| m.len() != p) {
             return Err(SecureError::violation(
                 Role::Aggregator,
@@ -170,6 +223,8 @@ pub fn serve<C: Channel>(
                 Step::Gradient,
                 Step::Newton,
                 Step::Margins,
+                Step::Constants,
+                Step::Evaluate,
                 Step::Moments,
                 Step::Standardize,
                 Step::Done,
@@ -184,14 +239,52 @@ pub fn serve<C: Channel>(
                 stats.paillier_seconds = (busy_seconds - stats.local_seconds).max(0.0);
                 return Ok(stats);
             }
+            Step::Evaluate => {
+                let n = n_total.ok_or_else(|| {
+                    SecureError::violation(Role::Aggregator, "evaluation requested before N")
+                })?;
+                let columns = data.party()?.columns();
+                let beta = read_beta(reader, columns)?;
+                let sums = match data.test_party()? {
+                    Some(test) => timed(&mut stats.local_seconds, || {
+                        crate::evaluation::sums(&test, &beta)
+                    })?,
+                    None => [0.0; crate::evaluation::SUMS],
+                };
+                let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
+                let shape = config.evaluation_shape(key);
+                let v = encrypt_values(key, &values, &shape, config, &noise)?;
+                Some((
+                    Step::EvaluateReply,
+                    Writer::new().bytes(&v.to_bytes(key)).finish(),
+                ))
+            }
+            Step::Constants => {
+                reader.end().map_err(at("reading the constants request"))?;
+                let n = n_total.ok_or_else(|| {
+                    SecureError::violation(Role::Aggregator, "constants requested before N")
+                })?;
+                let party = data.party()?;
+                let sums = timed(&mut stats.local_seconds, || party.constant_sums())?;
+                let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
+                let v = encrypt_values(key, &values, &config.constants_shape(key), config, &noise)?;
+                Some((
+                    Step::ConstantsReply,
+                    Writer::new().bytes(&v.to_bytes(key)).finish(),
+                ))
+            }
             Step::Margins => {
                 let party = data.party()?;
                 let beta = read_beta(reader, party.columns())?;
+                let beta = beta.as_slice().expect("contiguous");
+                let (glm, p) = (party.glm(), party.columns());
                 let mut wrong: u64 = 0;
                 party.source().scan(&mut |x, y| {
                     for (row, label) in x.rows().into_iter().zip(y) {
-                        let margin = row.dot(&beta) * (2.0 * label - 1.0);
-                        wrong += u64::from(margin <= 0.0);
+                        let row = row.to_slice().expect("standard layout");
+                        let (offset, _) = glm.offset_and_weight(row, p);
+                        let eta = crate::objective::dot(&row[..p], beta) + offset;
+                        wrong += u64::from(eta * (2.0 * label - 1.0) <= 0.0);
                     }
                     Ok(())
                 })?;
@@ -319,7 +412,7 @@ pub fn serve<C: Channel>(
                 })?;
                 let means = reader.f64s().map_err(at("reading the means"))?;
                 reader.end().map_err(at("reading the means"))?;
-                if !(means.is_empty() || means.len() == data.raw.columns())
+                if !(means.is_empty() || means.len() == data.features())
                     || means.iter().any(|m| !m.is_finite())
                 {
                     return Err(SecureError::violation(
@@ -327,7 +420,7 @@ pub fn serve<C: Channel>(
                         format!(
                             "the aggregator sent {} means for {} columns, or a mean that is not finite",
                             means.len(),
-                            data.raw.columns()
+                            data.features()
                         ),
                     ));
                 }
@@ -356,8 +449,8 @@ pub fn serve<C: Channel>(
                 let scales = reader.f64s().map_err(at("reading the statistics"))?;
                 reader.end().map_err(at("reading the statistics"))?;
                 if data.party.is_some()
-                    || means.len() != data.raw.columns()
-                    || scales.len() != data.raw.columns()
+                    || means.len() != data.features()
+                    || scales.len() != data.features()
                     || means.iter().any(|m| !m.is_finite())
                     || scales.iter().any(|s| !(s.is_finite() && *s > 0.0))
                 {

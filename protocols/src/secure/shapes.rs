@@ -109,6 +109,26 @@ impl SecureConfig {
         }
     }
 
+    /// `Enc(c_i/N)`: a Node's [`crate::objective::PartyData::constant_sums`], unpacked.
+    pub fn constants_shape(&self, key: &PublicKey) -> Shape {
+        Shape {
+            len: crate::objective::CONSTANT_SUMS,
+            scale: self.frac,
+            bound: self.value_bound(self.frac),
+            packing: Packing::unpacked(key),
+        }
+    }
+
+    /// `Enc(e_i/N)`: a Node's [`crate::evaluation::sums`] over its held-out rows, unpacked.
+    pub fn evaluation_shape(&self, key: &PublicKey) -> Shape {
+        Shape {
+            len: crate::evaluation::SUMS,
+            scale: self.frac,
+            bound: self.value_bound(self.frac),
+            packing: Packing::unpacked(key),
+        }
+    }
+
     /// `Enc(l_i/N)`: one value at twice the fractional bits.
     pub fn objective_shape(&self, key: &PublicKey) -> Shape {
         let scale = 2 * self.frac;

@@ -25,8 +25,9 @@ use super::perturbation::{self, Consent, NoiseShare, Release};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use super::{MAX_ITERATIONS, Refusal, ResumeMismatch, SecureConfig, SecureError};
+use crate::objective::Glm;
 use crate::optimizer::{
-    Checkpoints, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Progress,
+    Checkpoints, FitError, FitOptions, FitReport, Initial, IterationRecord, Optimizer, Progress,
 };
 use crate::paillier::{PublicKey, SecretKey};
 use crate::transport::Role;
@@ -61,9 +62,20 @@ pub struct StudyPlan {
     /// What the study reveals beyond the coefficients, in one round after the fit (needs the
     /// masked linear algebra; a differentially private study reveals the coefficients only).
     pub reveal: Reveal,
+    /// The model: logistic regression, or a Gaussian or Poisson one (Newton only), with or
+    /// without an offset and weights (the Nodes' rows end with them).
+    pub glm: Glm,
+    /// After the fit, evaluate the model on the Nodes' held-out rows (a logistic model; the
+    /// Nodes without any add zeros) and reveal the pooled sums to the aggregator.
+    pub evaluate: bool,
 }
 
 impl StudyPlan {
+    /// The number of coefficients over `features` (an intercept added when the plan has one).
+    pub fn options_dimension(&self, features: &[String]) -> usize {
+        features.len() + usize::from(self.intercept)
+    }
+
     /// Fractional bits of the study's Paillier values: [`super::PAILLIER_FRAC`] under the masked
     /// method, the circuit format's under the circuit method.
     pub fn paillier_frac(&self) -> u32 {
@@ -102,6 +114,33 @@ impl StudyPlan {
                 "an unpenalised study (lambda 0) needs --linear-algebra masked: the circuit \
                  method's fixed-point words have no room for the floor's inverse, and only the \
                  masked method names a collinear column",
+            ));
+        }
+        if !self.glm.family.has_constant_bound() && self.protocol != Protocol::Newton {
+            return Err(SecureError::invalid_plan(
+                "protocol",
+                format!(
+                    "the {} family is fitted by secure Newton: PrivLogit's constant bound on the \
+                     information exists for the binomial only",
+                    self.glm.family
+                ),
+            ));
+        }
+        if self.evaluate
+            && (self.glm.family != crate::objective::Family::Binomial
+                || self.linear_algebra != LinearAlgebra::Masked)
+        {
+            return Err(SecureError::invalid_plan(
+                "test_party",
+                "held-out evaluation (log-loss, accuracy, Brier score, calibration) is for a \
+                 logistic model under --linear-algebra masked",
+            ));
+        }
+        if !self.glm.is_logistic() && self.release.is_some() {
+            return Err(SecureError::invalid_plan(
+                "family",
+                "a differentially private study (secure PLR) is a logistic regression without \
+                 offset or weights",
             ));
         }
         if self.options.stopping.max_iterations > MAX_ITERATIONS {
@@ -202,6 +241,9 @@ pub struct StudyOutcome {
     pub inference: Option<Revealed>,
     /// Why the inference round gave no table, when it failed on the numbers (the model stands).
     pub inference_failed: Option<String>,
+    /// The pooled [`crate::evaluation::sums`] over the Nodes' held-out rows, when the plan
+    /// evaluates and the study produced a model.
+    pub evaluation: Option<Vec<f64>>,
 }
 
 /// What can stop a study.
@@ -270,6 +312,15 @@ pub fn run_node<C: Channel>(
     let (config, intercept, release) =
         read_parameters(&mut r).map_err(io_at("Node, reading the welcome"))?;
     let key_bytes = r.bytes().map_err(io_at("Node, reading the key"))?;
+    let glm = r.u64().map_err(io_at("Node, reading the model"))?;
+    if glm != glm_code(data.glm()) {
+        return Err(SecureError::PlanMismatch {
+            with: Role::Aggregator,
+            setting: "the model (family, offset, weights)",
+            ours: describe_glm(data.glm()),
+            theirs: glm_from_code(glm).map_or_else(|| format!("code {glm}"), describe_glm),
+        });
+    }
     let endorsement = read_endorsement(&mut r).map_err(io_at("Node, reading the welcome"))?;
     r.end().map_err(io_at("Node, reading the welcome"))?;
     if let Some(trust) = trust {
@@ -425,6 +476,18 @@ pub fn plan_digest(plan: &StudyPlan) -> [u8; 32] {
         ),
         None => text,
     };
+    // The model is part of the plan (logistic: the digest it always was).
+    let text = if plan.glm.is_logistic() {
+        text
+    } else {
+        format!("{text}|glm {}", glm_code(plan.glm))
+    };
+    // So is an evaluation on held-out rows (none: the digest it always was).
+    let text = if plan.evaluate {
+        format!("{text}|evaluate")
+    } else {
+        text
+    };
     // What is revealed is part of the plan (coefficients only: the digest it always was).
     let text = match plan.reveal {
         Reveal::Coefficients => text,
@@ -548,7 +611,9 @@ pub fn run_aggregator<C: Channel>(
     }
     let key = parse_key(key_bytes, plan.key_bits, Role::Aggregator)?;
     let welcome = write_endorsement(
-        write_parameters(&config, plan.intercept, plan.release).bytes(&key.to_bytes()),
+        write_parameters(&config, plan.intercept, plan.release)
+            .bytes(&key.to_bytes())
+            .u64(glm_code(plan.glm)),
         &endorsement,
     )
     .finish();
@@ -604,6 +669,18 @@ pub fn run_aggregator<C: Channel>(
             release_options(&plan.options, release, rows, penalty)
         }
         _ => plan.options.clone(),
+    };
+    // Newton for Poisson from zero overshoots on most data (the rates are far from 1, and a
+    // Node refuses values beyond the public bound rather than let the step be halved): start
+    // at the null model's intercept, ln(sum w y / sum w e^o), which the inference reveals too.
+    let options = if from.is_none() && poisson_from_zero(plan) {
+        let c = aggregation.constants()?;
+        FitOptions {
+            initial: Initial::Vector(poisson_start(c, plan.options_dimension(&features))),
+            ..options
+        }
+    } else {
+        options
     };
     let mut names = features.clone();
     if plan.intercept {
@@ -671,6 +748,9 @@ pub fn run_aggregator<C: Channel>(
         }
     };
     let unpenalised = options.lambda == 0.0 && plan.release.is_none();
+    // Separation is a binomial model's failure (Poisson and Gaussian maxima exist whenever the
+    // design has full rank).
+    let binomial = plan.glm.family == crate::objective::Family::Binomial;
     let fit = match fitted {
         Ok(fit) => fit,
         // Separated classes drive the information to 0 along the separating direction, so an
@@ -679,7 +759,7 @@ pub fn run_aggregator<C: Channel>(
             // The first information (at the start, or the bound) passed its pivots, so the
             // columns are independent: a later pivot lost means weights p (1 - p) numerically 0,
             // R's "fitted probabilities numerically 0 or 1".
-            if let (true, Some((iterations, beta))) = (unpenalised, &last)
+            if let (true, Some((iterations, beta))) = (unpenalised && binomial, &last)
                 && is_singular(&e)
             {
                 let complete = aggregation.separates(beta)?;
@@ -695,7 +775,7 @@ pub fn run_aggregator<C: Channel>(
     };
     // Without a penalty the likelihood has no maximum when the classes are separated: one
     // revealed bit, before anything is published.
-    if unpenalised && aggregation.separates(&fit.beta)? {
+    if unpenalised && binomial && aggregation.separates(&fit.beta)? {
         return Err(SecureError::Separated {
             rows,
             iterations: fit.iterations,
@@ -706,7 +786,13 @@ pub fn run_aggregator<C: Channel>(
     // Standard errors mean something at the optimum only. A round that fails on the numbers (a
     // pivot or value out of its public range) costs the table, not the model.
     let (inference, inference_failed) = if fit.converged() {
-        match aggregation.inference(&fit.beta, options.penalty(), plan.intercept, plan.reveal) {
+        match aggregation.inference(
+            &fit.beta,
+            options.penalty(),
+            plan.intercept,
+            plan.reveal,
+            plan.glm,
+        ) {
             Ok(revealed) => (revealed, None),
             Err(SecureError::Singular { column, .. }) => {
                 let named = SecureError::Singular {
@@ -721,6 +807,14 @@ pub fn run_aggregator<C: Channel>(
     } else {
         (None, None)
     };
+    // The model as published, on the held-out rows: evaluated whenever there is a model (a
+    // diverged study has none).
+    let evaluation =
+        if plan.evaluate && !matches!(fit.status, crate::optimizer::Status::Diverged(_)) {
+            Some(aggregation.evaluate(&fit.beta)?)
+        } else {
+            None
+        };
     let aggregator = aggregation.finish()?;
     let setup_seconds = setup_seconds + aggregator.bound_seconds;
     Ok(StudyOutcome {
@@ -734,6 +828,7 @@ pub fn run_aggregator<C: Channel>(
         resumed_from,
         inference,
         inference_failed,
+        evaluation,
     })
 }
 
@@ -817,6 +912,51 @@ fn read_endorsement(r: &mut Reader<'_>) -> std::io::Result<Endorsement> {
         certificate: r.bytes()?.to_vec(),
         signature: r.bytes()?.to_vec(),
     })
+}
+
+/// Whether a plan fits a Poisson model with an intercept from the zero vector.
+fn poisson_from_zero(plan: &StudyPlan) -> bool {
+    plan.glm.family == crate::objective::Family::Poisson
+        && plan.intercept
+        && plan.options.initial == Initial::Zeros
+}
+
+/// The start of a Poisson fit of `d` coefficients (intercept first): the null model's intercept
+/// from the sums of [`crate::objective::Family::null_terms`], every other coefficient 0.
+pub fn poisson_start(
+    constants: [f64; crate::objective::CONSTANT_SUMS],
+    d: usize,
+) -> ndarray::Array1<f64> {
+    let mut start = ndarray::Array1::zeros(d);
+    let (exposure, counts) = (constants[0], constants[1]);
+    if exposure > 0.0 && counts > 0.0 {
+        start[0] = (counts / exposure).ln();
+    }
+    start
+}
+
+/// A model as one number on the wire and in the plan digest: the family's code, then a bit each
+/// for an offset and weights.
+fn glm_code(glm: Glm) -> u64 {
+    glm.family.code() | u64::from(glm.offset) << 8 | u64::from(glm.weights) << 9
+}
+
+fn glm_from_code(code: u64) -> Option<Glm> {
+    Some(Glm {
+        family: crate::objective::Family::from_code(code & 0xff)?,
+        offset: code & (1 << 8) != 0,
+        weights: code & (1 << 9) != 0,
+    })
+    .filter(|_| code >> 10 == 0)
+}
+
+fn describe_glm(glm: Glm) -> String {
+    format!(
+        "{}{}{}",
+        glm.family,
+        if glm.offset { ", an offset" } else { "" },
+        if glm.weights { ", weights" } else { "" }
+    )
 }
 
 fn write_parameters(config: &SecureConfig, intercept: bool, release: Option<Release>) -> Writer {

@@ -94,11 +94,21 @@ pub enum Step {
     Margins,
     /// Node to aggregator: `Enc(#{i: (2 y_i - 1) x_i beta <= 0})`.
     MarginsReply,
+    /// Aggregator to Node (a Gaussian, Poisson or weighted study's inference): send your
+    /// encrypted sums for the null model, the saturated likelihood and the weights.
+    Constants,
+    /// Node to aggregator: `Enc(PartyData::constant_sums / N)`.
+    ConstantsReply,
+    /// Aggregator to Node (after the fit, when the study evaluates): `beta`; send your
+    /// encrypted sums over your held-out rows.
+    Evaluate,
+    /// Node to aggregator: `Enc(evaluation::sums / N)` (zeros without held-out rows).
+    EvaluateReply,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 29] = [
+    const ALL: [Step; 33] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -128,6 +138,10 @@ impl Step {
         Step::PerturbReply,
         Step::Margins,
         Step::MarginsReply,
+        Step::Constants,
+        Step::ConstantsReply,
+        Step::Evaluate,
+        Step::EvaluateReply,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {

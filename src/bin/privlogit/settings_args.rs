@@ -96,8 +96,12 @@ pub fn given(matches: &ArgMatches, reader: Reader) -> Given {
             settings.push((key.name.to_string(), toml::Value::String(v)));
         }
     }
+    // `fit` has no --study (asking clap for an argument it does not define panics in debug
+    // builds).
     let studies = matches
-        .get_many::<PathBuf>("study")
+        .try_get_many::<PathBuf>("study")
+        .ok()
+        .flatten()
         .map(|v| v.cloned().collect())
         .unwrap_or_default();
     Given { settings, studies }

@@ -12,6 +12,7 @@ use num_bigint::{BigInt, BigUint};
 use privlogit_circuits::channel::Channel;
 
 use super::{SecureAggregation, UNPENALISED_INFERENCE_FLOOR};
+use crate::objective::{CONSTANT_SUMS, Glm};
 use crate::paillier::{EncryptedVector, Fixed, Packing};
 use crate::penalty::Penalty;
 use crate::secure::SecureError;
@@ -20,6 +21,7 @@ use crate::secure::masked::block_spd;
 use crate::secure::masked::cross::Zeros;
 use crate::secure::masked::engine::{MaskedEngine, to_f64};
 use crate::secure::masked::packed::PackedMatrix;
+use crate::secure::wire::Step;
 
 /// How much of the inverse information a study reveals (to the aggregator, which publishes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,8 +80,12 @@ pub struct Revealed {
     pub covariance: Option<Array2<f64>>,
     /// The unpenalised log-likelihood at the final coefficients (eq. 2.9).
     pub log_likelihood: f64,
-    /// Rows labelled 1, when the model has an intercept.
+    /// Rows labelled 1, when the model is a logistic regression with an intercept.
     pub positives: Option<f64>,
+    /// A Gaussian, Poisson or weighted model's [`crate::objective::PartyData::constant_sums`]
+    /// over every Node: the null model's sufficient sums, the saturated log-likelihood and
+    /// `sum log w`.
+    pub constants: Option<[f64; CONSTANT_SUMS]>,
     /// Seconds the round took.
     pub seconds: f64,
 }
@@ -114,6 +120,73 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(!some_wrong)
     }
 
+    /// The Nodes' [`crate::objective::PartyData::constant_sums`], totalled under encryption and
+    /// revealed to the aggregator alone (one masked product the key holder sees masked): the
+    /// null model's sufficient sums, the saturated log-likelihood and `sum log w`. Needs the
+    /// masked linear algebra.
+    pub fn constants(&mut self) -> Result<[f64; CONSTANT_SUMS], SecureError> {
+        let shape = self.config.constants_shape(&self.key);
+        let values = self.reveal_node_sums(
+            (Step::Constants, Step::ConstantsReply),
+            &[],
+            &shape,
+            "constant sums",
+        )?;
+        let mut out = [0.0; CONSTANT_SUMS];
+        out.copy_from_slice(&values);
+        Ok(out)
+    }
+
+    /// The final model's sums over the Nodes' held-out rows ([`crate::evaluation::sums`]),
+    /// totalled under encryption and revealed to the aggregator alone, as
+    /// [`SecureAggregation::constants`]. A Node without held-out rows adds zeros.
+    pub fn evaluate(&mut self, beta: &Array1<f64>) -> Result<Vec<f64>, SecureError> {
+        let payload = crate::secure::wire::Writer::new()
+            .f64s(beta.as_slice().expect("contiguous"))
+            .finish();
+        let shape = self.config.evaluation_shape(&self.key);
+        self.reveal_node_sums(
+            (Step::Evaluate, Step::EvaluateReply),
+            &payload,
+            &shape,
+            "evaluation sums",
+        )
+    }
+
+    /// Asks every Node `steps.0` with `payload`, adds their encrypted replies of `shape` and
+    /// reveals the total (times N: the Nodes divide by it) to the aggregator by one masked
+    /// product with a shared 1, which the key holder sees masked.
+    fn reveal_node_sums(
+        &mut self,
+        steps: (Step, Step),
+        payload: &[u8],
+        shape: &crate::secure::shapes::Shape,
+        what: &str,
+    ) -> Result<Vec<f64>, SecureError> {
+        let replies = self.ask_nodes(steps.0, payload, steps.1)?;
+        let sums = self.read_each(&replies, &[shape], what)?;
+        let sum = EncryptedVector::sum(&self.key, &sums.iter().collect::<Vec<_>>())?;
+        let (key, noise, frac, n) = (
+            self.key.clone(),
+            self.gc.noise.clone(),
+            self.config.frac,
+            self.rows as f64,
+        );
+        let gc = &mut self.gc;
+        let engine = self.solver.engine().ok_or_else(|| {
+            SecureError::invalid_plan(
+                "linear_algebra",
+                "a Gaussian, Poisson or weighted model's sums and held-out evaluations are \
+                 revealed in masked arithmetic: use --linear-algebra masked",
+            )
+        })?;
+        let one = share_one(engine, gc, &key, &noise, frac)?;
+        let shared = engine.share_vector(gc, &sum, sum.slot_bound().bits() as u32)?;
+        let values = reveal_shared(engine, gc, shared, &one, frac)?;
+        engine.release(gc, &[&one])?;
+        Ok(values.into_iter().map(|v| v * n).collect())
+    }
+
     /// The inference round at the final coefficients `beta` (see the module's documentation);
     /// `None` for [`Reveal::Coefficients`]. Needs the masked linear algebra.
     pub fn inference(
@@ -122,10 +195,19 @@ impl<C: Channel> SecureAggregation<C> {
         penalty: Penalty<'_>,
         intercept: bool,
         reveal: Reveal,
+        glm: Glm,
     ) -> Result<Option<Revealed>, SecureError> {
         if reveal == Reveal::Coefficients {
             return Ok(None);
         }
+        // Another model's null deviance, deviance and likelihood need sums the gradient at
+        // zero does not give: the Nodes send them, encrypted, and only their totals are
+        // revealed (below, masked from the key holder).
+        let constants = if glm.is_logistic() {
+            None
+        } else {
+            Some(self.constants()?)
+        };
         let start = std::time::Instant::now();
         let lambda = self.curvature(penalty, UNPENALISED_INFERENCE_FLOOR)?;
         let d = self.config.dimension;
@@ -133,7 +215,7 @@ impl<C: Channel> SecureAggregation<C> {
         let frac = self.config.frac;
         // The intercept's gradient entry at beta = 0 is sum_i (y_i - 1/2) / N (plus the public
         // penalty term): the label count, with nothing else of the rows.
-        let positives_term = if intercept {
+        let positives_term = if intercept && glm.is_logistic() {
             let (zero_gradient, _, _) = self.gather(&Array1::zeros(d), penalty, false)?;
             let mut pick = vec![Fixed::integer(0); d];
             pick[0] = Fixed::integer(1);
@@ -160,17 +242,7 @@ impl<C: Channel> SecureAggregation<C> {
             value: BigInt::from(1u8) << frac,
             scale: frac,
         };
-        let one = {
-            let bound = BigUint::from(1u8) << frac;
-            let v = EncryptedVector::encrypt(
-                &key,
-                std::slice::from_ref(&one_value),
-                &bound,
-                Packing::unpacked(&key),
-                &noise,
-            )?;
-            engine.share_vector(gc, &v, frac + 1)?
-        };
+        let one = share_one(engine, gc, &key, &noise, frac)?;
         let shared = engine.share_lower(gc, &lower, d, lower.slot_bound().bits() as u32)?;
         let inverse = block_spd::spd_inverse(engine, gc, &shared, &bounds)?;
         engine.release(gc, &[&shared])?;
@@ -233,6 +305,7 @@ impl<C: Channel> SecureAggregation<C> {
             covariance,
             log_likelihood,
             positives,
+            constants,
             seconds: start.elapsed().as_secs_f64(),
         }))
     }
@@ -265,6 +338,29 @@ fn stack<C: Channel>(
     parts
         .pop()
         .ok_or_else(|| SecureError::inconsistent("nothing to stack"))
+}
+
+/// The public constant 1 at `frac` fractional bits, encrypted and shared.
+fn share_one<C: Channel>(
+    engine: &mut MaskedEngine,
+    gc: &mut crate::secure::gc::AggregatorGc<C>,
+    key: &crate::paillier::PublicKey,
+    noise: &crate::paillier::DjnNoise,
+    frac: u32,
+) -> Result<Shared, SecureError> {
+    let one = Fixed {
+        value: BigInt::from(1u8) << frac,
+        scale: frac,
+    };
+    let bound = BigUint::from(1u8) << frac;
+    let v = EncryptedVector::encrypt(
+        key,
+        std::slice::from_ref(&one),
+        &bound,
+        Packing::unpacked(key),
+        noise,
+    )?;
+    engine.share_vector(gc, &v, frac + 1)
 }
 
 /// The values of the column `x` (at `scale` fractional bits), revealed to the aggregator by one

@@ -1,0 +1,167 @@
+//! A logistic model's figures on held-out rows, from the pooled sums of
+//! [`privlogit_protocols::evaluation::sums`]: the log-loss, accuracy and Brier score as
+//! scikit-learn's `log_loss`, `accuracy_score` (predicted positive at probability >= 1/2) and
+//! `brier_score_loss` define them, a calibration table over ten fixed bins of predicted risk with
+//! the Hosmer-Lemeshow statistic on it, and the AUC when the rows are pooled in the clear (a
+//! secure study has no exact AUC yet: it needs a ranking across Nodes).
+
+use privlogit_protocols::evaluation::{BINS, SUMS};
+use privlogit_protocols::rows::RowsError;
+use privlogit_protocols::{PartyData, evaluation};
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+/// The figures a fit or a study reports on its held-out rows (JSON names: the issue's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    /// Held-out rows.
+    pub test_n: u64,
+    /// Area under the ROC curve (ties count one half), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_auc: Option<f64>,
+    /// Mean log-loss.
+    pub test_log_loss: f64,
+    /// Share predicted right at threshold 1/2.
+    pub test_accuracy: f64,
+    /// Mean squared difference of probability and label.
+    pub test_brier: f64,
+    /// Observed against expected positives by bin of predicted risk.
+    pub calibration: Calibration,
+}
+
+/// The calibration table and the Hosmer-Lemeshow test on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The ten bins `[k/10, (k+1)/10)` (the last one closed), empty ones included.
+    pub bins: Vec<Bin>,
+    /// `sum (O - E)^2 / (E (1 - E/n))` over the bins with rows and `0 < E < n`.
+    pub hosmer_lemeshow: f64,
+    /// Those bins less 2.
+    pub df: usize,
+    /// Upper tail of the chi-square law with `df` degrees of freedom (`None` when `df` is 0).
+    pub p_value: Option<f64>,
+}
+
+/// One bin of predicted risk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bin {
+    /// Lower end of the predicted probability.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// Rows predicted in the bin.
+    pub n: u64,
+    /// Of them labelled 1.
+    pub observed: u64,
+    /// The sum of their predicted probabilities.
+    pub expected: f64,
+}
+
+impl Evaluation {
+    /// The figures from the pooled sums (counts rounded: a study's sums carry fixed-point
+    /// rounding) and the AUC when known. `None` without held-out rows.
+    pub fn from_sums(sums: &[f64], auc: Option<f64>) -> Option<Self> {
+        assert_eq!(sums.len(), SUMS, "evaluation sums");
+        let count = |v: f64| v.round().max(0.0) as u64;
+        let n = count(sums[0]);
+        if n == 0 {
+            return None;
+        }
+        let nf = n as f64;
+        let bins: Vec<Bin> = (0..BINS)
+            .map(|k| Bin {
+                low: k as f64 / BINS as f64,
+                high: (k + 1) as f64 / BINS as f64,
+                n: count(sums[5 + 3 * k]),
+                observed: count(sums[6 + 3 * k]),
+                expected: sums[7 + 3 * k],
+            })
+            .collect();
+        let mut statistic = 0.0;
+        let mut used = 0;
+        for b in &bins {
+            let bn = b.n as f64;
+            if b.n > 0 && b.expected > 0.0 && b.expected < bn {
+                let d = b.observed as f64 - b.expected;
+                statistic += d * d / (b.expected * (1.0 - b.expected / bn));
+                used += 1;
+            }
+        }
+        let df = usize::saturating_sub(used, 2);
+        let p_value = ChiSquared::new(df as f64)
+            .ok()
+            .filter(|_| df > 0)
+            .map(|law| law.sf(statistic));
+        Some(Evaluation {
+            test_n: n,
+            test_auc: auc,
+            test_log_loss: sums[2] / nf,
+            test_accuracy: count(sums[3]) as f64 / nf,
+            test_brier: sums[4] / nf,
+            calibration: Calibration {
+                bins,
+                hosmer_lemeshow: statistic,
+                df,
+                p_value,
+            },
+        })
+    }
+
+    /// The figures of `beta` on `parties`' rows in the clear, AUC included (the plaintext fit).
+    pub fn of_parties(
+        parties: &[PartyData],
+        beta: &ndarray::Array1<f64>,
+    ) -> Result<Option<Self>, RowsError> {
+        let mut total = [0.0; SUMS];
+        let mut scores = Vec::new();
+        let mut labels = Vec::new();
+        for party in parties {
+            let s = evaluation::sums(party, beta)?;
+            total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
+            let (glm, p) = (party.glm(), party.columns());
+            let beta = beta.as_slice().expect("contiguous");
+            party.source().scan(&mut |x, y| {
+                for row in x.rows() {
+                    let row = row.to_slice().expect("standard layout");
+                    let (offset, _) = glm.offset_and_weight(row, p);
+                    scores.push(privlogit_protocols::objective::sigmoid(
+                        privlogit_protocols::objective::dot(&row[..p], beta) + offset,
+                    ));
+                }
+                labels.extend(y.iter().copied());
+                Ok(())
+            })?;
+        }
+        let auc = crate::metrics::auc(
+            ndarray::ArrayView1::from(&scores),
+            ndarray::ArrayView1::from(&labels),
+        );
+        Ok(Self::from_sums(&total, auc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hosmer-Lemeshow by hand: two bins used, so df 0 and no p-value; counts round.
+    #[test]
+    fn figures_from_sums() {
+        let mut s = [0.0; SUMS];
+        s[0] = 4.0000001;
+        s[2] = 2.0;
+        s[3] = 2.9999999;
+        s[4] = 0.5;
+        // bin 2: 2 rows, 1 positive, expected 0.5; bin 8: 2 rows, 2 positives, expected 1.6.
+        s[5 + 6..5 + 9].copy_from_slice(&[2.0, 1.0, 0.5]);
+        s[5 + 24..5 + 27].copy_from_slice(&[2.0, 2.0, 1.6]);
+        let e = Evaluation::from_sums(&s, None).expect("rows");
+        assert_eq!(e.test_n, 4);
+        assert_eq!(e.test_accuracy, 0.75);
+        assert_eq!(e.test_log_loss, 0.5);
+        let h = 0.25 / (0.5 * 0.75) + 0.16 / (1.6 * 0.2);
+        assert!((e.calibration.hosmer_lemeshow - h).abs() < 1e-12);
+        assert_eq!((e.calibration.df, e.calibration.p_value), (0, None));
+        assert_eq!(Evaluation::from_sums(&[0.0; SUMS], None), None);
+    }
+}
