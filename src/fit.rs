@@ -3,6 +3,7 @@
 //! result on the pooled rows.
 
 pub mod job;
+pub mod sites;
 
 use std::sync::Arc;
 

@@ -408,6 +408,16 @@ pub const KEYS: &[Key] = &[
         "A column of prior weights (> 0) multiplying each row's log-likelihood (R's glm weights, \
          statsmodels' var_weights). Not a feature.",
     ),
+    key(
+        "site_intercepts",
+        Kind::Switch,
+        "",
+        &[F, S],
+        true,
+        "Each party its own baseline: indicator columns site_2 ... site_K (1 on party k's rows) \
+         beside the intercept, the first party the reference (in a study between organizations, \
+         add such columns to the Nodes' files).",
+    ),
     // Evaluation on held-out rows.
     many(key(
         "test_party",
@@ -697,6 +707,8 @@ pub struct Spec {
     pub transfer_from: Option<PathBuf>,
     /// Weight of plain l2 in a transfer.
     pub eta: f64,
+    /// Per-party intercepts.
+    pub site_intercepts: bool,
     /// Held-out rows to evaluate on.
     pub test_party: Vec<PathBuf>,
     /// The aggregator asks the Nodes for an evaluation on held-out rows.
@@ -791,6 +803,7 @@ impl Default for Spec {
             transfer_from: None,
             eta: crate::dp::release::DEFAULT_ETA,
             reveal: crate::inference::Reveal::StandardErrors,
+            site_intercepts: false,
             test_party: Vec::new(),
             evaluate: false,
             family: privlogit_protocols::Family::Binomial,
@@ -956,6 +969,7 @@ impl Spec {
             }
             "offset" => self.offset = Some(text()?),
             "test_party" => self.test_party.push(path()?),
+            "site_intercepts" => self.site_intercepts = switch()?,
             "evaluate" => self.evaluate = switch()?,
             "weights" => self.weights = Some(text()?),
             "ci_level" => self.ci_level = number()?,
@@ -1064,6 +1078,7 @@ impl Spec {
                     .collect(),
             )),
             "evaluate" => Some(Value::Boolean(self.evaluate)),
+            "site_intercepts" => Some(Value::Boolean(self.site_intercepts)),
             "weights" => self.weights.clone().map(Value::String),
             "ci_level" => float(self.ci_level),
             "covariance" => Some(Value::Boolean(self.covariance)),

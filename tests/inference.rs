@@ -405,3 +405,48 @@ fn a_column_dropped_twice_is_refused() {
     let err = wine("newton", &[("drop", drop)]).expect_err("refused");
     assert!(err.to_string().contains("given twice"), "{err}");
 }
+
+/// `--site-intercepts`: each party its own baseline (indicators site_2, site_3 beside the
+/// intercept). The fit equals statsmodels' `Logit` with the same indicator columns (reference
+/// `wine_sites`), and a secure study equals the fit on the same standardised columns.
+#[test]
+fn site_intercepts_equal_statsmodels_and_the_study_equals_the_fit() {
+    let reference = &references()["wine_sites"];
+    let sites = [("site_intercepts", Value::from(true))];
+    let ours = wine("newton", &sites).expect("fit");
+    assert_eq!(ours["names"], reference["names"]);
+    assert_table("sites", &ours, reference, &["deviance", "aic", "bic"]);
+    let plain = wine(
+        "newton",
+        &[sites[0].clone(), ("standardize", Value::from(true))],
+    )
+    .expect("fit");
+    let parties = party_files("winequality_red.csv", 3);
+    let settings = [
+        ("label", Value::from("good")),
+        ("standardize", Value::from(true)),
+        ("lambda", Value::from(0.0)),
+        ("gradient_tol", Value::from(1e-9)),
+        ("protocol", Value::from("newton")),
+        ("site_intercepts", Value::from(true)),
+        ("quiet", Value::from(true)),
+    ];
+    let secure = study(&spec_of(Reader::Study, &parties, &settings)).expect("study");
+    assert_eq!(secure["names"], plain["names"]);
+    assert_table("secure sites", &secure, &plain, &["deviance", "aic", "bic"]);
+    // One party has one baseline: refused, naming the flag.
+    let err = fit(&[
+        (
+            "data",
+            Value::from(
+                common::shared_data("winequality_red.csv")
+                    .display()
+                    .to_string(),
+            ),
+        ),
+        ("label", Value::from("good")),
+        ("site_intercepts", Value::from(true)),
+    ])
+    .expect_err("one party");
+    assert!(err.to_string().contains("--site-intercepts"), "{err}");
+}

@@ -10,6 +10,7 @@
 //!   counted from the first row, so sums come out bit-identical however a source chunks.
 
 pub mod blocks;
+pub mod constant;
 pub mod design;
 pub mod memory;
 pub mod reordered;

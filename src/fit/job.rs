@@ -72,8 +72,12 @@ impl FitJob {
             return Err(Error::plan("a spec read for a study cannot run as a fit"));
         }
         let (optimizer, options, asked) = plan(spec)?;
-        let prepared =
-            super::prepare_glm(load_parties(spec)?, preparation(spec), &glm_columns(spec))?;
+        let mut parties = load_parties(spec)?;
+        if spec.site_intercepts {
+            let views: Vec<_> = parties.iter().map(crate::data::Dataset::view).collect();
+            parties = super::sites::tables(&views, spec.intercept)?;
+        }
+        let prepared = super::prepare_glm(parties, preparation(spec), &glm_columns(spec))?;
         let held_out = held_out(spec, &prepared)?;
         Self::checked(prepared, held_out, optimizer, options, asked)
     }
@@ -85,7 +89,12 @@ impl FitJob {
         parties: &[crate::data::DatasetView<'_>],
     ) -> Result<Self, Error> {
         let (optimizer, options, asked) = plan(spec)?;
-        let prepared = super::prepare_views_glm(parties, preparation(spec), &glm_columns(spec))?;
+        let prepared = if spec.site_intercepts {
+            let tables = super::sites::tables(parties, spec.intercept)?;
+            super::prepare_glm(tables, preparation(spec), &glm_columns(spec))?
+        } else {
+            super::prepare_views_glm(parties, preparation(spec), &glm_columns(spec))?
+        };
         let held_out = held_out(spec, &prepared)?;
         Self::checked(prepared, held_out, optimizer, options, asked)
     }
@@ -305,11 +314,29 @@ fn held_out(
         ));
     }
     let options = load_options(spec)?;
-    let parties = spec
+    let mut parties = spec
         .test_party
         .iter()
         .map(|p| Ok(data::load(p, &options)?.data))
         .collect::<Result<Vec<_>, Error>>()?;
+    if spec.site_intercepts {
+        // Party k's held-out rows carry party k's indicators.
+        let k = prepared.parties.len();
+        if parties.len() != k {
+            return Err(Error::setting(
+                "--test-party",
+                format!(
+                    "with --site-intercepts give one held-out file per party ({k}), in order, not {}",
+                    parties.len()
+                ),
+            ));
+        }
+        parties = parties
+            .iter()
+            .enumerate()
+            .map(|(j, p)| super::sites::table(p.view(), j, k))
+            .collect();
+    }
     Ok(super::prepare_held_out(
         &parties,
         prepared,

@@ -69,7 +69,7 @@ impl NodeRows {
     /// The rows, opened for the model `columns` names: labels checked against its family, its
     /// offset and weight columns found by name and moved after the features, the weights
     /// checked positive.
-    fn open(&self, columns: &GlmColumns) -> Result<Opened, Error> {
+    fn open(&self, columns: &GlmColumns, site: Option<(usize, usize)>) -> Result<Opened, Error> {
         let (source, rows) = match self {
             NodeRows::File {
                 path,
@@ -88,6 +88,12 @@ impl NodeRows {
             }
             NodeRows::Rows { source, rows } => (source.clone(), Arc::clone(rows)),
         };
+        // Per-site indicators come right after the file's columns, before the offset and
+        // weight move to the end.
+        let rows = match site {
+            Some((k, parties)) => crate::fit::sites::rows(rows, k, parties),
+            None => rows,
+        };
         let (rows, names) = crate::fit::model_rows(rows, &source, columns)?;
         Ok(Opened {
             source,
@@ -104,6 +110,7 @@ fn held_out_rows(
     path: &std::path::Path,
     names: &[String],
     columns: &GlmColumns,
+    site: Option<(usize, usize)>,
 ) -> Result<Arc<dyn RowSource>, Error> {
     let label = spec
         .label
@@ -114,7 +121,7 @@ fn held_out_rows(
         label,
         exclude: spec.exclude.clone(),
     };
-    let opened = rows.open(columns)?;
+    let opened = rows.open(columns, site)?;
     if opened.names != names {
         return Err(Error::plan(format!(
             "{}: held-out rows with features {} where the training rows have {}",
@@ -174,9 +181,14 @@ impl InProcess {
         }
         let plan = spec.study_plan(nodes.len())?;
         let columns = crate::fit::GlmColumns::of(spec);
+        let sites = |k: usize| spec.site_intercepts.then_some((k, nodes.len()));
+        if spec.site_intercepts {
+            crate::fit::sites::check(nodes.len(), spec.intercept, &[])?;
+        }
         let opened = nodes
             .iter()
-            .map(|n| n.open(&columns))
+            .enumerate()
+            .map(|(k, n)| n.open(&columns, sites(k)))
             .collect::<Result<Vec<_>, _>>()?;
         // Columns that differ are named by file here, before any key is made (the aggregator,
         // which knows only Node numbers, would refuse them too).
@@ -201,7 +213,8 @@ impl InProcess {
             .test_party
             .iter()
             .zip(&names)
-            .map(|(path, names)| held_out_rows(spec, path, names, &columns))
+            .enumerate()
+            .map(|(k, (path, names))| held_out_rows(spec, path, names, &columns, sites(k)))
             .collect::<Result<Vec<_>, _>>()?;
         let dropped = nested(spec, &plan, &names[0])?;
         if let Some(model) = &spec.transfer_from {
@@ -772,10 +785,10 @@ impl Node {
             source,
             rows: opened,
             names,
-        } = rows.open(&columns)?;
+        } = rows.open(&columns, None)?;
         let held_out = match &spec.test_party[..] {
             [] => None,
-            [path] => Some(held_out_rows(spec, path, &names, &columns)?),
+            [path] => Some(held_out_rows(spec, path, &names, &columns, None)?),
             more => {
                 return Err(Error::setting(
                     "--test-party",

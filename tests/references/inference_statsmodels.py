@@ -58,6 +58,13 @@ out["wine_lr"] = {
     "p_value": float(__import__("scipy.stats").stats.chi2.sf(2 * (rf.llf - rr.llf), 2)),
     "reduced_log_likelihood": rr.llf,
 }
+# Per-site intercepts: wine in three contiguous parts of ceil(1599 / 3) = 533 rows (as the tests
+# split it), indicator columns site_2 and site_3 after the features (party 1 the reference).
+x, y, names = load("winequality_red.csv", "good")
+part = np.arange(len(y)) // 533
+sites = np.column_stack([(part == 1).astype(float), (part == 2).astype(float)])
+out["wine_sites"], _ = logit_table(np.column_stack([x, sites]), y)
+out["wine_sites"]["names"] = ["intercept"] + names + ["site_2", "site_3"]
 # Penalised: breast_cancer standardised (pooled mean, ddof 0), intercept first and penalised,
 # lambda 1 (eq. 2.10). Coefficients by Newton on the penalised objective in numpy, then the
 # standard errors as the square roots of diag((X^T A X + lambda I)^-1).
