@@ -510,7 +510,11 @@ pub fn goodness(
             centre: None,
             ..options.clone()
         };
-        fit(&null_model, Optimizer::Newton, &unpenalised, &mut |_| {})?.log_likelihood
+        // A null model that does not converge costs the null deviance (NaN), not the fit.
+        match fit(&null_model, Optimizer::Newton, &unpenalised, &mut |_| {}) {
+            Ok(null) if null.report.converged() => null.log_likelihood,
+            _ => f64::NAN,
+        }
     } else {
         PlaintextAggregation::new(&prepared.parties)
             .log_likelihood(&Array1::zeros(k))

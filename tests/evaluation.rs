@@ -200,4 +200,11 @@ fn held_out_rows_are_checked() {
     s[0] = ("label", Value::from("alcohol"));
     let e = study(&spec_of(Reader::Study, &train, &s)).expect_err("a Gaussian model");
     assert!(e.to_string().contains("logistic model"), "{e}");
+    // A differentially private study publishes its coefficients only.
+    let mut s = settings(&test);
+    s[1] = ("lambda", Value::from(1.0));
+    s.push(("dp_epsilon", Value::from(1.0)));
+    s.push(("no_intercept", Value::from(true)));
+    let e = study(&spec_of(Reader::Study, &train, &s)).expect_err("a DP study");
+    assert!(e.to_string().contains("not covered by epsilon"), "{e}");
 }

@@ -198,3 +198,40 @@ fn secure_glm_equals_statsmodels() {
         assert_glm(name, &ours, reference);
     }
 }
+
+/// The likelihood-ratio test without two columns equals statsmodels' (`2 (llf_full -
+/// llf_reduced)`, the Gaussian's llf maximised over its dispersion), in the fit for both
+/// families and in a secure Gaussian study (the nested model a second study).
+#[test]
+fn glm_likelihood_ratio_equals_statsmodels() {
+    let references = references();
+    let drop = ("drop", Value::from(vec!["citric_acid", "residual_sugar"]));
+    for name in ["gaussian", "poisson"] {
+        let mut settings = case(name);
+        settings.push(("data", Value::from(data().display().to_string())));
+        settings.push(("split", Value::from(3)));
+        settings.push(drop.clone());
+        let ours = fit(&settings).expect(name);
+        assert_lr(name, &ours, &references[&format!("{name}_lr")]);
+    }
+    let parties: Vec<PathBuf> = (0..3).map(|k| party_file(3, k)).collect();
+    let mut settings = case("gaussian");
+    settings.push(("standardize", Value::from(true)));
+    settings.push(drop);
+    let ours = study(&spec_of(Reader::Study, &parties, &settings)).expect("study");
+    assert_lr("secure gaussian", &ours, &references["gaussian_lr"]);
+}
+
+fn assert_lr(what: &str, ours: &Value, reference: &Value) {
+    let lr = &ours["likelihood_ratio"];
+    for field in ["statistic", "p_value"] {
+        close(
+            &format!("{what} LR {field}"),
+            &[lr[field].as_f64().expect(field)],
+            &[reference[field].as_f64().expect(field)],
+            1e-6,
+            0.0,
+        );
+    }
+    assert_eq!(lr["df"], 2, "{what}");
+}

@@ -196,9 +196,12 @@ impl FitJob {
                     nested.report.status.name()
                 )));
             }
+            // The models' log-likelihoods as reported (the Gaussian's maximised over its
+            // dispersion too), not the fit's scale-free objective.
+            let nested = super::goodness(&reduced, &nested, &self.options)?;
             Some(LikelihoodRatio::new(
                 self.asked.drop.clone(),
-                fitted.log_likelihood,
+                goodness.log_likelihood,
                 nested.log_likelihood,
             ))
         };

@@ -182,14 +182,17 @@ impl InProcess {
         let plan = spec.study_plan(nodes.len())?;
         let columns = crate::fit::GlmColumns::of(spec);
         let sites = |k: usize| spec.site_intercepts.then_some((k, nodes.len()));
-        if spec.site_intercepts {
-            crate::fit::sites::check(nodes.len(), spec.intercept, &[])?;
-        }
         let opened = nodes
             .iter()
             .enumerate()
             .map(|(k, n)| n.open(&columns, sites(k)))
             .collect::<Result<Vec<_>, _>>()?;
+        if spec.site_intercepts {
+            // The indicators are the features' last K - 1 names; the file's own come before.
+            let features = &opened[0].names;
+            let own = features.len().saturating_sub(nodes.len() - 1);
+            crate::fit::sites::check(nodes.len(), spec.intercept, &features[..own])?;
+        }
         // Columns that differ are named by file here, before any key is made (the aggregator,
         // which knows only Node numbers, would refuse them too).
         let names: Vec<Vec<String>> = opened.iter().map(|o| o.names.clone()).collect();

@@ -73,5 +73,14 @@ for std in (False, True):
     out["poisson_offset_weights" + tag] = case(
         P, "free_sulfur_dioxide", ["total_sulfur_dioxide"], offset="log_total_sulfur_dioxide",
         weights="sulphates", standardize=std)
+# Likelihood-ratio tests without citric_acid and residual_sugar (statsmodels' llf of both fits;
+# the Gaussian's llf maximises over the dispersion too).
+for fam, name, label, leave_out in [
+        (G, "gaussian", "alcohol", ["log_total_sulfur_dioxide"]),
+        (P, "poisson", "free_sulfur_dioxide", ["total_sulfur_dioxide", "log_total_sulfur_dioxide"])]:
+    full = out[name]["log_likelihood"]
+    reduced = case(fam, label, leave_out + ["citric_acid", "residual_sugar"])["log_likelihood"]
+    out[name + "_lr"] = {"statistic": 2 * (full - reduced), "df": 2,
+                         "p_value": float(__import__("scipy.stats").stats.chi2.sf(2 * (full - reduced), 2))}
 json.dump(out, sys.stdout, indent=1)
 print()

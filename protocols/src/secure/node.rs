@@ -31,6 +31,11 @@ pub struct NodeData {
     party: Option<PartyData>,
     /// Held-out rows (same columns), read as the design only to evaluate the final model.
     test: Option<Arc<dyn RowSource>>,
+    /// Evaluation requests the study's plan allows (one when it evaluates, else none).
+    evaluations_left: usize,
+    /// Constant-sum requests the plan allows (a Gaussian, Poisson or weighted model: the
+    /// Poisson start and the inference round; none for logistic regression).
+    constants_left: usize,
 }
 
 impl NodeData {
@@ -50,7 +55,18 @@ impl NodeData {
             glm: Glm::logistic(),
             party: None,
             test: None,
+            evaluations_left: 0,
+            constants_left: 0,
         }
+    }
+
+    /// What the study may ask after (or, for a Poisson start, before) the fit, from its
+    /// Welcome: one evaluation when it `evaluate`s, and the constant sums only for a model
+    /// that needs them. Anything more is refused as a protocol violation, so an aggregator
+    /// cannot query the rows through these steps with coefficients of its choosing.
+    pub fn allow_after_fit(&mut self, evaluate: bool) {
+        self.evaluations_left = usize::from(evaluate);
+        self.constants_left = if self.glm.is_logistic() { 0 } else { 2 };
     }
 
     /// Held-out rows with the training rows' columns: the study's final model is evaluated on
@@ -108,6 +124,8 @@ impl NodeData {
             glm: party.glm(),
             party: Some(party),
             test: None,
+            evaluations_left: 0,
+            constants_left: 0,
         }
     }
 
@@ -240,6 +258,12 @@ pub fn serve<C: Channel>(
                 return Ok(stats);
             }
             Step::Evaluate => {
+                data.evaluations_left = data.evaluations_left.checked_sub(1).ok_or_else(|| {
+                    SecureError::violation(
+                        Role::Aggregator,
+                        "an evaluation the study's plan does not allow (or a second one)",
+                    )
+                })?;
                 let n = n_total.ok_or_else(|| {
                     SecureError::violation(Role::Aggregator, "evaluation requested before N")
                 })?;
@@ -261,6 +285,12 @@ pub fn serve<C: Channel>(
             }
             Step::Constants => {
                 reader.end().map_err(at("reading the constants request"))?;
+                data.constants_left = data.constants_left.checked_sub(1).ok_or_else(|| {
+                    SecureError::violation(
+                        Role::Aggregator,
+                        "constant sums the study's model does not need (or asked too often)",
+                    )
+                })?;
                 let n = n_total.ok_or_else(|| {
                     SecureError::violation(Role::Aggregator, "constants requested before N")
                 })?;

@@ -136,6 +136,13 @@ impl StudyPlan {
                  logistic model under --linear-algebra masked",
             ));
         }
+        if self.evaluate && self.release.is_some() {
+            return Err(SecureError::invalid_plan(
+                "test_party",
+                "a differentially private study publishes its coefficients only: its held-out \
+                 figures are not covered by epsilon",
+            ));
+        }
         if !self.glm.is_logistic() && self.release.is_some() {
             return Err(SecureError::invalid_plan(
                 "family",
@@ -313,6 +320,7 @@ pub fn run_node<C: Channel>(
         read_parameters(&mut r).map_err(io_at("Node, reading the welcome"))?;
     let key_bytes = r.bytes().map_err(io_at("Node, reading the key"))?;
     let glm = r.u64().map_err(io_at("Node, reading the model"))?;
+    let evaluate = r.u64().map_err(io_at("Node, reading the model"))? == 1;
     if glm != glm_code(data.glm()) {
         return Err(SecureError::PlanMismatch {
             with: Role::Aggregator,
@@ -336,6 +344,7 @@ pub fn run_node<C: Channel>(
         });
     }
     data.set_intercept(intercept);
+    data.allow_after_fit(evaluate);
     if let Some(release) = &release {
         if let Some(consent) = consent {
             consent(release)?;
@@ -613,7 +622,8 @@ pub fn run_aggregator<C: Channel>(
     let welcome = write_endorsement(
         write_parameters(&config, plan.intercept, plan.release)
             .bytes(&key.to_bytes())
-            .u64(glm_code(plan.glm)),
+            .u64(glm_code(plan.glm))
+            .u64(u64::from(plan.evaluate)),
         &endorsement,
     )
     .finish();
@@ -916,9 +926,12 @@ fn read_endorsement(r: &mut Reader<'_>) -> std::io::Result<Endorsement> {
 
 /// Whether a plan fits a Poisson model with an intercept from the zero vector.
 fn poisson_from_zero(plan: &StudyPlan) -> bool {
+    // Its sums are what the inference reveals; a study that reveals the coefficients only
+    // starts at zero instead.
     plan.glm.family == crate::objective::Family::Poisson
         && plan.intercept
         && plan.options.initial == Initial::Zeros
+        && plan.reveal != Reveal::Coefficients
 }
 
 /// The start of a Poisson fit of `d` coefficients (intercept first): the null model's intercept
