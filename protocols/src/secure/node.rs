@@ -515,7 +515,9 @@ fn encrypt_values(
     let limit = f64::from(config.value_bits).exp2();
     if let Some(v) = values.iter().find(|v| v.is_nan() || v.abs() >= limit) {
         return Err(SecureError::Range(format!(
-            "a Node's value {v} is outside the study's bound 2^{} (raise value_bits)",
+            "a Node's value {v} (a sum over its rows divided by N) is outside the study's \
+             public bound 2^{}: standardise the features (--standardize) or rescale the large \
+             columns",
             config.value_bits
         )));
     }
