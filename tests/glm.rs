@@ -13,7 +13,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::json::{assert_table, close, spec_of, study, toml};
+use common::json::{assert_lr, assert_table, close, spec_of, study, toml};
 use privlogit::fit::job::FitJob;
 use privlogit::settings::{Origin, Reader, Spec};
 use serde_json::Value;
@@ -220,18 +220,4 @@ fn glm_likelihood_ratio_equals_statsmodels() {
     settings.push(drop);
     let ours = study(&spec_of(Reader::Study, &parties, &settings)).expect("study");
     assert_lr("secure gaussian", &ours, &references["gaussian_lr"]);
-}
-
-fn assert_lr(what: &str, ours: &Value, reference: &Value) {
-    let lr = &ours["likelihood_ratio"];
-    for field in ["statistic", "p_value"] {
-        close(
-            &format!("{what} LR {field}"),
-            &[lr[field].as_f64().expect(field)],
-            &[reference[field].as_f64().expect(field)],
-            1e-6,
-            0.0,
-        );
-    }
-    assert_eq!(lr["df"], 2, "{what}");
 }

@@ -90,3 +90,19 @@ pub fn study(spec: &Spec) -> Result<Value, privlogit::error::Error> {
         .run(None)?
         .json()
 }
+
+/// A result's likelihood-ratio test (statistic and p-value to 1e-6, two columns dropped) against
+/// a reference's.
+pub fn assert_lr(what: &str, ours: &Value, reference: &Value) {
+    let lr = &ours["likelihood_ratio"];
+    for field in ["statistic", "p_value"] {
+        close(
+            &format!("{what} LR {field}"),
+            &[lr[field].as_f64().expect(field)],
+            &[reference[field].as_f64().expect(field)],
+            1e-6,
+            0.0,
+        );
+    }
+    assert_eq!(lr["df"], 2, "{what}");
+}
