@@ -1,8 +1,8 @@
 //! `privlogit bench`: timings on this machine, as tables or JSON, each beside what it is compared
 //! with. This module times the Paillier layer (`bench paillier`, the figures
 //! `benches/compare_phe.py` sets against phe); the others live in its submodules:
-//! [`circuits`], [`protocols`], [`linalg`], [`node`], [`dl`]; [`machine`] names the machine and
-//! takes medians.
+//! [`circuits`], [`protocols`], [`linalg`], [`node`], [`dl`], [`ranking`]; [`machine`] names the
+//! machine and takes medians.
 
 pub mod circuits;
 pub mod dl;
@@ -10,6 +10,7 @@ pub mod linalg;
 pub mod machine;
 pub mod node;
 pub mod protocols;
+pub mod ranking;
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -50,6 +51,8 @@ pub enum BenchTarget {
     Node(crate::bench::node::NodeBenchArgs),
     /// DPSTGD against plain distributed SGD: time and bytes per iteration.
     Dl(crate::bench::dl::DlBenchArgs),
+    /// The exact secure AUC of held-out rows at several Nodes (sharing, merge circuit).
+    Ranking(crate::bench::ranking::RankingBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -113,6 +116,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchTarget::Linalg(args) => return crate::bench::linalg::run(args),
         BenchTarget::Node(args) => return crate::bench::node::run(args),
         BenchTarget::Dl(args) => return crate::bench::dl::run(args),
+        BenchTarget::Ranking(args) => return crate::bench::ranking::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))

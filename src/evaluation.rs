@@ -2,8 +2,8 @@
 //! [`privlogit_protocols::evaluation::sums`]: the log-loss, accuracy and Brier score as
 //! scikit-learn's `log_loss`, `accuracy_score` (predicted positive at probability >= 1/2) and
 //! `brier_score_loss` define them, a calibration table over ten fixed bins of predicted risk with
-//! the Hosmer-Lemeshow statistic on it, and the AUC when the rows are pooled in the clear (a
-//! secure study has no exact AUC yet: it needs a ranking across Nodes).
+//! the Hosmer-Lemeshow statistic on it, and the AUC (pooled in the clear by a fit; ranked in a
+//! garbled circuit by a secure study, `privlogit_protocols::secure::ranking`).
 
 use privlogit_protocols::evaluation::{BINS, SUMS};
 use privlogit_protocols::rows::RowsError;
@@ -118,19 +118,10 @@ impl Evaluation {
         for party in parties {
             let s = evaluation::sums(party, beta)?;
             total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
-            let (glm, p) = (party.glm(), party.columns());
-            let beta = beta.as_slice().expect("contiguous");
-            party.source().scan(&mut |x, y| {
-                for row in x.rows() {
-                    let row = row.to_slice().expect("standard layout");
-                    let (offset, _) = glm.offset_and_weight(row, p);
-                    scores.push(privlogit_protocols::objective::sigmoid(
-                        privlogit_protocols::objective::dot(&row[..p], beta) + offset,
-                    ));
-                }
-                labels.extend(y.iter().copied());
-                Ok(())
-            })?;
+            for (score, label) in evaluation::scores(party, beta)? {
+                scores.push(score);
+                labels.push(f64::from(u8::from(label)));
+            }
         }
         let auc = crate::metrics::auc(
             ndarray::ArrayView1::from(&scores),

@@ -427,8 +427,8 @@ pub const KEYS: &[Key] = &[
         false,
         "Held-out rows (the training files' columns) to evaluate the final model on: AUC, \
          log-loss, accuracy, Brier score and a calibration table. A study takes one per --party, \
-         in order (evaluated securely: only the pooled figures are revealed; no AUC yet); a Node \
-         its own.",
+         in order (evaluated securely: only the pooled figures are revealed, the AUC ranked in a \
+         garbled circuit); a Node its own.",
     )),
     key(
         "evaluate",

@@ -1073,3 +1073,71 @@ fn a_published_dp_model_centres_a_secure_plr_study() {
         "{err}"
     );
 }
+
+/// Held-out rows across separate processes: each Node process holds its own test file
+/// (`node --test-party`), the aggregator asks for the evaluation (`--evaluate`); the published
+/// figures, the exact AUC ranked in the servers' garbled circuit included, equal `fit
+/// --test-party` on the same files (the pooled computation, checked against scikit-learn in
+/// tests/evaluation.rs) to 1e-9.
+#[test]
+fn nodes_in_separate_processes_evaluate_their_held_out_rows() {
+    let d = Deployment::new("heldout");
+    let split = |c: char| {
+        let text = std::fs::read_to_string(d.hospital(c)).expect("hospital");
+        let mut lines: Vec<&str> = text.lines().collect();
+        let header = lines.remove(0);
+        let cut = lines.len() - 40;
+        let write = |name: String, rows: &[&str]| {
+            let path = d.dir.join(name);
+            std::fs::write(&path, format!("{header}\n{}\n", rows.join("\n"))).expect("write");
+            path.display().to_string()
+        };
+        (
+            write(format!("train_{c}.csv"), &lines[..cut]),
+            write(format!("test_{c}.csv"), &lines[cut..]),
+        )
+    };
+    let files: Vec<(String, String)> = ['a', 'b', 'c'].into_iter().map(split).collect();
+    let out = d.dir.join("held_out.json");
+    let out_arg = out.display().to_string();
+    let (keyholder, kh) = d.keyholder();
+    let (aggregator, agg) = d.aggregator(&kh, &["--evaluate", "--json", "--out", &out_arg]);
+    let nodes: Vec<Role> = HOSPITALS
+        .iter()
+        .zip(&files)
+        .map(|(h, (train, test))| {
+            let id = d.identity(h);
+            Role::spawn(&[
+                "node",
+                "--study",
+                &d.study,
+                "--identity",
+                &id,
+                "--party",
+                train,
+                "--test-party",
+                test,
+                "--aggregator",
+                &agg,
+            ])
+        })
+        .collect();
+    for role in [aggregator, keyholder].into_iter().chain(nodes) {
+        let (ok, log) = role.end(Duration::from_secs(120));
+        assert!(ok, "{log}");
+    }
+    let ours = json(&std::fs::read(&out).expect("result"));
+    let mut fit = vec!["fit", "--label", "label", "--standardize"];
+    fit.extend(["--optimizer", "privlogit-accel", "--tol", "1e-6"]);
+    fit.extend(["--gradient-tol", "0", "--json", "--quiet"]);
+    for (train, test) in &files {
+        fit.extend(["--party", train, "--test-party", test]);
+    }
+    let pooled = json(&privlogit_ok(&fit));
+    assert_eq!(ours["test_n"], 120);
+    for field in ["test_auc", "test_log_loss", "test_accuracy", "test_brier"] {
+        let (a, b) = (ours[field].as_f64(), pooled[field].as_f64());
+        let (a, b) = (a.expect(field), b.expect(field));
+        assert!((a - b).abs() < 1e-9, "{field}: study {a}, fit {b}");
+    }
+}

@@ -10,6 +10,9 @@
 //! - [`ot`]: base OT and IKNP extension; [`session`]: two-party sessions tying them together.
 //! - [`matrix_circuits`]: Cholesky, substitutions and inverses on fixed-point matrices.
 //! - [`fixed_gadgets`]: fixed-point gadgets (multiply, dot product, divide, square root).
+//! - [`lanes`]: word gadgets over many lanes at once, one AND batch per bit position.
+//! - [`merge`]: Batcher's odd-even merge of sorted lists; [`rank_sum`]: the Mann-Whitney
+//!   statistic of a sorted labelled list (an exact AUC).
 
 pub mod backend;
 pub mod bristol;
@@ -18,8 +21,11 @@ pub mod circuit;
 pub mod fixed_format;
 pub mod fixed_gadgets;
 pub mod garble;
+pub mod lanes;
 pub mod matrix_circuits;
+pub mod merge;
 pub mod ot;
+pub mod rank_sum;
 pub mod session;
 pub mod word;
 

@@ -241,17 +241,45 @@ impl CotReceiver {
 }
 
 /// Rows `j < m` of a 128 x m bit matrix given as 128 columns of `words` u64 each: row `j` has
-/// bit `i` equal to bit `j` of column `i`.
+/// bit `i` equal to bit `j` of column `i`. Done as 64 x 64 bit blocks, each transposed in six
+/// rounds of masked swaps (Warren, Hacker's Delight, 2nd ed., sec. 7-3), not bit by bit.
 fn transpose(columns: &[u64], words: usize, m: usize) -> Vec<u128> {
     let mut rows = vec![0u128; m];
-    for i in 0..BASE_OTS {
-        let column = &columns[i * words..(i + 1) * words];
-        for (j, row) in rows.iter_mut().enumerate() {
-            let bit = (column[j / 64] >> (j % 64)) & 1;
-            *row |= u128::from(bit) << i;
+    let mut block = [0u64; 64];
+    for w in 0..words {
+        for half in 0..2 {
+            for (i, b) in block.iter_mut().enumerate() {
+                *b = columns[(64 * half + i) * words + w];
+            }
+            transpose64(&mut block);
+            for (k, &bits) in block.iter().enumerate() {
+                if let Some(row) = rows.get_mut(64 * w + k) {
+                    *row |= u128::from(bits) << (64 * half);
+                }
+            }
         }
     }
     rows
+}
+
+/// Transposes a 64 x 64 bit matrix in place: afterwards bit `i` of `a[k]` is what bit `k` of
+/// `a[i]` was.
+fn transpose64(a: &mut [u64; 64]) {
+    let mut width = 32;
+    let mut mask: u64 = 0x0000_0000_FFFF_FFFF;
+    while width != 0 {
+        let mut k = 0;
+        while k < 64 {
+            // Swap the high `width` bits of the low rows' blocks with the low bits of the rows
+            // `width` further on.
+            let t = ((a[k] >> width) ^ a[k + width]) & mask;
+            a[k] ^= t << width;
+            a[k + width] ^= t;
+            k = (k + width + 1) & !width;
+        }
+        width >>= 1;
+        mask ^= mask << width;
+    }
 }
 
 #[cfg(test)]
@@ -275,6 +303,24 @@ mod tests {
             .map(|_| ())
             .expect_err("no point");
         assert_eq!(e.kind(), io::ErrorKind::BrokenPipe, "{e}");
+    }
+
+    /// The block transpose equals the definition, bit by bit, for lengths that do and do not
+    /// fill their last word.
+    #[test]
+    fn transpose_is_the_definition() {
+        let mut rng = rand::rng();
+        for m in [1usize, 63, 64, 65, 200] {
+            let words = m.div_ceil(64);
+            let columns: Vec<u64> = (0..BASE_OTS * words).map(|_| rng.next_u64()).collect();
+            let rows = transpose(&columns, words, m);
+            for (j, row) in rows.iter().enumerate() {
+                for i in 0..BASE_OTS {
+                    let bit = (columns[i * words + j / 64] >> (j % 64)) & 1;
+                    assert_eq!((row >> i) & 1, u128::from(bit), "row {j} bit {i}");
+                }
+            }
+        }
     }
 
     /// The keys depend on the transcript points, not only on the shared point.

@@ -2,7 +2,8 @@
 //! and the Center adds up: the row and positive counts, the log-loss, the correct predictions,
 //! the Brier score, and per calibration bin its rows, observed positives and expected positives.
 //! Every measure but the AUC is a mean of such sums, so the pooled figures need only the pooled
-//! sums (the AUC ranks rows across Nodes and needs more).
+//! sums (the AUC ranks rows across Nodes: [`scores`] are what a secure study ranks, in
+//! [`crate::secure::ranking`]).
 //!
 //! The calibration bins are fixed: ten of width 0.1 on the predicted probability (Hosmer and
 //! Lemeshow's "fixed deciles of risk" grouping, their `H` statistic; Applied Logistic
@@ -59,6 +60,25 @@ pub fn sums(party: &PartyData, beta: &Array1<f64>) -> Result<[f64; SUMS], RowsEr
     })?;
     let mut out = [0.0; SUMS];
     out.copy_from_slice(&acc.values());
+    Ok(out)
+}
+
+/// The predicted probability and label of each of `party`'s rows at `beta` (the scores an AUC
+/// ranks), computed as [`sums`] computes them.
+pub fn scores(party: &PartyData, beta: &Array1<f64>) -> Result<Vec<(f64, bool)>, RowsError> {
+    let glm = party.glm();
+    let p = party.columns();
+    let width = party.source().columns();
+    let beta = beta.as_slice().expect("contiguous coefficients");
+    let mut out = Vec::new();
+    party.source().scan(&mut |x, y| {
+        let xs = x.to_slice().expect("standard layout");
+        for (row, &label) in xs.chunks_exact(width.max(1)).zip(y) {
+            let (offset, _) = glm.offset_and_weight(row, p);
+            out.push((sigmoid(dot(&row[..p], beta) + offset), label == 1.0));
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -6,6 +6,7 @@
 //! - [`wire`]: framed, session- and step-checked messages over a byte channel.
 //! - [`gc`]: the circuits both servers run (unmasking, Cholesky, inverse, solve, comparisons).
 //! - [`shapes`]: the public shape of every vector a Node sends.
+//! - [`ranking`]: the exact AUC over the Nodes' held-out rows (shares, merge, rank sum).
 //! - [`node`], [`keyholder`]: the two serving roles.
 //! - [`aggregator`]: the driving role, an [`Aggregation`](crate::Aggregation) backend, so the
 //!   optimisers of [`crate::optimizer`] run unchanged on top of it.
@@ -28,6 +29,7 @@ pub mod keyholder;
 pub mod masked;
 pub mod node;
 pub mod perturbation;
+pub mod ranking;
 pub mod shapes;
 pub mod solver;
 pub mod study;

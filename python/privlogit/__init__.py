@@ -112,6 +112,8 @@ def _settings(**given):
             out["free_intercept"] = not value
         elif key == "lam":
             out["lambda"] = float(value)
+        elif isinstance(value, (list, tuple)):
+            out[key] = [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
         else:
             out[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
     return out

@@ -73,10 +73,9 @@ struct Fields {
 
 /// The held-out rows' figures and calibration table.
 fn held_out(s: &mut String, e: &crate::evaluation::Evaluation) {
-    let auc = e.test_auc.map_or_else(
-        || "- (not computed securely yet)".to_string(),
-        |a| format!("{a:.6}"),
-    );
+    let auc = e
+        .test_auc
+        .map_or_else(|| "- (one class only)".to_string(), |a| format!("{a:.6}"));
     let _ = writeln!(
         s,
         "Held-out rows: {}   AUC {auc}   log-loss {:.6}   accuracy {:.6}   Brier {:.6}",

@@ -261,7 +261,7 @@ impl StudyResult {
             evaluation: o
                 .evaluation
                 .as_ref()
-                .and_then(|sums| crate::evaluation::Evaluation::from_sums(sums, None)),
+                .and_then(|h| crate::evaluation::Evaluation::from_sums(&h.sums, h.auc)),
             differential_privacy: self.release()?,
             protocol: Spec::protocol_name(self.plan.protocol).to_string(),
             optimizer: r.optimizer.to_string(),

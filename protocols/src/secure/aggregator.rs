@@ -8,7 +8,7 @@
 
 mod inference;
 
-pub use inference::{Reveal, Revealed};
+pub use inference::{HeldOut, Reveal, Revealed};
 
 use std::cell::OnceCell;
 use std::sync::{Arc, Mutex};

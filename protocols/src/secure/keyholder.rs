@@ -14,6 +14,7 @@ use super::masked::MaskedHelper;
 use super::masked::matrix::IntMatrix;
 use super::masked::msgs::Request;
 use super::perturbation::{self, NoiseShare, Release};
+use super::ranking;
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, SecretKey};
@@ -216,6 +217,7 @@ pub fn serve<C: Channel>(
     let noise = DjnNoise::new(key, &mut rand::rng());
     let format = config.format;
     let mut factors: Vec<Matrix<u128>> = Vec::new();
+    let mut ranked = false;
     let mut masked = MaskedHelper::new(noise.clone());
     let (mut paillier_seconds, mut gc_seconds) = (0.0, 0.0);
     let clock = std::time::Instant::now;
@@ -231,6 +233,7 @@ pub fn serve<C: Channel>(
                 Step::Compare,
                 Step::Masked,
                 Step::Perturb,
+                Step::Rank,
                 Step::Done,
             ],
         )
@@ -287,6 +290,22 @@ pub fn serve<C: Channel>(
                 let ch = party.session.channel().map_err(at("replying"))?;
                 wire::send(ch, config.session, Step::PerturbReply, &reply)
                     .map_err(at("sending its noise share"))?;
+            }
+            Step::Rank => {
+                if std::mem::replace(&mut ranked, true) {
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        "a second ranking of held-out rows",
+                    ));
+                }
+                let (counts, seeds) = read_rank_request(r, key, config)?;
+                let t = clock();
+                let shares = ranking::expand_seeds(&seeds, &counts, secret)?;
+                paillier_seconds += t.elapsed().as_secs_f64();
+                let t = clock();
+                ranking::rank_circuit(&mut party, &counts, Some(&shares), None)
+                    .map_err(at("the ranking circuit"))?;
+                gc_seconds += t.elapsed().as_secs_f64();
             }
             Step::Masked => {
                 let request = Request::decode(key, &payload)?;
@@ -430,6 +449,55 @@ pub fn serve<C: Channel>(
             other => unreachable!("{other:?} was not expected"),
         }
     }
+}
+
+/// A ranking request: one count of held-out rows per Node (in all at most
+/// [`ranking::MAX_RANKED_ROWS`]) and the encrypted seed of each Node with rows.
+#[allow(clippy::type_complexity)]
+fn read_rank_request(
+    mut r: Reader<'_>,
+    key: &crate::paillier::PublicKey,
+    config: &SecureConfig,
+) -> Result<(Vec<usize>, Vec<Option<EncryptedVector>>), SecureError> {
+    let at = |e| SecureError::io("key holder, reading a ranking request".into(), e);
+    let bad = |what: String| SecureError::violation(Role::Aggregator, what);
+    let nodes = r.u64().map_err(at)?;
+    if nodes != config.parties as u64 {
+        return Err(bad(format!(
+            "a ranking over {nodes} Nodes in a study of {}",
+            config.parties
+        )));
+    }
+    let (mut counts, mut seeds, mut total) = (Vec::new(), Vec::new(), 0usize);
+    for _ in 0..nodes {
+        let rows = r.u64().map_err(at)?;
+        let seed = r.bytes().map_err(at)?;
+        total = usize::try_from(rows)
+            .ok()
+            .and_then(|n| total.checked_add(n))
+            .filter(|&t| t <= ranking::MAX_RANKED_ROWS)
+            .ok_or_else(|| {
+                bad(format!(
+                    "more than {} held-out rows to rank",
+                    ranking::MAX_RANKED_ROWS
+                ))
+            })?;
+        let seed = match (rows, seed.is_empty()) {
+            (0, true) => None,
+            (r, false) if r > 0 => {
+                let v = EncryptedVector::from_bytes(key, seed)?;
+                if v.len() != 1 {
+                    return Err(bad("a ranking seed of more than one value".into()));
+                }
+                Some(v)
+            }
+            _ => return Err(bad("a ranking seed that does not match its rows".into())),
+        };
+        counts.push(rows as usize);
+        seeds.push(seed);
+    }
+    r.end().map_err(at)?;
+    Ok((counts, seeds))
 }
 
 /// Masked values of a request as integers.

@@ -269,18 +269,24 @@ pub fn serve<C: Channel>(
                 })?;
                 let columns = data.party()?.columns();
                 let beta = read_beta(reader, columns)?;
-                let sums = match data.test_party()? {
+                let (sums, scores) = match data.test_party()? {
                     Some(test) => timed(&mut stats.local_seconds, || {
-                        crate::evaluation::sums(&test, &beta)
+                        Ok::<_, crate::rows::RowsError>((
+                            crate::evaluation::sums(&test, &beta)?,
+                            crate::evaluation::scores(&test, &beta)?,
+                        ))
                     })?,
-                    None => [0.0; crate::evaluation::SUMS],
+                    None => ([0.0; crate::evaluation::SUMS], Vec::new()),
                 };
                 let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
                 let shape = config.evaluation_shape(key);
                 let v = encrypt_values(key, &values, &shape, config, &noise)?;
+                let shares = super::ranking::NodeShares::new(key, scores, &noise)?;
                 Some((
                     Step::EvaluateReply,
-                    Writer::new().bytes(&v.to_bytes(key)).finish(),
+                    shares
+                        .write(Writer::new().bytes(&v.to_bytes(key)), key)
+                        .finish(),
                 ))
             }
             Step::Constants => {

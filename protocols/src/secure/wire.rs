@@ -102,13 +102,17 @@ pub enum Step {
     /// Aggregator to Node (after the fit, when the study evaluates): `beta`; send your
     /// encrypted sums over your held-out rows.
     Evaluate,
-    /// Node to aggregator: `Enc(evaluation::sums / N)` (zeros without held-out rows).
+    /// Node to aggregator: `Enc(evaluation::sums / N)` (zeros without held-out rows), then its
+    /// held-out rows' shares for the ranking ([`crate::secure::ranking::NodeShares`]).
     EvaluateReply,
+    /// Aggregator to key holder: each Node's count of held-out rows and encrypted seed; run the
+    /// ranking circuit (once a study).
+    Rank,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 33] = [
+    const ALL: [Step; 34] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -142,6 +146,7 @@ impl Step {
         Step::ConstantsReply,
         Step::Evaluate,
         Step::EvaluateReply,
+        Step::Rank,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {

@@ -21,7 +21,8 @@ use crate::secure::masked::block_spd;
 use crate::secure::masked::cross::Zeros;
 use crate::secure::masked::engine::{MaskedEngine, to_f64};
 use crate::secure::masked::packed::PackedMatrix;
-use crate::secure::wire::Step;
+use crate::secure::ranking::{MAX_RANKED_ROWS, NodeShares, auc as ranking_auc, rank_circuit};
+use crate::secure::wire::{Reader, Step};
 
 /// How much of the inverse information a study reveals (to the aggregator, which publishes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,6 +70,17 @@ impl std::str::FromStr for Reveal {
                 )
             })
     }
+}
+
+/// What the held-out evaluation revealed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldOut {
+    /// The pooled [`crate::evaluation::sums`].
+    pub sums: Vec<f64>,
+    /// The exact AUC (`None` when the held-out rows have one class only).
+    pub auc: Option<f64>,
+    /// Seconds the ranking took (sharing, the circuit).
+    pub ranking_seconds: f64,
 }
 
 /// What the inference round revealed.
@@ -137,25 +149,76 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(out)
     }
 
-    /// The final model's sums over the Nodes' held-out rows ([`crate::evaluation::sums`]),
+    /// The final model on the Nodes' held-out rows: their sums ([`crate::evaluation::sums`]),
     /// totalled under encryption and revealed to the aggregator alone, as
-    /// [`SecureAggregation::constants`]. A Node without held-out rows adds zeros.
-    pub fn evaluate(&mut self, beta: &Array1<f64>) -> Result<Vec<f64>, SecureError> {
+    /// [`SecureAggregation::constants`] (a Node without held-out rows adds zeros), and the
+    /// exact AUC from the ranking circuit ([`crate::secure::ranking`]).
+    pub fn evaluate(&mut self, beta: &Array1<f64>) -> Result<HeldOut, SecureError> {
         let payload = crate::secure::wire::Writer::new()
             .f64s(beta.as_slice().expect("contiguous"))
             .finish();
         let shape = self.config.evaluation_shape(&self.key);
-        self.reveal_node_sums(
-            (Step::Evaluate, Step::EvaluateReply),
-            &payload,
-            &shape,
-            "evaluation sums",
-        )
+        let replies = self.ask_nodes(Step::Evaluate, &payload, Step::EvaluateReply)?;
+        let mut sums = Vec::with_capacity(replies.len());
+        let mut shares = Vec::with_capacity(replies.len());
+        for (i, reply) in replies.iter().enumerate() {
+            let node = i + 1;
+            let at =
+                |e| SecureError::io(format!("aggregator, reading Node {node}'s evaluation"), e);
+            let mut r = Reader::new(reply);
+            let v = EncryptedVector::from_bytes(&self.key, r.bytes().map_err(at)?)?;
+            shape.check(&v, &format!("Node {node}'s evaluation sums"))?;
+            sums.push(v);
+            shares.push(NodeShares::read(&mut r, &self.key, node, MAX_RANKED_ROWS)?);
+            r.end().map_err(at)?;
+        }
+        let sums = self.reveal_total(&sums)?;
+        let start = std::time::Instant::now();
+        let auc = self.rank(shares)?;
+        Ok(HeldOut {
+            sums,
+            auc,
+            ranking_seconds: start.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The exact AUC of the Nodes' shared held-out rows: the key holder gets the counts and
+    /// seeds, both servers run the ranking circuit, the aggregator learns `D` and `P`.
+    fn rank(&mut self, shares: Vec<NodeShares>) -> Result<Option<f64>, SecureError> {
+        let counts: Vec<usize> = shares.iter().map(NodeShares::rows).collect();
+        let total: usize = counts.iter().sum();
+        if total > MAX_RANKED_ROWS {
+            return Err(SecureError::invalid_plan(
+                "test_party",
+                format!("{total} held-out rows to rank (at most {MAX_RANKED_ROWS})"),
+            ));
+        }
+        let mut w = crate::secure::wire::Writer::new().u64(shares.len() as u64);
+        for s in &shares {
+            let seed = s
+                .seed
+                .as_ref()
+                .map(|c| {
+                    c.rerandomized(&self.key, &self.gc.noise)
+                        .to_bytes(&self.key)
+                })
+                .unwrap_or_default();
+            w = w.u64(s.rows() as u64).bytes(&seed);
+        }
+        let session = self.config.session;
+        let at = |e| SecureError::io("aggregator, the ranking circuit".into(), e);
+        crate::secure::wire::send(self.keyholder()?, session, Step::Rank, &w.finish())
+            .map_err(at)?;
+        let own: Vec<Vec<u64>> = shares.into_iter().map(|s| s.shares).collect();
+        let start = std::time::Instant::now();
+        let revealed = rank_circuit(&mut self.gc, &counts, None, Some(&own)).map_err(at)?;
+        self.gc_seconds += start.elapsed().as_secs_f64();
+        let (d, positives) = revealed.expect("the aggregator learns D and P");
+        Ok(ranking_auc(d, positives, total as u64))
     }
 
     /// Asks every Node `steps.0` with `payload`, adds their encrypted replies of `shape` and
-    /// reveals the total (times N: the Nodes divide by it) to the aggregator by one masked
-    /// product with a shared 1, which the key holder sees masked.
+    /// reveals the total (times N: the Nodes divide by it) to the aggregator.
     fn reveal_node_sums(
         &mut self,
         steps: (Step, Step),
@@ -165,6 +228,12 @@ impl<C: Channel> SecureAggregation<C> {
     ) -> Result<Vec<f64>, SecureError> {
         let replies = self.ask_nodes(steps.0, payload, steps.1)?;
         let sums = self.read_each(&replies, &[shape], what)?;
+        self.reveal_total(&sums)
+    }
+
+    /// The total of the Nodes' encrypted sums (times N: the Nodes divide by it), revealed to
+    /// the aggregator by one masked product with a shared 1, which the key holder sees masked.
+    fn reveal_total(&mut self, sums: &[EncryptedVector]) -> Result<Vec<f64>, SecureError> {
         let sum = EncryptedVector::sum(&self.key, &sums.iter().collect::<Vec<_>>())?;
         let (key, noise, frac, n) = (
             self.key.clone(),
