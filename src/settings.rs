@@ -412,11 +412,11 @@ pub const KEYS: &[Key] = &[
         "site_intercepts",
         Kind::Switch,
         "",
-        &[F, S],
+        &[F, S, N],
         true,
         "Each party its own baseline: indicator columns site_2 ... site_K (1 on party k's rows) \
-         beside the intercept, the first party the reference (in a study between organizations, \
-         add such columns to the Nodes' files).",
+         beside the intercept, the first party the reference (a Node between organizations takes \
+         its k from its place among the study file's [[node]] tables).",
     ),
     // Evaluation on held-out rows.
     many(key(
@@ -472,11 +472,12 @@ pub const KEYS: &[Key] = &[
         "drop",
         Kind::Text,
         "COLUMN",
-        &[F, S],
+        &[F, S, K, A, N],
         false,
         "Likelihood-ratio test against the model without this column (repeat for several): the \
          nested model is fitted too, in a study as a second secure study (unpenalised fits \
-         only).",
+         only); between organizations every party reads it from the study file and serves both \
+         studies.",
     )),
     // Output.
     key(

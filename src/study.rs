@@ -4,6 +4,7 @@
 //!
 //! - [`file`]: the study file (settings, parties, study id).
 //! - [`plan`]: the protocol-level plan and its checks.
+//! - [`nested`]: the nested model of a likelihood-ratio test (`--drop`).
 //! - [`party`]: a party's network, identity and roster.
 //! - [`roles`]: [`InProcess`], [`Keyholder`], [`Aggregator`], [`Node`].
 //! - [`result`]: what a study reports, as text or JSON.
@@ -25,6 +26,7 @@
 
 pub mod centre;
 pub mod file;
+pub mod nested;
 pub mod party;
 pub mod plan;
 pub mod result;

@@ -1141,3 +1141,78 @@ fn nodes_in_separate_processes_evaluate_their_held_out_rows() {
         assert!((a - b).abs() < 1e-9, "{field}: study {a}, fit {b}");
     }
 }
+
+/// Per-site intercepts and a nested model across separate processes: every party reads
+/// `site_intercepts` and `drop` from the study file (a Node numbers its site by its place among
+/// the file's [[node]] tables; after the full study each party serves the nested model's study,
+/// the key holder under a second key pair). The published model and likelihood-ratio test equal
+/// `fit --site-intercepts --drop` on the same files (secure Newton tracks plaintext Newton to
+/// about 1e-12; 1e-6 is the tolerance).
+#[test]
+fn site_intercepts_and_a_nested_model_across_separate_processes() {
+    let d = Deployment::new("nested");
+    let file = std::fs::read_to_string(&d.study).expect("study file");
+    std::fs::write(
+        &d.study,
+        format!("lambda = 0.0\nsite_intercepts = true\ndrop = [\"mean_texture\"]\n{file}"),
+    )
+    .expect("study file");
+    let out = d.dir.join("nested.json");
+    let out_arg = out.display().to_string();
+    let settings = [
+        "--protocol",
+        "newton",
+        "--gradient-tol",
+        "1e-9",
+        "--tol",
+        "0",
+    ];
+    let (keyholder, kh) = d.keyholder();
+    let mut args = settings.to_vec();
+    args.extend(["--json", "--out", &out_arg]);
+    let (aggregator, agg) = d.aggregator(&kh, &args);
+    let nodes: Vec<Role> = HOSPITALS
+        .iter()
+        .zip(['a', 'b', 'c'])
+        .map(|(h, c)| d.node(h, c, &agg))
+        .collect();
+    for role in [aggregator, keyholder].into_iter().chain(nodes) {
+        let (ok, log) = role.end(Duration::from_secs(180));
+        assert!(ok, "{log}");
+    }
+    let ours = json(&std::fs::read(&out).expect("result"));
+    let mut fit = vec!["fit", "--label", "label", "--standardize", "--lambda", "0"];
+    fit.extend([
+        "--site-intercepts",
+        "--drop",
+        "mean_texture",
+        "--optimizer",
+        "newton",
+    ]);
+    fit.extend(["--gradient-tol", "1e-9", "--tol", "0", "--json", "--quiet"]);
+    let files = ['a', 'b', 'c'].map(|c| d.hospital(c));
+    for f in &files {
+        fit.extend(["--party", f.as_str()]);
+    }
+    let pooled = json(&privlogit_ok(&fit));
+    assert_eq!(ours["names"], pooled["names"]);
+    let names = ours["names"].as_array().expect("names");
+    assert!(names.iter().any(|n| n == "site_3"), "{names:?}");
+    let (a, b) = (coefficients(&ours), coefficients(&pooled));
+    assert!(
+        a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-6),
+        "{a:?} {b:?}"
+    );
+    let (lr, lr_fit) = (&ours["likelihood_ratio"], &pooled["likelihood_ratio"]);
+    assert_eq!(lr["df"], 1);
+    for field in ["statistic", "p_value"] {
+        let (x, y) = (
+            lr[field].as_f64().expect(field),
+            lr_fit[field].as_f64().expect(field),
+        );
+        assert!(
+            (x - y).abs() < 1e-6 * y.abs().max(1.0),
+            "{field}: study {x}, fit {y}"
+        );
+    }
+}

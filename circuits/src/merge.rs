@@ -22,7 +22,7 @@ pub struct Item<W> {
 
 /// Comparators per batch: bounds the memory of one batch's labels (about `2^13 (2 n + t)`
 /// pairs) without costing the garbler its pipelining.
-const CHUNK: usize = 1 << 13;
+const CHUNK: usize = 1 << 12;
 
 /// The items of `lists` (each sorted ascending by key, of one key and payload width) merged
 /// into one list sorted ascending; items with equal keys come out in an order that depends
@@ -141,6 +141,8 @@ fn merge_two<B: Backend>(
 
 /// Buffers reused from batch to batch.
 struct Scratch<W> {
+    xs: Vec<W>,
+    ys: Vec<W>,
     carries: Vec<W>,
     pairs: Vec<(W, W)>,
     products: Vec<W>,
@@ -149,6 +151,8 @@ struct Scratch<W> {
 impl<W> Default for Scratch<W> {
     fn default() -> Self {
         Self {
+            xs: Vec::new(),
+            ys: Vec::new(),
             carries: Vec::new(),
             pairs: Vec::new(),
             products: Vec::new(),
@@ -167,12 +171,29 @@ fn compare_exchange<B: Backend>(
     s: &mut Scratch<B::Wire>,
 ) {
     let item = |k: usize| slots[k].as_ref().expect("a real item");
+    let m = pairs.len();
+    let Some(&(i0, _)) = pairs.first() else {
+        return;
+    };
+    // The keys bit-major (`[bit * m + c]`), read item by item: the carry chain below walks
+    // each bit position across the batch, and items scattered over the heap would make every
+    // step of that walk a cache miss.
+    let fill = item(i0)[0].clone();
+    s.xs.clear();
+    s.xs.resize(key_bits * m, fill.clone());
+    s.ys.clear();
+    s.ys.resize(key_bits * m, fill);
+    for (c, &(i, j)) in pairs.iter().enumerate() {
+        for (bit, (x, y)) in item(i).iter().zip(item(j)).take(key_bits).enumerate() {
+            s.xs[bit * m + c] = x.clone();
+            s.ys[bit * m + c] = y.clone();
+        }
+    }
     // y >= x as the carry out of y + !x + 1; the first position, with carry 1, is
     // !(x_0 & !y_0).
     s.pairs.clear();
-    for &(i, j) in pairs {
-        let (x, y) = (item(i), item(j));
-        s.pairs.push((x[0].clone(), b.not(&y[0])));
+    for (x, y) in s.xs[..m].iter().zip(&s.ys[..m]) {
+        s.pairs.push((x.clone(), b.not(y)));
     }
     b.and_many_into(&s.pairs, &mut s.products);
     s.carries.clear();
@@ -181,10 +202,10 @@ fn compare_exchange<B: Backend>(
     }
     for bit in 1..key_bits {
         s.pairs.clear();
-        for (&(i, j), c) in pairs.iter().zip(&s.carries) {
-            let (x, y) = (item(i), item(j));
-            let not_x = b.not(&x[bit]);
-            s.pairs.push((b.xor(&y[bit], c), b.xor(&not_x, c)));
+        let row = bit * m..(bit + 1) * m;
+        for ((x, y), c) in s.xs[row.clone()].iter().zip(&s.ys[row]).zip(&s.carries) {
+            let not_x = b.not(x);
+            s.pairs.push((b.xor(y, c), b.xor(&not_x, c)));
         }
         b.and_many_into(&s.pairs, &mut s.products);
         for (c, t) in s.carries.iter_mut().zip(&s.products) {

@@ -111,6 +111,11 @@ impl Network {
         self.study
     }
 
+    /// This party's name (its certificate's in the study file, with TLS).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The deadlines.
     pub fn timing(&self) -> Timing {
         self.timing

@@ -126,8 +126,8 @@ pub fn run(args: RankingBenchArgs) -> Result<()> {
     } else {
         println!("Secure AUC (exact), {}", report.machine);
         println!(
-            "{} held-out rows at {} Nodes: {:.1} s in all (median of {}): Nodes {:.2} s, key \
-             holder {:.2} s, circuit {:.1} s",
+            "{} held-out rows at {} Nodes: {:.1} s in all (median of {}): Nodes {:.3} s, key \
+             holder {:.3} s, circuit {:.1} s",
             report.rows,
             report.nodes,
             report.total_seconds,

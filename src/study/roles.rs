@@ -10,7 +10,6 @@ use std::sync::Arc;
 use crate::fit::GlmColumns;
 use privlogit_protocols::paillier::{KeyPair, KeySize, PublicKey, SecretKey};
 use privlogit_protocols::rows::RowSource;
-use privlogit_protocols::rows::reordered::Reordered;
 use privlogit_protocols::secure::checkpoint::Checkpoint;
 use privlogit_protocols::secure::inprocess;
 use privlogit_protocols::secure::keyholder::KeyholderStats;
@@ -22,6 +21,7 @@ use privlogit_protocols::transport::{Expected, Role};
 use privlogit_protocols::{Glm, IterationRecord, StepKind};
 
 use super::file::StudyFile;
+use super::nested;
 use super::party::{Connection, PATIENCE, Party, address_of};
 use super::plan::describe;
 use super::result::{Shown, StudyResult, human_bytes};
@@ -150,6 +150,32 @@ pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
         .collect())
 }
 
+/// A Node's site (its place among the study file's Nodes, from 0) and the count of sites, for
+/// `--site-intercepts`: every Node finds the same numbering in the shared study file.
+fn site_of(
+    name: &str,
+    roster: Option<&privlogit_protocols::transport::Roster>,
+) -> Result<(usize, usize), Error> {
+    let roster = roster.ok_or_else(|| {
+        Error::setting(
+            "--site-intercepts",
+            "a Node numbers its site by its place among the study file's [[node]] tables: give \
+             --study with them",
+        )
+    })?;
+    let k = roster
+        .nodes
+        .iter()
+        .position(|m| m.name == name)
+        .ok_or_else(|| {
+            Error::setting(
+                "--site-intercepts",
+                format!("this Node ({name:?}) is not among the study file's [[node]] tables"),
+            )
+        })?;
+    Ok((k, roster.nodes.len()))
+}
+
 /// A study with every party in this process, over loopback TCP, validated and ready to run.
 #[derive(Debug)]
 pub struct InProcess {
@@ -219,7 +245,12 @@ impl InProcess {
             .enumerate()
             .map(|(k, (path, names))| held_out_rows(spec, path, names, &columns, sites(k)))
             .collect::<Result<Vec<_>, _>>()?;
-        let dropped = nested(spec, &plan, &names[0])?;
+        let dropped = if spec.drop.is_empty() {
+            Vec::new()
+        } else {
+            nested::check_plan(&plan)?;
+            nested::columns(&spec.drop, &names[0])?
+        };
         if let Some(model) = &spec.transfer_from {
             let (_, source) = super::centre::transfer_centre(model, spec.eta)?;
             if source != names[0] {
@@ -281,21 +312,12 @@ impl InProcess {
             charge::files(path, *budget, files, label, release.epsilon, say)?;
         }
         say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
-        let nested: Vec<(Vec<String>, Arc<dyn RowSource>)> = if self.dropped.is_empty() {
+        let reduced: Vec<(Vec<String>, Arc<dyn RowSource>)> = if self.dropped.is_empty() {
             Vec::new()
         } else {
-            let at: Vec<usize> = self.dropped.iter().map(|(j, _)| *j).collect();
             self.nodes
                 .iter()
-                .map(|o| {
-                    let names = (0..o.names.len())
-                        .filter(|j| !at.contains(j))
-                        .map(|j| o.names[j].clone())
-                        .collect();
-                    let rows: Arc<dyn RowSource> =
-                        Arc::new(Reordered::without(Arc::clone(&o.rows), &at));
-                    (names, rows)
-                })
+                .map(|o| nested::without(&o.names, &o.rows, &self.dropped))
                 .collect()
         };
         let mut held_out = self.held_out.into_iter();
@@ -314,13 +336,23 @@ impl InProcess {
             .release
             .map(|_| crate::hybrid::secure_plr::shares(self.noise_seed));
         let mut result = run_here(plan, nodes, noise, self.shown.clone(), say)?;
-        if !nested.is_empty() {
+        if !reduced.is_empty() {
             let dropped: Vec<String> = self.dropped.into_iter().map(|(_, n)| n).collect();
             say(&format!(
                 "nested model without {}: a second secure study",
                 dropped.join(", ")
             ));
-            result.likelihood_ratio = Some(likelihood_ratio(&result, nested, dropped, say)?);
+            let plan = nested::plan(&result.plan);
+            let nodes = reduced
+                .into_iter()
+                .map(|(names, rows)| {
+                    let data = NodeData::from_source(rows, plan.intercept).with_glm(plan.glm);
+                    (names, data)
+                })
+                .collect();
+            let shown = result.shown.clone();
+            let nested_result = run_here(plan, nodes, None, shown, say)?;
+            result.likelihood_ratio = Some(nested::test(&result, &nested_result, dropped)?);
         }
         Ok(result)
     }
@@ -353,93 +385,6 @@ fn run_here(
     })
 }
 
-/// The features `spec`'s `--drop` leaves out of a nested model (indices into `features`),
-/// checked: an unpenalised study that reveals its log-likelihood, each column a feature, once.
-fn nested(
-    spec: &Spec,
-    plan: &StudyPlan,
-    features: &[String],
-) -> Result<Vec<(usize, String)>, Error> {
-    if spec.drop.is_empty() {
-        return Ok(Vec::new());
-    }
-    if plan.options.lambda != 0.0 || plan.options.centre.is_some() {
-        return Err(Error::setting(
-            "--drop",
-            "a likelihood-ratio test compares maximum-likelihood fits: give --lambda 0 (the \
-             chi-square law does not hold for penalised fits)",
-        ));
-    }
-    if plan.reveal == crate::inference::Reveal::Coefficients {
-        return Err(Error::setting(
-            "--drop",
-            "the test needs both models' log-likelihoods, which --reveal coefficients keeps \
-             secret: reveal standard-errors (the default)",
-        ));
-    }
-    let mut out: Vec<(usize, String)> = Vec::with_capacity(spec.drop.len());
-    for column in &spec.drop {
-        let Some(j) = features.iter().position(|f| f == column) else {
-            return Err(Error::setting(
-                "--drop",
-                format!(
-                    "{column:?} is not a feature of the model; the features are {}",
-                    features.join(", ")
-                ),
-            ));
-        };
-        if out.iter().any(|(k, _)| *k == j) {
-            return Err(Error::setting(
-                "--drop",
-                format!(
-                    "{column:?} is given twice (each column counts once in the test's degrees of freedom)"
-                ),
-            ));
-        }
-        out.push((j, column.clone()));
-    }
-    Ok(out)
-}
-
-/// The likelihood-ratio test of `full` against the nested model on `nodes` (each Node's
-/// feature names and rows without the dropped columns), fitted as a second secure study with
-/// the same plan; refused unless both converged with their log-likelihoods revealed.
-fn likelihood_ratio(
-    full: &StudyResult,
-    nodes: Vec<(Vec<String>, Arc<dyn RowSource>)>,
-    dropped: Vec<String>,
-    say: Say<'_>,
-) -> Result<crate::inference::LikelihoodRatio, Error> {
-    let plan = StudyPlan {
-        evaluate: false,
-        ..full.plan.clone()
-    };
-    let nodes = nodes
-        .into_iter()
-        .map(|(names, rows)| {
-            (
-                names,
-                NodeData::from_source(rows, plan.intercept).with_glm(plan.glm),
-            )
-        })
-        .collect();
-    let reduced = run_here(plan, nodes, None, full.shown.clone(), say)?;
-    let log_likelihood = |r: &StudyResult, which: &str| {
-        r.inference().map(|(g, _)| g.log_likelihood).ok_or_else(|| {
-            Error::plan(format!(
-                "the {which} model did not converge with its log-likelihood revealed ({}): \
-                     raise --max-iter",
-                r.outcome.fit.status.name()
-            ))
-        })
-    };
-    Ok(crate::inference::LikelihoodRatio::new(
-        dropped,
-        log_likelihood(full, "full")?,
-        log_likelihood(&reduced, "nested")?,
-    ))
-}
-
 /// The connection settings of `spec` and its study file.
 fn connection<'a>(spec: &'a Spec, file: Option<&'a StudyFile>) -> Connection<'a> {
     Connection {
@@ -458,6 +403,8 @@ pub struct Keyholder {
     state: StateDir,
     resume: bool,
     noise_seed: Option<u64>,
+    /// Studies to serve one after the other: 2 with a nested model (`--drop`).
+    studies: usize,
 }
 
 impl Keyholder {
@@ -477,19 +424,41 @@ impl Keyholder {
             state: StateDir::new(spec.state.clone()),
             resume: spec.resume,
             noise_seed: spec.noise_seed,
+            studies: 1 + usize::from(!spec.drop.is_empty()),
         })
     }
 
-    /// Waits for the aggregator, makes the key pair it asks for, serves until the study ends.
+    /// Waits for the aggregator, makes the key pair it asks for, serves until the study ends
+    /// (and then the nested model's study, with `--drop`, under a key pair of its own).
     pub fn run(self, say: Say<'_>) -> Result<KeyholderStats, Error> {
         let party = &self.party;
         let network = &party.network;
         party.stop_peers_on_error(|| {
             let listener = network.listen(&self.listen).map_err(Error::Network)?;
-            say(&format!(
-                "key holder listening on {}",
-                listener.local_addr().map_err(Error::Network)?
-            ));
+            let bound = listener.local_addr().map_err(Error::Network)?;
+            say(&format!("key holder listening on {bound}"));
+            let mut stats = self.serve(listener, self.resume, say)?;
+            for _ in 1..self.studies {
+                // Admitting closed the socket: the nested study's aggregator dials the same
+                // address (the port actually bound, when --listen asked for any).
+                let listener = network.listen(&bound.to_string()).map_err(Error::Network)?;
+                say("serving the nested model's study (--drop)");
+                stats = self.serve(listener, false, say)?;
+            }
+            Ok(stats)
+        })
+    }
+
+    /// Admits the aggregator on `listener` and serves one study.
+    fn serve(
+        &self,
+        listener: privlogit_protocols::transport::Listener,
+        resume: bool,
+        say: Say<'_>,
+    ) -> Result<KeyholderStats, Error> {
+        let party = &self.party;
+        let network = &party.network;
+        {
             let expected = match party.roster() {
                 Some(r) if r.pinned() => Expected::Members(vec![r.aggregator.clone()]),
                 _ => Expected::Anyone {
@@ -509,7 +478,7 @@ impl Keyholder {
                 channel.pipe().peer_address()
             ));
             let key_file = self.state.key_file(&network.study())?;
-            let mut store = FileKeyStore::new(key_file.clone(), self.resume);
+            let mut store = FileKeyStore::new(key_file.clone(), resume);
             // Used only if the aggregator's plan is differentially private.
             let mut share = noise_share(self.noise_seed, 1);
             let result = study::run_keyholder(
@@ -541,7 +510,7 @@ impl Keyholder {
                 human_bytes(stats.bytes_sent)
             ));
             Ok(stats)
-        })
+        }
     }
 }
 
@@ -557,6 +526,8 @@ pub struct Aggregator {
     from: Option<Checkpoint>,
     noise_seed: Option<u64>,
     shown: Shown,
+    /// The columns of a nested model (`--drop`), fitted as a second study after the full one.
+    dropped: Vec<String>,
 }
 
 impl Aggregator {
@@ -583,6 +554,9 @@ impl Aggregator {
             }
         };
         let plan = spec.study_plan(parties)?;
+        if !spec.drop.is_empty() {
+            nested::check_plan(&plan)?;
+        }
         let listen = address_of(
             spec.listen.as_ref(),
             roster.map(|r| &r.aggregator),
@@ -630,6 +604,7 @@ impl Aggregator {
             from,
             noise_seed: spec.noise_seed,
             shown: Shown::of(spec)?,
+            dropped: spec.drop.clone(),
         })
     }
 
@@ -655,22 +630,19 @@ impl Aggregator {
             from,
             noise_seed,
             shown,
+            dropped,
         } = self;
         let network = &party.network;
         let roster = party.roster();
-        party.stop_peers_on_error(|| {
-            let listener = network.listen(&listen).map_err(Error::Network)?;
-            say(&format!(
-                "aggregator listening on {}, waiting for {parties} Nodes",
-                listener.local_addr().map_err(Error::Network)?
-            ));
-            let expected = match roster {
-                Some(r) => Expected::Members(r.nodes.clone()),
-                None => Expected::Anyone {
-                    role: Role::Node,
-                    count: parties,
-                },
-            };
+        let expected = match roster {
+            Some(r) => Expected::Members(r.nodes.clone()),
+            None => Expected::Anyone {
+                role: Role::Node,
+                count: parties,
+            },
+        };
+        // Admits the Nodes on `listener`, then dials the key holder.
+        let join = |listener: privlogit_protocols::transport::Listener| {
             let nodes = listener
                 .admit(&expected, PATIENCE, &mut |m| say(m))
                 .map_err(Error::Network)?;
@@ -685,6 +657,15 @@ impl Aggregator {
             let keyholder = network
                 .connect(&keyholder, &party.server(Role::KeyHolder), PATIENCE)
                 .map_err(Error::Network)?;
+            Ok::<_, Error>((nodes, keyholder))
+        };
+        party.stop_peers_on_error(|| {
+            let listener = network.listen(&listen).map_err(Error::Network)?;
+            let bound = listener.local_addr().map_err(Error::Network)?;
+            say(&format!(
+                "aggregator listening on {bound}, waiting for {parties} Nodes"
+            ));
+            let (nodes, keyholder) = join(listener)?;
             let mut progress = |r: &IterationRecord| say(&progress_line(r));
             let mut saved_iterations = None;
             let mut save = |c: &Checkpoint| {
@@ -725,7 +706,7 @@ impl Aggregator {
                     return Err(e.into());
                 }
             };
-            let result = StudyResult {
+            let mut result = StudyResult {
                 outcome,
                 plan: plan.clone(),
                 keyholder: None,
@@ -733,6 +714,48 @@ impl Aggregator {
                 shown,
                 likelihood_ratio: None,
             };
+            if !dropped.is_empty() {
+                let reduced = (|| {
+                    // The same listening address (the port actually bound): admitting closed
+                    // the socket, and the Nodes dial it again.
+                    let listener = network.listen(&bound.to_string()).map_err(Error::Network)?;
+                    let features = &result.outcome.names[usize::from(plan.intercept)..];
+                    let columns = nested::columns(&dropped, features)?;
+                    say(&format!(
+                        "nested model without {}: a second secure study, waiting for the Nodes",
+                        dropped.join(", ")
+                    ));
+                    let (nodes, keyholder) = join(listener)?;
+                    let nested_plan = nested::plan(&plan);
+                    let outcome = study::run_aggregator(
+                        nodes,
+                        keyholder,
+                        &nested_plan,
+                        &mut progress,
+                        None,
+                        None,
+                    )?;
+                    let reduced = StudyResult {
+                        outcome,
+                        plan: nested_plan,
+                        keyholder: None,
+                        nodes: None,
+                        shown: result.shown.clone(),
+                        likelihood_ratio: None,
+                    };
+                    let names = columns.into_iter().map(|(_, n)| n).collect();
+                    nested::test(&result, &reduced, names)
+                })();
+                match reduced {
+                    Ok(test) => result.likelihood_ratio = Some(test),
+                    Err(e) => {
+                        // The full model stands: it is written before the error is reported.
+                        deliver(&result)?;
+                        state::remove(&checkpoint, say);
+                        return Err(e);
+                    }
+                }
+            }
             deliver(&result)?;
             state::remove(&checkpoint, say);
             Ok(result)
@@ -754,6 +777,8 @@ pub struct Node {
     /// Held-out rows to evaluate the final model on, when the study asks.
     held_out: Option<Arc<dyn RowSource>>,
     ledger: Option<(PathBuf, Option<f64>, Option<PathBuf>, String)>,
+    /// The columns of a nested model (`--drop`): served as a second study after the full one.
+    dropped: Vec<(usize, String)>,
 }
 
 impl Node {
@@ -784,14 +809,23 @@ impl Node {
         )?;
         let columns = crate::fit::GlmColumns::of(spec);
         let glm = columns.glm();
+        let site = if spec.site_intercepts {
+            Some(site_of(party.network.name(), party.roster())?)
+        } else {
+            None
+        };
         let Opened {
             source,
             rows: opened,
             names,
-        } = rows.open(&columns, None)?;
+        } = rows.open(&columns, site)?;
+        if let Some((_, sites)) = site {
+            let own = names.len().saturating_sub(sites - 1);
+            crate::fit::sites::check(sites, spec.intercept, &names[..own])?;
+        }
         let held_out = match &spec.test_party[..] {
             [] => None,
-            [path] => Some(held_out_rows(spec, path, &names, &columns, None)?),
+            [path] => Some(held_out_rows(spec, path, &names, &columns, site)?),
             more => {
                 return Err(Error::setting(
                     "--test-party",
@@ -799,6 +833,7 @@ impl Node {
                 ));
             }
         };
+        let dropped = nested::columns(&spec.drop, &names)?;
         let ledger = spec.ledger.as_ref().map(|path| {
             let file = match &rows {
                 NodeRows::File { path, .. } => Some(path.clone()),
@@ -820,6 +855,7 @@ impl Node {
             glm,
             held_out,
             ledger,
+            dropped,
         })
     }
 
@@ -835,9 +871,11 @@ impl Node {
             glm,
             held_out,
             ledger,
+            dropped,
         } = self;
         let network = &party.network;
         let count = rows.rows();
+        let reduced = (!dropped.is_empty()).then(|| nested::without(&names, &rows, &dropped));
         party.stop_peers_on_error(|| {
             let channel = network
                 .connect(&aggregator, &party.server(Role::Aggregator), PATIENCE)
@@ -891,6 +929,29 @@ impl Node {
                 "study done: local sums {:.2} s, Paillier {:.2} s, {} sent",
                 stats.local_seconds,
                 stats.paillier_seconds,
+                human_bytes(stats.bytes_sent)
+            ));
+            let Some((names, rows)) = reduced else {
+                return Ok(stats);
+            };
+            let dropped: Vec<&str> = dropped.iter().map(|(_, n)| n.as_str()).collect();
+            say(&format!(
+                "nested model without {}: joining the second study",
+                dropped.join(", ")
+            ));
+            let channel = network
+                .connect(&aggregator, &party.server(Role::Aggregator), PATIENCE)
+                .map_err(Error::Network)?;
+            let stats = study::run_node(
+                channel,
+                &names,
+                NodeData::from_source(rows, true).with_glm(glm),
+                2048,
+                party.key_trust(),
+                None,
+            )?;
+            say(&format!(
+                "nested study done: {} sent",
                 human_bytes(stats.bytes_sent)
             ));
             Ok(stats)

@@ -586,6 +586,57 @@ mod tests {
         );
     }
 
+    /// A ranking request is bounded before any decryption: one count per Node of the study,
+    /// the total within the largest ranking, a seed exactly for each Node with rows.
+    #[test]
+    fn ranking_requests_are_bounded() {
+        use crate::paillier::{KeyPair, Packing};
+        let pair = KeyPair::generate_insecure_for_tests(512, &mut rand::rng());
+        let key = pair.secret.public_key();
+        let noise = DjnNoise::new(key, &mut rand::rng());
+        let seed = EncryptedVector::encrypt(
+            key,
+            &[Fixed::integer(7)],
+            &(BigUint::one() << 256),
+            Packing::unpacked(key),
+            &noise,
+        )
+        .expect("seed")
+        .to_bytes(key);
+        let config = SecureConfig::new(1, 2, 3, DEFAULT_FORMAT);
+        let request = |nodes: u64, rows: &[(u64, &[u8])]| {
+            let mut w = Writer::new().u64(nodes);
+            for (n, s) in rows {
+                w = w.u64(*n).bytes(s);
+            }
+            w.finish()
+        };
+        let read = |bytes: &[u8]| read_rank_request(Reader::new(bytes), key, &config);
+        let (counts, seeds) = read(&request(2, &[(5, &seed), (0, &[])])).expect("fine");
+        assert_eq!(counts, [5, 0]);
+        assert!(seeds[0].is_some() && seeds[1].is_none());
+        let too_many = ranking::MAX_RANKED_ROWS as u64;
+        for (bytes, why) in [
+            (
+                request(3, &[(5, &seed), (0, &[]), (0, &[])]),
+                "over 3 Nodes",
+            ),
+            (
+                request(2, &[(too_many, &seed), (1, &seed)]),
+                "held-out rows",
+            ),
+            (
+                request(2, &[(u64::MAX, &seed), (1, &seed)]),
+                "held-out rows",
+            ),
+            (request(2, &[(5, &[]), (0, &[])]), "does not match"),
+            (request(2, &[(0, &seed), (0, &[])]), "does not match"),
+        ] {
+            let e = read(&bytes).expect_err(why);
+            assert!(e.to_string().contains(why), "{e}");
+        }
+    }
+
     /// What a key store keeps reads back: session, budget and a key that decrypts what the
     /// original encrypted.
     #[test]
