@@ -9,15 +9,7 @@ mod common;
 use common::deployment::{
     Deployment, HOSPITALS, coefficients, demo, free_port, json, node_process, plaintext_fit,
 };
-use common::process::{Role, privlogit};
-
-/// Every role ends with success within `patience`.
-fn all_succeed(roles: Vec<Role>, patience: Duration) {
-    for role in roles {
-        let (ok, log) = role.end(patience);
-        assert!(ok, "{log}");
-    }
-}
+use common::process::{Role, all_succeed, privlogit};
 
 /// A Node started 20 s (more than three deadlines) before the others stays admitted: the
 /// aggregator heartbeats on its connection from admission on, and the study succeeds.
@@ -83,7 +75,7 @@ fn idle_connections_do_not_stop_a_server_with_few_open_files() {
     assert!(log.contains("refused or dropped connections"), "{log}");
     drop(idle);
     all_succeed(
-        nodes.into_iter().chain([keyholder]).collect(),
+        nodes.into_iter().chain([keyholder]),
         Duration::from_secs(60),
     );
 }

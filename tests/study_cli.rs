@@ -10,7 +10,7 @@ use common::deployment::{
     DEPLOYMENT_FEATURES, Deployment, HOSPITALS, coefficients, demo, free_port, json,
     narrow_hospitals, node_process, plaintext_fit,
 };
-use common::process::{Role, address, fresh_dir, privlogit, privlogit_ok};
+use common::process::{Role, address, all_succeed, fresh_dir, privlogit, privlogit_ok};
 
 /// The README's demo study: secure PrivLogit-Local (accelerated, standardised under encryption)
 /// equals the plaintext distributed fit to 1e-6, with the same iteration count.
@@ -185,10 +185,10 @@ fn uninterrupted(d: &Deployment, settings: &[&str], out: &std::path::Path) -> Ve
         .zip(['a', 'b', 'c'])
         .map(|(h, c)| d.node(h, c, &agg))
         .collect();
-    for role in [aggregator, keyholder].into_iter().chain(nodes) {
-        let (ok, log) = role.end(Duration::from_secs(120));
-        assert!(ok, "{log}");
-    }
+    all_succeed(
+        [aggregator, keyholder].into_iter().chain(nodes),
+        Duration::from_secs(120),
+    );
     model(out)
 }
 
@@ -527,10 +527,10 @@ fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
             nodes.push(node_process(study, &d.identity(name), file, None));
         }
     }
-    for role in [aggregator, keyholder].into_iter().chain(nodes) {
-        let (ok, log) = role.end(Duration::from_secs(180));
-        assert!(ok, "{log}");
-    }
+    all_succeed(
+        [aggregator, keyholder].into_iter().chain(nodes),
+        Duration::from_secs(180),
+    );
     let reference = plaintext_fit(&files, "privlogit-accel");
     for model in [&model_a, &model_b] {
         let got = coefficients(&json(&std::fs::read(model).expect("model")));
@@ -919,10 +919,10 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
                 ])
             })
             .collect();
-        for role in [aggregator, keyholder].into_iter().chain(nodes) {
-            let (ok, log) = role.end(Duration::from_secs(120));
-            assert!(ok, "{log}");
-        }
+        all_succeed(
+            [aggregator, keyholder].into_iter().chain(nodes),
+            Duration::from_secs(120),
+        );
         let separate = coefficients(&json(&std::fs::read(&model).expect("model")));
         let mut args = vec!["stack", "run", "--label", "label", "--epsilon", "1"];
         for f in &files {
@@ -1122,10 +1122,10 @@ fn nodes_in_separate_processes_evaluate_their_held_out_rows() {
             ])
         })
         .collect();
-    for role in [aggregator, keyholder].into_iter().chain(nodes) {
-        let (ok, log) = role.end(Duration::from_secs(120));
-        assert!(ok, "{log}");
-    }
+    all_succeed(
+        [aggregator, keyholder].into_iter().chain(nodes),
+        Duration::from_secs(120),
+    );
     let ours = json(&std::fs::read(&out).expect("result"));
     let mut fit = vec!["fit", "--label", "label", "--standardize"];
     fit.extend(["--optimizer", "privlogit-accel", "--tol", "1e-6"]);
@@ -1176,10 +1176,10 @@ fn site_intercepts_and_a_nested_model_across_separate_processes() {
         .zip(['a', 'b', 'c'])
         .map(|(h, c)| d.node(h, c, &agg))
         .collect();
-    for role in [aggregator, keyholder].into_iter().chain(nodes) {
-        let (ok, log) = role.end(Duration::from_secs(180));
-        assert!(ok, "{log}");
-    }
+    all_succeed(
+        [aggregator, keyholder].into_iter().chain(nodes),
+        Duration::from_secs(180),
+    );
     let ours = json(&std::fs::read(&out).expect("result"));
     let mut fit = vec!["fit", "--label", "label", "--standardize", "--lambda", "0"];
     fit.extend([

@@ -171,3 +171,11 @@ pub fn new_identity(dir: &std::path::Path, name: &str) -> String {
     assert!(fp.starts_with("sha256:") && fp.len() == 71, "{fp}");
     fp
 }
+
+/// Every role ends with success within `patience` (its log in the failure otherwise).
+pub fn all_succeed(roles: impl IntoIterator<Item = Role>, patience: Duration) {
+    for role in roles {
+        let (ok, log) = role.end(patience);
+        assert!(ok, "{log}");
+    }
+}
