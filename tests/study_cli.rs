@@ -1180,6 +1180,9 @@ fn site_intercepts_and_a_nested_model_across_separate_processes() {
         [aggregator, keyholder].into_iter().chain(nodes),
         Duration::from_secs(180),
     );
+    // Neither study's key is left behind (the nested one's is never written).
+    let kept = std::fs::read_dir(d.state("keyholder")).map_or(0, |dir| dir.count());
+    assert_eq!(kept, 0, "key files left in {}", d.state("keyholder"));
     let ours = json(&std::fs::read(&out).expect("result"));
     let mut fit = vec!["fit", "--label", "label", "--standardize", "--lambda", "0"];
     fit.extend([

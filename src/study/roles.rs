@@ -12,7 +12,7 @@ use privlogit_protocols::paillier::{KeyPair, KeySize, PublicKey, SecretKey};
 use privlogit_protocols::rows::RowSource;
 use privlogit_protocols::secure::checkpoint::Checkpoint;
 use privlogit_protocols::secure::inprocess;
-use privlogit_protocols::secure::keyholder::KeyholderStats;
+use privlogit_protocols::secure::keyholder::{KeyStore, KeyholderStats, NoKeyStore};
 use privlogit_protocols::secure::node::{NodeData, NodeStats};
 use privlogit_protocols::secure::perturbation::{NoiseShare, Release};
 use privlogit_protocols::secure::study::{self, Continuity, StudyPlan};
@@ -150,6 +150,19 @@ pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
         .collect())
 }
 
+/// Refuses more held-out rows than one ranking takes, before any key is made (the servers
+/// would refuse them after the fit).
+fn check_held_out_total(rows: usize) -> Result<(), Error> {
+    let most = privlogit_protocols::secure::ranking::MAX_RANKED_ROWS;
+    if rows > most {
+        return Err(Error::setting(
+            "--test-party",
+            format!("{rows} held-out rows: a study ranks at most {most} for its AUC"),
+        ));
+    }
+    Ok(())
+}
+
 /// A Node's site (its place among the study file's Nodes, from 0) and the count of sites, for
 /// `--site-intercepts`: every Node finds the same numbering in the shared study file.
 fn site_of(
@@ -245,6 +258,7 @@ impl InProcess {
             .enumerate()
             .map(|(k, (path, names))| held_out_rows(spec, path, names, &columns, sites(k)))
             .collect::<Result<Vec<_>, _>>()?;
+        check_held_out_total(held_out.iter().map(|r| r.rows()).sum())?;
         let dropped = if spec.drop.is_empty() {
             Vec::new()
         } else {
@@ -437,23 +451,25 @@ impl Keyholder {
             let listener = network.listen(&self.listen).map_err(Error::Network)?;
             let bound = listener.local_addr().map_err(Error::Network)?;
             say(&format!("key holder listening on {bound}"));
-            let mut stats = self.serve(listener, self.resume, say)?;
+            let mut stats = self.serve(listener, false, say)?;
             for _ in 1..self.studies {
                 // Admitting closed the socket: the nested study's aggregator dials the same
                 // address (the port actually bound, when --listen asked for any).
                 let listener = network.listen(&bound.to_string()).map_err(Error::Network)?;
                 say("serving the nested model's study (--drop)");
-                stats = self.serve(listener, false, say)?;
+                stats = self.serve(listener, true, say)?;
             }
             Ok(stats)
         })
     }
 
-    /// Admits the aggregator on `listener` and serves one study.
+    /// Admits the aggregator on `listener` and serves one study: the full one (its key kept
+    /// for `--resume` until it ends) or the `nested` model's (not resumable: the aggregator
+    /// keeps no checkpoint of it, so its key stays in memory).
     fn serve(
         &self,
         listener: privlogit_protocols::transport::Listener,
-        resume: bool,
+        nested: bool,
         say: Say<'_>,
     ) -> Result<KeyholderStats, Error> {
         let party = &self.party;
@@ -478,20 +494,22 @@ impl Keyholder {
                 channel.pipe().peer_address()
             ));
             let key_file = self.state.key_file(&network.study())?;
-            let mut store = FileKeyStore::new(key_file.clone(), resume);
+            let mut kept = FileKeyStore::new(key_file.clone(), self.resume);
+            let mut in_memory = NoKeyStore;
+            let store: &mut dyn KeyStore = if nested { &mut in_memory } else { &mut kept };
             // Used only if the aggregator's plan is differentially private.
             let mut share = noise_share(self.noise_seed, 1);
             let result = study::run_keyholder(
                 channel,
                 make_key,
                 party.endorser().as_ref(),
-                &mut store,
+                store,
                 Some(&mut share),
             );
             let stats = match result {
                 Ok(stats) => stats,
                 Err(e) => {
-                    if key_file.exists() {
+                    if !nested && key_file.exists() {
                         say(&format!(
                             "the study key is kept in {} (secret): restart with --resume to \
                              continue the study",
@@ -501,7 +519,9 @@ impl Keyholder {
                     return Err(e.into());
                 }
             };
-            state::remove(&key_file, say);
+            if !nested {
+                state::remove(&key_file, say);
+            }
             say(&format!(
                 "study done: {} AND gates garbled in {:.2} s, Paillier {:.2} s, {} sent",
                 stats.and_gates,
@@ -825,7 +845,11 @@ impl Node {
         }
         let held_out = match &spec.test_party[..] {
             [] => None,
-            [path] => Some(held_out_rows(spec, path, &names, &columns, site)?),
+            [path] => {
+                let rows = held_out_rows(spec, path, &names, &columns, site)?;
+                check_held_out_total(rows.rows())?;
+                Some(rows)
+            }
             more => {
                 return Err(Error::setting(
                     "--test-party",
