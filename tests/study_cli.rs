@@ -178,15 +178,10 @@ fn uninterrupted(d: &Deployment, settings: &[&str], out: &std::path::Path) -> Ve
     let state = d.state("whole-aggregator");
     let mut args = settings.to_vec();
     args.extend(["--json", "--out", &out_arg, "--state", &state]);
-    let (keyholder, kh) = d.keyholder_with(&["--state", &d.state("whole-keyholder")]);
-    let (aggregator, agg) = d.aggregator(&kh, &args);
-    let nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, c)| d.node(h, c, &agg))
-        .collect();
-    all_succeed(
-        [aggregator, keyholder].into_iter().chain(nodes),
+    let keyholder_state = d.state("whole-keyholder");
+    d.run_all(
+        &["--state", &keyholder_state],
+        &args,
         Duration::from_secs(120),
     );
     model(out)
@@ -1167,19 +1162,9 @@ fn site_intercepts_and_a_nested_model_across_separate_processes() {
         "--tol",
         "0",
     ];
-    let (keyholder, kh) = d.keyholder();
     let mut args = settings.to_vec();
     args.extend(["--json", "--out", &out_arg]);
-    let (aggregator, agg) = d.aggregator(&kh, &args);
-    let nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, c)| d.node(h, c, &agg))
-        .collect();
-    all_succeed(
-        [aggregator, keyholder].into_iter().chain(nodes),
-        Duration::from_secs(180),
-    );
+    d.run_all(&[], &args, Duration::from_secs(180));
     // Neither study's key is left behind (the nested one's is never written).
     let kept = std::fs::read_dir(d.state("keyholder")).map_or(0, |dir| dir.count());
     assert_eq!(kept, 0, "key files left in {}", d.state("keyholder"));

@@ -161,6 +161,19 @@ impl Deployment {
         )
     }
 
+    /// The whole study run once: the key holder (with `keyholder` arguments), the aggregator
+    /// (with `aggregator`) and the three hospitals, every one exiting 0 within `patience`.
+    pub fn run_all(&self, keyholder: &[&str], aggregator: &[&str], patience: Duration) {
+        let (keyholder, kh) = self.keyholder_with(keyholder);
+        let (aggregator, agg) = self.aggregator(&kh, aggregator);
+        let nodes: Vec<Role> = HOSPITALS
+            .iter()
+            .zip(['a', 'b', 'c'])
+            .map(|(h, c)| self.node(h, c, &agg))
+            .collect();
+        super::process::all_succeed([aggregator, keyholder].into_iter().chain(nodes), patience);
+    }
+
     /// The deployment's copy of hospital `data` (a, b or c): see [`DEPLOYMENT_FEATURES`].
     pub fn hospital(&self, data: char) -> String {
         let index = match data {
