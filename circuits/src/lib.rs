@@ -22,6 +22,7 @@ pub mod fixed_format;
 pub mod fixed_gadgets;
 pub mod garble;
 pub mod lanes;
+pub mod logistic;
 pub mod matrix_circuits;
 pub mod merge;
 pub mod ot;

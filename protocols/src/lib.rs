@@ -29,6 +29,7 @@ pub mod secret_file;
 pub mod secure;
 pub mod stopping;
 pub mod transport;
+pub mod vertical;
 
 pub use aggregation::{Aggregation, PlaintextAggregation};
 pub use objective::{Family, Glm, PartyData};

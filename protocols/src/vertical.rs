@@ -1,0 +1,10 @@
+//! Vertically partitioned studies: organisations that hold different columns about the same
+//! people (docs/src/guide/vertical.md).
+//!
+//! - [`psi`]: which rows the parties share, and in which common order, without anyone learning
+//!   an identifier outside the intersection (server-aided private set intersection).
+//! - [`sealed`]: a 32-byte secret from one party to another through a relay that cannot read it
+//!   (X25519 and an HMAC-checked one-time pad), how the PSI key reaches every party.
+
+pub mod psi;
+pub mod sealed;
