@@ -1,0 +1,281 @@
+//! A party's whole contribution to a vertical study's secure fit, dealt before the fit starts:
+//! its columns opened under a mask, and the Beaver products of its masks for every round it
+//! allows ([`super::shares`] says how the servers use them).
+
+use std::ops::Range;
+
+use rand::CryptoRng;
+
+use super::ring::{self, Seed, X_FRAC};
+use super::shares::label;
+
+/// What a party sends: the key holder's seed (to be encrypted for it), and the aggregator's
+/// part.
+pub struct Deal {
+    /// The key holder's seed: its shares of every mask and product.
+    pub keyholder_seed: Seed,
+    /// The aggregator's part.
+    pub aggregator: AggregatorDeal,
+}
+
+/// The aggregator's part of a deal (the key holder receives `d` too, forwarded).
+pub struct AggregatorDeal {
+    /// The party's columns among all.
+    pub columns: Range<usize>,
+    /// The aggregator's seed.
+    pub seed: Seed,
+    /// `D = X - R`, `n x p_k` by rows.
+    pub d: Vec<u128>,
+    /// Per round, the aggregator's share of `R^T v_t`.
+    pub w: Vec<Vec<u128>>,
+    /// The aggregator's share of `R^T V` (`p_k x p`).
+    pub bound_w: Vec<u128>,
+    /// The labelling party's: the aggregator's bit share of the labels.
+    pub labels: Option<Vec<u64>>,
+}
+
+/// Why a party's rows cannot enter a vertical study.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DealError {
+    /// A value beyond the study's public bound.
+    #[error(
+        "row {row}, column {column}: {value} is beyond the study's bound of 2^{bits} on feature \
+         values"
+    )]
+    OutOfRange {
+        /// Row (from 0, in the common order).
+        row: usize,
+        /// Column among the party's.
+        column: usize,
+        /// The value.
+        value: f64,
+        /// The bound's bits.
+        bits: u32,
+    },
+}
+
+/// Deals party columns `columns` (of `features` in all) for `rounds` gradient rounds: `x` is
+/// `n x p_k` by rows in the common order, `labels` the labelling party's 0/1 labels. Every
+/// value must be below `2^value_bits` in magnitude.
+#[allow(clippy::too_many_arguments)]
+pub fn deal<R: CryptoRng>(
+    x: &[f64],
+    columns: Range<usize>,
+    features: usize,
+    labels: Option<&[bool]>,
+    rounds: u64,
+    value_bits: u32,
+    rng: &mut R,
+) -> Result<Deal, DealError> {
+    let pk = columns.len();
+    let rows = if pk == 0 {
+        labels.map_or(0, <[bool]>::len)
+    } else {
+        x.len() / pk
+    };
+    let limit = f64::from(value_bits).exp2();
+    let mut fixed = Vec::with_capacity(x.len());
+    for (i, &v) in x.iter().enumerate() {
+        if !(v.abs() < limit) {
+            return Err(DealError::OutOfRange {
+                row: i / pk,
+                column: i % pk,
+                value: v,
+                bits: value_bits,
+            });
+        }
+        fixed.push(ring::encode(v, X_FRAC).expect("below the bound"));
+    }
+    let mut keyholder_seed = [0u8; 32];
+    let mut seed = [0u8; 32];
+    rng.fill_bytes(&mut keyholder_seed);
+    rng.fill_bytes(&mut seed);
+    let both = |name: &str, index: u64, len: usize| -> (Vec<u128>, Vec<u128>) {
+        let k = ring::stream(&keyholder_seed, name, index, len);
+        let a = ring::stream(&seed, name, index, len);
+        let mut whole = k.clone();
+        ring::add_into(&mut whole, &a);
+        (whole, k)
+    };
+    let (r, _) = both(label::R, 0, rows * pk);
+    let d = ring::sub(&fixed, &r);
+    let w = (0..rounds)
+        .map(|t| {
+            let (v, _) = both(label::V, t, rows);
+            let product = ring::transpose_times(&r, pk, &v);
+            ring::sub(
+                &product,
+                &ring::stream(&keyholder_seed, label::W, t, pk),
+            )
+        })
+        .collect();
+    let (v, _) = both(label::BOUND_V, 0, rows * features);
+    let bound_w = ring::sub(
+        &ring::transpose_product(&r, pk, &v, features),
+        &ring::stream(&keyholder_seed, label::BOUND_W, 0, pk * features),
+    );
+    let labels = labels.map(|y| {
+        let mask = ring::bit_stream(&keyholder_seed, label::Y, 0, rows);
+        let mut bits = vec![0u64; rows.div_ceil(64)];
+        for (i, &label) in y.iter().enumerate() {
+            bits[i / 64] |= u64::from(label) << (i % 64);
+        }
+        bits.iter().zip(&mask).map(|(b, m)| b ^ m).collect()
+    });
+    Ok(Deal {
+        keyholder_seed,
+        aggregator: AggregatorDeal {
+            columns,
+            seed,
+            d,
+            w,
+            bound_w,
+            labels,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vertical::ring::{R_FRAC, Side, decode};
+    use crate::vertical::shares::{PartyShares, ServerShares};
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    /// Both servers' shares of a study dealt by `xs` (per party, by rows) with labels at the
+    /// first party.
+    fn servers(xs: &[(Vec<f64>, usize)], labels: &[bool], rounds: u64) -> [ServerShares; 2] {
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let features: usize = xs.iter().map(|(_, p)| p).sum();
+        let rows = labels.len();
+        let mut start = 0;
+        let (mut agg, mut kh) = (Vec::new(), Vec::new());
+        let mut agg_labels = Vec::new();
+        let mut kh_labels = Vec::new();
+        for (k, (x, p)) in xs.iter().enumerate() {
+            let columns = start..start + p;
+            start += p;
+            let y = (k == 0).then_some(labels);
+            let deal = deal(x, columns.clone(), features, y, rounds, 20, &mut rng).expect("deal");
+            let a = deal.aggregator;
+            if let Some(l) = a.labels {
+                agg_labels = l;
+                kh_labels = ring::bit_stream(&deal.keyholder_seed, label::Y, 0, rows);
+            }
+            kh.push(PartyShares::new(
+                rows,
+                columns.clone(),
+                a.d.clone(),
+                deal.keyholder_seed,
+                rounds,
+                Vec::new(),
+                Vec::new(),
+            ));
+            agg.push(PartyShares::new(
+                rows, columns, a.d, a.seed, rounds, a.w, a.bound_w,
+            ));
+        }
+        [
+            ServerShares::new(Side::KeyHolder, rows, kh, kh_labels),
+            ServerShares::new(Side::Aggregator, rows, agg, agg_labels),
+        ]
+    }
+
+    #[test]
+    fn the_servers_products_equal_the_plaintext_ones() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let rows = 37;
+        let widths = [3usize, 1, 4];
+        let xs: Vec<(Vec<f64>, usize)> = widths
+            .iter()
+            .map(|&p| {
+                (
+                    (0..rows * p).map(|_| rng.random_range(-3.0..3.0)).collect(),
+                    p,
+                )
+            })
+            .collect();
+        let labels: Vec<bool> = (0..rows).map(|_| rng.random()).collect();
+        let [kh, agg] = servers(&xs, &labels, 4);
+        let p: usize = widths.iter().sum();
+        // The whole design, as the parties' fixed-point values.
+        let x = |i: usize, j: usize| -> f64 {
+            let (mut k, mut jj) = (0, j);
+            while jj >= widths[k] {
+                jj -= widths[k];
+                k += 1;
+            }
+            decode(ring::encode(xs[k].0[i * widths[k] + jj], X_FRAC).expect("fits"), X_FRAC)
+        };
+        // Labels.
+        for (i, &y) in labels.iter().enumerate() {
+            assert_eq!(kh.label(i) ^ agg.label(i), y);
+        }
+        // X beta.
+        let beta: Vec<f64> = (0..p).map(|j| 0.25 * j as f64 - 0.8).collect();
+        let fixed: Vec<u128> = beta
+            .iter()
+            .map(|b| ring::encode(*b, ring::BETA_FRAC).expect("fits"))
+            .collect();
+        let (za, zb) = (kh.linear_predictor(&fixed), agg.linear_predictor(&fixed));
+        for i in 0..rows {
+            let z = decode(za[i].wrapping_add(zb[i]), X_FRAC + ring::BETA_FRAC);
+            let exact: f64 = (0..p).map(|j| x(i, j) * beta[j]).sum();
+            assert!((z - exact).abs() < 1e-9, "row {i}: {z} vs {exact}");
+        }
+        // X^T r in round 2, r shared at random.
+        let r: Vec<f64> = (0..rows).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let r_fixed: Vec<u128> = r.iter().map(|v| ring::encode(*v, R_FRAC).expect("fits")).collect();
+        let r_kh: Vec<u128> = (0..rows).map(|_| rng.random()).collect();
+        let r_agg = ring::sub(&r_fixed, &r_kh);
+        let round = 2;
+        let mut g = vec![0.0; p];
+        for k in 0..widths.len() {
+            let mut e = kh.gradient_opening(k, round, &r_kh);
+            ring::add_into(&mut e, &agg.gradient_opening(k, round, &r_agg));
+            let mut sum = kh.gradient_block(k, round, &e).expect("dealt");
+            ring::add_into(&mut sum, &agg.gradient_block(k, round, &e).expect("dealt"));
+            let columns: Vec<_> = kh.columns().collect();
+            for (j, v) in columns[k].clone().zip(sum) {
+                g[j] = decode(v, X_FRAC + R_FRAC);
+            }
+        }
+        for (j, gj) in g.iter().enumerate() {
+            let exact: f64 = (0..rows).map(|i| x(i, j) * decode(r_fixed[i], R_FRAC)).sum();
+            assert!((gj - exact).abs() < 1e-12, "column {j}: {gj} vs {exact}");
+        }
+        assert!(kh.gradient_block(0, 4, &vec![0; rows]).is_none());
+        // X^T X, block by block.
+        for (k, columns) in kh.columns().collect::<Vec<_>>().into_iter().enumerate() {
+            let mut e = kh.bound_opening(k);
+            ring::add_into(&mut e, &agg.bound_opening(k));
+            let mut block = kh.bound_block(k, &e);
+            ring::add_into(&mut block, &agg.bound_block(k, &e));
+            for (a, i) in columns.clone().enumerate() {
+                for j in 0..p {
+                    let got = decode(block[a * p + j], 2 * X_FRAC);
+                    let exact: f64 = (0..rows).map(|r| x(r, i) * x(r, j)).sum();
+                    assert!((got - exact).abs() < 1e-12, "({i}, {j}): {got} vs {exact}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_beyond_the_bound_is_named() {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let err = deal(&[1.0, 2.0, 5000.0, 1.0], 0..2, 2, None, 1, 12, &mut rng)
+            .err()
+            .expect("refused");
+        assert_eq!(
+            err,
+            DealError::OutOfRange {
+                row: 1,
+                column: 0,
+                value: 5000.0,
+                bits: 12
+            }
+        );
+    }
+}
