@@ -7,6 +7,7 @@
 //! - [`gc`]: the circuits both servers run (unmasking, Cholesky, inverse, solve, comparisons).
 //! - [`shapes`]: the public shape of every vector a Node sends.
 //! - [`ranking`]: the exact AUC over the Nodes' held-out rows (shares, merge, rank sum).
+//! - [`vertical`]: studies whose parties hold different columns of the same rows.
 //! - [`node`], [`keyholder`]: the two serving roles.
 //! - [`aggregator`]: the driving role, an [`Aggregation`](crate::Aggregation) backend, so the
 //!   optimisers of [`crate::optimizer`] run unchanged on top of it.
@@ -33,6 +34,7 @@ pub mod ranking;
 pub mod shapes;
 pub mod solver;
 pub mod study;
+pub mod vertical;
 pub mod wire;
 
 pub use error::{Refusal, ResumeMismatch, SecureError};

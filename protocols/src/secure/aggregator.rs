@@ -7,6 +7,7 @@
 //! holder.
 
 mod inference;
+mod vertical;
 
 pub use inference::{HeldOut, Reveal, Revealed};
 
@@ -128,6 +129,8 @@ pub struct SecureAggregation<C: Channel> {
     bound_seconds: f64,
     gc_seconds: f64,
     node_wait_seconds: f64,
+    /// A vertical study's shares (its sums come from the servers, not from Nodes).
+    vertical: Option<vertical::Vertical>,
 }
 
 impl<C: Channel> SecureAggregation<C> {
@@ -191,6 +194,7 @@ impl<C: Channel> SecureAggregation<C> {
             bound_seconds: 0.0,
             gc_seconds: 0.0,
             node_wait_seconds: 0.0,
+            vertical: None,
         })
     }
 
@@ -667,6 +671,16 @@ impl<C: Channel> SecureAggregation<C> {
         penalty: Penalty<'_>,
         newton: bool,
     ) -> Result<(SecureGradient, EncryptedVector, Option<EncryptedVector>), SecureError> {
+        if self.vertical.is_some() {
+            if newton {
+                return Err(SecureError::invalid_plan(
+                    "protocol",
+                    "a vertical study runs PrivLogit (plain or accelerated), not secure Newton",
+                ));
+            }
+            let (gradient, objective) = self.vertical_round(beta)?;
+            return self.with_center_terms(beta, penalty, gradient, objective, None, None);
+        }
         let payload = Writer::new()
             .f64s(beta.as_slice().expect("contiguous"))
             .finish();
@@ -692,6 +706,36 @@ impl<C: Channel> SecureAggregation<C> {
         let sum_of = |k: usize| {
             EncryptedVector::sum(&self.key, &parts.iter().map(|p| &p[k]).collect::<Vec<_>>())
         };
+        let nodes_step = match &self.inverse {
+            Some(_) => Some(sum_of(2)?),
+            None => None,
+        };
+        let information = if newton {
+            Some(sum_of(count - 1)?)
+        } else {
+            None
+        };
+        self.with_center_terms(
+            beta,
+            penalty,
+            sum_of(0)?,
+            sum_of(1)?,
+            nodes_step,
+            information,
+        )
+    }
+
+    /// The Center's terms added to the summed gradient and objective (and the local step).
+    #[allow(clippy::type_complexity)]
+    fn with_center_terms(
+        &self,
+        beta: &Array1<f64>,
+        penalty: Penalty<'_>,
+        gradient_sum: EncryptedVector,
+        objective_sum: EncryptedVector,
+        nodes_step: Option<EncryptedVector>,
+        information: Option<EncryptedVector>,
+    ) -> Result<(SecureGradient, EncryptedVector, Option<EncryptedVector>), SecureError> {
         let n = self.rows as f64;
         let frac = self.config.frac;
         // The Center's penalty terms (eq. 2.10, 2.12; public, centred when the penalty has a
@@ -702,11 +746,11 @@ impl<C: Channel> SecureAggregation<C> {
             .iter()
             .map(|g| Self::fixed(g / n, frac))
             .collect::<Result<_, _>>()?;
-        let gradient = sum_of(0)?.add_plain(
+        let gradient = gradient_sum.add_plain(
             &self.key,
             &penalty.iter().map(|f| f.value.clone()).collect::<Vec<_>>(),
         )?;
-        let objective = sum_of(1)?.add_plain(
+        let objective = objective_sum.add_plain(
             &self.key,
             &[Self::fixed(penalty_objective / n, 2 * frac)?.value],
         )?;
@@ -727,15 +771,14 @@ impl<C: Channel> SecureAggregation<C> {
             }
             None => (gradient, objective),
         };
-        let step = match &self.inverse {
-            Some(m) => {
+        let step = match (&self.inverse, nodes_step) {
+            (Some(m), Some(nodes)) => {
                 let own = m.mul_vector(&self.key, &penalty)?;
-                let nodes = sum_of(2)?;
                 let mut terms = vec![&nodes, &own];
                 terms.extend(&self.noise_step);
                 Some(EncryptedVector::sum(&self.key, &terms)?)
             }
-            None => None,
+            _ => None,
         };
         if gradient.len() != self.config.dimension {
             return Err(SecureError::violation(
@@ -743,11 +786,6 @@ impl<C: Channel> SecureAggregation<C> {
                 "a gradient of the wrong length",
             ));
         }
-        let information = if newton {
-            Some(sum_of(count - 1)?)
-        } else {
-            None
-        };
         let gradient = SecureGradient {
             gradient,
             step,
@@ -914,10 +952,14 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
             return Ok(Some(index));
         }
         let start = std::time::Instant::now();
-        let replies = self.ask_nodes(Step::Bound, &[], Step::BoundReply)?;
-        let shape = self.config.bound_shape(&self.key)?;
-        let parts = self.read_each(&replies, &[&shape], "Hessian bound")?;
-        let sum = EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?;
+        let sum = if self.vertical.is_some() {
+            self.vertical_bound()?
+        } else {
+            let replies = self.ask_nodes(Step::Bound, &[], Step::BoundReply)?;
+            let shape = self.config.bound_shape(&self.key)?;
+            let parts = self.read_each(&replies, &[&shape], "Hessian bound")?;
+            EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?
+        };
         let lower = self.add_penalty_diagonal(&sum, lambda)?;
         let local = self.protocol == Protocol::Local;
         let save = self.saved_bound.is_some();

@@ -20,6 +20,10 @@ use super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, SecretKey};
 use crate::transport::Role;
 
+mod vertical;
+
+use vertical::KeyholderVertical;
+
 /// What the key holder did, for the cost report.
 #[derive(Debug, Clone, Default)]
 pub struct KeyholderStats {
@@ -218,6 +222,7 @@ pub fn serve<C: Channel>(
     let format = config.format;
     let mut factors: Vec<Matrix<u128>> = Vec::new();
     let mut ranked = false;
+    let mut vertical: Option<KeyholderVertical> = None;
     let mut masked = MaskedHelper::new(noise.clone());
     let (mut paillier_seconds, mut gc_seconds) = (0.0, 0.0);
     let clock = std::time::Instant::now;
@@ -234,6 +239,9 @@ pub fn serve<C: Channel>(
                 Step::Masked,
                 Step::Perturb,
                 Step::Rank,
+                Step::VerticalSetup,
+                Step::VerticalBound,
+                Step::VerticalRound,
                 Step::Done,
             ],
         )
@@ -305,6 +313,34 @@ pub fn serve<C: Channel>(
                 let t = clock();
                 ranking::rank_circuit(&mut party, &counts, Some(&shares), None)
                     .map_err(at("the ranking circuit"))?;
+                gc_seconds += t.elapsed().as_secs_f64();
+            }
+            Step::VerticalSetup => {
+                if vertical.is_some() {
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        "a second vertical setup",
+                    ));
+                }
+                let t = clock();
+                vertical = Some(KeyholderVertical::setup(
+                    &payload, &mut party, secret, config,
+                )?);
+                paillier_seconds += t.elapsed().as_secs_f64();
+            }
+            Step::VerticalBound | Step::VerticalRound => {
+                let Some(state) = vertical.as_mut() else {
+                    return Err(SecureError::violation(
+                        Role::Aggregator,
+                        "a vertical request before the vertical setup",
+                    ));
+                };
+                let t = clock();
+                if step == Step::VerticalBound {
+                    state.bound(&mut party, secret, config, &noise)?;
+                } else {
+                    state.round(&payload, &mut party, secret, config, &noise)?;
+                }
                 gc_seconds += t.elapsed().as_secs_f64();
             }
             Step::Masked => {

@@ -108,11 +108,22 @@ pub enum Step {
     /// Aggregator to key holder: each Node's count of held-out rows and encrypted seed; run the
     /// ranking circuit (once a study).
     Rank,
+    /// Aggregator to key holder (a vertical study, first request): the shape, and each party's
+    /// encrypted seed; each party's opened columns follow as [`Step::VerticalShares`].
+    VerticalSetup,
+    /// Aggregator to key holder: form your shares of the bound `X^T X` (once).
+    VerticalBound,
+    /// Aggregator to key holder: `beta` and the round; run the logistic circuit and form your
+    /// shares of the gradient and objective.
+    VerticalRound,
+    /// Either server to the other within a vertical request: ring elements (openings, opened
+    /// columns) or the key holder's encrypted shares.
+    VerticalShares,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 34] = [
+    const ALL: [Step; 38] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -147,6 +158,10 @@ impl Step {
         Step::Evaluate,
         Step::EvaluateReply,
         Step::Rank,
+        Step::VerticalSetup,
+        Step::VerticalBound,
+        Step::VerticalRound,
+        Step::VerticalShares,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {

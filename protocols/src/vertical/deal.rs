@@ -68,15 +68,14 @@ pub fn deal<R: CryptoRng>(
     rng: &mut R,
 ) -> Result<Deal, DealError> {
     let pk = columns.len();
-    let rows = if pk == 0 {
-        labels.map_or(0, <[bool]>::len)
-    } else {
-        x.len() / pk
-    };
+    let rows = x
+        .len()
+        .checked_div(pk)
+        .unwrap_or_else(|| labels.map_or(0, <[bool]>::len));
     let limit = f64::from(value_bits).exp2();
     let mut fixed = Vec::with_capacity(x.len());
     for (i, &v) in x.iter().enumerate() {
-        if !(v.abs() < limit) {
+        if v.is_nan() || v.abs() >= limit {
             return Err(DealError::OutOfRange {
                 row: i / pk,
                 column: i % pk,
@@ -103,10 +102,7 @@ pub fn deal<R: CryptoRng>(
         .map(|t| {
             let (v, _) = both(label::V, t, rows);
             let product = ring::transpose_times(&r, pk, &v);
-            ring::sub(
-                &product,
-                &ring::stream(&keyholder_seed, label::W, t, pk),
-            )
+            ring::sub(&product, &ring::stream(&keyholder_seed, label::W, t, pk))
         })
         .collect();
     let (v, _) = both(label::BOUND_V, 0, rows * features);
@@ -206,7 +202,10 @@ mod tests {
                 jj -= widths[k];
                 k += 1;
             }
-            decode(ring::encode(xs[k].0[i * widths[k] + jj], X_FRAC).expect("fits"), X_FRAC)
+            decode(
+                ring::encode(xs[k].0[i * widths[k] + jj], X_FRAC).expect("fits"),
+                X_FRAC,
+            )
         };
         // Labels.
         for (i, &y) in labels.iter().enumerate() {
@@ -226,7 +225,10 @@ mod tests {
         }
         // X^T r in round 2, r shared at random.
         let r: Vec<f64> = (0..rows).map(|_| rng.random_range(-1.0..1.0)).collect();
-        let r_fixed: Vec<u128> = r.iter().map(|v| ring::encode(*v, R_FRAC).expect("fits")).collect();
+        let r_fixed: Vec<u128> = r
+            .iter()
+            .map(|v| ring::encode(*v, R_FRAC).expect("fits"))
+            .collect();
         let r_kh: Vec<u128> = (0..rows).map(|_| rng.random()).collect();
         let r_agg = ring::sub(&r_fixed, &r_kh);
         let round = 2;
@@ -242,7 +244,9 @@ mod tests {
             }
         }
         for (j, gj) in g.iter().enumerate() {
-            let exact: f64 = (0..rows).map(|i| x(i, j) * decode(r_fixed[i], R_FRAC)).sum();
+            let exact: f64 = (0..rows)
+                .map(|i| x(i, j) * decode(r_fixed[i], R_FRAC))
+                .sum();
             assert!((gj - exact).abs() < 1e-12, "column {j}: {gj} vs {exact}");
         }
         assert!(kh.gradient_block(0, 4, &vec![0; rows]).is_none());

@@ -362,7 +362,8 @@ mod tests {
         a.shuffle(&mut rng);
         b.shuffle(&mut rng);
         c.shuffle(&mut rng);
-        let out = intersect_in_process(&[a.clone(), b.clone(), c.clone()], &mut rng).expect("a value");
+        let out =
+            intersect_in_process(&[a.clone(), b.clone(), c.clone()], &mut rng).expect("a value");
         // The intersection is persons 100..950, and every party lists them in the same order.
         let named = |ids: &[String], rows: &[usize]| -> Vec<String> {
             rows.iter().map(|&r| ids[r].clone()).collect()
@@ -422,7 +423,9 @@ mod tests {
     #[test]
     fn a_repeated_identifier_names_both_rows() {
         let key = PsiKey::from_bytes(&[9; 32]);
-        let err = TaggedRows::new(&key, &["a", "b", "c", "b"]).err().expect("an error");
+        let err = TaggedRows::new(&key, &["a", "b", "c", "b"])
+            .err()
+            .expect("an error");
         assert_eq!(
             err,
             PsiError::Duplicate {
@@ -438,7 +441,8 @@ mod tests {
         let t = |b: u8| [b; TAG_BYTES];
         let err = intersect(&[vec![t(1), t(3)], vec![t(2), t(2)]]).expect_err("an error");
         assert_eq!(err, PsiError::Unsorted { party: 2, at: 1 });
-        let answers = intersect(&[vec![t(1), t(3), t(5)], vec![t(3), t(4), t(5)]]).expect("a value");
+        let answers =
+            intersect(&[vec![t(1), t(3), t(5)], vec![t(3), t(4), t(5)]]).expect("a value");
         let bytes = answers[0].to_bytes();
         assert_eq!(Membership::from_bytes(&bytes, 3), Some(answers[0].clone()));
         assert_eq!(Membership::from_bytes(&bytes, 2), None);

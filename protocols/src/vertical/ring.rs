@@ -38,7 +38,7 @@ pub enum Side {
 /// in 100 bits, or is not finite).
 pub fn encode(x: f64, frac: u32) -> Option<u128> {
     let scaled = (x * f64::from(frac).exp2()).round();
-    (scaled.is_finite() && scaled.abs() < 2f64.powi(100)).then(|| scaled as i128 as u128)
+    (scaled.is_finite() && scaled.abs() < 2f64.powi(100)).then_some(scaled as i128 as u128)
 }
 
 /// A ring element read as a signed number at `frac` fractional bits.
@@ -167,7 +167,10 @@ mod tests {
             let below = expected.wrapping_sub(1) & ((1 << width) - 1);
             assert!(t == expected || t == below, "{v}: {t} vs {expected}");
             // Integer shares: exact, and their quotients by d within one.
-            let (ia, ib) = (to_integer(a, Side::Aggregator), to_integer(b, Side::KeyHolder));
+            let (ia, ib) = (
+                to_integer(a, Side::Aggregator),
+                to_integer(b, Side::KeyHolder),
+            );
             assert_eq!(&ia + &ib, BigInt::from(v));
             let d = 569;
             let q = floor_div(&ia, d) + floor_div(&ib, d);

@@ -121,7 +121,10 @@ mod tests {
         assert_ne!(&sealed[32..64], &secret[..]);
         let mut altered = sealed;
         altered[40] ^= 1;
-        assert_eq!(alice.open(&altered).expect_err("an error"), SealError::Corrupt);
+        assert_eq!(
+            alice.open(&altered).expect_err("an error"),
+            SealError::Corrupt
+        );
     }
 
     #[test]

@@ -1,0 +1,200 @@
+//! The key holder's part of a vertical study ([`crate::secure::vertical`]): it holds its
+//! seeded shares of every party's columns, garbles the logistic circuit each round and sends
+//! its shares of the bound, gradient and objective encrypted under its own key.
+
+use std::ops::Range;
+
+use privlogit_circuits::channel::Channel;
+use rand::CryptoRng;
+
+use super::super::gc::KeyholderGc;
+use super::super::vertical::{self as v, CircuitSide, Layout, RoundMasks, recv_ring, send_ring};
+use super::super::wire::{self, Reader, Step, Writer};
+use super::super::{SecureConfig, SecureError};
+use crate::paillier::{DjnNoise, SecretKey};
+use crate::transport::Role;
+use crate::vertical::ring::{self, Side};
+use crate::vertical::shares::{PartyShares, ServerShares, label};
+
+/// The key holder's state in a vertical study.
+pub struct KeyholderVertical {
+    shares: ServerShares,
+    columns: Vec<Range<usize>>,
+    /// The next round index: each is used once (a repeated index would open two residual
+    /// vectors under one mask).
+    next_round: u64,
+    bound_formed: bool,
+}
+
+fn channel<C: Channel, R: CryptoRng>(party: &mut KeyholderGc<C, R>) -> Result<&mut C, SecureError> {
+    party
+        .session
+        .channel()
+        .map_err(|e| SecureError::io("key holder, a vertical request".into(), e))
+}
+
+impl KeyholderVertical {
+    /// Reads the setup: decrypts each party's seed, receives its opened columns.
+    pub fn setup<C: Channel, R: CryptoRng>(
+        payload: &[u8],
+        party: &mut KeyholderGc<C, R>,
+        secret: &SecretKey,
+        config: &SecureConfig,
+    ) -> Result<Self, SecureError> {
+        let key = secret.public_key();
+        let (layout, seeds) = Layout::read(payload, key, config)?;
+        let rows = layout.rows;
+        let mut parties = Vec::with_capacity(seeds.len());
+        let mut labels = Vec::new();
+        for (k, (columns, seed)) in layout.columns.iter().zip(&seeds).enumerate() {
+            let seed = v::decrypt_seed(seed, secret)?;
+            let d = recv_ring(
+                channel(party)?,
+                config.session,
+                rows * columns.len(),
+                Role::Aggregator,
+            )?;
+            if k == layout.label_party {
+                labels = ring::bit_stream(&seed, label::Y, 0, rows);
+            }
+            parties.push(PartyShares::new(
+                rows,
+                columns.clone(),
+                d,
+                *seed,
+                layout.rounds,
+                Vec::new(),
+                Vec::new(),
+            ));
+        }
+        Ok(Self {
+            shares: ServerShares::new(Side::KeyHolder, rows, parties, labels),
+            columns: layout.columns,
+            next_round: 0,
+            bound_formed: false,
+        })
+    }
+
+    /// Its shares of `B / N`, encrypted (once a study).
+    pub fn bound<C: Channel, R: CryptoRng>(
+        &mut self,
+        party: &mut KeyholderGc<C, R>,
+        secret: &SecretKey,
+        config: &SecureConfig,
+        noise: &DjnNoise,
+    ) -> Result<(), SecureError> {
+        if std::mem::replace(&mut self.bound_formed, true) {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "a second vertical bound (each party's mask is opened once)",
+            ));
+        }
+        let (rows, p) = (self.shares.rows(), self.shares.features());
+        let mut blocks = Vec::with_capacity(self.columns.len());
+        for k in 0..self.columns.len() {
+            let open = self.shares.bound_opening(k);
+            let ch = channel(party)?;
+            send_ring(ch, config.session, &open)
+                .map_err(|e| SecureError::io("key holder, a bound opening".into(), e))?;
+            let theirs = recv_ring(ch, config.session, rows * p, Role::Aggregator)?;
+            let mut e = open;
+            ring::add_into(&mut e, &theirs);
+            blocks.push(self.shares.bound_block(k, &e));
+        }
+        let lower = v::lower_triangle(&blocks, &self.columns, p);
+        let ints = v::bound_shares(&lower, Side::KeyHolder, rows, config.frac);
+        let encrypted = v::encrypt_shares(secret.public_key(), &ints, config.frac, noise)?;
+        let payload = Writer::new()
+            .bytes(&encrypted.to_bytes(secret.public_key()))
+            .finish();
+        wire::send(
+            channel(party)?,
+            config.session,
+            Step::VerticalShares,
+            &payload,
+        )
+        .map_err(|e| SecureError::io("key holder, its bound shares".into(), e))
+    }
+
+    /// One round at the coefficients in `payload`: the circuit, the openings, its encrypted
+    /// shares of `g / N` and `l / N`.
+    pub fn round<C: Channel, R: CryptoRng>(
+        &mut self,
+        payload: &[u8],
+        party: &mut KeyholderGc<C, R>,
+        secret: &SecretKey,
+        config: &SecureConfig,
+        noise: &DjnNoise,
+    ) -> Result<(), SecureError> {
+        let io = |e| SecureError::io("key holder, a vertical round".into(), e);
+        let mut r = Reader::new(payload);
+        let round = r.u64().map_err(io)?;
+        let beta = r.f64s().map_err(io)?;
+        r.end().map_err(io)?;
+        if round != self.next_round || beta.len() != config.dimension {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                format!(
+                    "vertical round {round} with {} coefficients (expected round {} with {})",
+                    beta.len(),
+                    self.next_round,
+                    config.dimension
+                ),
+            ));
+        }
+        self.next_round += 1;
+        let rows = self.shares.rows();
+        let fixed = v::fixed_beta(&beta)?;
+        let words = v::circuit_words(&self.shares.linear_predictor(&fixed));
+        let masks = RoundMasks::draw(rows, &mut party.rng);
+        let shares = &self.shares;
+        let labels = |i: usize| shares.label(i);
+        v::logistic_round(
+            party,
+            rows,
+            Some((
+                CircuitSide {
+                    z: &words,
+                    labels: &labels,
+                },
+                &masks,
+            )),
+            None,
+        )
+        .map_err(|e| SecureError::io("key holder, the logistic circuit".into(), e))?;
+        let (residual, objective) = masks.shares();
+        let mut gradient = vec![0u128; config.dimension];
+        for (k, columns) in self.columns.iter().enumerate() {
+            let open = self.shares.gradient_opening(k, round, &residual);
+            let ch = channel(party)?;
+            send_ring(ch, config.session, &open)
+                .map_err(|e| SecureError::io("key holder, a gradient opening".into(), e))?;
+            let theirs = recv_ring(ch, config.session, rows, Role::Aggregator)?;
+            let mut e = open;
+            ring::add_into(&mut e, &theirs);
+            let block = self.shares.gradient_block(k, round, &e).ok_or_else(|| {
+                SecureError::violation(
+                    Role::Aggregator,
+                    format!("vertical round {round} beyond the rounds the parties dealt"),
+                )
+            })?;
+            gradient[columns.clone()].copy_from_slice(&block);
+        }
+        let key = secret.public_key();
+        let g = v::gradient_shares(&gradient, Side::KeyHolder, rows, config.frac);
+        let l = v::objective_share(&objective, rows, config.frac);
+        let g = v::encrypt_shares(key, &g, config.frac, noise)?;
+        let l = v::encrypt_shares(key, &[l], 2 * config.frac, noise)?;
+        let payload = Writer::new()
+            .bytes(&g.to_bytes(key))
+            .bytes(&l.to_bytes(key))
+            .finish();
+        wire::send(
+            channel(party)?,
+            config.session,
+            Step::VerticalShares,
+            &payload,
+        )
+        .map_err(|e| SecureError::io("key holder, its round shares".into(), e))
+    }
+}
