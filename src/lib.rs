@@ -42,5 +42,6 @@ pub mod reproduce;
 pub mod settings;
 pub mod study;
 pub mod synthetic;
+pub mod vertical;
 
 pub use privlogit_protocols as protocols;

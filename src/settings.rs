@@ -418,6 +418,26 @@ pub const KEYS: &[Key] = &[
          beside the intercept, the first party the reference (a Node between organizations takes \
          its k from its place among the study file's [[node]] tables).",
     ),
+    // Vertically partitioned data.
+    key(
+        "vertical",
+        Kind::Switch,
+        "",
+        &[F, S],
+        true,
+        "The parties hold different columns about the same people: their rows are matched by \
+         --id (private set intersection) and the model is fitted over the joined columns; \
+         exactly one party's file has the --label column.",
+    ),
+    key(
+        "id",
+        Kind::Text,
+        "COLUMN",
+        &[F, S],
+        true,
+        "The column that identifies a person in every party's file (a vertical study's \
+         matching key; compared as text, exactly).",
+    ),
     // Evaluation on held-out rows.
     many(key(
         "test_party",
@@ -718,6 +738,10 @@ pub struct Spec {
     pub family: privlogit_protocols::Family,
     /// The offset column.
     pub offset: Option<String>,
+    /// Parties hold columns, not rows.
+    pub vertical: bool,
+    /// A vertical study's identifier column.
+    pub id: Option<String>,
     /// The prior-weight column.
     pub weights: Option<String>,
     /// What a study reveals beyond the coefficients.
@@ -809,6 +833,8 @@ impl Default for Spec {
             evaluate: false,
             family: privlogit_protocols::Family::Binomial,
             offset: None,
+            vertical: false,
+            id: None,
             weights: None,
             ci_level: 0.95,
             covariance: false,
@@ -969,6 +995,8 @@ impl Spec {
                     .ok_or_else(|| at(choice_error(&name, FAMILIES)))?;
             }
             "offset" => self.offset = Some(text()?),
+            "vertical" => self.vertical = switch()?,
+            "id" => self.id = Some(text()?),
             "test_party" => self.test_party.push(path()?),
             "site_intercepts" => self.site_intercepts = switch()?,
             "evaluate" => self.evaluate = switch()?,
@@ -1072,6 +1100,8 @@ impl Spec {
             "reveal" => Some(Value::String(self.reveal.name().into())),
             "family" => Some(Value::String(self.family.name().into())),
             "offset" => self.offset.clone().map(Value::String),
+            "vertical" => Some(Value::Boolean(self.vertical)),
+            "id" => self.id.clone().map(Value::String),
             "test_party" => Some(Value::Array(
                 self.test_party
                     .iter()

@@ -72,7 +72,13 @@ impl FitJob {
             return Err(Error::plan("a spec read for a study cannot run as a fit"));
         }
         let (optimizer, options, asked) = plan(spec)?;
-        let mut parties = load_parties(spec)?;
+        let mut parties = if spec.vertical {
+            // The parties' columns joined on their shared identifiers: the pooled reference of
+            // a vertical study.
+            vec![crate::vertical::join(spec)?.dataset()]
+        } else {
+            load_parties(spec)?
+        };
         if spec.site_intercepts {
             let views: Vec<_> = parties.iter().map(crate::data::Dataset::view).collect();
             parties = super::sites::tables(&views, spec.intercept)?;

@@ -6,7 +6,7 @@
 //!    truncate them locally to 44-bit words;
 //! 2. one garbled circuit over all rows ([`logistic_round`]) adds the shares, computes
 //!    `r = y - sigmoid(z)` and `log(1 + e^z) - y z` ([`privlogit_circuits::logistic`]), reveals
-//!    `r + m` per row to the aggregator (the key holder keeps `-m`, a fresh 69-bit mask) and the
+//!    `r + m` per row to the aggregator (the key holder keeps `-m`, a fresh 73-bit mask) and the
 //!    objective's sum, masked the same way;
 //! 3. for every party, both open `r - v` and form their shares of `X_k^T r` by Beaver's method;
 //! 4. the key holder encrypts its shares of `g/N` and `l/N` (integer shares,
@@ -40,16 +40,21 @@ use crate::vertical::ring::{self, BETA_FRAC, R_FRAC, Seed, Side, X_FRAC};
 /// `|z| <= 2^FEATURE_BITS |beta|_1` bounds the circuit's input.
 pub const FEATURE_BITS: u32 = 6;
 
+// The circuit's residuals are the ring's.
+const _: () = assert!(R_FRAC as usize == CIRCUIT_FRAC);
+
 /// Most rows: `n 2^(2 FEATURE_BITS) 2^(2 X_FRAC) < 2^INTEGER_OFFSET`.
 pub const MAX_ROWS: usize = 1 << 19;
 
-/// Width of a row's masked residual: `r + m` with `m` in `[2^29, 2^29 + 2^69)`.
-const ROW_BITS: usize = 70;
-const ROW_MASK_BITS: u32 = 69;
-/// The objective's running sum (`n < 2^20` rows of at most `2^43`).
-const SUM_BITS: usize = 64;
+/// Width of a residual `r = y - sigmoid(z)` in the circuit (signed, at the circuit's bits).
+const R_BITS: usize = CIRCUIT_FRAC + 2;
+/// Width of a row's masked residual: `r + m` with `m` in `[2^(R_BITS - 1), + 2^ROW_MASK_BITS)`.
+const ROW_BITS: usize = ROW_MASK_BITS as usize + 1;
+const ROW_MASK_BITS: u32 = R_BITS as u32 + 39;
+/// The objective's running sum (`n <= 2^19` rows of at most `2^47`).
+const SUM_BITS: usize = 68;
 /// Its mask: 40 bits beyond the sum.
-const SUM_MASK_BITS: usize = 104;
+const SUM_MASK_BITS: usize = SUM_BITS + 40;
 /// Rows per batch of circuit inputs.
 const CHUNK: usize = 1 << 12;
 /// Ring elements per [`Step::VerticalShares`] frame (128 MiB).
@@ -170,7 +175,8 @@ pub fn fixed_beta(beta: &[f64]) -> Result<Vec<u128>, SecureError> {
         .collect())
 }
 
-/// A server's share of `z` as the circuit takes it: [`CIRCUIT_FRAC`] fractional bits, 44 bits.
+/// A server's share of `z` as the circuit takes it: [`CIRCUIT_FRAC`] fractional bits,
+/// [`Z_BITS`] wide.
 pub fn circuit_words(z: &[u128]) -> Vec<u64> {
     let shift = X_FRAC + BETA_FRAC - CIRCUIT_FRAC as u32;
     z.iter()
@@ -185,12 +191,13 @@ pub struct RoundMasks {
 }
 
 impl RoundMasks {
-    /// Fresh masks: per row `2^29 + U[0, 2^69)` (so `r + m >= 0`), for the sum `U[0, 2^104)`.
+    /// Fresh masks: per row `2^(R_BITS - 1) + U[0, 2^ROW_MASK_BITS)` (so `r + m >= 0`, 40
+    /// bits of statistical hiding), for the sum `U[0, 2^SUM_MASK_BITS)`.
     pub fn draw<R: CryptoRng>(rows: usize, rng: &mut R) -> Self {
         let below = |bits: u32, rng: &mut R| rng.random::<u128>() & ((1u128 << bits) - 1);
         Self {
             rows: (0..rows)
-                .map(|_| (1u128 << (R_FRAC + 1)) + below(ROW_MASK_BITS, rng))
+                .map(|_| (1u128 << (R_BITS - 1)) + below(ROW_MASK_BITS, rng))
                 .collect(),
             sum: below(SUM_MASK_BITS as u32, rng),
         }
@@ -308,10 +315,10 @@ fn row<B: Backend>(
     let y = b.xor(&keyholder[Z_BITS], &aggregator[Z_BITS]);
     let mask = &keyholder[Z_BITS + 1..];
     let out = logistic::logistic(b, &z);
-    // r = y - sigmoid (at CIRCUIT_FRAC; the log-likelihood's gradient is X^T r), 30 bits
-    // signed, then + m (no wrap: m >= 2^29).
-    let sigmoid = word::zero_extend(&out.sigmoid, 30);
-    let mut label = word::constant(0, 30);
+    // r = y - sigmoid (at CIRCUIT_FRAC; the log-likelihood's gradient is X^T r), R_BITS
+    // signed, then + m (no wrap: m >= 2^(R_BITS - 1)).
+    let sigmoid = word::zero_extend(&out.sigmoid, R_BITS);
+    let mut label = word::constant(0, R_BITS);
     label[CIRCUIT_FRAC] = y.clone();
     let r = word::sub(b, &label, &sigmoid);
     let masked = word::add(b, &word::sign_extend(&r, ROW_BITS), mask);

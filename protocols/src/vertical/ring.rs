@@ -19,7 +19,7 @@ pub const X_FRAC: u32 = 28;
 /// Fractional bits of coefficients.
 pub const BETA_FRAC: u32 = 32;
 /// Fractional bits of residuals (the logistic circuit's output scale).
-pub const R_FRAC: u32 = 28;
+pub const R_FRAC: u32 = 32;
 /// Values converted by [`to_integer`] must be below `2^INTEGER_OFFSET` in magnitude: the shares'
 /// sum then wraps exactly once unless the key holder's share falls below `2^(OFFSET + 1)`,
 /// probability `2^(OFFSET + 1 - 128) = 2^-40`.

@@ -52,6 +52,16 @@ pub fn run_study(given: Given) -> Result<Outcome> {
     let spec = file::spec(Reader::Study, file.as_ref(), &given.settings)?;
     let quiet = spec.quiet;
     let print = |m: &str| line(m);
+    if spec.vertical {
+        let result = privlogit::vertical::run_study(&spec, (!quiet).then_some(&print))?;
+        let text = if spec.json {
+            format!("{:#}\n", result.json())
+        } else {
+            result.text()
+        };
+        write_out(spec.out.as_deref(), &text)?;
+        return Ok(Outcome::Success);
+    }
     let study = study::InProcess::new(&spec, None)?;
     let result = study.run((!quiet).then_some(&print))?;
     deliver(
