@@ -11,6 +11,7 @@ pub mod machine;
 pub mod node;
 pub mod protocols;
 pub mod ranking;
+pub mod vertical;
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -53,6 +54,8 @@ pub enum BenchTarget {
     Dl(crate::bench::dl::DlBenchArgs),
     /// The exact secure AUC of held-out rows at several Nodes (sharing, merge circuit).
     Ranking(crate::bench::ranking::RankingBenchArgs),
+    /// A vertical study: the private set intersection, and the secure fit's rounds.
+    Vertical(crate::bench::vertical::VerticalBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -117,6 +120,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchTarget::Node(args) => return crate::bench::node::run(args),
         BenchTarget::Dl(args) => return crate::bench::dl::run(args),
         BenchTarget::Ranking(args) => return crate::bench::ranking::run(args),
+        BenchTarget::Vertical(args) => return crate::bench::vertical::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))

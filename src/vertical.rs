@@ -107,16 +107,37 @@ pub fn join(spec: &Spec) -> Result<Joined, Error> {
             "a vertical study joins the columns of at least two parties: give --party FILE for each",
         ));
     }
+    let headers = spec
+        .party
+        .iter()
+        .map(|p| header(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    // `--exclude` names columns of any party's file (each file drops its own).
+    if let Some(missing) = spec
+        .exclude
+        .iter()
+        .find(|c| !headers.iter().any(|h| h.contains(*c)))
+    {
+        return Err(Error::setting(
+            "--exclude",
+            format!("{missing:?} is a column of no party's file"),
+        ));
+    }
     let mut tables = Vec::with_capacity(spec.party.len());
-    for path in &spec.party {
-        let has_label = header(path)?.iter().any(|c| *c == label);
+    for (path, columns) in spec.party.iter().zip(&headers) {
+        let has_label = columns.contains(&label);
         let mut options = if has_label {
             LoadOptions::new(label.clone())
         } else {
             LoadOptions::unlabelled()
         };
         options.group = Some(id.clone());
-        options.exclude = spec.exclude.clone();
+        options.exclude = spec
+            .exclude
+            .iter()
+            .filter(|c| columns.contains(*c))
+            .cloned()
+            .collect();
         let table = data::load(path, &options)?;
         tables.push((path.clone(), has_label, table));
     }
@@ -148,7 +169,10 @@ pub fn join(spec: &Spec) -> Result<Joined, Error> {
         PsiError::Duplicate { id, first, second } => {
             let k = ids
                 .iter()
-                .position(|list| list.get(first).is_some_and(|v| *v == id) && list.get(second).is_some_and(|v| *v == id))
+                .position(|list| {
+                    list.get(first).is_some_and(|v| *v == id)
+                        && list.get(second).is_some_and(|v| *v == id)
+                })
                 .unwrap_or(0);
             Error::plan(format!(
                 "{}:{}: the identifier {id:?} in column {:?} appears again (first on line {}): \
@@ -284,7 +308,9 @@ impl VerticalResult {
 /// A secure vertical study with every role in this process (`study --vertical`).
 pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<VerticalResult, Error> {
     if spec.reader != Reader::Study {
-        return Err(Error::plan("a vertical study runs as `privlogit study --vertical`"));
+        return Err(Error::plan(
+            "a vertical study runs as `privlogit study --vertical`",
+        ));
     }
     if spec.given("protocol") && spec.protocol != Protocol::Hessian {
         return Err(Error::setting(
@@ -334,13 +360,7 @@ pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<VerticalResu
             say(&crate::fit::job::progress_line(r));
         }
     };
-    let report = secure::run_in_process(&parties, &key.secret, optimizer, &options, &mut observer)
-        .map_err(|e| match e {
-            privlogit_protocols::secure::study::StudyError::Secure(
-                privlogit_protocols::secure::SecureError::Range(why),
-            ) if why.starts_with("party ") => Error::plan(column_message(&why, &joined, spec)),
-            other => Error::from(other),
-        })?;
+    let report = secure::run_in_process(&parties, &key.secret, optimizer, &options, &mut observer)?;
     Ok(VerticalResult {
         names,
         held: joined
@@ -354,18 +374,6 @@ pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<VerticalResu
     })
 }
 
-/// A party's out-of-range value, named by file and column.
-fn column_message(why: &str, joined: &Joined, spec: &Spec) -> String {
-    let hint = if spec.standardize {
-        ""
-    } else {
-        " (standardise with --standardize: a vertical study's feature values must stay below \
-         2^6 = 64 in magnitude)"
-    };
-    let _ = joined;
-    format!("{why}{hint}")
-}
-
 /// The parties' design blocks: standardised over the common rows when asked (each party its
 /// own columns, ddof 0 as the pooled standardiser), the intercept leading the labelling
 /// party's block.
@@ -374,7 +382,14 @@ fn design(
     joined: &Joined,
     standardize: bool,
     intercept: bool,
-) -> Result<(Vec<VerticalParty>, Vec<String>, Option<(Vec<f64>, Vec<f64>)>), Error> {
+) -> Result<
+    (
+        Vec<VerticalParty>,
+        Vec<String>,
+        Option<(Vec<f64>, Vec<f64>)>,
+    ),
+    Error,
+> {
     let rows = joined.rows();
     let mut parties = Vec::with_capacity(joined.blocks.len());
     let mut names = Vec::new();
@@ -402,6 +417,21 @@ fn design(
                 means.push(mean);
                 scales.push(sd);
             }
+        }
+        let limit = f64::from(secure::FEATURE_BITS).exp2();
+        if let Some(at) = x.iter().position(|v| v.is_nan() || v.abs() >= limit) {
+            return Err(Error::plan(format!(
+                "{}: column {:?} holds {} (on a shared row): a vertical study's feature values \
+                 must stay below {limit} in magnitude{}",
+                block.path.display(),
+                block.names[at % w],
+                block.x[at],
+                if standardize {
+                    ""
+                } else {
+                    "; standardise with --standardize"
+                }
+            )));
         }
         let lead = k == 0 && intercept;
         let columns = w + usize::from(lead);

@@ -264,7 +264,23 @@ pub fn logistic_round<P: GcParty>(
             .zip(ours.chunks_exact(agg_width))
         {
             let builder = party.builder();
-            let (masked, next) = row(builder, k, a, &sum);
+            // Every row is the same circuit: recorded once, then run as a scheduled gate list
+            // (the first row, whose sum is the constant 0, is built directly).
+            let compiled = builder.compiled(
+                || "vertical row v1".to_string(),
+                &[k, a, &sum],
+                |r, i| {
+                    let (masked, next) = row(r, &i[0], &i[1], &i[2]);
+                    vec![masked, next]
+                },
+            );
+            let (masked, next) = match compiled {
+                Some(mut out) => {
+                    let next = out.pop().expect("two outputs");
+                    (out.pop().expect("two outputs"), next)
+                }
+                None => row(builder, k, a, &sum),
+            };
             outputs.extend(masked);
             sum = next;
         }

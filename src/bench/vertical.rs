@@ -1,0 +1,215 @@
+//! `privlogit bench vertical`: a vertical study's two parts on this machine. The private set
+//! intersection of `--ids` identifiers per party (a `--shared` fraction common to all), every
+//! role in one process, checked against the plain intersection; then, unless `--rows 0`, a
+//! secure vertical fit of simulated rows (`--rows x --features`, split evenly over the parties,
+//! the first with the labels) for `--iterations` accelerated PrivLogit iterations, with where
+//! the time goes (the circuit, the rest of the rounds and the solver).
+
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use privlogit_protocols::paillier::{KeyPair, KeySize};
+use privlogit_protocols::secure::vertical::{VerticalParty, run_in_process};
+use privlogit_protocols::vertical::psi;
+use privlogit_protocols::{FitOptions, Optimizer};
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde::Serialize;
+
+use crate::bench::machine::{machine, median};
+
+/// Arguments of `privlogit bench vertical`.
+#[derive(Debug, Args)]
+pub struct VerticalBenchArgs {
+    /// Identifiers per party for the intersection.
+    #[arg(long, default_value_t = 1_000_000)]
+    ids: usize,
+    /// Parties.
+    #[arg(long, default_value_t = 2)]
+    parties: usize,
+    /// Fraction of each party's identifiers that every party holds.
+    #[arg(long, default_value_t = 0.5)]
+    shared: f64,
+    /// Rows of the secure fit (0: the intersection only).
+    #[arg(long, default_value_t = 0)]
+    rows: usize,
+    /// Features of the secure fit (split over the parties; the first also has the intercept).
+    #[arg(long, default_value_t = 6)]
+    features: usize,
+    /// Iterations of the secure fit.
+    #[arg(long, default_value_t = 5)]
+    iterations: usize,
+    /// Timed runs of the intersection (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    machine: String,
+    ids_per_party: usize,
+    parties: usize,
+    intersection: usize,
+    psi_seconds: f64,
+    bytes_to_aggregator: usize,
+    fit: Option<FitReport>,
+}
+
+#[derive(Serialize)]
+struct FitReport {
+    rows: usize,
+    features: usize,
+    iterations: usize,
+    seconds: f64,
+    seconds_per_iteration: f64,
+    and_gates: u64,
+    circuit_seconds: f64,
+    solver_seconds: f64,
+    bytes_to_keyholder: u64,
+    bytes_from_keyholder: u64,
+}
+
+/// Runs `privlogit bench vertical`.
+pub fn run(args: VerticalBenchArgs) -> Result<()> {
+    if args.parties < 2 || args.ids == 0 || !(0.0..=1.0).contains(&args.shared) {
+        bail!("--parties must be at least 2, --ids at least 1, --shared in [0, 1]");
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let common = (args.ids as f64 * args.shared) as usize;
+    let lists: Vec<Vec<String>> = (0..args.parties)
+        .map(|k| {
+            let mut ids: Vec<String> = (0..common).map(|i| format!("C{i:09}")).collect();
+            ids.extend((common..args.ids).map(|i| format!("P{k}-{i:09}")));
+            ids.shuffle(&mut rng);
+            ids
+        })
+        .collect();
+    let mut times = Vec::new();
+    let mut found = 0;
+    let mut bytes = 0;
+    for k in 0..args.runs.max(1) {
+        eprintln!("intersection, run {} of {} ...", k + 1, args.runs.max(1));
+        let start = Instant::now();
+        let out = psi::intersect_in_process(&lists, &mut rand::rng())?;
+        times.push(start.elapsed().as_secs_f64());
+        found = out.rows[0].len();
+        bytes = out
+            .aggregator_view
+            .tags
+            .iter()
+            .map(|t| t.len() * psi::TAG_BYTES)
+            .sum();
+        let names: Vec<&String> = out.rows[0].iter().map(|&r| &lists[0][r]).collect();
+        if found != common || names.iter().any(|n| !n.starts_with('C')) {
+            bail!("the intersection found {found} rows, expected the {common} shared");
+        }
+    }
+    let fit = (args.rows > 0).then(|| fit(&args)).transpose()?;
+    let report = Report {
+        machine: machine(),
+        ids_per_party: args.ids,
+        parties: args.parties,
+        intersection: found,
+        psi_seconds: median(&times),
+        bytes_to_aggregator: bytes,
+        fit,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("Vertical study, {}", report.machine);
+        println!(
+            "  intersection: {} parties x {} identifiers, {} shared: {:.2} s (median of {}), \
+             {} bytes of tags to the aggregator",
+            report.parties,
+            report.ids_per_party,
+            report.intersection,
+            report.psi_seconds,
+            args.runs.max(1),
+            report.bytes_to_aggregator
+        );
+        if let Some(f) = &report.fit {
+            println!(
+                "  secure fit: {} rows x {} features, {} iterations in {:.1} s ({:.2} s each): \
+                 circuit {:.1} s ({} AND gates), solver {:.1} s, {} + {} bytes between the servers",
+                f.rows,
+                f.features,
+                f.iterations,
+                f.seconds,
+                f.seconds_per_iteration,
+                f.circuit_seconds,
+                f.and_gates,
+                f.solver_seconds,
+                f.bytes_to_keyholder,
+                f.bytes_from_keyholder
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The secure fit on simulated standardised rows.
+fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    let (n, p) = (args.rows, args.features.max(args.parties));
+    let truth: Vec<f64> = (0..p).map(|j| 0.5 - (j % 5) as f64 * 0.2).collect();
+    let x: Vec<Vec<f64>> = (0..n)
+        .map(|_| (0..p).map(|_| rng.random_range(-2.0..2.0)).collect())
+        .collect();
+    let y: Vec<bool> = x
+        .iter()
+        .map(|row| {
+            let z: f64 = row.iter().zip(&truth).map(|(a, b)| a * b).sum();
+            rng.random::<f64>() < 1.0 / (1.0 + (-z).exp())
+        })
+        .collect();
+    let mut parties = Vec::new();
+    let mut start = 0;
+    for k in 0..args.parties {
+        let w = p / args.parties + usize::from(k < p % args.parties);
+        let lead = usize::from(k == 0);
+        let mut block = Vec::with_capacity(n * (w + lead));
+        for row in &x {
+            if lead == 1 {
+                block.push(1.0);
+            }
+            block.extend_from_slice(&row[start..start + w]);
+        }
+        parties.push(VerticalParty {
+            x: block,
+            columns: w + lead,
+            labels: (k == 0).then(|| y.clone()),
+        });
+        start += w;
+    }
+    eprintln!("generating a 2048-bit key pair ...");
+    let pair = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
+    let options = FitOptions::default()
+        .lambda(1.0)
+        .relative_tolerance(0.0)
+        .max_iterations(args.iterations.max(1));
+    let report = run_in_process(
+        &parties,
+        &pair.secret,
+        Optimizer::AcceleratedPrivLogit { memory: 3 },
+        &options,
+        &mut |r| eprintln!("iteration {}", r.iteration),
+    )?;
+    Ok(FitReport {
+        rows: n,
+        features: p + 1,
+        iterations: report.fit.iterations,
+        seconds: report.seconds,
+        seconds_per_iteration: report.seconds / report.fit.iterations.max(1) as f64,
+        and_gates: report.aggregator.and_gates,
+        circuit_seconds: report.aggregator.gc_seconds,
+        solver_seconds: report.aggregator.solver.masked_seconds,
+        bytes_to_keyholder: report.aggregator.bytes_to_keyholder,
+        bytes_from_keyholder: report.keyholder.bytes_sent,
+    })
+}
