@@ -25,8 +25,9 @@ use crate::word::{self, ColumnSum};
 pub const Z_BITS: usize = 48;
 /// Fractional bits of the input and of both outputs.
 pub const FRAC: usize = 32;
-/// Width of the sigmoid output (unsigned, at most `2^FRAC`).
-pub const SIGMOID_BITS: usize = FRAC + 1;
+/// Width of the sigmoid output (two's complement: the interpolation's error can put it a few
+/// units in the last place below 0 or above `2^FRAC`).
+pub const SIGMOID_BITS: usize = FRAC + 2;
 
 /// Integer bits of the tabulated range `[0, 2^INT_BITS)`.
 const INT_BITS: usize = 5;
@@ -181,9 +182,10 @@ pub fn softplus_tail(a: f64) -> f64 {
 
 /// The outputs of [`logistic`].
 pub struct Logistic<W> {
-    /// `sigmoid(z)`, unsigned, [`SIGMOID_BITS`] wide at [`FRAC`] fractional bits.
+    /// `sigmoid(z)`, [`SIGMOID_BITS`] wide (signed) at [`FRAC`] fractional bits.
     pub sigmoid: Word<W>,
-    /// `log(1 + e^z)`, [`Z_BITS`] wide at [`FRAC`] fractional bits (non-negative).
+    /// `log(1 + e^z)`, [`Z_BITS`] wide (signed: a few units in the last place below 0 where
+    /// the tail vanishes) at [`FRAC`] fractional bits.
     pub softplus: Word<W>,
 }
 
@@ -333,7 +335,9 @@ mod tests {
         let mut b = Builder::plain();
         let input = b.input_u128(u128::from(fixed as u64) & ((1u128 << Z_BITS) - 1), Z_BITS);
         let out = logistic(&mut b, &input);
-        let s = Builder::<Plain>::value(&out.sigmoid) as f64 / scale;
+        let raw = Builder::<Plain>::value(&out.sigmoid) as u64;
+        let bits = SIGMOID_BITS as u32;
+        let s = ((raw << (64 - bits)) as i64 >> (64 - bits)) as f64 / scale;
         let raw = Builder::<Plain>::value(&out.softplus) as u64;
         let softplus = ((raw << (64 - Z_BITS)) as i64 >> (64 - Z_BITS)) as f64 / scale;
         (s, softplus)

@@ -223,6 +223,11 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
     chooses what the study reveals beyond the coefficients: "standard-errors" (the default: the
     inference table), "covariance" (the matrix too; `covariance=True` includes it) or
     "coefficients". `summary()` and `to_frame()` as for `fit`.
+
+    `vertical=True, id="COLUMN"`: the parties hold different columns about the same people
+    (`privlogit study --vertical`): `parties` are their files, matched by the `id` column, one of
+    them with the `label` column. Returns `n` (the intersection's size), `names`,
+    `coefficients`/`coef`, `iterations` and `cost`.
     """
     if optimizer is _STUDY_OPTIMIZER:
         optimizer = None  # not given: the library's default, or Newton's for its protocol
@@ -232,6 +237,17 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
                       tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
                       linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label,
                       reveal=reveal, ci_level=ci_level, covariance=covariance, **settings)
+    if settings.get("vertical"):
+        # Each party's file, matched by its `id` column (private set intersection).
+        if parties is not None:
+            if not all(isinstance(p, (str, os.PathLike)) for p in parties):
+                raise PrivlogitError("a vertical study reads each party's file (its id column matches the "
+                                     "rows): give the parties as file paths")
+            given["party"] = [os.fspath(p) for p in parties]
+        out = _with_arrays(_native.study(None, given, None if study_file is None else os.fspath(study_file)))
+        out["cost"] = {key: out[key] for key in ("rounds", "and_gates", "bytes_to_keyholder",
+                                                 "bytes_from_keyholder", "seconds", "psi_seconds")}
+        return out
     family = settings.get("family", "binomial")
     arrays = None if parties is None else [_party(p, label, names, f"party {k}", family)
                                            for k, p in enumerate(parties)]

@@ -103,6 +103,20 @@ pub fn study(
     study: Option<PathBuf>,
 ) -> PyResult<String> {
     let (spec, _) = spec(Reader::Study, study, given)?;
+    if spec.vertical {
+        if parties.is_some() {
+            return Err(raise(privlogit::error::Error::plan(
+                "a vertical study reads each party's file (its --id column matches the rows): \
+                 give the parties as file paths",
+            )));
+        }
+        let quiet = spec.quiet;
+        let say = say(quiet);
+        let result = py
+            .allow_threads(|| privlogit::vertical::run_study(&spec, Some(&say)))
+            .map_err(raise)?;
+        return Ok(serde_json::to_string(&result.json()).unwrap_or_default());
+    }
     let nodes = parties
         .as_deref()
         .map(|p| node_rows(p, spec.family))

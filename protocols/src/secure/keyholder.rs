@@ -337,7 +337,7 @@ pub fn serve<C: Channel>(
                 };
                 let t = clock();
                 if step == Step::VerticalBound {
-                    state.bound(&mut party, secret, config, &noise)?;
+                    state.bound(&payload, &mut party, secret, config, &noise)?;
                 } else {
                     state.round(&payload, &mut party, secret, config, &noise)?;
                 }

@@ -149,9 +149,7 @@ impl<C: Channel> SecureAggregation<C> {
             ring::add_into(&mut e, &theirs);
             let block = state.shares.gradient_block(k, round, &e).ok_or_else(|| {
                 SecureError::Range(format!(
-                    "the parties dealt {} rounds and the study needs more: raise the rounds \
-                     they deal (max_iterations)",
-                    round
+                    "round {round} is beyond the rounds the parties dealt (2 max_iterations + 4)"
                 ))
             })?;
             gradient[columns.clone()].copy_from_slice(&block);

@@ -78,15 +78,16 @@ impl KeyholderVertical {
     /// Its shares of `B / N`, encrypted (once a study).
     pub fn bound<C: Channel, R: CryptoRng>(
         &mut self,
+        payload: &[u8],
         party: &mut KeyholderGc<C, R>,
         secret: &SecretKey,
         config: &SecureConfig,
         noise: &DjnNoise,
     ) -> Result<(), SecureError> {
-        if std::mem::replace(&mut self.bound_formed, true) {
+        if !payload.is_empty() || std::mem::replace(&mut self.bound_formed, true) {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "a second vertical bound (each party's mask is opened once)",
+                "a second vertical bound, or one with a payload (each party's mask is opened once)",
             ));
         }
         let (rows, p) = (self.shares.rows(), self.shares.features());
