@@ -158,6 +158,38 @@ pub(crate) fn recv_ring<C: Channel>(
     }
 }
 
+/// Opens a shared value: this server's share `own` and the other's, exchanged (the key holder
+/// sends first, the aggregator receives first), summed. `what` names the opening in errors.
+pub(crate) fn open<C: Channel>(
+    channel: &mut C,
+    session: u64,
+    own: Vec<u128>,
+    side: Side,
+    what: &str,
+) -> Result<Vec<u128>, SecureError> {
+    let (me, them) = match side {
+        Side::KeyHolder => ("key holder", Role::Aggregator),
+        Side::Aggregator => ("aggregator", Role::KeyHolder),
+    };
+    let send = |ch: &mut C, values: &[u128]| {
+        send_ring(ch, session, values).map_err(|e| SecureError::io(format!("{me}, {what}"), e))
+    };
+    let theirs = match side {
+        Side::KeyHolder => {
+            send(channel, &own)?;
+            recv_ring(channel, session, own.len(), them)?
+        }
+        Side::Aggregator => {
+            let theirs = recv_ring(channel, session, own.len(), them)?;
+            send(channel, &own)?;
+            theirs
+        }
+    };
+    let mut sum = own;
+    ring::add_into(&mut sum, &theirs);
+    Ok(sum)
+}
+
 /// `beta` at [`BETA_FRAC`], refused when the circuit's input could overflow:
 /// `|z| <= 2^FEATURE_BITS |beta|_1` must stay below `2^(Z_BITS - CIRCUIT_FRAC - 1)`.
 pub fn fixed_beta(beta: &[f64]) -> Result<Vec<u128>, SecureError> {

@@ -252,18 +252,7 @@ pub fn intersect(lists: &[Vec<Tag>]) -> Result<Vec<Membership>, PsiError> {
         .iter()
         .map(|list| {
             let mut answer = Membership::new(list.len());
-            let (mut i, mut j) = (0, 0);
-            while i < list.len() && j < common.len() {
-                match list[i].cmp(&common[j]) {
-                    Ordering::Less => i += 1,
-                    Ordering::Greater => j += 1,
-                    Ordering::Equal => {
-                        answer.insert(i);
-                        i += 1;
-                        j += 1;
-                    }
-                }
-            }
+            for_each_shared(list, &common, |i| answer.insert(i));
             answer
         })
         .collect())
@@ -272,19 +261,24 @@ pub fn intersect(lists: &[Vec<Tag>]) -> Result<Vec<Membership>, PsiError> {
 /// The tags two ascending lists share.
 fn merge_common(a: &[Tag], b: &[Tag]) -> Vec<Tag> {
     let mut out = Vec::new();
+    for_each_shared(a, b, |i| out.push(a[i]));
+    out
+}
+
+/// Calls `found(i)` for every position `i` of `a` whose tag `b` also holds (both ascending).
+fn for_each_shared(a: &[Tag], b: &[Tag], mut found: impl FnMut(usize)) {
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
             Ordering::Less => i += 1,
             Ordering::Greater => j += 1,
             Ordering::Equal => {
-                out.push(a[i]);
+                found(i);
                 i += 1;
                 j += 1;
             }
         }
     }
-    out
 }
 
 /// Everything one in-process intersection produced, with the aggregator's view kept for tests

@@ -13,13 +13,11 @@ use privlogit_circuits::channel::Channel;
 use super::{Protocol, SecureAggregation};
 use crate::paillier::{EncryptedVector, PublicKey};
 use crate::secure::solver::LinearAlgebra;
-use crate::secure::vertical::{
-    self as v, CircuitSide, KeyholderPart, Layout, recv_ring, send_ring,
-};
+use crate::secure::vertical::{self as v, CircuitSide, KeyholderPart, Layout, send_ring};
 use crate::secure::wire::{self, Reader, Step, Writer};
 use crate::secure::{SecureConfig, SecureError};
 use crate::transport::Role;
-use crate::vertical::ring::{self, Side};
+use crate::vertical::ring::Side;
 use crate::vertical::shares::ServerShares;
 
 /// The aggregator's state in a vertical study.
@@ -83,12 +81,13 @@ impl<C: Channel> SecureAggregation<C> {
         wire::send(self.keyholder()?, session, Step::VerticalBound, &[]).map_err(at)?;
         let mut blocks = Vec::with_capacity(state.columns.len());
         for k in 0..state.columns.len() {
-            let ch = self.keyholder()?;
-            let theirs = recv_ring(ch, session, rows * p, Role::KeyHolder)?;
-            let open = state.shares.bound_opening(k);
-            send_ring(ch, session, &open).map_err(at)?;
-            let mut e = open;
-            ring::add_into(&mut e, &theirs);
+            let e = v::open(
+                self.keyholder()?,
+                session,
+                state.shares.bound_opening(k),
+                Side::Aggregator,
+                "a bound opening",
+            )?;
             blocks.push(state.shares.bound_block(k, &e));
         }
         let lower = v::lower_triangle(&blocks, &state.columns, p);
@@ -141,12 +140,13 @@ impl<C: Channel> SecureAggregation<C> {
         self.gc_seconds += start.elapsed().as_secs_f64();
         let mut gradient = vec![0u128; self.config.dimension];
         for (k, columns) in state.columns.iter().enumerate() {
-            let ch = self.keyholder()?;
-            let theirs = recv_ring(ch, session, rows, Role::KeyHolder)?;
-            let open = state.shares.gradient_opening(k, round, &residual);
-            send_ring(ch, session, &open).map_err(at)?;
-            let mut e = open;
-            ring::add_into(&mut e, &theirs);
+            let e = v::open(
+                self.keyholder()?,
+                session,
+                state.shares.gradient_opening(k, round, &residual),
+                Side::Aggregator,
+                "a gradient opening",
+            )?;
             let block = state.shares.gradient_block(k, round, &e).ok_or_else(|| {
                 SecureError::Range(format!(
                     "round {round} is beyond the rounds the parties dealt (2 max_iterations + 4)"

@@ -8,7 +8,7 @@ use privlogit_circuits::channel::Channel;
 use rand::CryptoRng;
 
 use super::super::gc::KeyholderGc;
-use super::super::vertical::{self as v, CircuitSide, Layout, RoundMasks, recv_ring, send_ring};
+use super::super::vertical::{self as v, CircuitSide, Layout, RoundMasks, recv_ring};
 use super::super::wire::{self, Reader, Step, Writer};
 use super::super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, SecretKey};
@@ -93,13 +93,13 @@ impl KeyholderVertical {
         let (rows, p) = (self.shares.rows(), self.shares.features());
         let mut blocks = Vec::with_capacity(self.columns.len());
         for k in 0..self.columns.len() {
-            let open = self.shares.bound_opening(k);
-            let ch = channel(party)?;
-            send_ring(ch, config.session, &open)
-                .map_err(|e| SecureError::io("key holder, a bound opening".into(), e))?;
-            let theirs = recv_ring(ch, config.session, rows * p, Role::Aggregator)?;
-            let mut e = open;
-            ring::add_into(&mut e, &theirs);
+            let e = v::open(
+                channel(party)?,
+                config.session,
+                self.shares.bound_opening(k),
+                Side::KeyHolder,
+                "a bound opening",
+            )?;
             blocks.push(self.shares.bound_block(k, &e));
         }
         let lower = v::lower_triangle(&blocks, &self.columns, p);
@@ -166,13 +166,13 @@ impl KeyholderVertical {
         let (residual, objective) = masks.shares();
         let mut gradient = vec![0u128; config.dimension];
         for (k, columns) in self.columns.iter().enumerate() {
-            let open = self.shares.gradient_opening(k, round, &residual);
-            let ch = channel(party)?;
-            send_ring(ch, config.session, &open)
-                .map_err(|e| SecureError::io("key holder, a gradient opening".into(), e))?;
-            let theirs = recv_ring(ch, config.session, rows, Role::Aggregator)?;
-            let mut e = open;
-            ring::add_into(&mut e, &theirs);
+            let e = v::open(
+                channel(party)?,
+                config.session,
+                self.shares.gradient_opening(k, round, &residual),
+                Side::KeyHolder,
+                "a gradient opening",
+            )?;
             let block = self.shares.gradient_block(k, round, &e).ok_or_else(|| {
                 SecureError::violation(
                     Role::Aggregator,
