@@ -272,6 +272,7 @@ impl VerticalResult {
             "parties": self.held.iter().map(|(p, n)| json!({"file": p.display().to_string(), "rows": n})).collect::<Vec<_>>(),
             "seconds": self.report.seconds,
             "psi_seconds": self.psi_seconds,
+            "gradient_tolerance": self.report.gradient_tolerance,
             "and_gates": self.report.aggregator.and_gates,
             "bytes_to_keyholder": self.report.aggregator.bytes_to_keyholder,
             "bytes_from_keyholder": self.report.keyholder.bytes_sent,
@@ -360,6 +361,16 @@ pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<VerticalResu
             say(&crate::fit::job::progress_line(r));
         }
     };
+    if let (Some(asked), Some(say)) = (options.stopping.gradient_tolerance, say) {
+        let floor = secure::gradient_floor(joined.rows(), names.len());
+        if asked < floor {
+            say(&format!(
+                "gradient tolerance raised from {asked:e} to {floor:.2e}: below it the logistic \
+                 circuit's rounding (2^-30 a row) over {} rows decides the test",
+                joined.rows()
+            ));
+        }
+    }
     let report = secure::run_in_process(&parties, &key.secret, optimizer, &options, &mut observer)?;
     Ok(VerticalResult {
         names,

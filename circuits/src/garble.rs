@@ -11,6 +11,7 @@
 //! offset `delta` with its lowest bit set; the one-label is `zero ^ delta`, and the lowest bit
 //! of a label is its permute bit.
 
+pub mod aesni;
 pub mod evaluator;
 pub mod garbler;
 pub mod hash;

@@ -25,6 +25,10 @@ use crate::word::{self, ColumnSum};
 pub const Z_BITS: usize = 48;
 /// Fractional bits of the input and of both outputs.
 pub const FRAC: usize = 32;
+/// Bound on the error of either output (checked over every segment by the tests below): what
+/// a vertical study's objective comparisons allow for.
+pub const ERROR_BOUND: f64 = 9.313_225_746_154_785e-10; // 2^-30
+
 /// Width of the sigmoid output (two's complement: the interpolation's error can put it a few
 /// units in the last place below 0 or above `2^FRAC`).
 pub const SIGMOID_BITS: usize = FRAC + 2;
@@ -372,7 +376,8 @@ mod tests {
             }
         }
         points.extend([0.0, 31.999_999_9, 32.0, 40.0, 1000.0, 30000.0]);
-        let tolerance = 2f64.powi(-30);
+        let tolerance = ERROR_BOUND;
+        assert_eq!(tolerance, 2f64.powi(-30));
         for &a in &points {
             for z in [a, -a] {
                 let (s, sp) = run(z);

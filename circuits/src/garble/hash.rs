@@ -2,9 +2,9 @@
 //! Guo, Katz, Wang and Yu (S&P 2020, section 7.3), where `pi` is AES-128 under a fixed public key
 //! and `sigma(x_hi || x_lo) = (x_hi ^ x_lo) || x_hi` is a linear orthomorphism.
 //!
-//! AES runs through the `aes` crate, which uses AES-NI when the CPU has it and pipelines eight
-//! blocks at a time; calls are therefore made in multiples of eight blocks (padding with
-//! dummies), which is faster than the crate's one-block-at-a-time path for a tail of four.
+//! AES runs on the fastest kernel the CPU offers: VAES ([`super::vaes`], four blocks per
+//! instruction), else AES-NI on `u128`s in place ([`super::aesni`]), else the `aes` crate
+//! (eight blocks per call; also the reference in tests).
 
 use aes::Aes128;
 use aes::cipher::{BlockEncrypt, KeyInit, generic_array::GenericArray};
@@ -19,12 +19,15 @@ const FIXED_KEY: [u8; 16] = [
 /// Blocks per AES call.
 const LANES: usize = 8;
 
+/// An AES kernel: the eleven round keys, and the blocks encrypted in place.
+type Kernel = fn(&[u128; 11], &mut [u128]);
+
 /// The hash, with its key schedule expanded once.
 #[derive(Clone)]
 pub struct Hash {
     cipher: Aes128,
-    /// Round keys for the VAES kernel, when the CPU has it.
-    vaes: Option<[u128; 11]>,
+    /// The kernel this CPU runs, with its round keys (`None`: the `aes` crate).
+    kernel: Option<(Kernel, [u128; 11])>,
 }
 
 impl std::fmt::Debug for Hash {
@@ -51,7 +54,13 @@ impl Hash {
     pub fn new() -> Self {
         Self {
             cipher: Aes128::new(GenericArray::from_slice(&FIXED_KEY)),
-            vaes: super::vaes::available().then(|| super::vaes::expand_key(&FIXED_KEY)),
+            kernel: if super::vaes::available() {
+                Some((super::vaes::encrypt, super::vaes::expand_key(&FIXED_KEY)))
+            } else if super::aesni::available() {
+                Some((super::aesni::encrypt, super::vaes::expand_key(&FIXED_KEY)))
+            } else {
+                None
+            },
         }
     }
 
@@ -67,8 +76,8 @@ impl Hash {
     /// `sigma` of their inputs cheaply (it is linear) use this directly.
     #[inline]
     pub fn permute(&self, blocks: &mut [u128]) {
-        if let Some(keys) = &self.vaes {
-            super::vaes::encrypt(keys, blocks);
+        if let Some((encrypt, keys)) = &self.kernel {
+            encrypt(keys, blocks);
             return;
         }
         let mut lanes = [GenericArray::from([0u8; 16]); LANES];
@@ -93,14 +102,14 @@ impl Hash {
     /// otherwise through the `aes` crate eight blocks per call.
     #[inline]
     pub fn hash_with(&self, xs: &mut [u128], tweak: impl Fn(usize) -> u128) {
-        if let Some(keys) = &self.vaes {
+        if let Some((encrypt, keys)) = &self.kernel {
             let mut sigmas = [0u128; 64];
             for (c, chunk) in xs.chunks_mut(64).enumerate() {
                 for (k, x) in chunk.iter_mut().enumerate() {
                     sigmas[k] = sigma(*x);
                     *x = sigmas[k] ^ tweak(c * 64 + k);
                 }
-                super::vaes::encrypt(keys, chunk);
+                encrypt(keys, chunk);
                 for (k, x) in chunk.iter_mut().enumerate() {
                     *x ^= sigmas[k];
                 }

@@ -1083,6 +1083,14 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         // (candidate - base - 1/2 step^T g_base) / N + slack >= 0 (everything is divided by N
         // here), at twice the fractional bits.
         let frac = self.config.frac;
+        // A vertical study's objectives carry the circuit's interpolation error (each row's
+        // loss within ERROR_BOUND, so each objective / N too): a slack below twice that would
+        // let the error decide, and reject good candidates near the optimum.
+        let slack = if self.vertical.is_some() {
+            slack.max(vertical::OBJECTIVE_SLACK)
+        } else {
+            slack
+        };
         let half_step: Vec<Fixed> = step
             .iter()
             .map(|s| Self::fixed(0.5 * s, frac))

@@ -20,6 +20,11 @@ use crate::transport::Role;
 use crate::vertical::ring::Side;
 use crate::vertical::shares::ServerShares;
 
+/// The accelerated safeguard's slack per row in a vertical study: two objectives, each within
+/// the circuit's [`ERROR_BOUND`](privlogit_circuits::logistic::ERROR_BOUND) per row, so their
+/// difference within twice that; doubled again for margin (3.7e-9).
+pub(super) const OBJECTIVE_SLACK: f64 = 4.0 * privlogit_circuits::logistic::ERROR_BOUND;
+
 /// The aggregator's state in a vertical study.
 pub struct Vertical {
     shares: ServerShares,

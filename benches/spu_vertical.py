@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Side by side: privlogit's vertical study and SecretFlow SPU's logistic regression (sf-sml's
+SGD LogisticRegression, the SS-LR of SecretFlow's tutorials) on the same joined columns.
+
+Both fit the same objective: the log-likelihood with an l2 penalty lambda / 2 |beta|^2 on every
+coefficient but the intercept (privlogit `--free-intercept --lambda L`, sml `C = 1 / L`), on
+columns each party standardised over the shared rows (ddof 0). Runs alternate (privlogit, SPU,
+privlogit, ...) and medians are reported, because the machine is shared.
+
+SPU runs in its in-process simulator (two parties, SEMI2K over the 64-bit ring, SPU's default
+18 fractional bits), which is how SecretFlow's documentation measures it on one machine; the
+intersection is not part of SPU (SecretFlow runs it separately), so only SPU's training is
+timed, while privlogit's wall time includes its intersection, key generation and process start.
+
+Requirements: `pip install spu==0.9.5 pandas scikit-learn "numpy<2"` and `pip install --no-deps
+sf-sml` (sml pins an older spu and imports pandas); a release build of privlogit. Skips (exit 0, a message) when spu is missing.
+
+    python benches/spu_vertical.py [--runs 3] [--privlogit target/release/privlogit]
+"""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+FILES = ["outcomes.csv", "imaging.csv", "registry.csv"]
+
+
+def read(path):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], rows[1:]
+
+
+def joined(directory, label):
+    """The intersection's rows, the labelling party's columns first (privlogit's order), each
+    party's columns standardised over those rows (ddof 0)."""
+    parties = [read(os.path.join(directory, f)) for f in FILES]
+    ids = [{r[h.index("id")]: r for r in rows} for h, rows in parties]
+    common = sorted(set.intersection(*(set(i) for i in ids)))
+    order = sorted(range(len(parties)), key=lambda k: label not in parties[k][0])
+    names, blocks, y = [], [], None
+    for k in order:
+        header, _ = parties[k]
+        cols = [c for c in header if c not in ("id", label)]
+        block = np.array([[float(ids[k][i][header.index(c)]) for c in cols] for i in common])
+        block = (block - block.mean(axis=0)) / block.std(axis=0)
+        names += cols
+        blocks.append(block)
+        if label in header:
+            y = np.array([float(ids[k][i][header.index(label)]) for i in common])
+    return names, np.hstack(blocks), y
+
+
+def privlogit(binary, args, lam):
+    cmd = [binary, *args, "--vertical", "--id", "id", "--label", "label", "--standardize",
+           "--free-intercept", "--lambda", str(lam), "--json", "--quiet"]
+    for f in FILES:
+        cmd += ["--party", os.path.join(ROOT, "data", "vertical", f)]
+    start = time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return time.perf_counter() - start, json.loads(out)
+
+
+def spu_fit(x, y, lam, epochs, learning_rate, batch_size, sig_type):
+    import jax.numpy as jnp
+    import spu.libspu as libspu
+    import spu.utils.simulation as spsim
+    from sml.linear_model.logistic import LogisticRegression
+
+    sim = spsim.Simulator.simple(2, libspu.ProtocolKind.SEMI2K, libspu.FieldType.FM64)
+
+    def train(x, y):
+        model = LogisticRegression(
+            epochs=epochs,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            sig_type=sig_type,
+            penalty="l2",
+            C=1.0 / lam,
+        )
+        return model.fit(x, y).weights
+
+    start = time.perf_counter()
+    w = spsim.sim_jax(sim, train)(x, y.reshape(-1, 1))
+    seconds = time.perf_counter() - start
+    w = np.asarray(w).reshape(-1)
+    # sml: features then the bias; privlogit: the intercept first.
+    return seconds, np.concatenate([w[-1:], w[:-1]])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--privlogit", default=os.path.join(ROOT, "target", "release", "privlogit"))
+    parser.add_argument("--lambda", dest="lam", type=float, default=1.0)
+    parser.add_argument("--json", help="also write the figures to this file")
+    a = parser.parse_args()
+    try:
+        import spu  # noqa: F401
+        import sml  # noqa: F401
+    except ImportError:
+        print("spu or sf-sml is not installed: skipped (pip install spu==0.9.5; "
+              "pip install --no-deps sf-sml)")
+        return 0
+
+    names, x, y = joined(os.path.join(ROOT, "data", "vertical"), "label")
+    _, reference = privlogit(a.privlogit, ["fit", "--gradient-tol", "1e-10"], a.lam)
+    optimum = np.array(reference["coefficients"])
+    if reference["names"][1:] != names:
+        raise SystemExit(f"column order differs from privlogit's: {reference['names']} vs {names}")
+    n, p = x.shape
+    # SPU settings: sml's defaults, and full-batch gradient descent at the largest safe step
+    # (2 / L for the averaged objective, L <= lambda_max(X^T X) / (4 n) + lambda / n) with
+    # the most accurate sigmoid sml offers, for as many epochs as privlogit's run takes rounds.
+    lipschitz = np.linalg.eigvalsh(np.c_[np.ones(n), x].T @ np.c_[np.ones(n), x]).max() / (4 * n) + a.lam / n
+    configs = {
+        "SPU, sml defaults (20 epochs, batch 512, lr 0.1, sigmoid 'sr')":
+            dict(epochs=20, learning_rate=0.1, batch_size=512, sig_type="sr"),
+        "SPU, full-batch GD at step 1.9/L, sigmoid 'real', 1000 epochs":
+            dict(epochs=1000, learning_rate=1.9 / lipschitz, batch_size=n, sig_type="real"),
+    }
+    times = {"privlogit study --vertical (accelerated PrivLogit, defaults)": []}
+    times.update({k: [] for k in configs})
+    results = {}
+    for r in range(a.runs):
+        print(f"run {r + 1} of {a.runs} ...", file=sys.stderr)
+        seconds, out = privlogit(a.privlogit, ["study"], a.lam)
+        key = next(iter(times))
+        times[key].append(seconds)
+        results[key] = dict(
+            iterations=out["iterations"],
+            error=float(np.abs(np.array(out["coefficients"]) - optimum).max()),
+            bytes=out["bytes_to_keyholder"] + out["bytes_from_keyholder"],
+        )
+        for label, c in configs.items():
+            seconds, w = spu_fit(x, y, a.lam, **c)
+            times[label].append(seconds)
+            results[label] = dict(
+                iterations=c["epochs"] * -(-n // c["batch_size"]),
+                error=float(np.abs(w - optimum).max()),
+                bytes=None,
+            )
+    print(f"vertical breast_cancer (data/vertical: {n} shared rows, {p} features, 3 parties), "
+          f"lambda {a.lam}, free intercept; medians of {a.runs} alternated runs")
+    print("| tool | seconds | iterations | max abs distance from the pooled optimum |")
+    print("|---|---|---|---|")
+    report = []
+    for label, t in times.items():
+        res = results[label]
+        print(f"| {label} | {statistics.median(t):.2f} | {res['iterations']} | {res['error']:.2e} |")
+        report.append(dict(tool=label, seconds=statistics.median(t), runs=t, **res))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
