@@ -2,8 +2,9 @@
 //! intersection of `--ids` identifiers per party (a `--shared` fraction common to all), every
 //! role in one process, checked against the plain intersection; then, unless `--rows 0`, a
 //! secure vertical fit of simulated rows (`--rows x --features`, split evenly over the parties,
-//! the first with the labels) for `--iterations` accelerated PrivLogit iterations, with where
-//! the time goes (the circuit, the rest of the rounds and the solver).
+//! the first with the labels) for at most `--iterations` accelerated PrivLogit iterations
+//! (stopping by `--gradient-tol`), with where the time goes (the circuit, the rest of the
+//! rounds and the solver).
 
 use std::time::Instant;
 
@@ -38,9 +39,13 @@ pub struct VerticalBenchArgs {
     /// Features of the secure fit (split over the parties; the first also has the intercept).
     #[arg(long, default_value_t = 6)]
     features: usize,
-    /// Iterations of the secure fit.
+    /// Most iterations of the secure fit.
     #[arg(long, default_value_t = 5)]
     iterations: usize,
+    /// Stop the secure fit when the penalised gradient's norm falls below this (as a study's
+    /// `--gradient-tol`, raised to the circuit's floor); 0 runs all `--iterations`.
+    #[arg(long, default_value_t = 1e-6)]
+    gradient_tol: f64,
     /// Timed runs of the intersection (the median is reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
@@ -65,6 +70,8 @@ struct FitReport {
     rows: usize,
     features: usize,
     iterations: usize,
+    status: String,
+    gradient_tolerance: Option<f64>,
     seconds: f64,
     seconds_per_iteration: f64,
     and_gates: u64,
@@ -135,11 +142,13 @@ pub fn run(args: VerticalBenchArgs) -> Result<()> {
         );
         if let Some(f) = &report.fit {
             println!(
-                "  secure fit: {} rows x {} features, {} iterations in {:.1} s ({:.2} s each): \
-                 circuit {:.1} s ({} AND gates), solver {:.1} s, {} + {} bytes between the servers",
+                "  secure fit: {} rows x {} features, {} iterations ({}) in {:.1} s ({:.2} s \
+                 each): circuit {:.1} s ({} AND gates), solver {:.1} s, {} + {} bytes between \
+                 the servers",
                 f.rows,
                 f.features,
                 f.iterations,
+                f.status,
                 f.seconds,
                 f.seconds_per_iteration,
                 f.circuit_seconds,
@@ -192,6 +201,7 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
     let options = FitOptions::default()
         .lambda(1.0)
         .relative_tolerance(0.0)
+        .gradient_tolerance((args.gradient_tol > 0.0).then_some(args.gradient_tol))
         .max_iterations(args.iterations.max(1));
     let report = run_in_process(
         &parties,
@@ -204,6 +214,8 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
         rows: n,
         features: p + 1,
         iterations: report.fit.iterations,
+        status: report.fit.status.name().to_string(),
+        gradient_tolerance: report.gradient_tolerance,
         seconds: report.seconds,
         seconds_per_iteration: report.seconds / report.fit.iterations.max(1) as f64,
         and_gates: report.aggregator.and_gates,
