@@ -2,10 +2,15 @@
 """Side by side: privlogit's vertical study and SecretFlow SPU's logistic regression (sf-sml's
 SGD LogisticRegression, the SS-LR of SecretFlow's tutorials) on the same joined columns.
 
-Both fit the same objective: the log-likelihood with an l2 penalty lambda / 2 |beta|^2 on every
-coefficient but the intercept (privlogit `--free-intercept --lambda L`, sml `C = 1 / L`), on
-columns each party standardised over the shared rows (ddof 0). Runs alternate (privlogit, SPU,
-privlogit, ...) and medians are reported, because the machine is shared.
+Both fit the log-likelihood with an l2 penalty lambda / 2 |beta|^2 (sml: `C = 1 / lambda`) on
+columns each party standardised over the shared rows (ddof 0). One difference cannot be
+removed: a secure privlogit study penalises the intercept too (its bound must be positive
+definite), sml never does. So each tool is measured against the optimum of its own objective
+(`privlogit fit --vertical`, with `--free-intercept` for sml's), and the distance between the
+two optima is printed beside them. sml applies the penalty once per batch: with one batch per
+epoch (the 398 rows here are fewer than its default 512) that is the objective above. Runs
+alternate (privlogit, SPU, privlogit, ...) and medians are reported, because the machine is
+shared.
 
 SPU runs in its in-process simulator (two parties, SEMI2K over the 64-bit ring, SPU's default
 18 fractional bits), which is how SecretFlow's documentation measures it on one machine; the
@@ -62,7 +67,7 @@ def joined(directory, label):
 
 def privlogit(binary, args, lam):
     cmd = [binary, *args, "--vertical", "--id", "id", "--label", "label", "--standardize",
-           "--free-intercept", "--lambda", str(lam), "--json", "--quiet"]
+           "--lambda", str(lam), "--json", "--quiet"]
     for f in FILES:
         cmd += ["--party", os.path.join(ROOT, "data", "vertical", f)]
     start = time.perf_counter()
@@ -117,6 +122,8 @@ def main():
     optimum = np.array(reference["coefficients"])
     if reference["names"][1:] != names:
         raise SystemExit(f"column order differs from privlogit's: {reference['names']} vs {names}")
+    _, free = privlogit(a.privlogit, ["fit", "--gradient-tol", "1e-10", "--free-intercept"], a.lam)
+    free_optimum = np.array(free["coefficients"])
     n, p = x.shape
     # SPU settings: sml's defaults, and full-batch gradient descent at the largest safe step
     # (2 / L for the averaged objective, L <= lambda_max(X^T X) / (4 n) + lambda / n) with
@@ -128,6 +135,8 @@ def main():
         "SPU, full-batch GD at step 1.9/L, sigmoid 'real', 1000 epochs":
             dict(epochs=1000, learning_rate=1.9 / lipschitz, batch_size=n, sig_type="real"),
     }
+    if any(c["batch_size"] < n for c in configs.values()):
+        raise SystemExit("sml would apply the penalty once per batch: keep one batch per epoch")
     times = {"privlogit study --vertical (accelerated PrivLogit, defaults)": []}
     times.update({k: [] for k in configs})
     results = {}
@@ -146,12 +155,13 @@ def main():
             times[label].append(seconds)
             results[label] = dict(
                 iterations=c["epochs"] * -(-n // c["batch_size"]),
-                error=float(np.abs(w - optimum).max()),
+                error=float(np.abs(w - free_optimum).max()),
                 bytes=None,
             )
     print(f"vertical breast_cancer (data/vertical: {n} shared rows, {p} features, 3 parties), "
-          f"lambda {a.lam}, free intercept; medians of {a.runs} alternated runs")
-    print("| tool | seconds | iterations | max abs distance from the pooled optimum |")
+          f"lambda {a.lam}; medians of {a.runs} alternated runs; the two objectives' optima "
+          f"(intercept penalised or not) are {np.abs(optimum - free_optimum).max():.2e} apart")
+    print("| tool | seconds | iterations | max abs distance from its objective's pooled optimum |")
     print("|---|---|---|---|")
     report = []
     for label, t in times.items():

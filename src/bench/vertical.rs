@@ -10,10 +10,11 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use clap::Args;
+use ndarray::{Array1, Array2};
 use privlogit_protocols::paillier::{KeyPair, KeySize};
 use privlogit_protocols::secure::vertical::{VerticalParty, run_in_process};
 use privlogit_protocols::vertical::psi;
-use privlogit_protocols::{FitOptions, Optimizer};
+use privlogit_protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -70,6 +71,9 @@ struct FitReport {
     rows: usize,
     features: usize,
     iterations: usize,
+    /// The same rows pooled in the clear, the same options.
+    plaintext_iterations: usize,
+    max_abs_diff_to_plaintext: f64,
     status: String,
     gradient_tolerance: Option<f64>,
     seconds: f64,
@@ -142,13 +146,15 @@ pub fn run(args: VerticalBenchArgs) -> Result<()> {
         );
         if let Some(f) = &report.fit {
             println!(
-                "  secure fit: {} rows x {} features, {} iterations ({}) in {:.1} s ({:.2} s \
-                 each): circuit {:.1} s ({} AND gates), solver {:.1} s, {} + {} bytes between \
-                 the servers",
+                "  secure fit: {} rows x {} features, {} iterations ({}; in the clear {}, \
+                 max |difference| {:.1e}) in {:.1} s ({:.2} s each): circuit {:.1} s ({} AND \
+                 gates), solver {:.1} s, {} + {} bytes between the servers",
                 f.rows,
                 f.features,
                 f.iterations,
                 f.status,
+                f.plaintext_iterations,
+                f.max_abs_diff_to_plaintext,
                 f.seconds,
                 f.seconds_per_iteration,
                 f.circuit_seconds,
@@ -203,17 +209,39 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
         .relative_tolerance(0.0)
         .gradient_tolerance((args.gradient_tol > 0.0).then_some(args.gradient_tol))
         .max_iterations(args.iterations.max(1));
-    let report = run_in_process(
-        &parties,
-        &pair.secret,
-        Optimizer::AcceleratedPrivLogit { memory: 3 },
-        &options,
-        &mut |r| eprintln!("iteration {}", r.iteration),
-    )?;
+    let optimizer = Optimizer::AcceleratedPrivLogit { memory: 3 };
+    // The same rows pooled in the clear, the columns in the study's order: the iterations the
+    // plaintext run needs and the optimum the secure one should land on.
+    let pooled = Array2::from_shape_fn((n, p + 1), |(i, j)| {
+        let mut j = j;
+        for party in &parties {
+            if j < party.columns {
+                return party.x[i * party.columns + j];
+            }
+            j -= party.columns;
+        }
+        unreachable!("p + 1 columns in all")
+    });
+    let labels = Array1::from_iter(y.iter().map(|&v| f64::from(u8::from(v))));
+    let plain = optimizer
+        .fit(
+            &mut PlaintextAggregation::new(&[PartyData::new(pooled, labels)]),
+            &options,
+            &mut |_| {},
+        )
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let report = run_in_process(&parties, &pair.secret, optimizer, &options, &mut |r| {
+        eprintln!("iteration {}", r.iteration)
+    })?;
+    let max_abs_diff_to_plaintext = (&report.fit.beta - &plain.beta)
+        .iter()
+        .fold(0.0f64, |m, d| m.max(d.abs()));
     Ok(FitReport {
         rows: n,
         features: p + 1,
         iterations: report.fit.iterations,
+        plaintext_iterations: plain.iterations,
+        max_abs_diff_to_plaintext,
         status: report.fit.status.name().to_string(),
         gradient_tolerance: report.gradient_tolerance,
         seconds: report.seconds,

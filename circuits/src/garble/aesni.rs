@@ -6,7 +6,8 @@
 //! rounds themselves when a gate hashes four labels (a garbled ranking runs in 0.86 of the
 //! time with this kernel: docs/src/results/performance.md). This kernel encrypts `u128`s in
 //! place with the round keys expanded once ([`super::vaes::expand_key`]). The `aes` crate
-//! stays the fallback (`PRIVLOGIT_NO_AESNI=1` forces it) and the reference in tests.
+//! stays the fallback (on a CPU without VAES, `PRIVLOGIT_NO_AESNI=1` forces it; with VAES,
+//! `PRIVLOGIT_NO_VAES=1` too) and the reference in tests.
 
 #![allow(unsafe_code)]
 

@@ -98,8 +98,8 @@ impl Hash {
         self.hash_with(xs, |k| tweaks[k]);
     }
 
-    /// Replaces every `xs[k]` by `H(xs[k], tweak(k))`: with VAES four blocks per instruction,
-    /// otherwise through the `aes` crate eight blocks per call.
+    /// Replaces every `xs[k]` by `H(xs[k], tweak(k))`, on the kernel [`Hash::new`] selected
+    /// (VAES or AES-NI 64 blocks per call, else the `aes` crate eight per call).
     #[inline]
     pub fn hash_with(&self, xs: &mut [u128], tweak: impl Fn(usize) -> u128) {
         if let Some((encrypt, keys)) = &self.kernel {
