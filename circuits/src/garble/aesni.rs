@@ -86,38 +86,3 @@ fn encrypt_aesni(round_keys: &[u128; 11], blocks: &mut [u128]) {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::vaes::expand_key;
-    use super::*;
-    use aes::Aes128;
-    use aes::cipher::{BlockEncrypt, KeyInit, generic_array::GenericArray};
-
-    /// AES-NI agrees with the `aes` crate on whole chunks and tails.
-    #[test]
-    fn agrees_with_the_aes_crate() {
-        if !available() {
-            eprintln!("skipped: no AES-NI on this CPU");
-            return;
-        }
-        let key = [9u8; 16];
-        let keys = expand_key(&key);
-        let reference = Aes128::new(GenericArray::from_slice(&key));
-        for n in [1usize, 7, 8, 9, 37] {
-            let mut blocks: Vec<u128> = (0..n as u128)
-                .map(|i| i * 0x0101_0101_0101_0101_0101 + 3)
-                .collect();
-            let expected: Vec<u128> = blocks
-                .iter()
-                .map(|b| {
-                    let mut g = GenericArray::from(b.to_le_bytes());
-                    reference.encrypt_block(&mut g);
-                    u128::from_le_bytes(g.into())
-                })
-                .collect();
-            encrypt(&keys, &mut blocks);
-            assert_eq!(blocks, expected, "{n} blocks");
-        }
-    }
-}

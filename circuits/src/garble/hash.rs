@@ -154,6 +154,48 @@ mod tests {
         assert_eq!(block.as_slice(), &expected);
     }
 
+    /// Every kernel this CPU runs (VAES, AES-NI) agrees with the `aes` crate on whole chunks
+    /// and tails.
+    #[test]
+    fn kernels_agree_with_the_aes_crate() {
+        let kernels: [(&str, bool, Kernel); 2] = [
+            (
+                "VAES",
+                super::super::vaes::available(),
+                super::super::vaes::encrypt,
+            ),
+            (
+                "AES-NI",
+                super::super::aesni::available(),
+                super::super::aesni::encrypt,
+            ),
+        ];
+        let key = [9u8; 16];
+        let keys = super::super::vaes::expand_key(&key);
+        let reference = Aes128::new(GenericArray::from_slice(&key));
+        for (name, available, encrypt) in kernels {
+            if !available {
+                eprintln!("skipped: no {name} on this CPU");
+                continue;
+            }
+            for n in [1usize, 4, 7, 8, 9, 15, 16, 37] {
+                let mut blocks: Vec<u128> = (0..n as u128)
+                    .map(|i| i * 0x0101_0101_0101_0101_0101 + 3)
+                    .collect();
+                let expected: Vec<u128> = blocks
+                    .iter()
+                    .map(|b| {
+                        let mut g = GenericArray::from(b.to_le_bytes());
+                        reference.encrypt_block(&mut g);
+                        u128::from_le_bytes(g.into())
+                    })
+                    .collect();
+                encrypt(&keys, &mut blocks);
+                assert_eq!(blocks, expected, "{name}, {n} blocks");
+            }
+        }
+    }
+
     #[test]
     fn batches_equal_single_calls_and_tweaks_matter() {
         let h = Hash::new();

@@ -159,8 +159,6 @@ fn encrypt_vaes(round_keys: &[u128; 11], blocks: &mut [u128]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aes::Aes128;
-    use aes::cipher::{BlockEncrypt, KeyInit, generic_array::GenericArray};
 
     /// FIPS-197 appendix A.1: the last round key of 2b7e1516 28aed2a6 abf71588 09cf4f3c is
     /// d014f9a8 c9ee2589 e13f0cc8 b6630ca6.
@@ -178,32 +176,5 @@ mod tests {
                 0x0c, 0xa6
             ]
         );
-    }
-
-    /// VAES agrees with the `aes` crate on chunks and tails.
-    #[test]
-    fn agrees_with_the_aes_crate() {
-        if !available() {
-            eprintln!("skipped: no VAES on this CPU");
-            return;
-        }
-        let key = [9u8; 16];
-        let keys = expand_key(&key);
-        let reference = Aes128::new(GenericArray::from_slice(&key));
-        for n in [1usize, 4, 15, 16, 37] {
-            let mut blocks: Vec<u128> = (0..n as u128)
-                .map(|i| i * 0x0101_0101_0101_0101_0101 + 3)
-                .collect();
-            let expected: Vec<u128> = blocks
-                .iter()
-                .map(|b| {
-                    let mut g = GenericArray::from(b.to_le_bytes());
-                    reference.encrypt_block(&mut g);
-                    u128::from_le_bytes(g.into())
-                })
-                .collect();
-            encrypt(&keys, &mut blocks);
-            assert_eq!(blocks, expected, "{n} blocks");
-        }
     }
 }
