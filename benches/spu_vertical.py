@@ -32,7 +32,10 @@ import subprocess
 import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # reported by main() with the other requirements
+    np = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -110,11 +113,13 @@ def main():
     parser.add_argument("--json", help="also write the figures to this file")
     a = parser.parse_args()
     try:
+        if np is None:
+            raise ImportError("numpy")
         import spu  # noqa: F401
         import sml  # noqa: F401
     except ImportError:
-        print("spu or sf-sml is not installed: skipped (pip install spu==0.9.5; "
-              "pip install --no-deps sf-sml)")
+        print("numpy, spu or sf-sml is not installed: skipped (pip install spu==0.9.5 pandas "
+              "scikit-learn \"numpy<2\"; pip install --no-deps sf-sml)")
         return 0
 
     names, x, y = joined(os.path.join(ROOT, "data", "vertical"), "label")
