@@ -423,7 +423,7 @@ pub const KEYS: &[Key] = &[
         "vertical",
         Kind::Switch,
         "",
-        &[F, S],
+        &[F, S, A, N],
         true,
         "The parties hold different columns about the same people: their rows are matched by \
          --id (private set intersection) and the model is fitted over the joined columns; \
@@ -433,7 +433,7 @@ pub const KEYS: &[Key] = &[
         "id",
         Kind::Text,
         "COLUMN",
-        &[F, S],
+        &[F, S, N],
         true,
         "The column that identifies a person in every party's file (a vertical study's \
          matching key; compared as text, exactly).",

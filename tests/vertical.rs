@@ -4,10 +4,11 @@
 //! about 10% of the people missing.
 
 use std::path::Path;
+use std::time::Duration;
 
 mod common;
 use common::deployment::json;
-use common::process::{fresh_dir, privlogit, privlogit_ok};
+use common::process::{Role, address, fresh_dir, new_identity, privlogit, privlogit_ok};
 
 fn file(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -105,7 +106,7 @@ fn a_vertical_study_equals_the_pooled_fit_of_the_intersection() {
             "study",
             &["--optimizer", optimizer, "--max-iter", iterations],
         ));
-        assert_eq!(study["n"], 398, "{optimizer}");
+        assert_eq!(study["rows"], 398, "{optimizer}");
         let (ours, theirs) = (by_name(&study), by_name(&reference));
         assert_eq!(ours.len(), 7, "intercept and 2 columns from each party");
         for ((name, a), (other, b)) in ours.iter().zip(&theirs) {
@@ -159,4 +160,204 @@ fn bad_vertical_inputs_are_named() {
     assert!(err.contains("exactly one party's file"), "{err}");
     let err = run(&[file("outcomes.csv"), file("imaging.csv")], &[]);
     assert!(err.contains("--id"), "{err}");
+}
+
+/// The organisations of `data/vertical` as parties of a study between organizations: an
+/// identity each (and the servers'), and a study file naming them that says `vertical = true`.
+struct Organisations {
+    dir: std::path::PathBuf,
+    study: String,
+}
+
+const ORGANISATIONS: [&str; 3] = ["outcomes", "imaging", "registry"];
+
+impl Organisations {
+    /// The study file runs accelerated PrivLogit for `iterations` (no stopping rule, as the
+    /// in-process test) on 2 columns of each file.
+    fn new(tag: &str, iterations: usize) -> Self {
+        let dir = fresh_dir(tag);
+        let mut fingerprints = std::collections::HashMap::new();
+        for name in ["keyholder", "aggregator"].iter().chain(&ORGANISATIONS) {
+            fingerprints.insert(*name, new_identity(&dir, name));
+        }
+        let excluded: Vec<String> = narrowed(2)
+            .chunks(2)
+            .map(|pair| format!("{:?}", pair[1]))
+            .collect();
+        let mut file = format!(
+            "vertical = true\nid = \"id\"\nlabel = \"label\"\nstandardize = true\n\
+             optimizer = \"privlogit-accel\"\ntol = 0\ngradient_tol = 0\nmax_iter = {iterations}\n\
+             exclude = [{}]\n[keyholder]\nfingerprint = \"{}\"\n[aggregator]\n\
+             certificate = \"aggregator.crt\"\n",
+            excluded.join(", "),
+            fingerprints["keyholder"]
+        );
+        for name in ORGANISATIONS {
+            file.push_str(&format!(
+                "[[node]]\nname = \"{name}\"\nfingerprint = \"{}\"\n",
+                fingerprints[name]
+            ));
+        }
+        let study = dir.join("study.toml");
+        std::fs::write(&study, file).expect("study file");
+        Self {
+            study: study.display().to_string(),
+            dir,
+        }
+    }
+
+    fn identity(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    /// The key holder and the aggregator (writing its result as JSON to `out`), then each
+    /// organisation's Node with its own file; returns them all, the aggregator first.
+    fn start(&self, out: &Path, deadline: &str) -> Vec<Role> {
+        let kh_id = self.identity("keyholder");
+        let mut keyholder = Role::spawn(&[
+            "keyholder",
+            "--study",
+            &self.study,
+            "--identity",
+            &kh_id,
+            "--listen",
+            "127.0.0.1:0",
+            "--deadline",
+            deadline,
+        ]);
+        let kh = address(&keyholder.wait_for("listening on", Duration::from_secs(30)));
+        let agg_id = self.identity("aggregator");
+        let out = out.display().to_string();
+        let mut aggregator = Role::spawn(&[
+            "aggregator",
+            "--study",
+            &self.study,
+            "--identity",
+            &agg_id,
+            "--listen",
+            "127.0.0.1:0",
+            "--keyholder",
+            &kh,
+            "--json",
+            "--out",
+            &out,
+            "--deadline",
+            deadline,
+        ]);
+        let agg = address(&aggregator.wait_for("listening on", Duration::from_secs(30)));
+        let mut roles = vec![aggregator, keyholder];
+        for (name, data) in
+            ORGANISATIONS
+                .iter()
+                .zip(["outcomes.csv", "imaging.csv", "registry.csv"])
+        {
+            let id = self.identity(name);
+            let data = file(data);
+            roles.push(Role::spawn(&[
+                "node",
+                "--study",
+                &self.study,
+                "--identity",
+                &id,
+                "--party",
+                &data,
+                "--aggregator",
+                &agg,
+                "--deadline",
+                deadline,
+            ]));
+        }
+        roles
+    }
+}
+
+impl Drop for Organisations {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Separate processes over mutual TLS: the aggregator's model is the pooled fit's (within 1e-6,
+/// as the in-process study's above, N the intersection's size), and every Node prints it.
+#[test]
+fn a_vertical_study_between_organisations_equals_the_pooled_fit() {
+    let orgs = Organisations::new("vertical-roles", 60);
+    let out = orgs.dir.join("model.json");
+    let roles = orgs.start(&out, "6");
+    let mut logs = Vec::new();
+    for role in roles {
+        let (ok, log) = role.end(Duration::from_secs(300));
+        assert!(ok, "{log}");
+        logs.push(log);
+    }
+    let study = json(&std::fs::read(&out).expect("the aggregator's result"));
+    let mut args: Vec<String> = [
+        "fit",
+        "--vertical",
+        "--id",
+        "id",
+        "--label",
+        "label",
+        "--standardize",
+        "--tol",
+        "0",
+        "--gradient-tol",
+        "0",
+        "--max-iter",
+        "300",
+        "--json",
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(parties());
+    args.extend(narrowed(2));
+    let reference = json(&privlogit_ok(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    assert_eq!(study["rows"], 398);
+    let (ours, theirs) = (by_name(&study), by_name(&reference));
+    assert_eq!(ours.len(), 7);
+    for ((name, a), (other, b)) in ours.iter().zip(&theirs) {
+        assert_eq!(name, other);
+        assert!(
+            (a - b).abs() < 1e-6,
+            "{name}: {a} between organisations vs {b} pooled"
+        );
+    }
+    // Each Node learned N and the model (the Nodes' logs follow the two servers').
+    for log in &logs[2..] {
+        assert!(log.contains("N = 398 rows shared"), "{log}");
+        assert!(log.contains(&format!("{:.8}", ours[1].1)), "{log}");
+    }
+}
+
+/// A Node lost during the fit (killed after the third iteration) stops the aggregator and the
+/// key holder within the deadline (2 s here; at most two deadlines and a margin), the
+/// aggregator naming it, and the other Nodes too.
+#[test]
+fn a_lost_vertical_party_stops_the_others_within_the_deadline() {
+    let orgs = Organisations::new("vertical-lost", 500);
+    let out = orgs.dir.join("model.json");
+    let mut roles = orgs.start(&out, "2");
+    roles[0].wait_for("iteration    3", Duration::from_secs(120));
+    let mut lost = roles.remove(3);
+    lost.child.kill().expect("kill");
+    let _ = lost.child.wait();
+    let killed = std::time::Instant::now();
+    let mut roles = roles.into_iter();
+    let (ok, log) = roles
+        .next()
+        .expect("aggregator")
+        .end(Duration::from_secs(30));
+    let took = killed.elapsed();
+    assert!(!ok, "{log}");
+    assert!(took < Duration::from_secs(6), "{took:?}: {log}");
+    assert!(log.contains("imaging"), "{log}");
+    for role in roles {
+        let (ok, log) = role.end(Duration::from_secs(30));
+        assert!(!ok, "{log}");
+    }
+    assert!(!out.exists(), "no model is written when a party is lost");
 }

@@ -62,6 +62,8 @@ _STUDY_OPTIMIZER = _Default(_STUDY["optimizer"])
 # PrivLogit optimiser and protocol when neither was given.
 _FIT_OPTIMIZER = _Default(_FIT["optimizer"])
 _STUDY_PROTOCOL = _Default(_STUDY["protocol"])
+# And what a study reveals: standard errors where they can be had (a vertical study has none).
+_STUDY_REVEAL = _Default(_STUDY["reveal"])
 
 
 def _frame_columns(frame, label, what):
@@ -208,7 +210,7 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
           max_iter=_STUDY["max_iter"], gradient_tol=_STUDY["gradient_tol"], *, label=None, names=None,
           study_file=None, key_bits=_STUDY["key_bits"], fixed=_STUDY["fixed"],
           linear_algebra=_STUDY["linear_algebra"], memory=_STUDY["memory"], seed=None, quiet=_STUDY["quiet"],
-          reveal=_STUDY["reveal"], ci_level=_STUDY["ci_level"], covariance=_STUDY["covariance"], **settings):
+          reveal=_STUDY_REVEAL, ci_level=_STUDY["ci_level"], covariance=_STUDY["covariance"], **settings):
     """The secure study in this process (`privlogit study`: the same plan, defaults and
     checks): a key holder, an aggregator and one Node per party of `parties` (`(X, y)`,
     pandas DataFrames with their `label` column, or data files), talking over loopback TCP;
@@ -226,13 +228,15 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
 
     `vertical=True, id="COLUMN"`: the parties hold different columns about the same people
     (`privlogit study --vertical`): `parties` are their files, matched by the `id` column, one of
-    them with the `label` column. Returns `n` (the intersection's size), `names`,
-    `coefficients`/`coef`, `iterations` and `cost`.
+    them with the `label` column. Returns the same fields, `rows` being the intersection's size,
+    with `vertical` (each party's place, rows held and columns).
     """
     if optimizer is _STUDY_OPTIMIZER:
         optimizer = None  # not given: the library's default, or Newton's for its protocol
     if protocol is _STUDY_PROTOCOL:
         protocol = None  # not given: the library's default (Newton for Gaussian and Poisson)
+    if reveal is _STUDY_REVEAL:
+        reveal = None  # not given: the library's default for the study's kind
     given = _settings(protocol=protocol, optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept,
                       tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
                       linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label,
@@ -244,13 +248,11 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
                 raise PrivlogitError("a vertical study reads each party's file (its id column matches the "
                                      "rows): give the parties as file paths")
             given["party"] = [os.fspath(p) for p in parties]
-        out = _with_arrays(_native.study(None, given, None if study_file is None else os.fspath(study_file)))
-        out["cost"] = {key: out[key] for key in ("rounds", "and_gates", "bytes_to_keyholder",
-                                                 "bytes_from_keyholder", "seconds", "psi_seconds")}
-        return out
-    family = settings.get("family", "binomial")
-    arrays = None if parties is None else [_party(p, label, names, f"party {k}", family)
-                                           for k, p in enumerate(parties)]
+        arrays = None
+    else:
+        family = settings.get("family", "binomial")
+        arrays = None if parties is None else [_party(p, label, names, f"party {k}", family)
+                                               for k, p in enumerate(parties)]
     out = _with_arrays(_native.study(arrays, given, None if study_file is None else os.fspath(study_file)))
     out["cost"] = {
         "rounds": out["rounds"],

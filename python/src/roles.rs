@@ -113,9 +113,9 @@ pub fn study(
         let quiet = spec.quiet;
         let say = say(quiet);
         let result = py
-            .allow_threads(|| privlogit::vertical::run_study(&spec, Some(&say)))
+            .allow_threads(|| privlogit::vertical::run_study(&spec, (!quiet).then_some(&say)))
             .map_err(raise)?;
-        return Ok(serde_json::to_string(&result.json()).unwrap_or_default());
+        return json(&result);
     }
     let nodes = parties
         .as_deref()
@@ -192,6 +192,25 @@ pub fn node<'py>(
     data: Option<Party>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (spec, file) = spec(Reader::Node, Some(study), given)?;
+    if spec.vertical {
+        if data.is_some() {
+            return Err(raise(privlogit::error::Error::plan(
+                "a vertical Node reads its file (its id column matches the rows): give data as \
+                 a file path",
+            )));
+        }
+        let say = say(false);
+        let role = privlogit::study::vertical_node::VerticalNode::new(&spec, file.as_ref(), &say)
+            .map_err(raise)?;
+        let outcome = py.allow_threads(|| role.run(&say)).map_err(raise)?;
+        let out = PyDict::new(py);
+        out.set_item("rows", outcome.rows)?;
+        out.set_item("names", outcome.names)?;
+        out.set_item("coefficients", outcome.beta)?;
+        out.set_item("status", outcome.status)?;
+        out.set_item("bytes_sent", outcome.bytes_sent)?;
+        return Ok(out);
+    }
     let rows = match data {
         Some(party) => Some(node_rows(std::slice::from_ref(&party), spec.family)?.remove(0)),
         None => None,

@@ -32,10 +32,11 @@ def test_a_vertical_study_equals_the_fit_of_the_joined_rows():
     columns = [c for k in kept for c in k]
     reference = privlogit.fit([(joined[columns].to_numpy(), joined["label"].to_numpy())],
                               standardize=True, tol=0, gradient_tol=0, max_iter=15)
-    assert out["n"] == len(joined) == 398
+    assert out["rows"] == len(joined) == 398
     assert out["names"] == ["intercept", *columns]
     np.testing.assert_allclose(out["coef"], reference["coef"], atol=1e-6, rtol=0)
-    assert out["cost"]["and_gates"] > 0
+    assert out["cost"]["aggregator_and_gates"] > 0
+    assert [p["rows_held"] for p in out["vertical"]["parties"]] == [len(f) for f in frames]
 
 
 def test_a_vertical_study_takes_files_only():

@@ -12,7 +12,10 @@ use anyhow::{Result, bail};
 use clap::Args;
 use ndarray::{Array1, Array2};
 use privlogit_protocols::paillier::{KeyPair, KeySize};
-use privlogit_protocols::secure::vertical::{VerticalParty, run_in_process};
+use privlogit_protocols::secure::aggregator::{Protocol, Reveal};
+use privlogit_protocols::secure::solver::LinearAlgebra;
+use privlogit_protocols::secure::study::StudyPlan;
+use privlogit_protocols::secure::vertical::roles::{VerticalTable, run_in_process};
 use privlogit_protocols::vertical::psi;
 use privlogit_protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
 use rand::seq::SliceRandom;
@@ -183,45 +186,34 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
             rng.random::<f64>() < 1.0 / (1.0 + (-z).exp())
         })
         .collect();
-    let mut parties = Vec::new();
+    // Every party holds every row, under the same identifiers (the intersection is timed
+    // above); the first party also holds the labels.
+    let ids: Vec<String> = (0..n).map(|i| format!("R{i:09}")).collect();
+    let mut tables = Vec::new();
     let mut start = 0;
     for k in 0..args.parties {
         let w = p / args.parties + usize::from(k < p % args.parties);
-        let lead = usize::from(k == 0);
-        let mut block = Vec::with_capacity(n * (w + lead));
-        for row in &x {
-            if lead == 1 {
-                block.push(1.0);
-            }
-            block.extend_from_slice(&row[start..start + w]);
-        }
-        parties.push(VerticalParty {
-            x: block,
-            columns: w + lead,
+        tables.push(VerticalTable {
+            source: format!("simulated party {}", k + 1),
+            ids: ids.clone(),
+            names: (start..start + w).map(|j| format!("x{}", j + 1)).collect(),
+            x: x.iter()
+                .flat_map(|row| row[start..start + w].to_vec())
+                .collect(),
             labels: (k == 0).then(|| y.clone()),
         });
         start += w;
     }
-    eprintln!("generating a 2048-bit key pair ...");
-    let pair = KeyPair::generate(KeySize::Bits2048, &mut rand::rng());
     let options = FitOptions::default()
         .lambda(1.0)
         .relative_tolerance(0.0)
         .gradient_tolerance((args.gradient_tol > 0.0).then_some(args.gradient_tol))
         .max_iterations(args.iterations.max(1));
     let optimizer = Optimizer::AcceleratedPrivLogit { memory: 3 };
-    // The same rows pooled in the clear, the columns in the study's order: the iterations the
-    // plaintext run needs and the optimum the secure one should land on.
-    let pooled = Array2::from_shape_fn((n, p + 1), |(i, j)| {
-        let mut j = j;
-        for party in &parties {
-            if j < party.columns {
-                return party.x[i * party.columns + j];
-            }
-            j -= party.columns;
-        }
-        unreachable!("p + 1 columns in all")
-    });
+    // The same rows pooled in the clear, with the intercept (the study's order is the rows'
+    // column order: the labelling party is the first): the iterations the plaintext run needs
+    // and the optimum the secure one should land on.
+    let pooled = Array2::from_shape_fn((n, p + 1), |(i, j)| if j == 0 { 1.0 } else { x[i][j - 1] });
     let labels = Array1::from_iter(y.iter().map(|&v| f64::from(u8::from(v))));
     let plain = optimizer
         .fit(
@@ -230,9 +222,28 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
             &mut |_| {},
         )
         .map_err(|e| anyhow::anyhow!(e))?;
-    let report = run_in_process(&parties, &pair.secret, optimizer, &options, &mut |r| {
+    let plan = StudyPlan {
+        protocol: Protocol::Hessian,
+        optimizer,
+        options,
+        format: privlogit_protocols::secure::DEFAULT_FORMAT,
+        key_bits: 2048,
+        parties: args.parties,
+        standardize: false,
+        intercept: true,
+        linear_algebra: LinearAlgebra::Masked,
+        mask_seed: None,
+        release: None,
+        reveal: Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
+    };
+    eprintln!("generating a 2048-bit key pair ...");
+    let make_key = |_| Ok(KeyPair::generate(KeySize::Bits2048, &mut rand::rng()).secret);
+    let run = run_in_process(&tables, &plan, make_key, &mut |r| {
         eprintln!("iteration {}", r.iteration)
     })?;
+    let report = run.outcome;
     let max_abs_diff_to_plaintext = (&report.fit.beta - &plain.beta)
         .iter()
         .fold(0.0f64, |m, d| m.max(d.abs()));
@@ -243,13 +254,13 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
         plaintext_iterations: plain.iterations,
         max_abs_diff_to_plaintext,
         status: report.fit.status.name().to_string(),
-        gradient_tolerance: report.gradient_tolerance,
+        gradient_tolerance: report.vertical.as_ref().and_then(|v| v.gradient_tolerance),
         seconds: report.seconds,
         seconds_per_iteration: report.seconds / report.fit.iterations.max(1) as f64,
         and_gates: report.aggregator.and_gates,
         circuit_seconds: report.aggregator.gc_seconds,
         solver_seconds: report.aggregator.solver.masked_seconds,
         bytes_to_keyholder: report.aggregator.bytes_to_keyholder,
-        bytes_from_keyholder: report.keyholder.bytes_sent,
+        bytes_from_keyholder: run.keyholder.bytes_sent,
     })
 }

@@ -263,6 +263,19 @@ impl StudyResult {
                 .as_ref()
                 .and_then(|h| crate::evaluation::Evaluation::from_sums(&h.sums, h.auc)),
             differential_privacy: self.release()?,
+            vertical: o.vertical.as_ref().map(|v| JsonVertical {
+                parties: v
+                    .parties
+                    .iter()
+                    .map(|(party, held, range)| JsonVerticalParty {
+                        party: party + 1,
+                        rows_held: *held,
+                        columns: &o.names[range.clone()],
+                    })
+                    .collect(),
+                psi_seconds: v.psi_seconds,
+                gradient_tolerance: v.gradient_tolerance,
+            }),
             protocol: Spec::protocol_name(self.plan.protocol).to_string(),
             optimizer: r.optimizer.to_string(),
             status: r.status.name(),
@@ -391,6 +404,28 @@ impl StudyResult {
             o.aggregator.bytes_from_each_node.len(),
             o.rows
         );
+        if let Some(v) = &o.vertical {
+            let held: Vec<String> = v
+                .parties
+                .iter()
+                .map(|(party, held, range)| {
+                    format!(
+                        "party {} {held} rows, {} coefficients",
+                        party + 1,
+                        range.len()
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "vertical        N = {} rows shared ({}); intersection {:.2} s{}",
+                o.rows,
+                held.join(", "),
+                v.psi_seconds,
+                v.gradient_tolerance
+                    .map_or(String::new(), |g| format!("; gradient tolerance {g:.2e}"))
+            );
+        }
         let _ = writeln!(s, "iterations      {}", r.iterations);
         let _ = writeln!(s, "rounds          {}", r.rounds);
         let _ = writeln!(
@@ -511,6 +546,27 @@ struct JsonRelease {
     noise: &'static str,
 }
 
+/// What a vertical study adds to the report.
+#[derive(Serialize)]
+struct JsonVertical<'a> {
+    /// Per party in coefficient order (the labelling party first).
+    parties: Vec<JsonVerticalParty<'a>>,
+    /// Seconds until every party knew its shared rows.
+    psi_seconds: f64,
+    /// The gradient-norm tolerance the study stopped by (raised to the circuit's floor).
+    gradient_tolerance: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct JsonVerticalParty<'a> {
+    /// Its place among the parties as they joined (1-based: the `--party` order in one process).
+    party: usize,
+    /// Rows its file held.
+    rows_held: usize,
+    /// Its coefficients (the intercept with the labelling party's).
+    columns: &'a [String],
+}
+
 /// The `--json` report. Field names are a stable interface; add, do not rename.
 #[derive(Serialize)]
 struct JsonStudy<'a> {
@@ -541,6 +597,10 @@ struct JsonStudy<'a> {
     /// Secure PLR: what the published model is private under.
     #[serde(skip_serializing_if = "Option::is_none")]
     differential_privacy: Option<JsonRelease>,
+    /// A vertical study: who brought which columns, how many rows each held (N, `rows`, is
+    /// the intersection's size), and the stopping tolerance used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vertical: Option<JsonVertical<'a>>,
     protocol: String,
     optimizer: String,
     status: &'a str,

@@ -400,7 +400,7 @@ fn run_here(
 }
 
 /// The connection settings of `spec` and its study file.
-fn connection<'a>(spec: &'a Spec, file: Option<&'a StudyFile>) -> Connection<'a> {
+pub(crate) fn connection<'a>(spec: &'a Spec, file: Option<&'a StudyFile>) -> Connection<'a> {
     Connection {
         file,
         identity: spec.identity.as_deref(),
@@ -548,6 +548,8 @@ pub struct Aggregator {
     shown: Shown,
     /// The columns of a nested model (`--drop`), fitted as a second study after the full one.
     dropped: Vec<String>,
+    /// The Nodes hold different columns about the same people ([`crate::vertical`]).
+    vertical: bool,
 }
 
 impl Aggregator {
@@ -573,7 +575,17 @@ impl Aggregator {
                 ));
             }
         };
-        let plan = spec.study_plan(parties)?;
+        if spec.vertical && (spec.resume || !spec.drop.is_empty()) {
+            return Err(Error::plan(
+                "a vertical study can neither be resumed (--resume) nor fit a nested model \
+                 (--drop) yet: start it again",
+            ));
+        }
+        let plan = if spec.vertical {
+            crate::vertical::plan(spec, parties)?
+        } else {
+            spec.study_plan(parties)?
+        };
         if !spec.drop.is_empty() {
             nested::check_plan(&plan)?;
         }
@@ -611,7 +623,10 @@ impl Aggregator {
             });
             from
         } else {
-            state::refuse_to_overwrite(&checkpoint)?;
+            // A vertical study keeps no checkpoint.
+            if !spec.vertical {
+                state::refuse_to_overwrite(&checkpoint)?;
+            }
             None
         };
         Ok(Self {
@@ -625,6 +640,7 @@ impl Aggregator {
             noise_seed: spec.noise_seed,
             shown: Shown::of(spec)?,
             dropped: spec.drop.clone(),
+            vertical: spec.vertical,
         })
     }
 
@@ -651,6 +667,7 @@ impl Aggregator {
             noise_seed,
             shown,
             dropped,
+            vertical,
         } = self;
         let network = &party.network;
         let roster = party.roster();
@@ -687,6 +704,25 @@ impl Aggregator {
             ));
             let (nodes, keyholder) = join(listener)?;
             let mut progress = |r: &IterationRecord| say(&progress_line(r));
+            if vertical {
+                say("vertical study: the Nodes' private set intersection, then their deals");
+                let outcome = privlogit_protocols::secure::vertical::roles::run_aggregator(
+                    nodes,
+                    keyholder,
+                    &plan,
+                    &mut progress,
+                )?;
+                let result = StudyResult {
+                    outcome,
+                    plan: plan.clone(),
+                    keyholder: None,
+                    nodes: None,
+                    shown,
+                    likelihood_ratio: None,
+                };
+                deliver(&result)?;
+                return Ok(result);
+            }
             let mut saved_iterations = None;
             let mut save = |c: &Checkpoint| {
                 let key = PublicKey::from_bytes(&c.key)
@@ -1001,7 +1037,7 @@ pub fn refuse_repeated(files: &[(&str, &StudyFile)]) -> Result<(), Error> {
     Ok(())
 }
 
-fn expect_reader(spec: &Spec, reader: Reader) -> Result<(), Error> {
+pub(crate) fn expect_reader(spec: &Spec, reader: Reader) -> Result<(), Error> {
     if spec.reader == reader {
         Ok(())
     } else {
@@ -1023,7 +1059,7 @@ fn noise_share(seed: Option<u64>, stream: u64) -> PlrNoiseShare {
 }
 
 /// The key holder's key pair of the size the study asks (checked by the plan).
-fn make_key(bits: u32) -> Result<SecretKey, SecureError> {
+pub(crate) fn make_key(bits: u32) -> Result<SecretKey, SecureError> {
     let size = match bits {
         2048 => KeySize::Bits2048,
         3072 => KeySize::Bits3072,

@@ -251,6 +251,8 @@ pub struct StudyOutcome {
     /// The pooled [`crate::evaluation::sums`] over the Nodes' held-out rows and their exact
     /// AUC, when the plan evaluates and the study produced a model.
     pub evaluation: Option<crate::secure::aggregator::HeldOut>,
+    /// A vertical study's join and stopping tolerance.
+    pub vertical: Option<super::vertical::roles::VerticalSummary>,
 }
 
 /// What can stop a study.
@@ -271,12 +273,16 @@ pub enum StudyError {
     Panicked(String),
 }
 
-fn io_at(context: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
+pub(super) fn io_at(context: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
     move |e| SecureError::io(context.to_string(), e)
 }
 
 /// Reads a public key, `party` refusing one below `min_bits` (below 2048 bits only in tests).
-fn parse_key(bytes: &[u8], min_bits: u32, party: Role) -> Result<PublicKey, SecureError> {
+pub(super) fn parse_key(
+    bytes: &[u8],
+    min_bits: u32,
+    party: Role,
+) -> Result<PublicKey, SecureError> {
     let key = if min_bits >= 2048 {
         PublicKey::from_bytes(bytes)?
     } else {
@@ -600,25 +606,16 @@ pub fn run_aggregator<C: Channel>(
     if plan.release.is_some() {
         config = config.with_noise_term();
     }
-    let setup = write_parameters(&config, plan.intercept, plan.release)
-        .u64(u64::from(plan.key_bits))
-        .u64(u64::from(plan.protocol == Protocol::Local))
-        .u64(u64::from(plan.standardize))
-        .u64(plan.options.stopping.max_iterations as u64)
-        .bytes(resumed_key.as_deref().unwrap_or_default())
-        .finish();
-    wire::send(&mut keyholder, HANDSHAKE, Step::Setup, &setup)
-        .map_err(io_at("aggregator, setting up the key holder"))?;
-    let (_, reply) = wire::recv(&mut keyholder, HANDSHAKE, &[Step::PublicKey])
-        .map_err(io_at("aggregator, waiting for the public key"))?;
-    let mut r = Reader::new(&reply);
-    let key_bytes = r.bytes().map_err(io_at("aggregator, reading the key"))?;
-    let endorsement = read_endorsement(&mut r).map_err(io_at("aggregator, reading the key"))?;
-    r.end().map_err(io_at("aggregator, reading the key"))?;
-    if from.as_ref().is_some_and(|f| f.key != key_bytes) {
+    let (key, endorsement) = setup_keyholder(
+        &mut keyholder,
+        &config,
+        plan,
+        plan.standardize,
+        resumed_key.as_deref(),
+    )?;
+    if from.as_ref().is_some_and(|f| f.key != key.to_bytes()) {
         return Err(SecureError::from(ResumeMismatch::AnsweredWithAnotherKey).into());
     }
-    let key = parse_key(key_bytes, plan.key_bits, Role::Aggregator)?;
     let welcome = write_endorsement(
         write_parameters(&config, plan.intercept, plan.release)
             .bytes(&key.to_bytes())
@@ -839,7 +836,37 @@ pub fn run_aggregator<C: Channel>(
         inference,
         inference_failed,
         evaluation,
+        vertical: None,
     })
+}
+
+/// Sends the key holder the study's `Setup` (the parameters, the key size, what it will be asked
+/// to decrypt, the resumed key's digest) and reads its answer: the public key, refused below
+/// the plan's size, and the key holder's endorsement of it.
+pub(super) fn setup_keyholder<C: Channel>(
+    keyholder: &mut C,
+    config: &SecureConfig,
+    plan: &StudyPlan,
+    standardize: bool,
+    resumed_key: Option<&[u8]>,
+) -> Result<(PublicKey, Endorsement), SecureError> {
+    let setup = write_parameters(config, plan.intercept, plan.release)
+        .u64(u64::from(plan.key_bits))
+        .u64(u64::from(plan.protocol == Protocol::Local))
+        .u64(u64::from(standardize))
+        .u64(plan.options.stopping.max_iterations as u64)
+        .bytes(resumed_key.unwrap_or_default())
+        .finish();
+    wire::send(keyholder, HANDSHAKE, Step::Setup, &setup)
+        .map_err(io_at("aggregator, setting up the key holder"))?;
+    let (_, reply) = wire::recv(keyholder, HANDSHAKE, &[Step::PublicKey])
+        .map_err(io_at("aggregator, waiting for the public key"))?;
+    let mut r = Reader::new(&reply);
+    let key_bytes = r.bytes().map_err(io_at("aggregator, reading the key"))?;
+    let endorsement = read_endorsement(&mut r).map_err(io_at("aggregator, reading the key"))?;
+    r.end().map_err(io_at("aggregator, reading the key"))?;
+    let key = parse_key(key_bytes, plan.key_bits, Role::Aggregator)?;
+    Ok((key, endorsement))
 }
 
 /// Whether a fit stopped at a pivot below its threshold.
@@ -913,11 +940,11 @@ fn check_columns(first: &[String], these: &[String], node: usize) -> Result<(), 
     Ok(())
 }
 
-fn write_endorsement(w: Writer, e: &Endorsement) -> Writer {
+pub(super) fn write_endorsement(w: Writer, e: &Endorsement) -> Writer {
     w.bytes(&e.certificate).bytes(&e.signature)
 }
 
-fn read_endorsement(r: &mut Reader<'_>) -> std::io::Result<Endorsement> {
+pub(super) fn read_endorsement(r: &mut Reader<'_>) -> std::io::Result<Endorsement> {
     Ok(Endorsement {
         certificate: r.bytes()?.to_vec(),
         signature: r.bytes()?.to_vec(),
@@ -972,7 +999,11 @@ fn describe_glm(glm: Glm) -> String {
     )
 }
 
-fn write_parameters(config: &SecureConfig, intercept: bool, release: Option<Release>) -> Writer {
+pub(super) fn write_parameters(
+    config: &SecureConfig,
+    intercept: bool,
+    release: Option<Release>,
+) -> Writer {
     let w = Writer::new()
         .u64(config.session)
         .u64(config.parties as u64)
@@ -985,7 +1016,9 @@ fn write_parameters(config: &SecureConfig, intercept: bool, release: Option<Rele
 }
 
 #[allow(clippy::type_complexity)]
-fn read_parameters(r: &mut Reader<'_>) -> std::io::Result<(SecureConfig, bool, Option<Release>)> {
+pub(super) fn read_parameters(
+    r: &mut Reader<'_>,
+) -> std::io::Result<(SecureConfig, bool, Option<Release>)> {
     let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
     let session = r.u64()?;
     let parties = r.u64()? as usize;

@@ -27,6 +27,8 @@ use privlogit_circuits::word;
 use rand::{CryptoRng, RngExt};
 use zeroize::Zeroizing;
 
+pub mod roles;
+
 use super::gc::GcParty;
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
@@ -541,37 +543,6 @@ impl Layout {
     }
 }
 
-/// One party of a vertical study run in one process: its columns of the common rows (by rows),
-/// and for exactly one party the labels. Columns are used as given (standardise and add the
-/// intercept column before).
-#[derive(Debug, Clone)]
-pub struct VerticalParty {
-    /// `rows x columns` by rows.
-    pub x: Vec<f64>,
-    /// Its number of columns.
-    pub columns: usize,
-    /// The labels, at the labelling party.
-    pub labels: Option<Vec<bool>>,
-}
-
-/// The outcome of a vertical study.
-#[derive(Debug)]
-pub struct VerticalReport {
-    /// The optimiser's report.
-    pub fit: crate::optimizer::FitReport,
-    /// The aggregator's counters.
-    pub aggregator: super::aggregator::AggregatorStats,
-    /// The key holder's counters.
-    pub keyholder: super::keyholder::KeyholderStats,
-    /// Rows (the intersection's size).
-    pub rows: usize,
-    /// The gradient-norm tolerance the study stopped by: the one asked for, raised to
-    /// [`gradient_floor`] when below it.
-    pub gradient_tolerance: Option<f64>,
-    /// Wall time, seconds.
-    pub seconds: f64,
-}
-
 /// The smallest gradient-norm tolerance a vertical study of `rows` x `coefficients` is given:
 /// each row's residual carries the logistic circuit's interpolation error (below
 /// [`logistic::ERROR_BOUND`]), deterministic in `z` but of varying sign from row to row, so
@@ -583,177 +554,28 @@ pub fn gradient_floor(rows: usize, coefficients: usize) -> f64 {
     4.0 * logistic::ERROR_BOUND * (rows as f64).sqrt() * (coefficients as f64).sqrt()
 }
 
-/// Runs a vertical study with every role in this process: the parties deal, the key holder
-/// serves on its own thread over an in-memory channel, the aggregator runs `optimizer`
-/// (PrivLogit, plain or accelerated).
-pub fn run_in_process(
-    parties: &[VerticalParty],
-    secret: &SecretKey,
-    optimizer: crate::optimizer::Optimizer,
-    options: &crate::optimizer::FitOptions,
-    observer: &mut dyn FnMut(&crate::optimizer::IterationRecord),
-) -> Result<VerticalReport, super::study::StudyError> {
-    use super::aggregator::SecureAggregation;
-    use super::keyholder::{self, DecryptionBudget};
-    use crate::vertical::deal::deal;
-    use crate::vertical::shares::{PartyShares, ServerShares};
-    use privlogit_circuits::channel::MemoryChannel;
-
-    let start = std::time::Instant::now();
-    if matches!(optimizer, crate::optimizer::Optimizer::Newton) {
-        return Err(SecureError::invalid_plan(
-            "optimizer",
-            "a vertical study runs PrivLogit, plain or accelerated",
-        )
-        .into());
-    }
-    let labelled: Vec<usize> = (0..parties.len())
-        .filter(|&k| parties[k].labels.is_some())
-        .collect();
-    let [label_party] = labelled[..] else {
-        return Err(SecureError::invalid_plan(
-            "labels",
-            format!(
-                "a vertical study needs exactly one party with the labels, {} have them",
-                labelled.len()
-            ),
-        )
-        .into());
-    };
-    let rows = parties[label_party].labels.as_ref().map_or(0, Vec::len);
-    for (k, p) in parties.iter().enumerate() {
-        if p.columns == 0 {
-            return Err(SecureError::invalid_plan(
-                "parties",
-                format!("party {} brings no columns", k + 1),
-            )
-            .into());
-        }
-        if p.x.len() != rows * p.columns {
-            return Err(SecureError::invalid_plan(
-                "rows",
-                format!(
-                    "party {} has {} values for {} columns, the labels {rows} rows",
-                    k + 1,
-                    p.x.len(),
-                    p.columns
-                ),
-            )
-            .into());
-        }
-    }
-    if rows == 0 || rows > MAX_ROWS {
-        return Err(SecureError::invalid_plan(
-            "rows",
-            format!("a vertical study of {rows} rows (1 to {MAX_ROWS})"),
-        )
-        .into());
-    }
-    let features: usize = parties.iter().map(|p| p.columns).sum();
-    let mut columns = Vec::with_capacity(parties.len());
-    let mut at = 0;
-    for p in parties {
-        columns.push(at..at + p.columns);
-        at += p.columns;
-    }
-    let floor = gradient_floor(rows, features);
-    let gradient_tolerance = options.stopping.gradient_tolerance.map(|g| g.max(floor));
-    let options = &options.clone().gradient_tolerance(gradient_tolerance);
-    let max_iterations = options.stopping.max_iterations;
-    let rounds = 2 * max_iterations as u64 + 4;
-    let mut rng = rand::rng();
-    let config = SecureConfig::new(rng.random(), 1, features, super::DEFAULT_FORMAT)
-        .with_frac(super::PAILLIER_FRAC);
-    let key = secret.public_key().clone();
-    let noise = DjnNoise::new(&key, &mut rng);
-    let mut agg_parties = Vec::with_capacity(parties.len());
-    let mut keyholder_parts = Vec::with_capacity(parties.len());
-    let mut agg_labels = Vec::new();
-    for (k, (party, cols)) in parties.iter().zip(&columns).enumerate() {
-        let dealt = deal(
-            &party.x,
-            cols.clone(),
-            features,
-            party.labels.as_deref(),
-            rounds,
-            FEATURE_BITS,
-            &mut rng,
-        )
-        .map_err(|e| SecureError::Range(format!("party {}: {e}", k + 1)))?;
-        let a = dealt.aggregator;
-        keyholder_parts.push(KeyholderPart {
-            columns: cols.clone(),
-            seed: encrypt_seed(&key, &dealt.keyholder_seed, &noise)?,
-            d: a.d.clone(),
-        });
-        if let Some(l) = a.labels {
-            agg_labels = l;
-        }
-        agg_parties.push(PartyShares::new(
-            rows, a.columns, a.d, a.seed, rounds, a.w, a.bound_w,
-        ));
-    }
-    let shares = ServerShares::new(Side::Aggregator, rows, agg_parties, agg_labels);
-    let layout = Layout {
-        rows,
-        columns,
-        label_party,
-        rounds,
-    };
-    let (agg_end, kh_end) = MemoryChannel::pair();
-    let budget = DecryptionBudget::new(features, features, false, false, max_iterations);
-    std::thread::scope(|scope| {
-        let kh_config = config.clone();
-        let keyholder = scope.spawn(move || {
-            keyholder::serve(kh_end, secret, &kh_config, budget, &mut |_| Ok(()), None)
-        });
-        let aggregator = (|| -> Result<_, super::study::StudyError> {
-            let mut aggregation = SecureAggregation::vertical(
-                agg_end,
-                key.clone(),
-                config.clone(),
-                super::solver::LinearAlgebra::Masked,
-                shares,
-                &layout,
-                keyholder_parts,
-            )?;
-            let fit = optimizer.fit(&mut aggregation, options, observer)?;
-            let stats = aggregation.finish()?;
-            Ok((fit, stats))
-        })();
-        let keyholder = keyholder
-            .join()
-            .map_err(|_| super::study::StudyError::Panicked("key holder".into()))?;
-        let (fit, aggregator) = aggregator?;
-        let keyholder =
-            keyholder.map_err(|e| super::study::StudyError::Party("the key holder".into(), e))?;
-        Ok(VerticalReport {
-            fit,
-            aggregator,
-            keyholder,
-            rows,
-            gradient_tolerance,
-            seconds: start.elapsed().as_secs_f64(),
-        })
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::roles::{VerticalTable, run_in_process};
     use crate::optimizer::{FitOptions, Optimizer};
     use crate::paillier::KeyPair;
+    use crate::secure::aggregator::{Protocol, Reveal};
+    use crate::secure::solver::LinearAlgebra;
+    use crate::secure::study::StudyPlan;
     use crate::{PartyData, PlaintextAggregation};
     use ndarray::{Array1, Array2};
     use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    use rand::{RngExt, rng};
     use rand_chacha::ChaCha20Rng;
 
-    /// A three-party split of synthetic rows (intercept and 2 columns at the labelling party,
-    /// 3 and 2 at the others) and the pooled design.
-    fn study(rows: usize) -> (Vec<VerticalParty>, PartyData) {
+    /// A three-party split of synthetic rows (2 columns and the labels at the first party, 3 and
+    /// 2 at the others), each party's rows in its own order with people of its own the others
+    /// do not hold, and the pooled design of the shared rows (with the intercept).
+    fn study(rows: usize) -> (Vec<VerticalTable>, PartyData) {
         let mut rng = ChaCha20Rng::seed_from_u64(17);
-        let widths = [3usize, 3, 2];
-        let p: usize = widths.iter().sum();
+        let widths = [2usize, 3, 2];
+        let p: usize = 1 + widths.iter().sum::<usize>();
         let truth: Vec<f64> = (0..p).map(|j| 0.6 - 0.2 * j as f64).collect();
         let mut x = Array2::<f64>::zeros((rows, p));
         let mut y = Array1::<f64>::zeros(rows);
@@ -765,32 +587,67 @@ mod tests {
             let z: f64 = (0..p).map(|j| x[[i, j]] * truth[j]).sum();
             y[i] = f64::from(rng.random::<f64>() < 1.0 / (1.0 + (-z).exp()));
         }
-        let mut parties = Vec::new();
-        let mut start = 0;
+        let mut tables = Vec::new();
+        let mut start = 1;
         for (k, &w) in widths.iter().enumerate() {
-            let mut block = Vec::with_capacity(rows * w);
-            for i in 0..rows {
+            // The shared people and 20 of this party's own, shuffled.
+            let mut people: Vec<usize> = (0..rows + 20).collect();
+            people.shuffle(&mut rng);
+            let mut table = VerticalTable {
+                source: format!("party {}", k + 1),
+                ids: Vec::new(),
+                names: (start..start + w).map(|j| format!("x{j}")).collect(),
+                x: Vec::new(),
+                labels: (k == 0).then(Vec::new),
+            };
+            for person in people {
+                let own = person >= rows;
+                table.ids.push(if own {
+                    format!("party{k}-{person}")
+                } else {
+                    format!("person-{person}")
+                });
                 for j in start..start + w {
-                    block.push(x[[i, j]]);
+                    table.x.push(if own { 9.0 } else { x[[person, j]] });
+                }
+                if let Some(labels) = table.labels.as_mut() {
+                    labels.push(!own && y[person] == 1.0);
                 }
             }
-            parties.push(VerticalParty {
-                x: block,
-                columns: w,
-                labels: (k == 0).then(|| y.iter().map(|&v| v == 1.0).collect()),
-            });
+            tables.push(table);
             start += w;
         }
-        (parties, PartyData::new(x, y))
+        (tables, PartyData::new(x, y))
+    }
+
+    fn plan(optimizer: Optimizer, options: FitOptions) -> StudyPlan {
+        StudyPlan {
+            protocol: Protocol::Hessian,
+            optimizer,
+            options,
+            format: crate::secure::DEFAULT_FORMAT,
+            key_bits: 1024,
+            parties: 3,
+            standardize: false,
+            intercept: true,
+            linear_algebra: LinearAlgebra::Masked,
+            mask_seed: None,
+            release: None,
+            reveal: Reveal::Coefficients,
+            glm: crate::objective::Glm::logistic(),
+            evaluate: false,
+        }
     }
 
     /// Both runs take the same 25 steps (the relative-change rule would stop them at different
     /// iterations: the secure objective carries the circuit's 2^-30 rounding per row), so the
-    /// iterates are compared step for step; measured gap 4.3e-10 after 40 steps.
+    /// iterates are compared step for step; measured gap 4.3e-10 after 40 steps. The parties
+    /// join by the messages of a study between organizations (private set intersection over
+    /// shuffled files with people of their own, the deal, the model sent back).
     #[test]
     fn a_vertical_study_equals_the_pooled_plaintext_fit() {
-        let (parties, pooled) = study(400);
-        let pair = KeyPair::generate_insecure_for_tests(1024, &mut rand::rng());
+        let (tables, pooled) = study(400);
+        let pair = KeyPair::generate_insecure_for_tests(1024, &mut rng());
         let options = FitOptions::default()
             .lambda(1.0)
             .relative_tolerance(0.0)
@@ -799,26 +656,62 @@ mod tests {
             Optimizer::PrivLogit,
             Optimizer::AcceleratedPrivLogit { memory: 3 },
         ] {
-            let secure = run_in_process(&parties, &pair.secret, optimizer, &options, &mut |_| {})
+            let plan = plan(optimizer, options.clone());
+            let secure = run_in_process(&tables, &plan, |_| Ok(&pair.secret), &mut |_| {})
                 .expect("the vertical study");
             let pooled = [pooled.clone()];
             let mut plain = PlaintextAggregation::new(&pooled);
             let reference = optimizer
                 .fit(&mut plain, &options, &mut |_| {})
                 .expect("the plaintext fit");
-            let gap = (&secure.fit.beta - &reference.beta)
+            let fit = &secure.outcome.fit;
+            let gap = (&fit.beta - &reference.beta)
                 .iter()
                 .fold(0.0f64, |m, d| m.max(d.abs()));
             eprintln!(
                 "{optimizer:?}: gap {gap:e}, iterations {} vs {}, {:?} vs {:?}, {:.1} s",
-                secure.fit.iterations,
+                fit.iterations,
                 reference.iterations,
-                secure.fit.status,
+                fit.status,
                 reference.status,
-                secure.seconds
+                secure.outcome.seconds
             );
             assert!(gap < 1e-6, "{optimizer:?}: {gap:e} from the plaintext fit");
-            assert_eq!(secure.rows, 400);
+            assert_eq!(secure.outcome.rows, 400);
+            // Every party learns N and the model the aggregator published.
+            for node in &secure.nodes {
+                assert_eq!(node.rows, 400);
+                assert_eq!(node.beta, fit.beta.to_vec());
+                assert_eq!(node.names, secure.outcome.names);
+            }
+            assert_eq!(
+                secure.outcome.names,
+                ["intercept", "x1", "x2", "x3", "x4", "x5", "x6", "x7"]
+            );
         }
+    }
+
+    /// A party's bad data stops the study with its own error, not the aggregator's echo of it.
+    #[test]
+    fn a_repeated_identifier_and_a_missing_label_are_named() {
+        let (mut tables, _) = study(30);
+        let pair = KeyPair::generate_insecure_for_tests(1024, &mut rng());
+        let plan = plan(
+            Optimizer::PrivLogit,
+            FitOptions::default().lambda(1.0).max_iterations(3),
+        );
+        tables[2].ids[5] = tables[2].ids[9].clone();
+        let err = run_in_process(&tables, &plan, |_| Ok(&pair.secret), &mut |_| {})
+            .expect_err("a repeated identifier");
+        let text = err.to_string();
+        assert!(
+            text.contains("party 3") && text.contains("rows 6 and 10"),
+            "{text}"
+        );
+        let (mut tables, _) = study(30);
+        tables[0].labels = None;
+        let err = run_in_process(&tables, &plan, |_| Ok(&pair.secret), &mut |_| {})
+            .expect_err("no labels");
+        assert!(err.to_string().contains("none has it"), "{err}");
     }
 }

@@ -119,11 +119,30 @@ pub enum Step {
     /// Either server to the other within a vertical request: ring elements (openings, opened
     /// columns) or the key holder's encrypted shares.
     VerticalShares,
+    /// Node to aggregator, first message of a vertical study: its column names, whether it
+    /// holds the labels, and an X25519 public key for the PSI key.
+    VerticalJoin,
+    /// Aggregator to the labelling Node: the other Nodes' X25519 keys; it answers with the PSI
+    /// key sealed for each, which the aggregator relays, one to each Node.
+    VerticalKey,
+    /// Node to aggregator: its identifiers' keyed tags, ascending.
+    VerticalTags,
+    /// Aggregator to Node: which of its tags are in the intersection.
+    VerticalMembership,
+    /// Aggregator to Node: the study's parameters, the public key and the Node's columns among
+    /// the coefficients.
+    VerticalWelcome,
+    /// Node to aggregator: its deal (the key holder's seed encrypted, the aggregator's seed,
+    /// the label shares, its standardisation); the ring values follow as
+    /// [`Step::VerticalShares`].
+    VerticalDeal,
+    /// Aggregator to Node: the model the study fitted.
+    VerticalModel,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 38] = [
+    const ALL: [Step; 45] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -162,6 +181,13 @@ impl Step {
         Step::VerticalBound,
         Step::VerticalRound,
         Step::VerticalShares,
+        Step::VerticalJoin,
+        Step::VerticalKey,
+        Step::VerticalTags,
+        Step::VerticalMembership,
+        Step::VerticalWelcome,
+        Step::VerticalDeal,
+        Step::VerticalModel,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {
@@ -171,7 +197,14 @@ impl Step {
     /// The largest payload a frame of this step may claim.
     pub fn limit(self) -> u32 {
         match self {
-            Step::Join | Step::Welcome | Step::Setup | Step::PublicKey => HANDSHAKE_LIMIT,
+            Step::Join
+            | Step::Welcome
+            | Step::Setup
+            | Step::PublicKey
+            | Step::VerticalJoin
+            | Step::VerticalKey
+            | Step::VerticalWelcome
+            | Step::VerticalModel => HANDSHAKE_LIMIT,
             _ => MAX_FRAME,
         }
     }

@@ -54,13 +54,8 @@ pub fn run_study(given: Given) -> Result<Outcome> {
     let print = |m: &str| line(m);
     if spec.vertical {
         let result = privlogit::vertical::run_study(&spec, (!quiet).then_some(&print))?;
-        let text = if spec.json {
-            format!("{:#}\n", result.json())
-        } else {
-            result.text()
-        };
-        write_out(spec.out.as_deref(), &text)?;
-        return Ok(Outcome::Success);
+        deliver(&result, spec.json, spec.out.as_deref(), None)?;
+        return Ok(ending(&result));
     }
     let study = study::InProcess::new(&spec, None)?;
     let result = study.run((!quiet).then_some(&print))?;
@@ -92,6 +87,10 @@ pub fn run_node(given: Given) -> Result<Outcome> {
         .transpose()?;
     let spec = file::spec(Reader::Node, file.as_ref(), &given.settings)?;
     let print = |m: &str| line(m);
+    if spec.vertical {
+        study::vertical_node::VerticalNode::new(&spec, file.as_ref(), &print)?.run(&print)?;
+        return Ok(Outcome::Success);
+    }
     study::Node::new(&spec, file.as_ref(), None, &print)?.run(&print)?;
     Ok(Outcome::Success)
 }

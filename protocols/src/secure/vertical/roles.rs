@@ -1,0 +1,883 @@
+//! A vertical study's parties over any channels: the Nodes (each holding some columns about
+//! the same people, exactly one of them the labels) and the aggregator, which relays what the
+//! Nodes exchange and drives the fit with the key holder ([`super`]). The same messages run
+//! between organizations over mutual TLS and in one process over memory channels
+//! ([`run_in_process`]).
+//!
+//! 1. **Join.** Each Node sends its column names, whether it holds the labels, and a fresh
+//!    X25519 public key.
+//! 2. **PSI key.** The aggregator sends the labelling Node the other Nodes' public keys; that
+//!    Node draws the PSI key and seals it for each ([`crate::vertical::sealed`]); the
+//!    aggregator relays each sealed key to its Node, unread.
+//! 3. **Intersection.** Each Node sends its identifiers' keyed tags in ascending order; the
+//!    aggregator answers each with the bitmap of its tags that every Node holds
+//!    ([`crate::vertical::psi`]); each Node lists its shared rows in the common (tag) order.
+//! 4. **Welcome.** The key holder makes the study's key pair (its usual `Setup`); each Node
+//!    learns the parameters, the public key (with the key holder's endorsement, checked as in
+//!    every study) and where its columns sit among the coefficients: the labelling Node's first
+//!    (after the intercept), then the others in the order they joined.
+//! 5. **Deal.** Each Node standardises its own columns over the shared rows when the study asks
+//!    ([`crate::vertical::block`]) and deals them ([`crate::vertical::deal`]); the aggregator
+//!    keeps its part and forwards the key holder's ([`super::Layout`]).
+//! 6. **Fit.** The two servers run PrivLogit between themselves; the aggregator then sends
+//!    every Node the model and ends the study. A Node stays connected until then, so a lost
+//!    party stops the others within the deadline, as in a horizontal study.
+
+use std::ops::Range;
+use std::time::Instant;
+
+use privlogit_circuits::channel::{Channel, MemoryChannel};
+use rand::RngExt;
+
+use super::super::aggregator::{Protocol, Reveal, SecureAggregation};
+use super::super::endorsement::KeyTrust;
+use super::super::keyholder::{self, NoKeyStore};
+use super::super::solver::LinearAlgebra;
+use super::super::study::{
+    StudyError, StudyOutcome, StudyPlan, io_at, parse_key, read_endorsement, read_parameters,
+    setup_keyholder, write_endorsement, write_parameters,
+};
+use super::super::wire::{self, HANDSHAKE, Reader, Step, Writer};
+use super::super::{SecureConfig, SecureError};
+use super::{FEATURE_BITS, KeyholderPart, Layout, MAX_ROWS, encrypt_seed, recv_ring, send_ring};
+use crate::optimizer::{IterationRecord, Optimizer};
+use crate::paillier::{DjnNoise, SecretKey};
+use crate::rows::RowsError;
+use crate::transport::Role;
+use crate::vertical::block::{self, BlockError};
+use crate::vertical::deal::{DealError, deal};
+use crate::vertical::psi::{self, Membership, PsiError, PsiKey, TAG_BYTES, Tag, TaggedRows};
+use crate::vertical::ring::Side;
+use crate::vertical::sealed::{Recipient, SEALED_BYTES, seal};
+use crate::vertical::shares::{PartyShares, ServerShares};
+
+/// One party's table as it holds it: identifiers, columns and (at exactly one party) labels,
+/// row `i` of each describing the person `ids[i]`.
+#[derive(Debug, Clone)]
+pub struct VerticalTable {
+    /// Where the rows come from (a file's path), for errors.
+    pub source: String,
+    /// Each row's identifier (matched as bytes, exactly).
+    pub ids: Vec<String>,
+    /// Its column names.
+    pub names: Vec<String>,
+    /// `ids.len() x names.len()` by rows.
+    pub x: Vec<f64>,
+    /// The labels, at the labelling party.
+    pub labels: Option<Vec<bool>>,
+}
+
+impl VerticalTable {
+    fn check(&self) -> Result<(), SecureError> {
+        let rows = self.ids.len();
+        if self.x.len() != rows * self.names.len() {
+            return Err(SecureError::Inconsistent(format!(
+                "a vertical table of {rows} rows and {} columns with {} values",
+                self.names.len(),
+                self.x.len()
+            )));
+        }
+        if self.labels.as_ref().is_some_and(|y| y.len() != rows) {
+            return Err(SecureError::Inconsistent(format!(
+                "a vertical table of {rows} rows with a different number of labels"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What the aggregator reports of a vertical study beyond a horizontal study's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerticalSummary {
+    /// Per party in coefficient order (the labelling party first): the Node's place in the
+    /// order of joining (from 0), the rows it held, its coefficients' range.
+    pub parties: Vec<(usize, usize, Range<usize>)>,
+    /// Seconds from the first message to the intersection's answers.
+    pub psi_seconds: f64,
+    /// The gradient-norm tolerance the study stopped by: the one asked for, raised to
+    /// [`super::gradient_floor`] when below it.
+    pub gradient_tolerance: Option<f64>,
+}
+
+/// What a Node of a vertical study ends with.
+#[derive(Debug, Clone)]
+pub struct NodeOutcome {
+    /// Rows it shares with every other party (the study's N).
+    pub rows: usize,
+    /// Every coefficient's name (intercept first), as the aggregator published them.
+    pub names: Vec<String>,
+    /// The model.
+    pub beta: Vec<f64>,
+    /// How the fit ended (its status' name).
+    pub status: String,
+    /// Its columns' means and standard deviations over the shared rows, when standardised.
+    pub standardization: Option<(Vec<f64>, Vec<f64>)>,
+    /// Bytes it sent.
+    pub bytes_sent: u64,
+}
+
+/// Checks that `plan` is one a vertical study runs: logistic PrivLogit (plain or accelerated)
+/// under the masked method, revealing the coefficients only.
+pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
+    let refuse = |setting: &'static str, why: &str| Err(SecureError::invalid_plan(setting, why));
+    if matches!(plan.optimizer, Optimizer::Newton) || plan.protocol != Protocol::Hessian {
+        return refuse(
+            "protocol",
+            "a vertical study runs PrivLogit (plain or accelerated) with the bound formed \
+             between the two servers (--protocol hessian); secure Newton is not built for it",
+        );
+    }
+    if !plan.glm.is_logistic() {
+        return refuse(
+            "family",
+            "a vertical study fits a logistic regression without offset or weights",
+        );
+    }
+    if plan.release.is_some() {
+        return refuse(
+            "dp_epsilon",
+            "a vertical study has no differentially private release",
+        );
+    }
+    if plan.evaluate {
+        return refuse(
+            "test_party",
+            "a vertical study has no held-out evaluation yet",
+        );
+    }
+    if plan.reveal != Reveal::Coefficients {
+        return refuse(
+            "reveal",
+            "a vertical study reveals the coefficients only (--reveal coefficients): its \
+             standard errors are not built",
+        );
+    }
+    if plan.linear_algebra != LinearAlgebra::Masked {
+        return refuse(
+            "linear_algebra",
+            "a vertical study hands its sums to the masked solver (--linear-algebra masked)",
+        );
+    }
+    if plan.options.lambda <= 0.0 {
+        return refuse(
+            "lambda",
+            "a vertical study needs a penalty (lambda > 0): its bound is inverted as is",
+        );
+    }
+    plan.validate()
+}
+
+/// Rounds a vertical study's parties deal: every PrivLogit iteration costs at most two (an
+/// accelerated candidate and the plain step), and a few spare.
+pub fn rounds_for(plan: &StudyPlan) -> u64 {
+    2 * plan.options.stopping.max_iterations as u64 + 4
+}
+
+/// One Node's first message, as the aggregator read it.
+struct Join {
+    names: Vec<String>,
+    labels: bool,
+    public: [u8; 32],
+}
+
+fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError> {
+    let context = format!("aggregator, waiting for Node {which} to join");
+    let (_, payload) = wire::recv(node, HANDSHAKE, &[Step::VerticalJoin]).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            SecureError::violation(
+                Role::Node,
+                format!(
+                    "Node {which} did not join as a vertical party ({e}): run every Node with \
+                     --vertical"
+                ),
+            )
+        } else {
+            SecureError::io(context.clone(), e)
+        }
+    })?;
+    let at = io_at(&context);
+    let mut r = Reader::new(&payload);
+    let count = r.u64().map_err(&at)? as usize;
+    if count > super::super::MAX_DIMENSION {
+        return Err(SecureError::violation(
+            Role::Node,
+            format!("Node {which} declares {count} columns"),
+        ));
+    }
+    let names = (0..count)
+        .map(|_| r.string())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(&at)?;
+    let labels = r.u64().map_err(&at)? == 1;
+    let public: [u8; 32] = r.bytes().map_err(&at)?.try_into().map_err(|_| {
+        SecureError::violation(Role::Node, format!("Node {which}'s key is not 32 bytes"))
+    })?;
+    r.end().map_err(&at)?;
+    Ok(Join {
+        names,
+        labels,
+        public,
+    })
+}
+
+/// The aggregator of a vertical study: runs steps 1-6 with `nodes` (in their order of joining)
+/// and the key holder, and returns the outcome with the join's [`VerticalSummary`].
+pub fn run_aggregator<C: Channel>(
+    mut nodes: Vec<C>,
+    mut keyholder: C,
+    plan: &StudyPlan,
+    observer: &mut dyn FnMut(&IterationRecord),
+) -> Result<StudyOutcome, StudyError> {
+    check_plan(plan)?;
+    let start = Instant::now();
+    if nodes.len() < 2 {
+        return Err(SecureError::invalid_plan(
+            "parties",
+            "a vertical study joins the columns of at least two Nodes",
+        )
+        .into());
+    }
+    let joins = nodes
+        .iter_mut()
+        .enumerate()
+        .map(|(i, node)| read_join(node, i + 1))
+        .collect::<Result<Vec<_>, _>>()?;
+    let labelled: Vec<usize> = (0..joins.len()).filter(|&i| joins[i].labels).collect();
+    let [label_node] = labelled[..] else {
+        let which = labelled
+            .iter()
+            .map(|i| format!("Node {}", i + 1))
+            .collect::<Vec<_>>();
+        return Err(SecureError::invalid_plan(
+            "label",
+            format!(
+                "a vertical study needs exactly one Node with the label column; {}",
+                if which.is_empty() {
+                    "none has it".to_string()
+                } else {
+                    format!("{} have it", which.join(" and "))
+                }
+            ),
+        )
+        .into());
+    };
+    // Coefficient order: the labelling Node first, then the others as they joined.
+    let order: Vec<usize> = std::iter::once(label_node)
+        .chain((0..nodes.len()).filter(|&i| i != label_node))
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    if plan.intercept {
+        names.push(crate::rows::design::INTERCEPT.to_string());
+    }
+    let mut columns = Vec::with_capacity(order.len());
+    for (place, &i) in order.iter().enumerate() {
+        let lead = place == 0 && plan.intercept;
+        let width = joins[i].names.len() + usize::from(lead);
+        if width == 0 {
+            return Err(SecureError::invalid_plan(
+                "party",
+                format!("Node {} brings no columns", i + 1),
+            )
+            .into());
+        }
+        columns.push(names.len() - usize::from(lead)..names.len() + joins[i].names.len());
+        names.extend(joins[i].names.iter().cloned());
+    }
+    if let Some(repeated) = (1..names.len()).find(|&j| names[..j].contains(&names[j])) {
+        return Err(SecureError::invalid_plan(
+            "party",
+            format!(
+                "the column {:?} comes from two parties (or twice): a vertical study's columns \
+                 need distinct names",
+                names[repeated]
+            ),
+        )
+        .into());
+    }
+    let dimension = names.len();
+
+    // Step 2: the PSI key, from the labelling Node to every other, sealed.
+    let others = &order[1..];
+    let mut w = Writer::new().u64(others.len() as u64);
+    for &i in others {
+        w = w.bytes(&joins[i].public);
+    }
+    let to_label = format!("aggregator, the PSI key with Node {}", label_node + 1);
+    wire::send(
+        &mut nodes[label_node],
+        HANDSHAKE,
+        Step::VerticalKey,
+        &w.finish(),
+    )
+    .map_err(io_at(&to_label))?;
+    let (_, sealed) = wire::recv(&mut nodes[label_node], HANDSHAKE, &[Step::VerticalKey])
+        .map_err(io_at(&to_label))?;
+    let mut r = Reader::new(&sealed);
+    let count = r.u64().map_err(io_at(&to_label))?;
+    if count != others.len() as u64 {
+        return Err(SecureError::violation(
+            Role::Node,
+            format!(
+                "the labelling Node sealed {count} keys for {} Nodes",
+                others.len()
+            ),
+        )
+        .into());
+    }
+    for &i in others {
+        let one = r.bytes().map_err(io_at(&to_label))?;
+        if one.len() != SEALED_BYTES {
+            return Err(
+                SecureError::violation(Role::Node, "a sealed PSI key of the wrong size").into(),
+            );
+        }
+        wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalKey, one).map_err(io_at(&format!(
+            "aggregator, relaying the PSI key to Node {}",
+            i + 1
+        )))?;
+    }
+    r.end().map_err(io_at(&to_label))?;
+
+    // Step 3: the intersection.
+    let mut tags: Vec<Vec<Tag>> = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let context = format!("aggregator, Node {}'s identifiers", i + 1);
+        let (_, payload) =
+            wire::recv(node, HANDSHAKE, &[Step::VerticalTags]).map_err(io_at(&context))?;
+        if payload.len() % TAG_BYTES != 0 {
+            return Err(SecureError::violation(
+                Role::Node,
+                format!("Node {} sent a tag list of {} bytes", i + 1, payload.len()),
+            )
+            .into());
+        }
+        tags.push(
+            payload
+                .chunks_exact(TAG_BYTES)
+                .map(|c| c.try_into().expect("16 bytes"))
+                .collect(),
+        );
+    }
+    let answers = psi::intersect(&tags).map_err(|e| match e {
+        PsiError::Unsorted { party, .. } => SecureError::violation(
+            Role::Node,
+            format!("Node {party}'s tags are not strictly ascending"),
+        ),
+        other => SecureError::violation(Role::Node, other.to_string()),
+    })?;
+    let held: Vec<usize> = tags.iter().map(Vec::len).collect();
+    drop(tags);
+    for (i, (node, answer)) in nodes.iter_mut().zip(&answers).enumerate() {
+        wire::send(
+            node,
+            HANDSHAKE,
+            Step::VerticalMembership,
+            &answer.to_bytes(),
+        )
+        .map_err(io_at(&format!("aggregator, answering Node {}", i + 1)))?;
+    }
+    let rows = answers.first().map_or(0, Membership::count);
+    let psi_seconds = start.elapsed().as_secs_f64();
+    if rows == 0 {
+        return Err(SecureError::invalid_plan(
+            "id",
+            "the parties share no identifier: the intersection is empty",
+        )
+        .into());
+    }
+    if rows > MAX_ROWS {
+        return Err(SecureError::invalid_plan(
+            "id",
+            format!("the intersection holds {rows} rows, more than a vertical study's {MAX_ROWS}"),
+        )
+        .into());
+    }
+
+    // Step 4: the key, and each Node's place.
+    let session = loop {
+        let s: u64 = rand::rng().random();
+        if s != HANDSHAKE {
+            break s;
+        }
+    };
+    let config =
+        SecureConfig::new(session, 1, dimension, plan.format).with_frac(plan.paillier_frac());
+    let (key, endorsement) = setup_keyholder(&mut keyholder, &config, plan, false, None)?;
+    let rounds = rounds_for(plan);
+    for (place, &i) in order.iter().enumerate() {
+        let range = &columns[place];
+        let welcome = write_endorsement(
+            write_parameters(&config, plan.intercept, None)
+                .bytes(&key.to_bytes())
+                .u64(range.start as u64)
+                .u64(range.len() as u64)
+                .u64(u64::from(place == 0 && plan.intercept))
+                .u64(u64::from(plan.standardize))
+                .u64(rounds)
+                .u64(rows as u64),
+            &endorsement,
+        )
+        .finish();
+        wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalWelcome, &welcome)
+            .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
+    }
+
+    // Step 5: the deals.
+    let mut parts = Vec::with_capacity(order.len());
+    let mut shares = Vec::with_capacity(order.len());
+    let mut labels = Vec::new();
+    let (mut means, mut scales) = (Vec::new(), Vec::new());
+    for (place, &i) in order.iter().enumerate() {
+        let deal = read_deal(
+            &mut nodes[i],
+            i + 1,
+            &config,
+            &key,
+            columns[place].clone(),
+            rows,
+            rounds,
+            place == 0,
+            plan.standardize.then_some(joins[i].names.len()),
+        )?;
+        parts.push(deal.part);
+        shares.push(deal.shares);
+        if let Some(l) = deal.labels {
+            labels = l;
+        }
+        if let Some((m, s)) = deal.standardization {
+            means.extend(m);
+            scales.extend(s);
+        }
+    }
+    let shares = ServerShares::new(Side::Aggregator, rows, shares, labels);
+    let layout = Layout {
+        rows,
+        columns: columns.clone(),
+        label_party: 0,
+        rounds,
+    };
+
+    // Step 6: the fit.
+    let mut aggregation = SecureAggregation::vertical(
+        keyholder,
+        key,
+        config,
+        plan.linear_algebra,
+        shares,
+        &layout,
+        parts,
+    )?;
+    let floor = super::gradient_floor(rows, dimension);
+    let gradient_tolerance = plan
+        .options
+        .stopping
+        .gradient_tolerance
+        .map(|g| g.max(floor));
+    let options = plan.options.clone().gradient_tolerance(gradient_tolerance);
+    let setup_seconds = start.elapsed().as_secs_f64();
+    let fit = plan.optimizer.fit(&mut aggregation, &options, observer)?;
+    let mut model = Writer::new()
+        .f64s(fit.beta.as_slice().expect("contiguous"))
+        .string(fit.status.name())
+        .u64(names.len() as u64);
+    for n in &names {
+        model = model.string(n);
+    }
+    let model = model.finish();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let at = io_at_owned(format!("aggregator, sending Node {} the model", i + 1));
+        wire::send(node, session, Step::VerticalModel, &model).map_err(&at)?;
+        wire::send(node, session, Step::Done, &[]).map_err(&at)?;
+    }
+    let mut aggregator = aggregation.finish()?;
+    aggregator.bytes_from_each_node = nodes.iter().map(Channel::bytes_received).collect();
+    aggregator.bytes_from_nodes = aggregator.bytes_from_each_node.iter().sum();
+    aggregator.bytes_to_nodes = nodes.iter().map(Channel::bytes_sent).sum();
+    Ok(StudyOutcome {
+        fit,
+        names,
+        standardization: plan.standardize.then_some((means, scales)),
+        rows,
+        setup_seconds: setup_seconds + aggregator.bound_seconds,
+        aggregator,
+        seconds: start.elapsed().as_secs_f64(),
+        resumed_from: None,
+        inference: None,
+        inference_failed: None,
+        evaluation: None,
+        vertical: Some(VerticalSummary {
+            parties: order
+                .iter()
+                .zip(&columns)
+                .map(|(&i, c)| (i, held[i], c.clone()))
+                .collect(),
+            psi_seconds,
+            gradient_tolerance,
+        }),
+    })
+}
+
+fn io_at_owned(context: String) -> impl Fn(std::io::Error) -> SecureError {
+    move |e| SecureError::io(context.clone(), e)
+}
+
+/// One Node's deal as the aggregator keeps it.
+struct ReadDeal {
+    part: KeyholderPart,
+    shares: PartyShares,
+    labels: Option<Vec<u64>>,
+    standardization: Option<(Vec<f64>, Vec<f64>)>,
+}
+
+/// Reads Node `which`'s deal: the header, then its opened columns, its per-round products and
+/// its bound products, each of the length the public shape fixes.
+#[allow(clippy::too_many_arguments)]
+fn read_deal<C: Channel>(
+    node: &mut C,
+    which: usize,
+    config: &SecureConfig,
+    key: &crate::paillier::PublicKey,
+    columns: Range<usize>,
+    rows: usize,
+    rounds: u64,
+    labelling: bool,
+    standardized: Option<usize>,
+) -> Result<ReadDeal, SecureError> {
+    let context = format!("aggregator, Node {which}'s deal");
+    let at = io_at(&context);
+    let bad = |what: &str| SecureError::violation(Role::Node, format!("Node {which}: {what}"));
+    let session = config.session;
+    let (_, header) = wire::recv(node, session, &[Step::VerticalDeal]).map_err(&at)?;
+    let mut r = Reader::new(&header);
+    let seed = crate::paillier::EncryptedVector::from_bytes(key, r.bytes().map_err(&at)?)?;
+    if seed.len() != 1 {
+        return Err(bad("a seed of more than one value"));
+    }
+    let own: [u8; 32] = r
+        .bytes()
+        .map_err(&at)?
+        .try_into()
+        .map_err(|_| bad("a seed that is not 32 bytes"))?;
+    let label_bytes = r.bytes().map_err(&at)?;
+    let labels = if labelling {
+        if label_bytes.len() != 8 * rows.div_ceil(64) {
+            return Err(bad("label shares of the wrong length"));
+        }
+        Some(
+            label_bytes
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect(),
+        )
+    } else if label_bytes.is_empty() {
+        None
+    } else {
+        return Err(bad("label shares from a Node without the labels"));
+    };
+    let means = r.f64s().map_err(&at)?;
+    let scales = r.f64s().map_err(&at)?;
+    r.end().map_err(&at)?;
+    let standardization = match standardized {
+        Some(w) if means.len() == w && scales.len() == w => Some((means, scales)),
+        None if means.is_empty() && scales.is_empty() => None,
+        _ => return Err(bad("standardisation statistics of the wrong length")),
+    };
+    let width = columns.len();
+    let d = recv_ring(node, session, rows * width, Role::Node)?;
+    let flat = recv_ring(node, session, rounds as usize * width, Role::Node)?;
+    let w: Vec<Vec<u128>> = flat.chunks_exact(width).map(<[u128]>::to_vec).collect();
+    let bound_w = recv_ring(node, session, width * config.dimension, Role::Node)?;
+    Ok(ReadDeal {
+        part: KeyholderPart {
+            columns: columns.clone(),
+            seed,
+            d: d.clone(),
+        },
+        shares: PartyShares::new(rows, columns, d, own, rounds, w, bound_w),
+        labels,
+        standardization,
+    })
+}
+
+/// A Node of a vertical study over `table`: steps 1-5, then it waits for the model. It
+/// refuses a public key shorter than `min_key_bits` and, given `trust`, one the key holder did
+/// not endorse.
+pub fn run_node<C: Channel>(
+    mut channel: C,
+    table: &VerticalTable,
+    min_key_bits: u32,
+    trust: Option<KeyTrust>,
+) -> Result<NodeOutcome, SecureError> {
+    table.check()?;
+    let mut rng = rand::rng();
+    let recipient = Recipient::generate(&mut rng);
+    let labelling = table.labels.is_some();
+    let mut w = Writer::new().u64(table.names.len() as u64);
+    for n in &table.names {
+        w = w.string(n);
+    }
+    let join = w
+        .u64(u64::from(labelling))
+        .bytes(&recipient.public())
+        .finish();
+    wire::send(&mut channel, HANDSHAKE, Step::VerticalJoin, &join)
+        .map_err(io_at("Node, joining"))?;
+
+    // Step 2.
+    let at = io_at("Node, the PSI key");
+    let (_, payload) = wire::recv(&mut channel, HANDSHAKE, &[Step::VerticalKey]).map_err(&at)?;
+    let key = if labelling {
+        let mut r = Reader::new(&payload);
+        let count = r.u64().map_err(&at)?;
+        if count > 10_000 {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                format!("{count} Nodes to seal the PSI key for"),
+            ));
+        }
+        let key = PsiKey::generate(&mut rng);
+        let mut sealed = Writer::new().u64(count);
+        for _ in 0..count {
+            let public: [u8; 32] = r.bytes().map_err(&at)?.try_into().map_err(|_| {
+                SecureError::violation(Role::Aggregator, "a Node's key that is not 32 bytes")
+            })?;
+            sealed = sealed.bytes(&seal(key.bytes(), &public, &mut rng));
+        }
+        r.end().map_err(&at)?;
+        wire::send(&mut channel, HANDSHAKE, Step::VerticalKey, &sealed.finish()).map_err(&at)?;
+        key
+    } else {
+        let sealed: &[u8; SEALED_BYTES] = payload.as_slice().try_into().map_err(|_| {
+            SecureError::violation(Role::Aggregator, "a sealed PSI key of the wrong size")
+        })?;
+        let opened = recipient
+            .open(sealed)
+            .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+        PsiKey::from_bytes(&opened)
+    };
+
+    // Step 3.
+    let tagged = TaggedRows::new(&key, &table.ids).map_err(|e| match e {
+        PsiError::Duplicate { id, first, second } => SecureError::Data(RowsError::new(
+            &table.source,
+            format!(
+                "the identifier {id:?} appears in rows {} and {} (counting from 1): every \
+                 person once per party",
+                first + 1,
+                second + 1
+            ),
+        )),
+        other => SecureError::Inconsistent(other.to_string()),
+    })?;
+    let bytes: Vec<u8> = tagged.tags().into_iter().flatten().collect();
+    let limit = Step::VerticalTags.limit() as usize;
+    if bytes.len() > limit {
+        return Err(SecureError::Inconsistent(format!(
+            "{} identifiers: a vertical study takes at most {} per party",
+            tagged.len(),
+            limit / TAG_BYTES
+        )));
+    }
+    let at = io_at("Node, the intersection");
+    wire::send(&mut channel, HANDSHAKE, Step::VerticalTags, &bytes).map_err(&at)?;
+    drop(bytes);
+    let (_, answer) =
+        wire::recv(&mut channel, HANDSHAKE, &[Step::VerticalMembership]).map_err(&at)?;
+    let answer = Membership::from_bytes(&answer, tagged.len()).ok_or_else(|| {
+        SecureError::violation(Role::Aggregator, "an intersection answer that is not one")
+    })?;
+    let shared = tagged
+        .rows_in_common_order(&answer)
+        .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+    drop(tagged);
+
+    // Step 4.
+    let at = io_at("Node, waiting for the study to start");
+    let (_, welcome) =
+        wire::recv(&mut channel, HANDSHAKE, &[Step::VerticalWelcome]).map_err(&at)?;
+    let mut r = Reader::new(&welcome);
+    let (config, _, _) = read_parameters(&mut r).map_err(&at)?;
+    let key_bytes = r.bytes().map_err(&at)?;
+    let start = r.u64().map_err(&at)? as usize;
+    let width = r.u64().map_err(&at)? as usize;
+    let lead = r.u64().map_err(&at)? == 1;
+    let standardize = r.u64().map_err(&at)? == 1;
+    let rounds = r.u64().map_err(&at)?;
+    let rows = r.u64().map_err(&at)? as usize;
+    let endorsement = read_endorsement(&mut r).map_err(&at)?;
+    r.end().map_err(&at)?;
+    if let Some(trust) = trust {
+        trust.check(config.session, key_bytes, &endorsement)?;
+    }
+    let key = parse_key(key_bytes, min_key_bits, Role::Node)?;
+    let fits = width == table.names.len() + usize::from(lead)
+        && start
+            .checked_add(width)
+            .is_some_and(|end| end <= config.dimension)
+        && (!lead || (labelling && start == 0));
+    if !fits || rows != shared.len() || rounds > 2 * super::super::MAX_ITERATIONS as u64 + 4 {
+        return Err(SecureError::violation(
+            Role::Aggregator,
+            format!(
+                "a vertical welcome that does not fit this Node ({width} columns from {start} of \
+                 {}, {rows} rows where {} are shared, {rounds} rounds)",
+                config.dimension,
+                shared.len()
+            ),
+        ));
+    }
+
+    // Step 5.
+    let block = block::block(
+        &table.x,
+        &table.names,
+        &shared,
+        standardize,
+        lead,
+        FEATURE_BITS,
+    )
+    .map_err(|e: BlockError| SecureError::Data(RowsError::new(&table.source, e.to_string())))?;
+    let labels: Option<Vec<bool>> = table
+        .labels
+        .as_ref()
+        .map(|y| shared.iter().map(|&r| y[r]).collect());
+    let dealt = deal(
+        &block.x,
+        start..start + width,
+        config.dimension,
+        labels.as_deref(),
+        rounds,
+        FEATURE_BITS,
+        &mut rng,
+    )
+    .map_err(|e: DealError| SecureError::Range(e.to_string()))?;
+    let noise = DjnNoise::new(&key, &mut rng);
+    let seed = encrypt_seed(&key, &dealt.keyholder_seed, &noise)?;
+    let a = dealt.aggregator;
+    let label_bytes: Vec<u8> = a
+        .labels
+        .iter()
+        .flatten()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    let (means, scales) = block.standardization.clone().unwrap_or_default();
+    let header = Writer::new()
+        .bytes(&seed.to_bytes(&key))
+        .bytes(&a.seed)
+        .bytes(&label_bytes)
+        .f64s(&means)
+        .f64s(&scales)
+        .finish();
+    let session = config.session;
+    let at = io_at("Node, dealing its columns");
+    wire::send(&mut channel, session, Step::VerticalDeal, &header).map_err(&at)?;
+    send_ring(&mut channel, session, &a.d).map_err(&at)?;
+    let flat: Vec<u128> = a.w.concat();
+    send_ring(&mut channel, session, &flat).map_err(&at)?;
+    send_ring(&mut channel, session, &a.bound_w).map_err(&at)?;
+    drop((a.d, flat, a.bound_w));
+
+    // Step 6: the model, then the end.
+    let at = io_at("Node, waiting for the model");
+    let (_, model) = wire::recv(&mut channel, session, &[Step::VerticalModel]).map_err(&at)?;
+    let mut r = Reader::new(&model);
+    let beta = r.f64s().map_err(&at)?;
+    let status = r.string().map_err(&at)?;
+    let count = r.u64().map_err(&at)? as usize;
+    if count != config.dimension || beta.len() != count {
+        return Err(SecureError::violation(
+            Role::Aggregator,
+            "a model of the wrong dimension",
+        ));
+    }
+    let names = (0..count)
+        .map(|_| r.string())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(&at)?;
+    r.end().map_err(&at)?;
+    wire::recv(&mut channel, session, &[Step::Done]).map_err(&at)?;
+    Ok(NodeOutcome {
+        rows,
+        names,
+        beta,
+        status,
+        standardization: block.standardization,
+        bytes_sent: channel.bytes_sent(),
+    })
+}
+
+/// The outcome of a vertical study run in one process.
+#[derive(Debug)]
+pub struct InProcessOutcome {
+    /// The aggregator's outcome.
+    pub outcome: StudyOutcome,
+    /// The key holder's counters.
+    pub keyholder: keyholder::KeyholderStats,
+    /// Each party's outcome, in the order given.
+    pub nodes: Vec<NodeOutcome>,
+}
+
+/// Runs a vertical study with every role in this process, each on its own thread over memory
+/// channels, with the messages of a study between organizations: `tables` in the order they
+/// join, the key holder making its key with `make_key` (given the plan's size).
+pub fn run_in_process<K: std::borrow::Borrow<SecretKey> + Send>(
+    tables: &[VerticalTable],
+    plan: &StudyPlan,
+    make_key: impl FnOnce(u32) -> Result<K, SecureError> + Send,
+    observer: &mut dyn FnMut(&IterationRecord),
+) -> Result<InProcessOutcome, StudyError> {
+    check_plan(plan)?;
+    let min_key_bits = plan.key_bits;
+    let (agg_kh, kh_end) = MemoryChannel::pair();
+    let (agg_ends, node_ends): (Vec<_>, Vec<_>) =
+        tables.iter().map(|_| MemoryChannel::pair()).unzip();
+    std::thread::scope(|scope| {
+        let keyholder = scope.spawn(move || {
+            super::super::study::run_keyholder(kh_end, make_key, None, &mut NoKeyStore, None)
+        });
+        let nodes: Vec<_> = tables
+            .iter()
+            .zip(node_ends)
+            .map(|(table, end)| scope.spawn(move || run_node(end, table, min_key_bits, None)))
+            .collect();
+        let outcome = run_aggregator(agg_ends, agg_kh, plan, observer);
+        let keyholder = joined("the key holder".into(), keyholder.join());
+        let nodes: Vec<_> = nodes
+            .into_iter()
+            .enumerate()
+            .map(|(k, h)| joined(format!("party {}", k + 1), h.join()))
+            .collect();
+        // A party's own failure (its data, its refusal) is the cause when the aggregator only
+        // saw the channel close; otherwise the aggregator's error is, and the parties' are its
+        // echo.
+        let outcome = match outcome {
+            Err(e) if is_io(&e) => {
+                let mut errors: Vec<StudyError> = keyholder.err().into_iter().collect();
+                errors.extend(nodes.into_iter().filter_map(Result::err));
+                return Err(errors.into_iter().find(|p| !is_io(p)).unwrap_or(e));
+            }
+            other => other?,
+        };
+        Ok(InProcessOutcome {
+            outcome,
+            keyholder: keyholder?,
+            nodes: nodes.into_iter().collect::<Result<_, _>>()?,
+        })
+    })
+}
+
+fn is_io(e: &StudyError) -> bool {
+    matches!(
+        e,
+        StudyError::Secure(SecureError::Io { .. }) | StudyError::Party(_, SecureError::Io { .. })
+    )
+}
+
+/// A party thread's result, named.
+fn joined<T>(
+    name: String,
+    r: std::thread::Result<Result<T, SecureError>>,
+) -> Result<T, StudyError> {
+    r.map_err(|_| StudyError::Panicked(name.clone()))?
+        .map_err(|e| StudyError::Party(name, e))
+}

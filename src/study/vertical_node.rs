@@ -1,0 +1,87 @@
+//! A Node of a vertical study between organizations (`node --vertical`): its file read as a
+//! party's table (identifiers, its columns, the labels if it has them) and checked whole before
+//! anything is sent, then the vertical messages with the aggregator
+//! ([`privlogit_protocols::secure::vertical::roles::run_node`]). The aggregator and the key
+//! holder are the horizontal study's roles, run from a study file that says `vertical = true`.
+
+use privlogit_protocols::secure::vertical::roles::{self, NodeOutcome, VerticalTable};
+use privlogit_protocols::transport::Role;
+
+use super::file::StudyFile;
+use super::party::{PATIENCE, Party, address_of};
+use super::result::human_bytes;
+use super::roles::{connection, expect_reader};
+use crate::error::Error;
+use crate::progress::Say;
+use crate::settings::{Reader, Spec};
+
+/// A vertical study's Node, its table read and its connection checked, ready to join.
+#[derive(Debug)]
+pub struct VerticalNode {
+    party: Party,
+    aggregator: String,
+    table: VerticalTable,
+}
+
+impl VerticalNode {
+    /// The Node `spec` (read with [`Reader::Node`], `vertical` set) and the study file
+    /// describe, over its `party` file (the last one given).
+    pub fn new(spec: &Spec, file: Option<&StudyFile>, say: Say<'_>) -> Result<Self, Error> {
+        expect_reader(spec, Reader::Node)?;
+        let path = spec
+            .party
+            .last()
+            .ok_or_else(|| Error::plan("a Node needs its data file: --party FILE"))?;
+        let table = crate::vertical::table(path, spec)?;
+        let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
+        let aggregator = address_of(
+            spec.aggregator.as_ref(),
+            party.roster().map(|r| &r.aggregator),
+            "--aggregator",
+        )?;
+        Ok(Self {
+            party,
+            aggregator,
+            table,
+        })
+    }
+
+    /// Joins the aggregator's study, deals its columns over the shared rows and waits for the
+    /// model.
+    pub fn run(self, say: Say<'_>) -> Result<NodeOutcome, Error> {
+        let Self {
+            party,
+            aggregator,
+            table,
+        } = self;
+        let network = &party.network;
+        party.stop_peers_on_error(|| {
+            let channel = network
+                .connect(&aggregator, &party.server(Role::Aggregator), PATIENCE)
+                .map_err(Error::Network)?;
+            say(&format!(
+                "vertical Node with {} rows and {} columns{} joined {} at {}",
+                table.ids.len(),
+                table.names.len(),
+                if table.labels.is_some() {
+                    " and the labels"
+                } else {
+                    ""
+                },
+                channel.pipe().peer(),
+                channel.pipe().peer_address()
+            ));
+            let outcome = roles::run_node(channel, &table, 2048, party.key_trust())?;
+            say(&format!(
+                "study done ({}): N = {} rows shared, {} sent",
+                outcome.status,
+                outcome.rows,
+                human_bytes(outcome.bytes_sent)
+            ));
+            for (name, b) in outcome.names.iter().zip(&outcome.beta) {
+                say(&format!("  {name:<24} {b:>14.8}"));
+            }
+            Ok(outcome)
+        })
+    }
+}
