@@ -276,28 +276,16 @@ fn header(path: &Path) -> Result<Vec<String>, Error> {
 }
 
 /// The plan of a vertical study of `parties`: the study's settings, PrivLogit (plain or
-/// accelerated) with the bound formed between the servers, the coefficients revealed.
+/// accelerated) with the bound formed between the servers, or secure Newton with the
+/// information formed between them every iteration; the coefficients revealed.
 pub fn plan(spec: &Spec, parties: usize) -> Result<StudyPlan, Error> {
-    if spec.given("protocol") && spec.protocol != Protocol::Hessian {
+    if spec.given("protocol") && !matches!(spec.protocol, Protocol::Hessian | Protocol::Newton) {
         return Err(Error::setting(
             "--protocol",
-            "a vertical study runs PrivLogit-Hessian (the gradient is formed between the two \
-             servers); secure Newton and PrivLogit-Local are not built for it",
+            "a vertical study runs PrivLogit-Hessian (the bound formed between the two servers) \
+             or secure Newton; PrivLogit-Local would need each party's rows whole",
         ));
     }
-    let optimizer = match spec.optimizer {
-        Optimizer::Newton => {
-            return Err(Error::setting(
-                "--optimizer",
-                "a vertical study runs PrivLogit, plain or accelerated (secure Newton is not \
-                 built for it)",
-            ));
-        }
-        Optimizer::PrivLogit => Optimizer::PrivLogit,
-        Optimizer::AcceleratedPrivLogit { .. } => Optimizer::AcceleratedPrivLogit {
-            memory: spec.memory,
-        },
-    };
     if spec.given("reveal") && spec.reveal != Reveal::Coefficients {
         return Err(Error::setting(
             "--reveal",
@@ -305,8 +293,11 @@ pub fn plan(spec: &Spec, parties: usize) -> Result<StudyPlan, Error> {
         ));
     }
     let mut plan = spec.study_plan(parties)?;
-    plan.protocol = Protocol::Hessian;
-    plan.optimizer = optimizer;
+    if !matches!(plan.optimizer, Optimizer::Newton) {
+        // The bound is formed between the servers: PrivLogit-Hessian, whatever the horizontal
+        // default.
+        plan.protocol = Protocol::Hessian;
+    }
     plan.reveal = Reveal::Coefficients;
     roles::check_plan(&plan)?;
     Ok(plan)

@@ -60,7 +60,7 @@ fn by_name(v: &serde_json::Value) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// The secure vertical study (accelerated PrivLogit) lands on the pooled optimum
+/// The secure vertical study (accelerated PrivLogit and secure Newton) lands on the pooled optimum
 /// of the joined rows: within 1e-6 of `fit --vertical`, N the intersection's size (398 people
 /// are in all three files). Both run a fixed number of iterations (`--tol 0`): the secure
 /// objective carries the circuit's 2^-30 rounding per row, below which no stopping rule can
@@ -101,7 +101,8 @@ fn a_vertical_study_equals_the_pooled_fit_of_the_intersection() {
     assert_eq!(reference["n"], 398);
     // Plain PrivLogit's secure steps equal the plaintext ones step for step (the library's
     // `secure::vertical` test); at its linear rate it would need hundreds of iterations here.
-    for (optimizer, iterations) in [("privlogit-accel", "60")] {
+    // Secure Newton is at the optimum after 9 (measured: 4.0e-9 from it on all 30 columns).
+    for (optimizer, iterations) in [("privlogit-accel", "60"), ("newton", "10")] {
         let study = run(args(
             "study",
             &["--optimizer", optimizer, "--max-iter", iterations],

@@ -672,14 +672,8 @@ impl<C: Channel> SecureAggregation<C> {
         newton: bool,
     ) -> Result<(SecureGradient, EncryptedVector, Option<EncryptedVector>), SecureError> {
         if self.vertical.is_some() {
-            if newton {
-                return Err(SecureError::invalid_plan(
-                    "protocol",
-                    "a vertical study runs PrivLogit (plain or accelerated), not secure Newton",
-                ));
-            }
-            let (gradient, objective) = self.vertical_round(beta)?;
-            return self.with_center_terms(beta, penalty, gradient, objective, None, None);
+            let (gradient, objective, information) = self.vertical_round(beta, newton)?;
+            return self.with_center_terms(beta, penalty, gradient, objective, None, information);
         }
         let payload = Writer::new()
             .f64s(beta.as_slice().expect("contiguous"))
@@ -1067,6 +1061,17 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         slack: f64,
     ) -> Result<bool, SecureError> {
         let frac = self.config.frac;
+        if self.vertical.is_some() {
+            // A vertical study's objectives carry the logistic circuit's error (within
+            // OBJECTIVE_SLACK / 2 a row for the difference of two): a relative slack of
+            // round-off would let the error call a step near the optimum a fall.
+            let change = self.difference(candidate, base)?.add_plain(
+                &self.key,
+                &[Self::fixed(vertical::OBJECTIVE_SLACK, 2 * frac)?.value],
+            )?;
+            let zero = change.mul_scalar(&self.key, &Fixed::integer(0))?;
+            return self.compare(Comparison::NonNegative, &change, &zero);
+        }
         let change = self.rescale(&self.difference(candidate, base)?, 2 * frac, 3 * frac)?;
         let allowance = base.mul_scalar(&self.key, &Self::fixed(slack, frac)?)?;
         self.compare(Comparison::NonNegativeWithSlack, &change, &allowance)

@@ -35,6 +35,7 @@ use super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedVector, Fixed, Packing, PublicKey, SecretKey};
 use crate::transport::Role;
 use crate::vertical::ring::{self, BETA_FRAC, R_FRAC, Seed, Side, X_FRAC};
+use crate::vertical::shares::ServerShares;
 
 /// Feature values of a vertical study must be below `2^FEATURE_BITS` in magnitude
 /// (standardised columns are; raw ones may need `--standardize`): with it the bound's and the
@@ -219,33 +220,47 @@ pub fn circuit_words(z: &[u128]) -> Vec<u64> {
         .collect()
 }
 
-/// The key holder's masks of one round: per row, and the objective's.
+/// The key holder's masks of one round: per row (the residual's, and in a Newton round the
+/// weight's), and the objective's.
 pub struct RoundMasks {
     rows: Vec<u128>,
+    weights: Vec<u128>,
     sum: u128,
 }
 
 impl RoundMasks {
     /// Fresh masks: per row `2^(R_BITS - 1) + U[0, 2^ROW_MASK_BITS)` (so `r + m >= 0`, 40
-    /// bits of statistical hiding), for the sum `U[0, 2^SUM_MASK_BITS)`.
-    pub fn draw<R: CryptoRng>(rows: usize, rng: &mut R) -> Self {
+    /// bits of statistical hiding; the same for each weight when `weights`), for the sum
+    /// `U[0, 2^SUM_MASK_BITS)`.
+    pub fn draw<R: CryptoRng>(rows: usize, weights: bool, rng: &mut R) -> Self {
         let below = |bits: u32, rng: &mut R| rng.random::<u128>() & ((1u128 << bits) - 1);
+        let row = |rng: &mut R| (1u128 << (R_BITS - 1)) + below(ROW_MASK_BITS, rng);
         Self {
-            rows: (0..rows)
-                .map(|_| (1u128 << (R_BITS - 1)) + below(ROW_MASK_BITS, rng))
-                .collect(),
+            rows: (0..rows).map(|_| row(rng)).collect(),
+            weights: if weights {
+                (0..rows).map(|_| row(rng)).collect()
+            } else {
+                Vec::new()
+            },
             sum: below(SUM_MASK_BITS as u32, rng),
         }
     }
 
-    /// The key holder's shares: `-m` per row (ring), `-M` for the objective's sum.
-    pub fn shares(&self) -> (Vec<u128>, BigInt) {
+    /// The key holder's shares: `-m` per row for the residuals and the weights (ring), `-M`
+    /// for the objective's sum.
+    pub fn shares(&self) -> (Vec<u128>, Vec<u128>, BigInt) {
+        let negated = |m: &[u128]| m.iter().map(|m| m.wrapping_neg()).collect();
         (
-            self.rows.iter().map(|m| m.wrapping_neg()).collect(),
+            negated(&self.rows),
+            negated(&self.weights),
             -BigInt::from(self.sum),
         )
     }
 }
+
+/// What the aggregator learns from one logistic round: per row `r + m` (and in a Newton round
+/// `w + m'`), and the objective's masked sum.
+pub type Revealed = (Vec<u128>, Vec<u128>, BigInt);
 
 /// One side's inputs to the circuit: its words of `z` and its label bits.
 pub struct CircuitSide<'a> {
@@ -256,18 +271,23 @@ pub struct CircuitSide<'a> {
 }
 
 /// The logistic round's circuit on either side: the key holder passes its side and masks, the
-/// aggregator its side; the aggregator gets `r + m` per row (as ring elements) and
+/// aggregator its side; the aggregator gets `r + m` per row (as ring elements), in a Newton
+/// round (`weights`) `w + m'` per row too (`w = sigmoid (1 - sigmoid)`, at the same scale), and
 /// `sum(log(1 + e^z) - y z) + M` (at [`CIRCUIT_FRAC`] fractional bits).
 pub fn logistic_round<P: GcParty>(
     party: &mut P,
     rows: usize,
     keyholder: Option<(CircuitSide<'_>, &RoundMasks)>,
     aggregator: Option<CircuitSide<'_>>,
-) -> std::io::Result<Option<(Vec<u128>, BigInt)>> {
+    weights: bool,
+) -> std::io::Result<Option<Revealed>> {
     let bits_of = |v: u128, width: usize| (0..width).map(move |i| v >> i & 1 == 1);
+    let outputs_per_row = if weights { 2 } else { 1 };
     let mut sum: Word<u128> = word::constant(0, SUM_BITS);
-    let mut revealed: Option<Vec<u128>> = aggregator.as_ref().map(|_| Vec::with_capacity(rows));
-    let kh_width = Z_BITS + 1 + ROW_BITS;
+    let mut revealed: Option<Vec<u128>> = aggregator
+        .as_ref()
+        .map(|_| Vec::with_capacity(rows * outputs_per_row));
+    let kh_width = Z_BITS + 1 + ROW_BITS * outputs_per_row;
     let agg_width = Z_BITS + 1;
     for start in (0..rows).step_by(CHUNK) {
         let end = (start + CHUNK).min(rows);
@@ -277,6 +297,13 @@ pub fn logistic_round<P: GcParty>(
                     bits_of(u128::from(side.z[i]), Z_BITS)
                         .chain(std::iter::once((side.labels)(i)))
                         .chain(bits_of(masks.rows[i], ROW_BITS))
+                        .chain(
+                            masks
+                                .weights
+                                .get(i)
+                                .into_iter()
+                                .flat_map(|&m| bits_of(m, ROW_BITS)),
+                        )
                         .collect::<Vec<_>>()
                 })
                 .collect::<Vec<bool>>()
@@ -293,7 +320,7 @@ pub fn logistic_round<P: GcParty>(
         let n = end - start;
         let theirs = party.keyholder_input(kh_bits.as_deref(), n * kh_width)?;
         let ours = party.aggregator_input(agg_bits.as_deref(), n * agg_width)?;
-        let mut outputs = Vec::with_capacity(n * ROW_BITS);
+        let mut outputs = Vec::with_capacity(n * ROW_BITS * outputs_per_row);
         for (k, a) in theirs
             .chunks_exact(kh_width)
             .zip(ours.chunks_exact(agg_width))
@@ -302,10 +329,10 @@ pub fn logistic_round<P: GcParty>(
             // Every row is the same circuit: recorded once, then run as a scheduled gate list
             // (the first row, whose sum is the constant 0, is built directly).
             let compiled = builder.compiled(
-                || "vertical row v1".to_string(),
+                || format!("vertical row v1, weights {weights}"),
                 &[k, a, &sum],
                 |r, i| {
-                    let (masked, next) = row(r, &i[0], &i[1], &i[2]);
+                    let (masked, next) = row(r, &i[0], &i[1], &i[2], weights);
                     vec![masked, next]
                 },
             );
@@ -314,7 +341,7 @@ pub fn logistic_round<P: GcParty>(
                     let next = out.pop().expect("two outputs");
                     (out.pop().expect("two outputs"), next)
                 }
-                None => row(builder, k, a, &sum),
+                None => row(builder, k, a, &sum, weights),
             };
             outputs.extend(masked);
             sum = next;
@@ -350,21 +377,34 @@ pub fn logistic_round<P: GcParty>(
                     acc
                 }
             });
-        (rows, value)
+        // Per row `r + m`, then (Newton) `w + m'`.
+        let (residuals, weights) = if weights {
+            let mut r = Vec::with_capacity(rows.len() / 2);
+            let mut w = Vec::with_capacity(rows.len() / 2);
+            for pair in rows.chunks_exact(2) {
+                r.push(pair[0]);
+                w.push(pair[1]);
+            }
+            (r, w)
+        } else {
+            (rows, Vec::new())
+        };
+        (residuals, weights, value)
     }))
 }
 
-/// One row: the key holder's `z` word, label bit and mask, the aggregator's word and bit, and
-/// the running objective sum in; `r + m` and the new sum out.
+/// One row: the key holder's `z` word, label bit and masks, the aggregator's word and bit, and
+/// the running objective sum in; `r + m` (and with `weights`, `w + m'`) and the new sum out.
 fn row<B: Backend>(
     b: &mut Builder<B>,
     keyholder: &[Bit<B::Wire>],
     aggregator: &[Bit<B::Wire>],
     sum: &[Bit<B::Wire>],
+    weights: bool,
 ) -> (Word<B::Wire>, Word<B::Wire>) {
     let z = word::add(b, &keyholder[..Z_BITS], &aggregator[..Z_BITS]);
     let y = b.xor(&keyholder[Z_BITS], &aggregator[Z_BITS]);
-    let mask = &keyholder[Z_BITS + 1..];
+    let mask = &keyholder[Z_BITS + 1..Z_BITS + 1 + ROW_BITS];
     let out = logistic::logistic(b, &z);
     // r = y - sigmoid (at CIRCUIT_FRAC; the log-likelihood's gradient is X^T r), R_BITS
     // signed, then + m (no wrap: m >= 2^(R_BITS - 1)).
@@ -372,7 +412,13 @@ fn row<B: Backend>(
     let mut label = word::constant(0, R_BITS);
     label[CIRCUIT_FRAC] = y.clone();
     let r = word::sub(b, &label, &sigmoid);
-    let masked = word::add(b, &word::sign_extend(&r, ROW_BITS), mask);
+    let mut masked = word::add(b, &word::sign_extend(&r, ROW_BITS), mask);
+    if weights {
+        // w = sigmoid (1 - sigmoid), signed at R_BITS (an ulp below 0 at worst), + m'.
+        let w = logistic::weight(b, &out.sigmoid);
+        let weight_mask = &keyholder[Z_BITS + 1 + ROW_BITS..];
+        masked.extend(word::add(b, &word::sign_extend(&w, ROW_BITS), weight_mask));
+    }
     // log(1 + e^z) - y z >= 0 up to the interpolation's error (a few units in the last place
     // below 0 where it vanishes): summed as signed words.
     let yz: Word<B::Wire> = z.iter().map(|bit| b.and(bit, &y)).collect();
@@ -394,11 +440,73 @@ pub fn gradient_shares(shares: &[u128], side: Side, rows: usize, frac: u32) -> V
 /// Integer shares of `B / N = X^T X / (4 N)` at `frac` bits from ring shares of `X^T X` (at
 /// `2 X_FRAC`), lower triangle by rows.
 pub fn bound_shares(lower: &[u128], side: Side, rows: usize, frac: u32) -> Vec<BigInt> {
+    curvature_shares(lower, side, 4 * rows as u64, frac)
+}
+
+/// Integer shares of the information `X^T diag(w) X / N` at `frac` bits from ring shares of
+/// `X^T diag(w) X` (at `2 X_FRAC`), lower triangle by rows.
+pub fn information_shares(lower: &[u128], side: Side, rows: usize, frac: u32) -> Vec<BigInt> {
+    curvature_shares(lower, side, rows as u64, frac)
+}
+
+fn curvature_shares(lower: &[u128], side: Side, divisor: u64, frac: u32) -> Vec<BigInt> {
     let up = frac - 2 * X_FRAC;
     lower
         .iter()
-        .map(|&s| ring::floor_div(&(ring::to_integer(s, side) << up), 4 * rows as u64))
+        .map(|&s| ring::floor_div(&(ring::to_integer(s, side) << up), divisor))
         .collect()
+}
+
+/// This server's share of the lower triangle of `X^T diag(w) X` (at `2 X_FRAC`) in Newton
+/// round `round`, from its share of the rows' weights (at [`R_FRAC`]): per party, `w - a`
+/// opened and the weighted columns formed, truncated locally to [`X_FRAC`]; then per party
+/// `U - V` opened and its block `X_k^T U` formed, as the bound's.
+pub(crate) fn information<C: Channel>(
+    channel: &mut C,
+    session: u64,
+    shares: &ServerShares,
+    round: u64,
+    weights: &[u128],
+    side: Side,
+) -> Result<Vec<u128>, SecureError> {
+    let (rows, p) = (shares.rows(), shares.features());
+    let columns: Vec<Range<usize>> = shares.columns().collect();
+    let beyond = || {
+        SecureError::Range(format!(
+            "Newton round {round} is beyond the rounds the parties dealt"
+        ))
+    };
+    let mut weighted = vec![0u128; rows * p];
+    for (k, cols) in columns.iter().enumerate() {
+        let f = open(
+            channel,
+            session,
+            shares.weight_opening(k, round, weights),
+            side,
+            "a weight opening",
+        )?;
+        let block = shares
+            .weighted_columns(k, round, weights, &f)
+            .ok_or_else(beyond)?;
+        let pk = cols.len();
+        for (i, row) in block.chunks_exact(pk).enumerate() {
+            for (j, &v) in cols.clone().zip(row) {
+                weighted[i * p + j] = ring::truncate_share(v, R_FRAC, side);
+            }
+        }
+    }
+    let mut blocks = Vec::with_capacity(columns.len());
+    for k in 0..columns.len() {
+        let e = open(
+            channel,
+            session,
+            shares.hessian_opening(k, round, &weighted),
+            side,
+            "a Hessian opening",
+        )?;
+        blocks.push(shares.hessian_block(k, round, &e).ok_or_else(beyond)?);
+    }
+    Ok(lower_triangle(&blocks, &columns, p))
 }
 
 /// An integer share of the log-likelihood `l / N` at `2 frac` bits from an integer share of
@@ -456,6 +564,8 @@ pub struct Layout {
     pub label_party: usize,
     /// Rounds dealt.
     pub rounds: u64,
+    /// Secure Newton rounds dealt (the first `hessian_rounds` of the rounds; 0 for PrivLogit).
+    pub hessian_rounds: u64,
 }
 
 impl Layout {
@@ -465,6 +575,7 @@ impl Layout {
             .u64(self.rows as u64)
             .u64(self.label_party as u64)
             .u64(self.rounds)
+            .u64(self.hessian_rounds)
             .u64(self.columns.len() as u64);
         for (c, seed) in self.columns.iter().zip(seeds) {
             w = w
@@ -497,7 +608,11 @@ impl Layout {
         let rows = r.u64().map_err(io)? as usize;
         let label_party = r.u64().map_err(io)? as usize;
         let rounds = r.u64().map_err(io)?;
+        let hessian_rounds = r.u64().map_err(io)?;
         let parties = r.u64().map_err(io)? as usize;
+        if hessian_rounds > rounds {
+            return Err(bad("a vertical setup with more Newton rounds than rounds"));
+        }
         if rows == 0 || rows > MAX_ROWS || parties == 0 || parties > config.dimension.max(1) {
             return Err(bad("a vertical setup with impossible rows or parties"));
         }
@@ -537,6 +652,7 @@ impl Layout {
                 columns,
                 label_party,
                 rounds,
+                hessian_rounds,
             },
             seeds,
         ))
@@ -622,7 +738,11 @@ mod tests {
 
     fn plan(optimizer: Optimizer, options: FitOptions) -> StudyPlan {
         StudyPlan {
-            protocol: Protocol::Hessian,
+            protocol: if optimizer == Optimizer::Newton {
+                Protocol::Newton
+            } else {
+                Protocol::Hessian
+            },
             optimizer,
             options,
             format: crate::secure::DEFAULT_FORMAT,
@@ -641,9 +761,11 @@ mod tests {
 
     /// Both runs take the same 25 steps (the relative-change rule would stop them at different
     /// iterations: the secure objective carries the circuit's 2^-30 rounding per row), so the
-    /// iterates are compared step for step; measured gap 4.3e-10 after 40 steps. The parties
-    /// join by the messages of a study between organizations (private set intersection over
-    /// shuffled files with people of their own, the deal, the model sent back).
+    /// iterates are compared step for step; measured gap 4.3e-10 after 40 steps. Secure Newton
+    /// (its information formed between the servers every round) takes 10 steps, at the
+    /// optimum by then. The parties join by the messages of a study between organizations
+    /// (private set intersection over shuffled files with people of their own, the deal, the
+    /// model sent back).
     #[test]
     fn a_vertical_study_equals_the_pooled_plaintext_fit() {
         let (tables, pooled) = study(400);
@@ -655,7 +777,13 @@ mod tests {
         for optimizer in [
             Optimizer::PrivLogit,
             Optimizer::AcceleratedPrivLogit { memory: 3 },
+            Optimizer::Newton,
         ] {
+            let options = if optimizer == Optimizer::Newton {
+                options.clone().max_iterations(10)
+            } else {
+                options.clone()
+            };
             let plan = plan(optimizer, options.clone());
             let secure = run_in_process(&tables, &plan, |_| Ok(&pair.secret), &mut |_| {})
                 .expect("the vertical study");

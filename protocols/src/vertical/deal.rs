@@ -30,8 +30,21 @@ pub struct AggregatorDeal {
     pub w: Vec<Vec<u128>>,
     /// The aggregator's share of `R^T V` (`p_k x p`).
     pub bound_w: Vec<u128>,
+    /// Per secure Newton round, the aggregator's shares of the Hessian's products.
+    pub hessian: Vec<HessianProducts>,
     /// The labelling party's: the aggregator's bit share of the labels.
     pub labels: Option<Vec<u64>>,
+}
+
+/// One secure Newton round's products of a party's mask, the aggregator's shares: `c = a o R`
+/// (`n x p_k`: each row of `R` times that row's entry of the round's vector mask `a`, for the
+/// weighted columns `diag(w) X_k`) and `R^T V` (`p_k x p`, for `X_k^T (diag(w) X)`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HessianProducts {
+    /// `a o R`, `n x p_k` by rows.
+    pub c: Vec<u128>,
+    /// `R^T V`, `p_k x p` by rows.
+    pub hw: Vec<u128>,
 }
 
 /// Why a party's rows cannot enter a vertical study.
@@ -54,16 +67,26 @@ pub enum DealError {
     },
 }
 
-/// Deals party columns `columns` (of `features` in all) for `rounds` gradient rounds: `x` is
-/// `n x p_k` by rows in the common order, `labels` the labelling party's 0/1 labels. Every
-/// value must be below `2^value_bits` in magnitude.
+/// How many rounds a party deals for: gradient rounds, and among them the first
+/// `hessian_rounds` also secure Newton's (a PrivLogit study deals none of those).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rounds {
+    /// Gradient rounds.
+    pub gradient: u64,
+    /// Newton rounds (the Hessian's products), at most `gradient`.
+    pub hessian: u64,
+}
+
+/// Deals party columns `columns` (of `features` in all) for `rounds`: `x` is `n x p_k` by rows
+/// in the common order, `labels` the labelling party's 0/1 labels. Every value must be below
+/// `2^value_bits` in magnitude.
 #[allow(clippy::too_many_arguments)]
 pub fn deal<R: CryptoRng>(
     x: &[f64],
     columns: Range<usize>,
     features: usize,
     labels: Option<&[bool]>,
-    rounds: u64,
+    rounds: Rounds,
     value_bits: u32,
     rng: &mut R,
 ) -> Result<Deal, DealError> {
@@ -98,7 +121,7 @@ pub fn deal<R: CryptoRng>(
     };
     let (r, _) = both(label::R, 0, rows * pk);
     let d = ring::sub(&fixed, &r);
-    let w = (0..rounds)
+    let w = (0..rounds.gradient)
         .map(|t| {
             let (v, _) = both(label::V, t, rows);
             let product = ring::transpose_times(&r, pk, &v);
@@ -110,6 +133,25 @@ pub fn deal<R: CryptoRng>(
         &ring::transpose_product(&r, pk, &v, features),
         &ring::stream(&keyholder_seed, label::BOUND_W, 0, pk * features),
     );
+    let hessian = (0..rounds.hessian)
+        .map(|t| {
+            let (a, _) = both(label::A, t, rows);
+            let mut c: Vec<u128> = r
+                .chunks_exact(pk.max(1))
+                .zip(&a)
+                .flat_map(|(row, &ai)| row.iter().map(move |&rij| ai.wrapping_mul(rij)))
+                .collect();
+            c.truncate(rows * pk);
+            let (v, _) = both(label::HV, t, rows * features);
+            HessianProducts {
+                c: ring::sub(&c, &ring::stream(&keyholder_seed, label::C, t, rows * pk)),
+                hw: ring::sub(
+                    &ring::transpose_product(&r, pk, &v, features),
+                    &ring::stream(&keyholder_seed, label::HW, t, pk * features),
+                ),
+            }
+        })
+        .collect();
     let labels = labels.map(|y| {
         let mask = ring::bit_stream(&keyholder_seed, label::Y, 0, rows);
         let mut bits = vec![0u64; rows.div_ceil(64)];
@@ -126,6 +168,7 @@ pub fn deal<R: CryptoRng>(
             d,
             w,
             bound_w,
+            hessian,
             labels,
         },
     })
@@ -135,7 +178,7 @@ pub fn deal<R: CryptoRng>(
 mod tests {
     use super::*;
     use crate::vertical::ring::{R_FRAC, Side, decode};
-    use crate::vertical::shares::{PartyShares, ServerShares};
+    use crate::vertical::shares::{PartyShares, Products, ServerShares};
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha20Rng;
 
@@ -153,6 +196,10 @@ mod tests {
             let columns = start..start + p;
             start += p;
             let y = (k == 0).then_some(labels);
+            let rounds = Rounds {
+                gradient: rounds,
+                hessian: rounds,
+            };
             let deal = deal(x, columns.clone(), features, y, rounds, 20, &mut rng).expect("deal");
             let a = deal.aggregator;
             if let Some(l) = a.labels {
@@ -164,12 +211,24 @@ mod tests {
                 columns.clone(),
                 a.d.clone(),
                 deal.keyholder_seed,
-                rounds,
-                Vec::new(),
-                Vec::new(),
+                Products {
+                    rounds: rounds.gradient,
+                    hessian_rounds: rounds.hessian,
+                    ..Products::default()
+                },
             ));
             agg.push(PartyShares::new(
-                rows, columns, a.d, a.seed, rounds, a.w, a.bound_w,
+                rows,
+                columns,
+                a.d,
+                a.seed,
+                Products {
+                    rounds: rounds.gradient,
+                    w: a.w,
+                    bound_w: a.bound_w,
+                    hessian_rounds: rounds.hessian,
+                    hessian: a.hessian,
+                },
             ));
         }
         [
@@ -266,12 +325,103 @@ mod tests {
         }
     }
 
+    /// Secure Newton's products: `diag(w) X` from the weights' shares (then truncated locally
+    /// to `X_FRAC`), and `X^T diag(w) X` block by block, equal the plaintext ones.
+    #[test]
+    fn the_servers_hessian_equals_the_plaintext_one() {
+        let mut rng = ChaCha20Rng::seed_from_u64(8);
+        let rows = 29;
+        let widths = [2usize, 3];
+        let xs: Vec<(Vec<f64>, usize)> = widths
+            .iter()
+            .map(|&p| {
+                (
+                    (0..rows * p).map(|_| rng.random_range(-3.0..3.0)).collect(),
+                    p,
+                )
+            })
+            .collect();
+        let labels: Vec<bool> = (0..rows).map(|_| rng.random()).collect();
+        let [kh, agg] = servers(&xs, &labels, 3);
+        let p: usize = widths.iter().sum();
+        let x = |i: usize, j: usize| -> f64 {
+            let (k, jj) = if j < widths[0] {
+                (0, j)
+            } else {
+                (1, j - widths[0])
+            };
+            decode(
+                ring::encode(xs[k].0[i * widths[k] + jj], X_FRAC).expect("fits"),
+                X_FRAC,
+            )
+        };
+        let w: Vec<u128> = (0..rows)
+            .map(|_| ring::encode(rng.random_range(0.0..0.25), R_FRAC).expect("fits"))
+            .collect();
+        let w_kh: Vec<u128> = (0..rows).map(|_| rng.random()).collect();
+        let w_agg = ring::sub(&w, &w_kh);
+        let round = 1;
+        let columns: Vec<_> = kh.columns().collect();
+        // U = diag(w) X, each server's share truncated by R_FRAC bits.
+        let (mut u_kh, mut u_agg) = (vec![0u128; rows * p], vec![0u128; rows * p]);
+        for (k, cols) in columns.iter().enumerate() {
+            let mut f = kh.weight_opening(k, round, &w_kh);
+            ring::add_into(&mut f, &agg.weight_opening(k, round, &w_agg));
+            let a = kh.weighted_columns(k, round, &w_kh, &f).expect("dealt");
+            let b = agg.weighted_columns(k, round, &w_agg, &f).expect("dealt");
+            for i in 0..rows {
+                for (jj, j) in cols.clone().enumerate() {
+                    let pk = cols.len();
+                    u_kh[i * p + j] = ring::truncate_share(a[i * pk + jj], R_FRAC, Side::KeyHolder);
+                    u_agg[i * p + j] =
+                        ring::truncate_share(b[i * pk + jj], R_FRAC, Side::Aggregator);
+                }
+            }
+        }
+        for i in 0..rows {
+            for j in 0..p {
+                let got = decode(u_kh[i * p + j].wrapping_add(u_agg[i * p + j]), X_FRAC);
+                let exact = decode(w[i], R_FRAC) * x(i, j);
+                assert!((got - exact).abs() < 3e-8, "U ({i}, {j}): {got} vs {exact}");
+            }
+        }
+        // X^T U, block by block: within the truncation's 2^-28 a row.
+        for (k, cols) in columns.iter().enumerate() {
+            let mut e = kh.hessian_opening(k, round, &u_kh);
+            ring::add_into(&mut e, &agg.hessian_opening(k, round, &u_agg));
+            let mut block = kh.hessian_block(k, round, &e).expect("dealt");
+            ring::add_into(&mut block, &agg.hessian_block(k, round, &e).expect("dealt"));
+            for (a, i) in cols.clone().enumerate() {
+                for j in 0..p {
+                    let got = decode(block[a * p + j], 2 * X_FRAC);
+                    let exact: f64 = (0..rows)
+                        .map(|r| x(r, i) * decode(w[r], R_FRAC) * x(r, j))
+                        .sum();
+                    assert!((got - exact).abs() < 1e-6, "({i}, {j}): {got} vs {exact}");
+                }
+            }
+        }
+        assert!(kh.hessian_block(0, 3, &vec![0; rows * p]).is_none());
+    }
+
     #[test]
     fn a_value_beyond_the_bound_is_named() {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
-        let err = deal(&[1.0, 2.0, 5000.0, 1.0], 0..2, 2, None, 1, 12, &mut rng)
-            .err()
-            .expect("refused");
+        let rounds = Rounds {
+            gradient: 1,
+            hessian: 0,
+        };
+        let err = deal(
+            &[1.0, 2.0, 5000.0, 1.0],
+            0..2,
+            2,
+            None,
+            rounds,
+            12,
+            &mut rng,
+        )
+        .err()
+        .expect("refused");
         assert_eq!(
             err,
             DealError::OutOfRange {

@@ -127,6 +127,17 @@ pub fn truncate(share: u128, shift: u32, width: u32) -> u64 {
     ((share >> shift) & ((1u128 << width) - 1)) as u64
 }
 
+/// A share with `shift` low bits dropped, still a ring element (SecureML's local truncation,
+/// Mohassel and Zhang 2017, Theorem 1): the two servers' results add up to `floor(v / 2^shift)`
+/// or one more, unless the key holder's share lies within `|v|` of the wrap (probability
+/// `|v| / 2^128`).
+pub fn truncate_share(share: u128, shift: u32, side: Side) -> u128 {
+    match side {
+        Side::KeyHolder => share >> shift,
+        Side::Aggregator => (share.wrapping_neg() >> shift).wrapping_neg(),
+    }
+}
+
 /// A share as an integer share: the key holder's is its ring element read as `[0, 2^128)`, the
 /// aggregator's is its element plus `2^OFFSET`, minus `2^128 + 2^OFFSET`. For a shared value
 /// `|v| < 2^INTEGER_OFFSET` the two integers add up to `v` exactly unless the key holder's
@@ -166,6 +177,14 @@ mod tests {
             let expected = ((v >> shift) as u64) & ((1 << width) - 1);
             let below = expected.wrapping_sub(1) & ((1 << width) - 1);
             assert!(t == expected || t == below, "{v}: {t} vs {expected}");
+            // Truncation in the ring: floor(v / 2^36) or one more.
+            let t = truncate_share(a, shift, Side::Aggregator).wrapping_add(truncate_share(
+                b,
+                shift,
+                Side::KeyHolder,
+            )) as i128;
+            let floor = v >> shift;
+            assert!(t == floor || t == floor + 1, "{v}: {t} vs {floor}");
             // Integer shares: exact, and their quotients by d within one.
             let (ia, ib) = (
                 to_integer(a, Side::Aggregator),

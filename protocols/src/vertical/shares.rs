@@ -29,6 +29,29 @@ pub(crate) mod label {
     pub const BOUND_V: &str = "V";
     pub const BOUND_W: &str = "W";
     pub const Y: &str = "y";
+    /// Secure Newton, per round: the weights' vector mask, its product with the columns' mask,
+    /// the weighted design's matrix mask and its product.
+    pub const A: &str = "a";
+    pub const C: &str = "c";
+    pub const HV: &str = "hv";
+    pub const HW: &str = "hw";
+}
+
+/// What a party dealt a server beyond its opened columns: the rounds it allows and, at the
+/// aggregator, the explicit shares of its products (the key holder's are seeded, so its
+/// vectors are empty).
+#[derive(Clone, Debug, Default)]
+pub struct Products {
+    /// Gradient rounds dealt.
+    pub rounds: u64,
+    /// The aggregator's shares of `W = R_k^T v_t`, per round.
+    pub w: Vec<Vec<u128>>,
+    /// The aggregator's share of `R_k^T V` (`p_k x p`).
+    pub bound_w: Vec<u128>,
+    /// Secure Newton rounds dealt (the first of the gradient rounds).
+    pub hessian_rounds: u64,
+    /// The aggregator's shares of each Newton round's products.
+    pub hessian: Vec<super::deal::HessianProducts>,
 }
 
 /// What one server holds of one party's columns.
@@ -42,26 +65,19 @@ pub struct PartyShares {
     pub seed: Seed,
     /// This server's share of `R_k`.
     r: Vec<u128>,
-    /// Rounds the party dealt.
-    pub rounds: u64,
-    /// The aggregator's shares of `W = R_k^T v_t`, per round (the key holder's are seeded).
-    pub w: Vec<Vec<u128>>,
-    /// The aggregator's share of `R_k^T V` (`p_k x p`).
-    pub bound_w: Vec<u128>,
+    /// The rounds the party dealt and the aggregator's explicit shares.
+    pub products: Products,
 }
 
 impl PartyShares {
-    /// A party's shares as a server holds them: `d`, the rounds dealt and, for the aggregator,
-    /// the explicit shares the party dealt (`w`, `bound_w`; empty for the key holder, whose are
-    /// seeded).
+    /// A party's shares as a server holds them: `d`, and what the party dealt (for the key
+    /// holder only the rounds: its shares are seeded).
     pub fn new(
         rows: usize,
         columns: Range<usize>,
         d: Vec<u128>,
         seed: Seed,
-        rounds: u64,
-        w: Vec<Vec<u128>>,
-        bound_w: Vec<u128>,
+        products: Products,
     ) -> Self {
         let r = ring::stream(&seed, label::R, 0, rows * columns.len());
         Self {
@@ -69,9 +85,7 @@ impl PartyShares {
             d,
             seed,
             r,
-            rounds,
-            w,
-            bound_w,
+            products,
         }
     }
 
@@ -177,7 +191,7 @@ impl ServerShares {
         match self.side {
             Side::Aggregator => {
                 ring::add_into(&mut out, &ring::transpose_product(&party.d, pk, e, p));
-                ring::add_into(&mut out, &party.bound_w);
+                ring::add_into(&mut out, &party.products.bound_w);
             }
             Side::KeyHolder => {
                 ring::add_into(
@@ -200,7 +214,7 @@ impl ServerShares {
     /// dealt fewer rounds.
     pub fn gradient_block(&self, k: usize, round: u64, e: &[u128]) -> Option<Vec<u128>> {
         let party = &self.parties[k];
-        if round >= party.rounds {
+        if round >= party.products.rounds {
             return None;
         }
         let pk = party.width();
@@ -210,10 +224,92 @@ impl ServerShares {
         match self.side {
             Side::Aggregator => {
                 ring::add_into(&mut out, &ring::transpose_times(&party.d, pk, e));
-                ring::add_into(&mut out, party.w.get(round as usize)?);
+                ring::add_into(&mut out, party.products.w.get(round as usize)?);
             }
             Side::KeyHolder => {
                 ring::add_into(&mut out, &ring::stream(&party.seed, label::W, round, pk));
+            }
+        }
+        Some(out)
+    }
+
+    /// This server's share of `f = w - a_t` for party `k` in Newton round `t`, `w` its share
+    /// of the rows' weights `sigmoid (1 - sigmoid)`.
+    pub fn weight_opening(&self, k: usize, round: u64, weights: &[u128]) -> Vec<u128> {
+        let a = ring::stream(&self.parties[k].seed, label::A, round, self.rows);
+        ring::sub(weights, &a)
+    }
+
+    /// This server's share of party `k`'s weighted columns `diag(w) X_k` (`n x p_k` by rows,
+    /// at the weights' scale plus `X_FRAC`), from its share of `w` and the opened
+    /// `f = w - a_t`: `w o D + f o R + a o R`. `None` beyond the Newton rounds dealt.
+    pub fn weighted_columns(
+        &self,
+        k: usize,
+        round: u64,
+        weights: &[u128],
+        f: &[u128],
+    ) -> Option<Vec<u128>> {
+        let party = &self.parties[k];
+        if round >= party.products.hessian_rounds {
+            return None;
+        }
+        let pk = party.width();
+        let c = match self.side {
+            Side::Aggregator => party.products.hessian.get(round as usize)?.c.clone(),
+            Side::KeyHolder => ring::stream(&party.seed, label::C, round, self.rows * pk),
+        };
+        let mut out = c;
+        for (i, ((row_d, row_r), out_row)) in party
+            .d
+            .chunks_exact(pk)
+            .zip(party.r.chunks_exact(pk))
+            .zip(out.chunks_exact_mut(pk))
+            .enumerate()
+        {
+            for ((o, &dij), &rij) in out_row.iter_mut().zip(row_d).zip(row_r) {
+                *o = o
+                    .wrapping_add(weights[i].wrapping_mul(dij))
+                    .wrapping_add(f[i].wrapping_mul(rij));
+            }
+        }
+        Some(out)
+    }
+
+    /// This server's share of `E = U - V_t` (`n x p`) for party `k`'s block of the Hessian in
+    /// Newton round `t`, `U` its share of the weighted design `diag(w) X`.
+    pub fn hessian_opening(&self, k: usize, round: u64, weighted: &[u128]) -> Vec<u128> {
+        let v = ring::stream(
+            &self.parties[k].seed,
+            label::HV,
+            round,
+            self.rows * self.features,
+        );
+        ring::sub(weighted, &v)
+    }
+
+    /// This server's share of `X_k^T U` (`p_k x p` by rows) from the opened `E = U - V_t`: the
+    /// bound's product ([`Self::bound_block`]) with the weighted design as the second factor.
+    /// `None` beyond the Newton rounds dealt.
+    pub fn hessian_block(&self, k: usize, round: u64, e: &[u128]) -> Option<Vec<u128>> {
+        let party = &self.parties[k];
+        if round >= party.products.hessian_rounds {
+            return None;
+        }
+        let (pk, p) = (party.width(), self.features);
+        let v = ring::stream(&party.seed, label::HV, round, self.rows * p);
+        let mut out = ring::transpose_product(&party.d, pk, &v, p);
+        ring::add_into(&mut out, &ring::transpose_product(&party.r, pk, e, p));
+        match self.side {
+            Side::Aggregator => {
+                ring::add_into(&mut out, &ring::transpose_product(&party.d, pk, e, p));
+                ring::add_into(&mut out, &party.products.hessian.get(round as usize)?.hw);
+            }
+            Side::KeyHolder => {
+                ring::add_into(
+                    &mut out,
+                    &ring::stream(&party.seed, label::HW, round, pk * p),
+                );
             }
         }
         Some(out)

@@ -25,6 +25,10 @@ use crate::vertical::shares::ServerShares;
 /// difference within twice that; doubled again for margin (3.7e-9).
 pub(super) const OBJECTIVE_SLACK: f64 = 4.0 * privlogit_circuits::logistic::ERROR_BOUND;
 
+/// A vertical round's encrypted sums: `g/N`, `l/N` and (Newton) the information's lower
+/// triangle.
+pub(super) type VerticalSums = (EncryptedVector, EncryptedVector, Option<EncryptedVector>);
+
 /// The aggregator's state in a vertical study.
 pub struct Vertical {
     shares: ServerShares,
@@ -102,13 +106,15 @@ impl<C: Channel> SecureAggregation<C> {
     }
 
     /// `Enc(g/N)` and `Enc(l/N)` at `beta`, without the penalty: one logistic circuit and one
-    /// Beaver product per party.
+    /// Beaver product per party; with `newton` also the information's lower triangle
+    /// `Enc(X^T diag(w) X / N)`.
     pub(super) fn vertical_round(
         &mut self,
         beta: &Array1<f64>,
-    ) -> Result<(EncryptedVector, EncryptedVector), SecureError> {
+        newton: bool,
+    ) -> Result<VerticalSums, SecureError> {
         let mut state = self.vertical.take().expect("a vertical study");
-        let result = self.vertical_round_with(&mut state, beta);
+        let result = self.vertical_round_with(&mut state, beta, newton);
         self.vertical = Some(state);
         result
     }
@@ -117,7 +123,8 @@ impl<C: Channel> SecureAggregation<C> {
         &mut self,
         state: &mut Vertical,
         beta: &Array1<f64>,
-    ) -> Result<(EncryptedVector, EncryptedVector), SecureError> {
+        newton: bool,
+    ) -> Result<VerticalSums, SecureError> {
         let session = self.config.session;
         let rows = state.shares.rows();
         let beta = beta.as_slice().expect("contiguous");
@@ -125,13 +132,17 @@ impl<C: Channel> SecureAggregation<C> {
         let round = state.next_round;
         state.next_round += 1;
         let at = |e| SecureError::io("aggregator, a vertical round".into(), e);
-        let payload = Writer::new().u64(round).f64s(beta).finish();
+        let payload = Writer::new()
+            .u64(round)
+            .u64(u64::from(newton))
+            .f64s(beta)
+            .finish();
         wire::send(self.keyholder()?, session, Step::VerticalRound, &payload).map_err(at)?;
         let words = v::circuit_words(&state.shares.linear_predictor(&fixed));
         let start = std::time::Instant::now();
         let shares = &state.shares;
         let labels = |i: usize| shares.label(i);
-        let (residual, objective) = v::logistic_round(
+        let (residual, weights, objective) = v::logistic_round(
             &mut self.gc,
             rows,
             None,
@@ -139,6 +150,7 @@ impl<C: Channel> SecureAggregation<C> {
                 z: &words,
                 labels: &labels,
             }),
+            newton,
         )
         .map_err(at)?
         .expect("the aggregator learns its shares");
@@ -162,12 +174,33 @@ impl<C: Channel> SecureAggregation<C> {
         let frac = self.config.frac;
         let own_g = v::gradient_shares(&gradient, Side::Aggregator, rows, frac);
         let own_l = v::objective_share(&objective, rows, frac);
-        let mut theirs = self.read_encrypted(2, "round")?;
+        let own_h = if newton {
+            let lower = v::information(
+                self.keyholder()?,
+                session,
+                &state.shares,
+                round,
+                &weights,
+                Side::Aggregator,
+            )?;
+            Some(v::information_shares(&lower, Side::Aggregator, rows, frac))
+        } else {
+            None
+        };
+        let mut theirs = self.read_encrypted(2 + usize::from(newton), "round")?;
+        let h = match own_h {
+            Some(own) => {
+                let h = theirs.pop().expect("three vectors");
+                Some(self.combine(&h, &own, frac)?)
+            }
+            None => None,
+        };
         let l = theirs.pop().expect("two vectors");
         let g = theirs.pop().expect("two vectors");
         Ok((
             self.combine(&g, &own_g, frac)?,
             self.combine(&l, &[own_l], 2 * frac)?,
+            h,
         ))
     }
 

@@ -14,7 +14,7 @@ use super::super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, SecretKey};
 use crate::transport::Role;
 use crate::vertical::ring::{self, Side};
-use crate::vertical::shares::{PartyShares, ServerShares, label};
+use crate::vertical::shares::{PartyShares, Products, ServerShares, label};
 
 /// The key holder's state in a vertical study.
 pub struct KeyholderVertical {
@@ -62,9 +62,11 @@ impl KeyholderVertical {
                 columns.clone(),
                 d,
                 *seed,
-                layout.rounds,
-                Vec::new(),
-                Vec::new(),
+                Products {
+                    rounds: layout.rounds,
+                    hessian_rounds: layout.hessian_rounds,
+                    ..Products::default()
+                },
             ));
         }
         Ok(Self {
@@ -118,7 +120,7 @@ impl KeyholderVertical {
     }
 
     /// One round at the coefficients in `payload`: the circuit, the openings, its encrypted
-    /// shares of `g / N` and `l / N`.
+    /// shares of `g / N` and `l / N`, and in a Newton round of the information `H / N`.
     pub fn round<C: Channel, R: CryptoRng>(
         &mut self,
         payload: &[u8],
@@ -130,6 +132,7 @@ impl KeyholderVertical {
         let io = |e| SecureError::io("key holder, a vertical round".into(), e);
         let mut r = Reader::new(payload);
         let round = r.u64().map_err(io)?;
+        let newton = r.u64().map_err(io)? == 1;
         let beta = r.f64s().map_err(io)?;
         r.end().map_err(io)?;
         if round != self.next_round || beta.len() != config.dimension {
@@ -147,7 +150,7 @@ impl KeyholderVertical {
         let rows = self.shares.rows();
         let fixed = v::fixed_beta(&beta)?;
         let words = v::circuit_words(&self.shares.linear_predictor(&fixed));
-        let masks = RoundMasks::draw(rows, &mut party.rng);
+        let masks = RoundMasks::draw(rows, newton, &mut party.rng);
         let shares = &self.shares;
         let labels = |i: usize| shares.label(i);
         v::logistic_round(
@@ -161,9 +164,10 @@ impl KeyholderVertical {
                 &masks,
             )),
             None,
+            newton,
         )
         .map_err(|e| SecureError::io("key holder, the logistic circuit".into(), e))?;
-        let (residual, objective) = masks.shares();
+        let (residual, weights, objective) = masks.shares();
         let mut gradient = vec![0u128; config.dimension];
         for (k, columns) in self.columns.iter().enumerate() {
             let e = v::open(
@@ -186,10 +190,23 @@ impl KeyholderVertical {
         let l = v::objective_share(&objective, rows, config.frac);
         let g = v::encrypt_shares(key, &g, config.frac, noise)?;
         let l = v::encrypt_shares(key, &[l], 2 * config.frac, noise)?;
-        let payload = Writer::new()
+        let mut payload = Writer::new()
             .bytes(&g.to_bytes(key))
-            .bytes(&l.to_bytes(key))
-            .finish();
+            .bytes(&l.to_bytes(key));
+        if newton {
+            let lower = v::information(
+                channel(party)?,
+                config.session,
+                &self.shares,
+                round,
+                &weights,
+                Side::KeyHolder,
+            )?;
+            let h = v::information_shares(&lower, Side::KeyHolder, rows, config.frac);
+            let h = v::encrypt_shares(key, &h, config.frac, noise)?;
+            payload = payload.bytes(&h.to_bytes(key));
+        }
+        let payload = payload.finish();
         wire::send(
             channel(party)?,
             config.session,

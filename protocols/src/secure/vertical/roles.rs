@@ -45,11 +45,11 @@ use crate::paillier::{DjnNoise, SecretKey};
 use crate::rows::RowsError;
 use crate::transport::Role;
 use crate::vertical::block::{self, BlockError};
-use crate::vertical::deal::{DealError, deal};
+use crate::vertical::deal::{DealError, HessianProducts, Rounds, deal};
 use crate::vertical::psi::{self, Membership, PsiError, PsiKey, TAG_BYTES, Tag, TaggedRows};
 use crate::vertical::ring::Side;
 use crate::vertical::sealed::{Recipient, SEALED_BYTES, seal};
-use crate::vertical::shares::{PartyShares, ServerShares};
+use crate::vertical::shares::{PartyShares, Products, ServerShares};
 
 /// One party's table as it holds it: identifiers, columns and (at exactly one party) labels,
 /// row `i` of each describing the person `ids[i]`.
@@ -116,15 +116,18 @@ pub struct NodeOutcome {
     pub bytes_sent: u64,
 }
 
-/// Checks that `plan` is one a vertical study runs: logistic PrivLogit (plain or accelerated)
+/// Checks that `plan` is one a vertical study runs: logistic regression by PrivLogit (plain
+/// or accelerated, the bound formed between the servers: `--protocol hessian`) or secure
+/// Newton (the information formed between the servers every iteration: `--protocol newton`),
 /// under the masked method, revealing the coefficients only.
 pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
     let refuse = |setting: &'static str, why: &str| Err(SecureError::invalid_plan(setting, why));
-    if matches!(plan.optimizer, Optimizer::Newton) || plan.protocol != Protocol::Hessian {
+    if !matches!(plan.protocol, Protocol::Hessian | Protocol::Newton) {
         return refuse(
             "protocol",
-            "a vertical study runs PrivLogit (plain or accelerated) with the bound formed \
-             between the two servers (--protocol hessian); secure Newton is not built for it",
+            "a vertical study runs PrivLogit with the bound formed between the two servers \
+             (--protocol hessian) or secure Newton (--protocol newton); PrivLogit-Local would \
+             need each party's rows whole",
         );
     }
     if !plan.glm.is_logistic() {
@@ -167,10 +170,29 @@ pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
     plan.validate()
 }
 
+/// Most Newton iterations a vertical study deals the Hessian's products for: each costs the
+/// parties `n p_k` values dealt up front, and penalised logistic Newton converges in a
+/// handful (a study that has not stops with an error naming the rounds dealt).
+pub const NEWTON_DEALT_ITERATIONS: usize = 50;
+
 /// Rounds a vertical study's parties deal: every PrivLogit iteration costs at most two (an
-/// accelerated candidate and the plain step), and a few spare.
-pub fn rounds_for(plan: &StudyPlan) -> u64 {
-    2 * plan.options.stopping.max_iterations as u64 + 4
+/// accelerated candidate and the plain step), and a few spare; secure Newton one round an
+/// iteration and the first, up to [`NEWTON_DEALT_ITERATIONS`], each with the Hessian's
+/// products.
+pub fn rounds_for(plan: &StudyPlan) -> Rounds {
+    let iterations = plan.options.stopping.max_iterations as u64;
+    if matches!(plan.optimizer, Optimizer::Newton) {
+        let newton = iterations.min(NEWTON_DEALT_ITERATIONS as u64) + 2;
+        Rounds {
+            gradient: newton,
+            hessian: newton,
+        }
+    } else {
+        Rounds {
+            gradient: 2 * iterations + 4,
+            hessian: 0,
+        }
+    }
 }
 
 /// One Node's first message, as the aggregator read it.
@@ -413,7 +435,8 @@ pub fn run_aggregator<C: Channel>(
                 .u64(range.len() as u64)
                 .u64(u64::from(place == 0 && plan.intercept))
                 .u64(u64::from(plan.standardize))
-                .u64(rounds)
+                .u64(rounds.gradient)
+                .u64(rounds.hessian)
                 .u64(rows as u64),
             &endorsement,
         )
@@ -454,7 +477,8 @@ pub fn run_aggregator<C: Channel>(
         rows,
         columns: columns.clone(),
         label_party: 0,
-        rounds,
+        rounds: rounds.gradient,
+        hessian_rounds: rounds.hessian,
     };
 
     // Step 6: the fit.
@@ -539,7 +563,7 @@ fn read_deal<C: Channel>(
     key: &crate::paillier::PublicKey,
     columns: Range<usize>,
     rows: usize,
-    rounds: u64,
+    rounds: Rounds,
     labelling: bool,
     standardized: Option<usize>,
 ) -> Result<ReadDeal, SecureError> {
@@ -584,16 +608,31 @@ fn read_deal<C: Channel>(
     };
     let width = columns.len();
     let d = recv_ring(node, session, rows * width, Role::Node)?;
-    let flat = recv_ring(node, session, rounds as usize * width, Role::Node)?;
+    let p = config.dimension;
+    let flat = recv_ring(node, session, rounds.gradient as usize * width, Role::Node)?;
     let w: Vec<Vec<u128>> = flat.chunks_exact(width).map(<[u128]>::to_vec).collect();
-    let bound_w = recv_ring(node, session, width * config.dimension, Role::Node)?;
+    let bound_w = recv_ring(node, session, width * p, Role::Node)?;
+    let mut hessian = Vec::with_capacity(rounds.hessian as usize);
+    for _ in 0..rounds.hessian {
+        hessian.push(HessianProducts {
+            c: recv_ring(node, session, rows * width, Role::Node)?,
+            hw: recv_ring(node, session, width * p, Role::Node)?,
+        });
+    }
+    let products = Products {
+        rounds: rounds.gradient,
+        w,
+        bound_w,
+        hessian_rounds: rounds.hessian,
+        hessian,
+    };
     Ok(ReadDeal {
         part: KeyholderPart {
             columns: columns.clone(),
             seed,
             d: d.clone(),
         },
-        shares: PartyShares::new(rows, columns, d, own, rounds, w, bound_w),
+        shares: PartyShares::new(rows, columns, d, own, products),
         labels,
         standardization,
     })
@@ -702,7 +741,10 @@ pub fn run_node<C: Channel>(
     let width = r.u64().map_err(&at)? as usize;
     let lead = r.u64().map_err(&at)? == 1;
     let standardize = r.u64().map_err(&at)? == 1;
-    let rounds = r.u64().map_err(&at)?;
+    let rounds = Rounds {
+        gradient: r.u64().map_err(&at)?,
+        hessian: r.u64().map_err(&at)?,
+    };
     let rows = r.u64().map_err(&at)? as usize;
     let endorsement = read_endorsement(&mut r).map_err(&at)?;
     r.end().map_err(&at)?;
@@ -715,14 +757,21 @@ pub fn run_node<C: Channel>(
             .checked_add(width)
             .is_some_and(|end| end <= config.dimension)
         && (!lead || (labelling && start == 0));
-    if !fits || rows != shared.len() || rounds > 2 * super::super::MAX_ITERATIONS as u64 + 4 {
+    let dealt_at_most = 2 * super::super::MAX_ITERATIONS as u64 + 4;
+    if !fits
+        || rows != shared.len()
+        || rounds.gradient > dealt_at_most
+        || rounds.hessian > rounds.gradient.min(NEWTON_DEALT_ITERATIONS as u64 + 2)
+    {
         return Err(SecureError::violation(
             Role::Aggregator,
             format!(
                 "a vertical welcome that does not fit this Node ({width} columns from {start} of \
-                 {}, {rows} rows where {} are shared, {rounds} rounds)",
+                 {}, {rows} rows where {} are shared, {} and {} rounds)",
                 config.dimension,
-                shared.len()
+                shared.len(),
+                rounds.gradient,
+                rounds.hessian
             ),
         ));
     }
@@ -775,7 +824,11 @@ pub fn run_node<C: Channel>(
     let flat: Vec<u128> = a.w.concat();
     send_ring(&mut channel, session, &flat).map_err(&at)?;
     send_ring(&mut channel, session, &a.bound_w).map_err(&at)?;
-    drop((a.d, flat, a.bound_w));
+    for products in &a.hessian {
+        send_ring(&mut channel, session, &products.c).map_err(&at)?;
+        send_ring(&mut channel, session, &products.hw).map_err(&at)?;
+    }
+    drop((a.d, flat, a.bound_w, a.hessian));
 
     // Step 6: the model, then the end.
     let at = io_at("Node, waiting for the model");
