@@ -79,7 +79,12 @@ struct FitReport {
     max_abs_diff_to_plaintext: f64,
     status: String,
     gradient_tolerance: Option<f64>,
+    /// Rounds (logistic circuits) the fit ran, beside the bound's.
+    rounds: usize,
     seconds: f64,
+    /// From the first message to the first iteration: the intersection, the key pair, the
+    /// deal, the bound and its factor.
+    setup_seconds: f64,
     seconds_per_iteration: f64,
     and_gates: u64,
     circuit_seconds: f64,
@@ -149,16 +154,19 @@ pub fn run(args: VerticalBenchArgs) -> Result<()> {
         );
         if let Some(f) = &report.fit {
             println!(
-                "  secure fit: {} rows x {} features, {} iterations ({}; in the clear {}, \
-                 max |difference| {:.1e}) in {:.1} s ({:.2} s each): circuit {:.1} s ({} AND \
-                 gates), solver {:.1} s, {} + {} bytes between the servers",
+                "  secure fit: {} rows x {} features, {} iterations and {} rounds ({}; in the \
+                 clear {}, max |difference| {:.1e}) in {:.1} s (setup {:.1} s, then {:.2} s an \
+                 iteration): circuit {:.1} s ({} AND gates), solver {:.1} s, {} + {} bytes \
+                 between the servers",
                 f.rows,
                 f.features,
                 f.iterations,
+                f.rounds,
                 f.status,
                 f.plaintext_iterations,
                 f.max_abs_diff_to_plaintext,
                 f.seconds,
+                f.setup_seconds,
                 f.seconds_per_iteration,
                 f.circuit_seconds,
                 f.and_gates,
@@ -215,11 +223,12 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
     // and the optimum the secure one should land on.
     let pooled = Array2::from_shape_fn((n, p + 1), |(i, j)| if j == 0 { 1.0 } else { x[i][j - 1] });
     let labels = Array1::from_iter(y.iter().map(|&v| f64::from(u8::from(v))));
+    let mut path = Vec::new();
     let plain = optimizer
         .fit(
             &mut PlaintextAggregation::new(&[PartyData::new(pooled, labels)]),
             &options,
-            &mut |_| {},
+            &mut |r| path.push(r.beta.clone()),
         )
         .map_err(|e| anyhow::anyhow!(e))?;
     let plan = StudyPlan {
@@ -238,10 +247,25 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
         glm: privlogit_protocols::Glm::logistic(),
         evaluate: false,
     };
-    eprintln!("generating a 2048-bit key pair ...");
+    eprintln!(
+        "in the clear: {} iterations ({}); the secure fit: generating a 2048-bit key pair ...",
+        plain.iterations,
+        plain.status.name()
+    );
     let make_key = |_| Ok(KeyPair::generate(KeySize::Bits2048, &mut rand::rng()).secret);
+    // Each secure iterate beside the plaintext run's at the same iteration and its optimum.
+    let gap = |a: &ndarray::Array1<f64>, b: &ndarray::Array1<f64>| {
+        (a - b).iter().fold(0.0f64, |m, d| m.max(d.abs()))
+    };
     let run = run_in_process(&tables, &plan, make_key, &mut |r| {
-        eprintln!("iteration {}", r.iteration)
+        let same = path
+            .get(r.iteration.saturating_sub(1))
+            .map_or(f64::NAN, |b| gap(&r.beta, b));
+        eprintln!(
+            "{}  from the plaintext iterate {same:.1e}, from its optimum {:.1e}",
+            crate::study::roles::progress_line(r),
+            gap(&r.beta, &plain.beta)
+        )
     })?;
     let report = run.outcome;
     let max_abs_diff_to_plaintext = (&report.fit.beta - &plain.beta)
@@ -255,8 +279,11 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
         max_abs_diff_to_plaintext,
         status: report.fit.status.name().to_string(),
         gradient_tolerance: report.vertical.as_ref().and_then(|v| v.gradient_tolerance),
+        rounds: report.fit.rounds,
         seconds: report.seconds,
-        seconds_per_iteration: report.seconds / report.fit.iterations.max(1) as f64,
+        setup_seconds: report.setup_seconds,
+        seconds_per_iteration: (report.seconds - report.setup_seconds)
+            / report.fit.iterations.max(1) as f64,
         and_gates: report.aggregator.and_gates,
         circuit_seconds: report.aggregator.gc_seconds,
         solver_seconds: report.aggregator.solver.masked_seconds,
