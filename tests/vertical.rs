@@ -362,3 +362,75 @@ fn a_lost_vertical_party_stops_the_others_within_the_deadline() {
     }
     assert!(!out.exists(), "no model is written when a party is lost");
 }
+
+/// A Node started without `vertical` in a vertical study is named by the aggregator, and every
+/// party learns why the study stopped (not only that the aggregator hung up).
+#[test]
+fn a_horizontal_node_in_a_vertical_study_is_named_to_every_party() {
+    let dir = fresh_dir("vertical-stray");
+    let vertical = dir.join("vertical.toml");
+    std::fs::write(
+        &vertical,
+        "vertical = true\nid = \"id\"\nlabel = \"label\"\n",
+    )
+    .expect("file");
+    let horizontal = dir.join("horizontal.toml");
+    std::fs::write(&horizontal, "label = \"label\"\n").expect("file");
+    let (v, h) = (
+        vertical.display().to_string(),
+        horizontal.display().to_string(),
+    );
+    let plain = "--insecure-plaintext";
+    let mut keyholder =
+        Role::spawn(&["keyholder", "--study", &v, plain, "--listen", "127.0.0.1:0"]);
+    let kh = address(&keyholder.wait_for("listening on", Duration::from_secs(30)));
+    let mut aggregator = Role::spawn(&[
+        "aggregator",
+        "--study",
+        &v,
+        plain,
+        "--listen",
+        "127.0.0.1:0",
+        "--keyholder",
+        &kh,
+        "--parties",
+        "2",
+    ]);
+    let agg = address(&aggregator.wait_for("listening on", Duration::from_secs(30)));
+    let outcomes = file("outcomes.csv");
+    let labelled = Role::spawn(&[
+        "node",
+        "--study",
+        &v,
+        plain,
+        "--aggregator",
+        &agg,
+        "--party",
+        &outcomes,
+        "--name",
+        "a",
+    ]);
+    let stray = Role::spawn(&[
+        "node",
+        "--study",
+        &h,
+        plain,
+        "--aggregator",
+        &agg,
+        "--party",
+        &outcomes,
+        "--exclude",
+        "id",
+        "--name",
+        "b",
+    ]);
+    for role in [aggregator, keyholder, labelled, stray] {
+        let (ok, log) = role.end(Duration::from_secs(60));
+        assert!(!ok, "{log}");
+        assert!(
+            log.contains("joined a vertical study as a horizontal one"),
+            "{log}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,6 +21,14 @@ pub trait Channel {
 
     /// Bytes received so far.
     fn bytes_received(&self) -> u64;
+
+    /// Stops the study on this connection and every other of this party, telling each peer
+    /// `reason` (a network transport); a channel without peers to tell does nothing. A role
+    /// calls it when it fails while it still holds the connection, so that the others learn
+    /// why instead of only that it hung up.
+    fn abort(&self, reason: &str) {
+        let _ = reason;
+    }
 }
 
 /// Bytes per chunk a [`ChunkChannel`] hands to its pipe (it may hand more after a large send).
@@ -37,6 +45,11 @@ pub trait ChunkPipe {
 
     /// The next chunk from the other side, waiting for it; fails once the other side is gone.
     fn pull(&mut self) -> io::Result<Vec<u8>>;
+
+    /// [`Channel::abort`]: nothing unless the pipe belongs to a transport.
+    fn abort(&self, reason: &str) {
+        let _ = reason;
+    }
 }
 
 /// A byte channel over a [`ChunkPipe`]: sends are gathered into chunks of about [`CHUNK`]
@@ -116,6 +129,10 @@ impl<P: ChunkPipe> Channel for ChunkChannel<P> {
 
     fn bytes_received(&self) -> u64 {
         self.received
+    }
+
+    fn abort(&self, reason: &str) {
+        self.pipe.abort(reason);
     }
 }
 

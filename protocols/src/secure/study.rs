@@ -559,34 +559,15 @@ pub fn run_aggregator<C: Channel>(
             return Err(SecureError::from(ResumeMismatch::OtherPlan).into());
         }
     }
-    let mut names: Option<Vec<String>> = None;
-    for (i, node) in nodes.iter_mut().enumerate() {
-        let context = format!("aggregator, waiting for Node {} to join", i + 1);
-        let (_, join) = wire::recv(node, HANDSHAKE, &[Step::Join]).map_err(io_at(&context))?;
-        let mut r = Reader::new(&join);
-        let count = r.u64().map_err(io_at(&context))?;
-        if count as usize > super::MAX_DIMENSION {
-            return Err(SecureError::violation(
-                Role::Node,
-                format!("Node {} declares {count} columns", i + 1),
-            )
-            .into());
+    let expected = from.as_ref().map(|f| f.names.as_slice());
+    let features = match join_names(&mut nodes, expected) {
+        Ok(names) => names,
+        Err(e) => {
+            // Every Node is still connected: tell them why (not only that the aggregator hung up).
+            abort_all(&nodes, &e);
+            return Err(e.into());
         }
-        let these = (0..count)
-            .map(|_| r.string())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(io_at(&context))?;
-        r.end().map_err(io_at(&context))?;
-        match (&names, &from) {
-            (None, Some(f)) => check_columns(&f.names, &these, i + 1)?,
-            (Some(first), _) => check_columns(first, &these, i + 1)?,
-            (None, None) => {}
-        }
-        if names.is_none() {
-            names = Some(these);
-        }
-    }
-    let features = names.unwrap_or_default();
+    };
     let dimension = features.len() + usize::from(plan.intercept);
     let session = match &from {
         Some(f) => f.session,
@@ -838,6 +819,60 @@ pub fn run_aggregator<C: Channel>(
         evaluation,
         vertical: None,
     })
+}
+
+/// Reads every Node's `Join` (its feature names) and checks the columns agree with Node 1's (or
+/// with `expected`, a resumed study's): the features.
+fn join_names<C: Channel>(
+    nodes: &mut [C],
+    expected: Option<&[String]>,
+) -> Result<Vec<String>, SecureError> {
+    let mut names: Option<Vec<String>> = None;
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let context = format!("aggregator, waiting for Node {} to join", i + 1);
+        let (step, join) = wire::recv(node, HANDSHAKE, &[Step::Join, Step::VerticalJoin])
+            .map_err(io_at(&context))?;
+        if step != Step::Join {
+            return Err(SecureError::violation(
+                Role::Node,
+                format!(
+                    "Node {} joined as a vertical party (node --vertical) a study that is not \
+                     vertical: give every party the study file's `vertical = true`, or none",
+                    i + 1
+                ),
+            ));
+        }
+        let mut r = Reader::new(&join);
+        let count = r.u64().map_err(io_at(&context))?;
+        if count as usize > super::MAX_DIMENSION {
+            return Err(SecureError::violation(
+                Role::Node,
+                format!("Node {} declares {count} columns", i + 1),
+            ));
+        }
+        let these = (0..count)
+            .map(|_| r.string())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(io_at(&context))?;
+        r.end().map_err(io_at(&context))?;
+        match (&names, expected) {
+            (None, Some(f)) => check_columns(f, &these, i + 1)?,
+            (Some(first), _) => check_columns(first, &these, i + 1)?,
+            (None, None) => {}
+        }
+        if names.is_none() {
+            names = Some(these);
+        }
+    }
+    Ok(names.unwrap_or_default())
+}
+
+/// Stops the study on every connection of this party, telling the peers `error` (one channel
+/// suffices: a network party's connections stop together; memory channels ignore it).
+pub(super) fn abort_all<C: Channel>(channels: &[C], error: &dyn std::fmt::Display) {
+    if let Some(first) = channels.first() {
+        first.abort(&error.to_string());
+    }
 }
 
 /// Sends the key holder the study's `Setup` (the parameters, the key size, what it will be asked

@@ -396,6 +396,10 @@ impl Drop for LinkPipe {
 }
 
 impl ChunkPipe for LinkPipe {
+    fn abort(&self, reason: &str) {
+        self.group.abort(reason);
+    }
+
     fn push(&mut self, chunk: Vec<u8>) -> io::Result<()> {
         let Some(outgoing) = &self.outgoing else {
             return Err(io::Error::new(

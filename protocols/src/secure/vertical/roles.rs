@@ -34,8 +34,8 @@ use super::super::endorsement::KeyTrust;
 use super::super::keyholder::{self, NoKeyStore};
 use super::super::solver::LinearAlgebra;
 use super::super::study::{
-    StudyError, StudyOutcome, StudyPlan, io_at, parse_key, read_endorsement, read_parameters,
-    setup_keyholder, write_endorsement, write_parameters,
+    StudyError, StudyOutcome, StudyPlan, abort_all, io_at, parse_key, read_endorsement,
+    read_parameters, setup_keyholder, write_endorsement, write_parameters,
 };
 use super::super::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use super::super::{SecureConfig, SecureError};
@@ -204,19 +204,17 @@ struct Join {
 
 fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError> {
     let context = format!("aggregator, waiting for Node {which} to join");
-    let (_, payload) = wire::recv(node, HANDSHAKE, &[Step::VerticalJoin]).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::InvalidData {
-            SecureError::violation(
-                Role::Node,
-                format!(
-                    "Node {which} did not join as a vertical party ({e}): run every Node with \
-                     --vertical"
-                ),
-            )
-        } else {
-            SecureError::io(context.clone(), e)
-        }
-    })?;
+    let (step, payload) = wire::recv(node, HANDSHAKE, &[Step::VerticalJoin, Step::Join])
+        .map_err(|e| SecureError::io(context.clone(), e))?;
+    if step != Step::VerticalJoin {
+        return Err(SecureError::violation(
+            Role::Node,
+            format!(
+                "Node {which} joined a vertical study as a horizontal one: give every party the \
+                 study file's `vertical = true` and `id` (or --vertical --id COLUMN)"
+            ),
+        ));
+    }
     let at = io_at(&context);
     let mut r = Reader::new(&payload);
     let count = r.u64().map_err(&at)? as usize;
@@ -243,13 +241,33 @@ fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError
 }
 
 /// The aggregator of a vertical study: runs steps 1-6 with `nodes` (in their order of joining)
-/// and the key holder, and returns the outcome with the join's [`VerticalSummary`].
+/// and the key holder, and returns the outcome with the join's [`VerticalSummary`]. On failure
+/// every party is told why before the connections close.
 pub fn run_aggregator<C: Channel>(
     mut nodes: Vec<C>,
-    mut keyholder: C,
+    keyholder: C,
     plan: &StudyPlan,
     observer: &mut dyn FnMut(&IterationRecord),
 ) -> Result<StudyOutcome, StudyError> {
+    let mut keyholder = Some(keyholder);
+    let result = aggregate(&mut nodes, &mut keyholder, plan, observer);
+    if let Err(e) = &result {
+        abort_all(&nodes, e);
+    }
+    result
+}
+
+/// [`run_aggregator`]'s steps; the connections stay open on failure (the key holder's too,
+/// until the fit takes it, whose errors are told from inside) so the caller can say why.
+fn aggregate<C: Channel>(
+    nodes: &mut [C],
+    keyholder_slot: &mut Option<C>,
+    plan: &StudyPlan,
+    observer: &mut dyn FnMut(&IterationRecord),
+) -> Result<StudyOutcome, StudyError> {
+    let keyholder = keyholder_slot
+        .as_mut()
+        .ok_or_else(|| SecureError::inconsistent("the key holder's connection is gone"))?;
     check_plan(plan)?;
     let start = Instant::now();
     if nodes.len() < 2 {
@@ -424,7 +442,7 @@ pub fn run_aggregator<C: Channel>(
     };
     let config =
         SecureConfig::new(session, 1, dimension, plan.format).with_frac(plan.paillier_frac());
-    let (key, endorsement) = setup_keyholder(&mut keyholder, &config, plan, false, None)?;
+    let (key, endorsement) = setup_keyholder(keyholder, &config, plan, false, None)?;
     let rounds = rounds_for(plan);
     for (place, &i) in order.iter().enumerate() {
         let range = &columns[place];
@@ -482,6 +500,9 @@ pub fn run_aggregator<C: Channel>(
     };
 
     // Step 6: the fit.
+    let keyholder = keyholder_slot
+        .take()
+        .ok_or_else(|| SecureError::inconsistent("the key holder's connection is gone"))?;
     let mut aggregation = SecureAggregation::vertical(
         keyholder,
         key,
@@ -499,7 +520,14 @@ pub fn run_aggregator<C: Channel>(
         .map(|g| g.max(floor));
     let options = plan.options.clone().gradient_tolerance(gradient_tolerance);
     let setup_seconds = start.elapsed().as_secs_f64();
-    let fit = plan.optimizer.fit(&mut aggregation, &options, observer)?;
+    let fit = match plan.optimizer.fit(&mut aggregation, &options, observer) {
+        Ok(fit) => fit,
+        Err(e) => {
+            // Told before the key holder's connection closes with `aggregation`.
+            abort_all(nodes, &e);
+            return Err(e.into());
+        }
+    };
     let mut model = Writer::new()
         .f64s(fit.beta.as_slice().expect("contiguous"))
         .string(fit.status.name())
