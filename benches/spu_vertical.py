@@ -142,19 +142,24 @@ def main():
     }
     if any(c["batch_size"] < n for c in configs.values()):
         raise SystemExit("sml would apply the penalty once per batch: keep one batch per epoch")
-    times = {"privlogit study --vertical (accelerated PrivLogit, defaults)": []}
+    ours = {
+        "privlogit study --vertical (accelerated PrivLogit, defaults)": ["study"],
+        "privlogit study --vertical --optimizer newton (secure Newton)":
+            ["study", "--optimizer", "newton"],
+    }
+    times = {k: [] for k in ours}
     times.update({k: [] for k in configs})
     results = {}
     for r in range(a.runs):
         print(f"run {r + 1} of {a.runs} ...", file=sys.stderr)
-        seconds, out = privlogit(a.privlogit, ["study"], a.lam)
-        key = next(iter(times))
-        times[key].append(seconds)
-        results[key] = dict(
-            iterations=out["iterations"],
-            error=float(np.abs(np.array(out["coefficients"]) - optimum).max()),
-            bytes=out["bytes_to_keyholder"] + out["bytes_from_keyholder"],
-        )
+        for key, args in ours.items():
+            seconds, out = privlogit(a.privlogit, args, a.lam)
+            times[key].append(seconds)
+            results[key] = dict(
+                iterations=out["iterations"],
+                error=float(np.abs(np.array(out["coefficients"]) - optimum).max()),
+                bytes=out["bytes_aggregator_to_keyholder"] + out["bytes_keyholder_to_aggregator"],
+            )
         for label, c in configs.items():
             seconds, w = spu_fit(x, y, a.lam, **c)
             times[label].append(seconds)

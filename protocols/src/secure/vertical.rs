@@ -610,13 +610,18 @@ impl Layout {
         let rounds = r.u64().map_err(io)?;
         let hessian_rounds = r.u64().map_err(io)?;
         let parties = r.u64().map_err(io)? as usize;
-        if hessian_rounds > rounds {
-            return Err(bad("a vertical setup with more Newton rounds than rounds"));
-        }
         if rows == 0 || rows > MAX_ROWS || parties == 0 || parties > config.dimension.max(1) {
             return Err(bad("a vertical setup with impossible rows or parties"));
         }
-        if label_party >= parties || rounds > 2 * crate::secure::MAX_ITERATIONS as u64 {
+        let dealt = roles::rounds_allowed(
+            crate::vertical::deal::Rounds {
+                gradient: rounds,
+                hessian: hessian_rounds,
+            },
+            rows,
+            config.dimension,
+        );
+        if label_party >= parties || !dealt {
             return Err(bad(
                 "a vertical setup with an impossible label party or rounds",
             ));

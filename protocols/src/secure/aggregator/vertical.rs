@@ -34,6 +34,8 @@ pub struct Vertical {
     shares: ServerShares,
     columns: Vec<Range<usize>>,
     next_round: u64,
+    /// Rounds the parties dealt, and Newton rounds among them.
+    dealt: (u64, u64),
 }
 
 impl<C: Channel> SecureAggregation<C> {
@@ -71,6 +73,7 @@ impl<C: Channel> SecureAggregation<C> {
             columns: layout.columns.clone(),
             shares,
             next_round: 0,
+            dealt: (layout.rounds, layout.hessian_rounds),
         });
         Ok(me)
     }
@@ -130,6 +133,16 @@ impl<C: Channel> SecureAggregation<C> {
         let beta = beta.as_slice().expect("contiguous");
         let fixed = v::fixed_beta(beta)?;
         let round = state.next_round;
+        let (dealt, newton_dealt) = state.dealt;
+        if round >= dealt || (newton && round >= newton_dealt) {
+            return Err(SecureError::Range(format!(
+                "round {} needs products the parties did not deal: they dealt {} rounds, {} of \
+                 them secure Newton's",
+                round + 1,
+                dealt,
+                newton_dealt
+            )));
+        }
         state.next_round += 1;
         let at = |e| SecureError::io("aggregator, a vertical round".into(), e);
         let payload = Writer::new()
@@ -166,7 +179,7 @@ impl<C: Channel> SecureAggregation<C> {
             )?;
             let block = state.shares.gradient_block(k, round, &e).ok_or_else(|| {
                 SecureError::Range(format!(
-                    "round {round} is beyond the rounds the parties dealt (2 max_iterations + 4)"
+                    "round {round} is beyond the rounds the parties dealt"
                 ))
             })?;
             gradient[columns.clone()].copy_from_slice(&block);

@@ -161,6 +161,19 @@ pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
             "a vertical study hands its sums to the masked solver (--linear-algebra masked)",
         );
     }
+    if plan.options.stopping.max_iterations > MAX_VERTICAL_ITERATIONS {
+        return refuse(
+            "max_iterations",
+            "a vertical study deals its rounds up front: at most 10,000 iterations",
+        );
+    }
+    if matches!(plan.optimizer, Optimizer::Newton) && plan.options.step_halving {
+        return refuse(
+            "step_halving",
+            "a vertical study's secure Newton takes full steps (each halving would spend a round \
+             the parties dealt)",
+        );
+    }
     if plan.options.lambda <= 0.0 {
         return refuse(
             "lambda",
@@ -170,29 +183,55 @@ pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
     plan.validate()
 }
 
-/// Most Newton iterations a vertical study deals the Hessian's products for: each costs the
-/// parties `n p_k` values dealt up front, and penalised logistic Newton converges in a
-/// handful (a study that has not stops with an error naming the rounds dealt).
-pub const NEWTON_DEALT_ITERATIONS: usize = 50;
+/// Most iterations of a vertical study: its parties deal every round up front, so a Node
+/// refuses to deal more than [`MAX_DEALT_ROUNDS`] whatever the aggregator asks.
+pub const MAX_VERTICAL_ITERATIONS: usize = 10_000;
 
-/// Rounds a vertical study's parties deal: every PrivLogit iteration costs at most two (an
-/// accelerated candidate and the plain step), and a few spare; secure Newton one round an
-/// iteration and the first, up to [`NEWTON_DEALT_ITERATIONS`], each with the Hessian's
-/// products.
-pub fn rounds_for(plan: &StudyPlan) -> Rounds {
-    let iterations = plan.options.stopping.max_iterations as u64;
+/// Most rounds a party deals (PrivLogit's two a round at [`MAX_VERTICAL_ITERATIONS`], and the
+/// spare ones).
+pub const MAX_DEALT_ROUNDS: u64 = 2 * MAX_VERTICAL_ITERATIONS as u64 + 4;
+
+/// Bytes of Newton products the aggregator holds at most (`16 n p` a Newton round: the
+/// weighted columns' products of every party).
+const NEWTON_PRODUCTS_BUDGET: u64 = 1 << 30;
+
+/// How many secure Newton iterations a vertical study of `rows x coefficients` deals the
+/// Hessian's products for: as many as fit in [`NEWTON_PRODUCTS_BUDGET`], between 10 and 50
+/// (penalised logistic Newton converges in a handful; the demo in 9), at most `max_iter`.
+/// A study that has not converged by then stops as at `--max-iter`, with a warning. Public:
+/// from N and p only.
+pub fn newton_iterations(rows: usize, coefficients: usize, max_iter: usize) -> usize {
+    let per_round = 16 * rows.max(1) as u64 * coefficients.max(1) as u64;
+    let fit = (NEWTON_PRODUCTS_BUDGET / per_round).clamp(10, 50) as usize;
+    fit.min(max_iter)
+}
+
+/// Rounds a vertical study's parties deal for a study of `rows x coefficients`: every
+/// PrivLogit iteration costs at most two (an accelerated candidate and the plain step), and a
+/// few spare; secure Newton one round for the start and one an iteration, each with the
+/// Hessian's products, for [`newton_iterations`].
+pub fn rounds_for(plan: &StudyPlan, rows: usize, coefficients: usize) -> Rounds {
+    let iterations = plan.options.stopping.max_iterations;
     if matches!(plan.optimizer, Optimizer::Newton) {
-        let newton = iterations.min(NEWTON_DEALT_ITERATIONS as u64) + 2;
+        let newton = newton_iterations(rows, coefficients, iterations) as u64 + 1;
         Rounds {
             gradient: newton,
             hessian: newton,
         }
     } else {
         Rounds {
-            gradient: 2 * iterations + 4,
+            gradient: 2 * iterations as u64 + 4,
             hessian: 0,
         }
     }
+}
+
+/// Whether `rounds` are ones a party deals for a study of `rows x coefficients`: a Node's own
+/// bound on what an aggregator may ask of it (and the key holder's on a setup).
+pub fn rounds_allowed(rounds: Rounds, rows: usize, coefficients: usize) -> bool {
+    rounds.gradient <= MAX_DEALT_ROUNDS
+        && rounds.hessian <= rounds.gradient
+        && rounds.hessian <= newton_iterations(rows, coefficients, usize::MAX) as u64 + 1
 }
 
 /// One Node's first message, as the aggregator read it.
@@ -443,7 +482,7 @@ fn aggregate<C: Channel>(
     let config =
         SecureConfig::new(session, 1, dimension, plan.format).with_frac(plan.paillier_frac());
     let (key, endorsement) = setup_keyholder(keyholder, &config, plan, false, None)?;
-    let rounds = rounds_for(plan);
+    let rounds = rounds_for(plan, rows, dimension);
     for (place, &i) in order.iter().enumerate() {
         let range = &columns[place];
         let welcome = write_endorsement(
@@ -518,7 +557,12 @@ fn aggregate<C: Channel>(
         .stopping
         .gradient_tolerance
         .map(|g| g.max(floor));
-    let options = plan.options.clone().gradient_tolerance(gradient_tolerance);
+    let mut options = plan.options.clone().gradient_tolerance(gradient_tolerance);
+    if matches!(plan.optimizer, Optimizer::Newton) {
+        // Newton runs as many iterations as the parties dealt its products for.
+        let iterations = newton_iterations(rows, dimension, options.stopping.max_iterations);
+        options = options.max_iterations(iterations);
+    }
     let setup_seconds = start.elapsed().as_secs_f64();
     let fit = match plan.optimizer.fit(&mut aggregation, &options, observer) {
         Ok(fit) => fit,
@@ -785,12 +829,7 @@ pub fn run_node<C: Channel>(
             .checked_add(width)
             .is_some_and(|end| end <= config.dimension)
         && (!lead || (labelling && start == 0));
-    let dealt_at_most = 2 * super::super::MAX_ITERATIONS as u64 + 4;
-    if !fits
-        || rows != shared.len()
-        || rounds.gradient > dealt_at_most
-        || rounds.hessian > rounds.gradient.min(NEWTON_DEALT_ITERATIONS as u64 + 2)
-    {
+    if !fits || rows != shared.len() || !rounds_allowed(rounds, rows, config.dimension) {
         return Err(SecureError::violation(
             Role::Aggregator,
             format!(
@@ -961,4 +1000,25 @@ fn joined<T>(
 ) -> Result<T, StudyError> {
     r.map_err(|_| StudyError::Panicked(name.clone()))?
         .map_err(|e| StudyError::Party(name, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Newton's dealt iterations follow the aggregator's budget (16 n p bytes a round in
+    /// 1 GiB), between 10 and 50, and never beyond `--max-iter`; a Node refuses more.
+    #[test]
+    fn newton_deals_what_fits_and_nodes_refuse_more() {
+        assert_eq!(newton_iterations(398, 31, 1000), 50);
+        assert_eq!(newton_iterations(100_000, 61, 1000), 11);
+        assert_eq!(newton_iterations(MAX_ROWS, 400, 1000), 10);
+        assert_eq!(newton_iterations(398, 31, 9), 9);
+        let rounds = |gradient, hessian| Rounds { gradient, hessian };
+        assert!(rounds_allowed(rounds(12, 12), 100_000, 61));
+        assert!(!rounds_allowed(rounds(13, 13), 100_000, 61));
+        assert!(!rounds_allowed(rounds(3, 4), 398, 31));
+        assert!(rounds_allowed(rounds(MAX_DEALT_ROUNDS, 0), 398, 31));
+        assert!(!rounds_allowed(rounds(MAX_DEALT_ROUNDS + 1, 0), 398, 31));
+    }
 }
