@@ -45,6 +45,36 @@ fn narrowed(keep: usize) -> Vec<String> {
     out
 }
 
+/// `fit --vertical` on the three files, narrowed to 2 columns each, run to 300 iterations
+/// without a stopping rule: the pooled optimum the secure studies are checked against.
+fn pooled_reference() -> serde_json::Value {
+    let mut args: Vec<String> = [
+        "fit",
+        "--vertical",
+        "--id",
+        "id",
+        "--label",
+        "label",
+        "--standardize",
+        "--tol",
+        "0",
+        "--gradient-tol",
+        "0",
+        "--max-iter",
+        "300",
+        "--json",
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(parties());
+    args.extend(narrowed(2));
+    json(&privlogit_ok(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    ))
+}
+
 fn by_name(v: &serde_json::Value) -> Vec<(String, f64)> {
     let names = v["names"].as_array().expect("names");
     let coefficients = v["coefficients"].as_array().expect("coefficients");
@@ -97,7 +127,7 @@ fn a_vertical_study_equals_the_pooled_fit_of_the_intersection() {
             &a.iter().map(String::as_str).collect::<Vec<_>>(),
         ))
     };
-    let reference = run(args("fit", &["--max-iter", "300"]));
+    let reference = pooled_reference();
     assert_eq!(reference["n"], 398);
     // Plain PrivLogit's secure steps equal the plaintext ones step for step (the library's
     // `secure::vertical` test); at its linear rate it would need hundreds of iterations here.
@@ -292,31 +322,7 @@ fn a_vertical_study_between_organisations_equals_the_pooled_fit() {
         logs.push(log);
     }
     let study = json(&std::fs::read(&out).expect("the aggregator's result"));
-    let mut args: Vec<String> = [
-        "fit",
-        "--vertical",
-        "--id",
-        "id",
-        "--label",
-        "label",
-        "--standardize",
-        "--tol",
-        "0",
-        "--gradient-tol",
-        "0",
-        "--max-iter",
-        "300",
-        "--json",
-        "--quiet",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(parties());
-    args.extend(narrowed(2));
-    let reference = json(&privlogit_ok(
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-    ));
+    let reference = pooled_reference();
     assert_eq!(study["rows"], 398);
     let (ours, theirs) = (by_name(&study), by_name(&reference));
     assert_eq!(ours.len(), 7);

@@ -12,10 +12,9 @@ use anyhow::{Result, bail};
 use clap::Args;
 use ndarray::{Array1, Array2};
 use privlogit_protocols::paillier::{KeyPair, KeySize};
-use privlogit_protocols::secure::aggregator::{Protocol, Reveal};
-use privlogit_protocols::secure::solver::LinearAlgebra;
-use privlogit_protocols::secure::study::StudyPlan;
-use privlogit_protocols::secure::vertical::roles::{VerticalTable, run_in_process};
+use privlogit_protocols::secure::vertical::roles::{
+    VerticalTable, plan as vertical_plan, run_in_process,
+};
 use privlogit_protocols::vertical::psi;
 use privlogit_protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
 use rand::seq::SliceRandom;
@@ -231,22 +230,7 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
             &mut |r| path.push(r.beta.clone()),
         )
         .map_err(|e| anyhow::anyhow!(e))?;
-    let plan = StudyPlan {
-        protocol: Protocol::Hessian,
-        optimizer,
-        options,
-        format: privlogit_protocols::secure::DEFAULT_FORMAT,
-        key_bits: 2048,
-        parties: args.parties,
-        standardize: false,
-        intercept: true,
-        linear_algebra: LinearAlgebra::Masked,
-        mask_seed: None,
-        release: None,
-        reveal: Reveal::Coefficients,
-        glm: privlogit_protocols::Glm::logistic(),
-        evaluate: false,
-    };
+    let plan = vertical_plan(optimizer, options, 2048, args.parties);
     eprintln!(
         "in the clear: {} iterations ({}); the secure fit: generating a 2048-bit key pair ...",
         plain.iterations,

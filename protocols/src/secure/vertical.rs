@@ -680,8 +680,6 @@ mod tests {
     use super::roles::{VerticalTable, run_in_process};
     use crate::optimizer::{FitOptions, Optimizer};
     use crate::paillier::KeyPair;
-    use crate::secure::aggregator::{Protocol, Reveal};
-    use crate::secure::solver::LinearAlgebra;
     use crate::secure::study::StudyPlan;
     use crate::{PartyData, PlaintextAggregation};
     use ndarray::{Array1, Array2};
@@ -742,26 +740,7 @@ mod tests {
     }
 
     fn plan(optimizer: Optimizer, options: FitOptions) -> StudyPlan {
-        StudyPlan {
-            protocol: if optimizer == Optimizer::Newton {
-                Protocol::Newton
-            } else {
-                Protocol::Hessian
-            },
-            optimizer,
-            options,
-            format: crate::secure::DEFAULT_FORMAT,
-            key_bits: 1024,
-            parties: 3,
-            standardize: false,
-            intercept: true,
-            linear_algebra: LinearAlgebra::Masked,
-            mask_seed: None,
-            release: None,
-            reveal: Reveal::Coefficients,
-            glm: crate::objective::Glm::logistic(),
-            evaluate: false,
-        }
+        super::roles::plan(optimizer, options, 1024, 3)
     }
 
     /// Both runs take the same 25 steps (the relative-change rule would stop them at different

@@ -116,6 +116,38 @@ pub struct NodeOutcome {
     pub bytes_sent: u64,
 }
 
+/// The plan of a vertical study of `parties` fitted by `optimizer` (PrivLogit, plain or
+/// accelerated, or secure Newton) with `options` under a `key_bits` Paillier key, with an
+/// intercept and the tables' columns as given (set `standardize` for each party to standardise
+/// its own): what research code hands [`run_in_process`].
+pub fn plan(
+    optimizer: Optimizer,
+    options: crate::optimizer::FitOptions,
+    key_bits: u32,
+    parties: usize,
+) -> StudyPlan {
+    StudyPlan {
+        protocol: if optimizer == Optimizer::Newton {
+            Protocol::Newton
+        } else {
+            Protocol::Hessian
+        },
+        optimizer,
+        options,
+        format: super::super::DEFAULT_FORMAT,
+        key_bits,
+        parties,
+        standardize: false,
+        intercept: true,
+        linear_algebra: LinearAlgebra::Masked,
+        mask_seed: None,
+        release: None,
+        reveal: Reveal::Coefficients,
+        glm: crate::objective::Glm::logistic(),
+        evaluate: false,
+    }
+}
+
 /// Checks that `plan` is one a vertical study runs: logistic regression by PrivLogit (plain
 /// or accelerated, the bound formed between the servers: `--protocol hessian`) or secure
 /// Newton (the information formed between the servers every iteration: `--protocol newton`),
