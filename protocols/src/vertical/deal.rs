@@ -237,11 +237,16 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn the_servers_products_equal_the_plaintext_ones() {
-        let mut rng = ChaCha20Rng::seed_from_u64(3);
-        let rows = 37;
-        let widths = [3usize, 1, 4];
+    /// Random columns of `widths` parties over `rows` rows, the first party with random labels,
+    /// both servers' shares of them dealt for `rounds`, and the whole design (`rows x p` by
+    /// rows) as the parties' fixed-point values.
+    fn random_study(
+        seed: u64,
+        rows: usize,
+        widths: &[usize],
+        rounds: u64,
+    ) -> ([ServerShares; 2], Vec<bool>, Vec<f64>) {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let xs: Vec<(Vec<f64>, usize)> = widths
             .iter()
             .map(|&p| {
@@ -252,20 +257,25 @@ mod tests {
             })
             .collect();
         let labels: Vec<bool> = (0..rows).map(|_| rng.random()).collect();
-        let [kh, agg] = servers(&xs, &labels, 4);
-        let p: usize = widths.iter().sum();
-        // The whole design, as the parties' fixed-point values.
-        let x = |i: usize, j: usize| -> f64 {
-            let (mut k, mut jj) = (0, j);
-            while jj >= widths[k] {
-                jj -= widths[k];
-                k += 1;
+        let servers = servers(&xs, &labels, rounds);
+        let fixed = |v: f64| decode(ring::encode(v, X_FRAC).expect("fits"), X_FRAC);
+        let mut design = Vec::with_capacity(rows * widths.iter().sum::<usize>());
+        for i in 0..rows {
+            for (x, p) in &xs {
+                design.extend(x[i * p..(i + 1) * p].iter().map(|&v| fixed(v)));
             }
-            decode(
-                ring::encode(xs[k].0[i * widths[k] + jj], X_FRAC).expect("fits"),
-                X_FRAC,
-            )
-        };
+        }
+        (servers, labels, design)
+    }
+
+    #[test]
+    fn the_servers_products_equal_the_plaintext_ones() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let rows = 37;
+        let widths = [3usize, 1, 4];
+        let ([kh, agg], labels, design) = random_study(3, rows, &widths, 4);
+        let p: usize = widths.iter().sum();
+        let x = |i: usize, j: usize| design[i * p + j];
         // Labels.
         for (i, &y) in labels.iter().enumerate() {
             assert_eq!(kh.label(i) ^ agg.label(i), y);
@@ -332,29 +342,9 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(8);
         let rows = 29;
         let widths = [2usize, 3];
-        let xs: Vec<(Vec<f64>, usize)> = widths
-            .iter()
-            .map(|&p| {
-                (
-                    (0..rows * p).map(|_| rng.random_range(-3.0..3.0)).collect(),
-                    p,
-                )
-            })
-            .collect();
-        let labels: Vec<bool> = (0..rows).map(|_| rng.random()).collect();
-        let [kh, agg] = servers(&xs, &labels, 3);
+        let ([kh, agg], _, design) = random_study(8, rows, &widths, 3);
         let p: usize = widths.iter().sum();
-        let x = |i: usize, j: usize| -> f64 {
-            let (k, jj) = if j < widths[0] {
-                (0, j)
-            } else {
-                (1, j - widths[0])
-            };
-            decode(
-                ring::encode(xs[k].0[i * widths[k] + jj], X_FRAC).expect("fits"),
-                X_FRAC,
-            )
-        };
+        let x = |i: usize, j: usize| design[i * p + j];
         let w: Vec<u128> = (0..rows)
             .map(|_| ring::encode(rng.random_range(0.0..0.25), R_FRAC).expect("fits"))
             .collect();
