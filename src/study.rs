@@ -32,7 +32,6 @@ pub mod plan;
 pub mod result;
 pub mod roles;
 pub mod state;
-pub mod vertical_node;
 
 pub use file::StudyFile;
 pub use result::{Ending, Rendered, StudyResult};

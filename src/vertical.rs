@@ -3,26 +3,24 @@
 //! ([`table`]); the secure study runs the parties' messages
 //! ([`privlogit_protocols::secure::vertical::roles`]) in one process (`study --vertical`,
 //! [`run_study`]) or between organizations (`node --vertical` and `aggregator` with a
-//! vertical study file, [`crate::study::roles`]); the plaintext reference joins the files in the
+//! vertical study file, [`node`]); the plaintext reference joins the files in the
 //! clear (`fit --vertical`, [`join`]).
 //!
 //! Coefficients are in the parties' order with the labelling party first (its intercept, then
 //! its columns), so the secure and the plaintext designs are the same.
 
+pub mod node;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use ndarray::{Array1, Array2};
-use privlogit_protocols::Optimizer;
-use privlogit_protocols::secure::aggregator::Protocol;
-use privlogit_protocols::secure::study::StudyPlan;
 use privlogit_protocols::secure::vertical::gradient_floor;
 use privlogit_protocols::secure::vertical::roles::{self, VerticalTable};
 use privlogit_protocols::vertical::psi;
 
 use crate::data::{self, Dataset, LoadOptions};
 use crate::error::Error;
-use crate::inference::Reveal;
 use crate::settings::{Reader, Spec};
 use crate::study::StudyResult;
 use crate::study::result::Shown;
@@ -275,34 +273,6 @@ fn header(path: &Path) -> Result<Vec<String>, Error> {
         .collect())
 }
 
-/// The plan of a vertical study of `parties`: the study's settings, PrivLogit (plain or
-/// accelerated) with the bound formed between the servers, or secure Newton with the
-/// information formed between them every iteration; the coefficients revealed.
-pub fn plan(spec: &Spec, parties: usize) -> Result<StudyPlan, Error> {
-    if spec.given("protocol") && !matches!(spec.protocol, Protocol::Hessian | Protocol::Newton) {
-        return Err(Error::setting(
-            "--protocol",
-            "a vertical study runs PrivLogit-Hessian (the bound formed between the two servers) \
-             or secure Newton; PrivLogit-Local would need each party's rows whole",
-        ));
-    }
-    if spec.given("reveal") && spec.reveal != Reveal::Coefficients {
-        return Err(Error::setting(
-            "--reveal",
-            "a vertical study reveals its coefficients only (its standard errors are not built)",
-        ));
-    }
-    let mut plan = spec.study_plan(parties)?;
-    if !matches!(plan.optimizer, Optimizer::Newton) {
-        // The bound is formed between the servers: PrivLogit-Hessian, whatever the horizontal
-        // default.
-        plan.protocol = Protocol::Hessian;
-    }
-    plan.reveal = Reveal::Coefficients;
-    roles::check_plan(&plan)?;
-    Ok(plan)
-}
-
 /// A secure vertical study with every role in this process (`study --vertical`): the parties'
 /// tables from their files, then the messages of a study between organizations over memory
 /// channels.
@@ -313,11 +283,11 @@ pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<StudyResult,
         ));
     }
     let tables = tables(spec)?;
-    let plan = plan(spec, tables.len())?;
+    let plan = spec.vertical_plan(tables.len())?;
     let shown = Shown::of(spec)?;
     let mut observer = |r: &privlogit_protocols::IterationRecord| {
         if let Some(say) = say {
-            say(&crate::fit::job::progress_line(r));
+            say(&crate::study::roles::progress_line(r));
         }
     };
     let outcome =

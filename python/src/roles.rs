@@ -200,7 +200,7 @@ pub fn node<'py>(
             )));
         }
         let say = say(false);
-        let role = privlogit::study::vertical_node::VerticalNode::new(&spec, file.as_ref(), &say)
+        let role = privlogit::vertical::node::VerticalNode::new(&spec, file.as_ref(), &say)
             .map_err(raise)?;
         let outcome = py.allow_threads(|| role.run(&say)).map_err(raise)?;
         let out = PyDict::new(py);

@@ -139,6 +139,36 @@ impl Spec {
         Ok(options)
     }
 
+    /// The plan of a vertical study of `parties`: the study's settings, PrivLogit (plain or
+    /// accelerated) with the bound formed between the servers, or secure Newton with the
+    /// information formed between them every iteration; the coefficients revealed.
+    pub fn vertical_plan(&self, parties: usize) -> Result<StudyPlan, Error> {
+        let spec = self;
+        if spec.given("protocol") && !matches!(spec.protocol, Protocol::Hessian | Protocol::Newton)
+        {
+            return Err(Error::setting(
+                "--protocol",
+                "a vertical study runs PrivLogit-Hessian (the bound formed between the two servers) \
+                 or secure Newton; PrivLogit-Local would need each party's rows whole",
+            ));
+        }
+        if spec.given("reveal") && spec.reveal != crate::inference::Reveal::Coefficients {
+            return Err(Error::setting(
+                "--reveal",
+                "a vertical study reveals its coefficients only (its standard errors are not built)",
+            ));
+        }
+        let mut plan = spec.study_plan(parties)?;
+        if !matches!(plan.optimizer, Optimizer::Newton) {
+            // The bound is formed between the servers: PrivLogit-Hessian, whatever the horizontal
+            // default.
+            plan.protocol = Protocol::Hessian;
+        }
+        plan.reveal = crate::inference::Reveal::Coefficients;
+        privlogit_protocols::secure::vertical::roles::check_plan(&plan)?;
+        Ok(plan)
+    }
+
     /// The secure study's plan for `parties` Nodes, validated.
     pub fn study_plan(&self, parties: usize) -> Result<StudyPlan, Error> {
         let (protocol, optimizer) = self.resolved_optimizer(true)?;

@@ -582,7 +582,7 @@ impl Aggregator {
             ));
         }
         let plan = if spec.vertical {
-            crate::vertical::plan(spec, parties)?
+            spec.vertical_plan(parties)?
         } else {
             spec.study_plan(parties)?
         };

@@ -8,6 +8,7 @@
 //! 4. Count round (N), secure standardisation when asked, then the optimiser.
 
 use std::borrow::Borrow;
+use std::ops::Range;
 use std::time::Instant;
 
 use privlogit_circuits::channel::Channel;
@@ -252,7 +253,20 @@ pub struct StudyOutcome {
     /// AUC, when the plan evaluates and the study produced a model.
     pub evaluation: Option<crate::secure::aggregator::HeldOut>,
     /// A vertical study's join and stopping tolerance.
-    pub vertical: Option<super::vertical::roles::VerticalSummary>,
+    pub vertical: Option<VerticalSummary>,
+}
+
+/// What the aggregator reports of a vertical study beyond a horizontal study's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerticalSummary {
+    /// Per party in coefficient order (the labelling party first): the Node's place in the
+    /// order of joining (from 0), the rows it held, its coefficients' range.
+    pub parties: Vec<(usize, usize, Range<usize>)>,
+    /// Seconds from the first message to the intersection's answers.
+    pub psi_seconds: f64,
+    /// The gradient-norm tolerance the study stopped by: the one asked for, raised to
+    /// the vertical circuit's floor (`gradient_floor`) when below it.
+    pub gradient_tolerance: Option<f64>,
 }
 
 /// What can stop a study.

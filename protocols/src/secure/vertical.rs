@@ -613,7 +613,7 @@ impl Layout {
         if rows == 0 || rows > MAX_ROWS || parties == 0 || parties > config.dimension.max(1) {
             return Err(bad("a vertical setup with impossible rows or parties"));
         }
-        let dealt = roles::rounds_allowed(
+        let dealt = crate::vertical::deal::rounds_allowed(
             crate::vertical::deal::Rounds {
                 gradient: rounds,
                 hessian: hessian_rounds,

@@ -7,7 +7,7 @@ use std::ops::Range;
 use rand::CryptoRng;
 
 use super::ring::{self, Seed, X_FRAC};
-use super::shares::label;
+use super::shares::{HessianProducts, label};
 
 /// What a party sends: the key holder's seed (to be encrypted for it), and the aggregator's
 /// part.
@@ -34,17 +34,6 @@ pub struct AggregatorDeal {
     pub hessian: Vec<HessianProducts>,
     /// The labelling party's: the aggregator's bit share of the labels.
     pub labels: Option<Vec<u64>>,
-}
-
-/// One secure Newton round's products of a party's mask, the aggregator's shares: `c = a o R`
-/// (`n x p_k`: each row of `R` times that row's entry of the round's vector mask `a`, for the
-/// weighted columns `diag(w) X_k`) and `R^T V` (`p_k x p`, for `X_k^T (diag(w) X)`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct HessianProducts {
-    /// `a o R`, `n x p_k` by rows.
-    pub c: Vec<u128>,
-    /// `R^T V`, `p_k x p` by rows.
-    pub hw: Vec<u128>,
 }
 
 /// Why a party's rows cannot enter a vertical study.
@@ -75,6 +64,37 @@ pub struct Rounds {
     pub gradient: u64,
     /// Newton rounds (the Hessian's products), at most `gradient`.
     pub hessian: u64,
+}
+
+/// Most iterations of a vertical study: its parties deal every round up front, so a Node
+/// refuses to deal more than [`MAX_DEALT_ROUNDS`] whatever the aggregator asks.
+pub const MAX_VERTICAL_ITERATIONS: usize = 10_000;
+
+/// Most rounds a party deals (PrivLogit's two a round at [`MAX_VERTICAL_ITERATIONS`], and the
+/// spare ones).
+pub const MAX_DEALT_ROUNDS: u64 = 2 * MAX_VERTICAL_ITERATIONS as u64 + 4;
+
+/// Bytes of Newton products the aggregator holds at most (`16 n p` a Newton round: the
+/// weighted columns' products of every party).
+const NEWTON_PRODUCTS_BUDGET: u64 = 1 << 30;
+
+/// How many secure Newton iterations a vertical study of `rows x coefficients` deals the
+/// Hessian's products for: as many as fit in [`NEWTON_PRODUCTS_BUDGET`], between 10 and 50
+/// (penalised logistic Newton converges in a handful; the demo in 9), at most `max_iter`.
+/// A study that has not converged by then stops as at `--max-iter`, with a warning. Public:
+/// from N and p only.
+pub fn newton_iterations(rows: usize, coefficients: usize, max_iter: usize) -> usize {
+    let per_round = 16 * rows.max(1) as u64 * coefficients.max(1) as u64;
+    let fit = (NEWTON_PRODUCTS_BUDGET / per_round).clamp(10, 50) as usize;
+    fit.min(max_iter)
+}
+
+/// Whether `rounds` are ones a party deals for a study of `rows x coefficients`: a Node's own
+/// bound on what an aggregator may ask of it (and the key holder's on a setup).
+pub fn rounds_allowed(rounds: Rounds, rows: usize, coefficients: usize) -> bool {
+    rounds.gradient <= MAX_DEALT_ROUNDS
+        && rounds.hessian <= rounds.gradient
+        && rounds.hessian <= newton_iterations(rows, coefficients, usize::MAX) as u64 + 1
 }
 
 /// Deals party columns `columns` (of `features` in all) for `rounds`: `x` is `n x p_k` by rows

@@ -37,6 +37,17 @@ pub(crate) mod label {
     pub const HW: &str = "hw";
 }
 
+/// One secure Newton round's products of a party's mask, the aggregator's shares: `c = a o R`
+/// (`n x p_k`: each row of `R` times that row's entry of the round's vector mask `a`, for the
+/// weighted columns `diag(w) X_k`) and `R^T V` (`p_k x p`, for `X_k^T (diag(w) X)`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HessianProducts {
+    /// `a o R`, `n x p_k` by rows.
+    pub c: Vec<u128>,
+    /// `R^T V`, `p_k x p` by rows.
+    pub hw: Vec<u128>,
+}
+
 /// What a party dealt a server beyond its opened columns: the rounds it allows and, at the
 /// aggregator, the explicit shares of its products (the key holder's are seeded, so its
 /// vectors are empty).
@@ -51,7 +62,7 @@ pub struct Products {
     /// Secure Newton rounds dealt (the first of the gradient rounds).
     pub hessian_rounds: u64,
     /// The aggregator's shares of each Newton round's products.
-    pub hessian: Vec<super::deal::HessianProducts>,
+    pub hessian: Vec<HessianProducts>,
 }
 
 /// What one server holds of one party's columns.

@@ -88,7 +88,7 @@ pub fn run_node(given: Given) -> Result<Outcome> {
     let spec = file::spec(Reader::Node, file.as_ref(), &given.settings)?;
     let print = |m: &str| line(m);
     if spec.vertical {
-        study::vertical_node::VerticalNode::new(&spec, file.as_ref(), &print)?.run(&print)?;
+        privlogit::vertical::node::VerticalNode::new(&spec, file.as_ref(), &print)?.run(&print)?;
         return Ok(Outcome::Success);
     }
     study::Node::new(&spec, file.as_ref(), None, &print)?.run(&print)?;

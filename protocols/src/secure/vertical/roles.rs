@@ -33,6 +33,7 @@ use super::super::aggregator::{Protocol, Reveal, SecureAggregation};
 use super::super::endorsement::KeyTrust;
 use super::super::keyholder::{self, NoKeyStore};
 use super::super::solver::LinearAlgebra;
+pub use super::super::study::VerticalSummary;
 use super::super::study::{
     StudyError, StudyOutcome, StudyPlan, abort_all, io_at, parse_key, read_endorsement,
     read_parameters, setup_keyholder, write_endorsement, write_parameters,
@@ -45,11 +46,14 @@ use crate::paillier::{DjnNoise, SecretKey};
 use crate::rows::RowsError;
 use crate::transport::Role;
 use crate::vertical::block::{self, BlockError};
-use crate::vertical::deal::{DealError, HessianProducts, Rounds, deal};
+use crate::vertical::deal::{DealError, deal};
+pub use crate::vertical::deal::{
+    MAX_DEALT_ROUNDS, MAX_VERTICAL_ITERATIONS, Rounds, newton_iterations, rounds_allowed,
+};
 use crate::vertical::psi::{self, Membership, PsiError, PsiKey, TAG_BYTES, Tag, TaggedRows};
 use crate::vertical::ring::Side;
 use crate::vertical::sealed::{Recipient, SEALED_BYTES, seal};
-use crate::vertical::shares::{PartyShares, Products, ServerShares};
+use crate::vertical::shares::{HessianProducts, PartyShares, Products, ServerShares};
 
 /// One party's table as it holds it: identifiers, columns and (at exactly one party) labels,
 /// row `i` of each describing the person `ids[i]`.
@@ -84,19 +88,6 @@ impl VerticalTable {
         }
         Ok(())
     }
-}
-
-/// What the aggregator reports of a vertical study beyond a horizontal study's outcome.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VerticalSummary {
-    /// Per party in coefficient order (the labelling party first): the Node's place in the
-    /// order of joining (from 0), the rows it held, its coefficients' range.
-    pub parties: Vec<(usize, usize, Range<usize>)>,
-    /// Seconds from the first message to the intersection's answers.
-    pub psi_seconds: f64,
-    /// The gradient-norm tolerance the study stopped by: the one asked for, raised to
-    /// [`super::gradient_floor`] when below it.
-    pub gradient_tolerance: Option<f64>,
 }
 
 /// What a Node of a vertical study ends with.
@@ -215,29 +206,6 @@ pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
     plan.validate()
 }
 
-/// Most iterations of a vertical study: its parties deal every round up front, so a Node
-/// refuses to deal more than [`MAX_DEALT_ROUNDS`] whatever the aggregator asks.
-pub const MAX_VERTICAL_ITERATIONS: usize = 10_000;
-
-/// Most rounds a party deals (PrivLogit's two a round at [`MAX_VERTICAL_ITERATIONS`], and the
-/// spare ones).
-pub const MAX_DEALT_ROUNDS: u64 = 2 * MAX_VERTICAL_ITERATIONS as u64 + 4;
-
-/// Bytes of Newton products the aggregator holds at most (`16 n p` a Newton round: the
-/// weighted columns' products of every party).
-const NEWTON_PRODUCTS_BUDGET: u64 = 1 << 30;
-
-/// How many secure Newton iterations a vertical study of `rows x coefficients` deals the
-/// Hessian's products for: as many as fit in [`NEWTON_PRODUCTS_BUDGET`], between 10 and 50
-/// (penalised logistic Newton converges in a handful; the demo in 9), at most `max_iter`.
-/// A study that has not converged by then stops as at `--max-iter`, with a warning. Public:
-/// from N and p only.
-pub fn newton_iterations(rows: usize, coefficients: usize, max_iter: usize) -> usize {
-    let per_round = 16 * rows.max(1) as u64 * coefficients.max(1) as u64;
-    let fit = (NEWTON_PRODUCTS_BUDGET / per_round).clamp(10, 50) as usize;
-    fit.min(max_iter)
-}
-
 /// Rounds a vertical study's parties deal for a study of `rows x coefficients`: every
 /// PrivLogit iteration costs at most two (an accelerated candidate and the plain step), and a
 /// few spare; secure Newton one round for the start and one an iteration, each with the
@@ -256,14 +224,6 @@ pub fn rounds_for(plan: &StudyPlan, rows: usize, coefficients: usize) -> Rounds 
             hessian: 0,
         }
     }
-}
-
-/// Whether `rounds` are ones a party deals for a study of `rows x coefficients`: a Node's own
-/// bound on what an aggregator may ask of it (and the key holder's on a setup).
-pub fn rounds_allowed(rounds: Rounds, rows: usize, coefficients: usize) -> bool {
-    rounds.gradient <= MAX_DEALT_ROUNDS
-        && rounds.hessian <= rounds.gradient
-        && rounds.hessian <= newton_iterations(rows, coefficients, usize::MAX) as u64 + 1
 }
 
 /// One Node's first message, as the aggregator read it.

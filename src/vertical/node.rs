@@ -7,13 +7,13 @@
 use privlogit_protocols::secure::vertical::roles::{self, NodeOutcome, VerticalTable};
 use privlogit_protocols::transport::Role;
 
-use super::file::StudyFile;
-use super::party::{PATIENCE, Party, address_of};
-use super::result::human_bytes;
-use super::roles::{connection, expect_reader};
 use crate::error::Error;
 use crate::progress::Say;
 use crate::settings::{Reader, Spec};
+use crate::study::file::StudyFile;
+use crate::study::party::{PATIENCE, Party, address_of};
+use crate::study::result::human_bytes;
+use crate::study::roles::{connection, expect_reader};
 
 /// A vertical study's Node, its table read and its connection checked, ready to join.
 #[derive(Debug)]
@@ -32,7 +32,7 @@ impl VerticalNode {
             .party
             .last()
             .ok_or_else(|| Error::plan("a Node needs its data file: --party FILE"))?;
-        let table = crate::vertical::table(path, spec)?;
+        let table = super::table(path, spec)?;
         let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
         let aggregator = address_of(
             spec.aggregator.as_ref(),
