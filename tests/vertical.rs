@@ -45,11 +45,10 @@ fn narrowed(keep: usize) -> Vec<String> {
     out
 }
 
-/// `fit --vertical` on the three files, narrowed to 2 columns each, run to 300 iterations
-/// without a stopping rule: the pooled optimum the secure studies are checked against.
-fn pooled_reference() -> serde_json::Value {
+/// The settings the in-process checks share: the three files narrowed to 2 columns each, no
+/// stopping rule (fixed iterations), JSON out.
+fn narrowed_study() -> Vec<String> {
     let mut args: Vec<String> = [
-        "fit",
         "--vertical",
         "--id",
         "id",
@@ -60,8 +59,6 @@ fn pooled_reference() -> serde_json::Value {
         "0",
         "--gradient-tol",
         "0",
-        "--max-iter",
-        "300",
         "--json",
         "--quiet",
     ]
@@ -70,6 +67,15 @@ fn pooled_reference() -> serde_json::Value {
     .collect();
     args.extend(parties());
     args.extend(narrowed(2));
+    args
+}
+
+/// `fit --vertical` on [`narrowed_study`] run to 300 iterations: the pooled optimum the secure
+/// studies are checked against.
+fn pooled_reference() -> serde_json::Value {
+    let mut args = vec!["fit".to_string()];
+    args.extend(narrowed_study());
+    args.extend(["--max-iter".to_string(), "300".to_string()]);
     json(&privlogit_ok(
         &args.iter().map(String::as_str).collect::<Vec<_>>(),
     ))
@@ -97,25 +103,7 @@ fn by_name(v: &serde_json::Value) -> Vec<(String, f64)> {
 /// see; the plaintext fit is converged to 1e-11 by then.
 #[test]
 fn a_vertical_study_equals_the_pooled_fit_of_the_intersection() {
-    let mut common: Vec<String> = [
-        "--vertical",
-        "--id",
-        "id",
-        "--label",
-        "label",
-        "--standardize",
-        "--tol",
-        "0",
-        "--gradient-tol",
-        "0",
-        "--json",
-        "--quiet",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    common.extend(parties());
-    common.extend(narrowed(2));
+    let common = narrowed_study();
     let args = |command: &str, extra: &[&str]| -> Vec<String> {
         let mut a = vec![command.to_string()];
         a.extend(common.iter().cloned());

@@ -92,6 +92,19 @@ pub enum Ending {
 }
 
 impl StudyResult {
+    /// The result of a study the aggregator of a deployment ran (no other party's counters,
+    /// no nested model yet).
+    pub fn of_aggregator(outcome: StudyOutcome, plan: StudyPlan, shown: Shown) -> Self {
+        Self {
+            outcome,
+            plan,
+            keyholder: None,
+            nodes: None,
+            shown,
+            likelihood_ratio: None,
+        }
+    }
+
     /// How the study ended.
     pub fn ending(&self) -> Ending {
         match self.outcome.fit.status {

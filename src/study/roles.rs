@@ -712,14 +712,7 @@ impl Aggregator {
                     &plan,
                     &mut progress,
                 )?;
-                let result = StudyResult {
-                    outcome,
-                    plan: plan.clone(),
-                    keyholder: None,
-                    nodes: None,
-                    shown,
-                    likelihood_ratio: None,
-                };
+                let result = StudyResult::of_aggregator(outcome, plan.clone(), shown);
                 deliver(&result)?;
                 return Ok(result);
             }
@@ -762,14 +755,7 @@ impl Aggregator {
                     return Err(e.into());
                 }
             };
-            let mut result = StudyResult {
-                outcome,
-                plan: plan.clone(),
-                keyholder: None,
-                nodes: None,
-                shown,
-                likelihood_ratio: None,
-            };
+            let mut result = StudyResult::of_aggregator(outcome, plan.clone(), shown);
             if !dropped.is_empty() {
                 let reduced = (|| {
                     // The same listening address (the port actually bound): admitting closed
@@ -791,14 +777,8 @@ impl Aggregator {
                         None,
                         None,
                     )?;
-                    let reduced = StudyResult {
-                        outcome,
-                        plan: nested_plan,
-                        keyholder: None,
-                        nodes: None,
-                        shown: result.shown.clone(),
-                        likelihood_ratio: None,
-                    };
+                    let reduced =
+                        StudyResult::of_aggregator(outcome, nested_plan, result.shown.clone());
                     let names = columns.into_iter().map(|(_, n)| n).collect();
                     nested::test(&result, &reduced, names)
                 })();
