@@ -1048,7 +1048,7 @@ pub(crate) fn make_key(bits: u32) -> Result<SecretKey, SecureError> {
             return Err(SecureError::UnsupportedKeySize(other));
         }
     };
-    Ok(KeyPair::generate(size, &mut rand::rng()).secret)
+    Ok(KeyPair::generate_parallel(size).secret)
 }
 
 /// One progress line per iteration.
