@@ -111,6 +111,12 @@ pub trait Aggregation {
     /// The value of an aggregated scalar if this backend may show it (for progress and
     /// reports); a secure backend returns `None`.
     fn peek(&self, value: &Self::Scalar) -> Option<f64>;
+
+    /// Whether accelerated PrivLogit may form Newton systems mid-run (its finish,
+    /// [`crate::optimizer::finish`]); a backend that prepared only PrivLogit's rounds says no.
+    fn newton_finish(&self) -> bool {
+        true
+    }
 }
 
 /// What one Newton round yields: gradient, objective and the factored negative Hessian (`None`

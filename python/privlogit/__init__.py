@@ -110,6 +110,8 @@ def _settings(**given):
             continue
         if key == "intercept":
             out["no_intercept"] = not value
+        elif key == "newton_finish":
+            out["no_newton_finish"] = not value
         elif key == "penalize_intercept":
             out["free_intercept"] = not value
         elif key == "lam":
@@ -174,7 +176,7 @@ def _with_arrays(text):
 def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT["standardize"],
         intercept=not _FIT["no_intercept"], tol=_FIT["tol"], max_iter=_FIT["max_iter"],
         gradient_tol=_FIT["gradient_tol"], penalize_intercept=not _FIT["free_intercept"], *,
-        memory=_FIT["memory"], ci_level=_FIT["ci_level"], covariance=_FIT["covariance"], drop=None,
+        memory=_FIT["memory"], newton_finish=not _FIT["no_newton_finish"], ci_level=_FIT["ci_level"], covariance=_FIT["covariance"], drop=None,
         family=_FIT["family"], offset=None, weights=None, test_party=None, label=None, names=None):
     """Fit l2-regularised logistic regression (or, with `family="gaussian"` or `"poisson"`, that
     generalised linear model, by Newton's method; `offset` and `weights` name columns of the
@@ -198,7 +200,7 @@ def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT[
         optimizer = None  # not given: the library's default (Newton for Gaussian and Poisson)
     given = _settings(optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept, tol=tol,
                       max_iter=max_iter, gradient_tol=gradient_tol, penalize_intercept=penalize_intercept, memory=memory,
-                      ci_level=ci_level, covariance=covariance, drop=None if drop is None else [str(c) for c in drop],
+                      newton_finish=newton_finish, ci_level=ci_level, covariance=covariance, drop=None if drop is None else [str(c) for c in drop],
                       family=family, offset=offset, weights=weights, label=label,
                       test_party=None if test_party is None else [os.fspath(p) for p in test_party])
     arrays = [_party(p, label, names, f"party {k}", family) for k, p in enumerate(parties)]
@@ -209,7 +211,8 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
           standardize=_STUDY["standardize"], intercept=not _STUDY["no_intercept"], tol=_STUDY["tol"],
           max_iter=_STUDY["max_iter"], gradient_tol=_STUDY["gradient_tol"], *, label=None, names=None,
           study_file=None, key_bits=_STUDY["key_bits"], fixed=_STUDY["fixed"],
-          linear_algebra=_STUDY["linear_algebra"], memory=_STUDY["memory"], seed=None, quiet=_STUDY["quiet"],
+          linear_algebra=_STUDY["linear_algebra"], memory=_STUDY["memory"],
+          newton_finish=not _STUDY["no_newton_finish"], seed=None, quiet=_STUDY["quiet"],
           reveal=_STUDY_REVEAL, ci_level=_STUDY["ci_level"], covariance=_STUDY["covariance"], **settings):
     """The secure study in this process (`privlogit study`: the same plan, defaults and
     checks): a key holder, an aggregator and one Node per party of `parties` (`(X, y)`,
@@ -239,7 +242,7 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
         reveal = None  # not given: the library's default for the study's kind
     given = _settings(protocol=protocol, optimizer=optimizer, lam=lam, standardize=standardize, intercept=intercept,
                       tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
-                      linear_algebra=linear_algebra, memory=memory, seed=seed, quiet=quiet, label=label,
+                      linear_algebra=linear_algebra, memory=memory, newton_finish=newton_finish, seed=seed, quiet=quiet, label=label,
                       reveal=reveal, ci_level=ci_level, covariance=covariance, **settings)
     if settings.get("vertical"):
         # Each party's file, matched by its `id` column (private set intersection).

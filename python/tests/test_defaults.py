@@ -12,8 +12,9 @@ from privlogit import _native
 
 # Python's keyword for a library key, where they differ: `lambda` is a Python keyword, and the
 # switches are named by what they turn on.
-KEYWORD = {"lambda": "lam", "no_intercept": "intercept", "free_intercept": "penalize_intercept"}
-NEGATED = {"no_intercept", "free_intercept"}
+KEYWORD = {"lambda": "lam", "no_intercept": "intercept", "free_intercept": "penalize_intercept",
+           "no_newton_finish": "newton_finish"}
+NEGATED = {"no_intercept", "free_intercept", "no_newton_finish"}
 
 
 @pytest.mark.parametrize("function, reader", [(privlogit.fit, "fit"), (privlogit.study, "study")])

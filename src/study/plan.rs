@@ -133,6 +133,7 @@ impl Spec {
             .gradient_tolerance(gradient)
             .max_iterations(self.max_iter)
             .step_halving(!self.family.has_constant_bound())
+            .newton_finish(!self.no_newton_finish)
             .initial(self.init.map_or(Initial::Zeros, Initial::Constant))
             .penalty_centre(centre);
         options.validate()?;

@@ -88,6 +88,9 @@ pub struct FitOptions {
     /// baseline, whose runaway from a poor start is part of what it reports (section 5.4.4);
     /// on for Poisson, whose Newton step from zero overshoots on most data.
     pub step_halving: bool,
+    /// Accelerated PrivLogit may finish with Newton systems where the bound makes it crawl
+    /// ([`crate::optimizer::finish`]); off, it is the bound's iteration throughout.
+    pub newton_finish: bool,
 }
 
 /// The most times Newton halves one step before it is declared divergent.
@@ -102,6 +105,7 @@ impl Default for FitOptions {
             initial: Initial::Zeros,
             centre: None,
             step_halving: false,
+            newton_finish: true,
         }
     }
 }
@@ -133,6 +137,12 @@ impl FitOptions {
     /// Sets the iteration cap.
     pub fn max_iterations(mut self, n: usize) -> Self {
         self.stopping.max_iterations = n;
+        self
+    }
+
+    /// Sets [`FitOptions::newton_finish`].
+    pub fn newton_finish(mut self, on: bool) -> Self {
+        self.newton_finish = on;
         self
     }
 

@@ -33,6 +33,7 @@
 use ndarray::Array1;
 
 use super::anderson::Anderson;
+use super::finish::{self, Finish};
 
 /// How far below the guaranteed increase a candidate may fall and still be accepted, per row
 /// (the objective is a sum over the N rows): far above the rounding of a secure objective
@@ -96,12 +97,55 @@ pub(super) fn fit<A: Aggregation>(
     let window = |a: &Option<Anderson>| a.as_ref().map(Anderson::window).unwrap_or_default();
     checkpoints.keep(|| trace.progress(&beta, window(&anderson), rejected))?;
 
+    // Newton's finish ([`finish`]): accelerated runs whose backend can form Newton systems.
+    let finish_allowed =
+        acceleration_memory.is_some() && options.newton_finish && aggregation.newton_finish();
+    let mut next_finish = 0;
     let status = loop {
         if trace.iterations() >= rule.max_iterations {
             break Status::MaxIterations;
         }
         // eq. 5.6: beta - H~^{-1} g = beta + B^{-1} g.
         let step = aggregation.solve_step(&bound, &gradient).map_err(backend)?;
+        if finish_allowed
+            && trace.iterations() >= next_finish
+            && finish::due(trace.iterations(), aggregation.dimension(), &step)
+        {
+            match finish::run(
+                aggregation,
+                penalty,
+                rule,
+                &mut trace,
+                beta,
+                gradient,
+                objective,
+            )? {
+                Finish::Done {
+                    beta: last,
+                    max_iterations,
+                } => {
+                    beta = last;
+                    break if max_iterations {
+                        Status::MaxIterations
+                    } else {
+                        Status::Converged
+                    };
+                }
+                Finish::GaveUp {
+                    beta: last,
+                    gradient: g,
+                    objective: l,
+                } => {
+                    (beta, gradient, objective) = (last, g, l);
+                    next_finish = trace.iterations() + finish::price_in_rounds(beta.len());
+                    if let Some(history) = anderson.as_mut() {
+                        history.restart();
+                    }
+                    checkpoints.keep(|| trace.progress(&beta, window(&anderson), rejected))?;
+                    continue;
+                }
+            }
+        }
         let plain = &beta + &step;
 
         let mut accepted = None;

@@ -117,6 +117,8 @@ pub struct SecureAggregation<C: Channel> {
     saved_bound: Option<SavedBound>,
     /// A resumed study's bound factor, held again, for the optimiser's setup.
     restored_bound: Option<usize>,
+    /// The bound's factor (PrivLogit-Local solves with it through the Nodes).
+    bound_index: Option<usize>,
     /// Secure PLR: `Enc(-(b_1 + b_2)/N)`, added to every gradient (and `beta^T` it to every
     /// objective).
     perturbation: Option<EncryptedVector>,
@@ -188,6 +190,7 @@ impl<C: Channel> SecureAggregation<C> {
             solver,
             saved_bound: None,
             restored_bound: None,
+            bound_index: None,
             perturbation: None,
             noise_step: None,
             bound_lambda: None,
@@ -943,6 +946,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
             self.bound_lambda = Some(lambda);
         }
         if let Some(index) = self.restored_bound.take() {
+            self.bound_index = Some(index);
             return Ok(Some(index));
         }
         let start = std::time::Instant::now();
@@ -970,6 +974,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         if local && self.perturbation.is_some() {
             self.noise_step = Some(self.local_noise_step(factor)?);
         }
+        self.bound_index = Some(factor);
         self.bound_seconds += start.elapsed().as_secs_f64();
         Ok(Some(factor))
     }
@@ -1010,7 +1015,11 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         factor: &usize,
         gradient: &SecureGradient,
     ) -> Result<Array1<f64>, SecureError> {
-        if let Some(step) = self.local_step(gradient)? {
+        // PrivLogit-Local's step is the Nodes' `B^-1 g_i`, summed: for the bound only (a
+        // Newton system of accelerated PrivLogit's finish is solved by the Center).
+        if self.bound_index == Some(*factor)
+            && let Some(step) = self.local_step(gradient)?
+        {
             return Ok(Array1::from(step));
         }
         let step = self.solver.solve(
@@ -1114,6 +1123,11 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
 
     fn peek(&self, _value: &EncryptedVector) -> Option<f64> {
         None
+    }
+
+    /// Not in a vertical study: its Nodes dealt the products of PrivLogit's rounds only.
+    fn newton_finish(&self) -> bool {
+        self.vertical.is_none()
     }
 }
 
