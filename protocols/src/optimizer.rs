@@ -5,9 +5,11 @@
 //! - [`Optimizer::PrivLogit`]: `beta <- beta - H~^{-1} g(beta)` with the constant bound
 //!   `H~ = -1/4 X^T X - lambda I` factored once (eq. 5.3-5.6, Proposition 1);
 //! - [`Optimizer::AcceleratedPrivLogit`]: Anderson extrapolation of the PrivLogit map with a
-//!   monotone safeguard ([`privlogit`] module docs).
+//!   monotone safeguard ([`privlogit`] module docs), and Newton's finish where the bound makes
+//!   it crawl ([`finish`]).
 
 mod anderson;
+pub mod finish;
 mod newton;
 mod options;
 mod privlogit;
