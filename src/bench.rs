@@ -11,6 +11,7 @@ pub mod machine;
 pub mod node;
 pub mod protocols;
 pub mod ranking;
+pub mod study;
 pub mod vertical;
 
 use std::hint::black_box;
@@ -56,6 +57,9 @@ pub enum BenchTarget {
     Ranking(crate::bench::ranking::RankingBenchArgs),
     /// A vertical study: the private set intersection, and the secure fit's rounds.
     Vertical(crate::bench::vertical::VerticalBenchArgs),
+    /// A whole study (a study file, every party in this process): where its wall time goes,
+    /// by phase and party, beside a floor.
+    Study(crate::bench::study::StudyBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -121,6 +125,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchTarget::Dl(args) => return crate::bench::dl::run(args),
         BenchTarget::Ranking(args) => return crate::bench::ranking::run(args),
         BenchTarget::Vertical(args) => return crate::bench::vertical::run(args),
+        BenchTarget::Study(args) => return crate::bench::study::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))

@@ -525,8 +525,8 @@ impl FitResult {
         if matches!(r.optimizer, Optimizer::AcceleratedPrivLogit { .. }) {
             let _ = writeln!(
                 s,
-                "accelerated     {} accepted, {} rejected",
-                r.accelerated_steps, r.rejected_candidates
+                "accelerated     {} accepted, {} rejected, {} Newton finish steps",
+                r.accelerated_steps, r.rejected_candidates, r.newton_steps
             );
         }
         let _ = writeln!(s, "log-likelihood  {:.10}", fitted.log_likelihood);
@@ -559,6 +559,7 @@ struct JsonReport<'a> {
     rounds: usize,
     accelerated_steps: usize,
     rejected_candidates: usize,
+    newton_steps: usize,
     lambda: f64,
     free_intercept: bool,
     penalty_centre: Option<Vec<f64>>,
@@ -621,6 +622,7 @@ impl<'a> JsonReport<'a> {
             rounds: r.rounds,
             accelerated_steps: r.accelerated_steps,
             rejected_candidates: r.rejected_candidates,
+            newton_steps: r.newton_steps,
             lambda: options.lambda,
             free_intercept: options.free_intercept,
             penalty_centre: options.centre.as_ref().map(|c| c.to_vec()),

@@ -295,6 +295,7 @@ impl StudyResult {
             converged: r.status == Status::Converged,
             iterations: r.iterations,
             rounds: r.rounds,
+            newton_steps: r.newton_steps,
             rows: o.rows,
             names: &o.names,
             coefficients: r.beta.to_vec(),
@@ -620,6 +621,8 @@ struct JsonStudy<'a> {
     converged: bool,
     iterations: usize,
     rounds: usize,
+    /// Steps with a Newton system (Newton's method, or accelerated PrivLogit's finish).
+    newton_steps: usize,
     rows: usize,
     names: &'a [String],
     coefficients: Vec<f64>,

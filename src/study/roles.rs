@@ -1053,10 +1053,10 @@ pub(crate) fn make_key(bits: u32) -> Result<SecretKey, SecureError> {
 
 /// One progress line per iteration.
 pub fn progress_line(r: &IterationRecord) -> String {
-    let kind = if r.step == StepKind::Accelerated {
-        "  (accelerated)"
-    } else {
-        ""
+    let kind = match r.step {
+        StepKind::Accelerated => "  (accelerated)",
+        StepKind::Newton => "  (Newton)",
+        StepKind::Bound => "",
     };
     format!("iteration {:>4}  rounds {:>5}{kind}", r.iteration, r.rounds)
 }

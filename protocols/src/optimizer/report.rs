@@ -99,6 +99,9 @@ pub struct FitReport {
     pub accelerated_steps: usize,
     /// Extrapolated candidates evaluated and rejected by the safeguard; each cost one round.
     pub rejected_candidates: usize,
+    /// Steps taken with a Newton system: every step of Newton's method, and those of
+    /// accelerated PrivLogit's finish ([`crate::optimizer::finish`]).
+    pub newton_steps: usize,
     /// Every iterate, in order.
     pub history: Vec<IterationRecord>,
 }
@@ -213,6 +216,11 @@ impl<'o> Trace<'o> {
             .iter()
             .filter(|r| r.step == StepKind::Accelerated)
             .count();
+        let newton_steps = self
+            .history
+            .iter()
+            .filter(|r| r.step == StepKind::Newton)
+            .count();
         FitReport {
             optimizer,
             beta,
@@ -223,6 +231,7 @@ impl<'o> Trace<'o> {
             initial_objective: self.initial_objective,
             accelerated_steps,
             rejected_candidates: 0,
+            newton_steps,
             history: self.history,
         }
     }
