@@ -166,23 +166,23 @@ pub fn run(args: StudyBenchArgs) -> Result<()> {
             seconds: med(&mean_of("node_paillier_seconds")),
         },
         Phase {
-            phase: "masked arithmetic (every inverse and solve)",
+            phase: "masked arithmetic of the fit (its inverses and solves)",
             seconds: med(&num("masked_seconds")),
         },
         Phase {
-            phase: "  aggregator: cross terms",
+            phase: "  aggregator: cross terms (fit and inference)",
             seconds: med(&num("masked_cross_term_seconds")),
         },
         Phase {
-            phase: "  aggregator: waiting for the key holder",
+            phase: "  aggregator: waiting for the key holder (both)",
             seconds: med(&num("masked_waiting_for_keyholder_seconds")),
         },
         Phase {
-            phase: "  aggregator: pivot circuits",
+            phase: "  aggregator: pivot circuits (both)",
             seconds: med(&num("masked_pivot_circuit_seconds")),
         },
         Phase {
-            phase: "  key holder: masked decryptions and encryptions",
+            phase: "  key holder: masked decryptions, encryptions (both)",
             seconds: med(&num("keyholder_masked_paillier_seconds")),
         },
         Phase {
