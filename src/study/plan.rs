@@ -133,7 +133,9 @@ impl Spec {
             .gradient_tolerance(gradient)
             .max_iterations(self.max_iter)
             .step_halving(!self.family.has_constant_bound())
-            .newton_finish(!self.no_newton_finish)
+            // A secure vertical study's Nodes deal PrivLogit's products only: no finish there,
+            // nor in its plaintext reference (`fit --vertical`), so the two take one path.
+            .newton_finish(!self.no_newton_finish && !self.vertical)
             .initial(self.init.map_or(Initial::Zeros, Initial::Constant))
             .penalty_centre(centre);
         options.validate()?;
