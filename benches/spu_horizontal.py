@@ -35,6 +35,8 @@ import subprocess
 import sys
 import time
 
+from spu_common import missing, spu_fit
+
 try:
     import numpy as np
 except ImportError:  # reported by main() with the other requirements
@@ -75,32 +77,6 @@ def privlogit(binary, args, files, label, lam):
     return time.perf_counter() - start, json.loads(out)
 
 
-def spu_fit(x, y, lam, epochs, learning_rate, batch_size, sig_type):
-    import spu.libspu as libspu
-    import spu.utils.simulation as spsim
-    from sml.linear_model.logistic import LogisticRegression
-
-    sim = spsim.Simulator.simple(2, libspu.ProtocolKind.SEMI2K, libspu.FieldType.FM64)
-
-    def train(x, y):
-        model = LogisticRegression(
-            epochs=epochs,
-            learning_rate=learning_rate,
-            batch_size=batch_size,
-            sig_type=sig_type,
-            penalty="l2",
-            C=1.0 / lam,
-        )
-        return model.fit(x, y).weights
-
-    start = time.perf_counter()
-    w = spsim.sim_jax(sim, train)(x, y.reshape(-1, 1))
-    seconds = time.perf_counter() - start
-    w = np.asarray(w).reshape(-1)
-    # sml: features then the bias; privlogit: the intercept first.
-    return seconds, np.concatenate([w[-1:], w[:-1]])
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -111,14 +87,9 @@ def main():
     parser.add_argument("--epochs", type=int, default=1000, help="full-batch SPU run's epochs")
     parser.add_argument("--json", help="also write the figures to this file")
     a = parser.parse_args()
-    try:
-        if np is None:
-            raise ImportError("numpy")
-        import spu  # noqa: F401
-        import sml  # noqa: F401
-    except ImportError:
-        print("numpy, spu or sf-sml is not installed: skipped (pip install spu==0.9.5 pandas "
-              "scikit-learn \"numpy<2\"; pip install --no-deps sf-sml)")
+    why = missing()
+    if why:
+        print(why)
         return 0
 
     files = a.party or DEMO

@@ -1,0 +1,47 @@
+"""What the SPU side-by-side scripts share (`spu_horizontal.py`, `spu_vertical.py`): sf-sml's
+SGD LogisticRegression, the SS-LR of SecretFlow's tutorials, trained in SPU's in-process
+simulator (two parties, SEMI2K over the 64-bit ring, SPU's default 18 fractional bits)."""
+
+import time
+
+
+def missing():
+    """Why the side by side cannot run here (a message), or None when numpy, spu and sf-sml
+    import."""
+    try:
+        import numpy  # noqa: F401
+        import spu  # noqa: F401
+        import sml  # noqa: F401
+    except ImportError:
+        return ("numpy, spu or sf-sml is not installed: skipped (pip install spu==0.9.5 pandas "
+                "scikit-learn \"numpy<2\"; pip install --no-deps sf-sml)")
+    return None
+
+
+def spu_fit(x, y, lam, epochs, learning_rate, batch_size, sig_type):
+    """Trains on `x`, `y` with l2 penalty `lam` (sml: `C = 1 / lam`); returns the training's
+    seconds and the coefficients in privlogit's order (the intercept first)."""
+    import numpy as np
+    import spu.libspu as libspu
+    import spu.utils.simulation as spsim
+    from sml.linear_model.logistic import LogisticRegression
+
+    sim = spsim.Simulator.simple(2, libspu.ProtocolKind.SEMI2K, libspu.FieldType.FM64)
+
+    def train(x, y):
+        model = LogisticRegression(
+            epochs=epochs,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            sig_type=sig_type,
+            penalty="l2",
+            C=1.0 / lam,
+        )
+        return model.fit(x, y).weights
+
+    start = time.perf_counter()
+    w = spsim.sim_jax(sim, train)(x, y.reshape(-1, 1))
+    seconds = time.perf_counter() - start
+    w = np.asarray(w).reshape(-1)
+    # sml: features then the bias; privlogit: the intercept first.
+    return seconds, np.concatenate([w[-1:], w[:-1]])
