@@ -17,6 +17,7 @@ mod progress;
 mod report;
 
 pub use crate::stopping::StoppingRule;
+use options::backend;
 pub use options::{FitError, FitOptions, Initial};
 pub use privlogit::ACCEPTANCE_SLACK;
 pub use progress::{Checkpoints, Progress, SaveProgress};
@@ -145,9 +146,4 @@ impl FromStr for Optimizer {
             )),
         }
     }
-}
-
-/// Wraps a backend error so the optimisers can use `?` on aggregation calls.
-fn backend<E: std::error::Error + Send + Sync + 'static>(e: E) -> FitError {
-    FitError::Aggregation(Box::new(e))
 }

@@ -26,8 +26,8 @@
 use ndarray::Array1;
 
 use super::newton::NEWTON_ROUND_OFF_SLACK;
-use super::report::Trace;
-use super::{FitError, StepKind, backend};
+use super::options::{FitError, backend};
+use super::report::{StepKind, Trace};
 use crate::aggregation::{Aggregation, NewtonSystem};
 use crate::penalty::Penalty;
 use crate::stopping::StoppingRule;

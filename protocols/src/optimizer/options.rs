@@ -56,6 +56,11 @@ pub enum FitError {
     Resume(String),
 }
 
+/// Wraps a backend error so the optimisers can use `?` on aggregation calls.
+pub(super) fn backend<E: std::error::Error + Send + Sync + 'static>(e: E) -> FitError {
+    FitError::Aggregation(Box::new(e))
+}
+
 /// Where the coefficients start.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Initial {
