@@ -86,6 +86,7 @@ fn check(
     );
     assert_eq!(secure.fit.status, plain.status);
     assert_eq!(secure.fit.iterations, plain.iterations);
+    assert_eq!(secure.fit.newton_steps, plain.newton_steps);
     assert!(diff <= 1e-6, "{method} {protocol:?} {optimizer}: {diff:e}");
 }
 
@@ -139,6 +140,32 @@ fn secure_protocols_match_plaintext_on_breast_cancer() {
     let p = prepared("breast_cancer.csv", 3);
     let options = FitOptions::new().lambda(1.0);
     check_masked_protocols(&p.parties, &options);
+    // The library's default: accelerated Local, which on breast_cancer ends with Newton's
+    // finish (a Newton system formed and solved in masked arithmetic mid-run); the secure run
+    // takes the plaintext run's steps, Newton ones included.
+    let defaults = FitOptions::new()
+        .lambda(1.0)
+        .relative_tolerance(0.0)
+        .gradient_tolerance(Some(1e-6));
+    let accel = Optimizer::AcceleratedPrivLogit { memory: 5 };
+    let plain = accel
+        .fit(
+            &mut PlaintextAggregation::new(&p.parties),
+            &defaults,
+            &mut |_| {},
+        )
+        .expect("plaintext fit");
+    assert!(
+        plain.newton_steps > 0,
+        "the finish should start on breast_cancer"
+    );
+    check(
+        &p.parties,
+        LinearAlgebra::Masked,
+        Protocol::Local,
+        accel,
+        &defaults,
+    );
     check(
         &p.parties,
         LinearAlgebra::Circuit,

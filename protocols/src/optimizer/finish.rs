@@ -150,3 +150,31 @@ pub(super) fn run<A: Aggregation>(
         objective,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The price follows the measured ratios it is fitted to (10, 19 and 38 rounds at d = 9,
+    /// 31 and 101; see `price_in_rounds`), within a fifth at d = 101 where the fit is coarsest.
+    #[test]
+    fn the_price_follows_the_measured_ratios() {
+        assert_eq!(price_in_rounds(9), 11);
+        assert_eq!(price_in_rounds(31), 19);
+        assert_eq!(price_in_rounds(101), 47);
+    }
+
+    /// Due only past the price and with the step between NEAR and FAR.
+    #[test]
+    fn due_needs_the_price_paid_and_a_step_in_range() {
+        let step = |norm: f64| Array1::from(vec![norm, 0.0]);
+        let d = 31;
+        let price = price_in_rounds(d);
+        assert!(!due(price - 1, d, &step(1e-3)));
+        assert!(due(price, d, &step(1e-3)));
+        assert!(due(price, d, &step(FAR)) && due(price, d, &step(NEAR)));
+        assert!(!due(price, d, &step(2.0 * FAR)));
+        assert!(!due(price, d, &step(0.5 * NEAR)));
+        assert!(!due(price, d, &step(f64::NAN)));
+    }
+}
