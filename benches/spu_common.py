@@ -2,6 +2,8 @@
 SGD LogisticRegression, the SS-LR of SecretFlow's tutorials, trained in SPU's in-process
 simulator (two parties, SEMI2K over the 64-bit ring, SPU's default 18 fractional bits)."""
 
+import json
+import statistics
 import time
 
 
@@ -45,3 +47,19 @@ def spu_fit(x, y, lam, epochs, learning_rate, batch_size, sig_type):
     w = np.asarray(w).reshape(-1)
     # sml: features then the bias; privlogit: the intercept first.
     return seconds, np.concatenate([w[-1:], w[:-1]])
+
+
+def report(times, results, iterations_header, iterations_of, json_path=None):
+    """Prints the side by side as a Markdown table (medians of each tool's runs) and writes it as
+    JSON to `json_path` when given; `iterations_of(result)` renders a tool's iteration count."""
+    print(f"| tool | seconds | {iterations_header} | max abs distance from its objective's "
+          "pooled optimum |")
+    print("|---|---|---|---|")
+    rows = []
+    for label, t in times.items():
+        res = results[label]
+        print(f"| {label} | {statistics.median(t):.2f} | {iterations_of(res)} | {res['error']:.2e} |")
+        rows.append(dict(tool=label, seconds=statistics.median(t), runs=t, **res))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(rows, f, indent=2)

@@ -30,12 +30,11 @@ import argparse
 import csv
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 
-from spu_common import missing, spu_fit
+from spu_common import missing, report, spu_fit
 
 try:
     import numpy as np
@@ -144,17 +143,8 @@ def main():
           f"features, {len(files)} sites), lambda {a.lam}; medians of {a.runs} alternated runs; "
           f"the two objectives' optima (intercept penalised or not) are "
           f"{np.abs(optimum - free_optimum).max():.2e} apart")
-    print("| tool | seconds | iterations (rounds) | max abs distance from its objective's pooled optimum |")
-    print("|---|---|---|---|")
-    report = []
-    for label, t in times.items():
-        res = results[label]
-        its = f"{res['iterations']}" + (f" ({res['rounds']})" if res["rounds"] else "")
-        print(f"| {label} | {statistics.median(t):.2f} | {its} | {res['error']:.2e} |")
-        report.append(dict(tool=label, seconds=statistics.median(t), runs=t, **res))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report, f, indent=2)
+    report(times, results, "iterations (rounds)",
+           lambda r: f"{r['iterations']}" + (f" ({r['rounds']})" if r["rounds"] else ""), a.json)
     return 0
 
 

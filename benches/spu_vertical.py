@@ -27,12 +27,11 @@ import argparse
 import csv
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 
-from spu_common import missing, spu_fit
+from spu_common import missing, report, spu_fit
 
 try:
     import numpy as np
@@ -141,16 +140,7 @@ def main():
     print(f"vertical breast_cancer (data/vertical: {n} shared rows, {p} features, 3 parties), "
           f"lambda {a.lam}; medians of {a.runs} alternated runs; the two objectives' optima "
           f"(intercept penalised or not) are {np.abs(optimum - free_optimum).max():.2e} apart")
-    print("| tool | seconds | iterations | max abs distance from its objective's pooled optimum |")
-    print("|---|---|---|---|")
-    report = []
-    for label, t in times.items():
-        res = results[label]
-        print(f"| {label} | {statistics.median(t):.2f} | {res['iterations']} | {res['error']:.2e} |")
-        report.append(dict(tool=label, seconds=statistics.median(t), runs=t, **res))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report, f, indent=2)
+    report(times, results, "iterations", lambda r: r["iterations"], a.json)
     return 0
 
 
