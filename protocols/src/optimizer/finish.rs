@@ -21,7 +21,8 @@
 //! divergence test); a step that does, or a Hessian that is not definite, ends the finish and
 //! accelerated PrivLogit goes on from the last accepted iterate (its monotone ascent keeps
 //! Proposition 1's convergence). When a chord step shrinks by less than [`REFRESH_RATIO`], the
-//! Newton system is formed again at the new iterate (at most [`MAX_SYSTEMS`] in all).
+//! Newton system is formed again at the new iterate (at most [`MAX_SYSTEMS`] in all); with none
+//! left, a step that shrinks by less than [`GIVE_UP_RATIO`] hands back too.
 
 use ndarray::Array1;
 
@@ -44,6 +45,10 @@ pub const REFRESH_RATIO: f64 = 0.2;
 
 /// The most Newton systems one finish forms.
 pub const MAX_SYSTEMS: usize = 3;
+
+/// With no system left, a chord step that shrinks by less than this hands the run back to
+/// accelerated PrivLogit.
+pub const GIVE_UP_RATIO: f64 = 0.5;
 
 /// What a secure Newton system costs, in accelerated PrivLogit rounds, for `d` coefficients:
 /// a masked `d x d` inverse against a Local round, measured on a 2-core AMD EPYC (`privlogit
@@ -137,10 +142,14 @@ pub(super) fn run<A: Aggregation>(
                 });
             }
             let norm = step.dot(&step).sqrt();
-            let slow = norm > REFRESH_RATIO * last_norm;
+            let ratio = norm / last_norm;
             last_norm = norm;
-            if slow && systems < MAX_SYSTEMS {
+            if ratio > REFRESH_RATIO && systems < MAX_SYSTEMS {
                 continue 'systems;
+            }
+            if ratio > GIVE_UP_RATIO {
+                // No system left and no faster than accelerated PrivLogit: hand back.
+                break 'systems;
             }
         }
     }
