@@ -163,6 +163,176 @@ pub(super) fn run<A: Aggregation>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::optimizer::{FitOptions, Optimizer, Status};
+    use crate::stopping::StoppingRule;
+    use ndarray::Array2;
+    use std::cell::Cell;
+
+    /// A concave quadratic `l(beta) = -1/2 (beta - c)^T A (beta - c)` with a diagonal `A` whose
+    /// spectrum spreads from 1 to 1e-3, the bound `I >= A`, and Newton systems that are `A`
+    /// scaled by `newton_scale` (1: exact; 3: a chord contracting by 2/3 a step; 1/3: a step
+    /// that overshoots and lowers the objective).
+    struct Quadratic {
+        a: Array1<f64>,
+        c: Array1<f64>,
+        newton_scale: f64,
+        systems: Cell<usize>,
+    }
+
+    impl Quadratic {
+        fn new(newton_scale: f64) -> Self {
+            let d = 20;
+            let a = Array1::from_shape_fn(d, |i| 10f64.powf(-3.0 * i as f64 / (d - 1) as f64));
+            let c = Array1::from_shape_fn(d, |i| 1.0 - 0.1 * i as f64);
+            let systems = Cell::new(0);
+            Self {
+                a,
+                c,
+                newton_scale,
+                systems,
+            }
+        }
+
+        fn gradient(&self, beta: &Array1<f64>) -> Array1<f64> {
+            &self.a * &(&self.c - beta)
+        }
+
+        fn objective(&self, beta: &Array1<f64>) -> f64 {
+            let r = beta - &self.c;
+            -0.5 * (&self.a * &r).dot(&r)
+        }
+    }
+
+    impl Aggregation for Quadratic {
+        type Scalar = f64;
+        type Vector = Array1<f64>;
+        type Factor = Array2<f64>;
+        type Error = std::fmt::Error;
+
+        fn dimension(&self) -> usize {
+            self.a.len()
+        }
+
+        fn sample_count(&self) -> usize {
+            1
+        }
+
+        fn bound_factor(&mut self, _: Penalty<'_>) -> Result<Option<Array2<f64>>, Self::Error> {
+            Ok(Some(Array2::eye(self.a.len())))
+        }
+
+        fn gradient_and_objective(
+            &mut self,
+            beta: &Array1<f64>,
+            _: Penalty<'_>,
+        ) -> Result<(Array1<f64>, f64), Self::Error> {
+            Ok((self.gradient(beta), self.objective(beta)))
+        }
+
+        fn newton_system(
+            &mut self,
+            beta: &Array1<f64>,
+            _: Penalty<'_>,
+        ) -> Result<NewtonSystem<Self>, Self::Error> {
+            self.systems.set(self.systems.get() + 1);
+            let inverse = self.a.mapv(|v| 1.0 / (self.newton_scale * v));
+            Ok(NewtonSystem {
+                gradient: self.gradient(beta),
+                objective: self.objective(beta),
+                factor: Some(Array2::from_diag(&inverse)),
+            })
+        }
+
+        fn solve_step(
+            &mut self,
+            factor: &Array2<f64>,
+            gradient: &Array1<f64>,
+        ) -> Result<Array1<f64>, Self::Error> {
+            Ok(factor.dot(gradient))
+        }
+
+        fn converged(
+            &mut self,
+            _: &f64,
+            _: &f64,
+            gradient: &Array1<f64>,
+            rule: &StoppingRule,
+        ) -> Result<bool, Self::Error> {
+            Ok(gradient.dot(gradient).sqrt() < rule.gradient_tolerance.unwrap_or(0.0))
+        }
+
+        fn increased(
+            &mut self,
+            candidate: &f64,
+            base: &f64,
+            slack: f64,
+        ) -> Result<bool, Self::Error> {
+            Ok(*candidate >= base - slack * base.abs())
+        }
+
+        fn sufficient_increase(
+            &mut self,
+            candidate: &f64,
+            base: &f64,
+            base_gradient: &Array1<f64>,
+            step: &Array1<f64>,
+            slack: f64,
+        ) -> Result<bool, Self::Error> {
+            Ok(*candidate >= base + 0.5 * step.dot(base_gradient) - slack)
+        }
+
+        fn peek(&self, value: &f64) -> Option<f64> {
+            Some(*value)
+        }
+    }
+
+    fn run(newton_scale: f64) -> (crate::optimizer::FitReport, Quadratic) {
+        let mut q = Quadratic::new(newton_scale);
+        let options = FitOptions::new()
+            .relative_tolerance(0.0)
+            .gradient_tolerance(Some(1e-12))
+            .max_iterations(5_000);
+        let report = Optimizer::AcceleratedPrivLogit { memory: 5 }
+            .fit(&mut q, &options, &mut |_| {})
+            .expect("fits");
+        (report, q)
+    }
+
+    /// With exact Newton systems the finish lands on the optimum in one step after its first
+    /// system; with a chord contracting by 2/3 a step it refreshes up to MAX_SYSTEMS systems,
+    /// then hands back and accelerated PrivLogit converges; with systems whose step lowers the
+    /// objective it hands back at once (no Newton step taken) and the run still converges.
+    #[test]
+    fn the_finish_hands_back_when_its_systems_do_not_help() {
+        let (exact, q) = run(1.0);
+        assert_eq!(exact.status, Status::Converged);
+        assert!(
+            exact.newton_steps >= 1 && q.systems.get() == 1,
+            "{}",
+            q.systems.get()
+        );
+        assert!((&exact.beta - &q.c).iter().all(|v| v.abs() < 1e-9));
+
+        let (slow, q) = run(3.0);
+        assert_eq!(slow.status, Status::Converged);
+        let kinds: Vec<StepKind> = slow.history.iter().map(|h| h.step).collect();
+        let first = kinds
+            .iter()
+            .position(|k| *k == StepKind::Newton)
+            .expect("a Newton step");
+        assert!(
+            kinds[first..].iter().any(|k| *k != StepKind::Newton),
+            "handed back to PrivLogit after its Newton steps"
+        );
+        assert!(q.systems.get() >= MAX_SYSTEMS);
+        assert!((&slow.beta - &q.c).iter().all(|v| v.abs() < 1e-6));
+
+        let (overshoot, q) = run(1.0 / 3.0);
+        assert_eq!(overshoot.status, Status::Converged);
+        assert_eq!(overshoot.newton_steps, 0);
+        assert!(q.systems.get() >= 1);
+        assert!((&overshoot.beta - &q.c).iter().all(|v| v.abs() < 1e-6));
+    }
 
     /// The price follows the measured ratios it is fitted to (10, 19 and 38 rounds at d = 9,
     /// 31 and 101; see `price_in_rounds`), within a fifth at d = 101 where the fit is coarsest.
