@@ -4,6 +4,7 @@ simulator (two parties, SEMI2K over the 64-bit ring, SPU's default 18 fractional
 
 import json
 import statistics
+import subprocess
 import time
 
 
@@ -18,6 +19,13 @@ def missing():
         return ("numpy, spu or sf-sml is not installed: skipped (pip install spu==0.9.5 pandas "
                 "scikit-learn \"numpy<2\"; pip install --no-deps sf-sml)")
     return None
+
+
+def timed_json(cmd):
+    """Runs a privlogit command with `--json`: its wall seconds and its parsed output."""
+    start = time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return time.perf_counter() - start, json.loads(out)
 
 
 def spu_fit(x, y, lam, epochs, learning_rate, batch_size, sig_type):

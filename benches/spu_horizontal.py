@@ -28,13 +28,10 @@ a message) when spu is missing.
 
 import argparse
 import csv
-import json
 import os
-import subprocess
 import sys
-import time
 
-from spu_common import missing, report, spu_fit
+from spu_common import missing, report, spu_fit, timed_json
 
 try:
     import numpy as np
@@ -71,9 +68,7 @@ def privlogit(binary, args, files, label, lam):
            "--quiet"]
     for f in files:
         cmd += ["--party", f]
-    start = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return time.perf_counter() - start, json.loads(out)
+    return timed_json(cmd)
 
 
 def main():

@@ -25,13 +25,10 @@ sf-sml` (sml pins an older spu and imports pandas); a release build of privlogit
 
 import argparse
 import csv
-import json
 import os
-import subprocess
 import sys
-import time
 
-from spu_common import missing, report, spu_fit
+from spu_common import missing, report, spu_fit, timed_json
 
 try:
     import numpy as np
@@ -74,9 +71,7 @@ def privlogit(binary, args, lam):
            "--lambda", str(lam), "--json", "--quiet"]
     for f in FILES:
         cmd += ["--party", os.path.join(ROOT, "data", "vertical", f)]
-    start = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return time.perf_counter() - start, json.loads(out)
+    return timed_json(cmd)
 
 
 def main():
