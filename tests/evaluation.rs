@@ -38,7 +38,7 @@ fn rows_file(name: &str, from: usize, to: usize) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("privlogit-evaluation-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(name);
-    std::fs::write(&path, out).expect("write");
+    common::write_atomically(&path, &out);
     path
 }
 

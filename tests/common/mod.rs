@@ -38,8 +38,20 @@ pub fn part_file(source: &Path, parts: usize, k: usize) -> PathBuf {
         out.push_str(row);
         out.push('\n');
     }
-    std::fs::write(&path, out).expect("write");
+    write_atomically(&path, &out);
     path
+}
+
+/// Writes `text` to `path` through a private scratch file renamed into place. Tests run in
+/// parallel and may write the same shared file at once; a rename is atomic, so a reader never
+/// sees a file another test has just truncated (CI once read such a file as empty).
+pub fn write_atomically(path: &Path, text: &str) {
+    static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut scratch = path.as_os_str().to_owned();
+    scratch.push(format!(".{n}.tmp"));
+    std::fs::write(&scratch, text).expect("write");
+    std::fs::rename(&scratch, path).expect("rename");
 }
 
 /// The label column of each shared data set.
