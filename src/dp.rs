@@ -7,6 +7,7 @@
 //!   constants;
 //! - [`noise`]: the PLR noise vector, Laplace and Gaussian samplers, seeded or OS randomness;
 //! - [`discrete`]: exact discrete Laplace and Gaussian samplers (Canonne-Kamath-Steinke 2020);
+//! - [`lattice_gaussian`]: the same discrete Gaussian for integer variances, in machine words;
 //! - [`feature_split`]: feature groups with importances and PLR-FS (transfer Algorithm 3);
 //! - [`stacking`]: PST-S and PST-F (stacking Algorithms 2-3) with their combiners;
 //! - [`transfer`]: SimComb, PPTL-FS and PST-H (transfer Algorithms 2 and 4, stacking Algorithm 4);
@@ -21,6 +22,7 @@ pub mod accounting;
 pub mod discrete;
 pub mod dphtl;
 pub mod feature_split;
+pub mod lattice_gaussian;
 pub mod ledger;
 pub mod mnist;
 pub mod noise;
