@@ -53,9 +53,12 @@ fn setup(dir: &Path) -> (Vec<PathBuf>, PathBuf) {
     (files, init)
 }
 
-/// The settings of the reference: no noise, q = 1, every coordinate as its value.
+/// The settings of the reference: DPSTGD's non-private baseline, no noise, q = 1, every
+/// coordinate as its value.
 fn reference_settings(r: &serde_json::Value) -> Vec<String> {
     vec![
+        "--mechanism".into(),
+        "dpstgd".into(),
         "--non-private".into(),
         "--q".into(),
         "1".into(),
@@ -219,6 +222,8 @@ fn a_killed_participant_stops_the_run_with_its_name_and_no_model() {
     let (mut server, at) = server(
         "3",
         &[
+            "--mechanism",
+            "dpstgd",
             "--epsilon",
             "1",
             "--iterations",
@@ -291,6 +296,8 @@ fn a_run_past_a_participants_budget_is_refused_before_training() {
     let (server, at) = server(
         "1",
         &[
+            "--mechanism",
+            "dpstgd",
             "--epsilon",
             "0.01",
             "--iterations",
@@ -322,6 +329,8 @@ fn a_run_past_a_participants_budget_is_refused_before_training() {
         &files[0].display().to_string(),
         "--label",
         "label",
+        "--mechanism",
+        "dpstgd",
         "--epsilon",
         "0.01",
         "--iterations",
@@ -358,6 +367,8 @@ fn the_dissertations_accounting_needs_an_acknowledgement() {
             &party,
             "--label",
             "label",
+            "--mechanism",
+            "dpstgd",
             "--epsilon",
             "0.01",
             "--q",
@@ -496,4 +507,105 @@ fn a_participant_refuses_a_non_private_plan_unless_it_allows_it() {
     assert!(!ok && log.contains("without noise"), "{log}");
     let (ok, log) = server.end(Duration::from_secs(60));
     assert!(!ok && log.contains("without noise"), "{log}");
+}
+
+/// The sparse Gaussian mechanism, the default: `dl train` spends at most its `--epsilon`
+/// (within the calibration's 0.1 %), charges each participant's file on `--ledger` (a second
+/// run past the ledger's total is refused before training, and writes nothing), and uploads a
+/// tenth of the parameters as about a byte each; the same plan over TCP, a server and three
+/// participant processes, trains and reports its traffic.
+#[test]
+fn sparse_gaussian_runs_spend_their_budget_charge_the_ledger_and_upload_little() {
+    let dir = fresh_dir("dl-sparse");
+    let (files, _) = setup(&dir);
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let ledger = dir.join("ledger.json").display().to_string();
+    let out = dir.join("model.json");
+    let run = |out: &Path| {
+        let out = out.display().to_string();
+        let mut args = vec!["dl", "train", "--label", "label", "--party"];
+        args.extend(names.iter().map(String::as_str));
+        args.extend([
+            "--epsilon",
+            "2",
+            "--q",
+            "0.2",
+            "--iterations",
+            "20",
+            "--hidden",
+            "50,20",
+            "--seed",
+            "3",
+            "--ledger",
+            &ledger,
+            "--ledger-total",
+            "3",
+            "--out",
+            &out,
+        ]);
+        privlogit(&args)
+    };
+    let first = run(&out);
+    let text = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{text}");
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("model")).expect("json");
+    assert_eq!(model["method"], "sparse-gaussian", "{model}");
+    let eps = model["spend_sound"][0].as_f64().expect("epsilon");
+    assert!(eps <= 2.0 && eps > 2.0 * 0.998, "{eps}");
+    assert_eq!(model["spend_sound"][1].as_f64(), Some(1e-5));
+    let dim = model["parameters"].as_array().expect("parameters").len();
+    let n = (0.1 * dim as f64).ceil();
+    let up = model["traffic"]["up_per_participant"].as_f64().expect("up") / 20.0;
+    // Header (9 bytes) and step (8), then counts of about a byte each (at most 2 here).
+    assert!(
+        up <= 17.0 + 2.0 * n && up >= 17.0 + n,
+        "{up} bytes for {n} counts"
+    );
+    assert!(text.contains("ledger"), "{text}");
+    let down = model["traffic"]["down_per_participant"]
+        .as_f64()
+        .expect("down");
+    assert!(down < 0.25 * 20.0 * 8.0 * dim as f64, "{down} bytes down");
+    let second = dir.join("second.json");
+    let refused = run(&second);
+    let text = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{text}");
+    assert!(text.contains("participant_0.csv"), "{text}");
+    assert!(!second.exists());
+
+    let remote = dir.join("remote.json");
+    let (server, at) = server(
+        "3",
+        &[
+            "--epsilon",
+            "3",
+            "--iterations",
+            "5",
+            "--out",
+            &remote.display().to_string(),
+        ],
+    );
+    let participants: Vec<Role> = names
+        .iter()
+        .enumerate()
+        .map(|(k, f)| participant(f, &at, &format!("bank-{k}"), &["--budget", "3"]))
+        .collect();
+    let (ok, log) = server.end(Duration::from_secs(120));
+    assert!(ok, "{log}");
+    for p in participants {
+        let (ok, log) = p.end(Duration::from_secs(60));
+        assert!(ok, "{log}");
+        assert!(log.contains("per participant"), "{log}");
+    }
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&remote).expect("model")).expect("json");
+    assert_eq!(model["method"], "sparse-gaussian");
+    assert!(model["traffic"]["up_per_participant"].as_f64().expect("up") > 0.0);
+    // After the first visit a participant downloads the uploads since its last one (replayed
+    // and checked against the server's checksum), not the parameters: well under half.
+    let down = model["traffic"]["down_per_participant"]
+        .as_f64()
+        .expect("down");
+    assert!(down < 0.5 * 5.0 * 8.0 * dim as f64, "{down} bytes");
 }

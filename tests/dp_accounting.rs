@@ -134,3 +134,29 @@ fn the_stored_reference_is_what_dp_accounting_prints() {
         "the stored reference is stale: regenerate it"
     );
 }
+
+/// The sparse Gaussian mechanism of `privlogit dl` (src/dl/sparse.rs) spends what dp-accounting
+/// 0.6.0 computes for the same composition: T Poisson-subsampled Gaussians at the multiplier
+/// scaled by the lattice rounding (the reference script computes that scaling itself).
+#[test]
+fn the_sparse_gaussian_mechanism_spends_what_dp_accounting_computes() {
+    let r = reference();
+    let settings = r["sparse_gaussian"].as_array().expect("settings");
+    assert!(settings.len() >= 4);
+    for s in settings {
+        let f = |k: &str| s[k].as_f64().expect("number");
+        let (n, steps) = (
+            s["n"].as_u64().expect("n") as usize,
+            s["steps"].as_u64().expect("steps"),
+        );
+        let ours =
+            privlogit::dl::sparse::spend(f("z"), f("q"), steps, f("delta"), n).expect("valid");
+        let theirs = f("epsilon");
+        assert!(
+            close(ours.epsilon, theirs),
+            "{s}: {} vs {theirs}",
+            ours.epsilon
+        );
+        assert_eq!(ours.delta, f("delta"));
+    }
+}

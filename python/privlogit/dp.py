@@ -28,7 +28,7 @@ from . import _native
 
 __all__ = [
     "Model", "Ledger", "fit", "plr", "output_perturbation", "pst_s", "pst_f", "plr_fs",
-    "pst_h", "pptl_fs", "simcomb", "dphtl", "dpstgd", "DeepModel", "predict_proba",
+    "pst_h", "pptl_fs", "simcomb", "dphtl", "dpstgd", "sparse_gaussian", "DeepModel", "predict_proba",
 ]
 
 
@@ -228,6 +228,32 @@ def dpstgd(parties, epsilon=None, *, non_private=False, q=_DL["q"], upload_ratio
         seed=seed, init=None if init is None else [float(v) for v in np.asarray(init).ravel()],
         delta=float(delta), budget=None if budget is None else float(budget), accounting=accounting,
         accept_unsound_accounting=bool(accept_unsound_accounting),
+    )
+    return DeepModel(native)
+
+
+_SPARSE = _native.defaults("dl-sparse")
+
+
+def sparse_gaussian(parties, epsilon=None, *, delta=_SPARSE["delta"], non_private=False, q=_SPARSE["q"],
+                    upload_ratio=_DL["upload_ratio"], iterations=None, bound=_SPARSE["bound"],
+                    learning_rate=_SPARSE["learning_rate"], hidden=tuple(_DL["hidden"]), seed=None, init=None,
+                    budget=None):
+    """Distributed DP deep learning with the sparse Gaussian mechanism (the sound variant of
+    DPSTGD): participants `parties` (a list of `(X, y)`) train one ReLU network through a
+    parameter server; each visit uploads the noisy sum of its minibatch's clipped gradients on
+    `upload_ratio` of the parameters (a public selection), the noise set so that each
+    participant spends at most `(epsilon, delta)` (RDP, add/remove one row). All in this process,
+    as `privlogit dl train` (same seed, same parameters). `iterations=None`: 40 per unit of
+    epsilon within 100-600. `epsilon=None` needs `non_private=True`. With `budget`, a run whose
+    epsilon would pass it is refused."""
+    native = _native.sparse_gaussian(
+        [(_matrix(x, f"participant {k}: X"), _vector(y, f"participant {k}: y")) for k, (x, y) in enumerate(parties)],
+        epsilon=None if epsilon is None else float(epsilon), non_private=bool(non_private), delta=float(delta),
+        q=float(q), upload_ratio=float(upload_ratio), iterations=None if iterations is None else int(iterations),
+        bound=float(bound), learning_rate=float(learning_rate), hidden=[int(h) for h in hidden], seed=seed,
+        init=None if init is None else [float(v) for v in np.asarray(init).ravel()],
+        budget=None if budget is None else float(budget),
     )
     return DeepModel(native)
 

@@ -340,6 +340,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dp::ledger_total, m)?)?;
     m.add_class::<dp::PyDpModel>()?;
     m.add_function(wrap_pyfunction!(dl::dpstgd, m)?)?;
+    m.add_function(wrap_pyfunction!(dl::sparse_gaussian, m)?)?;
     m.add_function(wrap_pyfunction!(accounting::basic_composition, m)?)?;
     m.add_function(wrap_pyfunction!(accounting::advanced_composition, m)?)?;
     m.add_function(wrap_pyfunction!(accounting::amplified, m)?)?;

@@ -108,6 +108,15 @@ pub fn defaults<'py>(py: Python<'py>, reader: &str) -> PyResult<Bound<'py, PyDic
         out.set_item("accounting", d.accounting)?;
         return Ok(out);
     }
+    if reader == "dl-sparse" {
+        let d = privlogit::dl::SPARSE_DEFAULTS;
+        let out = PyDict::new(py);
+        out.set_item("q", d.q)?;
+        out.set_item("bound", d.bound)?;
+        out.set_item("learning_rate", d.learning_rate)?;
+        out.set_item("delta", d.delta)?;
+        return Ok(out);
+    }
     let reader = match reader {
         "fit" => Reader::Fit,
         "study" => Reader::Study,

@@ -65,9 +65,19 @@ def test_dpstgd_keywords_take_the_librarys_defaults(cli):
         shown = parameters[key].default
         assert (list(shown) if isinstance(value, list) else shown) == value, key
     help_text = cli("dl", "train", "--help").stdout
+    sparse = _native.defaults("dl-sparse")
     for key in ("q", "upload_ratio", "iterations", "bound", "learning_rate", "delta", "accounting"):
         flag = "--" + key.replace("_", "-")
-        block = help_text[help_text.index(flag):]
-        text = re.search(r"\[default: ([^\]]+)\]", block).group(1)
+        block = help_text[re.search(rf"^\s*{flag}\b", help_text, re.M).start():]
+        text = " ".join(re.search(r"\[default: ([^\]]+)\]", block).group(1).split())
         value = library[key]
-        assert (float(text) == value) if isinstance(value, (int, float)) else (text == value), (flag, text)
+        both = re.fullmatch(r"(\S+) for sparse-gaussian, (\S+) for dpstgd", text)
+        if both:  # each mechanism's own default
+            assert float(both.group(1)) == sparse[key] and float(both.group(2)) == value, (flag, text)
+        elif key == "iterations":  # sparse-gaussian's follow epsilon
+            assert text.endswith(f"dpstgd, {value}"), (flag, text)
+        else:
+            assert (float(text) == value) if isinstance(value, (int, float)) else (text == value), (flag, text)
+    sig = inspect.signature(dp.sparse_gaussian).parameters
+    for key, value in sparse.items():
+        assert sig[key].default == value, key

@@ -106,7 +106,7 @@ def test_dpstgd_equals_dl_train(cli, tmp_path):
     parties = [privlogit.load(p, "label")[:2] for p in (A, B, C)]
     ours = dp.dpstgd(parties, epsilon=1.0, q=0.1, iterations=5, bound=0.5, seed=5, hidden=(8, 4))
     out = tmp_path / "model.json"
-    cli("dl", "train", "--party", A, B, C, "--label", "label", "--epsilon", "1", "--q", "0.1",
+    cli("dl", "train", "--party", A, B, C, "--label", "label", "--mechanism", "dpstgd", "--epsilon", "1", "--q", "0.1",
         "--iterations", "5", "--bound", "0.5", "--seed", "5", "--hidden", "8,4", "--out", out)
     theirs = json.loads(out.read_text())
     assert ours.sizes == theirs["sizes"] == [30, 8, 4, 2]
@@ -114,6 +114,29 @@ def test_dpstgd_equals_dl_train(cli, tmp_path):
     assert ours.spend["total_sound"][0] == pytest.approx(theirs["spend_sound"][0], rel=1e-15)
     p = ours.predict_proba(parties[0][0])
     assert p.shape == (190,) and np.all((p > 0) & (p < 1))
+
+
+def test_sparse_gaussian_equals_dl_train_and_spends_its_budget(cli, tmp_path):
+    # The sound mechanism, seeded: the same parameters and spend as `privlogit dl train`; the
+    # spend is at most the budget and within 0.1 % of it (the calibration's tolerance).
+    parties = [privlogit.load(p, "label")[:2] for p in (A, B, C)]
+    ours = dp.sparse_gaussian(parties, epsilon=2.0, q=0.2, iterations=6, seed=5, hidden=(8, 4))
+    out = tmp_path / "model.json"
+    cli("dl", "train", "--party", A, B, C, "--label", "label", "--epsilon", "2", "--q", "0.2",
+        "--iterations", "6", "--seed", "5", "--hidden", "8,4", "--out", out)
+    theirs = json.loads(out.read_text())
+    assert theirs["method"] == "sparse-gaussian"
+    assert np.array_equal(ours.parameters, theirs["parameters"])
+    eps, delta = ours.spend["total_sound"]
+    assert (eps, delta) == tuple(theirs["spend_sound"]) and delta == 1e-5
+    assert 2.0 * 0.998 < eps <= 2.0
+    assert ours.spend["noise_multiplier"] == pytest.approx(theirs["noise_multiplier"], rel=1e-15)
+    with pytest.raises(privlogit.PrivlogitError, match="budget"):
+        dp.sparse_gaussian(parties, epsilon=2.0, iterations=6, budget=1.0)
+    with pytest.raises(privlogit.PrivlogitError, match="non_private"):
+        dp.sparse_gaussian(parties)
+    with pytest.raises(privlogit.PrivlogitError, match="delta"):
+        dp.sparse_gaussian(parties, epsilon=1.0, delta=0.0)
 
 
 def test_dpstgd_refuses_an_unasked_non_private_run_and_a_budget_it_passes():

@@ -57,10 +57,12 @@ fn timed(
     seed: u64,
 ) -> Result<(f64, f64, f64)> {
     let network = Network::paper(parties[0].0.ncols())?;
+    let learning_rate = if settings.ternary { 0.05 } else { 0.5 };
     let plan = Plan {
         settings,
         iterations,
         hidden: crate::dl::network::PAPER_HIDDEN.to_vec(),
+        learning_rate,
     };
     std::thread::scope(|scope| -> Result<(f64, f64, f64)> {
         let mut participants: Vec<Box<dyn Participant + Send>> = Vec::new();
@@ -80,14 +82,14 @@ fn timed(
             }));
             let joined = remote::read_join(&mut near, "participant")?;
             participants.push(Box::new(RemoteParticipant::welcome(
-                near, joined, &network, &plan,
+                near, joined, &network, &plan, k,
             )?));
         }
         let before: Vec<(u64, u64)> = participants.iter().map(|p| p.traffic()).collect();
         let initial = network.initial_parameters(&mut server::generator(Some(seed), 0));
         let schedule = Schedule {
             iterations,
-            learning_rate: if settings.ternary { 0.05 } else { 0.5 },
+            learning_rate,
             settings,
         };
         let started = Instant::now();
@@ -139,11 +141,13 @@ pub fn run(args: DlBenchArgs) -> Result<()> {
         upload_ratio: args.upload_ratio,
         bound: 0.1,
         ternary: true,
+        sparse: None,
     };
     let plain = Settings {
         epsilon: None,
         upload_ratio: 1.0,
         ternary: false,
+        sparse: None,
         ..dpstgd
     };
     say!(

@@ -281,6 +281,7 @@ mod tests {
             upload_ratio: ratio,
             bound: 1.0,
             ternary: true,
+            sparse: None,
         }
     }
 

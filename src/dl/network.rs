@@ -105,6 +105,12 @@ impl Network {
         self.sizes.windows(2).map(|w| w[1] * (w[0] + 1)).sum()
     }
 
+    /// Parameters after the first layer's (the layers that read hidden units): the sparse
+    /// Gaussian mechanism uploads them every visit when they fit.
+    pub fn head_parameters(&self) -> usize {
+        self.parameter_count() - self.sizes[1] * (self.sizes[0] + 1)
+    }
+
     /// Glorot-uniform weights and zero biases (see the module).
     pub fn initial_parameters<R: Rng + ?Sized>(&self, rng: &mut R) -> Vec<f64> {
         let mut params = Vec::with_capacity(self.parameter_count());

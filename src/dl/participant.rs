@@ -20,6 +20,7 @@ use rand::RngExt;
 use super::DlError;
 use super::network::Network;
 use super::rntn;
+use super::sparse::{self, Sparse};
 use super::upload::Upload;
 use crate::dp::noise::CryptoRngBox;
 
@@ -37,11 +38,49 @@ pub struct Settings {
     pub bound: f64,
     /// Upload `B sign(...)` (eq. 3.6) rather than the values (the non-private baseline).
     pub ternary: bool,
+    /// Run the sparse Gaussian mechanism ([`super::sparse`]) instead of DPSTGD: then `bound`
+    /// is its clipping norm `C`, and `epsilon` and `ternary` are unused (`None`, `false`).
+    pub sparse: Option<Sparse>,
 }
 
 impl Settings {
+    /// Whether uploads carry noise.
+    pub fn is_private(&self) -> bool {
+        match self.sparse {
+            Some(s) => s.noise_multiplier.is_some(),
+            None => self.epsilon.is_some(),
+        }
+    }
+
+    /// The mechanism's name, as the command line and model files give it.
+    pub fn mechanism(&self) -> &'static str {
+        if self.sparse.is_some() {
+            "sparse-gaussian"
+        } else {
+            "dpstgd"
+        }
+    }
+
     /// Refuses out-of-range settings by name.
     pub fn validate(&self) -> Result<(), DlError> {
+        if let Some(sparse) = self.sparse {
+            if self.epsilon.is_some() || self.ternary {
+                return Err(DlError::setting(
+                    "mechanism",
+                    "sparse-gaussian",
+                    "takes no per-release epsilon and uploads no signs",
+                ));
+            }
+            if let Some(z) = sparse.noise_multiplier
+                && !(z.is_finite() && z > 0.0)
+            {
+                return Err(DlError::setting(
+                    "noise multiplier",
+                    z,
+                    "must be positive and finite",
+                ));
+            }
+        }
         if let Some(e) = self.epsilon
             && !(e.is_finite() && e > 0.0)
         {
@@ -88,6 +127,7 @@ pub struct Trainer {
     x: Array2<f64>,
     labels: Vec<bool>,
     rng: Box<dyn CryptoRngBox + Send>,
+    position: usize,
     sum: Vec<f64>,
     example: Vec<f64>,
     row: Vec<f64>,
@@ -129,10 +169,18 @@ impl Trainer {
             labels: y.iter().map(|&v| v > 0.5).collect(),
             x,
             rng,
+            position: 0,
             sum: vec![0.0; dim],
             example: vec![0.0; dim],
             network,
         })
+    }
+
+    /// This participant's place in the server's round robin (0-based): the sparse Gaussian
+    /// mechanism's public selection depends on it.
+    pub fn at_position(mut self, position: usize) -> Self {
+        self.position = position;
+        self
     }
 
     /// Rows held.
@@ -150,9 +198,23 @@ impl Trainer {
         2.0 * self.settings.bound / self.expected_batch()
     }
 
-    /// Algorithm 2 at parameters `params`: the upload.
-    pub fn step(&mut self, params: &[f64]) -> Result<Upload, DlError> {
+    /// The upload for `params` at `iteration` (1-based): Algorithm 2, or the sparse Gaussian
+    /// mechanism's visit.
+    pub fn step(&mut self, params: &[f64], iteration: u64) -> Result<Upload, DlError> {
         self.network.check_parameters(params)?;
+        if let Some(s) = self.settings.sparse {
+            return sparse::step(
+                &self.network,
+                s,
+                &self.settings,
+                self.position,
+                &self.x,
+                &self.labels,
+                &mut *self.rng,
+                params,
+                iteration,
+            );
+        }
         let Settings { q, bound, .. } = self.settings;
         // Steps 1-3: Poisson sample, per-example gradients clipped per coordinate (eq. 3.3),
         // summed.
@@ -239,6 +301,7 @@ mod tests {
             upload_ratio: 1.0,
             bound: 0.1,
             ternary: false,
+            sparse: None,
         };
         let x = Array2::from_shape_fn((40, 3), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 11.0);
         let y = Array1::from_shape_fn(40, |i| (i % 3 == 0) as u8 as f64);
@@ -250,7 +313,7 @@ mod tests {
         // The grid laplace_mechanism uses: the scale's, or the next power of two up.
         let grid = crate::dp::discrete::grid_for(sensitivity).expect("grid");
         for _ in 0..5 {
-            let Upload::Values { entries, .. } = trainer.step(&params).expect("step") else {
+            let Upload::Values { entries, .. } = trainer.step(&params, 1).expect("step") else {
                 panic!("values expected");
             };
             assert!(!entries.is_empty());

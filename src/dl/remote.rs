@@ -5,7 +5,8 @@
 //!
 //! Frames are the secure study's (`protocols::secure::wire`: session id, sequence offset,
 //! step, bounded length), with its steps reused: `Join` (participant: name, features, rows),
-//! `Welcome` (server: session, Algorithm 2's settings, iterations, hidden widths),
+//! `Welcome` (server: session, the mechanism's settings, its selection seed, the participant's
+//! round-robin position, iterations, hidden widths),
 //! `Gradient` (server: iteration and parameters) answered by `GradientReply` (the encoded
 //! upload), and `Done` (server: the final parameters).
 
@@ -14,10 +15,17 @@ use privlogit_protocols::secure::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use rand::RngExt;
 
 use super::DlError;
+use super::download::{self, Applied, Replay};
 use super::network::Network;
 use super::participant::{Settings, Trainer};
 use super::server::Participant;
+use super::sparse::Sparse;
 use super::upload::Upload;
+
+/// A `Gradient` message's kinds: the whole parameter vector, or the uploads since the
+/// participant's last visit ([`super::download`]).
+const FULL: u64 = 0;
+const DELTA: u64 = 1;
 
 /// What the server announces in its welcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +36,8 @@ pub struct Plan {
     pub iterations: u64,
     /// Hidden layer widths.
     pub hidden: Vec<usize>,
+    /// The server's learning rate (a participant replays uploads with it).
+    pub learning_rate: f64,
 }
 
 /// A participant's join, as the server reads it.
@@ -80,13 +90,15 @@ pub fn read_join<C: Channel>(channel: &mut C, label: &str) -> Result<Joined, DlE
 }
 
 impl<C: Channel> RemoteParticipant<C> {
-    /// Welcomes a participant that joined with `joined` to the run of `plan` on `network`:
-    /// refused (with the reason) if its features do not fit the network.
+    /// Welcomes a participant that joined with `joined` to the run of `plan` on `network`, at
+    /// `position` of the round robin: refused (with the reason) if its features do not fit
+    /// the network.
     pub fn welcome(
         mut channel: C,
         joined: Joined,
         network: &Network,
         plan: &Plan,
+        position: usize,
     ) -> Result<Self, DlError> {
         if joined.features != network.inputs() {
             return Err(DlError::Participant {
@@ -108,7 +120,16 @@ impl<C: Channel> RemoteParticipant<C> {
                 s.upload_ratio,
                 s.bound,
                 if s.ternary { 1.0 } else { 0.0 },
+                // The sparse Gaussian mechanism: 1, its noise multiplier (NaN: none), and the
+                // public selection seed; DPSTGD: 0.
+                if s.sparse.is_some() { 1.0 } else { 0.0 },
+                s.sparse
+                    .and_then(|p| p.noise_multiplier)
+                    .unwrap_or(f64::NAN),
+                plan.learning_rate,
             ])
+            .u64(s.sparse.map_or(0, |p| p.seed))
+            .u64(position as u64)
             .u64(plan.iterations)
             .u64(plan.hidden.len() as u64);
         for &h in &plan.hidden {
@@ -139,12 +160,30 @@ impl<C: Channel> Participant for RemoteParticipant<C> {
         &self.joined.name
     }
 
-    fn train(&mut self, params: &[f64], iteration: u64) -> Result<Upload, DlError> {
+    fn train(
+        &mut self,
+        params: &[f64],
+        iteration: u64,
+        since: Option<&[Applied]>,
+    ) -> Result<Upload, DlError> {
         let fail = |what: &str, e: String| DlError::Participant {
             participant: self.joined.name.clone(),
             reason: format!("iteration {iteration}, {what}: {e}"),
         };
-        let payload = Writer::new().u64(iteration).f64s(params).finish();
+        let payload = match since {
+            None => Writer::new().u64(iteration).u64(FULL).f64s(params).finish(),
+            Some(entries) => {
+                let mut w = Writer::new()
+                    .u64(iteration)
+                    .u64(DELTA)
+                    .u64(download::checksum(params))
+                    .u64(entries.len() as u64);
+                for e in entries {
+                    w = w.u64(e.iteration).u64(e.position as u64).bytes(&e.bytes);
+                }
+                w.finish()
+            }
+        };
         wire::send(&mut self.channel, self.session, Step::Gradient, &payload)
             .map_err(|e| fail("sending the parameters", io_err(e)))?;
         let (_, reply) = wire::recv(&mut self.channel, self.session, &[Step::GradientReply])
@@ -192,11 +231,21 @@ pub fn serve<C: Channel>(
     wire::send(channel, HANDSHAKE, Step::Join, &join).map_err(|e| fail("joining", io_err(e)))?;
     let (_, welcome) = wire::recv(channel, HANDSHAKE, &[Step::Welcome])
         .map_err(|e| fail("waiting for the welcome", io_err(e)))?;
-    let (session, plan) = read_welcome(&welcome).map_err(|e| fail("reading the welcome", e))?;
+    let (session, plan, position) =
+        read_welcome(&welcome).map_err(|e| fail("reading the welcome", e))?;
     let network = Network::new(x.ncols(), &plan.hidden)?;
     consent(&plan, &network)?;
     let dim = network.parameter_count();
-    let mut trainer = Trainer::new(network, plan.settings, x, y, rng)?;
+    let replay = plan.settings.sparse.map(|s| Replay {
+        seed: s.seed,
+        dim: network.parameter_count(),
+        n: plan.settings.upload_count(network.parameter_count()),
+        head: network.head_parameters(),
+        rate: plan.learning_rate,
+        bound: plan.settings.bound,
+    });
+    let mut copy: Vec<f64> = Vec::new();
+    let mut trainer = Trainer::new(network, plan.settings, x, y, rng)?.at_position(position);
     // The budget was agreed for the plan's iterations: never upload more, nor twice for one.
     let mut served = 0u64;
     loop {
@@ -217,14 +266,50 @@ pub fn serve<C: Channel>(
             }
             return Ok(params);
         }
-        let read = |r: &mut Reader<'_>| -> std::io::Result<(u64, Vec<f64>)> {
-            let t = r.u64()?;
-            let p = r.f64s()?;
-            Ok((t, p))
-        };
-        let (iteration, params) =
-            read(&mut r).map_err(|e| fail("reading parameters", io_err(e)))?;
+        let iteration = r.u64().map_err(|e| fail("reading parameters", io_err(e)))?;
+        let kind = r.u64().map_err(|e| fail("reading parameters", io_err(e)))?;
+        match kind {
+            FULL => {
+                copy = r
+                    .f64s()
+                    .map_err(|e| fail("reading parameters", io_err(e)))?;
+            }
+            DELTA => {
+                let (Some(replay), false) = (replay, copy.is_empty()) else {
+                    return Err(fail(
+                        &format!("iteration {iteration}"),
+                        "uploads to replay before any parameters (or in a run without grid \
+                         uploads)"
+                            .into(),
+                    ));
+                };
+                let read = |r: &mut Reader<'_>| -> std::io::Result<_> {
+                    let expected = r.u64()?;
+                    let count = r.u64()?;
+                    if count > 1 << 16 {
+                        return Err(std::io::Error::other(format!("{count} uploads to replay")));
+                    }
+                    let mut entries = Vec::with_capacity(count as usize);
+                    for _ in 0..count {
+                        let t = r.u64()?;
+                        let k = r.u64()? as usize;
+                        entries.push((t, k, r.bytes()?.to_vec()));
+                    }
+                    Ok((expected, entries))
+                };
+                let (expected, entries) =
+                    read(&mut r).map_err(|e| fail("reading the uploads since", io_err(e)))?;
+                replay.apply(&mut copy, &entries, expected)?;
+            }
+            other => {
+                return Err(fail(
+                    &format!("iteration {iteration}"),
+                    format!("a message of unknown kind {other}"),
+                ));
+            }
+        }
         r.end().map_err(|e| fail("reading parameters", io_err(e)))?;
+        let params = copy.clone();
         if iteration != served + 1 || iteration > plan.iterations {
             return Err(fail(
                 &format!("iteration {iteration}"),
@@ -245,7 +330,7 @@ pub fn serve<C: Channel>(
                 ),
             ));
         }
-        let upload = trainer.step(&params)?;
+        let upload = trainer.step(&params, iteration)?;
         wire::send(channel, session, Step::GradientReply, &upload.encode()).map_err(|e| {
             fail(
                 &format!("iteration {iteration}, sending the upload"),
@@ -256,13 +341,21 @@ pub fn serve<C: Channel>(
     }
 }
 
-fn read_welcome(payload: &[u8]) -> Result<(u64, Plan), String> {
+fn read_welcome(payload: &[u8]) -> Result<(u64, Plan, usize), String> {
     let mut r = Reader::new(payload);
     let session = r.u64().map_err(io_err)?;
     let s = r.f64s().map_err(io_err)?;
-    if s.len() != 5 {
-        return Err(format!("{} settings, expected 5", s.len()));
+    if s.len() != 8 {
+        return Err(format!("{} settings, expected 8", s.len()));
     }
+    if !(s[7].is_finite() && s[7] > 0.0) {
+        return Err(format!("a learning rate of {}", s[7]));
+    }
+    let seed = r.u64().map_err(io_err)?;
+    let position = usize::try_from(r.u64().map_err(io_err)?)
+        .ok()
+        .filter(|&p| p < 1 << 20)
+        .ok_or("a round-robin position past 2^20")?;
     let iterations = r.u64().map_err(io_err)?;
     let layers = r.u64().map_err(io_err)?;
     if layers > 16 {
@@ -285,6 +378,10 @@ fn read_welcome(payload: &[u8]) -> Result<(u64, Plan), String> {
         upload_ratio: s[2],
         bound: s[3],
         ternary: s[4] == 1.0,
+        sparse: (s[5] == 1.0).then(|| Sparse {
+            noise_multiplier: (!s[6].is_nan()).then_some(s[6]),
+            seed,
+        }),
     };
     settings.validate().map_err(|e| e.to_string())?;
     Ok((
@@ -293,7 +390,9 @@ fn read_welcome(payload: &[u8]) -> Result<(u64, Plan), String> {
             settings,
             iterations,
             hidden,
+            learning_rate: s[7],
         },
+        position,
     ))
 }
 
@@ -312,9 +411,11 @@ mod tests {
                 upload_ratio: 0.5,
                 bound: 0.1,
                 ternary: true,
+                sparse: None,
             },
             iterations,
             hidden: vec![3],
+            learning_rate: 0.1,
         }
     }
 
@@ -339,13 +440,15 @@ mod tests {
             });
             let joined = read_join(&mut server_end, "p").expect("join");
             let network = Network::new(2, &[3]).expect("valid");
-            let mut remote = RemoteParticipant::welcome(server_end, joined, &network, &plan(2))
+            let mut remote = RemoteParticipant::welcome(server_end, joined, &network, &plan(2), 0)
                 .expect("welcome");
             let params = vec![0.1; network.parameter_count()];
-            assert!(remote.train(&params, asked[0]).is_ok());
+            assert!(remote.train(&params, asked[0], None).is_ok());
             // The second ask: fine if it is iteration 2, refused if it repeats iteration 1.
-            let second = remote.train(&params, asked[1]);
-            let third = second.is_ok().then(|| remote.train(&params, asked[2]));
+            let second = remote.train(&params, asked[1], None);
+            let third = second
+                .is_ok()
+                .then(|| remote.train(&params, asked[2], None));
             let outcome = worker.join().expect("thread");
             let text = format!("{}", outcome.expect_err("refused"));
             assert!(text.contains("out of turn"), "{text}");

@@ -3,6 +3,7 @@
 //! updates the parameters by eq. (3.1), `W := W - r G~`, before the next one is contacted.
 
 use super::DlError;
+use super::download::{self, Applied, Seen};
 use super::network::Network;
 use super::participant::Trainer;
 use super::upload::Upload;
@@ -11,8 +12,15 @@ use super::upload::Upload;
 pub trait Participant {
     /// Its name, for messages.
     fn name(&self) -> &str;
-    /// Runs Algorithm 2 at `params` and returns the upload.
-    fn train(&mut self, params: &[f64], iteration: u64) -> Result<Upload, DlError>;
+    /// Runs Algorithm 2 at `params` and returns the upload. `since`: the uploads applied since
+    /// the participant's own last one (that one first), when it may be sent those instead of
+    /// the parameters ([`super::download`]).
+    fn train(
+        &mut self,
+        params: &[f64],
+        iteration: u64,
+        since: Option<&[Applied]>,
+    ) -> Result<Upload, DlError>;
     /// Hands over the final parameters (Algorithm 1 returns `W` to everyone).
     fn finish(&mut self, _params: &[f64]) -> Result<(), DlError> {
         Ok(())
@@ -47,16 +55,22 @@ impl Participant for LocalParticipant {
         &self.name
     }
 
-    fn train(&mut self, params: &[f64], _iteration: u64) -> Result<Upload, DlError> {
+    fn train(
+        &mut self,
+        params: &[f64],
+        iteration: u64,
+        since: Option<&[Applied]>,
+    ) -> Result<Upload, DlError> {
         let upload = self
             .trainer
-            .step(params)
+            .step(params, iteration)
             .map_err(|e| DlError::Participant {
                 participant: self.name.clone(),
                 reason: e.to_string(),
             })?;
-        // What the transport would carry: the parameters down, the encoded upload up.
-        self.download += 8 * params.len() as u64;
+        // What the transport would carry: the parameters (or the uploads since the last visit)
+        // down, the encoded upload up.
+        self.download += since.map_or(8 * params.len() as u64, download::delta_bytes);
         self.upload += upload.encode().len() as u64;
         Ok(upload)
     }
@@ -105,35 +119,58 @@ pub fn train(
             "training needs at least one",
         ));
     }
+    let dim = params.len();
+    let limit = schedule.settings.upload_count(dim);
+    let head = network.head_parameters();
+    // Grid uploads as applied, and where each participant's copy stands: a participant is sent
+    // the uploads since its own last one instead of the parameters.
+    let mut log: Vec<Applied> = Vec::new();
+    let mut seen = vec![Seen::default(); participants.len()];
     for t in 1..=schedule.iterations {
-        for p in participants.iter_mut() {
-            let upload = p.train(&params, t)?;
+        for (position, p) in participants.iter_mut().enumerate() {
+            let upload = p.train(&params, t, seen[position].since(&log))?;
             let refuse = |why: String| DlError::Participant {
                 participant: p.name().to_string(),
                 reason: format!("iteration {t}: {why}"),
             };
-            if upload.dim() != params.len() {
+            if upload.dim() != dim {
                 return Err(refuse(format!(
-                    "an upload for {} parameters, the network has {}",
+                    "an upload for {} parameters, the network has {dim}",
                     upload.dim(),
-                    params.len()
                 )));
             }
-            let limit = schedule.settings.upload_count(params.len());
-            let ternary = matches!(upload, Upload::Ternary { .. });
-            if ternary != schedule.settings.ternary || upload.len() > limit {
+            let expected = match (schedule.settings.sparse, schedule.settings.ternary) {
+                (Some(s), _) if s.noise_multiplier.is_some() => "grid",
+                (_, true) => "ternary",
+                _ => "valued",
+            };
+            let grid = matches!(upload, Upload::Grid { .. });
+            if upload.kind() != expected || upload.len() > limit || (grid && upload.len() != limit)
+            {
                 return Err(refuse(format!(
-                    "an upload of {} {} coordinates, the plan allows at most {limit} {}",
+                    "an upload of {} {} coordinates, the plan allows at most {limit} {expected}",
                     upload.len(),
-                    if ternary { "ternary" } else { "valued" },
-                    if schedule.settings.ternary {
-                        "ternary"
-                    } else {
-                        "valued"
-                    }
+                    upload.kind(),
                 )));
             }
-            upload.apply(&mut params, schedule.learning_rate, schedule.settings.bound);
+            let selection = match schedule.settings.sparse {
+                Some(s) if grid => super::sparse::selection(s.seed, dim, limit, head, t, position),
+                _ => Vec::new(),
+            };
+            upload.apply(
+                &mut params,
+                schedule.learning_rate,
+                schedule.settings.bound,
+                &selection,
+            );
+            if grid {
+                log.push(Applied {
+                    iteration: t,
+                    position,
+                    bytes: upload.encode(),
+                });
+                seen[position].uploaded(log.len() - 1);
+            }
         }
         on_iteration(t, &params)?;
     }
@@ -194,7 +231,8 @@ pub fn train_in_process(
         .map_err(|e| DlError::Participant {
             participant: p.name.clone(),
             reason: e.to_string(),
-        })?;
+        })?
+        .at_position(k);
         participants.push(Box::new(LocalParticipant::new(p.name.clone(), trainer)));
     }
     let params = match initial {
@@ -218,7 +256,7 @@ mod tests {
         fn name(&self) -> &str {
             "rogue"
         }
-        fn train(&mut self, _: &[f64], _: u64) -> Result<Upload, DlError> {
+        fn train(&mut self, _: &[f64], _: u64, _: Option<&[Applied]>) -> Result<Upload, DlError> {
             Ok(self.0.clone())
         }
         fn traffic(&self) -> (u64, u64) {
@@ -238,6 +276,7 @@ mod tests {
             upload_ratio: 0.2,
             bound: 0.1,
             ternary: true,
+            sparse: None,
         };
         let schedule = Schedule {
             iterations: 1,

@@ -4,8 +4,10 @@
 //! public setting: either the selected indices with the sign in the top bit (4 bytes each) or
 //! two bits per coordinate, whichever is shorter. An exact upload (no ternarization: noisy
 //! values on the noise's grid, see [`crate::dp::noise::laplace_mechanism`], or the non-private
-//! baseline's plain values) carries `f64` values, sparse or dense. Decoding checks every length,
-//! index and value against the public dimension before it is used.
+//! baseline's plain values) carries `f64` values, sparse or dense. A grid upload (the sparse
+//! Gaussian mechanism) carries its step and whole counts as zig-zag varints, its indices being
+//! the public selection. Decoding checks every length, index and value against the public
+//! dimension before it is used.
 
 /// One participant's step.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,19 +26,32 @@ pub enum Upload {
         /// Increasing indices with their values.
         entries: Vec<(u32, f64)>,
     },
+    /// Whole counts of a grid step at the coordinates of a public selection (the sparse
+    /// Gaussian mechanism: the indices are implied, [`super::sparse::selection`]).
+    Grid {
+        /// Parameters of the network.
+        dim: usize,
+        /// The value of one count.
+        step: f64,
+        /// Counts, one per selected coordinate in increasing index order.
+        counts: Vec<i64>,
+    },
 }
 
 const TERNARY_SPARSE: u8 = 1;
 const TERNARY_DENSE: u8 = 2;
 const VALUES_SPARSE: u8 = 3;
 const VALUES_DENSE: u8 = 4;
+const GRID: u8 = 5;
 const SIGN_BIT: u32 = 1 << 31;
 
 impl Upload {
     /// Parameters of the network it updates.
     pub fn dim(&self) -> usize {
         match self {
-            Upload::Ternary { dim, .. } | Upload::Values { dim, .. } => *dim,
+            Upload::Ternary { dim, .. } | Upload::Values { dim, .. } | Upload::Grid { dim, .. } => {
+                *dim
+            }
         }
     }
 
@@ -45,6 +60,16 @@ impl Upload {
         match self {
             Upload::Ternary { entries, .. } => entries.len(),
             Upload::Values { entries, .. } => entries.len(),
+            Upload::Grid { counts, .. } => counts.len(),
+        }
+    }
+
+    /// Its kind, for messages: `ternary`, `valued` or `grid`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Upload::Ternary { .. } => "ternary",
+            Upload::Values { .. } => "valued",
+            Upload::Grid { .. } => "grid",
         }
     }
 
@@ -54,8 +79,9 @@ impl Upload {
     }
 
     /// Algorithm 1, eq. (3.1): `W := W - rate G~`, where a ternary sign stands for `bound` times
-    /// itself.
-    pub fn apply(&self, params: &mut [f64], rate: f64, bound: f64) {
+    /// itself and a grid count for its step at the coordinates `selection` (the caller checks
+    /// that it has one index per count).
+    pub fn apply(&self, params: &mut [f64], rate: f64, bound: f64, selection: &[u32]) {
         match self {
             Upload::Ternary { entries, .. } => {
                 for &(j, s) in entries {
@@ -65,6 +91,11 @@ impl Upload {
             Upload::Values { entries, .. } => {
                 for &(j, v) in entries {
                     params[j as usize] -= rate * v;
+                }
+            }
+            Upload::Grid { step, counts, .. } => {
+                for (&j, &c) in selection.iter().zip(counts) {
+                    params[j as usize] -= rate * step * c as f64;
                 }
             }
         }
@@ -106,6 +137,19 @@ impl Upload {
                         out.extend_from_slice(&j.to_le_bytes());
                         out.extend_from_slice(&v.to_le_bytes());
                     }
+                }
+            }
+            Upload::Grid { step, counts, .. } => {
+                header(&mut out, GRID, dim, counts.len());
+                out.extend_from_slice(&step.to_le_bytes());
+                for &c in counts {
+                    // Zig-zag, then LEB128: small counts of either sign take one byte.
+                    let mut v = ((c << 1) ^ (c >> 63)) as u64;
+                    while v >= 0x80 {
+                        out.push((v as u8) | 0x80);
+                        v >>= 7;
+                    }
+                    out.push(v as u8);
                 }
             }
         }
@@ -220,6 +264,39 @@ impl Upload {
                 }
                 Ok(Upload::Values { dim, entries })
             }
+            GRID => {
+                if body.len() < 8 {
+                    return Err("a grid upload without its step".into());
+                }
+                let step = f64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
+                if !(step.is_finite() && step > 0.0) {
+                    return Err(format!("a grid step of {step}"));
+                }
+                let mut counts = Vec::with_capacity(count);
+                let mut bytes = body[8..].iter();
+                for k in 0..count {
+                    let mut v: u64 = 0;
+                    let mut shift = 0;
+                    loop {
+                        let Some(&b) = bytes.next() else {
+                            return Err(format!("a grid upload cut short at count {k} of {count}"));
+                        };
+                        if shift > 63 {
+                            return Err(format!("grid count {k} is longer than 64 bits"));
+                        }
+                        v |= u64::from(b & 0x7f) << shift;
+                        shift += 7;
+                        if b & 0x80 == 0 {
+                            break;
+                        }
+                    }
+                    counts.push(((v >> 1) as i64) ^ -((v & 1) as i64));
+                }
+                if bytes.next().is_some() {
+                    return Err(format!("a grid upload with bytes past its {count} counts"));
+                }
+                Ok(Upload::Grid { dim, step, counts })
+            }
             other => Err(format!("an upload of unknown kind {other}")),
         }
     }
@@ -256,12 +333,38 @@ mod tests {
             dim,
             entries: (0..37).map(|j| (j, j as f64 * 0.1)).collect(),
         };
-        for u in [&few, &many, &sparse, &dense] {
+        let grid = Upload::Grid {
+            dim,
+            step: 0.125,
+            counts: vec![0, -1, 63, -64, 64, 1 << 40, i64::MIN, i64::MAX],
+        };
+        for u in [&few, &many, &sparse, &dense, &grid] {
             assert_eq!(&Upload::decode(&u.encode(), dim).expect("valid"), u);
         }
         assert_eq!(few.encode()[0], TERNARY_SPARSE);
         assert_eq!(many.encode()[0], TERNARY_DENSE);
         assert_eq!(many.encode().len(), 9 + 10);
+        // Counts within -64..=63 take one byte each.
+        let small = Upload::Grid {
+            dim,
+            step: 1.0,
+            counts: (-64..64).collect(),
+        };
+        assert_eq!(small.encode().len(), 9 + 8 + 128);
+        let mut cut = grid.encode();
+        cut.pop();
+        assert!(
+            Upload::decode(&cut, dim)
+                .expect_err("refused")
+                .contains("cut short")
+        );
+        let mut long = grid.encode();
+        long.push(0);
+        assert!(
+            Upload::decode(&long, dim)
+                .expect_err("refused")
+                .contains("past")
+        );
     }
 
     #[test]

@@ -178,6 +178,7 @@ pub fn run_point(
         upload_ratio: point.upload_ratio,
         bound: training.bound,
         ternary: private,
+        sparse: None,
     };
     let schedule = Schedule {
         iterations: training.iterations,
@@ -237,6 +238,7 @@ pub fn run(
             upload_ratio: p.upload_ratio,
             bound: training.bound,
             ternary: true,
+            sparse: None,
         };
         p.spend = budget::spend(&settings, dim, training.iterations, 0.0)?
             .map(|s| (s.total_sound.epsilon, s.total_dissertation.epsilon));

@@ -80,6 +80,17 @@ pub enum DlCommand {
     Participant(ParticipantArgs),
 }
 
+/// Which mechanism the participants run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MechanismArg {
+    /// Clipped gradients with Gaussian noise on a public selection of coordinates, accounted by
+    /// RDP: `--epsilon` and `--delta` are each participant's total budget.
+    SparseGaussian,
+    /// The dissertation's DPSTGD (Report-Noisy-Top-N and ternary signs): `--epsilon` is each
+    /// release's, and its sound total is in the thousands at useful settings.
+    Dpstgd,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum AccountingArg {
     /// Counts eq. (3.6)'s signs and amplifies once per minibatch (sound).
@@ -98,9 +109,19 @@ struct PrivacyArgs {
     /// How the spend is composed.
     #[arg(long, value_enum, default_value = crate::dl::DEFAULTS.accounting)]
     accounting: AccountingArg,
-    /// The delta allowed (0: pure differential privacy; > 0 allows advanced composition).
-    #[arg(long, default_value_t = crate::dl::DEFAULTS.delta)]
-    delta: f64,
+    /// The delta allowed (dpstgd: 0 is pure differential privacy, > 0 allows advanced
+    /// composition) [default: 0.00001 for sparse-gaussian, 0 for dpstgd].
+    #[arg(long)]
+    delta: Option<f64>,
+    /// A privacy ledger (as `dp fit --ledger`): each participant's data file is charged the
+    /// run's sound epsilon when training starts (refused past the ledger's total); with
+    /// `dl participant`, this participant's file.
+    #[arg(long, value_name = "FILE")]
+    ledger: Option<PathBuf>,
+    /// Total epsilon each data set may spend across the runs recorded in --ledger (needed to
+    /// create the ledger).
+    #[arg(long, value_name = "TOTAL", requires = "ledger")]
+    ledger_total: Option<f64>,
     /// Let `--accounting dissertation` decide against `--budget` although its figure is not a
     /// privacy bound (both figures are printed and written with the model either way).
     #[arg(long)]
@@ -126,10 +147,20 @@ impl PrivacyArgs {
         }
     }
 
-    /// The run's spend once it is done, both figures, the unsound one named as such.
-    fn report(&self, spend: Option<&Spend>) {
-        if let Some(s) = spend {
-            say!(
+    /// The delta of a run of `settings`: as given, or the mechanism's default.
+    fn delta(&self, settings: &Settings) -> f64 {
+        self.delta.unwrap_or(if settings.sparse.is_some() {
+            crate::dl::SPARSE_DEFAULTS.delta
+        } else {
+            crate::dl::DEFAULTS.delta
+        })
+    }
+
+    /// The run's spend once it is done (for DPSTGD both figures, the unsound one named as
+    /// such).
+    fn report(&self, spend: Option<&RunSpend>) {
+        match spend {
+            Some(RunSpend::Dpstgd(s)) => say!(
                 "privacy spent: epsilon {:.4} (delta {:.1e}) sound; {:.4} by the dissertation's \
                  Theorem 3.3.2, which is not a privacy bound{}",
                 s.total_sound.epsilon,
@@ -140,7 +171,13 @@ impl PrivacyArgs {
                 } else {
                     ""
                 }
-            );
+            ),
+            Some(RunSpend::Sparse { total, .. }) => say!(
+                "privacy spent: epsilon {:.4} (delta {:.1e}) per participant (RDP, add/remove one row)",
+                total.epsilon,
+                total.delta
+            ),
+            None => {}
         }
     }
 
@@ -150,19 +187,47 @@ impl PrivacyArgs {
         settings: &Settings,
         network: &Network,
         iterations: u64,
-    ) -> Result<Option<Spend>> {
+    ) -> Result<Option<RunSpend>> {
         let dim = network.parameter_count();
+        let delta = self.delta(settings);
+        if let Some(sparse) = settings.sparse {
+            let Some(z) = sparse.noise_multiplier else {
+                say!(
+                    "warning: no noise (--non-private): the uploads are not differentially private"
+                );
+                return Ok(None);
+            };
+            let n = settings.upload_count(dim);
+            let total = crate::dl::sparse::spend(z, settings.q, iterations, delta, n)?;
+            if let Some(b) = self.budget
+                && total.epsilon > b
+            {
+                bail!(
+                    "{iterations} iterations would spend epsilon {:.4} (delta {delta:.1e}), past the budget {b}",
+                    total.epsilon
+                );
+            }
+            say!(
+                "privacy: sparse Gaussian, noise multiplier {z:.4}, q {}, {iterations} iterations: epsilon {:.4} (delta {delta:.1e}) per participant (RDP, add/remove one row)",
+                settings.q,
+                total.epsilon
+            );
+            return Ok(Some(RunSpend::Sparse {
+                total,
+                noise_multiplier: z,
+            }));
+        }
         let spend = match self.budget {
             Some(b) => Some(budget::check(
                 settings,
                 dim,
                 iterations,
-                self.delta,
+                delta,
                 self.accounting(),
                 self.accept_unsound_accounting,
                 b,
             )?),
-            None => budget::spend(settings, dim, iterations, self.delta)?,
+            None => budget::spend(settings, dim, iterations, delta)?,
         };
         match &spend {
             None => say!(
@@ -178,34 +243,78 @@ impl PrivacyArgs {
                 s.total_dissertation.epsilon
             ),
         }
-        Ok(spend)
+        Ok(spend.map(RunSpend::Dpstgd))
+    }
+
+    /// Charges `files` the run's sound epsilon on `--ledger`, if given, before training.
+    fn charge(&self, spend: Option<&RunSpend>, files: &[PathBuf], label: &str) -> Result<()> {
+        let (Some(path), Some(spend)) = (&self.ledger, spend) else {
+            return Ok(());
+        };
+        crate::charge::files(
+            path,
+            self.ledger_total,
+            files,
+            label,
+            spend.sound().epsilon,
+            &|m: &str| say!("{m}"),
+        )?;
+        Ok(())
+    }
+}
+
+/// What a run spends, by its mechanism.
+#[derive(Debug, Clone, Copy)]
+enum RunSpend {
+    /// DPSTGD: sound and dissertation figures.
+    Dpstgd(Spend),
+    /// The sparse Gaussian mechanism: its total, and the noise multiplier that gives it.
+    Sparse {
+        total: crate::dp::accounting::EpsDelta,
+        noise_multiplier: f64,
+    },
+}
+
+impl RunSpend {
+    fn sound(&self) -> crate::dp::accounting::EpsDelta {
+        match self {
+            RunSpend::Dpstgd(s) => s.total_sound,
+            RunSpend::Sparse { total, .. } => *total,
+        }
     }
 }
 
 /// Algorithm 1 and 2's settings (shared by `train` and `server`).
 #[derive(Debug, Args)]
 struct AlgorithmArgs {
-    /// Algorithm 2's epsilon: of each Report-Noisy-Top-N score and each uploaded sign.
+    /// The mechanism: sparse-gaussian (sound, accounted by RDP) or the dissertation's dpstgd.
+    #[arg(long, value_enum, default_value = "sparse-gaussian")]
+    mechanism: MechanismArg,
+    /// sparse-gaussian: each participant's total epsilon (with --delta), from which the noise
+    /// is set. dpstgd: Algorithm 2's epsilon of each Report-Noisy-Top-N score and each sign.
     #[arg(long, required_unless_present = "non_private")]
     epsilon: Option<f64>,
     /// Train without noise (not private: the baseline).
     #[arg(long, conflicts_with = "epsilon")]
     non_private: bool,
-    /// Minibatch sampling ratio q.
-    #[arg(long, default_value_t = crate::dl::DEFAULTS.q)]
-    q: f64,
+    /// Minibatch sampling ratio q [default: 0.2 for sparse-gaussian, 0.01 for dpstgd].
+    #[arg(long)]
+    q: Option<f64>,
     /// Share of the gradient coordinates uploaded per step (n = ceil(ratio x parameters)).
     #[arg(long, default_value_t = crate::dl::DEFAULTS.upload_ratio)]
     upload_ratio: f64,
-    /// Iterations T (each visits every participant once).
-    #[arg(long, default_value_t = crate::dl::DEFAULTS.iterations)]
-    iterations: u64,
-    /// Clipping bound B of each example's gradient coordinates (and the ternary magnitude).
-    #[arg(long, default_value_t = crate::dl::DEFAULTS.bound)]
-    bound: f64,
-    /// Learning rate r of eq. (3.1).
-    #[arg(long, default_value_t = crate::dl::DEFAULTS.learning_rate)]
-    learning_rate: f64,
+    /// Iterations T (each visits every participant once) [default: sparse-gaussian, 40 per
+    /// unit of --epsilon within 100-600 (600 without noise); dpstgd, 100].
+    #[arg(long)]
+    iterations: Option<u64>,
+    /// Clipping: sparse-gaussian, the L2 norm C of each example's uploaded part; dpstgd, the
+    /// bound B of each gradient coordinate and the ternary magnitude [default: 1 for
+    /// sparse-gaussian, 0.01 for dpstgd].
+    #[arg(long)]
+    bound: Option<f64>,
+    /// Learning rate r of eq. (3.1) [default: 0.5 for sparse-gaussian, 0.1 for dpstgd].
+    #[arg(long)]
+    learning_rate: Option<f64>,
     /// Upload the selected noisy values instead of B times their signs (each the query
     /// rounded to the noise's grid plus an exact discrete Laplace count of grid steps).
     #[arg(long)]
@@ -235,22 +344,81 @@ struct AlgorithmArgs {
 }
 
 impl AlgorithmArgs {
-    fn settings(&self) -> Result<Settings> {
-        let settings = Settings {
-            epsilon: if self.non_private { None } else { self.epsilon },
-            q: self.q,
+    fn sparse(&self) -> bool {
+        self.mechanism == MechanismArg::SparseGaussian
+    }
+
+    fn q(&self) -> f64 {
+        self.q.unwrap_or(if self.sparse() {
+            crate::dl::SPARSE_DEFAULTS.q
+        } else {
+            crate::dl::DEFAULTS.q
+        })
+    }
+
+    fn iterations(&self) -> u64 {
+        self.iterations.unwrap_or(if self.sparse() {
+            crate::dl::sparse_iterations((!self.non_private).then_some(self.epsilon).flatten())
+        } else {
+            crate::dl::DEFAULTS.iterations
+        })
+    }
+
+    fn learning_rate(&self) -> f64 {
+        self.learning_rate.unwrap_or(if self.sparse() {
+            crate::dl::SPARSE_DEFAULTS.learning_rate
+        } else {
+            crate::dl::DEFAULTS.learning_rate
+        })
+    }
+
+    /// The settings for a network of `network`'s size: for sparse-gaussian, the noise
+    /// multiplier that spends `--epsilon` at `--delta` over the iterations.
+    fn settings(&self, network: &Network) -> Result<Settings> {
+        let private = !self.non_private;
+        let mut settings = Settings {
+            epsilon: (private && !self.sparse())
+                .then_some(self.epsilon)
+                .flatten(),
+            q: self.q(),
             upload_ratio: self.upload_ratio,
-            bound: self.bound,
-            ternary: !self.exact_upload,
+            bound: self.bound.unwrap_or(if self.sparse() {
+                crate::dl::SPARSE_DEFAULTS.bound
+            } else {
+                crate::dl::DEFAULTS.bound
+            }),
+            ternary: !self.exact_upload && !self.sparse(),
+            sparse: None,
         };
+        if self.sparse() {
+            if self.exact_upload {
+                bail!("--exact-upload is a dpstgd setting (sparse-gaussian uploads grid counts)");
+            }
+            let request = crate::dl::sparse::Request {
+                budget: match (private, self.epsilon) {
+                    (true, Some(e)) => Some((
+                        e,
+                        self.privacy
+                            .delta
+                            .unwrap_or(crate::dl::SPARSE_DEFAULTS.delta),
+                    )),
+                    _ => None,
+                },
+                q: self.q(),
+                upload_ratio: self.upload_ratio,
+                clip: settings.bound,
+                iterations: self.iterations(),
+            };
+            settings = request.settings(network, self.seed)?.0;
+        }
         settings.validate()?;
         Ok(settings)
     }
 
     fn schedule(&self, settings: Settings) -> Schedule {
         Schedule {
-            iterations: self.iterations,
-            learning_rate: self.learning_rate,
+            iterations: self.iterations(),
+            learning_rate: self.learning_rate(),
             settings,
         }
     }
@@ -337,6 +505,9 @@ pub fn run(args: DlArgs) -> Result<()> {
 #[derive(Debug, Serialize, Deserialize)]
 struct Model {
     method: String,
+    /// The sparse Gaussian mechanism's noise multiplier (`method` sparse-gaussian).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    noise_multiplier: Option<f64>,
     sizes: Vec<usize>,
     activation: String,
     features: Option<Vec<String>>,
@@ -355,7 +526,30 @@ struct Model {
     #[serde(default)]
     accounting: Option<String>,
     seeded: bool,
+    /// Bytes per participant over the run (mean over participants), as the transport carries
+    /// them (in-process runs: as it would).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    traffic: Option<Traffic>,
     parameters: Vec<f64>,
+}
+
+/// Bytes per participant over a run.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Traffic {
+    /// From the server (parameters), mean over participants.
+    down_per_participant: f64,
+    /// To the server (uploads), mean over participants.
+    up_per_participant: f64,
+}
+
+impl Traffic {
+    fn mean(traffic: &[(u64, u64)]) -> Option<Self> {
+        let n = traffic.len() as f64;
+        (!traffic.is_empty()).then(|| Traffic {
+            down_per_participant: traffic.iter().map(|t| t.0 as f64).sum::<f64>() / n,
+            up_per_participant: traffic.iter().map(|t| t.1 as f64).sum::<f64>() / n,
+        })
+    }
 }
 
 fn load(path: &Path, label: &str) -> Result<Dataset> {
@@ -395,7 +589,7 @@ struct Progress<'a> {
     watch: Option<Watch<'a>>,
     every: u64,
     total: u64,
-    spend: Option<Spend>,
+    spend: Option<RunSpend>,
     settings: Settings,
     delta: f64,
     started: Instant,
@@ -417,14 +611,22 @@ impl Progress<'_> {
                     e.auc.map_or("n/a".into(), |a| format!("{a:.4}"))
                 )
             });
+        let dim = self.network.parameter_count();
         let spent = match self.spend {
             None => ", not private".to_string(),
-            Some(_) => match budget::spend(
-                &self.settings,
-                self.network.parameter_count(),
+            Some(RunSpend::Sparse {
+                noise_multiplier, ..
+            }) => crate::dl::sparse::spend(
+                noise_multiplier,
+                self.settings.q,
                 t,
                 self.delta,
-            ) {
+                self.settings.upload_count(dim),
+            )
+            .map_or(String::new(), |s| {
+                format!(", epsilon spent {:.4}", s.epsilon)
+            }),
+            Some(RunSpend::Dpstgd(_)) => match budget::spend(&self.settings, dim, t, self.delta) {
                 Ok(Some(s)) => format!(
                     ", epsilon spent {:.4} sound ({:.4} dissertation)",
                     s.total_sound.epsilon, s.total_dissertation.epsilon
@@ -455,7 +657,7 @@ struct RunFacts<'a> {
     iterations: u64,
     learning_rate: Option<f64>,
     seeded: bool,
-    spend: Option<Spend>,
+    spend: Option<RunSpend>,
     /// What decided the run against its budget (the model file says).
     accounting: &'static str,
 }
@@ -475,8 +677,19 @@ fn model(
         spend,
         accounting,
     } = facts;
+    let dissertation = match spend {
+        Some(RunSpend::Dpstgd(s)) => Some(s.total_dissertation),
+        _ => None,
+    };
+    let noise_multiplier = match spend {
+        Some(RunSpend::Sparse {
+            noise_multiplier, ..
+        }) => Some(noise_multiplier),
+        _ => None,
+    };
     Model {
-        method: "dpstgd".into(),
+        method: settings.mechanism().into(),
+        noise_multiplier,
         sizes: network.sizes().to_vec(),
         activation: "relu; softmax output".into(),
         features,
@@ -488,11 +701,11 @@ fn model(
         iterations,
         learning_rate,
         participants,
-        spend_sound: spend.map(|s| (s.total_sound.epsilon, s.total_sound.delta)),
-        spend_dissertation: spend
-            .map(|s| (s.total_dissertation.epsilon, s.total_dissertation.delta)),
+        spend_sound: spend.map(|s| (s.sound().epsilon, s.sound().delta)),
+        spend_dissertation: dissertation.map(|s| (s.epsilon, s.delta)),
         accounting: spend.map(|_| accounting.to_string()),
         seeded,
+        traffic: None,
         parameters,
     }
 }
@@ -506,7 +719,7 @@ impl AlgorithmArgs {
         &self,
         network: &'a Network,
         watch: Option<Watch<'a>>,
-        spend: Option<Spend>,
+        spend: Option<RunSpend>,
         settings: Settings,
     ) -> Progress<'a> {
         Progress {
@@ -514,12 +727,12 @@ impl AlgorithmArgs {
             watch,
             every: self
                 .report_every
-                .unwrap_or((self.iterations / 10).max(1))
+                .unwrap_or((self.iterations() / 10).max(1))
                 .max(1),
-            total: self.iterations,
+            total: self.iterations(),
             spend,
             settings,
-            delta: self.privacy.delta,
+            delta: self.privacy.delta(&settings),
             started: Instant::now(),
         }
     }
@@ -528,13 +741,13 @@ impl AlgorithmArgs {
         &self,
         settings: &'a Settings,
         network: &'a Network,
-        spend: Option<Spend>,
+        spend: Option<RunSpend>,
     ) -> RunFacts<'a> {
         RunFacts {
             settings,
             network,
-            iterations: self.iterations,
-            learning_rate: Some(self.learning_rate),
+            iterations: self.iterations(),
+            learning_rate: Some(self.learning_rate()),
             seeded: self.seed.is_some(),
             spend,
             accounting: self.privacy.accounting_name(),
@@ -564,7 +777,6 @@ fn test_rows(
 
 fn train(args: TrainArgs) -> Result<()> {
     let a = &args.algorithm;
-    let settings = a.settings()?;
     let parties = args
         .party
         .iter()
@@ -581,7 +793,9 @@ fn train(args: TrainArgs) -> Result<()> {
         }
     }
     let network = Network::new(names.len(), &a.hidden)?;
-    let spend = a.privacy.check(&settings, &network, a.iterations)?;
+    let settings = a.settings(&network)?;
+    let spend = a.privacy.check(&settings, &network, a.iterations())?;
+    a.privacy.charge(spend.as_ref(), &args.party, &args.label)?;
     let initial = a
         .init
         .as_deref()
@@ -613,11 +827,12 @@ fn train(args: TrainArgs) -> Result<()> {
         }
     };
     say!(
-        "DPSTGD: {} participants, network {:?} ({} parameters), {} iterations, q {}, upload {} of {} coordinates{}",
+        "{}: {} participants, network {:?} ({} parameters), {} iterations, q {}, upload {} of {} coordinates{}",
+        settings.mechanism(),
         rows.len(),
         network.sizes(),
         network.parameter_count(),
-        a.iterations,
+        a.iterations(),
         settings.q,
         settings.upload_count(network.parameter_count()),
         network.parameter_count(),
@@ -640,7 +855,7 @@ fn train(args: TrainArgs) -> Result<()> {
         initial,
         &mut on_iteration,
     )?;
-    let t = a.iterations.max(1) as f64;
+    let t = a.iterations().max(1) as f64;
     for (r, (down, up)) in rows.iter().zip(&traffic) {
         say!(
             "{}: {:.0} bytes down, {:.0} bytes up per iteration",
@@ -651,12 +866,13 @@ fn train(args: TrainArgs) -> Result<()> {
     }
     a.privacy.report(spend.as_ref());
     if let Some(out) = &a.out {
-        let m = model(
+        let mut m = model(
             a.facts(&settings, &network, spend),
             Some(names),
             rows.iter().map(|r| r.name.clone()).collect(),
             params,
         );
+        m.traffic = Traffic::mean(&traffic);
         write_model(out, &m)?;
     }
     Ok(())
@@ -664,7 +880,6 @@ fn train(args: TrainArgs) -> Result<()> {
 
 fn serve(args: ServerArgs) -> Result<()> {
     let a = &args.algorithm;
-    let settings = a.settings()?;
     let party = args
         .net
         .party(args.study.as_deref(), Role::Aggregator, "server")?;
@@ -722,22 +937,24 @@ fn serve(args: ServerArgs) -> Result<()> {
         }
         let features = joined[0].1.features;
         let network = Network::new(features, &a.hidden)?;
-        let spend = a.privacy.check(&settings, &network, a.iterations)?;
+        let settings = a.settings(&network)?;
+        let spend = a.privacy.check(&settings, &network, a.iterations())?;
         let initial = match &a.init {
             Some(p) => read_init(p, &network)?,
             None => network.initial_parameters(&mut server::generator(a.seed, 0)),
         };
         let plan = Plan {
             settings,
-            iterations: a.iterations,
+            iterations: a.iterations(),
             hidden: a.hidden.clone(),
+            learning_rate: a.learning_rate(),
         };
         let mut participants: Vec<Box<dyn Participant + Send>> = Vec::new();
         let mut names = Vec::new();
-        for (link, j) in joined {
+        for (position, (link, j)) in joined.into_iter().enumerate() {
             names.push(j.name.clone());
             participants.push(Box::new(RemoteParticipant::welcome(
-                link, j, &network, &plan,
+                link, j, &network, &plan, position,
             )?));
         }
         let watch = test_rows(a, &args.label, &network)?.map(|(x, y)| ("test", x, y));
@@ -753,7 +970,7 @@ fn serve(args: ServerArgs) -> Result<()> {
             a.schedule(settings),
             &mut on_iteration,
         )?;
-        let t = a.iterations.max(1) as f64;
+        let t = a.iterations().max(1) as f64;
         for (name, p) in names.iter().zip(&participants) {
             let (down, up) = p.traffic();
             say!(
@@ -764,10 +981,10 @@ fn serve(args: ServerArgs) -> Result<()> {
         }
         a.privacy.report(spend.as_ref());
         if let Some(out) = &a.out {
-            write_model(
-                out,
-                &model(a.facts(&settings, &network, spend), None, names, params),
-            )?;
+            let traffic: Vec<(u64, u64)> = participants.iter().map(|p| p.traffic()).collect();
+            let mut m = model(a.facts(&settings, &network, spend), None, names, params);
+            m.traffic = Traffic::mean(&traffic);
+            write_model(out, &m)?;
         }
         Ok(())
     })
@@ -796,7 +1013,7 @@ fn participate(args: ParticipantArgs) -> Result<()> {
         );
         let mut spent_plan = None;
         let mut consent = |plan: &Plan, network: &Network| {
-            if plan.settings.epsilon.is_none() && !args.allow_non_private {
+            if !plan.settings.is_private() && !args.allow_non_private {
                 return Err(crate::dl::DlError::Budget(
                     "this participant refuses the run: the server plans it without noise (not private); pass --allow-non-private to take part anyway".into(),
                 ));
@@ -809,6 +1026,11 @@ fn participate(args: ParticipantArgs) -> Result<()> {
                         "this participant refuses the run: {}",
                         e
                     ))
+                })?;
+            args.privacy
+                .charge(spend.as_ref(), std::slice::from_ref(&args.party), &args.label)
+                .map_err(|e| {
+                    crate::dl::DlError::Budget(format!("this participant refuses the run: {e}"))
                 })?;
             spent_plan = Some((plan.clone(), spend, network.clone()));
             Ok(())

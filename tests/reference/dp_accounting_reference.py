@@ -31,9 +31,15 @@ SUBSAMPLED = [  # (q, noise multiplier sigma, steps, delta)
     (1.0, 1.0, 1, 1e-6),
 ]
 ZCDP = [(5.0, 100, 1e-5), (1.0, 1, 1e-6), (20.0, 1000, 2.0**-30)]  # (sigma, steps, delta)
+# The sparse Gaussian mechanism of `privlogit dl` (src/dl/sparse.rs): a participant's T visits
+# are T Poisson-subsampled Gaussians whose noise multiplier is z scaled by the lattice rounding,
+# z_eff = 2^20 / (2^20 / z + sqrt(n)), n the coordinates uploaded a visit.
+# (q, z, n uploaded coordinates, visits T, delta): the experiment's settings at epsilon 1, 3, 8.
+SPARSE = [(0.1, 4.2811, 4032, 100, 1e-5), (0.1, 2.7741, 4032, 300, 1e-5),
+          (0.1, 1.7638, 4032, 600, 1e-5), (0.2, 1.0, 100, 50, 1e-6)]
 
 out = {"dp_accounting": getattr(dp_accounting, "__version__", "0.6.0"), "orders": ORDERS,
-       "subsampled_gaussian": [], "zcdp": []}
+       "subsampled_gaussian": [], "zcdp": [], "sparse_gaussian": []}
 for q, sigma, steps, delta in SUBSAMPLED:
     acc = rdp.RdpAccountant(orders=ORDERS)
     event = dp_accounting.GaussianDpEvent(sigma)
@@ -50,11 +56,18 @@ for sigma, steps, delta in ZCDP:
     acc.compose(dp_accounting.GaussianDpEvent(sigma), steps)
     out["zcdp"].append({"sigma": sigma, "steps": steps, "delta": delta,
                         "epsilon": float(acc.get_epsilon(delta))})
+for q, z, n, steps, delta in SPARSE:
+    z_eff = 2.0**20 / (2.0**20 / z + n**0.5)
+    acc = rdp.RdpAccountant(orders=ORDERS)
+    acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z_eff)), steps)
+    out["sparse_gaussian"].append({"q": q, "z": z, "n": n, "steps": steps, "delta": delta,
+                                   "epsilon": float(acc.get_epsilon(delta))})
 # One setting per line.
 print("{")
 print(f' "dp_accounting": {json.dumps(out["dp_accounting"])},')
 print(f' "orders": {json.dumps(out["orders"])},')
-for key in ("subsampled_gaussian", "zcdp"):
+keys = ("subsampled_gaussian", "zcdp", "sparse_gaussian")
+for key in keys:
     rows = ",\n  ".join(json.dumps(r) for r in out[key])
-    print(f' "{key}": [\n  {rows}\n ]' + ("," if key == "subsampled_gaussian" else ""))
+    print(f' "{key}": [\n  {rows}\n ]' + ("," if key != keys[-1] else ""))
 print("}")
