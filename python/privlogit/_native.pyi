@@ -133,6 +133,21 @@ def dpstgd(
     accounting: str = ...,
     accept_unsound_accounting: bool = False,
 ) -> DeepModel: ...
+def sparse_gaussian(
+    parties: Sequence[_Party],
+    epsilon: Optional[float] = None,
+    non_private: bool = False,
+    delta: float = ...,
+    q: float = ...,
+    upload_ratio: float = ...,
+    iterations: Optional[int] = None,
+    bound: float = ...,
+    learning_rate: float = ...,
+    hidden: Sequence[int] = ...,
+    seed: Optional[int] = None,
+    init: Optional[Sequence[float]] = None,
+    budget: Optional[float] = None,
+) -> DeepModel: ...
 def ledger_total(path: _Path) -> float: ...
 def ledger_spent(path: _Path, x: _Floats2, y: _Floats1) -> Tuple[float, float]: ...
 def basic_composition(epsilon: float, delta: float, k: int) -> Tuple[float, float]: ...
