@@ -555,7 +555,7 @@ fn sparse_gaussian_runs_spend_their_budget_charge_the_ledger_and_upload_little()
     assert!(eps <= 2.0 && eps > 2.0 * 0.998, "{eps}");
     assert_eq!(model["spend_sound"][1].as_f64(), Some(1e-5));
     let dim = model["parameters"].as_array().expect("parameters").len();
-    let n = (0.1 * dim as f64).ceil();
+    let n = (0.1 * dim as f64).floor();
     let up = model["traffic"]["up_per_participant"].as_f64().expect("up") / 20.0;
     // Header (9 bytes) and step (8), then counts of about a byte each (at most 2 here).
     assert!(

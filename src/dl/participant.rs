@@ -115,8 +115,17 @@ impl Settings {
     }
 
     /// `n`, the coordinates uploaded each step, for `dim` parameters.
+    /// DPSTGD rounds up, as the dissertation's 10 % of 14,312 is 1,432 (Table 3.1 prints
+    /// 1,431); the sparse Gaussian mechanism rounds down, so an upload never carries more than
+    /// its share of the parameters (4,031 of 40,312 at 10 %).
     pub fn upload_count(&self, dim: usize) -> usize {
-        ((self.upload_ratio * dim as f64).ceil() as usize).clamp(1, dim)
+        let share = self.upload_ratio * dim as f64;
+        let n = if self.sparse.is_some() {
+            share.floor()
+        } else {
+            share.ceil()
+        };
+        (n as usize).clamp(1, dim)
     }
 }
 

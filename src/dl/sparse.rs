@@ -24,7 +24,7 @@
 //!    the rounded sum by at most `C / g + sqrt(n)` steps in L2 (each rounding moves a
 //!    coordinate by less than one step), so the mechanism is a Poisson-subsampled Gaussian of
 //!    noise multiplier `z_eff = 2^20 / (2^20 / z + sqrt(n))`, about `z (1 - 6e-5)` at `z = 1`
-//!    and `n = 4,032`, which is what is accounted. The sums are integers: nothing of the
+//!    and `n = 4,031`, which is what is accounted. The sums are integers: nothing of the
 //!    unrounded value shows (the floating-point attack of Mironov 2012 has nothing to read).
 //! 5. **The upload** is the noisy sum rounded to a coarse power-of-two grid `gamma` at most
 //!    `z C / 4` (post-processing: free), as whole counts of `gamma`; the server divides by the
@@ -340,7 +340,7 @@ mod tests {
     /// about 1.2 (its README's MNIST example: "epsilon = 1.19").
     #[test]
     fn calibration_finds_the_smallest_multiplier_that_fits() {
-        let (q, t, n) = (0.03, 600, 4032);
+        let (q, t, n) = (0.03, 600, 4031);
         let z = calibrate(3.0, 1e-5, q, t, n).expect("fits");
         assert!(spend(z, q, t, 1e-5, n).expect("valid").epsilon <= 3.0);
         assert!(spend(z / 1.002, q, t, 1e-5, n).expect("valid").epsilon > 3.0);
@@ -467,7 +467,7 @@ mod tests {
         let Upload::Values { entries, .. } = t.step(&params, 1).expect("step") else {
             panic!("values expected");
         };
-        assert_eq!(entries.len(), (0.25 * dim as f64).ceil() as usize);
+        assert_eq!(entries.len(), (0.25 * dim as f64).floor() as usize);
         for (_, v) in entries {
             assert!(v.abs() <= 1.0, "{v}");
         }
@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn the_lattice_barely_moves_the_multiplier() {
-        let z = effective_multiplier(1.0, 4032);
+        let z = effective_multiplier(1.0, 4031);
         assert!(z < 1.0 && z > 1.0 - 1e-4, "{z}");
         assert_eq!(upload_grid(1.0, 1.0), 0.25);
         assert_eq!(upload_grid(0.9, 0.5), 0.0625);

@@ -34,9 +34,10 @@ ZCDP = [(5.0, 100, 1e-5), (1.0, 1, 1e-6), (20.0, 1000, 2.0**-30)]  # (sigma, ste
 # The sparse Gaussian mechanism of `privlogit dl` (src/dl/sparse.rs): a participant's T visits
 # are T Poisson-subsampled Gaussians whose noise multiplier is z scaled by the lattice rounding,
 # z_eff = 2^20 / (2^20 / z + sqrt(n)), n the coordinates uploaded a visit.
-# (q, z, n uploaded coordinates, visits T, delta): the experiment's settings at epsilon 1, 3, 8.
-SPARSE = [(0.1, 4.2811, 4032, 100, 1e-5), (0.1, 2.7741, 4032, 300, 1e-5),
-          (0.1, 1.7638, 4032, 600, 1e-5), (0.2, 1.0, 100, 50, 1e-6)]
+# (q, z, n uploaded coordinates, visits T, delta): settings like the experiment's (40,312
+# parameters, 10 % uploaded) at epsilon about 1, 3 and 8.
+SPARSE = [(0.1, 4.2811, 4031, 100, 1e-5), (0.1, 2.7741, 4031, 300, 1e-5),
+          (0.1, 1.7638, 4031, 600, 1e-5), (0.2, 1.0, 100, 50, 1e-6)]
 
 out = {"dp_accounting": getattr(dp_accounting, "__version__", "0.6.0"), "orders": ORDERS,
        "subsampled_gaussian": [], "zcdp": [], "sparse_gaussian": []}
