@@ -14,7 +14,7 @@ _Phe = Tuple[str, int]
 __all__ = [
     "defaults", "fit", "study", "keyholder", "aggregator", "node", "predict_model", "Keypair", "Floats", "load_table", "summary", "dp_fit", "dp_dphtl",
     "ledger_total", "ledger_spent", "DpModel", "PrivlogitError", "DataError", "BudgetExceeded",
-    "dpstgd", "DeepModel", "basic_composition", "advanced_composition", "amplified",
+    "dpstgd", "sparse_gaussian", "DeepModel", "basic_composition", "advanced_composition", "amplified",
     "gaussian_rdp", "gaussian_zcdp",
 ]
 
