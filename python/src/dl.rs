@@ -227,7 +227,7 @@ pub fn sparse_gaussian(
     }
     let rows = rows_of(&parties)?;
     let network = Network::new(rows[0].x.ncols(), &hidden).map_err(error)?;
-    let request = privlogit::dl::sparse::Request {
+    let request = privlogit::dl::participant::SparseRequest {
         budget: epsilon.map(|e| (e, delta)),
         q,
         upload_ratio,

@@ -15,13 +15,14 @@
 //!   CSPRNG; noise is the exact discrete Laplace of [`crate::dp::noise`].
 
 use ndarray::{Array2, ArrayView1};
-use rand::RngExt;
+use rand::{RngExt, SeedableRng};
 
 use super::DlError;
 use super::network::Network;
 use super::rntn;
 use super::sparse::{self, Sparse};
 use super::upload::Upload;
+use crate::dp::accounting::EpsDelta;
 use crate::dp::noise::CryptoRngBox;
 
 /// The public settings of Algorithm 2 every participant runs with.
@@ -129,6 +130,74 @@ impl Settings {
     }
 }
 
+/// What a sparse Gaussian run is set up from: each participant's budget (`None`: no noise, not
+/// private), the sampling ratio, the upload ratio, the clipping norm and the iterations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SparseRequest {
+    /// Each participant's total (epsilon, delta); `None` trains without noise.
+    pub budget: Option<(f64, f64)>,
+    /// Poisson sampling ratio `q`.
+    pub q: f64,
+    /// Share of the parameters uploaded each visit.
+    pub upload_ratio: f64,
+    /// Clipping norm `C` of an example's uploaded part.
+    pub clip: f64,
+    /// Iterations `T` (visits per participant).
+    pub iterations: u64,
+}
+
+impl SparseRequest {
+    /// The participants' settings for `network` (the noise multiplier calibrated to the
+    /// budget) and what the run spends; the selection seed from `seed` (a reproducible run)
+    /// or the OS. The command line and Python both set runs up here.
+    pub fn settings(
+        &self,
+        network: &Network,
+        seed: Option<u64>,
+    ) -> Result<(Settings, Option<EpsDelta>), DlError> {
+        let mut settings = Settings {
+            epsilon: None,
+            q: self.q,
+            upload_ratio: self.upload_ratio,
+            bound: self.clip,
+            ternary: false,
+            sparse: None,
+        };
+        // The mechanism first: it decides how the upload count rounds.
+        settings.sparse = Some(Sparse {
+            noise_multiplier: None,
+            seed: 0,
+        });
+        settings.validate()?;
+        let n = settings.upload_count(network.parameter_count());
+        let (noise_multiplier, spent) = match self.budget {
+            None => (None, None),
+            Some((epsilon, delta)) => {
+                let z = sparse::calibrate(epsilon, delta, self.q, self.iterations, n)?;
+                (
+                    Some(z),
+                    Some(sparse::spend(z, self.q, self.iterations, delta, n)?),
+                )
+            }
+        };
+        // The public selection seed: from the run's seed (its last ChaCha20 stream), or the OS.
+        let seed = match seed {
+            Some(s) => {
+                let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(s);
+                rng.set_stream(u64::MAX);
+                rng.random::<u64>()
+            }
+            None => rand::rng().random::<u64>(),
+        };
+        settings.sparse = Some(Sparse {
+            noise_multiplier,
+            seed,
+        });
+        settings.validate()?;
+        Ok((settings, spent))
+    }
+}
+
 /// One participant's rows and generator: Algorithm 2's caller.
 pub struct Trainer {
     network: Network,
@@ -212,10 +281,11 @@ impl Trainer {
     pub fn step(&mut self, params: &[f64], iteration: u64) -> Result<Upload, DlError> {
         self.network.check_parameters(params)?;
         if let Some(s) = self.settings.sparse {
+            let n = self.settings.upload_count(params.len());
             return sparse::step(
                 &self.network,
                 s,
-                &self.settings,
+                (self.settings.q, self.settings.bound, n),
                 self.position,
                 &self.x,
                 &self.labels,
@@ -295,7 +365,6 @@ impl Trainer {
 mod tests {
     use super::*;
     use ndarray::Array1;
-    use rand::SeedableRng as _;
     use rand_chacha::ChaCha20Rng;
 
     /// An exact upload with noise carries only whole multiples of the noise grid, so nothing

@@ -173,68 +173,14 @@ pub fn calibrate(
     Ok(hi)
 }
 
-/// What a sparse Gaussian run is set up from: each participant's budget (`None`: no noise, not
-/// private), the sampling ratio, the upload ratio, the clipping norm and the iterations.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Request {
-    /// Each participant's total (epsilon, delta); `None` trains without noise.
-    pub budget: Option<(f64, f64)>,
-    /// Poisson sampling ratio `q`.
-    pub q: f64,
-    /// Share of the parameters uploaded each visit.
-    pub upload_ratio: f64,
-    /// Clipping norm `C` of an example's uploaded part.
-    pub clip: f64,
-    /// Iterations `T` (visits per participant).
-    pub iterations: u64,
-}
-
-impl Request {
-    /// The participants' settings for `network` (the noise multiplier calibrated to the
-    /// budget) and what the run spends; the selection seed from `seed` (a reproducible run)
-    /// or the OS. The command line and Python both set runs up here.
-    pub fn settings(
-        &self,
-        network: &Network,
-        seed: Option<u64>,
-    ) -> Result<(super::participant::Settings, Option<EpsDelta>), DlError> {
-        let mut settings = super::participant::Settings {
-            epsilon: None,
-            q: self.q,
-            upload_ratio: self.upload_ratio,
-            bound: self.clip,
-            ternary: false,
-            sparse: None,
-        };
-        settings.validate()?;
-        let n = settings.upload_count(network.parameter_count());
-        let (noise_multiplier, spent) = match self.budget {
-            None => (None, None),
-            Some((epsilon, delta)) => {
-                let z = calibrate(epsilon, delta, self.q, self.iterations, n)?;
-                (Some(z), Some(spend(z, self.q, self.iterations, delta, n)?))
-            }
-        };
-        let seed = match seed {
-            Some(s) => super::server::generator(Some(s), u64::MAX).random::<u64>(),
-            None => rand::rng().random::<u64>(),
-        };
-        settings.sparse = Some(Sparse {
-            noise_multiplier,
-            seed,
-        });
-        settings.validate()?;
-        Ok((settings, spent))
-    }
-}
-
-/// One visit of the sparse Gaussian mechanism on a participant's rows: the upload for
-/// `params` at `iteration` (see the module). `sum`, `example` and `row` are scratch space.
+/// One visit of the sparse Gaussian mechanism on a participant's rows, sampling ratio `q`,
+/// clipping norm `clip`, `n` coordinates uploaded: the upload for `params` at `iteration` (see
+/// the module).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn step(
     network: &Network,
     sparse: Sparse,
-    settings: &super::participant::Settings,
+    (q, clip, n): (f64, f64, usize),
     position: usize,
     x: &Array2<f64>,
     labels: &[bool],
@@ -243,7 +189,6 @@ pub(crate) fn step(
     iteration: u64,
 ) -> Result<Upload, DlError> {
     let dim = params.len();
-    let n = settings.upload_count(dim);
     let chosen = selection(
         sparse.seed,
         dim,
@@ -252,7 +197,6 @@ pub(crate) fn step(
         iteration,
         position,
     );
-    let (q, clip) = (settings.q, settings.bound);
     let mut sum = vec![0.0; n];
     let mut example = vec![0.0; dim];
     let mut part = vec![0.0; n];

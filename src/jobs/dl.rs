@@ -394,7 +394,7 @@ impl AlgorithmArgs {
             if self.exact_upload {
                 bail!("--exact-upload is a dpstgd setting (sparse-gaussian uploads grid counts)");
             }
-            let request = crate::dl::sparse::Request {
+            let request = crate::dl::participant::SparseRequest {
                 budget: match (private, self.epsilon) {
                     (true, Some(e)) => Some((
                         e,
