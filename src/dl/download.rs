@@ -42,14 +42,52 @@ pub fn checksum(params: &[f64]) -> u64 {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Seen(Option<usize>);
 
-impl Seen {
-    /// The uploads to send (the participant's own last one first), or `None` for the whole
-    /// vector (its first visit, or uploads that are not grid counts).
-    pub fn since<'a>(&self, log: &'a [Applied]) -> Option<&'a [Applied]> {
-        self.0.map(|own| &log[own..])
+/// The grid uploads the server applied that some participant has yet to replay: entries
+/// before every participant's own last upload are dropped, so the log holds about one
+/// iteration's uploads however long the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Log {
+    /// Index (counted from the run's first upload) of `entries[0]`.
+    base: usize,
+    entries: Vec<Applied>,
+}
+
+impl Log {
+    /// Appends an applied upload, returning its index.
+    pub fn push(&mut self, applied: Applied) -> usize {
+        self.entries.push(applied);
+        self.base + self.entries.len() - 1
     }
 
-    /// Records that the participant's upload of this visit is `log[index]`.
+    /// The uploads to send a participant at `seen` (its own last one first), or `None` for the
+    /// whole vector (its first visit, or uploads that are not grid counts).
+    pub fn since(&self, seen: Seen) -> Option<&[Applied]> {
+        seen.0.map(|own| &self.entries[own - self.base..])
+    }
+
+    /// Drops what every participant in `seen` has replayed or sent.
+    pub fn trim(&mut self, seen: &[Seen]) {
+        if let Some(oldest) = seen.iter().map(|s| s.0).collect::<Option<Vec<_>>>()
+            && let Some(&oldest) = oldest.iter().min()
+        {
+            self.entries.drain(..oldest - self.base);
+            self.base = oldest;
+        }
+    }
+
+    /// Uploads held.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Seen {
+    /// Records that the participant's upload of this visit has index `index` in the log.
     pub fn uploaded(&mut self, index: usize) {
         self.0 = Some(index);
     }
@@ -121,6 +159,33 @@ impl Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The log keeps only what some participant still has to replay: after each round, from
+    /// the oldest participant's own upload on.
+    #[test]
+    fn the_log_keeps_about_one_round() {
+        let mut log = Log::default();
+        let mut seen = vec![Seen::default(); 3];
+        let entry = |t, k| Applied {
+            iteration: t,
+            position: k,
+            bytes: vec![t as u8, k as u8],
+        };
+        for t in 1..=50u64 {
+            for (k, s) in seen.iter_mut().enumerate() {
+                if t > 1 {
+                    let since = log.since(*s).expect("a delta after the first visit");
+                    // Its own last upload, then the two others'.
+                    assert_eq!(since.len(), 3);
+                    assert_eq!((since[0].iteration, since[0].position), (t - 1, k));
+                }
+                s.uploaded(log.push(entry(t, k)));
+            }
+            log.trim(&seen);
+            assert!(log.len() <= 3, "{} entries", log.len());
+        }
+        assert!(log.since(Seen::default()).is_none());
+    }
 
     #[test]
     fn checksums_see_every_bit() {

@@ -3,7 +3,7 @@
 //! updates the parameters by eq. (3.1), `W := W - r G~`, before the next one is contacted.
 
 use super::DlError;
-use super::download::{self, Applied, Seen};
+use super::download::{self, Applied, Log, Seen};
 use super::network::Network;
 use super::participant::Trainer;
 use super::upload::Upload;
@@ -124,11 +124,11 @@ pub fn train(
     let head = network.head_parameters();
     // Grid uploads as applied, and where each participant's copy stands: a participant is sent
     // the uploads since its own last one instead of the parameters.
-    let mut log: Vec<Applied> = Vec::new();
+    let mut log = Log::default();
     let mut seen = vec![Seen::default(); participants.len()];
     for t in 1..=schedule.iterations {
         for (position, p) in participants.iter_mut().enumerate() {
-            let upload = p.train(&params, t, seen[position].since(&log))?;
+            let upload = p.train(&params, t, log.since(seen[position]))?;
             let refuse = |why: String| DlError::Participant {
                 participant: p.name().to_string(),
                 reason: format!("iteration {t}: {why}"),
@@ -164,14 +164,15 @@ pub fn train(
                 &selection,
             );
             if grid {
-                log.push(Applied {
+                let index = log.push(Applied {
                     iteration: t,
                     position,
                     bytes: upload.encode(),
                 });
-                seen[position].uploaded(log.len() - 1);
+                seen[position].uploaded(index);
             }
         }
+        log.trim(&seen);
         on_iteration(t, &params)?;
     }
     for p in participants.iter_mut() {
