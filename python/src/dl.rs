@@ -235,13 +235,8 @@ pub fn sparse_gaussian(
         iterations: iterations.unwrap_or(privlogit::dl::sparse_iterations(epsilon)),
     };
     let (settings, total) = request.settings(&network, seed).map_err(error)?;
-    if let (Some(b), Some(t)) = (budget, total)
-        && t.epsilon > b
-    {
-        return Err(PrivlogitError::new_err(format!(
-            "{} iterations would spend epsilon {:.4} (delta {:.1e}), past the budget {b}",
-            request.iterations, t.epsilon, t.delta
-        )));
+    if let Some(t) = total {
+        privlogit::dl::sparse::check_budget(t, request.iterations, budget).map_err(error)?;
     }
     if let Some(p) = &init {
         network.check_parameters(p).map_err(error)?;

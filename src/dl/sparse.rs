@@ -131,6 +131,18 @@ pub fn spend(z: f64, q: f64, iterations: u64, delta: f64, n: usize) -> Result<Ep
     EpsDelta::new(epsilon, delta).map_err(accounting_error)
 }
 
+/// Refuses a run whose `iterations` spend `total`, past `budget` (if any): the command line and
+/// Python refuse alike.
+pub fn check_budget(total: EpsDelta, iterations: u64, budget: Option<f64>) -> Result<(), DlError> {
+    match budget {
+        Some(b) if total.epsilon > b => Err(DlError::Budget(format!(
+            "{iterations} iterations would spend epsilon {:.4} (delta {:.1e}), past the budget {b}",
+            total.epsilon, total.delta
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The smallest noise multiplier (to 0.1 %) whose `iterations` visits spend at most `epsilon`
 /// at `delta`.
 pub fn calibrate(

@@ -199,14 +199,7 @@ impl PrivacyArgs {
             };
             let n = settings.upload_count(dim);
             let total = crate::dl::sparse::spend(z, settings.q, iterations, delta, n)?;
-            if let Some(b) = self.budget
-                && total.epsilon > b
-            {
-                bail!(
-                    "{iterations} iterations would spend epsilon {:.4} (delta {delta:.1e}), past the budget {b}",
-                    total.epsilon
-                );
-            }
+            crate::dl::sparse::check_budget(total, iterations, self.budget)?;
             say!(
                 "privacy: sparse Gaussian, noise multiplier {z:.4}, q {}, {iterations} iterations: epsilon {:.4} (delta {delta:.1e}) per participant (RDP, add/remove one row)",
                 settings.q,
