@@ -11,10 +11,12 @@ use num_traits::{One, ToPrimitive, Zero};
 use privlogit_protocols::paillier::{DjnNoise, KeyPair, Packing, SecretKey};
 use privlogit_protocols::secure::SecureError;
 use privlogit_protocols::secure::masked::block_spd::{self, SpdBounds};
+use privlogit_protocols::secure::masked::dealt;
 use privlogit_protocols::secure::masked::matrix::IntMatrix;
 use privlogit_protocols::secure::masked::packed::PackedMatrix;
 use privlogit_protocols::secure::masked::pair::{self, KeyholderEnd};
 use privlogit_protocols::secure::masked::{MaskedEngine, Shared};
+use privlogit_protocols::secure::vertical::encrypt_seed;
 use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -222,6 +224,60 @@ fn spd_inverse_matches_f64() {
         eprintln!("d = {d}: relative error {error:e}");
         assert!(error < 1e-9, "d = {d}: relative error {error:e}");
     }
+}
+
+/// With dealt correlations instead of Paillier cross terms the inverse is as accurate and the
+/// key holder decrypts only the shared input and its seed (reference: the f64 inverse, as
+/// above), and a symmetric product agrees with the exact one to a unit.
+#[test]
+fn spd_inverse_from_dealt_products_matches_f64() {
+    for (d, seed) in [(1usize, 11u64), (5, 12), (13, 13)] {
+        let a = spd(d, 4 * d + 10, 0.01, seed);
+        let bounds = SpdBounds::new(d, 1.0, 0.01);
+        let (_, enc, bound) = share_spd(&a, &bounds);
+        let (inverse, engine, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
+            let key = secret().public_key();
+            let (keyholder_seed, aggregator_seed) = (dealt::fresh_seed(), dealt::fresh_seed());
+            let sealed = encrypt_seed(key, &keyholder_seed, &DjnNoise::new(key, &mut rand::rng()))?;
+            let dealer =
+                dealt::LocalDealer::new(keyholder_seed, dealt::Seed::new(*aggregator_seed));
+            e.use_dealer(gc, aggregator_seed, Box::new(dealer), sealed)?;
+            let shared = e.share(gc, &enc, bound)?;
+            block_spd::spd_inverse(e, gc, &shared, &bounds)
+        })
+        .expect("runs");
+        let got = reveal(&inverse, &keyholder);
+        let error = relative_error(&got, &reference_inverse(&a));
+        eprintln!("d = {d}: relative error {error:e}");
+        assert!(error < 1e-9, "d = {d}: relative error {error:e}");
+        assert!(engine.stats().products > 0 || d == 1);
+        // The shared input (packed) and the seed: no cross term is decrypted.
+        assert!(
+            keyholder.helper.stats().decryptions <= 1 + d as u64 * d as u64,
+            "d = {d}"
+        );
+    }
+}
+
+/// A dealt correlation is used once and in order: the key holder refuses a product before
+/// the dealer's seed.
+#[test]
+fn dealt_product_without_a_seed_is_refused() {
+    let x = int_matrix(2, 2, |i, j| (i + 2 * j) as i64);
+    let enc = encrypt(&x, 8);
+    let error = pair::run(secret(), FRAC, false, |e, gc| {
+        let mut a = e.share(gc, &enc, 8)?;
+        let mut b = e.share(gc, &enc, 8)?;
+        // A dealer the key holder has no seed for: the engine asks, the key holder refuses.
+        let dealer = dealt::LocalDealer::new(dealt::fresh_seed(), dealt::fresh_seed());
+        e.set_dealer_for_tests(dealt::fresh_seed(), Box::new(dealer));
+        e.product(gc, &mut a, &mut b, 20)
+    })
+    .expect_err("refused");
+    assert!(
+        error.to_string().contains("before the dealer's seed"),
+        "{error}"
+    );
 }
 
 /// The masked Cholesky factor and its inverse match f64 (`L L^T = A`, `L^-1 L = I`).

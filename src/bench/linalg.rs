@@ -21,7 +21,9 @@ use crate::protocols::paillier::{
 use crate::protocols::secure::gc::AggregatorGc;
 use crate::protocols::secure::keyholder::{self, KeyholderStats};
 use crate::protocols::secure::masked::block_spd as masked_linalg;
+use crate::protocols::secure::masked::dealt::{LocalDealer, Seed};
 use crate::protocols::secure::solver::{self, LinearAlgebra, Solver};
+use crate::protocols::secure::vertical::encrypt_seed;
 use crate::protocols::secure::wire::{self, Step};
 use crate::protocols::secure::{DEFAULT_FORMAT, PAILLIER_FRAC, SecureConfig, SecureError};
 use anyhow::{Context, Result, anyhow};
@@ -32,7 +34,7 @@ use num_traits::ToPrimitive;
 use privlogit_circuits::backend::{Bit, Builder, Plain, Word};
 use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_circuits::session::EvaluatorSession;
-use rand::{RngExt, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
@@ -87,6 +89,10 @@ pub struct LinalgBenchArgs {
     /// Seed of the simulated matrix.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Masked method: compute the products' cross terms from dealt correlations (the dealer
+    /// simulated in this process) instead of on Paillier ciphertexts.
+    #[arg(long)]
+    dealt: bool,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -309,6 +315,18 @@ fn time_one(
         let mut solver = Solver::new(method, &noise, &config);
         let mut gc = AggregatorGc::with_noise(session, noise.clone());
         let start = Instant::now();
+        if args.dealt && method == LinearAlgebra::Masked {
+            let draw = || {
+                let mut seed = Seed::new([0u8; 32]);
+                rand::rng().fill_bytes(&mut seed[..]);
+                seed
+            };
+            let (keyholder_seed, aggregator_seed) = (draw(), draw());
+            let sealed = encrypt_seed(key, &keyholder_seed, &noise)?;
+            let dealer = LocalDealer::new(keyholder_seed, Seed::new(*aggregator_seed));
+            let engine = solver.engine().expect("the masked method has an engine");
+            engine.use_dealer(&mut gc, aggregator_seed, Box::new(dealer), sealed)?;
+        }
         let outcome: Result<(f64, f64), SecureError> = (|| match (op, method) {
             (Operation::Inverse, _) => {
                 let factored = solver.factor(

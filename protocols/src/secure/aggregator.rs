@@ -21,6 +21,7 @@ use privlogit_circuits::session::EvaluatorSession;
 
 use super::gc::{self, AggregatorGc, Comparison};
 use super::masked::SpdBounds;
+use super::masked::dealt::ChannelDealer;
 use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
 use super::perturbation::{self, NoiseShare, Release};
@@ -325,6 +326,20 @@ impl<C: Channel> SecureAggregation<C> {
     }
 
     /// Sends `payload` to every Node.
+    /// Computes the masked products' cross terms from correlations the dealer on `channel`
+    /// hands out ([`super::masked::dealt`]); nothing to deal under the circuit method.
+    pub fn use_dealer<D: Channel + Send + 'static>(
+        &mut self,
+        channel: D,
+    ) -> Result<(), SecureError> {
+        let Some(engine) = self.solver.engine() else {
+            return Ok(());
+        };
+        // The dealer's frames carry the handshake's session: it serves one study per link.
+        let (dealer, seed, sealed) = ChannelDealer::connect(channel, wire::HANDSHAKE, &self.key)?;
+        engine.use_dealer(&mut self.gc, seed, Box::new(dealer), sealed)
+    }
+
     fn tell_nodes(&mut self, step: Step, payload: &[u8]) -> Result<(), SecureError> {
         let session = self.config.session;
         for (i, node) in self.nodes.iter_mut().enumerate() {

@@ -117,7 +117,7 @@ pub fn run_study<C, K>(
     noise: Option<NoiseShares>,
 ) -> Result<StudyRun, StudyError>
 where
-    C: Channel + Send,
+    C: Channel + Send + 'static,
     K: Borrow<SecretKey>,
 {
     let link = |e| SecureError::io("connecting the parties".into(), e);
@@ -126,6 +126,9 @@ where
     for _ in &nodes {
         links.push(make_pair().map_err(link)?);
     }
+    // Made last, so the links keep their order (key holder, then Nodes). One process holds every party's data, so a dealer of masked products costs nothing in
+    // what anyone learns and saves the Paillier work of every masked product.
+    let (to_dealer, dealer_end) = make_pair().map_err(link)?;
     let (mut aggregator_noise, mut keyholder_noise) = match noise {
         Some(n) => (Some(n.aggregator), Some(n.keyholder)),
         None => (None, None),
@@ -153,7 +156,10 @@ where
                 }),
             );
         }
-        let driven = study::run_aggregator(
+        let _dealer = scope.spawn(move || {
+            super::masked::dealt::serve(dealer_end, super::wire::HANDSHAKE, min_key_bits)
+        });
+        let driven = study::run_aggregator_with(
             node_ends,
             to_keyholder,
             plan,
@@ -162,6 +168,7 @@ where
             aggregator_noise
                 .as_deref_mut()
                 .map(|n| n as &mut dyn NoiseShare),
+            Some(to_dealer),
         );
         // The aggregator's channels are dropped by now, so every serving thread ends.
         let keyholder = keyholder

@@ -10,10 +10,12 @@
 //! - [`block_spd`]: SPD inverse and Cholesky on shared matrices, with bounds from public numbers.
 //! - [`leaf`]: the garbled-circuit pivots (reciprocal, square root).
 //! - [`cross`]: `Enc(X) R`, the cross terms (shared-base multi-exponentiation).
+//! - [`dealt`]: the cross terms from correlations a dealer hands out, without Paillier.
 //! - [`packed`], [`matrix`], [`msgs`]: encrypted and plaintext matrices, the requests.
 
 pub mod block_spd;
 pub mod cross;
+pub mod dealt;
 pub mod engine;
 pub mod helper;
 pub mod layout;

@@ -538,12 +538,35 @@ pub fn plan_digest(plan: &StudyPlan) -> [u8; 32] {
 /// and ends the study. A differentially private plan draws the aggregator's noise share from
 /// `noise` (refused without one).
 pub fn run_aggregator<C: Channel>(
+    nodes: Vec<C>,
+    keyholder: C,
+    plan: &StudyPlan,
+    observer: &mut dyn FnMut(&IterationRecord),
+    continuity: Option<Continuity<'_>>,
+    noise: Option<&mut dyn NoiseShare>,
+) -> Result<StudyOutcome, StudyError> {
+    run_aggregator_with(
+        nodes,
+        keyholder,
+        plan,
+        observer,
+        continuity,
+        noise,
+        None::<privlogit_circuits::channel::MemoryChannel>,
+    )
+}
+
+/// [`run_aggregator`] with a dealer of masked products on `dealer` (an in-process study's
+/// dealer thread, [`crate::secure::masked::dealt::serve`]): the masked linear algebra's cross
+/// terms come from its correlations instead of Paillier ciphertexts.
+pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
     mut nodes: Vec<C>,
     mut keyholder: C,
     plan: &StudyPlan,
     observer: &mut dyn FnMut(&IterationRecord),
     mut continuity: Option<Continuity<'_>>,
     noise: Option<&mut dyn NoiseShare>,
+    dealer: Option<D>,
 ) -> Result<StudyOutcome, StudyError> {
     plan.validate()?;
     if plan.release.is_some() && noise.is_none() {
@@ -661,6 +684,9 @@ pub fn run_aggregator<C: Channel>(
             (aggregation, standardization)
         }
     };
+    if let Some(dealer) = dealer {
+        aggregation.use_dealer(dealer)?;
+    }
     if let Some(seed) = plan.mask_seed {
         aggregation.seed_masks(Sha256::digest(seed.to_le_bytes()).into());
     }

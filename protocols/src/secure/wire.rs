@@ -138,11 +138,20 @@ pub enum Step {
     VerticalDeal,
     /// Aggregator to Node: the model the study fitted.
     VerticalModel,
+    /// Aggregator to the dealer of masked products: the study's public key; the dealer
+    /// answers with the aggregator's seed and the key holder's, encrypted.
+    DealerSetup,
+    /// Dealer to aggregator: the seeds.
+    DealerSetupReply,
+    /// Aggregator to the dealer: the next product's shape and bounds.
+    Deal,
+    /// Dealer to aggregator: `W` of both evaluations.
+    DealReply,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 45] = [
+    const ALL: [Step; 49] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -188,6 +197,10 @@ impl Step {
         Step::VerticalWelcome,
         Step::VerticalDeal,
         Step::VerticalModel,
+        Step::DealerSetup,
+        Step::DealerSetupReply,
+        Step::Deal,
+        Step::DealReply,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {

@@ -33,6 +33,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use super::cross::{self, Zeros};
+use super::dealt::{self, Dealer, ProductShapes, Seed};
 use super::layout::{Layout, Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
@@ -189,6 +190,15 @@ pub struct MaskedEngine {
     next_id: u64,
     stats: MaskedStats,
     audit: Option<Vec<MaskRecord>>,
+    dealt: Option<Dealt>,
+}
+
+/// Products from dealt correlations ([`super::dealt`]): the aggregator's seed, where the
+/// dealer's messages come from, and the next correlation's index.
+struct Dealt {
+    seed: Seed,
+    dealer: Box<dyn Dealer>,
+    next: u64,
 }
 
 impl std::fmt::Debug for MaskedEngine {
@@ -222,7 +232,43 @@ impl MaskedEngine {
             next_id: 1,
             stats: MaskedStats::default(),
             audit: None,
+            dealt: None,
         }
+    }
+
+    /// Installs a dealer without sending the key holder its seed (tests of the key holder's
+    /// refusal).
+    #[doc(hidden)]
+    pub fn set_dealer_for_tests(&mut self, seed: Seed, dealer: Box<dyn Dealer>) {
+        self.dealt = Some(Dealt {
+            seed,
+            dealer,
+            next: 0,
+        });
+    }
+
+    /// Computes every product's cross terms from correlations `dealer` hands out
+    /// ([`super::dealt`]) instead of on Paillier ciphertexts. `keyholder_seed` is the key
+    /// holder's seed encrypted by the dealer under the study's key, relayed here.
+    pub fn use_dealer<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        seed: Seed,
+        dealer: Box<dyn Dealer>,
+        keyholder_seed: EncryptedVector,
+    ) -> Result<(), SecureError> {
+        self.send(
+            gc,
+            &Request::DealerSeed {
+                seed: keyholder_seed,
+            },
+        )?;
+        self.dealt = Some(Dealt {
+            seed,
+            dealer,
+            next: 0,
+        });
+        Ok(())
     }
 
     /// Draws the masks from here on from `seed` (reproducible benchmarks and tests, where a
@@ -847,6 +893,9 @@ impl MaskedEngine {
                 x.rows, x.cols, y.rows, y.cols
             )));
         }
+        if self.dealt.is_some() {
+            return self.dealt_product(gc, x, y, id, need, out);
+        }
         let (m, k, n) = (x.rows, x.cols, y.cols);
         // D1 = X R_y + M1 and D2 = R_x Y + M2: bounds, then masks sigma bits wider.
         let bits_k = bits_for(k as u64);
@@ -927,6 +976,123 @@ impl MaskedEngine {
                 left_widths: left,
                 right_cross,
                 right_widths: right,
+                share,
+                out: match out {
+                    Output::Kept(_, w) => ProductOut::Keep(w),
+                    Output::Revealed(_, w) => ProductOut::Reveal(w),
+                },
+            },
+        )
+    }
+
+    /// [`Self::product_request`] with dealt correlations: `F` of both evaluations out, the key
+    /// holder's `E` back, then the aggregator's share `R_x R_y - (E_l R_y + W_l) - (R_x E_r +
+    /// W_r)` (truncated, plus the output's mask, as under Paillier).
+    fn dealt_product<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+        y: &Shared,
+        id: u64,
+        need: Need,
+        out: Output<'_>,
+    ) -> Result<(), SecureError> {
+        let (m, k, n) = (x.rows, x.cols, y.cols);
+        let start = Instant::now();
+        let shapes = ProductShapes::new(m, k, n, x.bound, y.bound);
+        let state = self.dealt.as_mut().expect("checked by the caller");
+        let index = state.next;
+        state.next += 1;
+        let (w_left, w_right) = state.dealer.correlations(index, &shapes)?;
+        let (b_left, b_right) = dealt::aggregator_part(&state.seed, index, &shapes);
+        let f_left = IntMatrix::combine(&[(&y.masks, false), (&b_left, true)], &BigInt::zero());
+        let f_right = IntMatrix::combine(&[(&x.masks, false), (&b_right, true)], &BigInt::zero());
+        self.stats.cross_seconds += start.elapsed().as_secs_f64();
+        self.send(
+            gc,
+            &Request::DealtProduct {
+                x: x.id,
+                y: y.id,
+                shape: (m, k, n),
+                bounds: (x.bound, y.bound),
+                index,
+                f_left,
+                f_right,
+            },
+        )?;
+        let payload = self.reply(gc)?;
+        let start = Instant::now();
+        let mut r = Reader::new(&payload);
+        // E = V - A: below 2^(max(mask + 1, bits of A) + 1) in magnitude.
+        let widest = |mask: u32, a: u32| u64::from(mask.max(a)) + 3;
+        let read = |r: &mut Reader<'_>, rows, cols, bits| {
+            IntMatrix::read(r, rows * cols, bits)
+                .map_err(|e| SecureError::io("aggregator, reading a dealt product".into(), e))
+                .and_then(|v| {
+                    if (v.rows(), v.cols()) == (rows, cols) {
+                        Ok(v)
+                    } else {
+                        Err(SecureError::violation(
+                            Role::KeyHolder,
+                            "the key holder answered a dealt product with the wrong shape",
+                        ))
+                    }
+                })
+        };
+        let e_left = read(
+            &mut r,
+            m,
+            k,
+            widest(x.mask_bits, shapes.left.keyholder_bits),
+        )?;
+        let e_right = read(
+            &mut r,
+            k,
+            n,
+            widest(y.mask_bits, shapes.right.keyholder_bits),
+        )?;
+        r.end()
+            .map_err(|e| SecureError::io("aggregator, reading a dealt product".into(), e))?;
+        let (left, right) = rayon::join(
+            || wide::product(&e_left, &y.masks),
+            || wide::product(&x.masks, &e_right),
+        );
+        let rr = wide::product(&x.masks, &y.masks);
+        let share = IntMatrix::combine(
+            &[
+                (&rr, false),
+                (&left, true),
+                (&w_left, true),
+                (&right, true),
+                (&w_right, true),
+            ],
+            &BigInt::zero(),
+        );
+        let (share, frac) = match out {
+            Output::Kept(masks, _) => (
+                IntMatrix::combine(
+                    &[(&share.floor_shift(self.frac), false), (masks, false)],
+                    &BigInt::zero(),
+                ),
+                self.frac,
+            ),
+            Output::Revealed(masks, _) => (
+                IntMatrix::combine(&[(&share, false), (masks, false)], &BigInt::zero()),
+                0,
+            ),
+        };
+        self.stats.cross_seconds += start.elapsed().as_secs_f64();
+        self.stats.products += 1;
+        if self.audit.is_some() {
+            let (Output::Kept(masks, widths) | Output::Revealed(masks, widths)) = out;
+            self.record(widths, masks);
+        }
+        self.send(
+            gc,
+            &Request::DealtShare {
+                id,
+                need,
+                frac,
                 share,
                 out: match out {
                     Output::Kept(_, w) => ProductOut::Keep(w),

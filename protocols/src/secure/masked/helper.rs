@@ -13,6 +13,7 @@ use num_traits::Zero;
 use privlogit_circuits::channel::Channel;
 use rand::CryptoRng;
 
+use super::dealt::{self, ProductShapes, Seed};
 use super::layout::{Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
@@ -59,6 +60,15 @@ pub struct MaskedHelper {
     noise: DjnNoise,
     stats: HelperStats,
     audit: Option<Vec<ViewRecord>>,
+    dealt: Option<DealtSide>,
+}
+
+/// The key holder's side of dealt products: its seed, the next correlation (each is used once,
+/// in order), and the share of a product whose second half has not come yet.
+struct DealtSide {
+    seed: Seed,
+    next: u64,
+    pending: Option<IntMatrix>,
 }
 
 impl std::fmt::Debug for MaskedHelper {
@@ -81,6 +91,7 @@ impl MaskedHelper {
             noise,
             stats: HelperStats::default(),
             audit: None,
+            dealt: None,
         }
     }
 
@@ -150,6 +161,39 @@ impl MaskedHelper {
             });
         }
         Ok(())
+    }
+
+    /// A product's last step on either path: the key holder's (truncated) share plus the
+    /// aggregator's, mirrored when only the lower triangle was formed, kept as a view or sent
+    /// back.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_product<C: Channel, R: CryptoRng>(
+        &mut self,
+        mine: &IntMatrix,
+        share: &IntMatrix,
+        id: u64,
+        need: Need,
+        out: ProductOut,
+        party: &mut KeyholderGc<C, R>,
+        session: u64,
+    ) -> Result<(), SecureError> {
+        let mut value = IntMatrix::combine(&[(mine, false), (share, false)], &BigInt::zero());
+        if need != Need::All {
+            // Only the lower triangle was formed: mirror it.
+            let n = value.cols();
+            value = IntMatrix::from_fn(n, n, |i, j| value.get(i.max(j), i.min(j)).clone());
+        }
+        match out {
+            ProductOut::Keep(widths) => {
+                self.check("a product", widths, &value)?;
+                self.insert(id, value)
+            }
+            ProductOut::Reveal(widths) => {
+                self.check("a revealed product", widths, &value)?;
+                let payload = value.write(Writer::new()).finish();
+                reply(party, session, &payload)
+            }
+        }
     }
 
     /// Serves one request (replying on the channel when it has a reply).
@@ -329,23 +373,102 @@ impl MaskedHelper {
                     &BigInt::zero(),
                 )
                 .floor_shift(frac);
-                let mut value =
-                    IntMatrix::combine(&[(&mine, false), (&share, false)], &BigInt::zero());
-                if need != Need::All {
-                    // Only the lower triangle was formed: mirror it.
-                    value = IntMatrix::from_fn(m, n, |i, j| value.get(i.max(j), i.min(j)).clone());
+                self.finish_product(&mine, &share, id, need, out, party, session)
+            }
+            Request::DealerSeed { seed } => {
+                if self.dealt.is_some() {
+                    return Err(protocol("a second dealer's seed".into()));
                 }
-                match out {
-                    ProductOut::Keep(widths) => {
-                        self.check("a product", widths, &value)?;
-                        self.insert(id, value)
-                    }
-                    ProductOut::Reveal(widths) => {
-                        self.check("a revealed product", widths, &value)?;
-                        let payload = value.write(Writer::new()).finish();
-                        reply(party, session, &payload)
-                    }
+                let start = Instant::now();
+                let seed = crate::secure::vertical::decrypt_seed(&seed, secret)?;
+                self.stats.decryptions += 1;
+                self.stats.paillier_seconds += start.elapsed().as_secs_f64();
+                self.dealt = Some(DealtSide {
+                    seed,
+                    next: 0,
+                    pending: None,
+                });
+                Ok(())
+            }
+            Request::DealtProduct {
+                x,
+                y,
+                shape: (m, k, n),
+                bounds: (bx, by),
+                index,
+                f_left,
+                f_right,
+            } => {
+                let (vx, vy) = (self.get(x)?, self.get(y)?);
+                if (vx.rows(), vx.cols(), vy.rows(), vy.cols()) != (m, k, k, n)
+                    || (f_left.rows(), f_left.cols()) != (k, n)
+                    || (f_right.rows(), f_right.cols()) != (m, k)
+                {
+                    return Err(protocol("a dealt product of mismatched shapes".into()));
                 }
+                let Some(side) = self.dealt.as_ref() else {
+                    return Err(protocol("a dealt product before the dealer's seed".into()));
+                };
+                // A correlation used twice would tell the aggregator V - V' of two views.
+                if index != side.next || side.pending.is_some() {
+                    return Err(protocol(format!(
+                        "dealt correlation {index} out of order (next is {})",
+                        side.next
+                    )));
+                }
+                let start = Instant::now();
+                let shapes = ProductShapes::new(m, k, n, bx, by);
+                let part = dealt::keyholder_part(&side.seed, index, &shapes);
+                let e_left =
+                    IntMatrix::combine(&[(vx, false), (&part.left_a, true)], &BigInt::zero());
+                let e_right =
+                    IntMatrix::combine(&[(vy, false), (&part.right_a, true)], &BigInt::zero());
+                // V_x V_y - (A_l F_l + Z_l) - (F_r A_r + Z_r), untruncated until the second half.
+                let (product, (left, right)) = rayon::join(
+                    || wide::product(vx, vy),
+                    || {
+                        rayon::join(
+                            || wide::product(&part.left_a, &f_left),
+                            || wide::product(&f_right, &part.right_a),
+                        )
+                    },
+                );
+                let mine = IntMatrix::combine(
+                    &[
+                        (&product, false),
+                        (&left, true),
+                        (&part.left_z, true),
+                        (&right, true),
+                        (&part.right_z, true),
+                    ],
+                    &BigInt::zero(),
+                );
+                self.stats.product_seconds += start.elapsed().as_secs_f64();
+                let side = self.dealt.as_mut().expect("checked above");
+                side.next += 1;
+                side.pending = Some(mine);
+                let payload = e_right.write(e_left.write(Writer::new())).finish();
+                reply(party, session, &payload)
+            }
+            Request::DealtShare {
+                id,
+                need,
+                frac,
+                share,
+                out,
+            } => {
+                let mine = self
+                    .dealt
+                    .as_mut()
+                    .and_then(|side| side.pending.take())
+                    .ok_or_else(|| protocol("a dealt share without its product".into()))?;
+                if (share.rows(), share.cols()) != (mine.rows(), mine.cols())
+                    || (need != Need::All && mine.rows() != mine.cols())
+                {
+                    return Err(protocol("a dealt share of the wrong shape".into()));
+                }
+                let mine = mine.floor_shift(frac);
+                self.finish_product(&mine, &share, id, need, out, party, session)
             }
             Request::Leaf {
                 kind,

@@ -186,6 +186,44 @@ pub enum Request {
         /// Where the product goes, and the widths of its mask.
         out: ProductOut,
     },
+    /// The key holder's seed for dealt correlations ([`super::dealt`]), encrypted under the
+    /// study's key by the dealer and relayed by the aggregator.
+    DealerSeed {
+        /// One 256-bit plaintext.
+        seed: EncryptedVector,
+    },
+    /// The first half of a product from dealt correlation `index`: the aggregator's `F` of
+    /// both evaluations; the key holder answers with its `E` of both and keeps its share.
+    DealtProduct {
+        /// Left operand.
+        x: u64,
+        /// Right operand.
+        y: u64,
+        /// Rows of `x`, columns of `x` (rows of `y`), columns of `y`.
+        shape: (usize, usize, usize),
+        /// Public bounds of `x` and `y` (bits), from which both sides size the correlation.
+        bounds: (u32, u32),
+        /// The correlation (each is used once, in order).
+        index: u64,
+        /// `R_y - B` of `V_x R_y` (`k x n`).
+        f_left: IntMatrix,
+        /// `R_x - B` of `R_x V_y` (`m x k`).
+        f_right: IntMatrix,
+    },
+    /// The second half: the aggregator's share plus the output's mask (as in
+    /// [`Request::Product`]); the key holder adds its own.
+    DealtShare {
+        /// New view of the truncated product (when not revealed).
+        id: u64,
+        /// All entries, or only the lower triangle of a product known to be symmetric.
+        need: Need,
+        /// Fractional bits dropped from the product.
+        frac: u32,
+        /// The aggregator's share plus the output's mask.
+        share: IntMatrix,
+        /// Where the product goes, and the widths of its mask.
+        out: ProductOut,
+    },
     /// A non-linear step on the 1 x 1 view `x` in a garbled circuit: fails (one bit to the
     /// aggregator) unless `threshold <= x < 2^input.bound`; the outputs become views `outputs`.
     Leaf {
@@ -234,6 +272,32 @@ const PRODUCT: u64 = 8;
 const LEAF: u64 = 9;
 const ZEROS: u64 = 10;
 const TRACE: u64 = 11;
+const DEALER_SEED: u64 = 12;
+const DEALT_PRODUCT: u64 = 13;
+const DEALT_SHARE: u64 = 14;
+
+fn product_out(w: Writer, out: &ProductOut) -> Writer {
+    match out {
+        ProductOut::Keep(o) => widths(w.u64(1), *o),
+        ProductOut::Reveal(o) => widths(w.u64(2), *o),
+    }
+}
+
+fn read_product_out(r: &mut Reader<'_>) -> io::Result<ProductOut> {
+    match r.u64()? {
+        1 => Ok(ProductOut::Keep(read_widths(r)?)),
+        2 => Ok(ProductOut::Reveal(read_widths(r)?)),
+        other => Err(invalid(format!("a product's output of kind {other}"))),
+    }
+}
+
+fn read_frac(r: &mut Reader<'_>) -> io::Result<u32> {
+    let frac = r.u64()?;
+    if frac > u64::from(MAX_WIDTH) {
+        return Err(invalid(format!("{frac} fractional bits")));
+    }
+    Ok(frac as u32)
+}
 
 fn widths(w: Writer, x: Widths) -> Writer {
     w.u64(u64::from(x.bound)).u64(u64::from(x.mask))
@@ -411,11 +475,43 @@ impl Request {
                     .u64(u64::from(*frac));
                 let w = widths(left_cross.write(key, w), *left_widths);
                 let w = widths(right_cross.write(key, w), *right_widths);
-                let w = share.write(w);
-                match out {
-                    ProductOut::Keep(o) => widths(w.u64(1), *o).finish(),
-                    ProductOut::Reveal(o) => widths(w.u64(2), *o).finish(),
-                }
+                product_out(share.write(w), out).finish()
+            }
+            Request::DealerSeed { seed } => w.u64(DEALER_SEED).bytes(&seed.to_bytes(key)).finish(),
+            Request::DealtProduct {
+                x,
+                y,
+                shape: (m, k, n),
+                bounds: (bx, by),
+                index,
+                f_left,
+                f_right,
+            } => {
+                let w = w
+                    .u64(DEALT_PRODUCT)
+                    .u64(*x)
+                    .u64(*y)
+                    .u64(*m as u64)
+                    .u64(*k as u64)
+                    .u64(*n as u64)
+                    .u64(u64::from(*bx))
+                    .u64(u64::from(*by))
+                    .u64(*index);
+                f_right.write(f_left.write(w)).finish()
+            }
+            Request::DealtShare {
+                id,
+                need,
+                frac,
+                share,
+                out,
+            } => {
+                let w = w
+                    .u64(DEALT_SHARE)
+                    .u64(*id)
+                    .u64(need_code(*need))
+                    .u64(u64::from(*frac));
+                product_out(share.write(w), out).finish()
             }
             Request::Leaf {
                 kind,
@@ -574,15 +670,7 @@ impl Request {
                     CrossTerm::read(key, r, |s| layout(n, m, s, right_need).blocks.len())?;
                 let right_widths = read_widths(r).map_err(format)?;
                 let share = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
-                let out = match r.u64().map_err(format)? {
-                    1 => ProductOut::Keep(read_widths(r).map_err(format)?),
-                    2 => ProductOut::Reveal(read_widths(r).map_err(format)?),
-                    other => {
-                        return Err(PaillierError::Format(format!(
-                            "a product's output of kind {other}"
-                        )));
-                    }
-                };
+                let out = read_product_out(r).map_err(format)?;
                 Request::Product {
                     x,
                     y,
@@ -594,6 +682,56 @@ impl Request {
                     left_widths,
                     right_cross,
                     right_widths,
+                    share,
+                    out,
+                }
+            }
+            DEALER_SEED => {
+                let seed = EncryptedVector::from_bytes(key, r.bytes().map_err(format)?)?;
+                if seed.len() != 1 {
+                    return Err(PaillierError::Format(format!(
+                        "a dealer's seed of {} values",
+                        seed.len()
+                    )));
+                }
+                Request::DealerSeed { seed }
+            }
+            DEALT_PRODUCT => {
+                let x = r.u64().map_err(format)?;
+                let y = r.u64().map_err(format)?;
+                let m = side(r.u64().map_err(format)?).map_err(format)?;
+                let k = side(r.u64().map_err(format)?).map_err(format)?;
+                let n = side(r.u64().map_err(format)?).map_err(format)?;
+                let bx = r.u64().map_err(format)?;
+                let by = r.u64().map_err(format)?;
+                if bx > u64::from(MAX_WIDTH) || by > u64::from(MAX_WIDTH) {
+                    return Err(PaillierError::Format(format!(
+                        "bounds of {bx} and {by} bits"
+                    )));
+                }
+                let index = r.u64().map_err(format)?;
+                let f_left = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
+                let f_right = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
+                Request::DealtProduct {
+                    x,
+                    y,
+                    shape: (m, k, n),
+                    bounds: (bx as u32, by as u32),
+                    index,
+                    f_left,
+                    f_right,
+                }
+            }
+            DEALT_SHARE => {
+                let id = r.u64().map_err(format)?;
+                let need = need_from(r.u64().map_err(format)?).map_err(format)?;
+                let frac = read_frac(r).map_err(format)?;
+                let share = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
+                let out = read_product_out(r).map_err(format)?;
+                Request::DealtShare {
+                    id,
+                    need,
+                    frac,
                     share,
                     out,
                 }
