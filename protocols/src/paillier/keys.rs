@@ -156,6 +156,24 @@ impl PublicKey {
         super::inverse::invert_mod_odd(&reduced, &limbs).is_some()
     }
 
+    /// True when every `c` lies in `(0, n^2)` and is prime to `n`, with one inversion for all:
+    /// a prime factor of `n` divides the product of the `c mod n` exactly when it divides one.
+    pub(crate) fn all_units_below_n_squared(&self, cs: &[BigUint]) -> bool {
+        if cs
+            .iter()
+            .any(|c| c == &BigUint::ZERO || c >= self.n_squared())
+        {
+            return false;
+        }
+        let n = self.n();
+        let product = cs
+            .iter()
+            .fold(BigUint::from(1u8), |acc, c| (acc * (c % n)) % n);
+        let limbs = n.to_u64_digits();
+        let reduced = pad(product.to_u64_digits(), limbs.len());
+        super::inverse::invert_mod_odd(&reduced, &limbs).is_some()
+    }
+
     /// Bytes of one ciphertext on the wire (the length of `n^2`).
     pub fn ciphertext_bytes(&self) -> usize {
         self.n_squared.bits().div_ceil(8) as usize
@@ -610,6 +628,27 @@ mod tests {
         }
         let secret = SecretInt(BigUint::from(12345u32));
         assert_eq!(*secret, BigUint::from(12345u32));
+    }
+
+    /// One inversion decides a whole vector: a single value sharing a factor with `n` (or
+    /// zero, or past `n^2`) fails it, as the one-by-one check does.
+    #[test]
+    fn a_vector_of_units_is_checked_at_once() {
+        let pair = crate::paillier::KeyPair::generate_insecure_for_tests(512, &mut rand::rng());
+        let key = pair.secret.public_key();
+        let units: Vec<BigUint> = (2u32..40)
+            .map(|v| BigUint::from(v) * 7919u32 + 1u32)
+            .collect();
+        assert!(units.iter().all(|c| key.is_unit_below_n_squared(c)));
+        assert!(key.all_units_below_n_squared(&units));
+        assert!(key.all_units_below_n_squared(&[]));
+        let multiple_of_p = &*pair.secret.p() * 12345u32;
+        for bad in [multiple_of_p, BigUint::ZERO, key.n_squared().clone()] {
+            let mut with_bad = units.clone();
+            with_bad.insert(17, bad.clone());
+            assert!(!key.is_unit_below_n_squared(&bad));
+            assert!(!key.all_units_below_n_squared(&with_bad));
+        }
     }
 
     #[test]

@@ -360,9 +360,10 @@ impl EncryptedVector {
         if reader.remaining() < count * size {
             return Err(format_error("truncated ciphertexts".to_string()));
         }
-        let blocks = (0..count)
-            .map(|_| Ciphertext::from_bytes(key, reader.take(size)?))
+        let chunks = (0..count)
+            .map(|_| reader.take(size))
             .collect::<Result<Vec<_>, _>>()?;
+        let blocks = Ciphertext::many_from_bytes(key, chunks)?;
         Ok(Self {
             len: len as usize,
             scale,

@@ -91,10 +91,7 @@ pub fn read_ciphertexts(
             bytes.len()
         )));
     }
-    bytes
-        .par_chunks(size)
-        .map(|c| Ciphertext::from_bytes(key, c))
-        .collect()
+    Ciphertext::many_from_bytes(key, bytes.chunks(size))
 }
 
 impl PackedMatrix {
