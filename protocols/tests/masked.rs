@@ -16,7 +16,7 @@ use privlogit_protocols::secure::masked::matrix::IntMatrix;
 use privlogit_protocols::secure::masked::packed::PackedMatrix;
 use privlogit_protocols::secure::masked::pair::{self, KeyholderEnd};
 use privlogit_protocols::secure::masked::{MaskedEngine, Shared};
-use privlogit_protocols::secure::vertical::encrypt_seed;
+use privlogit_protocols::secure::seed::encrypt_seed;
 use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;

@@ -156,7 +156,7 @@ where
                 }),
             );
         }
-        let _dealer = scope.spawn(move || {
+        let dealer = scope.spawn(move || {
             super::masked::dealt::serve(dealer_end, super::wire::HANDSHAKE, min_key_bits)
         });
         let driven = study::run_aggregator_with(
@@ -182,9 +182,17 @@ where
                     .map_err(|_| StudyError::Panicked(format!("Node {}", i + 1)))
             })
             .collect::<Result<_, _>>()?;
-        let outcome = match driven {
-            Ok(v) => v,
-            Err(e) => return Err(root_cause(e, keyholder, node_results)),
+        let dealer = dealer
+            .join()
+            .map_err(|_| StudyError::Panicked("dealer".into()))?;
+        let outcome = match (driven, dealer) {
+            (Ok(v), _) => v,
+            // A dealer that failed for a cause of its own names it (the aggregator saw only
+            // the hang-up).
+            (Err(_), Err(d)) if !d.is_disconnection() => {
+                return Err(StudyError::Party("dealer".into(), d));
+            }
+            (Err(e), _) => return Err(root_cause(e, keyholder, node_results)),
         };
         let keyholder = keyholder?;
         let nodes = node_results.into_iter().collect::<Result<Vec<_>, _>>()?;

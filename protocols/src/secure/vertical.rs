@@ -19,22 +19,21 @@
 
 use std::ops::Range;
 
-use num_bigint::{BigInt, BigUint, Sign};
+use num_bigint::{BigInt, BigUint};
 use privlogit_circuits::backend::{Backend, Bit, Builder, Word};
 use privlogit_circuits::channel::Channel;
 use privlogit_circuits::logistic::{self, FRAC as CIRCUIT_FRAC, Z_BITS};
 use privlogit_circuits::word;
 use rand::{CryptoRng, RngExt};
-use zeroize::Zeroizing;
 
 pub mod roles;
 
 use super::gc::GcParty;
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
-use crate::paillier::{DjnNoise, EncryptedVector, Fixed, Packing, PublicKey, SecretKey};
+use crate::paillier::{DjnNoise, EncryptedVector, Fixed, Packing, PublicKey};
 use crate::transport::Role;
-use crate::vertical::ring::{self, BETA_FRAC, R_FRAC, Seed, Side, X_FRAC};
+use crate::vertical::ring::{self, BETA_FRAC, R_FRAC, Side, X_FRAC};
 use crate::vertical::shares::ServerShares;
 
 /// Feature values of a vertical study must be below `2^FEATURE_BITS` in magnitude
@@ -74,42 +73,7 @@ pub struct KeyholderPart {
     pub d: Vec<u128>,
 }
 
-/// A seed encrypted for the key holder (one 256-bit plaintext).
-pub fn encrypt_seed(
-    key: &PublicKey,
-    seed: &Seed,
-    noise: &DjnNoise,
-) -> Result<EncryptedVector, SecureError> {
-    let value = BigInt::from_bytes_le(Sign::Plus, seed);
-    Ok(EncryptedVector::encrypt(
-        key,
-        &[Fixed::integer(value)],
-        &(BigUint::from(1u8) << 256),
-        Packing::unpacked(key),
-        noise,
-    )?)
-}
-
-/// A seed decrypted (modulo `2^256`: a substituted ciphertext gives some seed, not an error
-/// that would tell its range).
-pub fn decrypt_seed(
-    seed: &EncryptedVector,
-    secret: &SecretKey,
-) -> Result<Zeroizing<Seed>, SecureError> {
-    let value: BigInt = seed
-        .decrypt(secret)?
-        .into_iter()
-        .next()
-        .map(|f| f.value)
-        .unwrap_or_default();
-    let modulus: BigInt = BigInt::from(1u8) << 256;
-    let reduced: BigInt = (value % &modulus + &modulus) % &modulus;
-    let (_, bytes) = reduced.to_bytes_le();
-    let bytes = Zeroizing::new(bytes);
-    let mut out = Zeroizing::new([0u8; 32]);
-    out[..bytes.len()].copy_from_slice(&bytes);
-    Ok(out)
-}
+pub use super::seed::{decrypt_seed, encrypt_seed};
 
 /// Sends ring elements in [`Step::VerticalShares`] frames.
 pub(crate) fn send_ring<C: Channel>(

@@ -32,7 +32,7 @@ use super::msgs::{MAX_SIDE, MAX_WIDTH};
 use super::wide;
 use crate::paillier::{DjnNoise, EncryptedVector, PublicKey};
 use crate::secure::gc::{SIGMA, random_mask};
-use crate::secure::vertical::encrypt_seed;
+use crate::secure::seed::encrypt_seed;
 use crate::secure::wire::{self, Reader, Step, Writer};
 use crate::secure::{SecureError, bits_for};
 use crate::transport::Role;
@@ -333,7 +333,20 @@ pub fn serve<C: Channel>(
     if step == Step::Done {
         return Ok(());
     }
-    let key = crate::secure::study::parse_key(&payload, min_key_bits, Role::Node)?;
+    let key = if min_key_bits >= 2048 {
+        PublicKey::from_bytes(&payload)?
+    } else {
+        PublicKey::from_bytes_insecure_for_tests(&payload)?
+    };
+    if key.bits() < u64::from(min_key_bits) {
+        return Err(SecureError::violation(
+            Role::Aggregator,
+            format!(
+                "a {}-bit key for the dealer (at least {min_key_bits})",
+                key.bits()
+            ),
+        ));
+    }
     let (keyholder, aggregator) = (fresh_seed(), fresh_seed());
     let sealed = encrypt_seed(&key, &keyholder, &DjnNoise::new(&key, &mut rand::rng()))?;
     let reply = Writer::new()

@@ -942,19 +942,7 @@ impl MaskedEngine {
         let rr = wide::product(&x_masks_t.transpose(), &y_masks);
         let m2 = m2t.transpose();
         let share = IntMatrix::combine(&[(&m1, false), (&m2, false), (&rr, true)], &BigInt::zero());
-        let (share, frac) = match out {
-            Output::Kept(masks, _) => (
-                IntMatrix::combine(
-                    &[(&share.floor_shift(self.frac), false), (masks, false)],
-                    &BigInt::zero(),
-                ),
-                self.frac,
-            ),
-            Output::Revealed(masks, _) => (
-                IntMatrix::combine(&[(&share, false), (masks, false)], &BigInt::zero()),
-                0,
-            ),
-        };
+        let (share, frac) = out.masked_share(&share, self.frac);
         self.stats.cross_seconds += start.elapsed().as_secs_f64();
         self.stats.products += 1;
         if self.audit.is_some() {
@@ -1068,19 +1056,7 @@ impl MaskedEngine {
             ],
             &BigInt::zero(),
         );
-        let (share, frac) = match out {
-            Output::Kept(masks, _) => (
-                IntMatrix::combine(
-                    &[(&share.floor_shift(self.frac), false), (masks, false)],
-                    &BigInt::zero(),
-                ),
-                self.frac,
-            ),
-            Output::Revealed(masks, _) => (
-                IntMatrix::combine(&[(&share, false), (masks, false)], &BigInt::zero()),
-                0,
-            ),
-        };
+        let (share, frac) = out.masked_share(&share, self.frac);
         self.stats.cross_seconds += start.elapsed().as_secs_f64();
         self.stats.products += 1;
         if self.audit.is_some() {
@@ -1180,6 +1156,27 @@ enum Output<'a> {
     Kept(&'a IntMatrix, Widths),
     /// Sent back to the aggregator, masked by these.
     Revealed(&'a IntMatrix, Widths),
+}
+
+impl Output<'_> {
+    /// The aggregator's `share` as it goes to the key holder, with the fractional bits the key
+    /// holder drops from its own: truncated plus the new view's mask, or (revealed) whole plus
+    /// the reply's mask, the key holder then truncating nothing.
+    fn masked_share(&self, share: &IntMatrix, frac: u32) -> (IntMatrix, u32) {
+        match self {
+            Output::Kept(masks, _) => (
+                IntMatrix::combine(
+                    &[(&share.floor_shift(frac), false), (masks, false)],
+                    &BigInt::zero(),
+                ),
+                frac,
+            ),
+            Output::Revealed(masks, _) => (
+                IntMatrix::combine(&[(share, false), (masks, false)], &BigInt::zero()),
+                0,
+            ),
+        }
+    }
 }
 
 /// Slot width for masked values sent to the key holder: they lie in `(-2^bound, 2^mask +

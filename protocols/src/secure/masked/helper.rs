@@ -380,7 +380,7 @@ impl MaskedHelper {
                     return Err(protocol("a second dealer's seed".into()));
                 }
                 let start = Instant::now();
-                let seed = crate::secure::vertical::decrypt_seed(&seed, secret)?;
+                let seed = crate::secure::seed::decrypt_seed(&seed, secret)?;
                 self.stats.decryptions += 1;
                 self.stats.paillier_seconds += start.elapsed().as_secs_f64();
                 self.dealt = Some(DealtSide {
