@@ -206,7 +206,9 @@ pub const KEYS: &[Key] = &[
          the encrypted inverse of the Hessian bound into their gradients), hessian \
          (PrivLogit-Hessian: the Center keeps the bound's inverse shared between the two servers \
          and solves each step), newton (secure distributed Newton, the baseline; implies \
-         --optimizer newton).",
+         --optimizer newton). Left out, `study` (every party in this process) runs hessian, \
+         whose masked solve is cheaper there than Local's encrypted step at every Node, and \
+         the roles run local.",
     ),
     key(
         "optimizer",

@@ -218,7 +218,7 @@ impl InProcess {
                 "a study needs at least one Node: --party FILE (repeated)",
             ));
         }
-        let plan = spec.study_plan(nodes.len())?;
+        let plan = spec.in_process_plan(nodes.len())?;
         let columns = crate::fit::GlmColumns::of(spec);
         let sites = |k: usize| spec.site_intercepts.then_some((k, nodes.len()));
         let opened = nodes
