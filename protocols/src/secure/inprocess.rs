@@ -148,6 +148,7 @@ where
         let mut node_ends = Vec::new();
         let mut handles = Vec::new();
         let min_key_bits = plan.key_bits;
+        let mask_seed = plan.mask_seed;
         for ((names, data), (aggregator_end, node_end)) in nodes.into_iter().zip(links) {
             node_ends.push(aggregator_end);
             handles.push(
@@ -157,7 +158,7 @@ where
             );
         }
         let dealer = scope.spawn(move || {
-            super::masked::dealt::serve(dealer_end, super::wire::HANDSHAKE, min_key_bits)
+            super::masked::dealt::serve(dealer_end, super::wire::HANDSHAKE, min_key_bits, mask_seed)
         });
         let driven = study::run_aggregator_with(
             node_ends,

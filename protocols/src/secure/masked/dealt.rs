@@ -316,12 +316,29 @@ impl<C: Channel + Send> Dealer for ChannelDealer<C> {
     }
 }
 
-/// The dealer's side: draws both seeds, hands them out, then answers [`Step::Deal`] requests
-/// in order until [`Step::Done`] or the channel closes. Refuses a key below `min_key_bits`.
+/// Both seeds from a reproducible run's seed (`--seed`: as secret as the masks it also seeds),
+/// so that a run repeats another's rounding with dealt products too.
+fn seeds_from(seed: u64) -> (Seed, Seed) {
+    use sha2::{Digest, Sha256};
+    let derive = |party: &[u8]| {
+        let digest = Sha256::new()
+            .chain_update(b"privlogit dealer seed")
+            .chain_update(seed.to_le_bytes())
+            .chain_update(party)
+            .finalize();
+        Seed::new(digest.into())
+    };
+    (derive(b"key holder"), derive(b"aggregator"))
+}
+
+/// The dealer's side: draws both seeds (from `reproducible`, a reproducible run's seed, when
+/// given), hands them out, then answers [`Step::Deal`] requests in order until [`Step::Done`] or
+/// the channel closes. Refuses a key below `min_key_bits`.
 pub fn serve<C: Channel>(
     mut channel: C,
     session: u64,
     min_key_bits: u32,
+    reproducible: Option<u64>,
 ) -> Result<(), SecureError> {
     let at = |e| SecureError::io("the dealer".into(), e);
     let (step, payload) = match wire::recv(&mut channel, session, &[Step::DealerSetup, Step::Done])
@@ -347,7 +364,10 @@ pub fn serve<C: Channel>(
             ),
         ));
     }
-    let (keyholder, aggregator) = (fresh_seed(), fresh_seed());
+    let (keyholder, aggregator) = match reproducible {
+        Some(seed) => seeds_from(seed),
+        None => (fresh_seed(), fresh_seed()),
+    };
     let sealed = encrypt_seed(&key, &keyholder, &DjnNoise::new(&key, &mut rand::rng()))?;
     let reply = Writer::new()
         .bytes(&aggregator[..])
