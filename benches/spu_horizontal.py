@@ -108,8 +108,8 @@ def main():
             dict(epochs=a.epochs, learning_rate=1.9 / lipschitz, batch_size=n, sig_type="real"),
     }
     ours = {
-        "privlogit study (defaults: accelerated PrivLogit-Local, Newton finish)": ["study"],
-        "privlogit study --no-newton-finish (accelerated PrivLogit-Local alone)":
+        "privlogit study (defaults: accelerated PrivLogit-Hessian in one process, Newton finish)": ["study"],
+        "privlogit study --no-newton-finish (accelerated PrivLogit-Hessian alone)":
             ["study", "--no-newton-finish"],
         "privlogit study --protocol newton (secure Newton)": ["study", "--protocol", "newton"],
     }
