@@ -16,7 +16,6 @@ use privlogit_protocols::secure::masked::matrix::IntMatrix;
 use privlogit_protocols::secure::masked::packed::PackedMatrix;
 use privlogit_protocols::secure::masked::pair::{self, KeyholderEnd};
 use privlogit_protocols::secure::masked::{MaskedEngine, Shared};
-use privlogit_protocols::secure::seed::encrypt_seed;
 use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -205,51 +204,43 @@ fn relative_error(got: &IntMatrix, expected: &[Vec<f64>]) -> f64 {
     worst / largest
 }
 
+/// The masked SPD inverse of `d x d` test matrices against f64, with Paillier cross terms or
+/// (`dealt`) a dealer's correlations: the engine's and the key holder's counters.
+fn inverse_against_f64(d: usize, seed: u64, dealt: bool) -> (MaskedEngine, KeyholderEnd) {
+    let a = spd(d, 4 * d + 10, 0.01, seed);
+    let bounds = SpdBounds::new(d, 1.0, 0.01);
+    let (_, enc, bound) = share_spd(&a, &bounds);
+    let (inverse, engine, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
+        if dealt {
+            e.use_local_dealer(gc)?;
+        }
+        let shared = e.share(gc, &enc, bound)?;
+        block_spd::spd_inverse(e, gc, &shared, &bounds)
+    })
+    .expect("runs");
+    let got = reveal(&inverse, &keyholder);
+    let error = relative_error(&got, &reference_inverse(&a));
+    eprintln!("d = {d}, dealt {dealt}: relative error {error:e}");
+    assert!(error < 1e-9, "d = {d}: relative error {error:e}");
+    (engine, keyholder)
+}
+
 /// The masked SPD inverse matches the f64 inverse to 1e-9 relative to its largest entry, at
 /// sizes that exercise uneven splits (tolerance: 46 fractional bits leave about 1e-13 per
 /// rounding, amplified by the condition number, here below 1e3).
 #[test]
 fn spd_inverse_matches_f64() {
     for (d, seed) in [(1usize, 1u64), (2, 2), (5, 3), (13, 4)] {
-        let a = spd(d, 4 * d + 10, 0.01, seed);
-        let bounds = SpdBounds::new(d, 1.0, 0.01);
-        let (_, enc, bound) = share_spd(&a, &bounds);
-        let (inverse, _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
-            let shared = e.share(gc, &enc, bound)?;
-            block_spd::spd_inverse(e, gc, &shared, &bounds)
-        })
-        .expect("runs");
-        let got = reveal(&inverse, &keyholder);
-        let error = relative_error(&got, &reference_inverse(&a));
-        eprintln!("d = {d}: relative error {error:e}");
-        assert!(error < 1e-9, "d = {d}: relative error {error:e}");
+        inverse_against_f64(d, seed, false);
     }
 }
 
-/// With dealt correlations instead of Paillier cross terms the inverse is as accurate and the
-/// key holder decrypts only the shared input and its seed (reference: the f64 inverse, as
-/// above), and a symmetric product agrees with the exact one to a unit.
+/// With dealt correlations instead of Paillier cross terms the inverse is as accurate (same
+/// reference and tolerance), and the key holder decrypts only the shared input and its seed.
 #[test]
 fn spd_inverse_from_dealt_products_matches_f64() {
     for (d, seed) in [(1usize, 11u64), (5, 12), (13, 13)] {
-        let a = spd(d, 4 * d + 10, 0.01, seed);
-        let bounds = SpdBounds::new(d, 1.0, 0.01);
-        let (_, enc, bound) = share_spd(&a, &bounds);
-        let (inverse, engine, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
-            let key = secret().public_key();
-            let (keyholder_seed, aggregator_seed) = (dealt::fresh_seed(), dealt::fresh_seed());
-            let sealed = encrypt_seed(key, &keyholder_seed, &DjnNoise::new(key, &mut rand::rng()))?;
-            let dealer =
-                dealt::LocalDealer::new(keyholder_seed, dealt::Seed::new(*aggregator_seed));
-            e.use_dealer(gc, aggregator_seed, Box::new(dealer), sealed)?;
-            let shared = e.share(gc, &enc, bound)?;
-            block_spd::spd_inverse(e, gc, &shared, &bounds)
-        })
-        .expect("runs");
-        let got = reveal(&inverse, &keyholder);
-        let error = relative_error(&got, &reference_inverse(&a));
-        eprintln!("d = {d}: relative error {error:e}");
-        assert!(error < 1e-9, "d = {d}: relative error {error:e}");
+        let (engine, keyholder) = inverse_against_f64(d, seed, true);
         assert!(engine.stats().products > 0 || d == 1);
         // The shared input (packed) and the seed: no cross term is decrypted.
         assert!(

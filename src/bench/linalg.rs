@@ -21,8 +21,6 @@ use crate::protocols::paillier::{
 use crate::protocols::secure::gc::AggregatorGc;
 use crate::protocols::secure::keyholder::{self, KeyholderStats};
 use crate::protocols::secure::masked::block_spd as masked_linalg;
-use crate::protocols::secure::masked::dealt::{LocalDealer, Seed};
-use crate::protocols::secure::seed::encrypt_seed;
 use crate::protocols::secure::solver::{self, LinearAlgebra, Solver};
 use crate::protocols::secure::wire::{self, Step};
 use crate::protocols::secure::{DEFAULT_FORMAT, PAILLIER_FRAC, SecureConfig, SecureError};
@@ -34,7 +32,7 @@ use num_traits::ToPrimitive;
 use privlogit_circuits::backend::{Bit, Builder, Plain, Word};
 use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_circuits::session::EvaluatorSession;
-use rand::{Rng, RngExt, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
@@ -316,16 +314,8 @@ fn time_one(
         let mut gc = AggregatorGc::with_noise(session, noise.clone());
         let start = Instant::now();
         if args.dealt && method == LinearAlgebra::Masked {
-            let draw = || {
-                let mut seed = Seed::new([0u8; 32]);
-                rand::rng().fill_bytes(&mut seed[..]);
-                seed
-            };
-            let (keyholder_seed, aggregator_seed) = (draw(), draw());
-            let sealed = encrypt_seed(key, &keyholder_seed, &noise)?;
-            let dealer = LocalDealer::new(keyholder_seed, Seed::new(*aggregator_seed));
             let engine = solver.engine().expect("the masked method has an engine");
-            engine.use_dealer(&mut gc, aggregator_seed, Box::new(dealer), sealed)?;
+            engine.use_local_dealer(&mut gc)?;
         }
         let outcome: Result<(f64, f64), SecureError> = (|| match (op, method) {
             (Operation::Inverse, _) => {

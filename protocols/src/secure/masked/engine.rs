@@ -247,6 +247,18 @@ impl MaskedEngine {
         });
     }
 
+    /// [`Self::use_dealer`] with a dealer in this process holding both fresh seeds
+    /// ([`dealt::LocalDealer`]: tests and `bench linalg`; a study's dealer is a party of its own).
+    pub fn use_local_dealer<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+    ) -> Result<(), SecureError> {
+        let (keyholder, aggregator) = (dealt::fresh_seed(), dealt::fresh_seed());
+        let sealed = crate::secure::seed::encrypt_seed(&self.key, &keyholder, &self.noise)?;
+        let dealer = dealt::LocalDealer::new(keyholder, Seed::new(*aggregator));
+        self.use_dealer(gc, aggregator, Box::new(dealer), sealed)
+    }
+
     /// Computes every product's cross terms from correlations `dealer` hands out
     /// ([`super::dealt`]) instead of on Paillier ciphertexts. `keyholder_seed` is the key
     /// holder's seed encrypted by the dealer under the study's key, relayed here.
