@@ -101,6 +101,11 @@ pub struct SecureConfig {
     /// Terms the Center adds to every sum over the Nodes: its penalty, and in a secure PLR
     /// study the objective's noise ([`perturbation`]).
     pub center_terms: u32,
+    /// Whether the Nodes send their gradients packed (a few ciphertexts instead of one per
+    /// coefficient) for the Center to share once in masked arithmetic, where its dot products
+    /// are taken; otherwise unpacked, for dot products under encryption. Packed where masked
+    /// products are cheap (dealt, in one process); see [`Self::gradient_shape`].
+    pub packed_gradient: bool,
 }
 
 impl SecureConfig {
@@ -117,7 +122,14 @@ impl SecureConfig {
             value_bits: integer_bits.saturating_sub(bits_for(parties as u64 + 1)),
             max_rows: 1 << 40,
             center_terms: 1,
+            packed_gradient: false,
         }
+    }
+
+    /// The same study with the Nodes' gradients packed ([`Self::packed_gradient`]).
+    pub fn with_packed_gradient(mut self, packed: bool) -> Self {
+        self.packed_gradient = packed;
+        self
     }
 
     /// The same study with Paillier values at `frac` fractional bits (the masked method; the

@@ -250,6 +250,44 @@ fn spd_inverse_from_dealt_products_matches_f64() {
     }
 }
 
+/// A dot product of weights the aggregator holds with a shared column (the acceptance test's
+/// `s^T g` on a packed gradient) is the exact integer dot product, at twice the fractional
+/// bits, with Paillier or dealt cross terms; its encryption, made by the key holder from its
+/// view and unmasked by the aggregator, decrypts to it; and the key holder's view of the held
+/// weights is the public constant (reference: integer arithmetic).
+#[test]
+fn held_weights_times_a_shared_column_is_exact() {
+    let key = secret().public_key();
+    let g = int_matrix(7, 1, |i, _| (i as i64 - 3) * (1 << 52) + 977 * i as i64);
+    let w = int_matrix(1, 7, |_, j| {
+        (j as i64 % 3 - 1) * ((1 << 44) + 31 * j as i64)
+    });
+    let exact: BigInt = (0..7).map(|j| w.get(0, j) * g.get(j, 0)).sum();
+    let enc = encrypt(&g, 56);
+    for dealt in [false, true] {
+        let ((row, dot, encrypted), _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
+            if dealt {
+                e.use_local_dealer(gc)?;
+            }
+            let mut column = e.share(gc, &enc, 56)?;
+            let mut row = e.held(gc, &w, 46)?;
+            let dot = e.product_exact(gc, &mut row, &mut column, 56 + 46 + 3)?;
+            let encrypted = e.encrypted(gc, &dot, Packing::unpacked(key))?;
+            Ok((row, dot, encrypted))
+        })
+        .expect("runs");
+        assert_eq!(reveal(&dot, &keyholder).get(0, 0), &exact, "dealt {dealt}");
+        assert_eq!(reveal(&row, &keyholder), w, "dealt {dealt}");
+        let view = keyholder.helper.view(row.id()).expect("view kept");
+        assert!(
+            view.data().iter().all(|v| v == &(BigInt::one() << 47)),
+            "the held weights' view is the public constant 2^47"
+        );
+        let plain = secret().decrypt_all(encrypted.blocks()).expect("decrypts");
+        assert_eq!(key.decode_signed(&plain[0]), exact, "dealt {dealt}");
+    }
+}
+
 /// A dealt correlation is used once and in order: the key holder refuses a product before
 /// the dealer's seed.
 #[test]

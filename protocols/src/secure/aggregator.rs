@@ -11,7 +11,7 @@ mod vertical;
 
 pub use inference::{HeldOut, Reveal, Revealed};
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::sync::{Arc, Mutex};
 
 use ndarray::Array1;
@@ -20,17 +20,21 @@ use privlogit_circuits::channel::Channel;
 use privlogit_circuits::session::EvaluatorSession;
 
 use super::gc::{self, AggregatorGc, Comparison};
+use super::masked::Shared;
 use super::masked::SpdBounds;
 use super::masked::dealt::ChannelDealer;
 use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
+use super::masked::packed::PackedMatrix;
 use super::perturbation::{self, NoiseShare, Release};
 use super::shapes::Shape;
 use super::solver::{self, LinearAlgebra, SavedFactor, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::aggregation::{Aggregation, NewtonSystem};
-use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
+use crate::paillier::{
+    DjnNoise, EncryptedMatrix, EncryptedNumber, EncryptedVector, Fixed, Packing, PublicKey,
+};
 use crate::penalty::Penalty;
 use crate::stopping::StoppingRule;
 use crate::transport::Role;
@@ -52,8 +56,11 @@ pub enum Protocol {
 /// The aggregator's view of an aggregated gradient.
 #[derive(Debug, Clone)]
 pub struct SecureGradient {
-    /// `Enc(g/N)`, unpacked, at the study's Paillier fractional bits.
+    /// `Enc(g/N)` at the study's Paillier fractional bits, packed or not as the study's
+    /// [`SecureConfig::packed_gradient`] says.
     gradient: EncryptedVector,
+    /// Its number in the study, under which the aggregator keeps its masked share.
+    serial: u64,
     /// PrivLogit-Local: `Enc((B/N)^-1 g/N)` at twice the fractional bits.
     step: Option<EncryptedVector>,
     /// The step once decrypted (the convergence test may need it before the next iteration
@@ -134,7 +141,16 @@ pub struct SecureAggregation<C: Channel> {
     node_wait_seconds: f64,
     /// A vertical study's shares (its sums come from the servers, not from Nodes).
     vertical: Option<vertical::Vertical>,
+    /// The serial the next gradient gets.
+    next_gradient: Cell<u64>,
+    /// The latest gradients shared in masked arithmetic, oldest first (a round's solve,
+    /// stopping test and acceptance test use one share).
+    shared_gradients: Vec<(u64, Shared)>,
 }
+
+/// How many shared gradients the aggregator keeps: an iteration looks at its base gradient,
+/// a candidate's and the plain point's.
+const SHARED_GRADIENTS: usize = 4;
 
 impl<C: Channel> SecureAggregation<C> {
     /// Connects: runs the base OTs with the key holder, then the count round (the Nodes'
@@ -199,6 +215,8 @@ impl<C: Channel> SecureAggregation<C> {
             gc_seconds: 0.0,
             node_wait_seconds: 0.0,
             vertical: None,
+            next_gradient: Cell::new(0),
+            shared_gradients: Vec::new(),
         })
     }
 
@@ -415,31 +433,23 @@ impl<C: Channel> SecureAggregation<C> {
     }
 
     /// One revealed bit: is the gradient's Euclidean norm below `tolerance`? The Center holds
-    /// `Enc(g/N)` at `frac` fractional bits. It is scaled by the public `2^(frac/2)` (so that the
-    /// square keeps `2 frac` fractional bits: a tolerance of 1e-10 on `g` is far below `2^-frac`
-    /// on `(g/N)^2`), shared with the key holder in masked arithmetic, squared there as
-    /// `floor(u^T u / 2^frac)` with `u = 2^(frac/2) g/N`, and that square is compared with the
-    /// public `ceil((tolerance/N)^2 2^(2 frac))` in a circuit. Neither server sees the norm.
-    /// Needs the masked method (its engine).
+    /// `Enc(g/N)` at `frac` fractional bits, shared with the key holder in masked arithmetic
+    /// (once per gradient, [`Self::shared_gradient`]). Its square `G^T G` (with `G = 2^frac
+    /// g/N`) is taken exactly, at `2 frac` fractional bits (a tolerance of 1e-10 on `g` is far
+    /// below `2^-frac` on `(g/N)^2`), and compared with the public `ceil((tolerance/N)^2 2^(2
+    /// frac))` in a circuit. Neither server sees the norm. Needs the masked method (its engine).
     fn gradient_below(
         &mut self,
-        gradient: &EncryptedVector,
+        gradient: &SecureGradient,
         tolerance: f64,
     ) -> Result<bool, SecureError> {
         let frac = self.config.frac;
-        if gradient.scale() != frac {
+        if gradient.gradient.scale() != frac {
             return Err(SecureError::inconsistent(format!(
                 "the gradient is at {} fractional bits, the test expects {frac}",
-                gradient.scale()
+                gradient.gradient.scale()
             )));
         }
-        let shift = frac / 2;
-        let scaled =
-            gradient.mul_scalar(&self.key, &Fixed::integer(BigInt::from(1u64) << shift))?;
-        let bound = u32::try_from(scaled.slot_bound().bits()).unwrap_or(u32::MAX);
-        let d = gradient.len() as u64;
-        // Entries of u below 2^bound: u^T u / 2^frac below 2^(2 bound + bits(d) - frac).
-        let square_bits = (2 * bound + (64 - d.leading_zeros())).saturating_sub(frac) + 1;
         let n = self.rows as f64;
         let threshold = ((tolerance / n).powi(2) * 2f64.powi(2 * (frac as i32))).ceil();
         let threshold = num_traits::FromPrimitive::from_f64(threshold).ok_or_else(|| {
@@ -448,20 +458,100 @@ impl<C: Channel> SecureAggregation<C> {
                 format!("gradient tolerance {tolerance} out of range"),
             )
         })?;
-        let Some(engine) = self.solver.engine() else {
+        if self.solver.engine().is_none() {
             return Err(SecureError::invalid_plan(
                 "gradient_tolerance",
                 "the gradient-norm stopping test needs --linear-algebra masked",
             ));
-        };
-        let mut column = engine.share_vector(&mut self.gc, &scaled, bound)?;
-        let mut row = engine.transpose(&mut self.gc, &column)?;
-        let square = engine.product(&mut self.gc, &mut row, &mut column, square_bits)?;
-        engine.release(&mut self.gc, &[&column, &row])?;
+        }
+        let at = self.shared_gradient(gradient)?;
+        let engine = self.solver.engine().expect("checked above");
+        let column = &mut self.shared_gradients[at].1;
+        let bound = column.bound();
+        let d = column.rows() as u64;
+        // Entries of G below 2^bound: G^T G below 2^(2 bound + bits(d)).
+        let square_bits = 2 * bound + (64 - d.leading_zeros()) + 1;
+        let mut row = engine.transpose(&mut self.gc, column)?;
+        let square = engine.product_exact(&mut self.gc, &mut row, column, square_bits)?;
+        engine.release(&mut self.gc, &[&row])?;
         let bits = square.mask_bits().min(square_bits + 1);
         let large = engine.check_range(&mut self.gc, &square, &threshold, bits)?;
         engine.release(&mut self.gc, &[&square])?;
         Ok(!large)
+    }
+
+    /// Where `gradient`'s masked share is kept: shared now unless one of the latest was it
+    /// (the oldest kept one is let go). A packed gradient goes to the key holder masked as it
+    /// is; an unpacked one is packed first. Needs the masked method.
+    fn shared_gradient(&mut self, gradient: &SecureGradient) -> Result<usize, SecureError> {
+        if let Some(at) = self
+            .shared_gradients
+            .iter()
+            .position(|(serial, _)| *serial == gradient.serial)
+        {
+            return Ok(at);
+        }
+        let engine = self
+            .solver
+            .engine()
+            .ok_or_else(|| SecureError::inconsistent("a shared gradient without the engine"))?;
+        let g = &gradient.gradient;
+        let bound = g.slot_bound().bits() as u32;
+        let shared = if g.packing().slots() == 1 {
+            engine.share_vector(&mut self.gc, g, bound)?
+        } else {
+            let column =
+                PackedMatrix::from_blocks(g.len(), 1, g.packing(), g.ciphertexts().to_vec())?;
+            engine.share(&mut self.gc, &column, bound)?
+        };
+        if self.shared_gradients.len() == SHARED_GRADIENTS {
+            let (_, oldest) = self.shared_gradients.remove(0);
+            engine.release(&mut self.gc, &[&oldest])?;
+        }
+        self.shared_gradients.push((gradient.serial, shared));
+        Ok(self.shared_gradients.len() - 1)
+    }
+
+    /// `Enc(w^T g)` for public weights `w` (one scale for all), at the gradient's scale plus
+    /// theirs. An unpacked gradient takes it under encryption; a packed one in masked
+    /// arithmetic: `w` held by the aggregator times the gradient's share, exactly, which the
+    /// key holder then encrypts from its view (one value) and the aggregator unmasks.
+    fn gradient_dot(
+        &mut self,
+        gradient: &SecureGradient,
+        weights: &[Fixed],
+    ) -> Result<EncryptedVector, SecureError> {
+        let g = &gradient.gradient;
+        if g.packing().slots() == 1 {
+            let dot = g.dot(&self.key, weights)?;
+            return Ok(EncryptedVector::from_number(&self.key, &dot));
+        }
+        let d = g.len();
+        let scale = weights.first().map_or(0, |w| w.scale);
+        if weights.len() != d || weights.iter().any(|w| w.scale != scale) {
+            return Err(SecureError::inconsistent(format!(
+                "{} weights (of one scale) for a gradient of {d}",
+                weights.len()
+            )));
+        }
+        let at = self.shared_gradient(gradient)?;
+        let engine = self.solver.engine().expect("shared above");
+        let values = IntMatrix::from_vec(1, d, weights.iter().map(|w| w.value.clone()).collect());
+        let weight_bits = (values.max_bits() as u32).max(1);
+        let column = &mut self.shared_gradients[at].1;
+        let bound = weight_bits + column.bound() + super::bits_for(d as u64);
+        let mut row = engine.held(&mut self.gc, &values, weight_bits)?;
+        let dot = engine.product_exact(&mut self.gc, &mut row, column, bound)?;
+        let encrypted = engine.encrypted(&mut self.gc, &dot, Packing::unpacked(&self.key));
+        engine.release(&mut self.gc, &[&row, &dot])?;
+        let block = encrypted?
+            .blocks()
+            .first()
+            .cloned()
+            .ok_or_else(|| SecureError::violation(Role::KeyHolder, "an empty encryption"))?;
+        let number =
+            EncryptedNumber::from_parts(&self.key, block, g.scale() + scale, super::pow2(bound))?;
+        Ok(EncryptedVector::from_number(&self.key, &number))
     }
 
     /// PrivLogit-Local: the step `s = B^-1 g`, public to the aggregator by design (it moves the
@@ -699,7 +789,7 @@ impl<C: Channel> SecureAggregation<C> {
         let request = if newton { Step::Newton } else { Step::Gradient };
         let replies = self.ask_nodes(request, &payload, Step::GradientReply)?;
         let mut shapes = vec![
-            self.config.gradient_shape(&self.key),
+            self.config.gradient_shape(&self.key)?,
             self.config.objective_shape(&self.key),
         ];
         if let Some(inverse) = &self.inverse {
@@ -798,8 +888,11 @@ impl<C: Channel> SecureAggregation<C> {
                 "a gradient of the wrong length",
             ));
         }
+        let serial = self.next_gradient.get();
+        self.next_gradient.set(serial + 1);
         let gradient = SecureGradient {
             gradient,
+            serial,
             step,
             plain_step: OnceCell::new(),
         };
@@ -1037,13 +1130,20 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         {
             return Ok(Array1::from(step));
         }
-        let step = self.solver.solve(
-            &mut self.gc,
-            &self.key,
-            &self.config,
-            *factor,
-            &gradient.gradient,
-        )?;
+        // Masked: the gradient's share serves the round's other tests too.
+        let step = if self.solver.engine().is_some() {
+            let at = self.shared_gradient(gradient)?;
+            let g = &mut self.shared_gradients[at].1;
+            self.solver.solve_shared(&mut self.gc, *factor, g)?
+        } else {
+            self.solver.solve(
+                &mut self.gc,
+                &self.key,
+                &self.config,
+                *factor,
+                &gradient.gradient,
+            )?
+        };
         Ok(Array1::from(step))
     }
 
@@ -1072,7 +1172,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
                 if self.step_rules_out_convergence(gradient, tolerance)? {
                     return Ok(false);
                 }
-                self.gradient_below(&gradient.gradient, tolerance)
+                self.gradient_below(gradient, tolerance)
             }
             None => Ok(false),
         }
@@ -1124,8 +1224,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
             .iter()
             .map(|s| Self::fixed(0.5 * s, frac))
             .collect::<Result<_, _>>()?;
-        let gain = base_gradient.gradient.dot(&self.key, &half_step)?;
-        let gain = EncryptedVector::from_number(&self.key, &gain);
+        let gain = self.gradient_dot(base_gradient, &half_step)?;
         let change = self.difference(candidate, base)?;
         let excess = self
             .difference(&change, &gain)?

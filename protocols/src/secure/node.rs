@@ -398,9 +398,10 @@ pub fn serve<C: Channel>(
                 })?;
                 let log_likelihood = sums.pop().expect("p + 1 sums") / n;
                 let gradient: Vec<f64> = sums.iter().map(|v| v / n).collect();
-                // Unpacked, so that the Center can take dot products with public vectors.
+                // Unpacked for dot products under encryption, or packed for masked arithmetic
+                // (the study's public choice).
                 let g =
-                    encrypt_values(key, &gradient, &config.gradient_shape(key), config, &noise)?;
+                    encrypt_values(key, &gradient, &config.gradient_shape(key)?, config, &noise)?;
                 let l = encrypt_values(
                     key,
                     &[log_likelihood],

@@ -99,14 +99,21 @@ impl SecureConfig {
         })
     }
 
-    /// `Enc(g_i/N)`: unpacked, so that the Center can take dot products with public vectors.
-    pub fn gradient_shape(&self, key: &PublicKey) -> Shape {
-        Shape {
+    /// `Enc(g_i/N)`: unpacked, so that the Center can take dot products with public vectors
+    /// under encryption; or, with [`SecureConfig::packed_gradient`], packed in the bound's
+    /// slots (room for the sum over the Nodes, the Center's terms and a mask sigma bits wider),
+    /// so the sum can go to the key holder masked as it is.
+    pub fn gradient_shape(&self, key: &PublicKey) -> Result<Shape, PaillierError> {
+        Ok(Shape {
             len: self.dimension,
             scale: self.frac,
             bound: self.value_bound(self.frac),
-            packing: Packing::unpacked(key),
-        }
+            packing: if self.packed_gradient {
+                self.bound_packing(key)?
+            } else {
+                Packing::unpacked(key)
+            },
+        })
     }
 
     /// `Enc(c_i/N)`: a Node's [`crate::objective::PartyData::constant_sums`], unpacked.
@@ -197,7 +204,7 @@ mod tests {
     fn only_the_public_shape_is_accepted() {
         let key = key();
         let config = SecureConfig::new(1, 3, 4, DEFAULT_FORMAT);
-        let shape = config.gradient_shape(key);
+        let shape = config.gradient_shape(key).expect("packing");
         let noise = DjnNoise::new(key, &mut rand::rng());
         let values: Vec<Fixed> = (0..4).map(Fixed::integer).collect();
         let at = |scale: u32| -> Vec<Fixed> {

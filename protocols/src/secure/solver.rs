@@ -389,20 +389,44 @@ impl Solver {
                 self.gc_seconds += start.elapsed().as_secs_f64();
                 Ok(raw.into_iter().map(|r| format.decode(r)).collect())
             }
-            Held::Masked(inverse) => {
+            Held::Masked(_) => {
                 let engine = self
                     .engine
                     .as_mut()
                     .expect("the masked method has an engine");
                 let bound = gradient.slot_bound().bits() as u32;
                 let mut g = engine.share_vector(gc, gradient, bound)?;
-                let step = engine.product_revealed(gc, inverse, &mut g)?;
-                engine.release(gc, &[&g])?;
                 self.masked_seconds += start.elapsed().as_secs_f64();
-                let frac = engine.frac();
-                Ok(step.data().iter().map(|v| to_f64(v, frac)).collect())
+                let step = self.solve_shared(gc, index, &mut g);
+                let engine = self.engine.as_mut().expect("checked above");
+                engine.release(gc, &[&g])?;
+                step
             }
         }
+    }
+
+    /// `A^-1 g` for the masked factor `index` and a gradient already shared in masked
+    /// arithmetic (at the study's fractional bits), revealed to the aggregator.
+    pub fn solve_shared<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        index: usize,
+        gradient: &mut Shared,
+    ) -> Result<Vec<f64>, SecureError> {
+        let start = Instant::now();
+        let Some(Held::Masked(inverse)) = self.held.get_mut(index) else {
+            return Err(SecureError::inconsistent(format!(
+                "no masked factor {index} for a shared gradient"
+            )));
+        };
+        let engine = self
+            .engine
+            .as_mut()
+            .expect("the masked method has an engine");
+        let step = engine.product_revealed(gc, inverse, gradient)?;
+        self.masked_seconds += start.elapsed().as_secs_f64();
+        let frac = engine.frac();
+        Ok(step.data().iter().map(|v| to_f64(v, frac)).collect())
     }
 }
 

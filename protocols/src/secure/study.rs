@@ -624,6 +624,12 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
     if plan.release.is_some() {
         config = config.with_noise_term();
     }
+    // With a dealer the masked products are cheap, so the Nodes pack their gradients and the
+    // Center takes its dot products in masked arithmetic (a secure PLR study's noise term is
+    // unpacked: it keeps the unpacked form).
+    config = config.with_packed_gradient(
+        dealer.is_some() && plan.linear_algebra == LinearAlgebra::Masked && plan.release.is_none(),
+    );
     let (key, endorsement) = setup_keyholder(
         &mut keyholder,
         &config,
@@ -1086,7 +1092,8 @@ pub(super) fn write_parameters(
         .u64(u64::from(config.format.width()))
         .u64(u64::from(config.format.frac()))
         .u64(u64::from(config.frac))
-        .u64(u64::from(intercept));
+        .u64(u64::from(intercept))
+        .u64(u64::from(config.packed_gradient));
     Release::write(w, release)
 }
 
@@ -1102,6 +1109,7 @@ pub(super) fn read_parameters(
     let frac = u32::try_from(r.u64()?).map_err(|_| bad("format fraction"))?;
     let paillier_frac = u32::try_from(r.u64()?).map_err(|_| bad("Paillier fraction"))?;
     let intercept = r.u64()? == 1;
+    let packed_gradient = r.u64()? == 1;
     let release = Release::read(r)?;
     let format = FixedFormat::new(width, frac).map_err(|_| bad("fixed-point format"))?;
     if parties == 0 || parties > 10_000 || dimension == 0 || dimension > super::MAX_DIMENSION {
@@ -1112,7 +1120,9 @@ pub(super) fn read_parameters(
             "Paillier fractional bits neither the format's nor the masked method's",
         ));
     }
-    let config = SecureConfig::new(session, parties, dimension, format).with_frac(paillier_frac);
+    let config = SecureConfig::new(session, parties, dimension, format)
+        .with_frac(paillier_frac)
+        .with_packed_gradient(packed_gradient);
     let config = match release {
         Some(_) => config.with_noise_term(),
         None => config,

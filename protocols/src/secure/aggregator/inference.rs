@@ -288,8 +288,7 @@ impl<C: Channel> SecureAggregation<C> {
             let (zero_gradient, _, _) = self.gather(&Array1::zeros(d), penalty, false)?;
             let mut pick = vec![Fixed::integer(0); d];
             pick[0] = Fixed::integer(1);
-            let entry = zero_gradient.gradient.dot(&self.key, &pick)?;
-            Some(EncryptedVector::from_number(&self.key, &entry))
+            Some(self.gradient_dot(&zero_gradient, &pick)?)
         } else {
             None
         };

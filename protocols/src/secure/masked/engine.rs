@@ -695,6 +695,43 @@ impl MaskedEngine {
         ))
     }
 
+    /// A matrix the aggregator knows (a public step, a selection), entries below `2^bound`,
+    /// as a shared value for products with secret ones. The key holder's view is the public
+    /// constant `c = 2^(bound + 1)` and the mask `c - X` (non-negative, as every mask), so the
+    /// view tells it nothing; in a product, `X` is hidden from it by that product's own masks
+    /// (Paillier's `M2`, or the dealt `B`), which are sized from `bound`.
+    pub fn held<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        values: &IntMatrix,
+        bound: u32,
+    ) -> Result<Shared, SecureError> {
+        if values.max_bits() > u64::from(bound) {
+            return Err(SecureError::inconsistent(format!(
+                "a held matrix with an entry above its bound 2^{bound}"
+            )));
+        }
+        let (rows, cols) = (values.rows(), values.cols());
+        let zeros = self.zeros(gc, (rows, cols))?;
+        let c = pow2(bound + 1);
+        let id = self.fresh_id();
+        self.send(
+            gc,
+            &Request::Combine {
+                id,
+                terms: vec![(zeros.id, false)],
+                offset: c.clone(),
+            },
+        )?;
+        self.release(gc, &[&zeros])?;
+        let masks = IntMatrix::combine(&[(values, true)], &c);
+        let widths = Widths {
+            bound,
+            mask: bound + 2,
+        };
+        Ok(Shared::new(id, (rows, cols), widths, masks, Zeros::None))
+    }
+
     /// Lets the key holder forget views no longer needed.
     pub fn release<C: Channel>(
         &mut self,
@@ -814,7 +851,20 @@ impl MaskedEngine {
         y: &mut Shared,
         bound: u32,
     ) -> Result<Shared, SecureError> {
-        self.shared_product(gc, x, y, bound, Need::All)
+        self.shared_product(gc, x, y, bound, Need::All, self.frac)
+    }
+
+    /// `x y` exactly, at twice the fractional bits (nothing dropped, so no rounding: a square
+    /// compared with a small threshold, a dot product compared with an objective's change), as
+    /// a new shared matrix whose entries the caller knows to be below `2^bound`.
+    pub fn product_exact<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &mut Shared,
+        y: &mut Shared,
+        bound: u32,
+    ) -> Result<Shared, SecureError> {
+        self.shared_product(gc, x, y, bound, Need::All, 0)
     }
 
     /// [`Self::product`] for a product the caller knows to be symmetric (`A21 X A21^T`, `L21
@@ -831,7 +881,7 @@ impl MaskedEngine {
                 "a symmetric product must be square",
             ));
         }
-        self.shared_product(gc, x, y, bound, Need::Lower)
+        self.shared_product(gc, x, y, bound, Need::Lower, self.frac)
     }
 
     fn shared_product<C: Channel>(
@@ -841,6 +891,7 @@ impl MaskedEngine {
         y: &mut Shared,
         bound: u32,
         need: Need,
+        drop: u32,
     ) -> Result<Shared, SecureError> {
         let (masks, out) = self.fresh_masks(x.rows, y.cols, bound);
         // A symmetric result gets a symmetric mask: the key holder mirrors its view.
@@ -850,7 +901,7 @@ impl MaskedEngine {
             masks
         };
         let id = self.fresh_id();
-        self.product_request(gc, x, y, id, need, Output::Kept(&masks, out))?;
+        self.product_request(gc, x, y, id, need, Output::Kept(&masks, out, drop))?;
         Ok(Shared::new(id, (x.rows, y.cols), out, masks, Zeros::None))
     }
 
@@ -954,13 +1005,13 @@ impl MaskedEngine {
         let rr = wide::product(&x_masks_t.transpose(), &y_masks);
         let m2 = m2t.transpose();
         let share = IntMatrix::combine(&[(&m1, false), (&m2, false), (&rr, true)], &BigInt::zero());
-        let (share, frac) = out.masked_share(&share, self.frac);
+        let (share, frac) = out.masked_share(&share);
         self.stats.cross_seconds += start.elapsed().as_secs_f64();
         self.stats.products += 1;
         if self.audit.is_some() {
             self.record(left, &restrict(&m1, &left_layout));
             self.record(right, &restrict(&m2t, &right_layout));
-            let (Output::Kept(masks, widths) | Output::Revealed(masks, widths)) = out;
+            let (Output::Kept(masks, widths, _) | Output::Revealed(masks, widths)) = out;
             self.record(widths, masks);
         }
         self.send(
@@ -978,7 +1029,7 @@ impl MaskedEngine {
                 right_widths: right,
                 share,
                 out: match out {
-                    Output::Kept(_, w) => ProductOut::Keep(w),
+                    Output::Kept(_, w, _) => ProductOut::Keep(w),
                     Output::Revealed(_, w) => ProductOut::Reveal(w),
                 },
             },
@@ -1068,11 +1119,11 @@ impl MaskedEngine {
             ],
             &BigInt::zero(),
         );
-        let (share, frac) = out.masked_share(&share, self.frac);
+        let (share, frac) = out.masked_share(&share);
         self.stats.cross_seconds += start.elapsed().as_secs_f64();
         self.stats.products += 1;
         if self.audit.is_some() {
-            let (Output::Kept(masks, widths) | Output::Revealed(masks, widths)) = out;
+            let (Output::Kept(masks, widths, _) | Output::Revealed(masks, widths)) = out;
             self.record(widths, masks);
         }
         self.send(
@@ -1083,7 +1134,7 @@ impl MaskedEngine {
                 frac,
                 share,
                 out: match out {
-                    Output::Kept(_, w) => ProductOut::Keep(w),
+                    Output::Kept(_, w, _) => ProductOut::Keep(w),
                     Output::Revealed(_, w) => ProductOut::Reveal(w),
                 },
             },
@@ -1164,8 +1215,9 @@ impl MaskedEngine {
 /// Where a masked product goes.
 #[derive(Clone, Copy)]
 enum Output<'a> {
-    /// Kept at the key holder as a new view, masked by these masks of these widths.
-    Kept(&'a IntMatrix, Widths),
+    /// Kept at the key holder as a new view, masked by these masks of these widths, with
+    /// this many fractional bits dropped (the engine's `frac`, or 0 for an exact product).
+    Kept(&'a IntMatrix, Widths, u32),
     /// Sent back to the aggregator, masked by these.
     Revealed(&'a IntMatrix, Widths),
 }
@@ -1174,14 +1226,14 @@ impl Output<'_> {
     /// The aggregator's `share` as it goes to the key holder, with the fractional bits the key
     /// holder drops from its own: truncated plus the new view's mask, or (revealed) whole plus
     /// the reply's mask, the key holder then truncating nothing.
-    fn masked_share(&self, share: &IntMatrix, frac: u32) -> (IntMatrix, u32) {
+    fn masked_share(&self, share: &IntMatrix) -> (IntMatrix, u32) {
         match self {
-            Output::Kept(masks, _) => (
+            Output::Kept(masks, _, drop) => (
                 IntMatrix::combine(
-                    &[(&share.floor_shift(frac), false), (masks, false)],
+                    &[(&share.floor_shift(*drop), false), (masks, false)],
                     &BigInt::zero(),
                 ),
-                frac,
+                *drop,
             ),
             Output::Revealed(masks, _) => (
                 IntMatrix::combine(&[(share, false), (masks, false)], &BigInt::zero()),
