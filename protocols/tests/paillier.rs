@@ -191,6 +191,39 @@ proptest! {
     }
 }
 
+/// The parties of one process share one DJN table per key: a second `shared` noise has the
+/// first's base (no second table), another key gets its own, encryptions still decrypt and
+/// differ, and once every noise of a key is dropped its table goes (a new one has a new base).
+#[test]
+fn djn_noise_is_shared_within_a_process_while_in_use() {
+    let secret = test_key();
+    let key = secret.public_key();
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let other = KeyPair::generate_insecure_for_tests(512, &mut rng);
+    let first = DjnNoise::shared(key);
+    let second = DjnNoise::shared(key);
+    assert_eq!(first.base(), second.base());
+    assert_ne!(
+        DjnNoise::shared(other.secret.public_key()).base(),
+        first.base()
+    );
+    let m = BigUint::from(4242u32);
+    let (a, b) = (
+        key.encrypt(&m, &first, &mut rng),
+        key.encrypt(&m, &second, &mut rng),
+    );
+    assert_ne!(a, b);
+    assert_eq!(secret.decrypt(&a).expect("decrypts"), m);
+    assert_eq!(secret.decrypt(&b).expect("decrypts"), m);
+    let base = first.base().clone();
+    drop((first, second));
+    assert_ne!(
+        DjnNoise::shared(key).base(),
+        &base,
+        "a table outlived its noises"
+    );
+}
+
 #[test]
 fn djn_and_pooled_noise_decrypt() {
     let secret = test_key();

@@ -13,7 +13,7 @@
 //!   online costs one multiplication.
 //! - The key holder can use the CRT (see `SecretKey`), which [`CrtNoise`] wraps.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use num_bigint::BigUint;
 use num_integer::Integer;
@@ -200,6 +200,14 @@ pub struct DjnNoise {
     h_s: BigUint,
     alpha_bits: usize,
     table: Arc<FixedBaseTable>,
+    /// Keeps a process-shared table's entry alive ([`DjnNoise::shared`]).
+    _keep: Option<Arc<SharedBase>>,
+}
+
+/// One key's process-shared noise, made once.
+#[derive(Debug, Default)]
+struct SharedBase {
+    noise: OnceLock<DjnNoise>,
 }
 
 impl DjnNoise {
@@ -210,6 +218,40 @@ impl DjnNoise {
         let h = key.n() - (&x * &x) % key.n();
         let h_s = StandardNoise::new(key).for_r(&h);
         Self::with_base(key, key.context().to_biguint(&h_s))
+    }
+
+    /// DJN noise for `key` shared by every party of this process that asks for it: the first
+    /// draws the base and builds the table, the others wait for it and share it (an in-process
+    /// study's six parties would otherwise build six tables, a quarter of its CPU). The base
+    /// is public in DJN (part of the public key), so sharing it changes nothing a party
+    /// learns; every draw takes a fresh `alpha` as before. The table lives while a noise made
+    /// from it does (so a long-running server keeps none for finished studies).
+    pub fn shared(key: &PublicKey) -> Self {
+        static TABLES: Mutex<Vec<(BigUint, Weak<SharedBase>)>> = Mutex::new(Vec::new());
+        let slot = {
+            let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+            tables.retain(|(_, weak)| weak.strong_count() > 0);
+            match tables
+                .iter()
+                .find(|(n, _)| n == key.n())
+                .and_then(|(_, weak)| weak.upgrade())
+            {
+                Some(slot) => slot,
+                None => {
+                    let slot = Arc::new(SharedBase::default());
+                    tables.push((key.n().clone(), Arc::downgrade(&slot)));
+                    slot
+                }
+            }
+        };
+        let noise = slot
+            .noise
+            .get_or_init(|| Self::new(key, &mut rand::rng()))
+            .clone();
+        Self {
+            _keep: Some(slot),
+            ..noise
+        }
     }
 
     /// DJN noise with a published base `h_s`, which must be a unit of `Z_{n^2}` other than 1
@@ -241,6 +283,7 @@ impl DjnNoise {
             h_s,
             alpha_bits,
             table,
+            _keep: None,
         }
     }
 

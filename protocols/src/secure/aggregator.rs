@@ -194,7 +194,7 @@ impl<C: Channel> SecureAggregation<C> {
         let session = EvaluatorSession::new(keyholder, &mut rand::rng())
             .map_err(|e| SecureError::io("aggregator, base OT with the key holder".into(), e))?;
         // One noise table for the circuits' inputs and the masked engine.
-        let noise = DjnNoise::new(&key, &mut rand::rng());
+        let noise = DjnNoise::shared(&key);
         let solver = Solver::new(linear_algebra, &noise, &config);
         Ok(Self {
             nodes,

@@ -218,7 +218,7 @@ pub fn serve<C: Channel>(
     let mut rng = rand::rng();
     let session = GarblerSession::new(channel, &mut rng).map_err(at("base OT"))?;
     let mut party = KeyholderGc { session, rng };
-    let noise = DjnNoise::new(key, &mut rand::rng());
+    let noise = DjnNoise::shared(key);
     let format = config.format;
     let mut factors: Vec<Matrix<u128>> = Vec::new();
     let mut ranked = false;

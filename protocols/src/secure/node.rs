@@ -224,7 +224,7 @@ pub fn serve<C: Channel>(
 ) -> Result<NodeStats, SecureError> {
     let mut stats = NodeStats::default();
     let mut busy_seconds = 0.0;
-    let noise = DjnNoise::new(key, &mut rand::rng());
+    let noise = DjnNoise::shared(key);
     let frac = config.frac;
     let mut n_total: Option<f64> = None;
     let mut inverse: Option<EncryptedMatrix> = None;

@@ -368,7 +368,7 @@ pub fn serve<C: Channel>(
         Some(seed) => seeds_from(seed),
         None => (fresh_seed(), fresh_seed()),
     };
-    let sealed = encrypt_seed(&key, &keyholder, &DjnNoise::new(&key, &mut rand::rng()))?;
+    let sealed = encrypt_seed(&key, &keyholder, &DjnNoise::shared(&key))?;
     let reply = Writer::new()
         .bytes(&aggregator[..])
         .bytes(&sealed.to_bytes(&key))

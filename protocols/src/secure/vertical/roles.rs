@@ -859,7 +859,7 @@ pub fn run_node<C: Channel>(
         &mut rng,
     )
     .map_err(|e: DealError| SecureError::Range(e.to_string()))?;
-    let noise = DjnNoise::new(&key, &mut rng);
+    let noise = DjnNoise::shared(&key);
     let seed = encrypt_seed(&key, &dealt.keyholder_seed, &noise)?;
     let a = dealt.aggregator;
     let label_bytes: Vec<u8> = a
