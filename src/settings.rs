@@ -128,7 +128,7 @@ const fn hidden(mut k: Key) -> Key {
 /// The names of [`Family`](privlogit_protocols::Family) values.
 pub const FAMILIES: &[&str] = &["binomial", "gaussian", "poisson"];
 /// The names of [`Protocol`]s.
-pub const PROTOCOLS: &[&str] = &["local", "hessian", "newton"];
+pub const PROTOCOLS: &[&str] = &["auto", "local", "hessian", "newton"];
 /// The names of [`Optimizer`]s.
 pub const OPTIMIZERS: &[&str] = &["privlogit-accel", "privlogit", "newton"];
 /// The names of [`LinearAlgebra`] methods.
@@ -206,9 +206,11 @@ pub const KEYS: &[Key] = &[
          the encrypted inverse of the Hessian bound into their gradients), hessian \
          (PrivLogit-Hessian: the Center keeps the bound's inverse shared between the two servers \
          and solves each step), newton (secure distributed Newton, the baseline; implies \
-         --optimizer newton). Left out, `study` (every party in this process) runs hessian, \
+         --optimizer newton), or auto: `study` (every party in this process) runs hessian, \
          whose masked solve is cheaper there than Local's encrypted step at every Node, and \
-         the roles run local.",
+         the roles run local, whose rounds need no masked product between the servers (a \
+         differentially private study, or the circuit method, runs local; the newton optimizer \
+         runs newton). The choice is printed and recorded as the result's `protocol`.",
     ),
     key(
         "optimizer",
@@ -952,6 +954,13 @@ impl Spec {
             "exclude" => self.exclude.push(text()?),
             "protocol" => {
                 self.protocol = match text()?.as_str() {
+                    "auto" => {
+                        // As if left out: the plan chooses (a file's choice is overridden).
+                        self.protocol = Protocol::Local;
+                        self.explicit.remove("protocol");
+                        self.from_caller.remove("protocol");
+                        return Ok(());
+                    }
                     "local" => Protocol::Local,
                     "hessian" => Protocol::Hessian,
                     "newton" => Protocol::Newton,
@@ -1087,7 +1096,11 @@ impl Spec {
             "exclude" => Some(Value::Array(
                 self.exclude.iter().cloned().map(Value::String).collect(),
             )),
-            "protocol" => Some(Value::String(Self::protocol_name(self.protocol).into())),
+            "protocol" => Some(Value::String(if self.given("protocol") {
+                Self::protocol_name(self.protocol).into()
+            } else {
+                "auto".into()
+            })),
             "optimizer" => Some(Value::String(self.optimizer.name().into())),
             "accelerate" => Some(Value::Boolean(matches!(
                 self.optimizer,
@@ -1271,6 +1284,35 @@ mod tests {
                 assert_eq!(spec.get(key.name), Some(v), "{}", key.name);
             }
         }
+    }
+
+    /// `protocol = "auto"` is the protocol left out: a study in one process plans Hessian, the
+    /// roles Local, and the command line's auto overrides a file's choice.
+    #[test]
+    fn auto_protocol_is_the_protocol_left_out() {
+        let file = Origin::File(std::path::Path::new("study.toml"));
+        let mut spec = Spec::new(Reader::Study);
+        spec.set("protocol", &Value::String("local".into()), file)
+            .expect("a protocol");
+        assert_eq!(
+            spec.in_process_plan(3).expect("plan").protocol,
+            Protocol::Local
+        );
+        spec.set("protocol", &Value::String("auto".into()), Origin::Given)
+            .expect("auto");
+        assert!(!spec.given("protocol"));
+        assert_eq!(spec.get("protocol"), Some(Value::String("auto".into())));
+        assert_eq!(
+            spec.in_process_plan(3).expect("plan").protocol,
+            Protocol::Hessian
+        );
+        assert_eq!(spec.study_plan(3).expect("plan").protocol, Protocol::Local);
+        spec.set("optimizer", &Value::String("newton".into()), Origin::Given)
+            .expect("an optimizer");
+        assert_eq!(
+            spec.in_process_plan(3).expect("plan").protocol,
+            Protocol::Newton
+        );
     }
 
     #[test]
