@@ -149,8 +149,14 @@ pub struct SecureAggregation<C: Channel> {
 }
 
 /// How many shared gradients the aggregator keeps: an iteration looks at its base gradient,
-/// a candidate's and the plain point's.
-const SHARED_GRADIENTS: usize = 4;
+/// a candidate's and the plain point's; kept generously, because a gradient shared again would
+/// give the key holder a second masked view of it.
+const SHARED_GRADIENTS: usize = 8;
+
+/// Integer bits of the public weights the aggregator takes a shared gradient's dot product
+/// with (a step's entries, a selection): their width goes to the key holder with the product,
+/// so it is this public constant (beside the weights' fractional bits), never their size.
+const WEIGHT_BITS: u32 = 32;
 
 impl<C: Channel> SecureAggregation<C> {
     /// Connects: runs the base OTs with the key holder, then the count round (the Nodes'
@@ -500,6 +506,16 @@ impl<C: Channel> SecureAggregation<C> {
         let shared = if g.packing().slots() == 1 {
             engine.share_vector(&mut self.gc, g, bound)?
         } else {
+            // The mask goes into the slots as they are: they must hold it (the bound's packing
+            // leaves room for the Center's terms; a larger penalty term would not fit).
+            if bound + gc::SIGMA + 2 > g.packing().slot_bits() {
+                return Err(SecureError::Range(format!(
+                    "the summed gradient's bound 2^{bound} leaves no room for its mask in \
+                     {}-bit slots (the penalty's gradient term is too large: lower lambda or \
+                     standardise the features)",
+                    g.packing().slot_bits()
+                )));
+            }
             let column =
                 PackedMatrix::from_blocks(g.len(), 1, g.packing(), g.ciphertexts().to_vec())?;
             engine.share(&mut self.gc, &column, bound)?
@@ -537,7 +553,14 @@ impl<C: Channel> SecureAggregation<C> {
         let at = self.shared_gradient(gradient)?;
         let engine = self.solver.engine().expect("shared above");
         let values = IntMatrix::from_vec(1, d, weights.iter().map(|w| w.value.clone()).collect());
-        let weight_bits = (values.max_bits() as u32).max(1);
+        let weight_bits = scale + WEIGHT_BITS;
+        if values.max_bits() > u64::from(weight_bits) {
+            return Err(SecureError::Range(format!(
+                "a step entry of 2^{WEIGHT_BITS} or more (the public bound of the acceptance \
+                 test's dot product): the coefficients diverge; standardise the features or \
+                 raise lambda"
+            )));
+        }
         let column = &mut self.shared_gradients[at].1;
         let bound = weight_bits + column.bound() + super::bits_for(d as u64);
         let mut row = engine.held(&mut self.gc, &values, weight_bits)?;
