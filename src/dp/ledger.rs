@@ -238,6 +238,19 @@ pub enum LedgerError {
         "{0}: the ledger was changed outside privlogit (its seal does not match its key file): refused; restore it from a copy"
     )]
     Tampered(PathBuf),
+    /// An older copy of the ledger was put back (its save count is behind its head file's).
+    #[error(
+        "{path}: an older copy of the ledger (save {saves}; its head file says {head} saves): \
+         refused, as it would forget what was spent since; put the latest copy back"
+    )]
+    RolledBack {
+        /// The ledger.
+        path: PathBuf,
+        /// Its save count.
+        saves: u64,
+        /// The head file's.
+        head: u64,
+    },
     /// A data set could not be read to know it by its rows.
     #[error("{0}")]
     Data(String),
@@ -264,6 +277,14 @@ struct Content<'a> {
     format: &'a str,
     total: Epsilon,
     accounts: &'a BTreeMap<String, Account>,
+    /// How many times the ledger was saved (0, left out, in ledgers before the count): the
+    /// head file beside the key keeps the last, so an older copy restored is refused.
+    #[serde(skip_serializing_if = "is_zero")]
+    saves: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The ledger as stored.
@@ -273,6 +294,8 @@ struct Stored {
     format: String,
     total: Epsilon,
     accounts: BTreeMap<String, Account>,
+    #[serde(default)]
+    saves: u64,
     /// HMAC-SHA256 of the content under the key file's MAC key, hex.
     seal: String,
 }
@@ -283,6 +306,8 @@ pub struct Ledger {
     total: Epsilon,
     accounts: BTreeMap<String, Account>,
     key: Arc<LedgerKey>,
+    /// Saves so far (see [`head_path`]).
+    saves: u64,
 }
 
 impl PartialEq for Ledger {
@@ -302,6 +327,29 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 /// The ledger's key file.
 pub fn key_path(path: &Path) -> PathBuf {
     beside(path, ".key")
+}
+
+/// The ledger's head file: the count of its last save, beside its key (owner-only), so that
+/// an older copy of the ledger put back is refused.
+pub fn head_path(path: &Path) -> PathBuf {
+    beside(path, ".head")
+}
+
+/// The save count the head file of the ledger at `path` holds (0 without one).
+fn read_head(path: &Path) -> Result<u64, LedgerError> {
+    let head = head_path(path);
+    let bad = |message: String| LedgerError::Key {
+        path: head.clone(),
+        message,
+    };
+    match privlogit_protocols::secret_file::read(&head) {
+        Ok(text) => std::str::from_utf8(&text)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .ok_or_else(|| bad("not a ledger head (a count of saves)".into())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(bad(e.to_string())),
+    }
 }
 
 /// The ledger's lock file.
@@ -368,6 +416,7 @@ impl Ledger {
             total: Epsilon::total(total).ok_or(LedgerError::Total(total))?,
             accounts: BTreeMap::new(),
             key: Arc::new(LedgerKey::from_secret(&secret)),
+            saves: 0,
         })
     }
 
@@ -383,11 +432,25 @@ impl Ledger {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if read_head(path)? > 0 {
+                    // Deleting a ledger must not reset what its data sets spent. (A key alone,
+                    // made by a load that saved nothing, is no ledger yet.)
+                    return Err(LedgerError::Key {
+                        path: head_path(path),
+                        message: format!(
+                            "the ledger {} is missing but its key is here: put the ledger back \
+                             (a new ledger over an old key would forget what was spent), or \
+                             remove the key and head files to start a new ledger knowingly",
+                            path.display()
+                        ),
+                    });
+                }
                 let total = asked.ok_or_else(|| LedgerError::NoTotal(path.to_owned()))?;
                 return Ok(Self {
                     total,
                     accounts: BTreeMap::new(),
                     key: Arc::new(ledger_key(path, false)?),
+                    saves: 0,
                 });
             }
             Err(source) => {
@@ -432,6 +495,7 @@ impl Ledger {
             format: FORMAT,
             total: stored.total,
             accounts: &stored.accounts,
+            saves: stored.saves,
         };
         let seal = (0..stored.seal.len())
             .step_by(2)
@@ -445,6 +509,14 @@ impl Ledger {
         let content = serde_json::to_vec(&content).expect("strings and numbers");
         if !seal.is_some_and(|tag| key.verify(&content, &tag)) {
             return Err(LedgerError::Tampered(path.to_owned()));
+        }
+        let head = read_head(path)?;
+        if stored.saves < head {
+            return Err(LedgerError::RolledBack {
+                path: path.to_owned(),
+                saves: stored.saves,
+                head,
+            });
         }
         if stored.total.0 == 0 {
             return Err(parse(1, 1, "its total is 0".into()));
@@ -467,19 +539,24 @@ impl Ledger {
             total: stored.total,
             accounts: stored.accounts,
             key: Arc::new(key),
+            saves: stored.saves,
         })
     }
 
-    /// Writes the ledger to `path` atomically (a temporary file renamed over it), sealed.
-    pub fn save(&self, path: &Path) -> Result<(), LedgerError> {
+    /// Writes the ledger to `path` atomically (a temporary file renamed over it), sealed, then
+    /// its save count to the head file (a crash between the two leaves the ledger ahead of
+    /// its head, which loads; an older copy put back is behind it, which is refused).
+    pub fn save(&mut self, path: &Path) -> Result<(), LedgerError> {
         let io = |source| LedgerError::Io {
             path: path.to_owned(),
             source,
         };
+        self.saves += 1;
         let content = Content {
             format: FORMAT,
             total: self.total,
             accounts: &self.accounts,
+            saves: self.saves,
         };
         let bytes = serde_json::to_vec(&content).expect("strings and numbers");
         let seal: String = self
@@ -491,7 +568,12 @@ impl Ledger {
         let mut stored = serde_json::to_value(&content).expect("strings and numbers");
         stored["seal"] = serde_json::Value::String(seal);
         let text = serde_json::to_string_pretty(&stored).expect("strings and numbers");
-        crate::output::write_text(path, &(text + "\n")).map_err(io)
+        crate::output::write_text(path, &(text + "\n")).map_err(io)?;
+        crate::output::write_private(&head_path(path), format!("{}\n", self.saves).as_bytes())
+            .map_err(|source| LedgerError::Io {
+                path: head_path(path),
+                source,
+            })
     }
 
     /// The key this ledger knows data sets by (to print them for [`Charge`]s).
@@ -568,6 +650,7 @@ impl Ledger {
                 total: self.total,
                 accounts: after.clone(),
                 key: Arc::clone(&self.key),
+                saves: self.saves,
             };
             let mut targets = ledger.accounts_of(&c.data);
             if targets.is_empty() {
@@ -885,6 +968,64 @@ mod tests {
         std::fs::write(&path, "{\"a.csv\": 1.0,").expect("write");
         let e = Ledger::load(&path, Some(3.0)).expect_err("broken");
         assert!(e.to_string().contains("ledger.json:1:"), "{e}");
+        std::fs::remove_dir_all(path.parent().expect("dir")).ok();
+    }
+
+    /// An older copy of the ledger put back is refused (its save count is behind the head
+    /// file's); so is a ledger deleted while its key stays, where `--budget` would otherwise
+    /// open a fresh one: 1.5 spent of a total of 1 was possible both ways.
+    #[test]
+    fn a_rolled_back_or_deleted_ledger_is_refused() {
+        let path = scratch("rollback");
+        let mut a = Ledger::load(&path, Some(1.0)).expect("new");
+        let c = charge(&a, 1, 0.6);
+        a.charge(std::slice::from_ref(&c)).expect("fits");
+        a.save(&path).expect("saved");
+        let older = std::fs::read(&path).expect("copy");
+        Ledger::record(
+            &path,
+            Some(1.0),
+            &[Charge {
+                epsilon: 0.3,
+                ..c.clone()
+            }],
+        )
+        .expect("0.9");
+        std::fs::write(&path, &older).expect("put the older copy back");
+        let e = Ledger::load(&path, None).expect_err("rolled back");
+        assert!(
+            matches!(
+                e,
+                LedgerError::RolledBack {
+                    saves: 1,
+                    head: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            Ledger::record(
+                &path,
+                None,
+                &[Charge {
+                    epsilon: 0.3,
+                    ..c.clone()
+                }]
+            )
+            .is_err()
+        );
+        std::fs::remove_file(&path).expect("delete the ledger");
+        let e = Ledger::load(&path, Some(1.0)).expect_err("deleted, key kept");
+        assert!(e.to_string().contains("missing but its key"), "{e}");
+        // The save count is sealed: raising it by hand breaks the seal.
+        std::fs::write(&path, &older).expect("older");
+        let text = std::fs::read_to_string(&path).expect("read");
+        std::fs::write(&path, text.replace("\"saves\": 1", "\"saves\": 9")).expect("edit");
+        assert!(matches!(
+            Ledger::load(&path, None).expect_err("edited"),
+            LedgerError::Tampered(_)
+        ));
         std::fs::remove_dir_all(path.parent().expect("dir")).ok();
     }
 
