@@ -31,6 +31,7 @@ pub mod party;
 pub mod plan;
 pub mod result;
 pub mod roles;
+pub mod sealing;
 pub mod state;
 
 pub use file::StudyFile;

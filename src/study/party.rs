@@ -157,6 +157,11 @@ impl Party {
         })
     }
 
+    /// This party's identity (TLS studies).
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity.as_deref()
+    }
+
     /// The roster, if the study file names the parties.
     pub fn roster(&self) -> Option<&Roster> {
         self.roster.as_deref()

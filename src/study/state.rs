@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use privlogit_protocols::paillier::SecretKey;
+use privlogit_protocols::paillier::{PublicKey, SecretKey};
 use privlogit_protocols::secure::SecureError;
 use privlogit_protocols::secure::checkpoint::Checkpoint;
 use privlogit_protocols::secure::keyholder::{
@@ -15,6 +15,7 @@ use privlogit_protocols::secure::keyholder::{
 use crate::error::Error;
 use crate::output;
 use crate::progress::Say;
+use crate::study::sealing::CheckpointSeal;
 
 /// A server's state directory.
 #[derive(Debug, Clone)]
@@ -28,9 +29,10 @@ impl StateDir {
         Self { dir }
     }
 
-    /// The file for `study` with `extension`, creating the directory.
+    /// The file for `study` with `extension`, creating the directory (owner-only: it holds
+    /// secrets and ciphertexts under the other server's key).
     fn file(&self, study: &[u8; 32], extension: &str) -> Result<PathBuf, Error> {
-        fs::create_dir_all(&self.dir).map_err(|e| Error::Io {
+        output::private_dir(&self.dir).map_err(|e| Error::Io {
             what: "cannot create the state directory",
             path: self.dir.clone(),
             source: e,
@@ -44,28 +46,59 @@ impl StateDir {
         self.file(study, "checkpoint")
     }
 
+    /// Where the aggregator keeps a finished study's result that its output could not take.
+    pub fn result_file(&self, study: &[u8; 32]) -> Result<PathBuf, Error> {
+        self.file(study, "result")
+    }
+
+    /// The key that seals the aggregator's checkpoints when it has no identity (plain TCP).
+    pub fn seal_key_file(&self) -> Result<PathBuf, Error> {
+        output::private_dir(&self.dir).map_err(|e| Error::Io {
+            what: "cannot create the state directory",
+            path: self.dir.clone(),
+            source: e,
+        })?;
+        Ok(self.dir.join("aggregator-seal.key"))
+    }
+
     /// The key holder's key file for `study`.
     pub fn key_file(&self, study: &[u8; 32]) -> Result<PathBuf, Error> {
         self.file(study, "key")
     }
 }
 
-/// The checkpoint at `path`, if there is one.
-pub fn read_checkpoint(path: &Path) -> Result<Option<Checkpoint>, Error> {
-    let bytes = match fs::read(path) {
+/// The checkpoint at `path`, if there is one, opened with `seal` (refused if it does not
+/// authenticate).
+pub fn read_checkpoint(path: &Path, seal: &CheckpointSeal) -> Result<Option<Checkpoint>, Error> {
+    let sealed = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::read(path, e)),
     };
+    let bytes = seal.open(&sealed, path)?;
     let checkpoint = Checkpoint::key_of(&bytes)
         .and_then(|key| Checkpoint::from_bytes(&bytes, &key))
         .map_err(|e| Error::plan(format!("{}: {e}", path.display())))?;
     Ok(Some(checkpoint))
 }
 
+/// Writes `checkpoint` to `path`, sealed with `seal`, owner-only.
+pub fn write_checkpoint(
+    path: &Path,
+    seal: &CheckpointSeal,
+    checkpoint: &Checkpoint,
+) -> std::io::Result<()> {
+    let key = PublicKey::from_bytes(&checkpoint.key)
+        .or_else(|_| PublicKey::from_bytes_insecure_for_tests(&checkpoint.key))
+        .map_err(std::io::Error::other)?;
+    let plain = zeroize::Zeroizing::new(checkpoint.to_bytes(&key));
+    let sealed = seal.seal(&plain).map_err(std::io::Error::other)?;
+    output::write_private(path, &sealed)
+}
+
 /// Refuses to start a study over a checkpoint of it that `resume` would continue.
-pub fn refuse_to_overwrite(path: &Path) -> Result<(), Error> {
-    if let Some(c) = read_checkpoint(path)? {
+pub fn refuse_to_overwrite(path: &Path, seal: &CheckpointSeal) -> Result<(), Error> {
+    if let Some(c) = read_checkpoint(path, seal)? {
         return Err(Error::plan(format!(
             "a checkpoint of this study exists ({}, after iteration {}): pass --resume to continue \
              it (restarting every party), or remove the file to start the study over",

@@ -194,6 +194,18 @@ impl Identity {
             .map_err(|e| io::Error::other(format!("signing failed: {e}")))
     }
 
+    /// A 32-byte secret for `purpose`, derived from this identity's private key (HMAC-SHA256
+    /// keyed by its PKCS#8 bytes): what only this party can compute, such as the key that seals
+    /// the aggregator's checkpoints, with no other key file to keep.
+    pub fn derive_secret(&self, purpose: &[u8]) -> Zeroizing<[u8; 32]> {
+        use hmac::{Hmac, Mac as _};
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes a key of any length");
+        mac.update(b"privlogit identity-derived secret v1\0");
+        mac.update(purpose);
+        Zeroizing::new(mac.finalize().into_bytes().into())
+    }
+
     /// A copy of the private key for a TLS configuration.
     pub(crate) fn private_key(&self) -> PrivateKeyDer<'static> {
         PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.to_vec()))
