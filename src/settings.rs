@@ -45,6 +45,12 @@ impl Reader {
         }
     }
 
+    /// A process that plays one part of a study between organizations (not the one-process
+    /// `study`, nor `fit`).
+    pub fn is_role(self) -> bool {
+        matches!(self, Reader::KeyHolder | Reader::Aggregator | Reader::Node)
+    }
+
     /// The roles of a secure study (every reader but the plaintext fit).
     pub const STUDY_ROLES: [Reader; 4] = [
         Reader::Study,
@@ -133,6 +139,42 @@ pub const PROTOCOLS: &[&str] = &["auto", "local", "hessian", "newton"];
 pub const OPTIMIZERS: &[&str] = &["privlogit-accel", "privlogit", "newton"];
 /// The names of [`LinearAlgebra`] methods.
 pub const LINEAR_ALGEBRA: &[&str] = &["masked", "circuit"];
+
+/// The settings that make a run repeat bit for bit: the aggregator's masks and the servers'
+/// noise shares. Whoever knows them and one server's view unmasks the study or its noise, so a
+/// role process between organizations refuses them: from a study file (which every party
+/// holds) always, from its own command line unless [`TEST_SEEDS`] is set to 1.
+pub const SEEDS: &[&str] = &["seed", "noise_seed"];
+
+/// The environment variable that lets a role process take a seed on its command line, for the
+/// tests that compare a deployed study with a one-process run bit for bit. Never in a study.
+pub const TEST_SEEDS: &str = "PRIVLOGIT_INSECURE_TEST_SEEDS";
+
+/// Refuses a seed (one of [`SEEDS`]) where `reader` is a role process: named `origin`, with
+/// the reason.
+pub fn refuse_role_seed(reader: Reader, name: &str, origin: Origin<'_>) -> Result<(), Error> {
+    if !reader.is_role() || !SEEDS.contains(&name) {
+        return Ok(());
+    }
+    let allowed =
+        matches!(origin, Origin::Given) && std::env::var(TEST_SEEDS).is_ok_and(|v| v == "1");
+    if allowed {
+        return Ok(());
+    }
+    let what = if name == "seed" {
+        "the aggregator's masks: with it the key holder regenerates them and unmasks everything"
+    } else {
+        "both servers' noise shares: with it each server knows the other's noise"
+    };
+    Err(Error::Setting {
+        origin: origin_text(origin, name),
+        why: format!(
+            "refused by `{}`: it would seed {what}. Seeds are for one-process runs \
+             (`privlogit study`) and tests only",
+            reader.command()
+        ),
+    })
+}
 
 /// Every setting of `fit`, `study`, `keyholder`, `aggregator` and `node`.
 pub const KEYS: &[Key] = &[
@@ -247,6 +289,44 @@ pub const KEYS: &[Key] = &[
          many iterations as a secure Newton system costs in rounds, about 7 + 0.4 p, with the \
          step between 1e-6 and 2e-3, it forms Newton systems at the current coefficients and \
          iterates with them to the optimum).",
+    ),
+    // Disclosure controls (DataSHIELD's nfilter defaults), checked by each Node on its own
+    // counts before it sends anything.
+    key(
+        "min_rows",
+        Kind::Count,
+        "N",
+        &[S, A, N],
+        true,
+        "Fewest training rows (and held-out rows, when the study evaluates) a Node takes part \
+         with; DataSHIELD's nfilter.subset.",
+    ),
+    key(
+        "max_parameter_share",
+        Kind::Number,
+        "SHARE",
+        &[S, A, N],
+        true,
+        "Most coefficients per training row of a Node (p <= SHARE x N_k, the intercept counted); \
+         DataSHIELD's nfilter.glm.",
+    ),
+    key(
+        "min_cell",
+        Kind::Count,
+        "N",
+        &[S, A, N],
+        true,
+        "Fewest rows of a class at a Node (positives and negatives, 0 allowed) and in a \
+         published cell (a calibration bin; each class behind the AUC); DataSHIELD's nfilter.tab.",
+    ),
+    key(
+        "two_node_disclosure",
+        Kind::Switch,
+        "",
+        &[S, A, N],
+        true,
+        "With two Nodes, publish more than the coefficients (standardisation, standard errors, \
+         likelihoods, held-out figures), each of which tells a Node the other's sums.",
     ),
     key(
         "standardize",
@@ -575,7 +655,7 @@ pub const KEYS: &[Key] = &[
         false,
         "Reproducible runs (tests, benchmarks): the aggregator's masks from SEED, so a run repeats \
          another's rounding bit for bit. Whoever knows SEED and the key holder's view can unmask \
-         everything: never in a real study.",
+         everything, so the aggregator refuses it (in a study file always).",
     ),
     key(
         "noise_seed",
@@ -584,7 +664,8 @@ pub const KEYS: &[Key] = &[
         &[S, K, A],
         false,
         "Reproducible differentially private runs (tests): the servers' noise shares from SEED. \
-         Whoever knows SEED knows the noise: never in a real study.",
+         Whoever knows SEED knows the noise, so the key holder and the aggregator refuse it \
+         (in a study file always).",
     ),
     // How a party of a study between organizations connects.
     key(
@@ -713,6 +794,8 @@ pub struct Spec {
     pub memory: usize,
     /// No Newton finish for privlogit-accel.
     pub no_newton_finish: bool,
+    /// The disclosure controls.
+    pub disclosure: privlogit_protocols::disclosure::Disclosure,
     /// Pooled standardisation.
     pub standardize: bool,
     /// An intercept column.
@@ -829,6 +912,7 @@ impl Default for Spec {
             },
             memory: DEFAULT_ANDERSON_MEMORY,
             no_newton_finish: false,
+            disclosure: privlogit_protocols::disclosure::Disclosure::DATASHIELD,
             standardize: false,
             intercept: true,
             free_intercept: false,
@@ -912,6 +996,7 @@ impl Spec {
         let Some(key) = find(name) else {
             return Err(self.unknown(name, origin));
         };
+        refuse_role_seed(self.reader, key.name, origin)?;
         if !key.readers.contains(&self.reader) {
             return Err(Error::Setting {
                 origin: origin_text(origin, name),
@@ -986,6 +1071,16 @@ impl Spec {
             }
             "memory" => self.memory = count()? as usize,
             "no_newton_finish" => self.no_newton_finish = switch()?,
+            "min_rows" => self.disclosure.min_rows = count()?.max(1),
+            "max_parameter_share" => {
+                let share = number()?;
+                if share.is_nan() || share <= 0.0 {
+                    return Err(at(format!("{share} is not a share above 0")));
+                }
+                self.disclosure.max_parameter_share = share;
+            }
+            "min_cell" => self.disclosure.min_cell = count()?,
+            "two_node_disclosure" => self.disclosure.two_nodes = switch()?,
             "standardize" => self.standardize = switch()?,
             "no_intercept" => self.intercept = !switch()?,
             "free_intercept" => self.free_intercept = switch()?,
@@ -1064,6 +1159,16 @@ impl Spec {
         }
     }
 
+    /// Refuses, before any work, an output (`out`, `cost`) that could not be written when the
+    /// work ends: a missing or read-only directory, a full disk, a directory named as a file
+    /// ([`crate::output::check_writable`]).
+    pub fn check_outputs(&self) -> Result<(), Error> {
+        for path in [&self.out, &self.cost].into_iter().flatten() {
+            crate::output::check_writable(path).map_err(|e| Error::write(path, e))?;
+        }
+        Ok(())
+    }
+
     /// Whether `name` was set by a file or the caller (not left at its default).
     pub fn given(&self, name: &str) -> bool {
         self.explicit.contains(name)
@@ -1108,6 +1213,10 @@ impl Spec {
             ))),
             "memory" => int(self.memory as u64),
             "no_newton_finish" => Some(Value::Boolean(self.no_newton_finish)),
+            "min_rows" => int(self.disclosure.min_rows),
+            "max_parameter_share" => float(self.disclosure.max_parameter_share),
+            "min_cell" => int(self.disclosure.min_cell),
+            "two_node_disclosure" => Some(Value::Boolean(self.disclosure.two_nodes)),
             "standardize" => Some(Value::Boolean(self.standardize)),
             "no_intercept" => Some(Value::Boolean(!self.intercept)),
             "free_intercept" => Some(Value::Boolean(self.free_intercept)),

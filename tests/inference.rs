@@ -260,6 +260,7 @@ fn a_study_can_reveal_the_coefficients_only() {
     let settings = [
         ("label", Value::from("good")),
         ("standardize", Value::from(true)),
+        ("two_node_disclosure", Value::from(true)),
         ("reveal", Value::from("coefficients")),
         ("max_iter", Value::from(3)),
         ("quiet", Value::from(true)),
@@ -326,6 +327,7 @@ fn a_singular_secure_design_is_refused_by_name() {
     let settings = [
         ("label", Value::from("good")),
         ("standardize", Value::from(true)),
+        ("two_node_disclosure", Value::from(true)),
         ("lambda", Value::from(0.0)),
         ("protocol", Value::from("local")),
         ("quiet", Value::from(true)),

@@ -19,6 +19,7 @@
 pub mod aggregation;
 pub mod cholesky;
 pub mod compensated;
+pub mod disclosure;
 pub mod evaluation;
 pub mod objective;
 pub mod optimizer;

@@ -64,14 +64,16 @@ def test_bad_designs_raise_clear_errors():
 def test_secure_study_reports_the_table():
     parties, names = wine_parties(2)
     parties = [(X[:200, :4], y[:200]) for X, y in parties]
-    out = privlogit.study(parties, names=names[:4], standardize=True, quiet=True)
+    out = privlogit.study(parties, names=names[:4], standardize=True, quiet=True,
+                          two_node_disclosure=True)
     plain = privlogit.fit(parties, names=names[:4], standardize=True, optimizer="newton", gradient_tol=1e-9)
     assert out["reveal"] == "standard-errors"
     assert np.max(np.abs(np.asarray(out["standard_errors"]) / plain["standard_errors"] - 1)) < 1e-6
     assert "covariance" not in out
     assert "P>|z|" in out.summary()
     assert out.to_frame().shape == (5, 9)
-    only = privlogit.study(parties, names=names[:4], standardize=True, quiet=True, reveal="coefficients")
+    only = privlogit.study(parties, names=names[:4], standardize=True, quiet=True, reveal="coefficients",
+                           two_node_disclosure=True)
     assert "standard_errors" not in only and only.to_frame().shape == (5, 1)
 
 
@@ -79,5 +81,6 @@ def test_newton_protocol_needs_no_optimizer_keyword():
     # The default optimiser keyword does not clash with the Newton protocol (its own optimiser).
     parties, names = wine_parties(2)
     parties = [(X[:150, :3], y[:150]) for X, y in parties]
-    out = privlogit.study(parties, names=names[:3], protocol="newton", standardize=True, quiet=True)
+    out = privlogit.study(parties, names=names[:3], protocol="newton", standardize=True, quiet=True,
+                          two_node_disclosure=True)
     assert out["optimizer"] == "newton" and out["converged"]

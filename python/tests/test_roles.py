@@ -2,6 +2,7 @@
 as `privlogit` processes, two hospitals as `privlogit node`, and the third hospital from Python
 with its rows in a pandas DataFrame, all over mutual TLS with the identities the study file
 names. The model equals the in-process study's on the same rows (same plan, same mask seed)."""
+import os
 import pathlib
 import queue
 import re
@@ -23,8 +24,10 @@ class Process:
     """A `privlogit` process whose standard error is read line by line."""
 
     def __init__(self, binary, *args):
+        # The roles take --seed on their command lines only under this variable (tests only).
+        env = {**os.environ, "PRIVLOGIT_INSECURE_TEST_SEEDS": "1"}
         self.proc = subprocess.Popen([str(binary), *map(str, args)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, env=env)
         self.lines = queue.Queue()
         self.seen = []
         threading.Thread(target=self._read, daemon=True).start()

@@ -73,9 +73,17 @@ struct Fields {
 
 /// The held-out rows' figures and calibration table.
 fn held_out(s: &mut String, e: &crate::evaluation::Evaluation) {
-    let auc = e
-        .test_auc
-        .map_or_else(|| "- (one class only)".to_string(), |a| format!("{a:.6}"));
+    let withheld = e.suppressed.iter().any(|w| w.starts_with("AUC"));
+    let auc = e.test_auc.map_or_else(
+        || {
+            if withheld {
+                "- (withheld, below)".to_string()
+            } else {
+                "- (one class only)".to_string()
+            }
+        },
+        |a| format!("{a:.6}"),
+    );
     let _ = writeln!(
         s,
         "Held-out rows: {}   AUC {auc}   log-loss {:.6}   accuracy {:.6}   Brier {:.6}",
@@ -87,7 +95,7 @@ fn held_out(s: &mut String, e: &crate::evaluation::Evaluation) {
         .map_or_else(|| "-".to_string(), |p| format!("{p:.4}"));
     let _ = writeln!(
         s,
-        "Calibration (fixed bins of predicted risk): Hosmer-Lemeshow H = {:.4}, df = {}, p = {p}",
+        "Calibration (bins of predicted risk): Hosmer-Lemeshow H = {:.4}, df = {}, p = {p}",
         c.hosmer_lemeshow, c.df
     );
     let _ = writeln!(
@@ -104,6 +112,9 @@ fn held_out(s: &mut String, e: &crate::evaluation::Evaluation) {
             b.observed,
             b.expected
         );
+    }
+    for note in &e.suppressed {
+        let _ = writeln!(s, "Disclosure control: {note}");
     }
 }
 

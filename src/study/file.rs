@@ -87,6 +87,7 @@ impl StudyFile {
             if PARTY_KEYS.contains(&name.as_str()) {
                 continue;
             }
+            settings::refuse_role_seed(spec.reader, name, Origin::File(&self.path))?;
             let takes = settings::find(name).is_some_and(|k| k.readers.contains(&spec.reader));
             if takes {
                 spec.set(name, value, Origin::File(&self.path))?;
@@ -142,6 +143,7 @@ pub fn spec(
     for (name, value) in given {
         spec.set(name, value, Origin::Given)?;
     }
+    spec.check_outputs()?;
     Ok(spec)
 }
 

@@ -216,7 +216,7 @@ impl Spec {
             epsilon,
             lambda: self.dp_lambda,
         });
-        let plan = StudyPlan {
+        let mut plan = StudyPlan {
             protocol,
             optimizer,
             options,
@@ -242,7 +242,37 @@ impl Spec {
             evaluate: self.evaluate || !self.test_party.is_empty(),
         };
         plan.validate()?;
+        if !self.vertical {
+            self.check_two_nodes(&mut plan)?;
+        }
         Ok(plan)
+    }
+
+    /// With two Nodes each learns the other's sums from anything pooled it sees beyond the
+    /// coefficients (by subtracting its own): unless the study file says
+    /// `two_node_disclosure = true`, standardisation and held-out evaluation are refused and
+    /// the inference round is left out (refused when asked for by name).
+    fn check_two_nodes(&self, plan: &mut StudyPlan) -> Result<(), Error> {
+        let d = &self.disclosure;
+        let refuse = |setting: &str, what: &str| match d.check_two_nodes(plan.parties, what) {
+            Some(why) => Err(Error::setting(setting, why)),
+            None => Ok(()),
+        };
+        if plan.standardize {
+            refuse("--standardize", "the pooled means and scales")?;
+        }
+        if plan.evaluate {
+            refuse("--evaluate", "a held-out evaluation")?;
+        }
+        if plan.reveal != crate::inference::Reveal::Coefficients
+            && d.check_two_nodes(plan.parties, "").is_some()
+        {
+            if self.given("reveal") {
+                refuse("--reveal", "standard errors and the likelihood")?;
+            }
+            plan.reveal = crate::inference::Reveal::Coefficients;
+        }
+        Ok(())
     }
 }
 

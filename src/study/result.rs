@@ -45,6 +45,8 @@ pub struct Shown {
     /// The label column's name, where this party knows it (not the aggregator of a study
     /// between organizations).
     pub label: Option<String>,
+    /// The disclosure controls the published figures follow.
+    pub disclosure: privlogit_protocols::disclosure::Disclosure,
 }
 
 impl Shown {
@@ -66,6 +68,7 @@ impl Shown {
             ci_level: spec.ci_level,
             covariance: spec.covariance,
             label: spec.label.clone(),
+            disclosure: spec.disclosure,
         })
     }
 }
@@ -274,7 +277,8 @@ impl StudyResult {
             evaluation: o
                 .evaluation
                 .as_ref()
-                .and_then(|h| crate::evaluation::Evaluation::from_sums(&h.sums, h.auc)),
+                .and_then(|h| crate::evaluation::Evaluation::from_sums(&h.sums, h.auc))
+                .map(|e| e.disclosed(self.shown.disclosure.min_cell)),
             differential_privacy: self.release()?,
             vertical: o.vertical.as_ref().map(|v| JsonVertical {
                 parties: v

@@ -4,11 +4,12 @@
 //! study file) by a constructor that validates everything it can before a byte is sent, and
 //! only a built role runs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::fit::GlmColumns;
-use privlogit_protocols::paillier::{KeyPair, KeySize, PublicKey, SecretKey};
+use privlogit_protocols::disclosure::Disclosure;
+use privlogit_protocols::paillier::{KeyPair, KeySize, SecretKey};
 use privlogit_protocols::rows::RowSource;
 use privlogit_protocols::secure::checkpoint::Checkpoint;
 use privlogit_protocols::secure::inprocess;
@@ -25,6 +26,7 @@ use super::nested;
 use super::party::{Connection, PATIENCE, Party, address_of};
 use super::plan::describe;
 use super::result::{Shown, StudyResult, human_bytes};
+use super::sealing::CheckpointSeal;
 use super::state::{self, FileKeyStore, StateDir};
 use crate::charge;
 use crate::data::{self, LoadOptions};
@@ -201,6 +203,8 @@ pub struct InProcess {
     ledger: Option<(PathBuf, Option<f64>, Vec<PathBuf>, String)>,
     noise_seed: Option<u64>,
     shown: Shown,
+    /// The counts under which a Node refuses (each checks its own).
+    disclosure: Disclosure,
 }
 
 impl InProcess {
@@ -306,6 +310,7 @@ impl InProcess {
             ledger,
             noise_seed: spec.noise_seed,
             shown,
+            disclosure: spec.disclosure,
         })
     }
 
@@ -339,7 +344,9 @@ impl InProcess {
             .nodes
             .into_iter()
             .map(|o| {
-                let mut data = NodeData::from_source(o.rows, plan.intercept).with_glm(plan.glm);
+                let mut data = NodeData::from_source(o.rows, plan.intercept)
+                    .with_glm(plan.glm)
+                    .with_disclosure(self.disclosure);
                 if let Some(rows) = held_out.next() {
                     data = data.with_test_rows(rows);
                 }
@@ -360,7 +367,9 @@ impl InProcess {
             let nodes = reduced
                 .into_iter()
                 .map(|(names, rows)| {
-                    let data = NodeData::from_source(rows, plan.intercept).with_glm(plan.glm);
+                    let data = NodeData::from_source(rows, plan.intercept)
+                        .with_glm(plan.glm)
+                        .with_disclosure(self.disclosure);
                     (names, data)
                 })
                 .collect();
@@ -543,6 +552,12 @@ pub struct Aggregator {
     listen: String,
     keyholder: String,
     checkpoint: PathBuf,
+    /// Seals and opens the checkpoint (a key only this aggregator holds).
+    seal: CheckpointSeal,
+    /// Where the result is kept when the output cannot take it.
+    kept_result: PathBuf,
+    /// The result is rendered as JSON (kept the same way).
+    json: bool,
     from: Option<Checkpoint>,
     noise_seed: Option<u64>,
     shown: Shown,
@@ -599,8 +614,14 @@ impl Aggregator {
             roster.map(|r| &r.keyholder),
             "--keyholder",
         )?;
-        let checkpoint =
-            StateDir::new(spec.state.clone()).checkpoint_file(&party.network.study())?;
+        let state_dir = StateDir::new(spec.state.clone());
+        let checkpoint = state_dir.checkpoint_file(&party.network.study())?;
+        let kept_result = state_dir.result_file(&party.network.study())?;
+        let seal = CheckpointSeal::new(
+            party.identity(),
+            &state_dir.seal_key_file()?,
+            party.network.study(),
+        )?;
         if plan.release.is_some() && spec.resume {
             return Err(Error::plan(
                 "--resume: a differentially private study cannot be resumed (its noise is not \
@@ -609,7 +630,7 @@ impl Aggregator {
             ));
         }
         let from = if spec.resume {
-            let from = state::read_checkpoint(&checkpoint)?;
+            let from = state::read_checkpoint(&checkpoint, &seal)?;
             say(&match &from {
                 Some(c) => format!(
                     "resuming the study from iteration {} (checkpoint {})",
@@ -625,7 +646,7 @@ impl Aggregator {
         } else {
             // A vertical study keeps no checkpoint.
             if !spec.vertical {
-                state::refuse_to_overwrite(&checkpoint)?;
+                state::refuse_to_overwrite(&checkpoint, &seal)?;
             }
             None
         };
@@ -636,6 +657,9 @@ impl Aggregator {
             listen,
             keyholder,
             checkpoint,
+            seal,
+            kept_result,
+            json: spec.json,
             from,
             noise_seed: spec.noise_seed,
             shown: Shown::of(spec)?,
@@ -663,12 +687,20 @@ impl Aggregator {
             listen,
             keyholder,
             checkpoint,
+            seal,
+            kept_result,
+            json,
             from,
             noise_seed,
             shown,
             dropped,
             vertical,
         } = self;
+        // The output can still fail at the end (a full disk): the result is then kept in the
+        // state directory, so the study need not run again.
+        let mut deliver = |result: &StudyResult| {
+            deliver(result).map_err(|e| keep_result(result, json, &kept_result, e, say))
+        };
         let network = &party.network;
         let roster = party.roster();
         let expected = match roster {
@@ -718,10 +750,7 @@ impl Aggregator {
             }
             let mut saved_iterations = None;
             let mut save = |c: &Checkpoint| {
-                let key = PublicKey::from_bytes(&c.key)
-                    .or_else(|_| PublicKey::from_bytes_insecure_for_tests(&c.key))
-                    .map_err(std::io::Error::other)?;
-                output::write_bytes(&checkpoint, &c.to_bytes(&key))?;
+                state::write_checkpoint(&checkpoint, &seal, c)?;
                 saved_iterations = Some(c.progress.iterations());
                 Ok(())
             };
@@ -799,6 +828,25 @@ impl Aggregator {
     }
 }
 
+/// The error of an output that could not take `result`, after keeping the result (rendered as
+/// it would have been written) owner-only at `kept`.
+fn keep_result(result: &StudyResult, json: bool, kept: &Path, e: Error, say: Say<'_>) -> Error {
+    let kept_ok = result.render(json).and_then(|r| {
+        output::write_private(kept, r.release.as_bytes()).map_err(|e| Error::write(kept, e))
+    });
+    match kept_ok {
+        Ok(()) => {
+            say(&format!(
+                "the study's result is kept at {} (owner-only): copy it where it belongs; the \
+                 study need not run again",
+                kept.display()
+            ));
+            Error::plan(format!("{e} (the result is kept at {})", kept.display()))
+        }
+        Err(also) => Error::plan(format!("{e}; keeping the result failed too: {also}")),
+    }
+}
+
 /// A Node of a study between organizations, ready to join.
 #[derive(Debug)]
 pub struct Node {
@@ -815,6 +863,8 @@ pub struct Node {
     ledger: Option<(PathBuf, Option<f64>, Option<PathBuf>, String)>,
     /// The columns of a nested model (`--drop`): served as a second study after the full one.
     dropped: Vec<(usize, String)>,
+    /// The counts under which this Node refuses to take part.
+    disclosure: Disclosure,
 }
 
 impl Node {
@@ -896,6 +946,7 @@ impl Node {
             held_out,
             ledger,
             dropped,
+            disclosure: spec.disclosure,
         })
     }
 
@@ -912,6 +963,7 @@ impl Node {
             held_out,
             ledger,
             dropped,
+            disclosure,
         } = self;
         let network = &party.network;
         let count = rows.rows();
@@ -958,8 +1010,11 @@ impl Node {
                 match held_out {
                     Some(test) => NodeData::from_source(rows, true)
                         .with_glm(glm)
+                        .with_disclosure(disclosure)
                         .with_test_rows(test),
-                    None => NodeData::from_source(rows, true).with_glm(glm),
+                    None => NodeData::from_source(rows, true)
+                        .with_glm(glm)
+                        .with_disclosure(disclosure),
                 },
                 2048,
                 party.key_trust(),

@@ -59,6 +59,9 @@ impl Role {
     }
 
     fn spawn_command(mut command: Command) -> Self {
+        // The tests compare deployed studies with one-process runs bit for bit: the roles take
+        // `--seed` and `--noise-seed` on their command lines only under this variable.
+        command.env("PRIVLOGIT_INSECURE_TEST_SEEDS", "1");
         let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -11,6 +11,7 @@ use super::shapes::{MOMENT_BITS, MOMENT_SCALE, Shape};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
 use crate::compensated::CompensatedSum;
+use crate::disclosure::Disclosure;
 use crate::objective::{Glm, PartyData};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
 use crate::rows::blocks::for_each_block;
@@ -36,6 +37,9 @@ pub struct NodeData {
     /// Constant-sum requests the plan allows (a Gaussian, Poisson or weighted model: the
     /// Poisson start and the inference round; none for logistic regression).
     constants_left: usize,
+    /// The counts under which this Node refuses to take part (none unless set: the
+    /// application sets the study's, DataSHIELD's by default).
+    disclosure: Disclosure,
 }
 
 impl NodeData {
@@ -57,6 +61,7 @@ impl NodeData {
             test: None,
             evaluations_left: 0,
             constants_left: 0,
+            disclosure: Disclosure::OFF,
         }
     }
 
@@ -67,6 +72,49 @@ impl NodeData {
     pub fn allow_after_fit(&mut self, evaluate: bool) {
         self.evaluations_left = usize::from(evaluate);
         self.constants_left = if self.glm.is_logistic() { 0 } else { 2 };
+    }
+
+    /// The disclosure controls this Node applies to its own counts before it sends anything.
+    pub fn with_disclosure(mut self, disclosure: Disclosure) -> Self {
+        self.disclosure = disclosure;
+        self
+    }
+
+    /// Refuses (before anything computed from the rows is sent) to take part in a study of
+    /// `parameters` coefficients and `parties` Nodes that `evaluate`s held-out rows, when this
+    /// Node's counts are under its disclosure controls. One pass over the labels for a
+    /// binary model; the reason names the threshold, not the count.
+    pub fn check_disclosure(
+        &self,
+        parameters: usize,
+        parties: usize,
+        evaluate: bool,
+    ) -> Result<(), SecureError> {
+        let d = &self.disclosure;
+        let refuse = |why: String| SecureError::Refused {
+            party: Role::Node,
+            reason: super::Refusal::Policy(why),
+        };
+        if evaluate && let Some(why) = d.check_two_nodes(parties, "a held-out evaluation") {
+            return Err(refuse(why));
+        }
+        let binary = self.glm.family == crate::objective::Family::Binomial && d.min_cell > 1;
+        let classes = binary
+            .then(|| crate::disclosure::class_counts(self.raw.as_ref()))
+            .transpose()?;
+        let held_out = match (&self.test, evaluate) {
+            (Some(test), true) => Some((
+                test.rows() as u64,
+                binary
+                    .then(|| crate::disclosure::class_counts(test.as_ref()))
+                    .transpose()?,
+            )),
+            _ => None,
+        };
+        match d.check_node(self.rows() as u64, classes, parameters, held_out) {
+            Some(why) => Err(refuse(why)),
+            None => Ok(()),
+        }
     }
 
     /// Held-out rows with the training rows' columns: the study's final model is evaluated on
@@ -126,6 +174,7 @@ impl NodeData {
             test: None,
             evaluations_left: 0,
             constants_left: 0,
+            disclosure: Disclosure::OFF,
         }
     }
 

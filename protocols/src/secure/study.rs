@@ -365,6 +365,7 @@ pub fn run_node<C: Channel>(
     }
     data.set_intercept(intercept);
     data.allow_after_fit(evaluate);
+    data.check_disclosure(config.dimension, config.parties, evaluate)?;
     if let Some(release) = &release {
         if let Some(consent) = consent {
             consent(release)?;
