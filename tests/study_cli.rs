@@ -253,6 +253,9 @@ fn lose_a_party(loss: Loss, protocol: &[&str]) {
     assert!(lost.elapsed() < patience, "{:?}", lost.elapsed());
     let _ = Command::new("kill").args(["-KILL", &pid]).status();
     let _ = victim.end(Duration::from_secs(5));
+    if matches!(loss, Loss::Killed) {
+        tampered_checkpoint_is_refused(&d, &args);
+    }
 
     // Everyone again, the servers with --resume.
     let (keyholder, kh) = d.keyholder_with(&["--resume"]);
@@ -291,6 +294,43 @@ fn lose_a_party(loss: Loss, protocol: &[&str]) {
             .collect();
         assert!(left.is_empty(), "{role} left {left:?}");
     }
+}
+
+/// The aggregator's checkpoint is owner-only (0600 in a 0700 directory) and sealed: a byte
+/// changed anywhere is refused on resume, before the aggregator listens (it was resumed into a
+/// wrong published model).
+fn tampered_checkpoint_is_refused(d: &Deployment, args: &[&str]) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = d.state("aggregator");
+    let mode = |p: &Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
+    assert_eq!(mode(Path::new(&dir)), 0o700);
+    let checkpoint = std::fs::read_dir(&dir)
+        .expect("state dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "checkpoint"))
+        .expect("a checkpoint");
+    assert_eq!(mode(&checkpoint), 0o600);
+    let sealed = std::fs::read(&checkpoint).expect("read");
+    for at in [40, sealed.len() / 2] {
+        let mut changed = sealed.clone();
+        changed[at] ^= 1;
+        std::fs::write(&checkpoint, &changed).expect("tamper");
+        let identity = d.identity("aggregator");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_privlogit"));
+        command
+            .args(["aggregator", "--study", &d.study, "--identity", &identity])
+            .args(["--listen", "127.0.0.1:0", "--keyholder", "127.0.0.1:9"])
+            .args(["--state", &dir])
+            .args(args)
+            .arg("--resume")
+            .env("PRIVLOGIT_INSECURE_TEST_SEEDS", "1");
+        let out = command.output().expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("does not authenticate"), "{err}");
+        assert!(!err.contains("listening on"), "{err}");
+    }
+    std::fs::write(&checkpoint, &sealed).expect("restore");
 }
 
 #[test]
