@@ -139,6 +139,8 @@ fn a_node_under_a_threshold_refuses() {
             "--standardize",
             "--min-rows",
             "2",
+            "--min-cell",
+            "0",
             "--max-parameter-share",
             "100",
             "--reveal",
