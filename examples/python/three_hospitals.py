@@ -119,7 +119,11 @@ held = privlogit.study(train, label="label", lam=1.0, standardize=True, quiet=Tr
 print(f"secure study on {held['test_n']} held-out rows: AUC {held['test_auc']:.4f}, "
       f"log-loss {held['test_log_loss']:.4f}, "
       f"accuracy {held['test_accuracy']:.3f}, Brier {held['test_brier']:.4f}, "
-      f"Hosmer-Lemeshow p = {held['calibration']['p_value']:.3g}")
+      f"Hosmer-Lemeshow p = {held['calibration']['p_value'] or float('nan'):.3g}")
+# The disclosure controls merge calibration bins until no published cell holds 1 or 2 rows
+# (DataSHIELD's nfilter.tab); with one bin left there is no Hosmer-Lemeshow p-value.
+for note in held.get("suppressed", []):
+    print("disclosure control:", note)
 clear = privlogit.fit(train, label="label", lam=1.0, standardize=True, test_party=test)
 print(f"plaintext fit, same split: test AUC {clear['test_auc']:.4f}, "
       f"log-loss {clear['test_log_loss']:.4f}")
