@@ -131,16 +131,20 @@ impl Network {
         self.group.reason()
     }
 
-    /// Connects to `server` at `address`, retrying while nobody listens there yet or the
-    /// listener is too busy to answer the handshake (a flood of strangers), for at most
-    /// `patience`. A refusal (certificate, study or role) fails at once, with the reason; so
-    /// does an abort of this party's group.
+    /// Connects to `server` at `address`, retrying while nobody listens there yet, the
+    /// listener is too busy to answer the handshake (a flood of strangers), or the connection
+    /// ends before any answer (a TCP forwarder or load balancer whose backend is not listening
+    /// yet accepts and then closes or resets), for at most `patience`. A refusal (a TLS alert,
+    /// or the listener's abort record with its reason: certificate, study, role, a place
+    /// already taken) fails at once; so does an abort of this party's group.
     pub fn connect(&self, address: &str, server: &Member, patience: Duration) -> io::Result<Link> {
         let deadline = Instant::now() + patience;
         loop {
             let stream = self.dial(address, server, deadline)?;
             match self.handshake(stream, address, server) {
-                Err(e) if e.kind() == io::ErrorKind::TimedOut && Instant::now() < deadline => {}
+                Err(e) if retryable(e.kind()) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
                 result => return result,
             }
         }
@@ -311,6 +315,19 @@ impl Network {
     }
 }
 
+/// A handshake that ended this way may succeed when tried again: it timed out, or the
+/// connection closed or reset before the listener answered (no TLS alert, no abort record).
+fn retryable(kind: io::ErrorKind) -> bool {
+    matches!(
+        kind,
+        io::ErrorKind::TimedOut
+            | io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+    )
+}
+
 fn timed_out(what: &str) -> io::Error {
     TransportError::TimedOut {
         message: format!("{what} did not finish in time"),
@@ -450,7 +467,8 @@ impl Listener {
     /// Admits every expected party, at most `patience` in all, and closes the listening
     /// socket. Each admitted connection is live at once (heartbeats both ways), so a party may
     /// join any time within `patience`; one lost before the last has joined gives its place
-    /// up, and a party that reconnects (a restarted Node) takes its place over. Handshakes run
+    /// up (a restarted Node takes it again), and a second connection claiming a place that a
+    /// live one holds is refused with the reason. Handshakes run
     /// side by side, each bounded by the deadline and at most [`MAX_HANDSHAKES`] at once, so
     /// strangers that stall delay nobody; `accept()` errors are waited out. A refused
     /// connection (unknown certificate, wrong role, another study) is told why and reported to
@@ -713,9 +731,19 @@ impl<'a> Throttled<'a> {
     }
 }
 
-/// Which handshake holds each place of an [`Expected::Anyone`] listener (parties named by the
-/// roster are placed by name instead).
+/// Which handshake (or admitted connection's handshake) holds each place: a second claim to a
+/// place already held is refused with the reason.
 type Claims = Mutex<Vec<Option<u64>>>;
+
+/// Tells the connecting party why it is refused (an abort record), closes, returns the reason.
+async fn refuse(stream: &mut Box<dyn Stream>, reason: String) -> String {
+    use tokio::io::AsyncWriteExt as _;
+    let body = truncated(&reason, MAX_CONTROL as usize);
+    let _ = write_record(stream, Kind::Abort, body.as_bytes()).await;
+    let _ = stream.flush().await;
+    let _ = stream.shutdown().await;
+    reason
+}
 
 /// One incoming connection's TLS handshake and greeting.
 struct Handshake {
@@ -747,11 +775,16 @@ impl Handshake {
                     let Security::Tls { roster, .. } = &self.network.security else {
                         unreachable!("an acceptor means TLS");
                     };
-                    // rustls's verifier accepted it, so this names the party.
+                    // rustls's verifier accepted it, so this names the party (a refusal
+                    // here still goes out as an abort record, so the party does not retry).
                     let member = roster
-                        .identify(end_entity, chain, roster::Side::Client)?
-                        .clone();
-                    self.welcome(Box::new(tls), Some(member)).await
+                        .identify(end_entity, chain, roster::Side::Client)
+                        .cloned();
+                    let mut stream: Box<dyn Stream> = Box::new(tls);
+                    match member {
+                        Ok(member) => self.welcome(stream, Some(member)).await,
+                        Err(reason) => Err(refuse(&mut stream, reason).await),
+                    }
                 }
                 None => self.welcome(Box::new(stream), None).await,
             }
@@ -788,12 +821,27 @@ impl Handshake {
                 stream.flush().await.map_err(|e| e.to_string())?;
                 Ok((slot, stream, label))
             }
-            Err(reason) => {
-                let body = truncated(&reason, MAX_CONTROL as usize);
-                let _ = write_record(&mut stream, Kind::Abort, body.as_bytes()).await;
-                let _ = stream.flush().await;
-                let _ = stream.shutdown().await;
-                Err(reason)
+            Err(reason) => Err(refuse(&mut stream, reason).await),
+        }
+    }
+
+    /// Takes place `i` of the roster's `member` for this handshake, unless another connection
+    /// holds it: two processes with one identity (the second is refused with the reason and
+    /// the first keeps its place). A party whose connection was lost finds its place open
+    /// again once the listener notices (within the heartbeat deadline), so a restarted one
+    /// gets in.
+    fn claim_member(&self, i: usize, member: &Member) -> Result<usize, String> {
+        let mut claimed = self.claimed.lock().expect("claimed");
+        match claimed[i] {
+            Some(holder) if holder != self.task => Err(format!(
+                "{member} is already connected here: a second process with this identity is \
+                 refused, and the first keeps its place (if the first has ended, its place \
+                 opens again within {} s: start this one again then)",
+                self.network.timing.deadline.as_secs_f64()
+            )),
+            _ => {
+                claimed[i] = Some(self.task);
+                Ok(i)
             }
         }
     }
@@ -821,14 +869,17 @@ impl Handshake {
                         hello.role, hello.name
                     ));
                 }
-                // A party named by the roster may connect again (a restarted Node): the
-                // listener then drops its earlier connection.
-                i
+                self.claim_member(i, m)?
             }
-            (Expected::Members(members), None) => members
-                .iter()
-                .position(|m| m.role == hello.role && m.name == hello.name)
-                .ok_or_else(|| format!("{} {:?} is not expected here", hello.role, hello.name))?,
+            (Expected::Members(members), None) => {
+                let i = members
+                    .iter()
+                    .position(|m| m.role == hello.role && m.name == hello.name)
+                    .ok_or_else(|| {
+                        format!("{} {:?} is not expected here", hello.role, hello.name)
+                    })?;
+                self.claim_member(i, &members[i])?
+            }
             (Expected::Anyone { role, .. }, _) => {
                 if hello.role != *role {
                     return Err(format!("a {} may not connect as a {role}", hello.role));
@@ -1305,11 +1356,12 @@ mod tests {
         exchange(&mut links, &mut [&mut a, &mut b]);
     }
 
-    /// A Node that connects again while others are still joining (a restarted process)
-    /// takes its place over, and one that leaves gives its place up to its return; the
-    /// study then runs on the new connections.
+    /// A second process with a Node's identity is refused with the reason while the first
+    /// holds its place, and the first keeps it (the study used to hang without saying why);
+    /// a Node that leaves gives its place up to its return; the study then runs on the first
+    /// connections.
     #[test]
-    fn a_reconnecting_node_takes_its_place_back() {
+    fn a_second_process_with_one_identity_is_refused_and_a_leaver_returns() {
         let s = study();
         let deadline = Duration::from_secs(2);
         let (address, admitted) = admit_nodes(&s, deadline);
@@ -1318,18 +1370,98 @@ mod tests {
         std::thread::sleep(Duration::from_millis(300));
         drop(gone);
         std::thread::sleep(Duration::from_millis(300));
-        // The first connection of node-a stays open (a process that froze before restarting)
-        // when node-a connects again.
-        let stale = dial(&s, 2, "node-a", &address, deadline);
         let mut a = dial(&s, 2, "node-a", &address, deadline);
-        std::thread::sleep(Duration::from_millis(300));
+        let mut twin = network(&s, 2, Role::Node, "node-a");
+        twin.timing = Timing::with_deadline(deadline);
+        let started = Instant::now();
+        let e = twin
+            .connect(&address, &s.roster.aggregator, Duration::from_secs(10))
+            .expect_err("a second node-a");
+        assert!(e.to_string().contains("already connected here"), "{e}");
+        assert!(started.elapsed() < deadline, "refused at once");
         let mut b = dial(&s, 3, "node-b", &address, deadline);
         let (links, log) = admitted.join().expect("admit");
         let mut links = links.expect("both admitted");
-        assert!(log.contains("Node node-a connected again"), "{log}");
         assert!(log.contains("its place is open again"), "{log}");
+        assert!(log.contains("already connected here"), "{log}");
         exchange(&mut links, &mut [&mut a, &mut b]);
-        drop(stale);
+    }
+
+    /// A Node dialling through a TCP forwarder whose backend does not listen yet (the
+    /// forwarder accepts, then closes: "tls handshake eof" at the Node, which used to exit at
+    /// once while the aggregator waited its 600 s) keeps trying, and joins once the aggregator
+    /// listens.
+    #[test]
+    fn a_node_joins_through_a_forwarder_that_closes_until_the_backend_listens() {
+        let s = study();
+        let backend = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .to_string();
+        let front = std::net::TcpListener::bind("127.0.0.1:0").expect("front");
+        let front_address = front.local_addr().expect("address").to_string();
+        let closed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        {
+            let (backend, closed) = (backend.clone(), Arc::clone(&closed));
+            // Bounded: at most 500 connections, none accepted after 30 s.
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                for client in front.incoming().take(500) {
+                    if started.elapsed() > Duration::from_secs(30) {
+                        break;
+                    }
+                    let Ok(client) = client else { continue };
+                    let Ok(server) = std::net::TcpStream::connect(&backend) else {
+                        closed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        drop(client);
+                        continue;
+                    };
+                    for (mut from, mut to) in [
+                        (
+                            client.try_clone().expect("clone"),
+                            server.try_clone().expect("clone"),
+                        ),
+                        (server, client),
+                    ] {
+                        std::thread::spawn(move || {
+                            let _ = std::io::copy(&mut from, &mut to);
+                            let _ = to.shutdown(std::net::Shutdown::Both);
+                        });
+                    }
+                }
+            });
+        }
+        let joining = {
+            let s = Study {
+                roster: Arc::clone(&s.roster),
+                ids: s.ids.clone(),
+            };
+            let front_address = front_address.clone();
+            std::thread::spawn(move || {
+                network(&s, 2, Role::Node, "node-a").connect(
+                    &front_address,
+                    &s.roster.aggregator,
+                    Duration::from_secs(20),
+                )
+            })
+        };
+        std::thread::sleep(Duration::from_millis(800));
+        assert!(!joining.is_finished(), "the Node kept trying");
+        let aggregator = network(&s, 1, Role::Aggregator, "aggregator");
+        let listener = aggregator.listen(&backend).expect("the backend listens");
+        let mut links = listener
+            .admit(
+                &Expected::Members(vec![s.roster.nodes[0].clone()]),
+                Duration::from_secs(20),
+                &mut |_| {},
+            )
+            .expect("admitted");
+        let mut node = joining.join().expect("thread").expect("joined");
+        assert!(
+            closed.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "the forwarder closed"
+        );
+        exchange(&mut links, &mut [&mut node]);
     }
 
     /// Hundreds of idle connections (more than the handshakes the listener runs at once)
