@@ -5,12 +5,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ndarray::{ArrayView1, ArrayView2};
 use privlogit::data::DatasetView;
 use privlogit::fit::job::FitJob;
 use privlogit::protocols::Family;
 use privlogit::protocols::rows::MemoryRows;
+use privlogit::protocols::transport::Network;
 use privlogit::settings::Reader;
 use privlogit::study::{Aggregator, InProcess, Keyholder, Node, NodeRows, StudyResult};
 use pyo3::buffer::PyBuffer;
@@ -31,6 +33,33 @@ fn say(quiet: bool) -> impl Fn(&str) + Sync {
             eprintln!("{m}");
         }
     }
+}
+
+/// Runs a role's `work` on its own thread while this one waits with the GIL released,
+/// checking for signals every 50 ms: on Ctrl-C (or any signal whose handler raises) the role's
+/// `network` is aborted, which tells its peers why and ends every wait of the role (a connect
+/// retry, a recv), the thread is joined and the exception raised. Without it a Python Node
+/// ignored Ctrl-C until the study ended, or the 10-minute connect window did.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    network: Network,
+    work: impl FnOnce() -> Result<T, privlogit::error::Error> + Send,
+) -> PyResult<T> {
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(work);
+        while !worker.is_finished() {
+            py.allow_threads(|| std::thread::sleep(Duration::from_millis(50)));
+            if let Err(interrupt) = py.check_signals() {
+                network.abort("interrupted (Ctrl-C in its Python process)");
+                let _ = py.allow_threads(|| worker.join());
+                return Err(interrupt);
+            }
+        }
+        match py.allow_threads(|| worker.join()) {
+            Ok(result) => result.map_err(raise),
+            Err(_) => Err(PrivlogitError::new_err("the role's thread panicked")),
+        }
+    })
 }
 
 /// Plaintext distributed fit over `parties` (one `(X, y, names)` per party) with the settings
@@ -146,7 +175,8 @@ pub fn keyholder<'py>(
     let (spec, file) = spec(Reader::KeyHolder, Some(study), given)?;
     let say = say(false);
     let role = Keyholder::new(&spec, file.as_ref(), &say).map_err(raise)?;
-    let stats = py.allow_threads(|| role.run(&say)).map_err(raise)?;
+    let network = role.network();
+    let stats = interruptible(py, network, || role.run(&say))?;
     let out = PyDict::new(py);
     out.set_item("and_gates", stats.and_gates)?;
     out.set_item("garbling_seconds", stats.gc_seconds)?;
@@ -165,18 +195,17 @@ pub fn aggregator(py: Python<'_>, study: PathBuf, given: &Bound<'_, PyDict>) -> 
     let say = say(false);
     let role = Aggregator::new(&spec, file.as_ref(), &say).map_err(raise)?;
     let out = spec.out.clone();
-    let result = py
-        .allow_threads(|| {
-            role.run(&say, &mut |r: &StudyResult| match &out {
-                Some(path) => {
-                    let text = r.render(true)?.release;
-                    privlogit::output::write_text(path, &text)
-                        .map_err(|e| privlogit::error::Error::write(path, e))
-                }
-                None => Ok(()),
-            })
+    let network = role.network();
+    let result = interruptible(py, network, || {
+        role.run(&say, &mut |r: &StudyResult| match &out {
+            Some(path) => {
+                let text = r.render(true)?.release;
+                privlogit::output::write_text(path, &text)
+                    .map_err(|e| privlogit::error::Error::write(path, e))
+            }
+            None => Ok(()),
         })
-        .map_err(raise)?;
+    })?;
     json(&result)
 }
 
@@ -202,7 +231,8 @@ pub fn node<'py>(
         let say = say(false);
         let role = privlogit::vertical::node::VerticalNode::new(&spec, file.as_ref(), &say)
             .map_err(raise)?;
-        let outcome = py.allow_threads(|| role.run(&say)).map_err(raise)?;
+        let network = role.network();
+        let outcome = interruptible(py, network, || role.run(&say))?;
         let out = PyDict::new(py);
         out.set_item("rows", outcome.rows)?;
         out.set_item("names", outcome.names)?;
@@ -217,7 +247,8 @@ pub fn node<'py>(
     };
     let say = say(false);
     let role = Node::new(&spec, file.as_ref(), rows, &say).map_err(raise)?;
-    let stats = py.allow_threads(|| role.run(&say)).map_err(raise)?;
+    let network = role.network();
+    let stats = interruptible(py, network, || role.run(&say))?;
     let out = PyDict::new(py);
     out.set_item("local_seconds", stats.local_seconds)?;
     out.set_item("paillier_seconds", stats.paillier_seconds)?;

@@ -116,3 +116,62 @@ def test_a_node_refuses_bad_rows_before_it_connects(tmp_path):
         privlogit.node(study, None, frame.drop(columns=["label"]), label="label", insecure_plaintext=True)
     with pytest.raises(privlogit.DataError, match="not numeric"):
         privlogit.node(study, None, frame.assign(mean_radius="x"), label="label", insecure_plaintext=True)
+
+
+def test_ctrl_c_stops_a_python_node_and_every_party(cli, tmp_path):
+    # A Python Node (its own process, as a notebook is) interrupted with SIGINT mid-study raises
+    # KeyboardInterrupt, and its abort stops the key holder, the aggregator and the other Nodes,
+    # each naming the cause, within the deadline (it used to run the study to its end).
+    import signal
+    import sys
+    import time
+
+    binary = ROOT / "target" / "release" / "privlogit"
+    narrow_hospitals(tmp_path)
+    fingerprints = {}
+    for name in ["keyholder", "aggregator", *HOSPITALS]:
+        fingerprints[name] = cli("identity", "new", "--name", name, "--out", tmp_path).stdout.strip()
+    study = tmp_path / "study.toml"
+    # The paper's relative-change rule, never met: the study would run 10,000 iterations.
+    text = 'label = "label"\nstandardize = true\ntol = 1e-300\ngradient_tol = 0\nmax_iter = 10000\n'
+    text += f'[keyholder]\nfingerprint = "{fingerprints["keyholder"]}"\n'
+    text += f'[aggregator]\nfingerprint = "{fingerprints["aggregator"]}"\n'
+    for h in HOSPITALS:
+        text += f'[[node]]\nname = "{h}"\nfingerprint = "{fingerprints[h]}"\n'
+    study.write_text(text)
+    keyholder = Process(binary, "keyholder", "--study", study, "--identity", tmp_path / "keyholder",
+                        "--listen", "127.0.0.1:0", "--state", tmp_path / "state-k", "--deadline", "5")
+    keyholder_address = re.search(r"listening on (\S+)", keyholder.wait_for("listening on")).group(1)
+    aggregator = Process(binary, "aggregator", "--study", study, "--identity", tmp_path / "aggregator",
+                         "--listen", "127.0.0.1:0", "--keyholder", keyholder_address, "--state",
+                         tmp_path / "state-a", "--deadline", "5")
+    address = re.search(r"listening on (\S+),", aggregator.wait_for("listening on")).group(1)
+    nodes = [Process(binary, "node", "--study", study, "--identity", tmp_path / h, "--aggregator", address,
+                     "--party", tmp_path / f"hospital_{h[-1]}.csv", "--deadline", "5")
+             for h in HOSPITALS[1:]]
+    script = (
+        "import sys, pandas as pd, privlogit\n"
+        "frame = pd.read_csv(sys.argv[2])\n"
+        "try:\n"
+        "    privlogit.node(sys.argv[1], sys.argv[3], frame, label='label', aggregator=sys.argv[4], deadline=5)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(130)\n"
+    )
+    notebook = subprocess.Popen([sys.executable, "-c", script, str(study), str(tmp_path / "hospital_a.csv"),
+                                 str(tmp_path / "hospital-a"), address],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    aggregator.wait_for("iteration    5", seconds=120)
+    notebook.send_signal(signal.SIGINT)
+    interrupted = time.monotonic()
+    out, err = notebook.communicate(timeout=30)
+    assert notebook.returncode == 130 and "interrupted" in out, err
+    for p in [aggregator, keyholder, *nodes]:
+        p.proc.wait(timeout=30)
+        while not p.lines.empty():
+            p.seen.append(p.lines.get())
+        log = "".join(p.seen)
+        assert p.proc.returncode != 0, log
+        assert "interrupted" in log or "hospital-a" in log, log
+    # Every party stopped within the deadline (5 s) of the interrupt, with room for a busy machine.
+    assert time.monotonic() - interrupted < 20

@@ -18,7 +18,7 @@ use privlogit_protocols::secure::node::{NodeData, NodeStats};
 use privlogit_protocols::secure::perturbation::{NoiseShare, Release};
 use privlogit_protocols::secure::study::{self, Continuity, StudyPlan};
 use privlogit_protocols::secure::{Refusal, SecureError};
-use privlogit_protocols::transport::{Expected, Role};
+use privlogit_protocols::transport::{Expected, Network, Role};
 use privlogit_protocols::{Glm, IterationRecord, StepKind};
 
 use super::file::StudyFile;
@@ -451,6 +451,12 @@ impl Keyholder {
         })
     }
 
+    /// This role's network, to stop it from another thread ([`Network::abort`]: the peers are
+    /// told why), as a Python caller does on Ctrl-C.
+    pub fn network(&self) -> Network {
+        self.party.network.clone()
+    }
+
     /// Waits for the aggregator, makes the key pair it asks for, serves until the study ends
     /// (and then the nested model's study, with `--drop`, under a key pair of its own).
     pub fn run(self, say: Say<'_>) -> Result<KeyholderStats, Error> {
@@ -666,6 +672,12 @@ impl Aggregator {
             dropped: spec.drop.clone(),
             vertical: spec.vertical,
         })
+    }
+
+    /// This role's network, to stop it from another thread ([`Network::abort`]: the peers are
+    /// told why), as a Python caller does on Ctrl-C.
+    pub fn network(&self) -> Network {
+        self.party.network.clone()
     }
 
     /// The plan it drives.
@@ -948,6 +960,12 @@ impl Node {
             dropped,
             disclosure: spec.disclosure,
         })
+    }
+
+    /// This role's network, to stop it from another thread ([`Network::abort`]: the peers are
+    /// told why), as a Python caller does on Ctrl-C.
+    pub fn network(&self) -> Network {
+        self.party.network.clone()
     }
 
     /// Joins the aggregator's study and serves it; a differentially private study is first

@@ -46,6 +46,11 @@ impl VerticalNode {
         })
     }
 
+    /// This Node's network, to stop it from another thread (Ctrl-C in Python).
+    pub fn network(&self) -> privlogit_protocols::transport::Network {
+        self.party.network.clone()
+    }
+
     /// Joins the aggregator's study, deals its columns over the shared rows and waits for the
     /// model.
     pub fn run(self, say: Say<'_>) -> Result<NodeOutcome, Error> {
