@@ -76,7 +76,8 @@ impl VerticalNode {
                 channel.pipe().peer(),
                 channel.pipe().peer_address()
             ));
-            let outcome = roles::run_node(channel, &table, 2048, party.key_trust())?;
+            let outcome =
+                roles::run_node(channel, &table, 2048, party.key_trust(), party.endorser())?;
             say(&format!(
                 "study done ({}): N = {} rows shared, {} sent",
                 outcome.status,

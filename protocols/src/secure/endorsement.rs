@@ -26,7 +26,17 @@ fn message(study: &[u8; 32], session: u64, key: &[u8]) -> Vec<u8> {
     m
 }
 
-/// The key holder's side: its identity and the study.
+/// What a vertical study's Node signs: the X25519 key the labelling Node seals the PSI key to,
+/// for this study (so that the aggregator, which relays the keys, cannot put in its own).
+fn recipient_message(study: &[u8; 32], public: &[u8; 32]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(96);
+    m.extend_from_slice(b"privlogit psi recipient v1\0");
+    m.extend_from_slice(study);
+    m.extend_from_slice(public);
+    m
+}
+
+/// A signer: the key holder of the study's Paillier key, a vertical Node of its X25519 key.
 #[derive(Debug, Clone)]
 pub struct Endorser {
     /// The key holder's identity.
@@ -50,6 +60,20 @@ impl Endorser {
         let signature = self
             .identity
             .sign(&message(&self.study, session, key))
+            .map_err(SecureError::Signing)?;
+        Ok(Endorsement {
+            certificate: self.identity.certificate().to_vec(),
+            signature,
+        })
+    }
+}
+
+impl Endorser {
+    /// Signs a vertical study's Node's X25519 `public` key.
+    pub fn endorse_recipient(&self, public: &[u8; 32]) -> Result<Endorsement, SecureError> {
+        let signature = self
+            .identity
+            .sign(&recipient_message(&self.study, public))
             .map_err(SecureError::Signing)?;
         Ok(Endorsement {
             certificate: self.identity.certificate().to_vec(),
@@ -104,6 +128,66 @@ impl KeyTrust {
             &endorsement.signature,
         )
         .map_err(refuse)
+    }
+}
+
+impl KeyTrust {
+    /// Checks the X25519 keys the aggregator relays to the labelling Node (whose certificate is
+    /// `own`): one for each other Node the study file names, each signed for this study by a
+    /// distinct Node's certificate; a key the aggregator added, left out, repeated or signed by
+    /// another party is refused (a refusal is this Node's).
+    pub fn check_recipients(
+        &self,
+        own: &[u8],
+        keys: &[([u8; 32], Endorsement)],
+    ) -> Result<(), SecureError> {
+        let refuse = |why: String| SecureError::Refused {
+            party: Role::Node,
+            reason: Refusal::Unendorsed(format!("the PSI key's recipients: {why}")),
+        };
+        let others = self.roster.nodes.len().saturating_sub(1);
+        if keys.len() != others {
+            return Err(refuse(format!(
+                "{} keys relayed where the study file names {others} other Nodes",
+                keys.len()
+            )));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (public, endorsement) in keys {
+            if endorsement.certificate.is_empty() {
+                return Err(refuse("a key comes without a signature".into()));
+            }
+            if endorsement.certificate == own {
+                return Err(refuse(
+                    "a key signed with this Node's own certificate".into(),
+                ));
+            }
+            let got = Fingerprint::of(&endorsement.certificate);
+            let der = rustls::pki_types::CertificateDer::from(endorsement.certificate.as_slice());
+            let member = match self.roster.identify(&der, &[], Side::Client) {
+                Ok(m) if m.role == Role::Node => m,
+                Ok(m) => {
+                    return Err(refuse(format!(
+                        "a key signed with certificate {got}, which is {m}'s, not a Node's"
+                    )));
+                }
+                Err(why) => {
+                    return Err(refuse(format!(
+                        "a key signed with certificate {got}, no Node's: {why}"
+                    )));
+                }
+            };
+            if !seen.insert(member.name.clone()) {
+                return Err(refuse(format!("two keys signed by {member}")));
+            }
+            crate::transport::identity::verify(
+                &endorsement.certificate,
+                &recipient_message(&self.study, public),
+                &endorsement.signature,
+            )
+            .map_err(|why| refuse(format!("{member}'s key: {why}")))?;
+        }
+        Ok(())
     }
 }
 
@@ -165,5 +249,71 @@ mod tests {
                 .check(42, b"key bytes", &Endorsement::default())
                 .is_err()
         );
+    }
+
+    /// The labelling Node seals the PSI key only to the other Nodes' own keys: the genuine two
+    /// pass; a key the aggregator adds (signed by itself, or unsigned), one left out, one
+    /// repeated, one signed for another key or study, or its own are refused.
+    #[test]
+    fn relayed_psi_keys_must_be_the_other_nodes_own() {
+        let ids: Vec<Arc<Identity>> = ["a", "b", "c", "aggregator"]
+            .iter()
+            .map(|n| Arc::new(Identity::generate(n).expect("identity")))
+            .collect();
+        let member = |role, name: &str, f: Fingerprint| crate::transport::Member {
+            role,
+            name: name.into(),
+            address: None,
+            fingerprint: Some(f),
+        };
+        let study = [3u8; 32];
+        let trust = KeyTrust {
+            roster: Arc::new(Roster {
+                keyholder: member(Role::KeyHolder, "keyholder", Fingerprint([1; 32])),
+                aggregator: member(Role::Aggregator, "aggregator", ids[3].fingerprint()),
+                nodes: vec![
+                    member(Role::Node, "a", ids[0].fingerprint()),
+                    member(Role::Node, "b", ids[1].fingerprint()),
+                    member(Role::Node, "c", ids[2].fingerprint()),
+                ],
+                ca: None,
+            }),
+            study,
+        };
+        let signed = |i: usize, public: [u8; 32], study: [u8; 32]| {
+            let e = Endorser {
+                identity: Arc::clone(&ids[i]),
+                study,
+            }
+            .endorse_recipient(&public)
+            .expect("signs");
+            (public, e)
+        };
+        let own = ids[0].certificate().to_vec();
+        let b = signed(1, [11; 32], study);
+        let c = signed(2, [12; 32], study);
+        trust
+            .check_recipients(&own, &[b.clone(), c.clone()])
+            .expect("the other two Nodes' keys");
+        let refused = |keys: &[([u8; 32], Endorsement)], why: &str| {
+            let e = trust.check_recipients(&own, keys).expect_err(why);
+            assert!(e.to_string().contains(why), "{e}");
+        };
+        refused(
+            &[b.clone(), c.clone(), signed(3, [13; 32], study)],
+            "3 keys relayed",
+        );
+        refused(&[b.clone()], "1 keys relayed");
+        refused(&[b.clone(), signed(3, [13; 32], study)], "not a Node's");
+        refused(
+            &[b.clone(), ([13; 32], Endorsement::default())],
+            "without a signature",
+        );
+        refused(&[b.clone(), b.clone()], "two keys signed by");
+        refused(&[b.clone(), signed(0, [13; 32], study)], "own certificate");
+        let mut swapped = c.clone();
+        swapped.0 = [14; 32];
+        refused(&[b.clone(), swapped], "does not verify");
+        refused(&[b, signed(2, [12; 32], [4; 32])], "does not verify");
     }
 }

@@ -312,7 +312,8 @@ pub fn intersect_in_process<S: AsRef<[u8]> + Sync, R: CryptoRng>(
     for _ in 1..ids.len() {
         let recipient = Recipient::generate(rng);
         let public = recipient.public();
-        let sealed = seal(leader_key.bytes(), &public, rng);
+        let sealed =
+            seal(leader_key.bytes(), &public, rng).expect("a fresh key is not of low order");
         relayed.push(public.to_vec());
         relayed.push(sealed.to_vec());
         let opened = recipient.open(&sealed).expect("sealed for this recipient");

@@ -5,11 +5,14 @@
 //! from the shared point (SHA-256, with both public keys and a domain label) a 32-byte pad and a
 //! MAC key, and sends `(ephemeral public, secret XOR pad, HMAC-SHA256(mac key, ciphertext))`.
 //! The pad is used once (the ephemeral key is fresh), so the ciphertext is a one-time pad; the
-//! MAC makes a corrupted or misrouted message an error instead of a wrong key. Against an
-//! honest-but-curious relay this is what is needed; a relay that substitutes public keys is
-//! outside that model (docs/src/security-model.md).
+//! MAC makes a corrupted or misrouted message an error instead of a wrong key. A public key of
+//! low order (whose shared point is the identity whatever the secret, so the pad would be a
+//! public constant) is refused on both sides. Which public keys are genuine is the caller's to
+//! check: a vertical study's Nodes sign theirs with their certificates' keys
+//! (`secure::endorsement`), so a relay cannot put its own in.
 
 use curve25519_dalek::montgomery::MontgomeryPoint;
+use curve25519_dalek::traits::IsIdentity as _;
 use hmac::{Hmac, Mac};
 use rand::CryptoRng;
 use sha2::{Digest, Sha256};
@@ -41,6 +44,9 @@ impl Recipient {
     pub fn open(&self, sealed: &[u8; SEALED_BYTES]) -> Result<Zeroizing<[u8; 32]>, SealError> {
         let ephemeral: [u8; 32] = sealed[..32].try_into().expect("32 bytes");
         let shared = MontgomeryPoint(ephemeral).mul_clamped(*self.secret);
+        if shared.is_identity() {
+            return Err(SealError::LowOrder);
+        }
         let (pad, mac_key) = derive(&shared, &ephemeral, &self.public());
         let ciphertext = &sealed[32..64];
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(mac_key.as_ref()).expect("any key");
@@ -55,15 +61,19 @@ impl Recipient {
     }
 }
 
-/// `secret` sealed for the holder of `recipient` (an X25519 public key).
+/// `secret` sealed for the holder of `recipient` (an X25519 public key); refused for a key of
+/// low order.
 pub fn seal<R: CryptoRng>(
     secret: &[u8; 32],
     recipient: &[u8; 32],
     rng: &mut R,
-) -> [u8; SEALED_BYTES] {
+) -> Result<[u8; SEALED_BYTES], SealError> {
     let ephemeral = Recipient::generate(rng);
     let ephemeral_public = ephemeral.public();
     let shared = MontgomeryPoint(*recipient).mul_clamped(*ephemeral.secret);
+    if shared.is_identity() {
+        return Err(SealError::LowOrder);
+    }
     let (pad, mac_key) = derive(&shared, &ephemeral_public, recipient);
     let mut out = [0u8; SEALED_BYTES];
     out[..32].copy_from_slice(&ephemeral_public);
@@ -73,7 +83,7 @@ pub fn seal<R: CryptoRng>(
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(mac_key.as_ref()).expect("any key");
     mac.update(&out[32..64]);
     out[64..].copy_from_slice(&mac.finalize().into_bytes());
-    out
+    Ok(out)
 }
 
 /// Why a sealed secret could not be opened.
@@ -82,6 +92,9 @@ pub enum SealError {
     /// The tag did not match: another recipient's message, or altered bytes.
     #[error("a sealed key did not open: it was sealed for another party or altered on the way")]
     Corrupt,
+    /// A public key of low order: its shared point is the identity, whatever the secret.
+    #[error("an X25519 public key of low order (its shared point is the identity): refused")]
+    LowOrder,
 }
 
 /// The pad and the MAC key from the shared point and both public keys.
@@ -114,7 +127,7 @@ mod tests {
         let alice = Recipient::generate(&mut rng);
         let bob = Recipient::generate(&mut rng);
         let secret = [42u8; 32];
-        let sealed = seal(&secret, &alice.public(), &mut rng);
+        let sealed = seal(&secret, &alice.public(), &mut rng).expect("sealed");
         assert_eq!(*alice.open(&sealed).expect("a value"), secret);
         assert_eq!(bob.open(&sealed).expect_err("an error"), SealError::Corrupt);
         // The ciphertext is not the secret, and one flipped bit is caught.
@@ -125,6 +138,30 @@ mod tests {
             alice.open(&altered).expect_err("an error"),
             SealError::Corrupt
         );
+    }
+
+    /// Points of low order (u = 0, u = 1, and a point of order 8 from the list libsodium
+    /// refuses): sealing to one and opening one are refused.
+    #[test]
+    fn low_order_points_are_refused() {
+        let mut rng = ChaCha20Rng::seed_from_u64(8);
+        let mut order8 = [0u8; 32];
+        let hex = "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800";
+        for (i, b) in order8.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex");
+        }
+        let mut one = [0u8; 32];
+        one[0] = 1;
+        let alice = Recipient::generate(&mut rng);
+        for point in [[0u8; 32], one, order8] {
+            assert_eq!(seal(&[1; 32], &point, &mut rng), Err(SealError::LowOrder));
+            let mut sealed = [0u8; SEALED_BYTES];
+            sealed[..32].copy_from_slice(&point);
+            assert_eq!(
+                alice.open(&sealed).expect_err("refused"),
+                SealError::LowOrder
+            );
+        }
     }
 
     #[test]

@@ -30,7 +30,7 @@ use privlogit_circuits::channel::{Channel, MemoryChannel};
 use rand::RngExt;
 
 use super::super::aggregator::{Protocol, Reveal, SecureAggregation};
-use super::super::endorsement::KeyTrust;
+use super::super::endorsement::{Endorsement, Endorser, KeyTrust};
 use super::super::keyholder::{self, NoKeyStore};
 use super::super::solver::LinearAlgebra;
 pub use super::super::study::VerticalSummary;
@@ -231,6 +231,8 @@ struct Join {
     names: Vec<String>,
     labels: bool,
     public: [u8; 32],
+    /// The Node's signature on `public` (empty without TLS).
+    endorsement: Endorsement,
 }
 
 fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError> {
@@ -263,11 +265,16 @@ fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError
     let public: [u8; 32] = r.bytes().map_err(&at)?.try_into().map_err(|_| {
         SecureError::violation(Role::Node, format!("Node {which}'s key is not 32 bytes"))
     })?;
+    let endorsement = Endorsement {
+        certificate: r.bytes().map_err(&at)?.to_vec(),
+        signature: r.bytes().map_err(&at)?.to_vec(),
+    };
     r.end().map_err(&at)?;
     Ok(Join {
         names,
         labels,
         public,
+        endorsement,
     })
 }
 
@@ -371,7 +378,11 @@ fn aggregate<C: Channel>(
     let others = &order[1..];
     let mut w = Writer::new().u64(others.len() as u64);
     for &i in others {
-        w = w.bytes(&joins[i].public);
+        let e = &joins[i].endorsement;
+        w = w
+            .bytes(&joins[i].public)
+            .bytes(&e.certificate)
+            .bytes(&e.signature);
     }
     let to_label = format!("aggregator, the PSI key with Node {}", label_node + 1);
     wire::send(
@@ -704,12 +715,15 @@ fn read_deal<C: Channel>(
 
 /// A Node of a vertical study over `table`: steps 1-5, then it waits for the model. It
 /// refuses a public key shorter than `min_key_bits` and, given `trust`, one the key holder did
-/// not endorse.
+/// not endorse. With `signer` (its identity, TLS studies) it signs its X25519 key for the PSI
+/// key; the labelling Node then seals the PSI key only to keys the study file's other Nodes
+/// signed, as many as there are (`trust` and `signer` go together).
 pub fn run_node<C: Channel>(
     mut channel: C,
     table: &VerticalTable,
     min_key_bits: u32,
     trust: Option<KeyTrust>,
+    signer: Option<Endorser>,
 ) -> Result<NodeOutcome, SecureError> {
     table.check()?;
     let mut rng = rand::rng();
@@ -719,9 +733,15 @@ pub fn run_node<C: Channel>(
     for n in &table.names {
         w = w.string(n);
     }
+    let endorsement = match &signer {
+        Some(signer) => signer.endorse_recipient(&recipient.public())?,
+        None => Endorsement::default(),
+    };
     let join = w
         .u64(u64::from(labelling))
         .bytes(&recipient.public())
+        .bytes(&endorsement.certificate)
+        .bytes(&endorsement.signature)
         .finish();
     wire::send(&mut channel, HANDSHAKE, Step::VerticalJoin, &join)
         .map_err(io_at("Node, joining"))?;
@@ -738,15 +758,38 @@ pub fn run_node<C: Channel>(
                 format!("{count} Nodes to seal the PSI key for"),
             ));
         }
-        let key = PsiKey::generate(&mut rng);
-        let mut sealed = Writer::new().u64(count);
+        let mut keys = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let public: [u8; 32] = r.bytes().map_err(&at)?.try_into().map_err(|_| {
                 SecureError::violation(Role::Aggregator, "a Node's key that is not 32 bytes")
             })?;
-            sealed = sealed.bytes(&seal(key.bytes(), &public, &mut rng));
+            let endorsement = Endorsement {
+                certificate: r.bytes().map_err(&at)?.to_vec(),
+                signature: r.bytes().map_err(&at)?.to_vec(),
+            };
+            keys.push((public, endorsement));
         }
         r.end().map_err(&at)?;
+        match (&trust, &signer) {
+            (Some(trust), Some(signer)) => {
+                trust.check_recipients(signer.identity.certificate(), &keys)?;
+            }
+            (Some(_), None) => {
+                return Err(SecureError::violation(
+                    Role::Node,
+                    "a TLS study's labelling Node needs its identity to check the PSI key's \
+                     recipients",
+                ));
+            }
+            _ => {}
+        }
+        let key = PsiKey::generate(&mut rng);
+        let mut sealed = Writer::new().u64(count);
+        for (public, _) in &keys {
+            let one = seal(key.bytes(), public, &mut rng)
+                .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+            sealed = sealed.bytes(&one);
+        }
         wire::send(&mut channel, HANDSHAKE, Step::VerticalKey, &sealed.finish()).map_err(&at)?;
         key
     } else {
@@ -950,7 +993,7 @@ pub fn run_in_process<K: std::borrow::Borrow<SecretKey> + Send>(
         let nodes: Vec<_> = tables
             .iter()
             .zip(node_ends)
-            .map(|(table, end)| scope.spawn(move || run_node(end, table, min_key_bits, None)))
+            .map(|(table, end)| scope.spawn(move || run_node(end, table, min_key_bits, None, None)))
             .collect();
         let outcome = run_aggregator(agg_ends, agg_kh, plan, observer);
         let keyholder = joined("the key holder".into(), keyholder.join());
