@@ -47,8 +47,6 @@ pub struct Joined {
     pub name: String,
     /// Its feature count.
     pub features: usize,
-    /// Its row count (public, see [`super::participant`]).
-    pub rows: u64,
 }
 
 fn io_err(e: impl std::fmt::Display) -> String {
@@ -83,7 +81,6 @@ pub fn read_join<C: Channel>(channel: &mut C, label: &str) -> Result<Joined, DlE
     let joined = Joined {
         name: r.string().map_err(|e| fail(io_err(e)))?,
         features: r.u64().map_err(|e| fail(io_err(e)))? as usize,
-        rows: r.u64().map_err(|e| fail(io_err(e)))?,
     };
     r.end().map_err(|e| fail(io_err(e)))?;
     Ok(joined)
@@ -223,11 +220,9 @@ pub fn serve<C: Channel>(
     on_step: &mut dyn FnMut(u64),
 ) -> Result<Vec<f64>, DlError> {
     let fail = |what: &str, e: String| DlError::Server(format!("{what}: {e}"));
-    let join = Writer::new()
-        .string(name)
-        .u64(x.ncols() as u64)
-        .u64(x.nrows() as u64)
-        .finish();
+    // No row count: under the add/remove relation the sparse mechanism accounts, an exact
+    // count would tell D from D +- 1 row.
+    let join = Writer::new().string(name).u64(x.ncols() as u64).finish();
     wire::send(channel, HANDSHAKE, Step::Join, &join).map_err(|e| fail("joining", io_err(e)))?;
     let (_, welcome) = wire::recv(channel, HANDSHAKE, &[Step::Welcome])
         .map_err(|e| fail("waiting for the welcome", io_err(e)))?;

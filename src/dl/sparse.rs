@@ -28,12 +28,15 @@
 //!    unrounded value shows (the floating-point attack of Mironov 2012 has nothing to read).
 //! 5. **The upload** is the noisy sum rounded to a coarse power-of-two grid `gamma` at most
 //!    `z C / 4` (post-processing: free), as whole counts of `gamma`; the server divides by the
-//!    expected minibatch `q n_k` (row counts are public, as everywhere in privlogit) and takes
-//!    the step `W_S := W_S - r counts gamma / (q n_k)`. The coordinates are implied by `S`, so
+//!    expected minibatch `q n~_k` and takes the step `W_S := W_S - r counts gamma / (q n~_k)`.
+//!    `n~_k` is the participant's row count plus a discrete Gaussian of standard deviation
+//!    [`COUNT_NOISE`], drawn once: the exact count never leaves the participant (it would
+//!    separate neighbouring data sets under add/remove), and the noisy one is accounted. The coordinates are implied by `S`, so
 //!    an upload is its counts alone, about one byte each (zig-zag varints).
 //!
-//! **Accounting** (per participant, add/remove one row, as DP-SGD and Opacus state it): `T`
-//! visits compose `T` Poisson-subsampled Gaussians of multiplier `z_eff` at ratio `q`, by RDP
+//! **Accounting** (per participant, add/remove one row, as DP-SGD and Opacus state it): the
+//! noisy count (a Gaussian of sensitivity 1) and `T` visits, `T` Poisson-subsampled Gaussians
+//! of multiplier `z_eff` at ratio `q`, composed by RDP
 //! ([`crate::dp::accounting::Rdp`], Mironov, Talwar and Zhang 2019, integer orders), converted
 //! to (epsilon, delta). The lattice Gaussian's RDP at integer orders equals the continuous one:
 //! for an integer shift `v` and integer `k`, `sum_x p_0(x)^(1-k) p_v(x)^k` is a shifted lattice
@@ -58,6 +61,14 @@ use crate::dp::noise::CryptoRngBox;
 /// Bits of the fine lattice below the noise's standard deviation: the noise is `2^20` grid
 /// steps wide (variance `2^40`).
 pub const LATTICE_BITS: u32 = 20;
+
+/// The standard deviation, in rows, of the discrete Gaussian noise on a participant's row
+/// count. The count sets the scale of every upload (the expected minibatch `q n~_k`) and so
+/// shows in each; under the add/remove relation this mechanism accounts, an exact count would
+/// tell a data set from one with a row more or less, so it is released once with this noise
+/// (sensitivity 1) and charged: RDP `alpha / (2 * 20^2)`, a few hundredths of epsilon at the
+/// experiment's settings, for a step scale off by about `20 / n_k`.
+pub const COUNT_NOISE: f64 = 20.0;
 
 /// The coarse upload grid is a power of two at most this share of the noise's standard
 /// deviation: rounding adds `1/12` of `gamma^2`, under 1/192 of the noise's variance.
@@ -114,8 +125,18 @@ fn accounting_error(e: impl std::fmt::Display) -> DlError {
     DlError::Budget(format!("cannot account for this run: {e}"))
 }
 
+/// A participant's row count as it may be used and shown: `rows` plus a discrete Gaussian of
+/// standard deviation [`COUNT_NOISE`], at least 1 (accounted in [`spend`]).
+pub fn noisy_count(rows: usize, rng: &mut (dyn CryptoRngBox + Send)) -> Result<f64, DlError> {
+    let variance = (COUNT_NOISE * COUNT_NOISE) as u64;
+    let noise = lattice_gaussian::sample(variance, rng)
+        .map_err(|e| DlError::setting("noise", COUNT_NOISE, &e.to_string()))?;
+    Ok((rows as i64).saturating_add(noise).max(1) as f64)
+}
+
 /// What `iterations` visits spend at noise multiplier `z`, ratio `q`, `n` coordinates a visit,
-/// at `delta`: (epsilon, delta) by RDP.
+/// at `delta`, with the noisy row count ([`COUNT_NOISE`]) released once: (epsilon, delta) by
+/// RDP, add/remove one row.
 pub fn spend(z: f64, q: f64, iterations: u64, delta: f64, n: usize) -> Result<EpsDelta, DlError> {
     if !(delta > 0.0 && delta < 1.0) {
         return Err(DlError::setting(
@@ -124,9 +145,13 @@ pub fn spend(z: f64, q: f64, iterations: u64, delta: f64, n: usize) -> Result<Ep
             "the sparse Gaussian mechanism needs a delta in (0, 1), e.g. 1e-5",
         ));
     }
-    let curve = Rdp::subsampled_gaussian(q, effective_multiplier(z, n), &default_orders())
+    let orders = default_orders();
+    let count = Rdp::gaussian(COUNT_NOISE, &orders).map_err(accounting_error)?;
+    let curve = Rdp::subsampled_gaussian(q, effective_multiplier(z, n), &orders)
         .map_err(accounting_error)?
-        .repeated(iterations.max(1));
+        .repeated(iterations.max(1))
+        .then(&count)
+        .map_err(accounting_error)?;
     let (epsilon, _) = curve.epsilon(delta).map_err(accounting_error)?;
     EpsDelta::new(epsilon, delta).map_err(accounting_error)
 }
@@ -186,13 +211,13 @@ pub fn calibrate(
 }
 
 /// One visit of the sparse Gaussian mechanism on a participant's rows, sampling ratio `q`,
-/// clipping norm `clip`, `n` coordinates uploaded: the upload for `params` at `iteration` (see
-/// the module).
+/// clipping norm `clip`, `n` coordinates uploaded, `rows` the noisy row count
+/// ([`noisy_count`]): the upload for `params` at `iteration` (see the module).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn step(
     network: &Network,
     sparse: Sparse,
-    (q, clip, n): (f64, f64, usize),
+    (q, clip, n, rows): (f64, f64, usize, f64),
     position: usize,
     x: &Array2<f64>,
     labels: &[bool],
@@ -229,7 +254,7 @@ pub(crate) fn step(
             *s += scale * p;
         }
     }
-    let batch = q * x.nrows() as f64;
+    let batch = q * rows;
     let Some(z) = sparse.noise_multiplier else {
         return Ok(Upload::Values {
             dim,
@@ -333,7 +358,7 @@ mod tests {
     /// `gamma = z C / 4 = 0.25` at z = C = 1, i.e. the discrete Gaussian of standard deviation
     /// 2^20 fine steps rounded to quarter-sigma steps. 20,000 counts in 11 bins (|count| <= 4,
     /// tails folded) against the normal's bin probabilities: chi-square below 29.588
-    /// (`scipy.stats.chi2.ppf(0.999, 10)`). The step of every upload is `gamma / (q n)` and the
+    /// (`scipy.stats.chi2.ppf(0.999, 10)`). The step of every upload is `gamma / (q n~)` and the
     /// counts are integers: the values are exact multiples of it.
     #[test]
     fn noise_only_uploads_are_quarter_sigma_counts_of_a_gaussian() {
@@ -343,6 +368,8 @@ mod tests {
         let normal_cdf = |x: f64| 0.5 * (1.0 + erf(x / 2f64.sqrt()));
         let mut counts = [0u64; 11];
         let mut total = 0u64;
+        // The noisy row count's batch, the same in every upload.
+        let batch = t.expected_batch();
         for it in 1..=4_000 {
             let Upload::Grid {
                 step, counts: c, ..
@@ -350,7 +377,7 @@ mod tests {
             else {
                 panic!("a grid upload expected");
             };
-            assert_eq!(step, 0.25 / (q * 50.0));
+            assert_eq!(step, 0.25 / batch);
             for v in c {
                 counts[(v.clamp(-5, 5) + 5) as usize] += 1;
                 total += 1;

@@ -920,7 +920,7 @@ fn serve(args: ServerArgs) -> Result<()> {
             if j.name != label {
                 j.name = format!("{} ({label})", j.name);
             }
-            say!("participant {} joined with {} rows", j.name, j.rows);
+            say!("participant {} joined", j.name);
             joined.push((link, j));
         }
         // Algorithm 1 visits the participants in a fixed order: the study file's, or (plaintext,

@@ -33,7 +33,9 @@ SUBSAMPLED = [  # (q, noise multiplier sigma, steps, delta)
 ZCDP = [(5.0, 100, 1e-5), (1.0, 1, 1e-6), (20.0, 1000, 2.0**-30)]  # (sigma, steps, delta)
 # The sparse Gaussian mechanism of `privlogit dl` (src/dl/sparse.rs): a participant's T visits
 # are T Poisson-subsampled Gaussians whose noise multiplier is z scaled by the lattice rounding,
-# z_eff = 2^20 / (2^20 / z + sqrt(n)), n the coordinates uploaded a visit.
+# z_eff = 2^20 / (2^20 / z + sqrt(n)), n the coordinates uploaded a visit, composed with the
+# participant's noisy row count, released once: a Gaussian of sensitivity 1 and standard
+# deviation COUNT_NOISE = 20 rows.
 # (q, z, n uploaded coordinates, visits T, delta): settings like the experiment's (40,312
 # parameters, 10 % uploaded) at epsilon about 1, 3 and 8.
 SPARSE = [(0.1, 4.2811, 4031, 100, 1e-5), (0.1, 2.7741, 4031, 300, 1e-5),
@@ -61,6 +63,7 @@ for q, z, n, steps, delta in SPARSE:
     z_eff = 2.0**20 / (2.0**20 / z + n**0.5)
     acc = rdp.RdpAccountant(orders=ORDERS)
     acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z_eff)), steps)
+    acc.compose(dp_accounting.GaussianDpEvent(20.0))
     out["sparse_gaussian"].append({"q": q, "z": z, "n": n, "steps": steps, "delta": delta,
                                    "epsilon": float(acc.get_epsilon(delta))})
 # One setting per line.
