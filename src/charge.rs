@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::data::LoadOptions;
-use crate::dp::ledger::{Charge, Ledger};
+use crate::dp::ledger::{Charge, Guarantee, Ledger};
 use crate::error::Error;
 use crate::output;
 use crate::progress::Say;
@@ -32,11 +32,11 @@ pub fn check(
     let charges = spends
         .iter()
         .map(|(file, epsilon)| {
-            Ok(Charge {
-                data: ledger.key().print_file(file, &options)?,
-                file: file.display().to_string(),
-                epsilon: *epsilon,
-            })
+            Ok(Charge::new(
+                ledger.key().print_file(file, &options)?,
+                file.display().to_string(),
+                Guarantee::pure(*epsilon),
+            ))
         })
         .collect::<Result<Vec<_>, Error>>()?;
     for note in ledger.check(&charges)? {
@@ -58,7 +58,7 @@ pub fn record(
     Ok(())
 }
 
-/// Charges each of `files` (read with the label column `label`) `epsilon` on the ledger at
+/// Charges each of `files` (read with the label column `label`) `cost` on the ledger at
 /// `path`, or refuses naming the file that would pass the total: what a release charges when it
 /// starts (a secure PLR study, whose participants see noisy iterates from then on).
 pub fn files(
@@ -66,15 +66,29 @@ pub fn files(
     budget: Option<f64>,
     files: &[PathBuf],
     label: &str,
-    epsilon: f64,
+    cost: Guarantee,
     say: Say<'_>,
 ) -> Result<(), Error> {
-    let spends: Spends = files.iter().map(|f| (f.clone(), epsilon)).collect();
-    let charges = check(path, budget, &spends, label, say)?;
+    let spends: Spends = files.iter().map(|f| (f.clone(), cost.epsilon)).collect();
+    let charges: Vec<Charge> = check(path, budget, &spends, label, say)?
+        .into_iter()
+        .map(|c| Charge {
+            delta: cost.delta,
+            relation: cost.relation,
+            ..c
+        })
+        .collect();
     record(path, budget, &charges, say)?;
+    let delta = if cost.delta > 0.0 {
+        format!(", delta {:e}", cost.delta)
+    } else {
+        String::new()
+    };
     say(&format!(
-        "ledger {}: charged epsilon {epsilon} to each of {} data set(s)",
+        "ledger {}: charged epsilon {}{delta} ({}) to each of {} data set(s)",
         path.display(),
+        cost.epsilon,
+        cost.relation.name(),
         files.len()
     ));
     Ok(())

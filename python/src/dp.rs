@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use ndarray::{ArrayView1, ArrayView2};
 use privlogit::dp::dphtl::transfer::Settings as DphtlSettings;
-use privlogit::dp::ledger::{self, Charge, Ledger};
+use privlogit::dp::ledger::{self, Charge, Guarantee, Ledger};
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::Privacy;
 use privlogit::dp::release::{
@@ -88,11 +88,11 @@ impl<'a> Spending<'a> {
     /// Charges the rows `(x, y)`, called `name` in messages, `epsilon` (with a ledger).
     fn add(&mut self, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, name: &str, epsilon: f64) {
         if let Some(ledger) = &self.ledger {
-            self.charges.push(Charge {
-                data: ledger.key().print_rows(x, y),
-                file: name.to_string(),
-                epsilon,
-            });
+            self.charges.push(Charge::new(
+                ledger.key().print_rows(x, y),
+                name,
+                Guarantee::pure(epsilon),
+            ));
         }
     }
 

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// The ledger format's name, first in the file.
-const FORMAT: &str = "privlogit privacy ledger v3";
+const FORMAT: &str = "privlogit privacy ledger v4";
 
 pub use print::{DataPrint, LedgerKey};
 
@@ -138,16 +138,51 @@ impl<'de> Deserialize<'de> for Epsilon {
     }
 }
 
-/// SHA-256 of a file's bytes.
-pub fn file_hash(path: &Path) -> std::io::Result<[u8; 32]> {
-    use sha2::{Digest, Sha256};
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(hasher.finalize().into())
+/// The neighbouring relation a release's guarantee is stated under: recorded with each charge,
+/// as sums under one relation do not carry over to the other unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Relation {
+    /// Same number of rows, one row replaced (PLR, output perturbation, DPSTGD, DPHTL).
+    #[default]
+    ReplaceOne,
+    /// One row added or removed (the sparse Gaussian mechanism of `dl`, as DP-SGD states it).
+    AddRemove,
 }
 
-/// Epsilon spent on one data set by one fit.
+impl Relation {
+    /// Its name in the ledger file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Relation::ReplaceOne => "replace-one",
+            Relation::AddRemove => "add/remove",
+        }
+    }
+}
+
+/// What a release spends on each data set, as its guarantee states it: epsilon, delta (0 for
+/// pure DP) and the relation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Guarantee {
+    /// Epsilon.
+    pub epsilon: f64,
+    /// Delta.
+    pub delta: f64,
+    /// The neighbouring relation.
+    pub relation: Relation,
+}
+
+impl Guarantee {
+    /// Pure epsilon-DP under replace-one (every mechanism but `dl`'s sparse Gaussian one).
+    pub fn pure(epsilon: f64) -> Self {
+        Self {
+            epsilon,
+            delta: 0.0,
+            relation: Relation::ReplaceOne,
+        }
+    }
+}
+
+/// What one fit spends on one data set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Charge {
     /// Which data set: its rows, as this ledger's key prints them.
@@ -155,8 +190,25 @@ pub struct Charge {
     /// A file it was read from (or what the caller calls it), kept for people reading the
     /// ledger and named in refusals.
     pub file: String,
-    /// How much (infinity for a non-private fit, which cannot be charged).
+    /// How much epsilon (infinity for a non-private fit, which cannot be charged).
     pub epsilon: f64,
+    /// Delta (0 for pure DP), summed per data set (basic composition).
+    pub delta: f64,
+    /// The relation the release's guarantee holds under.
+    pub relation: Relation,
+}
+
+impl Charge {
+    /// `cost` charged to the data set `data` read from `file`.
+    pub fn new(data: DataPrint, file: impl Into<String>, cost: Guarantee) -> Self {
+        Self {
+            data,
+            file: file.into(),
+            epsilon: cost.epsilon,
+            delta: cost.delta,
+            relation: cost.relation,
+        }
+    }
 }
 
 /// Why a fit was refused or the ledger could not be used.
@@ -267,8 +319,19 @@ pub struct Account {
     /// Its rows.
     pub rows: u64,
     /// Its keyed bottom-k sketch (see [`print`]): how a file that shares most of its rows is
-    /// recognised.
+    /// recognised; the union of every data set charged to it.
     pub sketch: String,
+    /// Delta spent so far (basic composition; 0, left out, for pure DP only).
+    #[serde(default, skip_serializing_if = "is_zero_delta")]
+    pub delta: f64,
+    /// The neighbouring relations its charges were made under (left out when only
+    /// replace-one, as in ledgers before relations were recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relations: Vec<String>,
+}
+
+fn is_zero_delta(d: &f64) -> bool {
+    *d == 0.0
 }
 
 /// What the seal covers.
@@ -470,6 +533,17 @@ impl Ledger {
             serde_json::from_str(&text).map_err(|e| parse(e.line(), e.column(), e.to_string()))?;
         match format.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
+            Some("privlogit privacy ledger v3") => {
+                return Err(parse(
+                    1,
+                    1,
+                    "a ledger of an earlier privlogit, whose row prints did not survive \
+                     rounding, rescaling or an added or dropped column; they cannot be carried \
+                     over: keep it for the record and start a new ledger (with the remaining \
+                     budgets as totals)"
+                        .into(),
+                ));
+            }
             Some("privlogit privacy ledger v2") => {
                 return Err(parse(
                     1,
@@ -603,20 +677,36 @@ impl Ledger {
     }
 
     /// The accounts a data set is charged to: its own, or, failing that, every account with
-    /// which it shares at least [`print::SAME_PEOPLE`] of its rows (with the share).
+    /// which it shares at least [`print::SAME_PEOPLE`] of its rows, or at least that share of
+    /// whose rows it holds (a superset), with the larger share.
     fn accounts_of(&self, print: &DataPrint) -> Vec<(String, Option<f64>)> {
         let own = print.name();
         if self.accounts.contains_key(&own) {
             return vec![(own, None)];
         }
-        self.accounts
+        self.shares(print)
+            .into_iter()
+            .filter(|(_, share)| *share >= print::SAME_PEOPLE)
+            .map(|(name, share)| (name, Some(share)))
+            .collect()
+    }
+
+    /// Every account with the larger of the two shares it has with `print` (see
+    /// [`Self::accounts_of`]), largest first.
+    fn shares(&self, print: &DataPrint) -> Vec<(String, f64)> {
+        let mut shares: Vec<(String, f64)> = self
+            .accounts
             .iter()
             .filter_map(|(name, a)| {
                 let sketch = DataPrint::parse_sketch(&a.sketch)?;
-                let share = print.share_in(a.rows, &sketch);
-                (share >= print::SAME_PEOPLE).then(|| (name.clone(), Some(share)))
+                let share = print
+                    .share_in(a.rows, &sketch)
+                    .max(print.share_of(a.rows, &sketch));
+                Some((name.clone(), share))
             })
-            .collect()
+            .collect();
+        shares.sort_by(|a, b| b.1.total_cmp(&a.1));
+        shares
     }
 
     /// Refuses `charges` (all or nothing) if any data set would pass the total, or if a charge
@@ -654,6 +744,24 @@ impl Ledger {
             };
             let mut targets = ledger.accounts_of(&c.data);
             if targets.is_empty() {
+                let nearest: Vec<String> = ledger
+                    .shares(&c.data)
+                    .into_iter()
+                    .take(3)
+                    .map(|(name, share)| {
+                        let files = ledger.accounts[&name].files.join(", ");
+                        format!("{files} ({:.0} %)", 100.0 * share)
+                    })
+                    .collect();
+                if !nearest.is_empty() {
+                    notes.push(format!(
+                        "{} opens a new account: it shares under {:.0} % of rows either way with \
+                         every charged data set (nearest: {})",
+                        c.file,
+                        100.0 * print::SAME_PEOPLE,
+                        nearest.join("; ")
+                    ));
+                }
                 let name = c.data.name();
                 after.insert(
                     name.clone(),
@@ -662,6 +770,8 @@ impl Ledger {
                         files: Vec::new(),
                         rows: c.data.rows(),
                         sketch: c.data.sketch_text(),
+                        delta: 0.0,
+                        relations: Vec::new(),
                     },
                 );
                 targets.push((name, None));
@@ -693,8 +803,19 @@ impl Ledger {
                     });
                 }
                 account.spent = sum;
+                account.delta += c.delta;
+                let relation = c.relation.name().to_string();
+                if !account.relations.contains(&relation) {
+                    account.relations.push(relation);
+                }
                 if !account.files.contains(&c.file) {
                     account.files.push(c.file.clone());
+                }
+                // The account now stands for both: a later subset of either is recognised.
+                if let Some(sketch) = DataPrint::parse_sketch(&account.sketch) {
+                    let (rows, union) = c.data.union_with(account.rows, &sketch);
+                    account.rows = rows;
+                    account.sketch = print::sketch_text(&union);
                 }
             }
         }
@@ -756,11 +877,11 @@ mod tests {
 
     fn charge(ledger: &Ledger, seed: u64, epsilon: f64) -> Charge {
         let (x, y) = data(seed, 300);
-        Charge {
-            data: ledger.key().print_rows(x.view(), y.view()),
-            file: format!("data-{seed}.csv"),
-            epsilon,
-        }
+        Charge::new(
+            ledger.key().print_rows(x.view(), y.view()),
+            format!("data-{seed}.csv"),
+            Guarantee::pure(epsilon),
+        )
     }
 
     fn scratch(name: &str) -> PathBuf {
@@ -858,45 +979,46 @@ mod tests {
     fn a_data_set_sharing_most_rows_is_charged_as_the_charged_one() {
         let mut a = Ledger::new(1.0).expect("valid");
         let (x, y) = data(1, 300);
-        let whole = Charge {
-            data: a.key().print_rows(x.view(), y.view()),
-            file: "whole.csv".into(),
-            epsilon: 1.0,
-        };
+        let whole = Charge::new(
+            a.key().print_rows(x.view(), y.view()),
+            "whole.csv",
+            Guarantee::pure(1.0),
+        );
         a.charge(&[whole]).expect("fits");
         let mut one = x.clone();
         one[[7, 2]] += 0.5;
-        let changed = Charge {
-            data: a.key().print_rows(one.view(), y.view()),
-            file: "changed.csv".into(),
-            epsilon: 0.1,
-        };
+        let changed = Charge::new(
+            a.key().print_rows(one.view(), y.view()),
+            "changed.csv",
+            Guarantee::pure(0.1),
+        );
         let e = a.check(std::slice::from_ref(&changed)).expect_err("spent");
         assert!(e.to_string().contains("whole.csv"), "{e}");
         assert!(e.to_string().contains("changed.csv"), "{e}");
-        let half = Charge {
-            data: a
-                .key()
+        let half = Charge::new(
+            a.key()
                 .print_rows(x.slice(ndarray::s![..150, ..]), y.slice(ndarray::s![..150])),
-            file: "half.csv".into(),
-            epsilon: 0.1,
-        };
+            "half.csv",
+            Guarantee::pure(0.1),
+        );
         assert!(a.check(&[half]).is_err());
         let notes = a.check(&[charge(&a, 9, 0.5)]).expect("unrelated");
-        assert!(notes.is_empty(), "{notes:?}");
+        // An unrelated data set opens its own account; the note names the nearest (0 %).
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("opens a new account") && notes[0].contains("(0 %)"));
         let mut b = Ledger::new(2.0).expect("valid");
         let (x, y) = data(1, 300);
-        b.charge(&[Charge {
-            data: b.key().print_rows(x.view(), y.view()),
-            file: "whole.csv".into(),
-            epsilon: 1.0,
-        }])
+        b.charge(&[Charge::new(
+            b.key().print_rows(x.view(), y.view()),
+            "whole.csv",
+            Guarantee::pure(1.0),
+        )])
         .expect("fits");
-        let changed = Charge {
-            data: b.key().print_rows(one.view(), y.view()),
-            file: "changed.csv".into(),
-            epsilon: 0.5,
-        };
+        let changed = Charge::new(
+            b.key().print_rows(one.view(), y.view()),
+            "changed.csv",
+            Guarantee::pure(0.5),
+        );
         let notes = b.charge(std::slice::from_ref(&changed)).expect("fits");
         assert!(notes[0].contains("shares about"), "{notes:?}");
         assert_eq!(b.spent_by(&changed.data).to_string(), "1.5");
@@ -1026,6 +1148,33 @@ mod tests {
             Ledger::load(&path, None).expect_err("edited"),
             LedgerError::Tampered(_)
         ));
+        std::fs::remove_dir_all(path.parent().expect("dir")).ok();
+    }
+
+    /// A charge records its delta (summed: basic composition) and its relation, and both read
+    /// back sealed.
+    #[test]
+    fn deltas_and_relations_are_recorded() {
+        let path = scratch("delta");
+        let mut a = Ledger::load(&path, Some(3.0)).expect("new");
+        let pure = charge(&a, 1, 0.5);
+        let sparse = Charge::new(
+            pure.data.clone(),
+            "data-1.csv",
+            Guarantee {
+                epsilon: 1.0,
+                delta: 1e-5,
+                relation: Relation::AddRemove,
+            },
+        );
+        a.charge(&[pure.clone(), sparse.clone(), sparse])
+            .expect("fits");
+        a.save(&path).expect("saved");
+        let b = Ledger::load(&path, None).expect("read back");
+        let account = &b.accounts[&pure.data.name()];
+        assert_eq!(account.spent.to_string(), "2.5");
+        assert!((account.delta - 2e-5).abs() < 1e-20);
+        assert_eq!(account.relations, ["replace-one", "add/remove"]);
         std::fs::remove_dir_all(path.parent().expect("dir")).ok();
     }
 

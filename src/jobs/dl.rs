@@ -244,14 +244,18 @@ impl PrivacyArgs {
         let (Some(path), Some(spend)) = (&self.ledger, spend) else {
             return Ok(());
         };
-        crate::charge::files(
-            path,
-            self.ledger_total,
-            files,
-            label,
-            spend.sound().epsilon,
-            &|m: &str| say!("{m}"),
-        )?;
+        let sound = spend.sound();
+        let cost = crate::dp::ledger::Guarantee {
+            epsilon: sound.epsilon,
+            delta: sound.delta,
+            relation: match spend {
+                RunSpend::Dpstgd(_) => crate::dp::ledger::Relation::ReplaceOne,
+                RunSpend::Sparse { .. } => crate::dp::ledger::Relation::AddRemove,
+            },
+        };
+        crate::charge::files(path, self.ledger_total, files, label, cost, &|m: &str| {
+            say!("{m}")
+        })?;
         Ok(())
     }
 }

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use crate::charge;
 use crate::data::{self, LoadOptions};
+use crate::dp::ledger::Guarantee;
 use crate::dp::noise::Randomness;
 use crate::error::Error;
 use crate::hybrid::secure_plr;
@@ -61,7 +62,14 @@ impl LowLevel {
 
     fn charge(&self, files: &[PathBuf], label: &str, say: Say<'_>) -> Result<(), Error> {
         match &self.ledger {
-            Some((path, budget)) => charge::files(path, *budget, files, label, self.epsilon, say),
+            Some((path, budget)) => charge::files(
+                path,
+                *budget,
+                files,
+                label,
+                Guarantee::pure(self.epsilon),
+                say,
+            ),
             None => Ok(()),
         }
     }

@@ -30,6 +30,7 @@ use super::sealing::CheckpointSeal;
 use super::state::{self, FileKeyStore, StateDir};
 use crate::charge;
 use crate::data::{self, LoadOptions};
+use crate::dp::ledger::Guarantee;
 use crate::error::Error;
 use crate::hybrid::secure_plr::PlrNoiseShare;
 use crate::output;
@@ -328,7 +329,14 @@ impl InProcess {
         let plan = self.plan;
         say(&describe(&plan, self.nodes.len()));
         if let (Some((path, budget, files, label)), Some(release)) = (&self.ledger, &plan.release) {
-            charge::files(path, *budget, files, label, release.epsilon, say)?;
+            charge::files(
+                path,
+                *budget,
+                files,
+                label,
+                Guarantee::pure(release.epsilon),
+                say,
+            )?;
         }
         say("key holder: generating the key pair; setup: count, bound, factor circuit ...");
         let reduced: Vec<(Vec<String>, Arc<dyn RowSource>)> = if self.dropped.is_empty() {
@@ -1010,7 +1018,7 @@ impl Node {
                         *budget,
                         std::slice::from_ref(f),
                         label,
-                        release.epsilon,
+                        Guarantee::pure(release.epsilon),
                         say,
                     ),
                     None => Err(Error::plan(format!(

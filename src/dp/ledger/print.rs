@@ -1,16 +1,24 @@
 //! How the ledger knows a data set: by its rows, not by its file's bytes. A reordered copy, a
 //! copy with CRLF line endings or `17.990` for `17.99`, a binary or Parquet copy, or the same
 //! arrays handed over from Python are one data set; a file that shares most of its rows with a
-//! charged one (one value changed, a few rows added or left out) is recognised as that data set.
+//! charged one, or most of whose rows it holds, is recognised as that data set.
 //!
-//! - A row is its label and its feature values, canonical: `-0.0` as `0.0`, the values sorted
-//!   (so the order of the columns does not matter either, and no column names are needed).
-//! - Each row gets a keyed hash (HMAC-SHA256 under the ledger's secret key): the ledger stays on
-//!   the data owner's machine, but its hashes of single rows must not be open to a dictionary
-//!   of guessed rows.
-//! - The data set's digest adds the row hashes up, four 64-bit lanes each (a multiset hash:
-//!   order-independent, duplicates counted), with the row count.
-//! - Its sketch keeps the 256 smallest distinct first lanes (a bottom-k sketch, Broder 1997):
+//! - A value is canonical before anything is hashed: rounded to 6 decimals, then to 5
+//!   significant digits, so a copy rounded to 6 decimals, saved as float32 or written with 15
+//!   significant digits (R's `write.csv`) has the same values; `-0.0` is `0.0`.
+//! - A row's exact print is its label and its canonical values, sorted (so the order of the
+//!   columns does not matter, and no column names are needed), under a keyed hash
+//!   (HMAC-SHA256 under the ledger's secret key: the ledger stays on the data owner's machine,
+//!   but its hashes of single rows must not be open to a dictionary of guessed rows). The data
+//!   set's digest adds the exact prints up, four 64-bit lanes each (a multiset hash:
+//!   order-independent, duplicates counted), with the row count: the account's name.
+//! - A row's sketch print leaves the label out (a label recoded as `1 - y` is the same people)
+//!   and keeps only its three values that come first under a fixed hash of the value, among
+//!   those that are not small integers (codes, counts, flags, which many rows share): a column
+//!   added (an id), dropped or rescaled changes the print of the rows whose chosen values it
+//!   touches only (about `6 / p` of them for `p` columns). A row with fewer than three such values
+//!   is printed whole.
+//! - The sketch keeps the 256 smallest distinct sketch prints (a bottom-k sketch, Broder 1997):
 //!   two sketches estimate what share of one data set's rows the other holds, within about
 //!   6 % (1 / sqrt(256)), exactly when a data set has at most 256 distinct rows.
 
@@ -120,41 +128,108 @@ impl LedgerKey {
     }
 }
 
+/// The values of a row its sketch print keeps (see the module).
+const CHOSEN: usize = 3;
+
+/// A value as the ledger compares it: `(mantissa, exponent)` with `v` about `m 10^e`, `m` of
+/// at most 5 digits, after rounding to 6 decimals (`(0, 0)` for zero; non-finite values keep
+/// their bits).
+fn canonical(v: f64) -> (i64, i32) {
+    if !v.is_finite() {
+        return (v.to_bits() as i64, i32::MAX);
+    }
+    let r = (v * 1e6).round() / 1e6;
+    if r == 0.0 {
+        return (0, 0);
+    }
+    let mut e = r.abs().log10().floor() as i32 - 4;
+    let mut m = (r / 10f64.powi(e)).round() as i64;
+    if m.abs() >= 100_000 {
+        m /= 10;
+        e += 1;
+    }
+    while m != 0 && m % 10 == 0 {
+        m /= 10;
+        e += 1;
+    }
+    (m, e)
+}
+
+/// A small integer (a code, count or flag, which many rows share): not a row's distinctive
+/// value.
+fn common(value: (i64, i32)) -> bool {
+    let (m, e) = value;
+    e >= 0 && e <= 2 && m.abs() * 10i64.pow(e as u32) < 1000
+}
+
+/// A fixed, unkeyed mix of a canonical value (splitmix64): which values a row's sketch print
+/// keeps. The print itself is keyed.
+fn order_of(value: (i64, i32)) -> u64 {
+    let mut z = (value.0 as u64) ^ (u64::from(value.1 as u32) << 40) ^ 0x9e37_79b9_7f4a_7c15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Rows going into one [`DataPrint`].
 pub struct Printer<'k> {
     key: &'k LedgerKey,
     lanes: [u64; 4],
     rows: u64,
     sketch: BTreeSet<u64>,
-    values: Vec<u64>,
+    values: Vec<(i64, i32)>,
     bytes: Vec<u8>,
 }
 
 impl Printer<'_> {
-    /// Adds one row.
-    pub fn add(&mut self, label: f64, features: impl Iterator<Item = f64>) {
-        let canonical = |v: f64| if v == 0.0 { 0u64 } else { v.to_bits() };
-        self.values.clear();
-        self.values.extend(features.map(canonical));
-        // Sorted as floats: the bit patterns of negative values sort in reverse.
-        self.values
-            .sort_unstable_by(|a, b| f64::from_bits(*a).total_cmp(&f64::from_bits(*b)));
+    /// The keyed hash of `values` (and `label`, when given), in the given order.
+    fn keyed(&mut self, label: Option<(i64, i32)>, values: &[(i64, i32)]) -> [u8; 32] {
         self.bytes.clear();
+        if let Some((m, e)) = label {
+            self.bytes.push(1);
+            self.bytes.extend_from_slice(&m.to_le_bytes());
+            self.bytes.extend_from_slice(&e.to_le_bytes());
+        } else {
+            self.bytes.push(0);
+        }
         self.bytes
-            .extend_from_slice(&canonical(label).to_le_bytes());
-        self.bytes
-            .extend_from_slice(&(self.values.len() as u64).to_le_bytes());
-        for v in &self.values {
-            self.bytes.extend_from_slice(&v.to_le_bytes());
+            .extend_from_slice(&(values.len() as u64).to_le_bytes());
+        for (m, e) in values {
+            self.bytes.extend_from_slice(&m.to_le_bytes());
+            self.bytes.extend_from_slice(&e.to_le_bytes());
         }
         let mut h = self.key.rows.clone();
         h.update(&self.bytes);
-        let hash: [u8; 32] = h.finalize().into_bytes().into();
+        h.finalize().into_bytes().into()
+    }
+
+    /// Adds one row.
+    pub fn add(&mut self, label: f64, features: impl Iterator<Item = f64>) {
+        let mut values = std::mem::take(&mut self.values);
+        values.clear();
+        values.extend(features.map(canonical));
+        values.sort_unstable();
+        let hash = self.keyed(Some(canonical(label)), &values);
         for (lane, chunk) in self.lanes.iter_mut().zip(hash.chunks_exact(8)) {
             *lane = lane.wrapping_add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
         }
         self.rows += 1;
-        let first = u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"));
+        // The sketch print: the row's chosen distinctive values, or the whole row.
+        let mut chosen: Vec<(u64, (i64, i32))> = values
+            .iter()
+            .filter(|&&v| !common(v))
+            .map(|&v| (order_of(v), v))
+            .collect();
+        chosen.sort_unstable();
+        chosen.dedup();
+        let print = if chosen.len() >= CHOSEN {
+            let picked: Vec<(i64, i32)> = chosen[..CHOSEN].iter().map(|&(_, v)| v).collect();
+            self.keyed(None, &picked)
+        } else {
+            self.keyed(None, &values)
+        };
+        self.values = values;
+        let first = u64::from_le_bytes(print[..8].try_into().expect("8 bytes"));
         let full = self.sketch.len() >= SKETCH;
         if !full || self.sketch.last().is_some_and(|&max| first < max) {
             self.sketch.insert(first);
@@ -203,7 +278,7 @@ impl DataPrint {
 
     /// The sketch, as the ledger file keeps it (16 hex digits per hash).
     pub(crate) fn sketch_text(&self) -> String {
-        self.sketch.iter().map(|v| format!("{v:016x}")).collect()
+        sketch_text(&self.sketch)
     }
 
     /// A sketch read back from [`Self::sketch_text`], `None` if malformed.
@@ -228,24 +303,55 @@ impl DataPrint {
     /// rows and `sketch`: its containment in the other, from the Jaccard estimate of the two
     /// bottom-k sketches and the row counts.
     pub(crate) fn share_in(&self, rows: u64, sketch: &[u64]) -> f64 {
+        self.shared_rows(rows, sketch) / self.rows.max(1) as f64
+    }
+
+    /// The estimated share of the other data set's rows (`rows`, `sketch`) that are rows of
+    /// this one: the other direction of [`Self::share_in`].
+    pub(crate) fn share_of(&self, rows: u64, sketch: &[u64]) -> f64 {
+        self.shared_rows(rows, sketch) / rows.max(1) as f64
+    }
+
+    /// The estimated count of rows both hold (at most the smaller count).
+    fn shared_rows(&self, rows: u64, sketch: &[u64]) -> f64 {
         if self.rows == 0 || rows == 0 {
             return 0.0;
         }
-        let mine: BTreeSet<u64> = self.sketch.iter().copied().collect();
-        let theirs: BTreeSet<u64> = sketch.iter().copied().collect();
-        let union: Vec<u64> = mine.union(&theirs).copied().take(SKETCH).collect();
-        if union.is_empty() {
-            return 0.0;
-        }
-        let both = union
-            .iter()
-            .filter(|u| mine.contains(u) && theirs.contains(u))
-            .count();
-        let jaccard = both as f64 / union.len() as f64;
+        let jaccard = jaccard(&self.sketch, sketch);
         // |A n B| = J |A u B| and |A u B| = (|A| + |B|) / (1 + J).
         let shared = jaccard * (self.rows + rows) as f64 / (1.0 + jaccard);
-        (shared / self.rows as f64).clamp(0.0, 1.0)
+        shared.clamp(0.0, self.rows.min(rows) as f64)
     }
+
+    /// The union of this data set and the one with `rows` and `sketch`: its estimated count of
+    /// rows and its sketch (what an account becomes when this data set is charged to it).
+    pub(crate) fn union_with(&self, rows: u64, sketch: &[u64]) -> (u64, Vec<u64>) {
+        let jaccard = jaccard(&self.sketch, sketch);
+        let union_rows = ((self.rows + rows) as f64 / (1.0 + jaccard)).round() as u64;
+        let both: BTreeSet<u64> = self.sketch.iter().chain(sketch).copied().collect();
+        let union_rows = union_rows.max(self.rows).max(rows);
+        (union_rows, both.into_iter().take(SKETCH).collect())
+    }
+}
+
+/// The Jaccard similarity of two data sets estimated from their bottom-k sketches.
+fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    let mine: BTreeSet<u64> = a.iter().copied().collect();
+    let theirs: BTreeSet<u64> = b.iter().copied().collect();
+    let union: Vec<u64> = mine.union(&theirs).copied().take(SKETCH).collect();
+    if union.is_empty() {
+        return 0.0;
+    }
+    let both = union
+        .iter()
+        .filter(|u| mine.contains(u) && theirs.contains(u))
+        .count();
+    both as f64 / union.len() as f64
+}
+
+/// A sketch's text (16 hex digits per hash).
+pub(crate) fn sketch_text(sketch: &[u64]) -> String {
+    sketch.iter().map(|v| format!("{v:016x}")).collect()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -262,8 +368,11 @@ mod tests {
     }
 
     fn table(rows: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
+        // Pseudo-random values (an arithmetic progression per row would make rows of two
+        // tables share most of their values, as no two people's records do).
         let x = Array2::from_shape_fn((rows, 5), |(i, j)| {
-            ((i as u64 * 7919 + j as u64 * 104_729 + seed * 1_299_709) % 10_007) as f64 / 97.0
+            let v = super::order_of(((i * 5 + j) as i64, seed as i32));
+            (v % 10_007) as f64 / 97.0
         });
         let y = Array1::from_shape_fn(rows, |i| (i as u64 + seed).is_multiple_of(3) as u8 as f64);
         (x, y)
