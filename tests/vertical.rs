@@ -233,6 +233,7 @@ impl Organisations {
     /// organisation's Node with its own file; returns them all, the aggregator first.
     fn start(&self, out: &Path, deadline: &str) -> Vec<Role> {
         let kh_id = self.identity("keyholder");
+        let state = self.dir.join("state-keyholder").display().to_string();
         let mut keyholder = Role::spawn(&[
             "keyholder",
             "--study",
@@ -243,6 +244,8 @@ impl Organisations {
             "127.0.0.1:0",
             "--deadline",
             deadline,
+            "--state",
+            &state,
         ]);
         let kh = address(&keyholder.wait_for("listening on", Duration::from_secs(30)));
         let agg_id = self.identity("aggregator");
@@ -353,8 +356,18 @@ fn a_lost_vertical_party_stops_the_others_within_the_deadline() {
     for role in roles {
         let (ok, log) = role.end(Duration::from_secs(30));
         assert!(!ok, "{log}");
+        // A vertical study cannot be resumed: the key holder kept no key and advises nothing.
+        assert!(!log.contains("--resume"), "{log}");
     }
     assert!(!out.exists(), "no model is written when a party is lost");
+    let kept: Vec<_> = std::fs::read_dir(orgs.dir.join("state-keyholder"))
+        .map(|d| d.map(|e| e.expect("entry").path()).collect())
+        .unwrap_or_default();
+    assert!(
+        kept.iter()
+            .all(|p| p.extension().is_none_or(|e| e != "key")),
+        "{kept:?}"
+    );
 }
 
 /// A Node started without `vertical` in a vertical study is named by the aggregator, and every

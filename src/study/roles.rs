@@ -532,12 +532,19 @@ impl Keyholder {
             let stats = match result {
                 Ok(stats) => stats,
                 Err(e) => {
+                    // A lost party (a transport error) can be resumed; anything the key holder
+                    // refused itself (a violation, a plan it does not take) would fail again.
                     if !nested && key_file.exists() {
-                        say(&format!(
-                            "the study key is kept in {} (secret): restart with --resume to \
-                             continue the study",
-                            key_file.display()
-                        ));
+                        if e.transport().is_some() {
+                            say(&format!(
+                                "the study key is kept in {} (secret): restart with --resume \
+                                 to continue the study",
+                                key_file.display()
+                            ));
+                        } else {
+                            state::remove(&key_file, say);
+                            say("this error cannot be resumed: the study key is deleted");
+                        }
                     }
                     return Err(e.into());
                 }

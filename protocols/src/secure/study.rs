@@ -377,7 +377,8 @@ pub fn run_node<C: Channel>(
 
 /// The key-holder role from the first message: makes the key pair the study asks for (with
 /// `make_key`, given the modulus size) and keeps it in `store`, or, when the aggregator resumes
-/// a study, takes the key `store` kept for it; signs the public key with `endorser` when
+/// a study, takes the key `store` kept for it (a study the aggregator cannot resume keeps its
+/// key in memory only); signs the public key with `endorser` when
 /// given, then serves. In a differentially private study it draws its share of the noise
 /// from `noise` (refused without one).
 pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
@@ -397,7 +398,18 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     let standardize = r.u64().map_err(&at)? == 1;
     let max_iterations = r.u64().map_err(&at)?;
     let resumed_key = r.bytes().map_err(&at)?.to_vec();
+    // A study the aggregator keeps no checkpoint of (vertical, differentially private,
+    // nested) can never be resumed: its key stays in memory, never in `store`.
+    let resumable = r.u64().map_err(&at)? == 1;
     r.end().map_err(&at)?;
+    let mut in_memory = keyholder::NoKeyStore;
+    let store: &mut dyn KeyStore = if resumable { store } else { &mut in_memory };
+    if !resumable && !resumed_key.is_empty() {
+        return Err(SecureError::violation(
+            Role::Aggregator,
+            "a resumed study that keeps no checkpoint",
+        ));
+    }
     let bits = u32::try_from(bits).map_err(|_| {
         SecureError::violation(Role::Aggregator, format!("a key size of {bits} bits"))
     })?;
@@ -637,6 +649,7 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         plan,
         plan.standardize,
         resumed_key.as_deref(),
+        continuity.is_some(),
     )?;
     if from.as_ref().is_some_and(|f| f.key != key.to_bytes()) {
         return Err(SecureError::from(ResumeMismatch::AnsweredWithAnotherKey).into());
@@ -931,6 +944,7 @@ pub(super) fn setup_keyholder<C: Channel>(
     plan: &StudyPlan,
     standardize: bool,
     resumed_key: Option<&[u8]>,
+    resumable: bool,
 ) -> Result<(PublicKey, Endorsement), SecureError> {
     let setup = write_parameters(config, plan.intercept, plan.release)
         .u64(u64::from(plan.key_bits))
@@ -938,6 +952,7 @@ pub(super) fn setup_keyholder<C: Channel>(
         .u64(u64::from(standardize))
         .u64(plan.options.stopping.max_iterations as u64)
         .bytes(resumed_key.unwrap_or_default())
+        .u64(u64::from(resumable))
         .finish();
     wire::send(keyholder, HANDSHAKE, Step::Setup, &setup)
         .map_err(io_at("aggregator, setting up the key holder"))?;

@@ -484,7 +484,8 @@ fn aggregate<C: Channel>(
     };
     let config =
         SecureConfig::new(session, 1, dimension, plan.format).with_frac(plan.paillier_frac());
-    let (key, endorsement) = setup_keyholder(keyholder, &config, plan, false, None)?;
+    // A vertical study keeps no checkpoint: its key holder keeps no key file.
+    let (key, endorsement) = setup_keyholder(keyholder, &config, plan, false, None, false)?;
     let rounds = rounds_for(plan, rows, dimension);
     for (place, &i) in order.iter().enumerate() {
         let range = &columns[place];
