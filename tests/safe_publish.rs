@@ -428,3 +428,46 @@ fn seeds_are_refused_by_both_servers() {
     let (ok, _, err) = study(&parties, &["--standardize", "--seed", "7"]);
     assert!(ok, "{err}");
 }
+
+/// A vertical study whose parties share 2 identifiers is refused by each party before it
+/// deals anything (the review recovered both people's values through the standardisation).
+#[test]
+fn a_vertical_intersection_under_the_minimum_is_refused() {
+    let dir = fresh_dir("disclosure-vertical");
+    let vertical = |name: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data/vertical")
+            .join(name)
+    };
+    // The outcomes' first 2 rows and the imaging rows of the same ids plus others'.
+    let outcomes = std::fs::read_to_string(vertical("outcomes.csv")).expect("outcomes");
+    let kept: Vec<&str> = outcomes.lines().take(3).collect();
+    let ids: Vec<&str> = kept[1..]
+        .iter()
+        .map(|l| l.split(',').next().expect("id"))
+        .collect();
+    let a = dir.join("outcomes-2.csv");
+    std::fs::write(&a, kept.join("\n") + "\n").expect("write");
+    let a = a.display().to_string();
+    let b = vertical("imaging.csv").display().to_string();
+    let out = privlogit(&[
+        "study",
+        "--vertical",
+        "--id",
+        "id",
+        "--label",
+        "label",
+        "--quiet",
+        "--party",
+        &a,
+        "--party",
+        &b,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("fewer than 3") && err.contains("shared"),
+        "{err}"
+    );
+    assert!(!ids.is_empty());
+}

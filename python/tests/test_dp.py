@@ -161,8 +161,10 @@ def test_plr_utility_is_at_least_diffprivlibs():
     # privlogit's PLR on the same protocol and seeds, 200 draws: at least diffprivlib's mean AUC
     # at every epsilon (within two standard errors where the two are the same mechanism,
     # epsilon >= 3: Delta = 0 and the same eps'), and above it by two standard errors where
-    # privlogit's noise share buys less noise (epsilon <= 1). Guards against a slip such as
-    # the one issue 27 found.
+    # privlogit's penalty rule (lambda + Delta, which buys a larger noise share) shrinks the
+    # model (epsilon <= 1; diffprivlib with C matched to lambda + Delta comes within about one
+    # standard error, docs/src/guide/dp.md). Guards against a slip such as the one issue 27
+    # found.
     pytest.importorskip("sklearn")
     pytest.importorskip("pandas")
     import importlib.util

@@ -208,6 +208,7 @@ fn fit(args: &VerticalBenchArgs) -> Result<FitReport> {
                 .flat_map(|row| row[start..start + w].to_vec())
                 .collect(),
             labels: (k == 0).then(|| y.clone()),
+            disclosure: privlogit_protocols::disclosure::Disclosure::DATASHIELD,
         });
         start += w;
     }

@@ -682,6 +682,7 @@ mod tests {
                 names: (start..start + w).map(|j| format!("x{j}")).collect(),
                 x: Vec::new(),
                 labels: (k == 0).then(Vec::new),
+                disclosure: crate::disclosure::Disclosure::DATASHIELD,
             };
             for person in people {
                 let own = person >= rows;

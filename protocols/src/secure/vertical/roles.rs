@@ -41,6 +41,7 @@ use super::super::study::{
 use super::super::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use super::super::{SecureConfig, SecureError};
 use super::{FEATURE_BITS, KeyholderPart, Layout, MAX_ROWS, encrypt_seed, recv_ring, send_ring};
+use crate::disclosure::Disclosure;
 use crate::optimizer::{IterationRecord, Optimizer};
 use crate::paillier::{DjnNoise, SecretKey};
 use crate::rows::RowsError;
@@ -69,6 +70,9 @@ pub struct VerticalTable {
     pub x: Vec<f64>,
     /// The labels, at the labelling party.
     pub labels: Option<Vec<bool>>,
+    /// The counts under which this party refuses, checked on the rows it shares with the
+    /// others (known after the intersection, before anything computed from them is sent).
+    pub disclosure: Disclosure,
 }
 
 impl VerticalTable {
@@ -877,6 +881,26 @@ pub fn run_node<C: Channel>(
                 rounds.hessian
             ),
         ));
+    }
+
+    // The rows every party shares, against the disclosure controls, before Step 5 sends
+    // anything computed from them (every party sees the same count and so refuses alike).
+    let classes = table.labels.as_ref().map(|y| {
+        let positives = shared.iter().filter(|&&r| y[r]).count() as u64;
+        [shared.len() as u64 - positives, positives]
+    });
+    if let Some(why) =
+        table
+            .disclosure
+            .check_node(shared.len() as u64, classes, config.dimension, None)
+    {
+        return Err(SecureError::Refused {
+            party: Role::Node,
+            reason: super::super::Refusal::Policy(
+                why.replace("it holds", "the parties share")
+                    .replace("its training rows", "the shared rows"),
+            ),
+        });
     }
 
     // Step 5.
