@@ -55,6 +55,16 @@ impl Standardizer {
         });
         let scales = variance.mapv(f64::sqrt);
         for (j, (&s, &m)) in scales.iter().zip(mean.iter()).enumerate() {
+            if !(m.is_finite() && s.is_finite()) {
+                return Err(DataError::Overflow {
+                    name: first.names[j].to_string(),
+                    what: if m.is_finite() {
+                        "standard deviation"
+                    } else {
+                        "mean"
+                    },
+                });
+            }
             if s <= 1e-12 * m.abs() || s == 0.0 {
                 return Err(DataError::ConstantColumn {
                     name: first.names[j].to_string(),

@@ -386,6 +386,17 @@ pub enum DataError {
         /// Its value.
         value: f64,
     },
+    /// A column's pooled mean or spread is beyond what an f64 holds: a value far too large.
+    #[error(
+        "column {name:?}: its pooled {what} overflows (a value there is far too large, such as \
+         1e300); rescale or exclude the column"
+    )]
+    Overflow {
+        /// Column name.
+        name: String,
+        /// `mean` or `standard deviation`.
+        what: &'static str,
+    },
     /// A feature is already called `intercept`.
     #[error("a feature is already named \"intercept\"; rename it or use --no-intercept")]
     InterceptClash,

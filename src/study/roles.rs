@@ -153,6 +153,21 @@ pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
         .collect())
 }
 
+/// Refuses more columns than a study takes (the intercept counted), before connecting: the
+/// aggregator would refuse them after every party had joined.
+fn check_width(source: &str, names: &[String]) -> Result<(), Error> {
+    let most = privlogit_protocols::secure::MAX_DIMENSION;
+    if names.len() + 1 > most {
+        return Err(Error::plan(format!(
+            "{source}: {} feature columns; a study takes at most {} coefficients, the intercept \
+             counted",
+            names.len(),
+            most
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses more held-out rows than one ranking takes, before any key is made (the servers
 /// would refuse them after the fit).
 fn check_held_out_total(rows: usize) -> Result<(), Error> {
@@ -231,6 +246,9 @@ impl InProcess {
             .enumerate()
             .map(|(k, n)| n.open(&columns, sites(k)))
             .collect::<Result<Vec<_>, _>>()?;
+        for o in &opened {
+            check_width(&o.source, &o.names)?;
+        }
         if spec.site_intercepts {
             // The indicators are the features' last K - 1 names; the file's own come before.
             let features = &opened[0].names;
@@ -932,6 +950,7 @@ impl Node {
             rows: opened,
             names,
         } = rows.open(&columns, site)?;
+        check_width(&source, &names)?;
         if let Some((_, sites)) = site {
             let own = names.len().saturating_sub(sites - 1);
             crate::fit::sites::check(sites, spec.intercept, &names[..own])?;

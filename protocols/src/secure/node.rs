@@ -514,9 +514,18 @@ pub fn serve<C: Channel>(
                     data.moments((!means.is_empty()).then_some(&means[..]), n)
                 })?;
                 let limit = f64::from(MOMENT_BITS).exp2();
-                if let Some(v) = values.iter().find(|v| v.is_nan() || v.abs() >= limit) {
+                if let Some(j) = values.iter().position(|v| v.is_nan() || v.abs() >= limit) {
+                    let column = data
+                        .raw
+                        .names()
+                        .get(j)
+                        .map_or_else(|| format!("{}", j + 1), |n| format!("{n:?}"));
                     return Err(SecureError::Range(format!(
-                        "a Node's feature moment {v} is beyond 2^{MOMENT_BITS}"
+                        "{}: column {column}: its {} over the study's rows is {:e}, beyond \
+                         2^{MOMENT_BITS}: a value there is far too large; rescale the column",
+                        data.raw.describe(),
+                        if means.is_empty() { "mean" } else { "variance" },
+                        values[j]
                     )));
                 }
                 let fixed = values

@@ -907,7 +907,11 @@ fn join_names<C: Channel>(
         if count as usize > super::MAX_DIMENSION {
             return Err(SecureError::violation(
                 Role::Node,
-                format!("Node {} declares {count} columns", i + 1),
+                format!(
+                    "Node {} declares {count} columns, above the {} a study takes",
+                    i + 1,
+                    super::MAX_DIMENSION
+                ),
             ));
         }
         let these = (0..count)

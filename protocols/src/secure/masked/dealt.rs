@@ -4,7 +4,8 @@
 //! aggregator's mask) and `R_x V_y`. Under Paillier ([`super::cross`]) each costs a
 //! multi-exponentiation per block and a decryption per packed ciphertext, about `5 d^2 / 8`
 //! decryptions for a `d x d` inverse. Here a dealer, a party colluding with neither server
-//! (in a study, a Node), hands out one-use correlations, and each cross term is an oblivious
+//! (in a study in one process, a thread of its own; between organizations no party deals
+//! yet), hands out one-use correlations, and each cross term is an oblivious
 //! linear evaluation in Beaver's style over the integers:
 //!
 //! - the key holder draws `A` and `Z` from a seed it shares with the dealer, the aggregator `B`
@@ -180,12 +181,19 @@ pub trait Dealer: Send {
     ) -> Result<(IntMatrix, IntMatrix), SecureError>;
 }
 
-/// A dealer computing in this process from both seeds (tests and `bench linalg`; in a study
-/// the dealer is a Node and the aggregator never holds the key holder's seed).
-#[derive(Debug)]
+/// A dealer computing in this process from both seeds (tests and `bench linalg`; in a
+/// one-process study the dealer is a thread of its own, served over a channel, and the
+/// aggregator never holds the key holder's seed).
 pub struct LocalDealer {
     keyholder: Seed,
     aggregator: Seed,
+}
+
+/// The seeds are secret: they expand into every correlation.
+impl std::fmt::Debug for LocalDealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LocalDealer(..)")
+    }
 }
 
 impl LocalDealer {

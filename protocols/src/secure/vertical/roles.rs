@@ -258,7 +258,10 @@ fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError
     if count > super::super::MAX_DIMENSION {
         return Err(SecureError::violation(
             Role::Node,
-            format!("Node {which} declares {count} columns"),
+            format!(
+                "Node {which} declares {count} columns, above the {} a study takes",
+                super::super::MAX_DIMENSION
+            ),
         ));
     }
     let names = (0..count)
