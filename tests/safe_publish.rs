@@ -203,6 +203,18 @@ fn small_held_out_sets_and_two_node_subtraction_are_refused() {
     assert_eq!(v["reveal"], "coefficients", "{out}");
     let (ok, _, err) = study(&two, &["--standardize"]);
     assert!(!ok && err.contains("two_node_disclosure"), "{err}");
+    // With the study file's agreement, the result says what each Node learns of the other.
+    let (ok, out, err) = study(&two, &["--standardize", "--two-node-disclosure"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let learnt = v["two_nodes_learn"]
+        .as_str()
+        .expect("what each Node learns");
+    assert!(
+        learnt.contains("row count") && learnt.contains("means"),
+        "{learnt}"
+    );
+    assert_eq!(v["reveal"], "standard-errors");
 }
 
 /// Published held-out figures: the AUC is withheld when a class holds 1 or 2 rows, and

@@ -31,6 +31,8 @@ struct Fields {
     status: Option<String>,
     #[serde(default)]
     lambda: Option<f64>,
+    #[serde(default)]
+    two_nodes_learn: Option<String>,
     #[serde(default, alias = "rows")]
     n: Option<usize>,
     #[serde(default)]
@@ -308,6 +310,9 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
             s,
             "Penalised fit: the standard errors invert the penalised information X^T A X + lambda I."
         );
+    }
+    if let Some(note) = &f.two_nodes_learn {
+        let _ = writeln!(s, "Disclosure: {note}.");
     }
     Ok(s)
 }

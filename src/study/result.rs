@@ -135,6 +135,32 @@ impl StudyResult {
         }
     }
 
+    /// With two Nodes whose study file allows more than the coefficients
+    /// (`two_node_disclosure`): what each Node learns of the other from what is published and
+    /// its own rows (by subtracting its own sums from the pooled ones).
+    fn two_nodes_learn(&self) -> Option<String> {
+        let plan = &self.plan;
+        if plan.parties != 2 || self.outcome.vertical.is_some() || !self.shown.disclosure.two_nodes
+        {
+            return None;
+        }
+        let mut learnt = vec!["its row count (N less its own)"];
+        if plan.standardize {
+            learnt.push("its means and standard deviations");
+        }
+        if plan.reveal != crate::inference::Reveal::Coefficients {
+            learnt.push("its log-likelihood at the optimum and its count of positive labels");
+        }
+        if plan.evaluate {
+            learnt.push("its held-out sums (rows, positives, log-loss, per-bin counts)");
+        }
+        learnt.push("its gradient at the optimum (the pooled one is 0 up to the penalty)");
+        Some(format!(
+            "two Nodes (two_node_disclosure): each learns of the other {}",
+            learnt.join(", ")
+        ))
+    }
+
     /// The pooled statistics of a standardised study, named as its features.
     pub fn standardization(&self) -> Option<Standardization> {
         let o = &self.outcome;
@@ -267,6 +293,7 @@ impl StudyResult {
             family: self.plan.glm.family.name(),
             label: self.shown.label.as_deref(),
             reveal: self.plan.reveal.name(),
+            two_nodes_learn: self.two_nodes_learn(),
             wald: inference
                 .as_ref()
                 .and_then(|(_, w)| w.as_ref().ok().cloned()),
@@ -595,6 +622,9 @@ struct JsonStudy<'a> {
     label: Option<&'a str>,
     /// What the study revealed beyond the coefficients.
     reveal: &'static str,
+    /// With two Nodes and `two_node_disclosure`: what each Node learns of the other.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    two_nodes_learn: Option<String>,
     /// Standard errors, z, p-values, intervals (and the covariance when revealed and asked for).
     #[serde(flatten)]
     wald: Option<Wald>,

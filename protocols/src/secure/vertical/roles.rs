@@ -901,7 +901,8 @@ pub fn run_node<C: Channel>(
             party: Role::Node,
             reason: super::super::Refusal::Policy(
                 why.replace("it holds", "the parties share")
-                    .replace("its training rows", "the shared rows"),
+                    .replace(" training rows", " rows")
+                    .replace("its rows", "the shared rows"),
             ),
         });
     }
