@@ -491,6 +491,16 @@ pub struct ParticipantArgs {
 
 /// `privlogit dl ...`.
 pub fn run(args: DlArgs) -> Result<()> {
+    // An output that can never be written is refused before any training or any party.
+    let out = match &args.command {
+        DlCommand::Train(a) => a.algorithm.out.as_ref(),
+        DlCommand::Server(a) => a.algorithm.out.as_ref(),
+        DlCommand::Participant(a) => a.out.as_ref(),
+    };
+    if let Some(out) = out {
+        crate::output::check_writable(out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
     match args.command {
         DlCommand::Train(a) => train(a),
         DlCommand::Server(a) => serve(a),

@@ -308,6 +308,10 @@ impl FileJob {
             )));
         }
         self.refuse_training_rows_as_test()?;
+        if let Some(out) = &self.out {
+            // Before the ledger is asked and any noise drawn.
+            crate::output::check_writable(out).map_err(|e| Error::write(out, e))?;
+        }
         let cost = Cost::of(r.method, &settings, self.source.len());
         let spends = self.spends(&cost);
         // Refuse early, before any noise is drawn; the charge itself is made under the
