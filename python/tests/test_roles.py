@@ -61,19 +61,27 @@ def narrow_hospitals(directory, features=4):
     return frames
 
 
-def test_a_python_node_with_a_dataframe_joins_cli_servers_over_tls(cli, tmp_path):
-    binary = ROOT / "target" / "release" / "privlogit"
-    frames = narrow_hospitals(tmp_path)
+def study_file(cli, directory, settings):
+    """A study file in `directory` with `settings` (TOML lines) and a fresh identity for every
+    party, named by fingerprint."""
     fingerprints = {}
     for name in ["keyholder", "aggregator", *HOSPITALS]:
-        fingerprints[name] = cli("identity", "new", "--name", name, "--out", tmp_path).stdout.strip()
-    study = tmp_path / "study.toml"
-    text = 'label = "label"\nstandardize = true\noptimizer = "privlogit-accel"\ngradient_tol = 1e-8\n'
+        fingerprints[name] = cli("identity", "new", "--name", name, "--out", directory).stdout.strip()
+    text = settings
     text += f'[keyholder]\nfingerprint = "{fingerprints["keyholder"]}"\n'
     text += f'[aggregator]\nfingerprint = "{fingerprints["aggregator"]}"\n'
     for h in HOSPITALS:
         text += f'[[node]]\nname = "{h}"\nfingerprint = "{fingerprints[h]}"\n'
+    study = directory / "study.toml"
     study.write_text(text)
+    return study
+
+
+def test_a_python_node_with_a_dataframe_joins_cli_servers_over_tls(cli, tmp_path):
+    binary = ROOT / "target" / "release" / "privlogit"
+    frames = narrow_hospitals(tmp_path)
+    study = study_file(cli, tmp_path, 'label = "label"\nstandardize = true\noptimizer = "privlogit-accel"\n'
+                                      'gradient_tol = 1e-8\n')
 
     keyholder = Process(binary, "keyholder", "--study", study, "--identity", tmp_path / "keyholder",
                         "--listen", "127.0.0.1:0", "--state", tmp_path / "state-k")
@@ -128,17 +136,9 @@ def test_ctrl_c_stops_a_python_node_and_every_party(cli, tmp_path):
 
     binary = ROOT / "target" / "release" / "privlogit"
     narrow_hospitals(tmp_path)
-    fingerprints = {}
-    for name in ["keyholder", "aggregator", *HOSPITALS]:
-        fingerprints[name] = cli("identity", "new", "--name", name, "--out", tmp_path).stdout.strip()
-    study = tmp_path / "study.toml"
     # The paper's relative-change rule, never met: the study would run 10,000 iterations.
-    text = 'label = "label"\nstandardize = true\ntol = 1e-300\ngradient_tol = 0\nmax_iter = 10000\n'
-    text += f'[keyholder]\nfingerprint = "{fingerprints["keyholder"]}"\n'
-    text += f'[aggregator]\nfingerprint = "{fingerprints["aggregator"]}"\n'
-    for h in HOSPITALS:
-        text += f'[[node]]\nname = "{h}"\nfingerprint = "{fingerprints[h]}"\n'
-    study.write_text(text)
+    study = study_file(cli, tmp_path, 'label = "label"\nstandardize = true\ntol = 1e-300\ngradient_tol = 0\n'
+                                      'max_iter = 10000\n')
     keyholder = Process(binary, "keyholder", "--study", study, "--identity", tmp_path / "keyholder",
                         "--listen", "127.0.0.1:0", "--state", tmp_path / "state-k", "--deadline", "5")
     keyholder_address = re.search(r"listening on (\S+)", keyholder.wait_for("listening on")).group(1)
