@@ -303,7 +303,7 @@ mod tests {
             &[b.clone(), c.clone(), signed(3, [13; 32], study)],
             "3 keys relayed",
         );
-        refused(&[b.clone()], "1 keys relayed");
+        refused(std::slice::from_ref(&b), "1 keys relayed");
         refused(&[b.clone(), signed(3, [13; 32], study)], "not a Node's");
         refused(
             &[b.clone(), ([13; 32], Endorsement::default())],

@@ -159,7 +159,7 @@ fn canonical(v: f64) -> (i64, i32) {
 /// value.
 fn common(value: (i64, i32)) -> bool {
     let (m, e) = value;
-    e >= 0 && e <= 2 && m.abs() * 10i64.pow(e as u32) < 1000
+    (0..=2).contains(&e) && m.abs() * 10i64.pow(e as u32) < 1000
 }
 
 /// A fixed, unkeyed mix of a canonical value (splitmix64): which values a row's sketch print
