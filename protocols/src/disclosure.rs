@@ -116,8 +116,9 @@ impl Disclosure {
         (parties == 2 && !self.two_nodes).then(|| {
             format!(
                 "with two Nodes, {what} would let each Node learn the other's sums by \
-                 subtracting its own: set two_node_disclosure = true in the study file to \
-                 publish it (every party then agrees to that)"
+                 subtracting its own: to publish it, every party's study file says \
+                 two_node_disclosure = true (--two-node-disclosure in one process, \
+                 two_node_disclosure=True from Python)"
             )
         })
     }
