@@ -419,6 +419,10 @@ impl<C: Channel> Channel for Killed<C> {
     fn bytes_received(&self) -> u64 {
         self.inner.bytes_received()
     }
+
+    fn round_trips(&self) -> u64 {
+        self.inner.round_trips()
+    }
 }
 
 /// Node 2 dies after a few messages: the study stops with an error naming Node 2 and the step

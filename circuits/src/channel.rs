@@ -22,6 +22,14 @@ pub trait Channel {
     /// Bytes received so far.
     fn bytes_received(&self) -> u64;
 
+    /// Sequential round trips so far: receives that had to wait for the other party after
+    /// this side had sent something since its last receive. A party that sends and then
+    /// reads pays one network round trip for it, whatever the sizes, so this, not bytes, is
+    /// what a long-distance link's latency multiplies. A channel that cannot tell says 0.
+    fn round_trips(&self) -> u64 {
+        0
+    }
+
     /// Stops the study on this connection and every other of this party, telling each peer
     /// `reason` (a network transport); a channel without peers to tell does nothing. A role
     /// calls it when it fails while it still holds the connection, so that the others learn
@@ -62,6 +70,9 @@ pub struct ChunkChannel<P> {
     read_position: usize,
     sent: u64,
     received: u64,
+    /// Whether a chunk went out since the last one came in.
+    pushed_since_pull: bool,
+    round_trips: u64,
 }
 
 impl<P: ChunkPipe> ChunkChannel<P> {
@@ -74,6 +85,8 @@ impl<P: ChunkPipe> ChunkChannel<P> {
             read_position: 0,
             sent: 0,
             received: 0,
+            pushed_since_pull: false,
+            round_trips: 0,
         }
     }
 
@@ -102,6 +115,9 @@ impl<P: ChunkPipe> Channel for ChunkChannel<P> {
         let mut filled = 0;
         while filled < buf.len() {
             if self.read_position == self.read_buffer.len() {
+                if std::mem::take(&mut self.pushed_since_pull) {
+                    self.round_trips += 1;
+                }
                 self.read_buffer = self.pipe.pull()?;
                 self.read_position = 0;
             }
@@ -119,6 +135,7 @@ impl<P: ChunkPipe> Channel for ChunkChannel<P> {
         if !self.write_buffer.is_empty() {
             let chunk = std::mem::replace(&mut self.write_buffer, Vec::with_capacity(CHUNK));
             self.pipe.push(chunk)?;
+            self.pushed_since_pull = true;
         }
         Ok(())
     }
@@ -129,6 +146,10 @@ impl<P: ChunkPipe> Channel for ChunkChannel<P> {
 
     fn bytes_received(&self) -> u64 {
         self.received
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.round_trips
     }
 
     fn abort(&self, reason: &str) {
@@ -216,6 +237,37 @@ impl<S: Read + Write> Channel for IoChannel<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_trip_is_a_receive_after_a_send() {
+        let (mut a, mut b) = MemoryChannel::pair();
+        let peer = std::thread::spawn(move || {
+            for _ in 0..3 {
+                let mut ask = [0u8; 1];
+                b.recv(&mut ask).expect("ask");
+                b.send(&[ask[0], ask[0]]).expect("answer");
+                b.flush().expect("flush");
+            }
+            b.round_trips()
+        });
+        // Two messages before one receive: one round trip.
+        a.send(&[1]).expect("send");
+        a.flush().expect("flush");
+        a.send(&[2]).expect("send");
+        a.flush().expect("flush");
+        let mut got = [0u8; 4];
+        a.recv(&mut got).expect("answers");
+        assert_eq!(a.round_trips(), 1);
+        // Reading what already came in is no new round trip.
+        a.send(&[3]).expect("send");
+        a.flush().expect("flush");
+        let mut last = [0u8; 1];
+        a.recv(&mut last).expect("first half");
+        a.recv(&mut last).expect("second half");
+        assert_eq!(a.round_trips(), 2);
+        // The answering side waits after each answer but the first receive.
+        assert_eq!(peer.join().expect("peer"), 2);
+    }
 
     #[test]
     fn memory_pair_carries_bytes_both_ways() {

@@ -31,6 +31,7 @@ pub mod masked;
 pub mod node;
 pub mod perturbation;
 pub mod ranking;
+pub mod round_trips;
 pub mod seed;
 pub mod shapes;
 pub mod solver;

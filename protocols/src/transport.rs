@@ -10,11 +10,13 @@
 //! - [`roster`]: the study's parties by role, name, certificate and address.
 //! - `tls`: rustls configurations that accept exactly the roster's certificates per role.
 //! - `link`: the record layer (data, heartbeat, close, abort) and the connection's tasks.
+//! - [`shape`]: a dialled-in latency and bandwidth, to run a study as if far apart.
 
 mod error;
 pub mod identity;
 mod link;
 pub mod roster;
+pub mod shape;
 mod tls;
 
 use std::collections::VecDeque;

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use privlogit_protocols::Status;
 use privlogit_protocols::secure::keyholder::KeyholderStats;
 use privlogit_protocols::secure::node::NodeStats;
+use privlogit_protocols::secure::round_trips::{RoundTrips, Trips};
 use privlogit_protocols::secure::study::{StudyOutcome, StudyPlan};
 use serde::Serialize;
 
@@ -356,6 +357,7 @@ impl StudyResult {
             keyholder_masked_product_seconds: keyholder.map(|k| k.masked.product_seconds),
             keyholder_masked_decryptions: keyholder.map(|k| k.masked.decryptions),
             keyholder_masked_encryptions: keyholder.map(|k| k.masked.encryptions),
+            round_trips: JsonRoundTrips::of(&o.aggregator.round_trips),
         };
         Ok(report)
     }
@@ -480,6 +482,11 @@ impl StudyResult {
         );
         let _ = writeln!(s, "per iteration   {:.3} s", self.seconds_per_iteration());
         let _ = writeln!(s, "total           {:.2} s", o.seconds);
+        let _ = writeln!(
+            s,
+            "round trips     {}",
+            round_trips_line(&o.aggregator.round_trips)
+        );
         let _ = writeln!(
             s,
             "linear algebra  {}{}",
@@ -688,6 +695,8 @@ struct JsonStudy<'a> {
     keyholder_masked_product_seconds: Option<f64>,
     keyholder_masked_decryptions: Option<u64>,
     keyholder_masked_encryptions: Option<u64>,
+    /// Sequential round trips the aggregator waited for, by phase and link.
+    round_trips: JsonRoundTrips,
 }
 
 fn pretty(v: &serde_json::Value) -> String {
@@ -751,4 +760,52 @@ pub fn human_bytes(b: u64) -> String {
         b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
         b => format!("{b} B"),
     }
+}
+
+/// The round trips of a study, by phase, as JSON: `[key holder, most of a Node]` pairs.
+#[derive(Debug, Serialize)]
+struct JsonRoundTrips {
+    setup: [u64; 2],
+    per_round: Vec<[u64; 2]>,
+    factors: Vec<[u64; 2]>,
+    inference: [u64; 2],
+    evaluation: [u64; 2],
+    total: [u64; 2],
+}
+
+impl JsonRoundTrips {
+    fn of(t: &RoundTrips) -> Self {
+        let pair = |t: Trips| [t.keyholder, t.nodes];
+        Self {
+            setup: pair(t.setup),
+            per_round: t.rounds.iter().copied().map(pair).collect(),
+            factors: t.factors.iter().copied().map(pair).collect(),
+            inference: pair(t.inference),
+            evaluation: pair(t.evaluation),
+            total: pair(t.total),
+        }
+    }
+}
+
+/// One line: the round trips with the key holder and with the Nodes, by phase.
+fn round_trips_line(t: &RoundTrips) -> String {
+    let most = t.most_per_round();
+    let factors = if t.factors.is_empty() {
+        String::new()
+    } else {
+        let each: Vec<String> = t.factors.iter().map(|f| f.keyholder.to_string()).collect();
+        format!(", factors {}", each.join("/"))
+    };
+    format!(
+        "{} with the key holder, {} with each Node (setup {}/{}, rounds at most {}/{}{factors}, \
+         inference {}/{})",
+        t.total.keyholder,
+        t.total.nodes,
+        t.setup.keyholder,
+        t.setup.nodes,
+        most.keyholder,
+        most.nodes,
+        t.inference.keyholder,
+        t.inference.nodes,
+    )
 }

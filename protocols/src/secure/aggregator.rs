@@ -27,6 +27,7 @@ use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
 use super::masked::packed::PackedMatrix;
 use super::perturbation::{self, NoiseShare, Release};
+use super::round_trips::{Ledger, Reading, RoundTrips};
 use super::shapes::Shape;
 use super::solver::{self, LinearAlgebra, SavedFactor, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
@@ -91,6 +92,8 @@ pub struct AggregatorStats {
     pub linear_algebra: LinearAlgebra,
     /// Its time: garbled circuits (circuit method), masked arithmetic (masked method).
     pub solver: SolverStats,
+    /// The sequential round trips the aggregator waited for, by phase.
+    pub round_trips: RoundTrips,
 }
 
 /// Where the aggregator puts what holds the PrivLogit bound's factor again after a restart,
@@ -146,6 +149,8 @@ pub struct SecureAggregation<C: Channel> {
     /// The latest gradients shared in masked arithmetic, oldest first (a round's solve,
     /// stopping test and acceptance test use one share).
     shared_gradients: Vec<(u64, Shared)>,
+    /// The round trips waited for, by phase.
+    trips: Ledger,
 }
 
 /// How many shared gradients the aggregator keeps: an iteration looks at its base gradient,
@@ -223,7 +228,25 @@ impl<C: Channel> SecureAggregation<C> {
             vertical: None,
             next_gradient: Cell::new(0),
             shared_gradients: Vec::new(),
+            trips: Ledger::default(),
         })
+    }
+
+    /// The round-trip counts of every link now.
+    pub(crate) fn reading(&mut self) -> Reading {
+        let keyholder = self
+            .gc
+            .session
+            .channel()
+            .map(|c| c.round_trips())
+            .unwrap_or(0);
+        Reading::of(keyholder, &self.nodes)
+    }
+
+    /// The optimiser is done: the last round's round trips are counted.
+    pub fn rounds_end(&mut self) {
+        let now = self.reading();
+        self.trips.rounds_end(&now);
     }
 
     /// Connects to a study that is resumed from `setup`: tells the Nodes N and the
@@ -328,7 +351,10 @@ impl<C: Channel> SecureAggregation<C> {
         wire::send(ch, session, Step::Done, &[])
             .map_err(|e| SecureError::io("aggregator, ending the key holder".into(), e))?;
         let bytes_to_keyholder = self.keyholder()?.bytes_sent();
+        let now = self.reading();
+        let round_trips = std::mem::take(&mut self.trips).finish(&now);
         Ok(AggregatorStats {
+            round_trips,
             and_gates: self.gc.session.and_gates(),
             bytes_to_nodes: self.nodes.iter().map(Channel::bytes_sent).sum(),
             bytes_from_nodes: self.nodes.iter().map(Channel::bytes_received).sum(),
@@ -749,6 +775,7 @@ impl<C: Channel> SecureAggregation<C> {
         save: bool,
     ) -> Result<(usize, Option<SavedFactor>), SecureError> {
         let bounds = self.bounds(lower, lambda, penalised);
+        let before = self.reading();
         let factored = self.solver.factor(
             &mut self.gc,
             &self.key,
@@ -759,6 +786,8 @@ impl<C: Channel> SecureAggregation<C> {
             save,
             label,
         )?;
+        let after = self.reading();
+        self.trips.factor(&before, &after);
         if let Some(inverse) = factored.inverse {
             self.send_inverse(inverse)?;
         }
@@ -802,6 +831,8 @@ impl<C: Channel> SecureAggregation<C> {
         penalty: Penalty<'_>,
         newton: bool,
     ) -> Result<(SecureGradient, EncryptedVector, Option<EncryptedVector>), SecureError> {
+        let now = self.reading();
+        self.trips.round_begins(now);
         if self.vertical.is_some() {
             let (gradient, objective, information) = self.vertical_round(beta, newton)?;
             return self.with_center_terms(beta, penalty, gradient, objective, None, information);

@@ -795,6 +795,7 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
                 .map_err(named)
         }
     };
+    aggregation.rounds_end();
     let unpenalised = options.lambda == 0.0 && plan.release.is_none();
     // Separation is a binomial model's failure (Poisson and Gaussian maxima exist whenever the
     // design has full rank).

@@ -293,7 +293,8 @@ pub(crate) async fn stopped(rx: &mut watch::Receiver<Option<Arc<str>>>) -> Arc<s
 }
 
 enum Outgoing {
-    Data(Vec<u8>),
+    /// Bytes, and when the protocol handed them over (for a dialled-in latency).
+    Data(Vec<u8>, tokio::time::Instant),
     Close,
 }
 
@@ -410,7 +411,7 @@ impl ChunkPipe for LinkPipe {
         let mut stop = self.group.reason.subscribe();
         let sent = runtime().block_on(async {
             tokio::select! {
-                r = outgoing.send(Outgoing::Data(chunk)) => r.map_err(|_| ()),
+                r = outgoing.send(Outgoing::Data(chunk, tokio::time::Instant::now())) => r.map_err(|_| ()),
                 _ = stopped(&mut stop) => Err(()),
             }
         });
@@ -491,8 +492,11 @@ where
     let rt = runtime();
 
     let mut stop = group.reason.subscribe();
+    let shape = super::shape::link_shape();
     let writer_task = rt.spawn(async move {
         let mid_record = AtomicBool::new(false);
+        // When the dialled-in link has finished serialising what went before.
+        let mut line_free = tokio::time::Instant::now();
         let work = async {
             loop {
                 let next = tokio::select! {
@@ -507,7 +511,11 @@ where
                 };
                 mid_record.store(true, Ordering::Relaxed);
                 match next {
-                    Some(Outgoing::Data(chunk)) => {
+                    Some(Outgoing::Data(chunk, handed)) => {
+                        if !shape.is_native() {
+                            line_free = line_free.max(handed) + shape.serialisation(chunk.len());
+                            tokio::time::sleep_until(line_free + shape.latency).await;
+                        }
                         for piece in chunk.chunks(CHUNK) {
                             write_record(&mut writer, Kind::Data, piece).await?;
                         }

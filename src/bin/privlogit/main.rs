@@ -15,6 +15,7 @@ mod study;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use privlogit_protocols::transport::shape;
 
 /// Privacy-preserving logistic regression across organizations.
 #[derive(Debug, Parser)]
@@ -22,6 +23,37 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Delay every message this process sends by this one-way latency (25ms: a 50 ms round
+    /// trip between processes that all use it), to run a study as if far apart. Also
+    /// PRIVLOGIT_LATENCY.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_latency)]
+    latency: Option<std::time::Duration>,
+    /// Limit every connection of this process to this many bits per second (100mbit, 1gbit).
+    /// Also PRIVLOGIT_BANDWIDTH.
+    #[arg(long, global = true, value_name = "BITS", value_parser = parse_bandwidth)]
+    bandwidth: Option<u64>,
+}
+
+fn parse_latency(text: &str) -> Result<std::time::Duration, String> {
+    shape::parse_latency(text).map_err(|e| e.to_string())
+}
+
+/// Bits per second; 0 for `off`.
+fn parse_bandwidth(text: &str) -> Result<u64, String> {
+    shape::parse_bandwidth(text)
+        .map(|b| b.unwrap_or(0))
+        .map_err(|e| e.to_string())
+}
+
+/// The network shape the flags and the environment ask for: flags first.
+fn link_shape(cli: &Cli) -> Result<shape::LinkShape, shape::ShapeError> {
+    let environment = shape::from_environment()?;
+    Ok(shape::LinkShape {
+        latency: cli.latency.unwrap_or(environment.latency),
+        bandwidth: cli
+            .bandwidth
+            .map_or(environment.bandwidth, |b| Some(b).filter(|&b| b > 0)),
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -75,6 +107,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    match link_shape(&cli) {
+        Ok(s) => shape::set_link_shape(s),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let result = match cli.command {
         Command::Fit(a) => study::run_fit(a.0),
         Command::Predict(a) => predict::run(a),

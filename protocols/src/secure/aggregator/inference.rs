@@ -154,6 +154,15 @@ impl<C: Channel> SecureAggregation<C> {
     /// [`SecureAggregation::constants`] (a Node without held-out rows adds zeros), and the
     /// exact AUC from the ranking circuit ([`crate::secure::ranking`]).
     pub fn evaluate(&mut self, beta: &Array1<f64>) -> Result<HeldOut, SecureError> {
+        self.rounds_end();
+        let before = self.reading();
+        let evaluated = self.evaluate_rows(beta);
+        let after = self.reading();
+        self.trips.evaluation(&before, &after);
+        evaluated
+    }
+
+    fn evaluate_rows(&mut self, beta: &Array1<f64>) -> Result<HeldOut, SecureError> {
         let payload = crate::secure::wire::Writer::new()
             .f64s(beta.as_slice().expect("contiguous"))
             .finish();
@@ -259,6 +268,22 @@ impl<C: Channel> SecureAggregation<C> {
     /// The inference round at the final coefficients `beta` (see the module's documentation);
     /// `None` for [`Reveal::Coefficients`]. Needs the masked linear algebra.
     pub fn inference(
+        &mut self,
+        beta: &Array1<f64>,
+        penalty: Penalty<'_>,
+        intercept: bool,
+        reveal: Reveal,
+        glm: Glm,
+    ) -> Result<Option<Revealed>, SecureError> {
+        self.rounds_end();
+        let before = self.reading();
+        let revealed = self.inference_round(beta, penalty, intercept, reveal, glm);
+        let after = self.reading();
+        self.trips.inference(&before, &after);
+        revealed
+    }
+
+    fn inference_round(
         &mut self,
         beta: &Array1<f64>,
         penalty: Penalty<'_>,

@@ -761,6 +761,20 @@ impl MaskedEngine {
         packing: Packing,
         offset: usize,
     ) -> Result<PackedMatrix, SecureError> {
+        self.ask_encryption(gc, x, transpose, packing, offset)?;
+        self.take_encryption(gc, x, transpose, packing, offset)
+    }
+
+    /// Asks the key holder for `Enc(x)` (or `Enc(x^T)`) without waiting: several asked for
+    /// together cost one round trip ([`Self::take_encryption`] reads them in order).
+    fn ask_encryption<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+        transpose: bool,
+        packing: Packing,
+        offset: usize,
+    ) -> Result<(), SecureError> {
         self.send(
             gc,
             &Request::Encrypt {
@@ -769,7 +783,19 @@ impl MaskedEngine {
                 slot_bits: packing.slot_bits(),
                 offset,
             },
-        )?;
+        )
+    }
+
+    /// The key holder's answer to the oldest [`Self::ask_encryption`] still unread, which
+    /// must be this one, with `x`'s masks taken off.
+    fn take_encryption<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+        transpose: bool,
+        packing: Packing,
+        offset: usize,
+    ) -> Result<PackedMatrix, SecureError> {
         let payload = self.reply(gc)?;
         let mut r = Reader::new(&payload);
         let side = x.rows.max(x.cols);
@@ -815,31 +841,58 @@ impl MaskedEngine {
         }
     }
 
-    /// Makes sure `x` (`transposed`: `x^T`) is encrypted in `packing` at the offsets `layout`
-    /// needs, and returns those encryptions in offset order.
-    fn operand_copies<'s, C: Channel>(
+    /// The slot offsets at which `x` (`transposed`: `x^T`) must be encrypted in `packing` for
+    /// `layout`, in order.
+    fn copy_offsets(x: &Shared, transposed: bool, layout: &Layout) -> Vec<usize> {
+        let rows = if transposed { x.cols } else { x.rows };
+        (0..layout.copies)
+            .map(|t| if layout.copies > 1 { t * rows } else { 0 })
+            .collect()
+    }
+
+    /// Makes sure both operands of a product are encrypted as their layouts need: every
+    /// missing encryption of either is asked for before any answer is read, so the product
+    /// waits one round trip at most.
+    fn fetch_operands<C: Channel>(
         &mut self,
         gc: &mut AggregatorGc<C>,
-        x: &'s mut Shared,
+        operands: [(&mut Shared, bool, Packing, &Layout); 2],
+    ) -> Result<(), SecureError> {
+        let mut missing: Vec<Vec<usize>> = Vec::with_capacity(2);
+        for (x, transposed, packing, layout) in &operands {
+            let wanted: Vec<usize> = Self::copy_offsets(x, *transposed, layout)
+                .into_iter()
+                .filter(|&o| x.cached(*transposed, *packing, o).is_none())
+                .collect();
+            for &offset in &wanted {
+                self.ask_encryption(gc, x, *transposed, *packing, offset)?;
+            }
+            missing.push(wanted);
+        }
+        for ((x, transposed, packing, _), wanted) in operands.into_iter().zip(missing) {
+            for offset in wanted {
+                let matrix = self.take_encryption(gc, x, transposed, packing, offset)?;
+                x.encryptions.push(Encryption { transposed, matrix });
+            }
+        }
+        Ok(())
+    }
+
+    /// `x`'s encryptions (`transposed`: of `x^T`) in `packing` at the offsets `layout` needs,
+    /// in offset order, all fetched before.
+    fn operand_copies<'s>(
+        x: &'s Shared,
         transposed: bool,
         packing: Packing,
         layout: &Layout,
     ) -> Result<Vec<&'s PackedMatrix>, SecureError> {
-        let rows = if transposed { x.cols } else { x.rows };
-        let offsets: Vec<usize> = (0..layout.copies)
-            .map(|t| if layout.copies > 1 { t * rows } else { 0 })
-            .collect();
-        for &offset in &offsets {
-            if x.cached(transposed, packing, offset).is_none() {
-                let matrix = self.fetch(gc, x, transposed, packing, offset)?;
-                x.encryptions.push(Encryption { transposed, matrix });
-            }
-        }
-        let x: &'s Shared = x;
-        Ok(offsets
+        Self::copy_offsets(x, transposed, layout)
             .iter()
-            .map(|&o| x.cached(transposed, packing, o).expect("fetched above"))
-            .collect())
+            .map(|&o| {
+                x.cached(transposed, packing, o)
+                    .ok_or_else(|| SecureError::inconsistent("an operand's encryption is missing"))
+            })
+            .collect()
     }
 
     /// `floor(x y / 2^frac)` (or one less), as a new shared matrix whose entries the caller
@@ -978,8 +1031,15 @@ impl MaskedEngine {
         let (x_zeros, y_zeros) = (x.zeros, y.zeros.transposed());
         let x_masks_t = x.masks.transpose();
         let y_masks = y.masks.clone();
-        let left_copies = self.operand_copies(gc, x, false, left_packing, &left_layout)?;
-        let right_copies = self.operand_copies(gc, y, true, right_packing, &right_layout)?;
+        self.fetch_operands(
+            gc,
+            [
+                (&mut *x, false, left_packing, &left_layout),
+                (&mut *y, true, right_packing, &right_layout),
+            ],
+        )?;
+        let left_copies = Self::operand_copies(x, false, left_packing, &left_layout)?;
+        let right_copies = Self::operand_copies(y, true, right_packing, &right_layout)?;
         let start = Instant::now();
         let (m1, _) = self.fresh_masks(m, n, left.bound);
         let (m2t, _) = self.fresh_masks(n, m, right.bound);
