@@ -60,7 +60,9 @@ pub fn run<P: GcParty>(
     output_masks: Option<&[BigInt]>,
 ) -> io::Result<LeafResult> {
     let wide = shape.input.mask as usize + 2;
-    let v = party.keyholder_input(view.map(|v| to_bits(v, wide)).as_deref(), wide)?;
+    // The aggregator's inputs (oblivious transfers it starts) first: it sends them with the
+    // request, and the key holder answers with its own input and the tables, so a pivot costs
+    // one round trip (its input first, the aggregator would wait for it, then for the tables).
     let r = party.aggregator_input(mask.map(|r| to_bits(r, wide)).as_deref(), wide)?;
     let s_words: Vec<Word<u128>> = shape
         .outputs
@@ -71,6 +73,7 @@ pub fn run<P: GcParty>(
             party.aggregator_input(bits.as_deref(), o.mask as usize)
         })
         .collect::<io::Result<_>>()?;
+    let v = party.keyholder_input(view.map(|v| to_bits(v, wide)).as_deref(), wide)?;
     let b = party.builder();
     // One compiled gate list per leaf shape: the d pivots of a factorisation share it.
     let key = || {
