@@ -241,8 +241,10 @@ pub fn unmask<P: GcParty>(
                 .collect(),
         )
     });
-    let v = party.keyholder_input(v_bits.as_deref(), count * masked)?;
+    // The aggregator's input first: it goes out with the request that started the circuit,
+    // so the key holder's labels and tables come back in one round trip.
     let r = party.aggregator_input(r_bits.as_deref(), count * masked)?;
+    let v = party.keyholder_input(v_bits.as_deref(), count * masked)?;
     let b = party.builder();
     let mut out_of_range = Bit::Const(false);
     let words = v

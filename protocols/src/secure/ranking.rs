@@ -247,8 +247,9 @@ pub fn rank_circuit<P: GcParty>(
             let end = (start + INPUT_CHUNK).min(rows);
             let own = |s: Option<&[Vec<u64>]>| s.map(|s| bits(&s[k][start..end]));
             let n = (end - start) * width;
-            let theirs = party.keyholder_input(own(keyholder).as_deref(), n)?;
+            // The aggregator's input first (one round trip a chunk, not two).
             let ours = party.aggregator_input(own(aggregator).as_deref(), n)?;
+            let theirs = party.keyholder_input(own(keyholder).as_deref(), n)?;
             let words = |w: &Word<u128>| -> Vec<Word<u128>> {
                 w.chunks_exact(width).map(<[Bit<u128>]>::to_vec).collect()
             };

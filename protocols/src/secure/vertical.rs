@@ -282,8 +282,9 @@ pub fn logistic_round<P: GcParty>(
                 .collect::<Vec<bool>>()
         });
         let n = end - start;
-        let theirs = party.keyholder_input(kh_bits.as_deref(), n * kh_width)?;
+        // The aggregator's input first (one round trip a chunk, not two).
         let ours = party.aggregator_input(agg_bits.as_deref(), n * agg_width)?;
+        let theirs = party.keyholder_input(kh_bits.as_deref(), n * kh_width)?;
         let mut outputs = Vec::with_capacity(n * ROW_BITS * outputs_per_row);
         for (k, a) in theirs
             .chunks_exact(kh_width)
