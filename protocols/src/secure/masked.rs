@@ -9,10 +9,12 @@
 //! - [`helper`]: the key holder's side, which keeps views and answers.
 //! - [`block_spd`]: SPD inverse and Cholesky on shared matrices, with bounds from public numbers.
 //! - [`leaf`]: the garbled-circuit pivots (reciprocal, square root).
+//! - [`block_leaf`]: a small block's whole inverse in one garbled circuit (one round trip).
 //! - [`cross`]: `Enc(X) R`, the cross terms (shared-base multi-exponentiation).
 //! - [`dealt`]: the cross terms from correlations a dealer hands out, without Paillier.
 //! - [`packed`], [`matrix`], [`msgs`]: encrypted and plaintext matrices, the requests.
 
+pub mod block_leaf;
 pub mod block_spd;
 pub mod cross;
 pub mod dealt;

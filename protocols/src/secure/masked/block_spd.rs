@@ -184,6 +184,18 @@ fn inverse<C: Channel>(
     at: usize,
 ) -> Result<Shared, SecureError> {
     let n = a.rows();
+    if n > 1 && n <= e.block() {
+        let width = bits.entry.max(bits.inverse).max(bits.gain).max(a.bound()) + 2;
+        return e
+            .block_inverse(gc, a, &bits.threshold, (bits.entry, bits.inverse, width))
+            .map_err(|err| match err {
+                SecureError::Singular { column, .. } => SecureError::Singular {
+                    column: at + column,
+                    name: None,
+                },
+                other => other,
+            });
+    }
     if n == 1 {
         let mut out = e
             .leaf(

@@ -32,6 +32,7 @@ use privlogit_circuits::channel::Channel;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
+use super::block_leaf::{self, BlockShape};
 use super::cross::{self, Zeros};
 use super::dealt::{self, Dealer, ProductShapes, Seed};
 use super::layout::{Layout, Need, layout};
@@ -191,7 +192,14 @@ pub struct MaskedEngine {
     stats: MaskedStats,
     audit: Option<Vec<MaskRecord>>,
     dealt: Option<Dealt>,
+    /// Side of the blocks the SPD inverse inverts in one circuit ([`super::block_leaf`]).
+    block: usize,
 }
+
+/// The default side of the blocks the SPD inverse ends at: a `d x d` inverse then waits for
+/// about `5 d / 4` round trips between the servers instead of `5 d`, for circuits of about
+/// 0.5 million AND gates a block (measured in docs/src/results/performance.md).
+pub const DEFAULT_BLOCK: usize = 4;
 
 /// Products from dealt correlations ([`super::dealt`]): the aggregator's seed, where the
 /// dealer's messages come from, and the next correlation's index.
@@ -233,7 +241,19 @@ impl MaskedEngine {
             stats: MaskedStats::default(),
             audit: None,
             dealt: None,
+            block: DEFAULT_BLOCK,
         }
+    }
+
+    /// Ends the SPD inverse's recursion at blocks of side `block` (1: at scalar pivots),
+    /// inverted in one circuit each; at most [`block_leaf::MAX_BLOCK`].
+    pub fn set_block(&mut self, block: usize) {
+        self.block = block.clamp(1, block_leaf::MAX_BLOCK);
+    }
+
+    /// The side of the blocks the SPD inverse ends at.
+    pub fn block(&self) -> usize {
+        self.block
     }
 
     /// Installs a dealer without sending the key holder its seed (tests of the key holder's
@@ -1269,6 +1289,77 @@ impl MaskedEngine {
             .zip(ids)
             .map(|((masks, widths), id)| Shared::new(id, (1, 1), widths, masks, Zeros::None))
             .collect())
+    }
+}
+
+impl MaskedEngine {
+    /// The inverse of the symmetric `k x k` shared `x` in one garbled circuit
+    /// ([`super::block_leaf`]): `entry` bits bound its entries and pivots, `inverse` bits the
+    /// result's, `width` bits every value inside. A pivot below `threshold` fails with
+    /// [`SecureError::Singular`] naming its column within the block.
+    pub fn block_inverse<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        x: &Shared,
+        threshold: &BigInt,
+        (entry, inverse, width): (u32, u32, u32),
+    ) -> Result<Shared, SecureError> {
+        let k = x.rows;
+        let (masks, out) = self.fresh_masks(k, k, inverse);
+        // A symmetric result gets a symmetric mask: the key holder mirrors its view.
+        let masks = IntMatrix::from_fn(k, k, |i, j| masks.get(i.max(j), i.min(j)).clone());
+        let shape = BlockShape {
+            size: k,
+            input: x.widths(),
+            entry,
+            width,
+            threshold: threshold.clone(),
+            frac: self.frac,
+            output: out,
+        };
+        if x.cols != k {
+            return Err(SecureError::inconsistent(
+                "a block circuit takes a square matrix",
+            ));
+        }
+        shape.check().map_err(SecureError::inconsistent)?;
+        let id = self.fresh_id();
+        self.record(out, &masks);
+        self.send(
+            gc,
+            &Request::BlockLeaf {
+                x: x.id,
+                shape: shape.clone(),
+                output: id,
+            },
+        )?;
+        let start = Instant::now();
+        let lower = |m: &IntMatrix| -> Vec<BigInt> {
+            (0..k)
+                .flat_map(|i| (0..=i).map(move |j| (i, j)))
+                .map(|(i, j)| m.get(i, j).clone())
+                .collect()
+        };
+        let result = block_leaf::run(
+            gc,
+            &shape,
+            None,
+            Some(&lower(&x.masks)),
+            Some(&lower(&masks)),
+        )
+        .map_err(|e| SecureError::io("aggregator, a block circuit".into(), e))?;
+        self.stats.leaf_seconds += start.elapsed().as_secs_f64();
+        self.stats.leaves += k as u64;
+        if result.in_range != Some(true) {
+            return Err(SecureError::Range(
+                "a block of a matrix left its public bound".into(),
+            ));
+        }
+        let pivots = result.pivots.unwrap_or_default();
+        if let Some(column) = pivots.iter().position(|admitted| !admitted) {
+            return Err(SecureError::Singular { column, name: None });
+        }
+        Ok(Shared::new(id, (k, k), out, masks, Zeros::None))
     }
 }
 

@@ -13,6 +13,7 @@ use num_traits::Zero;
 use privlogit_circuits::channel::Channel;
 use rand::CryptoRng;
 
+use super::block_leaf;
 use super::dealt::{self, ProductShapes, Seed};
 use super::layout::{Need, layout};
 use super::leaf::{self, LeafShape};
@@ -469,6 +470,48 @@ impl MaskedHelper {
                 }
                 let mine = mine.floor_shift(frac);
                 self.finish_product(&mine, &share, id, need, out, party, session)
+            }
+            Request::BlockLeaf { x, shape, output } => {
+                let view = self.get(x)?;
+                let k = shape.size;
+                if view.rows() != k || view.cols() != k {
+                    return Err(protocol(format!(
+                        "a block circuit of side {k} on a {} x {} view",
+                        view.rows(),
+                        view.cols()
+                    )));
+                }
+                if shape.output.mask < shape.output.bound + SIGMA {
+                    return Err(protocol(format!(
+                        "a block's inverse masked with {} bits for a bound of {} bits",
+                        shape.output.mask, shape.output.bound
+                    )));
+                }
+                let lower: Vec<BigInt> = (0..k)
+                    .flat_map(|i| (0..=i).map(move |j| (i, j)))
+                    .map(|(i, j)| view.get(i, j).clone())
+                    .collect();
+                if lower
+                    .iter()
+                    .any(|v| v.bits() > u64::from(shape.input.mask) + 1)
+                {
+                    return Err(SecureError::Range(
+                        "a block's view is wider than its declared mask".into(),
+                    ));
+                }
+                let start = Instant::now();
+                let result = block_leaf::run(party, &shape, Some(&lower), None, None)
+                    .map_err(|e| SecureError::io("key holder, a block circuit".into(), e))?;
+                self.stats.leaf_seconds += start.elapsed().as_secs_f64();
+                let views = result.views.expect("the key holder learns its views");
+                let value = IntMatrix::from_lower(k, &views);
+                if let Some(audit) = self.audit.as_mut() {
+                    audit.push(ViewRecord {
+                        widths: shape.output,
+                        values: value.clone(),
+                    });
+                }
+                self.insert(output, value)
             }
             Request::Leaf {
                 kind,

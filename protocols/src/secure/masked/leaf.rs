@@ -132,10 +132,10 @@ fn circuit<B: Backend>(
     // Admitted, x is positive and below 2^bound: its low `bound` bits are the value.
     let x = x[..shape.input.bound as usize].to_vec();
     let values = match shape.kind {
-        LeafKind::Reciprocal => vec![reciprocal(b, &x, shape.frac)],
+        LeafKind::Reciprocal => vec![reciprocal_rounded(b, &x, shape.frac)],
         LeafKind::SqrtPair => {
             let root = sqrt_scaled(b, &x, shape.frac);
-            let inverse = reciprocal(b, &root, shape.frac);
+            let inverse = reciprocal_rounded(b, &root, shape.frac);
             vec![root, inverse]
         }
         LeafKind::Check => Vec::new(),
@@ -149,8 +149,12 @@ fn circuit<B: Backend>(
     (revealed, admitted)
 }
 
-/// `round(2^(2 frac) / x)` for unsigned `x > 0`.
-fn reciprocal<B: Backend>(b: &mut Builder<B>, x: &[Bit<B::Wire>], frac: u32) -> Word<B::Wire> {
+/// `round(2^(2 frac) / x)` for unsigned `x > 0` (also the pivots of [`super::block_leaf`]).
+pub(super) fn reciprocal_rounded<B: Backend>(
+    b: &mut Builder<B>,
+    x: &[Bit<B::Wire>],
+    frac: u32,
+) -> Word<B::Wire> {
     let top = 2 * frac as usize;
     let mut dividend: Word<B::Wire> = vec![Bit::Const(false); top + 1];
     dividend[top] = Bit::Const(true);
@@ -273,10 +277,10 @@ mod tests {
         let ok = b.and(&nb, &inside);
         let x = word[..shape.input.bound as usize].to_vec();
         let outs = match shape.kind {
-            LeafKind::Reciprocal => vec![reciprocal(&mut b, &x, shape.frac)],
+            LeafKind::Reciprocal => vec![reciprocal_rounded(&mut b, &x, shape.frac)],
             LeafKind::SqrtPair => {
                 let root = sqrt_scaled(&mut b, &x, shape.frac);
-                let inv = reciprocal(&mut b, &root, shape.frac);
+                let inv = reciprocal_rounded(&mut b, &root, shape.frac);
                 vec![root, inv]
             }
             LeafKind::Check => Vec::new(),

@@ -10,6 +10,7 @@ use std::io;
 
 use num_bigint::BigInt;
 
+use super::block_leaf::BlockShape;
 use super::cross::CrossTerm;
 use super::layout::{Need, layout};
 use super::matrix::IntMatrix;
@@ -240,6 +241,16 @@ pub enum Request {
         /// New views.
         outputs: Vec<(u64, Widths)>,
     },
+    /// The inverse of the symmetric `k x k` view `x` in one garbled circuit
+    /// ([`super::block_leaf`]); the output becomes view `output`.
+    BlockLeaf {
+        /// Input view.
+        x: u64,
+        /// The circuit's public numbers (side, widths, threshold).
+        shape: BlockShape,
+        /// New view.
+        output: u64,
+    },
 }
 
 /// Where a product goes: a new view at the key holder, or back to the aggregator. Either way
@@ -275,6 +286,7 @@ const TRACE: u64 = 11;
 const DEALER_SEED: u64 = 12;
 const DEALT_PRODUCT: u64 = 13;
 const DEALT_SHARE: u64 = 14;
+const BLOCK_LEAF: u64 = 15;
 
 fn product_out(w: Writer, out: &ProductOut) -> Writer {
     match out {
@@ -513,6 +525,18 @@ impl Request {
                     .u64(u64::from(*frac));
                 product_out(share.write(w), out).finish()
             }
+            Request::BlockLeaf { x, shape, output } => {
+                let w = w
+                    .u64(BLOCK_LEAF)
+                    .u64(*x)
+                    .u64(*output)
+                    .u64(shape.size as u64)
+                    .u64(u64::from(shape.entry))
+                    .u64(u64::from(shape.width))
+                    .u64(u64::from(shape.frac));
+                let w = widths(widths(w, shape.input), shape.output);
+                int(w, &shape.threshold).finish()
+            }
             Request::Leaf {
                 kind,
                 x,
@@ -735,6 +759,35 @@ impl Request {
                     share,
                     out,
                 }
+            }
+            BLOCK_LEAF => {
+                let mut read = || -> io::Result<Request> {
+                    let x = r.u64()?;
+                    let output = r.u64()?;
+                    let size = r.u64()?;
+                    let entry = r.u64()?;
+                    let width = r.u64()?;
+                    let frac = r.u64()?;
+                    let numbers = [size, entry, width, frac];
+                    if numbers.iter().any(|&v| v > u64::from(MAX_WIDTH)) {
+                        return Err(invalid(format!("a block circuit's numbers {numbers:?}")));
+                    }
+                    let input = read_widths(r)?;
+                    let out = read_widths(r)?;
+                    let threshold = read_int(r)?;
+                    let shape = BlockShape {
+                        size: size as usize,
+                        input,
+                        entry: entry as u32,
+                        width: width as u32,
+                        threshold,
+                        frac: frac as u32,
+                        output: out,
+                    };
+                    shape.check().map_err(invalid)?;
+                    Ok(Request::BlockLeaf { x, shape, output })
+                };
+                read().map_err(format)?
             }
             LEAF => {
                 let kind = LeafKind::from_code(r.u64().map_err(format)?).map_err(format)?;
