@@ -1395,8 +1395,8 @@ mod tests {
         }
     }
 
-    /// `protocol = "auto"` is the protocol left out: a study in one process plans Hessian, the
-    /// roles Local, and the command line's auto overrides a file's choice.
+    /// `protocol = "auto"` is the protocol left out: a study in one process plans what the
+    /// roles do (Local), and the command line's auto overrides a file's choice.
     #[test]
     fn auto_protocol_is_the_protocol_left_out() {
         let file = Origin::File(std::path::Path::new("study.toml"));
@@ -1413,7 +1413,7 @@ mod tests {
         assert_eq!(spec.get("protocol"), Some(Value::String("auto".into())));
         assert_eq!(
             spec.in_process_plan(3).expect("plan").protocol,
-            Protocol::Hessian
+            Protocol::Local
         );
         assert_eq!(spec.study_plan(3).expect("plan").protocol, Protocol::Local);
         spec.set("optimizer", &Value::String("newton".into()), Origin::Given)

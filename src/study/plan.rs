@@ -173,22 +173,12 @@ impl Spec {
     }
 
     /// The plan of a study whose parties all run in this process (`privlogit study`, Python's
-    /// `study`): [`Self::study_plan`], with PrivLogit-Hessian where no protocol was given. In one
-    /// process the masked products take their cross terms from a dealer thread, which makes
-    /// Hessian's masked solve a round cheaper than Local's encrypted step at every Node (demo
-    /// 2.30 s of CPU against 2.44-2.48 s; 100,000 x 100 3.47-3.62 s against 4.01-4.26 s wall);
-    /// between organizations the products stay on Paillier and Local is the default.
+    /// `study`): the same as between organizations ([`Self::study_plan`]), so that what a user
+    /// times in one process is what a consortium deploys. (Until the fourth wave one process
+    /// planned PrivLogit-Hessian over a dealer thread's correlations, a configuration no
+    /// consortium could run.)
     pub fn in_process_plan(&self, parties: usize) -> Result<StudyPlan, Error> {
-        let mut plan = self.study_plan(parties)?;
-        if !self.given("protocol")
-            && plan.protocol == Protocol::Local
-            && plan.release.is_none()
-            && plan.linear_algebra == LinearAlgebra::Masked
-        {
-            plan.protocol = Protocol::Hessian;
-            plan.validate()?;
-        }
-        Ok(plan)
+        self.study_plan(parties)
     }
 
     /// The secure study's plan for `parties` Nodes, validated.

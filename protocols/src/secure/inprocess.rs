@@ -126,9 +126,6 @@ where
     for _ in &nodes {
         links.push(make_pair().map_err(link)?);
     }
-    // Made last, so the links keep their order (key holder, then Nodes). One process holds every party's data, so a dealer of masked products costs nothing in
-    // what anyone learns and saves the Paillier work of every masked product.
-    let (to_dealer, dealer_end) = make_pair().map_err(link)?;
     let (mut aggregator_noise, mut keyholder_noise) = match noise {
         Some(n) => (Some(n.aggregator), Some(n.keyholder)),
         None => (None, None),
@@ -148,7 +145,6 @@ where
         let mut node_ends = Vec::new();
         let mut handles = Vec::new();
         let min_key_bits = plan.key_bits;
-        let mask_seed = plan.mask_seed;
         for ((names, data), (aggregator_end, node_end)) in nodes.into_iter().zip(links) {
             node_ends.push(aggregator_end);
             handles.push(
@@ -157,9 +153,6 @@ where
                 }),
             );
         }
-        let dealer = scope.spawn(move || {
-            super::masked::dealt::serve(dealer_end, super::wire::HANDSHAKE, min_key_bits, mask_seed)
-        });
         let driven = study::run_aggregator_with(
             node_ends,
             to_keyholder,
@@ -169,7 +162,9 @@ where
             aggregator_noise
                 .as_deref_mut()
                 .map(|n| n as &mut dyn NoiseShare),
-            Some(to_dealer),
+            // The same protocol as between organizations: no dealer, so that what a user
+            // times here is what they deploy.
+            None::<C>,
         );
         // The aggregator's channels are dropped by now, so every serving thread ends.
         let keyholder = keyholder
@@ -183,17 +178,9 @@ where
                     .map_err(|_| StudyError::Panicked(format!("Node {}", i + 1)))
             })
             .collect::<Result<_, _>>()?;
-        let dealer = dealer
-            .join()
-            .map_err(|_| StudyError::Panicked("dealer".into()))?;
-        let outcome = match (driven, dealer) {
-            (Ok(v), _) => v,
-            // A dealer that failed for a cause of its own names it (the aggregator saw only
-            // the hang-up).
-            (Err(_), Err(d)) if !d.is_disconnection() => {
-                return Err(StudyError::Party("dealer".into(), d));
-            }
-            (Err(e), _) => return Err(root_cause(e, keyholder, node_results)),
+        let outcome = match driven {
+            Ok(v) => v,
+            Err(e) => return Err(root_cause(e, keyholder, node_results)),
         };
         let keyholder = keyholder?;
         let nodes = node_results.into_iter().collect::<Result<Vec<_>, _>>()?;
