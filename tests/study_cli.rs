@@ -1251,3 +1251,121 @@ fn site_intercepts_and_a_nested_model_across_separate_processes() {
         );
     }
 }
+
+/// The demo (defaults, three Nodes) as five processes over mutual TLS and as one `privlogit
+/// study`, both with mask seed 7: the same protocol, so the same coefficients (1e-12) and the
+/// same round trips by phase. The round trips are held down here, so that a change that adds
+/// some fails a test rather than a benchmark (measured 2026-11-28; a change that lowers them
+/// lowers these ceilings): the demo's two masked inverses of 31 x 31 (the bound's, Newton's
+/// system) take at most 38 round trips between the servers each (4 x 4 blocks in one circuit,
+/// about 5 d / 4), an accelerated PrivLogit-Local round 2 (the step's decryption and the
+/// acceptance comparison) and one with each Node, a round of Newton's finish (the chord step
+/// with the held factor, its norm and objective tests) 4, the inference 40.
+#[test]
+fn the_roles_and_one_process_run_the_same_protocol_and_round_trips() {
+    let d = Deployment::new("round-trips");
+    // The deployment's identities, with the library's defaults and the whole demo.
+    let file = std::fs::read_to_string(&d.study).expect("study file");
+    let parties = &file[file.find("[keyholder]").expect("sections")..];
+    std::fs::write(
+        &d.study,
+        format!("label = \"label\"\nstandardize = true\n{parties}"),
+    )
+    .expect("study file");
+    let study = d.study.clone();
+    let files = ["hospital_a.csv", "hospital_b.csv", "hospital_c.csv"].map(demo);
+
+    let out = d.dir.join("roles.json").display().to_string();
+    let (keyholder, kh) = d.keyholder();
+    let (aggregator, agg) = d.aggregator(&kh, &["--seed", "7", "--json", "--out", &out]);
+    let nodes: Vec<Role> = HOSPITALS
+        .iter()
+        .zip(&files)
+        .map(|(h, f)| node_process(&study, &d.identity(h), f, Some(&agg)))
+        .collect();
+    all_succeed(
+        [aggregator, keyholder].into_iter().chain(nodes),
+        Duration::from_secs(120),
+    );
+    let roles = json(&std::fs::read(&out).expect("the aggregator's result"));
+
+    let mut one = Command::new(env!("CARGO_BIN_EXE_privlogit"));
+    one.args(["study", "--label", "label", "--standardize", "--seed", "7"]);
+    one.args(["--json", "--quiet"]);
+    for f in &files {
+        one.args(["--party", f]);
+    }
+    one.env("PRIVLOGIT_INSECURE_TEST_SEEDS", "1");
+    let output = one.output().expect("runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let alone = json(&output.stdout);
+
+    assert_eq!(roles["protocol"], alone["protocol"]);
+    assert_eq!(roles["iterations"], alone["iterations"]);
+    let diff = coefficients(&roles)
+        .iter()
+        .zip(coefficients(&alone))
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(diff <= 1e-12, "roles and one process differ by {diff:e}");
+    assert_eq!(
+        roles["round_trips"], alone["round_trips"],
+        "the same protocol makes the same round trips"
+    );
+
+    let trips = &roles["round_trips"];
+    let pair = |v: &serde_json::Value| -> (u64, u64) {
+        (v[0].as_u64().expect("count"), v[1].as_u64().expect("count"))
+    };
+    let factors: Vec<(u64, u64)> = trips["factors"]
+        .as_array()
+        .expect("factors")
+        .iter()
+        .map(pair)
+        .collect();
+    assert_eq!(
+        factors.len(),
+        2,
+        "the bound's inverse and one Newton system"
+    );
+    for (servers, nodes) in &factors {
+        assert!(
+            *servers <= 38,
+            "a masked inverse took {servers} round trips"
+        );
+        assert_eq!(*nodes, 0);
+    }
+    let rounds: Vec<(u64, u64)> = trips["per_round"]
+        .as_array()
+        .expect("rounds")
+        .iter()
+        .map(pair)
+        .collect();
+    let newton_from = rounds
+        .iter()
+        .position(|(servers, _)| *servers > 30)
+        .expect("a round forms Newton's system");
+    for (i, (servers, nodes)) in rounds.iter().enumerate() {
+        assert!(*nodes <= 1, "round {i}: {nodes} round trips with a Node");
+        let most = match i.cmp(&newton_from) {
+            std::cmp::Ordering::Less => 2,
+            std::cmp::Ordering::Equal => 38 + 2,
+            std::cmp::Ordering::Greater => 4,
+        };
+        assert!(
+            *servers <= most,
+            "round {i}: {servers} round trips with the key holder"
+        );
+    }
+    let (inference, _) = pair(&trips["inference"]);
+    assert!(inference <= 40, "the inference took {inference}");
+    let (servers, nodes) = pair(&trips["total"]);
+    assert!(
+        servers <= 209 && nodes <= 46,
+        "{servers} and {nodes} in all"
+    );
+}
