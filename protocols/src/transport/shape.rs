@@ -122,7 +122,7 @@ pub fn parse_bandwidth(text: &str) -> Result<Option<u64>, ShapeError> {
     };
     let value: f64 = number.trim().parse().map_err(|_| error())?;
     let bits = value * scale;
-    if !bits.is_finite() || bits < 1e3 || bits > 1e12 {
+    if !bits.is_finite() || !(1e3..=1e12).contains(&bits) {
         return Err(ShapeError {
             expected: "between 1kbit and 1000gbit",
             ..error()

@@ -16,6 +16,9 @@
 //! the 1 x 1 pivots reveal) and whether every input lay within its public bound, the key
 //! holder the masked lower triangle of the inverse, which it mirrors.
 
+// Matrix indices (a block's (i, j) and its mirror (j, i)) read clearer than iterator chains.
+#![allow(clippy::needless_range_loop)]
+
 use std::io;
 
 use num_bigint::{BigInt, Sign};
@@ -67,7 +70,7 @@ impl BlockShape {
                 self.size
             ));
         }
-        if w < 8 || w > 512 || self.frac == 0 || 2 * self.frac + 2 > 4 * w {
+        if !(8..=512).contains(&w) || self.frac == 0 || 2 * self.frac + 2 > 4 * w {
             return Err(format!(
                 "a block circuit of {w}-bit words at {} fractional bits",
                 self.frac
@@ -148,6 +151,9 @@ pub fn run<P: GcParty>(
 /// A symmetric matrix of circuit words, held in full.
 type Grid<W> = Vec<Vec<Word<W>>>;
 
+/// What the circuit yields: the masked lower triangle, the pivots' bits, the range bit.
+type Yield<W> = (Word<W>, Vec<Bit<W>>, Bit<W>);
+
 /// The circuit: unmask, invert, mask. Returns the masked lower triangle (each `mask + 1`
 /// bits), the pivots' admission bits and the inputs' range bit.
 fn circuit<B: Backend>(
@@ -156,7 +162,7 @@ fn circuit<B: Backend>(
     v: &[Bit<B::Wire>],
     r: &[Bit<B::Wire>],
     s: &[Bit<B::Wire>],
-) -> (Word<B::Wire>, Vec<Bit<B::Wire>>, Bit<B::Wire>) {
+) -> Yield<B::Wire> {
     let (k, w) = (shape.size, shape.width as usize);
     let wide = shape.input.mask as usize + 2;
     let limit = constant_word(&(BigInt::one() << shape.input.bound), wide);
