@@ -155,12 +155,18 @@ pub fn link_shape() -> LinkShape {
 
 /// The shape `PRIVLOGIT_LATENCY` and `PRIVLOGIT_BANDWIDTH` ask for.
 pub fn from_environment() -> Result<LinkShape, ShapeError> {
+    // The error names the variable, which the user may not know is set.
+    let named = |what: &'static str| move |e: ShapeError| ShapeError { what, ..e };
     let latency = match std::env::var("PRIVLOGIT_LATENCY") {
-        Ok(text) if !text.trim().is_empty() => parse_latency(&text)?,
+        Ok(text) if !text.trim().is_empty() => {
+            parse_latency(&text).map_err(named("PRIVLOGIT_LATENCY"))?
+        }
         _ => Duration::ZERO,
     };
     let bandwidth = match std::env::var("PRIVLOGIT_BANDWIDTH") {
-        Ok(text) if !text.trim().is_empty() => parse_bandwidth(&text)?,
+        Ok(text) if !text.trim().is_empty() => {
+            parse_bandwidth(&text).map_err(named("PRIVLOGIT_BANDWIDTH"))?
+        }
         _ => None,
     };
     Ok(LinkShape { latency, bandwidth })
