@@ -12,8 +12,9 @@
 //! product is the floor or one less). Inputs and outputs are masked as for a 1 x 1 pivot
 //! ([`super::leaf`]): the key holder enters its views of the lower triangle, the aggregator the
 //! masks (by oblivious transfer, first, so the whole block is one round trip) and fresh output
-//! masks; the aggregator learns one admission bit per pivot (`threshold <= p < 2^entry`, as
-//! the 1 x 1 pivots reveal) and whether every input lay within its public bound, the key
+//! masks; the aggregator learns, per pivot, whether it and every pivot before it were
+//! admissible (`threshold <= p < 2^entry`: what the 1 x 1 recursion, which stops at the first
+//! failure, reveals) and whether every input lay within its public bound, the key
 //! holder the masked lower triangle of the inverse, which it mirrors.
 
 // Matrix indices (a block's (i, j) and its mirror (j, i)) read clearer than iterator chains.
@@ -93,7 +94,7 @@ impl BlockShape {
 /// whether the inputs were in range, the key holder its view of the inverse's lower triangle.
 #[derive(Debug, Clone, Default)]
 pub struct BlockResult {
-    /// The aggregator: each pivot admissible, in column order.
+    /// The aggregator: per pivot in column order, it and every pivot before it admissible.
     pub pivots: Option<Vec<bool>>,
     /// The aggregator: every input within its public bound.
     pub in_range: Option<bool>,
@@ -186,8 +187,19 @@ fn circuit<B: Backend>(
             at += 1;
         }
     }
-    let mut pivots = Vec::with_capacity(k);
-    let inverse = invert(b, shape, &a, &mut pivots);
+    let mut each = Vec::with_capacity(k);
+    let inverse = invert(b, shape, &a, &mut each);
+    // Revealed as "every pivot up to this one admitted": after a failed pivot the later ones
+    // are computed from garbage, and the 1 x 1 recursion stopped at the first failure, so
+    // the aggregator learns its column and nothing of the rest.
+    let mut admitted = Bit::Const(true);
+    let pivots: Vec<Bit<B::Wire>> = each
+        .iter()
+        .map(|p| {
+            admitted = b.and(&admitted, p);
+            admitted.clone()
+        })
+        .collect();
     let out = shape.output.mask as usize + 1;
     let mut revealed = Vec::with_capacity(shape.triangle() * out);
     let mut masks = s.chunks(out - 1);
@@ -528,7 +540,8 @@ mod tests {
             _ => BigInt::zero(),
         });
         let (pivots, _) = plain(&s, &a);
-        assert_eq!(pivots, vec![true, false, true]);
+        // The third pivot (3, from garbage) is not revealed: only "all up to here".
+        assert_eq!(pivots, vec![true, false, false]);
         assert!(reference(&s, &a).is_none());
     }
 }
