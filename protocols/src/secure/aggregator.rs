@@ -27,7 +27,7 @@ use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
 use super::masked::packed::PackedMatrix;
 use super::perturbation::{self, NoiseShare, Release};
-use super::round_trips::{Ledger, Reading, RoundTrips};
+use super::round_trips::{Ledger, Phase, Reading, RoundTrips};
 use super::shapes::Shape;
 use super::solver::{self, LinearAlgebra, SavedFactor, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
@@ -243,10 +243,11 @@ impl<C: Channel> SecureAggregation<C> {
         Reading::of(keyholder, &self.nodes)
     }
 
-    /// The optimiser is done: the last round's round trips are counted.
-    pub fn rounds_end(&mut self) {
+    /// The study moves on to `phase` (the optimiser is done, the inference, the evaluation):
+    /// what the phase before took is counted.
+    pub fn enter(&mut self, phase: Phase) {
         let now = self.reading();
-        self.trips.rounds_end(&now);
+        self.trips.enter(phase, now);
     }
 
     /// Connects to a study that is resumed from `setup`: tells the Nodes N and the
@@ -352,7 +353,7 @@ impl<C: Channel> SecureAggregation<C> {
             .map_err(|e| SecureError::io("aggregator, ending the key holder".into(), e))?;
         let bytes_to_keyholder = self.keyholder()?.bytes_sent();
         let now = self.reading();
-        let round_trips = std::mem::take(&mut self.trips).finish(&now);
+        let round_trips = std::mem::take(&mut self.trips).finish(now);
         Ok(AggregatorStats {
             round_trips,
             and_gates: self.gc.session.and_gates(),

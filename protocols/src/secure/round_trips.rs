@@ -91,67 +91,64 @@ impl Reading {
     }
 }
 
-/// Where the aggregator is in its study, for [`RoundTrips`].
+/// A phase of a study, as [`Ledger`] counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phase {
+    /// Before the first optimiser round.
+    #[default]
+    Setup,
+    /// An optimiser round.
+    Round,
+    /// After the optimiser, outside the inference and evaluation (the separation bit).
+    Closing,
+    /// The inference round.
+    Inference,
+    /// The held-out evaluation.
+    Evaluation,
+}
+
+/// Where the aggregator is in its study, for [`RoundTrips`]: each phase's round trips are the
+/// counts from its start to the next phase's.
 #[derive(Debug, Default)]
 pub struct Ledger {
     counted: RoundTrips,
-    /// When the current phase began (`None` before the first reading: the study's start).
-    round_began: Option<Reading>,
-    /// Whether the setup has ended (the first round has begun).
-    rounds_started: bool,
-    /// Whether the optimiser is done (later rounds belong to the inference or evaluation).
-    rounds_over: bool,
+    phase: Phase,
+    /// When the current phase began (the study's start: all zeros).
+    began: Reading,
 }
 
 impl Ledger {
-    /// A round begins at `now`: the phase before it (the setup or the previous round) ends.
+    /// The phase changes at `now`: what the current one took is counted.
+    pub fn enter(&mut self, phase: Phase, now: Reading) {
+        let spent = now.since(&self.began);
+        let c = &mut self.counted;
+        match self.phase {
+            Phase::Setup => c.setup = c.setup.plus(spent),
+            Phase::Round => c.rounds.push(spent),
+            Phase::Closing => {}
+            Phase::Inference => c.inference = c.inference.plus(spent),
+            Phase::Evaluation => c.evaluation = c.evaluation.plus(spent),
+        }
+        self.phase = phase;
+        self.began = now;
+    }
+
+    /// A round begins at `now`, unless the optimiser is done (the inference gathers too).
     pub fn round_begins(&mut self, now: Reading) {
-        if self.rounds_over {
-            return;
-        }
-        let began = self.round_began.take().unwrap_or_default();
-        let spent = now.since(&began);
-        if self.rounds_started {
-            self.counted.rounds.push(spent);
-        } else {
-            self.counted.setup = spent;
-            self.rounds_started = true;
-        }
-        self.round_began = Some(now);
-    }
-
-    /// The optimiser is done at `now`: the last round ends.
-    pub fn rounds_end(&mut self, now: &Reading) {
-        self.rounds_over = true;
-        if let Some(began) = self.round_began.take() {
-            if self.rounds_started {
-                self.counted.rounds.push(now.since(&began));
-            }
-        } else if !self.rounds_started {
-            self.counted.setup = now.since(&Reading::default());
-            self.rounds_started = true;
+        if matches!(self.phase, Phase::Setup | Phase::Round) {
+            self.enter(Phase::Round, now);
         }
     }
 
-    /// A factorisation from `before` to `after`.
+    /// A factorisation from `before` to `after` (counted in its phase as well).
     pub fn factor(&mut self, before: &Reading, after: &Reading) {
         self.counted.factors.push(after.since(before));
     }
 
-    /// The inference round from `before` to `after`.
-    pub fn inference(&mut self, before: &Reading, after: &Reading) {
-        self.counted.inference = self.counted.inference.plus(after.since(before));
-    }
-
-    /// The evaluation from `before` to `after`.
-    pub fn evaluation(&mut self, before: &Reading, after: &Reading) {
-        self.counted.evaluation = self.counted.evaluation.plus(after.since(before));
-    }
-
     /// Everything counted, the study's total at `now`.
-    pub fn finish(mut self, now: &Reading) -> RoundTrips {
-        self.rounds_end(now);
+    pub fn finish(mut self, now: Reading) -> RoundTrips {
         self.counted.total = now.since(&Reading::default());
+        self.enter(Phase::Closing, now);
         self.counted
     }
 }
@@ -173,9 +170,11 @@ mod tests {
         ledger.factor(&at(3, &[2, 2]), &at(10, &[2, 2]));
         ledger.round_begins(at(12, &[4, 5]));
         ledger.round_begins(at(15, &[5, 6]));
-        ledger.rounds_end(&at(16, &[6, 8]));
-        ledger.inference(&at(16, &[6, 8]), &at(20, &[7, 9]));
-        let counted = ledger.finish(&at(20, &[7, 9]));
+        ledger.enter(Phase::Closing, at(16, &[6, 8]));
+        ledger.enter(Phase::Inference, at(17, &[6, 8]));
+        // The inference's own gathers are no rounds.
+        ledger.round_begins(at(18, &[7, 8]));
+        let counted = ledger.finish(at(21, &[7, 9]));
         assert_eq!(
             counted.setup,
             Trips {
@@ -197,11 +196,17 @@ mod tests {
             ]
         );
         assert_eq!(counted.factors[0].keyholder, 7);
-        assert_eq!(counted.inference.keyholder, 4);
+        assert_eq!(
+            counted.inference,
+            Trips {
+                keyholder: 4,
+                nodes: 1
+            }
+        );
         assert_eq!(
             counted.total,
             Trips {
-                keyholder: 20,
+                keyholder: 21,
                 nodes: 9
             }
         );

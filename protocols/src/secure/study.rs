@@ -795,7 +795,7 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
                 .map_err(named)
         }
     };
-    aggregation.rounds_end();
+    aggregation.enter(crate::secure::round_trips::Phase::Closing);
     let unpenalised = options.lambda == 0.0 && plan.release.is_none();
     // Separation is a binomial model's failure (Poisson and Gaussian maxima exist whenever the
     // design has full rank).

@@ -22,6 +22,7 @@ use crate::secure::masked::cross::Zeros;
 use crate::secure::masked::engine::{MaskedEngine, to_f64};
 use crate::secure::masked::packed::PackedMatrix;
 use crate::secure::ranking::{MAX_RANKED_ROWS, NodeShares, auc as ranking_auc, rank_circuit};
+use crate::secure::round_trips::Phase;
 use crate::secure::wire::{Reader, Step};
 
 /// How much of the inverse information a study reveals (to the aggregator, which publishes it).
@@ -154,15 +155,7 @@ impl<C: Channel> SecureAggregation<C> {
     /// [`SecureAggregation::constants`] (a Node without held-out rows adds zeros), and the
     /// exact AUC from the ranking circuit ([`crate::secure::ranking`]).
     pub fn evaluate(&mut self, beta: &Array1<f64>) -> Result<HeldOut, SecureError> {
-        self.rounds_end();
-        let before = self.reading();
-        let evaluated = self.evaluate_rows(beta);
-        let after = self.reading();
-        self.trips.evaluation(&before, &after);
-        evaluated
-    }
-
-    fn evaluate_rows(&mut self, beta: &Array1<f64>) -> Result<HeldOut, SecureError> {
+        self.enter(Phase::Evaluation);
         let payload = crate::secure::wire::Writer::new()
             .f64s(beta.as_slice().expect("contiguous"))
             .finish();
@@ -275,22 +268,7 @@ impl<C: Channel> SecureAggregation<C> {
         reveal: Reveal,
         glm: Glm,
     ) -> Result<Option<Revealed>, SecureError> {
-        self.rounds_end();
-        let before = self.reading();
-        let revealed = self.inference_round(beta, penalty, intercept, reveal, glm);
-        let after = self.reading();
-        self.trips.inference(&before, &after);
-        revealed
-    }
-
-    fn inference_round(
-        &mut self,
-        beta: &Array1<f64>,
-        penalty: Penalty<'_>,
-        intercept: bool,
-        reveal: Reveal,
-        glm: Glm,
-    ) -> Result<Option<Revealed>, SecureError> {
+        self.enter(Phase::Inference);
         if reveal == Reveal::Coefficients {
             return Ok(None);
         }
