@@ -30,6 +30,7 @@ pub mod output_perturbation;
 pub mod penalised;
 pub mod plr;
 pub mod release;
+pub mod release_file;
 pub mod scaling;
 pub mod stacking;
 pub mod transfer;

@@ -469,16 +469,10 @@ pub fn wald(
         covariance *= rss / (prepared.rows() as f64 - d as f64);
     }
     let beta = beta.as_slice().expect("contiguous");
+    let (n, k) = (prepared.rows(), d);
     Ok(
-        Wald::from_covariance(&prepared.names, beta, &covariance, level, keep_covariance).map(
-            |w| {
-                if family == Family::Binomial {
-                    w
-                } else {
-                    w.without_odds_ratios()
-                }
-            },
-        ),
+        Wald::from_covariance(&prepared.names, beta, &covariance, level, keep_covariance)
+            .map(|w| w.for_family(family, n, k)),
     )
 }
 

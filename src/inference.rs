@@ -15,7 +15,7 @@ pub mod summary;
 
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
+use statrs::distribution::{ChiSquared, ContinuousCDF, Normal, StudentsT};
 
 /// How much of the inverse information a study reveals (the plaintext fit has it all).
 pub use privlogit_protocols::secure::aggregator::Reveal;
@@ -59,15 +59,52 @@ pub struct Wald {
     /// The interval's ends, exponentiated (logistic models only).
     #[serde(default, skip_serializing_if = "no_odds_ratios")]
     pub odds_ratio_conf_int: Vec<[f64; 2]>,
+    /// `exp(coefficient)` of a Poisson model: rate ratios (incidence rate ratios).
+    #[serde(default, skip_serializing_if = "no_odds_ratios")]
+    pub rate_ratios: Vec<f64>,
+    /// Their intervals (the coefficient's interval, exponentiated).
+    #[serde(default, skip_serializing_if = "no_odds_ratios")]
+    pub rate_ratio_conf_int: Vec<[f64; 2]>,
+    /// The law of `z_values`: "z" (standard normal) or "t" (Student's t with `df_resid`
+    /// degrees of freedom: a Gaussian model whose dispersion is estimated, as R's `glm` and
+    /// statsmodels' `GLM(...).fit(use_t=True)` report it).
+    #[serde(default = "z_law")]
+    pub statistic: String,
+    /// The t law's degrees of freedom (`N - k`), when `statistic` is "t".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub df_resid: Option<f64>,
     /// The inverse information, when revealed and asked for (`--covariance`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covariance: Option<Vec<Vec<f64>>>,
+}
+
+fn z_law() -> String {
+    "z".into()
 }
 
 /// Leaves the odds ratios out when the model is not a logistic regression (for a Gaussian or
 /// Poisson model `exp(beta)` is not an odds ratio).
 fn no_odds_ratios<T>(v: &[T]) -> bool {
     v.is_empty()
+}
+
+/// The estimator a fit's numbers belong to, in words (the table's title and `--json`'s
+/// `estimator`): "maximum likelihood" when lambda is 0, else the penalised estimator with what
+/// the penalty covers, so that a table of a penalised fit is not quoted as the usual one.
+pub fn estimator(lambda: f64, free_intercept: bool, has_intercept: bool, centred: bool) -> String {
+    if lambda == 0.0 {
+        return "maximum likelihood".into();
+    }
+    let intercept = match (has_intercept, free_intercept) {
+        (false, _) => "",
+        (true, true) => ", intercept free",
+        (true, false) => ", intercept penalised",
+    };
+    let towards = if centred { ", towards a centre" } else { "" };
+    format!(
+        "penalised (lambda {}{intercept}{towards})",
+        crate::settings::format_number(lambda)
+    )
 }
 
 /// The standard normal quantile `z_(1 - (1 - level)/2)` of a two-sided interval.
@@ -103,6 +140,10 @@ impl Wald {
             conf_int: Vec::with_capacity(beta.len()),
             odds_ratios: Vec::with_capacity(beta.len()),
             odds_ratio_conf_int: Vec::with_capacity(beta.len()),
+            rate_ratios: Vec::new(),
+            rate_ratio_conf_int: Vec::new(),
+            statistic: z_law(),
+            df_resid: None,
             covariance: None,
         };
         for (k, (&b, &v)) in beta.iter().zip(variances).enumerate() {
@@ -130,6 +171,40 @@ impl Wald {
         self.odds_ratios.clear();
         self.odds_ratio_conf_int.clear();
         self
+    }
+
+    /// The table as `family` reports it, `n` rows and `k` coefficients: odds ratios for the
+    /// binomial; rate ratios for Poisson (the same `exp` of the coefficient and its interval);
+    /// for the Gaussian, whose dispersion is estimated, Student's t with `n - k` degrees of
+    /// freedom for the p-values and intervals (R's `summary.glm`, statsmodels' `use_t=True`).
+    pub fn for_family(mut self, family: privlogit_protocols::Family, n: usize, k: usize) -> Self {
+        use privlogit_protocols::Family;
+        match family {
+            Family::Binomial => self,
+            Family::Poisson => {
+                self.rate_ratios = std::mem::take(&mut self.odds_ratios);
+                self.rate_ratio_conf_int = std::mem::take(&mut self.odds_ratio_conf_int);
+                self
+            }
+            Family::Gaussian => {
+                self = self.without_odds_ratios();
+                let df = n as f64 - k as f64;
+                let Ok(law) = StudentsT::new(0.0, 1.0, df) else {
+                    // No residual degrees of freedom: no t law; the normal table stays.
+                    return self;
+                };
+                let q = law.inverse_cdf(1.0 - (1.0 - self.ci_level) / 2.0);
+                for j in 0..self.z_values.len() {
+                    let (t, se) = (self.z_values[j], self.standard_errors[j]);
+                    let b = t * se;
+                    self.p_values[j] = 2.0 * law.sf(t.abs());
+                    self.conf_int[j] = [b - q * se, b + q * se];
+                }
+                self.statistic = "t".into();
+                self.df_resid = Some(df);
+                self
+            }
+        }
     }
 
     /// The table from the whole inverse information, keeping the matrix when `keep`.

@@ -9,6 +9,7 @@
 //! only be applied to rows standardised the same way, which the user cannot do.
 
 use ndarray::{Array1, ArrayView2};
+use privlogit_protocols::objective::Family;
 use serde::{Deserialize, Serialize};
 
 pub use crate::data::standardize::INTERCEPT;
@@ -24,15 +25,21 @@ pub struct Standardization {
     pub scales: Vec<f64>,
 }
 
-/// A logistic model in raw units: `P(y = 1 | x) = sigmoid(intercept + weights . x)`.
+/// A generalised linear model in raw units: the mean of the label is the family's inverse link
+/// of `intercept + weights . x` (for logistic regression `P(y = 1 | x) = sigmoid(...)`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// Feature names, in the order a row's values are read.
     pub features: Vec<String>,
-    /// The log-odds at `x = 0` (0 when neither an intercept nor standardisation was used).
+    /// The linear predictor at `x = 0` (0 when neither an intercept nor standardisation was
+    /// used).
     pub intercept: f64,
     /// One weight per feature.
     pub weights: Vec<f64>,
+    /// The label's distribution (its link turns the linear predictor into the mean). Outputs
+    /// carry it beside the model as `"family"`; binomial when absent.
+    #[serde(skip)]
+    pub family: Family,
 }
 
 /// Why a fit's output does not make a model.
@@ -42,6 +49,9 @@ pub enum ModelError {
     /// The output lacks a field or has one of the wrong type or length.
     #[error("not a model: {0}")]
     Malformed(String),
+    /// A probability asked of a model whose label is not 0/1.
+    #[error("a {0} model predicts a mean, not a probability: ask for its mean (predict)")]
+    NotBinomial(&'static str),
     /// Rows to score do not have the model's columns.
     #[error("the rows have {rows} columns, the model {model} features ({names})")]
     Columns {
@@ -95,7 +105,13 @@ impl Model {
             features,
             intercept,
             weights,
+            family: Family::Binomial,
         })
+    }
+
+    /// The same model for labels of `family`.
+    pub fn with_family(self, family: Family) -> Self {
+        Self { family, ..self }
     }
 
     /// The model in a fit's or a study's JSON output (`privlogit fit --json`, `privlogit study
@@ -118,11 +134,20 @@ impl Model {
                     .map_err(|e| ModelError::Malformed(format!("\"standardization\": {e}")))?,
             ),
         };
-        Self::from_fit(&names, &beta, standardization.as_ref())
+        let family = match output.get("family") {
+            None | Some(serde_json::Value::Null) => Family::Binomial,
+            Some(v) => v
+                .as_str()
+                .and_then(Family::parse)
+                .ok_or_else(|| ModelError::Malformed(format!("unknown \"family\" {v}")))?,
+        };
+        Ok(Self::from_fit(&names, &beta, standardization.as_ref())?.with_family(family))
     }
 
-    /// `P(y = 1)` for each row of `x` (columns in [`Self::features`] order, raw units).
-    pub fn predict_proba(&self, x: ArrayView2<'_, f64>) -> Result<Array1<f64>, ModelError> {
+    /// The mean of the label for each row of `x` (columns in [`Self::features`] order, raw
+    /// units): `P(y = 1)` for logistic regression, the expected count for Poisson, the
+    /// expected value for Gaussian.
+    pub fn predict_mean(&self, x: ArrayView2<'_, f64>) -> Result<Array1<f64>, ModelError> {
         if x.ncols() != self.weights.len() {
             return Err(ModelError::Columns {
                 rows: x.ncols(),
@@ -131,8 +156,17 @@ impl Model {
             });
         }
         let w = Array1::from(self.weights.clone());
-        Ok(x.dot(&w)
-            .mapv(|z| privlogit_protocols::objective::sigmoid(z + self.intercept)))
+        let family = self.family;
+        Ok(x.dot(&w).mapv(|z| family.mean(z + self.intercept)))
+    }
+
+    /// `P(y = 1)` for each row of `x` (columns in [`Self::features`] order, raw units); refused
+    /// for a model whose label is not 0/1.
+    pub fn predict_proba(&self, x: ArrayView2<'_, f64>) -> Result<Array1<f64>, ModelError> {
+        if self.family != Family::Binomial {
+            return Err(ModelError::NotBinomial(self.family.name()));
+        }
+        self.predict_mean(x)
     }
 }
 

@@ -10,7 +10,8 @@ its ledger refuses.
   process (settings, defaults and checks are the library's, as on the command line);
 - `keyholder`, `aggregator`, `node`: the roles of a study between organizations, from its
   study file over mutual TLS (a notebook can be a Node with a pandas DataFrame);
-- `predict_proba`: a fit's or a study's model applied to raw rows;
+- `predict_proba`, `predict`: a fit's or a study's model applied to raw rows (a DataFrame's
+  columns by name); `load_model`: any model file the project writes;
 - `PrivLogitRegression`: the scikit-learn estimator (needs scikit-learn);
 - `privlogit.dp`: the differentially private methods and the privacy ledger;
 - `privlogit.paillier`: Paillier keys and numbers, interoperable with python-paillier;
@@ -26,7 +27,7 @@ import numpy as np
 from . import _native
 from ._native import BudgetExceeded, DataError, PrivlogitError
 
-__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
+__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
 
 
 def _as_float64(a, ndim, what):
@@ -102,6 +103,21 @@ def _party(party, label, names, what, family="binomial"):
     return x, y, [str(n) for n in names]
 
 
+def _by_name(arrays):
+    """Parties whose features are the first party's in another order, reordered by name (as
+    DataFrames are matched); other differences are left for the library to report."""
+    if not arrays:
+        return arrays
+    first = arrays[0][2]
+    out = [arrays[0]]
+    for x, y, names in arrays[1:]:
+        if names != first and sorted(names) == sorted(first) and len(set(names)) == len(names):
+            order = [names.index(n) for n in first]
+            x, names = np.ascontiguousarray(x[:, order]), list(first)
+        out.append((x, y, names))
+    return out
+
+
 def _settings(**given):
     """The keywords a caller gave, as the library's settings (None: not given)."""
     out = {}
@@ -139,25 +155,28 @@ class Result(dict):
 
     def to_frame(self):
         """One row per coefficient (index: the names): `coef`, and when the result has them
-        `std_err`, `z`, `p_value`, `ci_low`, `ci_high`, and for a logistic model `odds_ratio`,
-        `or_low`, `or_high`."""
+        `std_err`, `z` (`t` for a Gaussian model), `p_value`, `ci_low`, `ci_high`, for a logistic
+        model `odds_ratio`, `or_low`, `or_high`, for a Poisson model `rate_ratio`, `rr_low`,
+        `rr_high`."""
         import pandas as pd
 
         columns = {"coef": self["coefficients"]}
         if "standard_errors" in self:
             columns.update({
                 "std_err": self["standard_errors"],
-                "z": self["z_values"],
+                # "t" for a Gaussian model (estimated dispersion), as statsmodels names it.
+                self.get("statistic", "z"): self["z_values"],
                 "p_value": self["p_values"],
                 "ci_low": [c[0] for c in self["conf_int"]],
                 "ci_high": [c[1] for c in self["conf_int"]],
             })
-        if "odds_ratios" in self:
-            columns.update({
-                "odds_ratio": self["odds_ratios"],
-                "or_low": [c[0] for c in self["odds_ratio_conf_int"]],
-                "or_high": [c[1] for c in self["odds_ratio_conf_int"]],
-            })
+        for ratio, short in (("odds_ratio", "or"), ("rate_ratio", "rr")):
+            if f"{ratio}s" in self:
+                columns.update({
+                    ratio: self[f"{ratio}s"],
+                    f"{short}_low": [c[0] for c in self[f"{ratio}_conf_int"]],
+                    f"{short}_high": [c[1] for c in self[f"{ratio}_conf_int"]],
+                })
         return pd.DataFrame(columns, index=pd.Index(self["names"], name="name"))
 
 
@@ -203,7 +222,7 @@ def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT[
                       newton_finish=newton_finish, ci_level=ci_level, covariance=covariance, drop=None if drop is None else [str(c) for c in drop],
                       family=family, offset=offset, weights=weights, label=label,
                       test_party=None if test_party is None else [os.fspath(p) for p in test_party])
-    arrays = [_party(p, label, names, f"party {k}", family) for k, p in enumerate(parties)]
+    arrays = _by_name([_party(p, label, names, f"party {k}", family) for k, p in enumerate(parties, 1)])
     return _with_arrays(_native.fit(arrays, given))
 
 
@@ -254,8 +273,8 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
         arrays = None
     else:
         family = settings.get("family", "binomial")
-        arrays = None if parties is None else [_party(p, label, names, f"party {k}", family)
-                                               for k, p in enumerate(parties)]
+        arrays = None if parties is None else _by_name([_party(p, label, names, f"party {k}", family)
+                                                        for k, p in enumerate(parties, 1)])
     out = _with_arrays(_native.study(arrays, given, None if study_file is None else os.fspath(study_file)))
     out["cost"] = {
         "rounds": out["rounds"],
@@ -305,16 +324,91 @@ def node(study_file, identity=None, data=None, *, label=None, names=None, **sett
     return _native.node(os.fspath(study_file), given, party)
 
 
-def predict_proba(model, X):
-    """P(y = 1) for each row of `X` (raw features, in the model's column order) under `model`,
-    the dict `fit` or `study` returns (or one with `names`, `coef` and, when standardised,
-    `mean` and `scale`): the standardised coefficients are turned into raw units first, as
-    `privlogit study --json` reports them under `raw_model`."""
+_INTERCEPT = "intercept"
+
+
+def _features_of(model):
+    """The feature names a model reads, in order (a DP model read from a file knows them)."""
+    if isinstance(model, dp.Model):
+        return model.features
+    return [n for n in model["names"] if n != _INTERCEPT]
+
+
+def _rows(model, X):
+    """`X` as float64 rows in the model's column order: a pandas DataFrame's columns are taken
+    by name (reordered as the model reads them; a missing or an extra column is refused by
+    name), as `privlogit predict` takes a file's; other arrays must already be in that order."""
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        features = _features_of(model)
+        if features is None:
+            raise PrivlogitError("X: this model does not know its features' names; pass an array in its column order")
+        columns = [str(c) for c in X.columns]
+        missing = [f for f in features if f not in columns]
+        extra = [c for c in columns if c not in features]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing {', '.join(missing)}")
+            if extra:
+                parts.append(f"not features of the model: {', '.join(extra)}")
+            raise PrivlogitError(f"X: the columns do not match the model's features ({'; '.join(parts)}); "
+                                 f"the model reads {', '.join(features)}")
+        try:
+            X = X[[X.columns[columns.index(f)] for f in features]].to_numpy(dtype=np.float64)
+        except (TypeError, ValueError) as bad:
+            raise DataError(f"X: a column is not numeric ({bad})") from None
+    return _as_float64(X, 2, "X")
+
+
+def _mean(model, X):
     mean, scale = model.get("mean"), model.get("scale")
+    std = model.get("standardization")
+    if mean is None and std:
+        mean, scale = std["means"], std["scales"]
+    coef = model["coef"] if "coef" in model else model["coefficients"]
     return np.asarray(_native.predict_model(
-        list(model["names"]), [float(c) for c in model["coef"]], _as_float64(X, 2, "X"),
+        list(model["names"]), [float(c) for c in coef], _rows(model, X),
         None if mean is None else [float(v) for v in mean],
-        None if scale is None else [float(v) for v in scale]))
+        None if scale is None else [float(v) for v in scale],
+        model.get("family") or "binomial"))
+
+
+def predict_proba(model, X):
+    """P(y = 1) for each row of `X` (raw features) under `model`: the dict `fit` or `study`
+    returns, a model file read by `load_model`, or a DP model. A pandas DataFrame's columns are
+    matched by name (in any order; a missing or an extra column is refused, named), as
+    `privlogit predict` matches a file's; a numpy array must be in the model's column order. A
+    standardised model is applied in raw units, with its pooled statistics (`raw_model` of
+    `privlogit study --json`). Refused for a Gaussian or Poisson model: use `predict`."""
+    if isinstance(model, dp.Model):
+        return model.predict_proba(_rows(model, X))
+    family = model.get("family") or "binomial"
+    if family != "binomial":
+        raise PrivlogitError(f"predict_proba: a {family} model predicts a mean, not a probability: use privlogit.predict")
+    return _mean(model, X)
+
+
+def predict(model, X):
+    """The label's mean for each row of `X` under `model` (as `predict_proba` takes them):
+    P(y = 1) for a logistic model or a DP model, the expected count for Poisson, the expected
+    value for Gaussian (statsmodels' `predict`; `privlogit predict` writes the same)."""
+    if isinstance(model, dp.Model):
+        return model.predict_proba(_rows(model, X))
+    return _mean(model, X)
+
+
+def load_model(path):
+    """The model file at `path`, any kind the project writes: a fit's or a study's JSON (`fit
+    --json --out`, `study --json --out`, an aggregator's `--out`, a Python result saved with
+    `json.dump`) comes back as the `Result` `fit` and `study` return; a DP release (`dp fit
+    --out`) as a `privlogit.dp.Model` whose `features` name its columns. Either goes to
+    `predict_proba` and `predict`, which give what `privlogit predict` gives on the same rows."""
+    loaded = _native.load_model(os.fspath(path))
+    if loaded[0] == "result":
+        return _with_arrays(loaded[1])
+    model = dp.Model(loaded[1])
+    model.features = list(loaded[2])
+    return model
 
 
 from . import accounting, dp, paillier  # noqa: E402  (they import this module's names)

@@ -12,7 +12,7 @@ _Party = Tuple[_Floats2, _Floats1]
 _Phe = Tuple[str, int]
 
 __all__ = [
-    "defaults", "fit", "study", "keyholder", "aggregator", "node", "predict_model", "Keypair", "Floats", "load_table", "summary", "dp_fit", "dp_dphtl",
+    "defaults", "fit", "study", "keyholder", "aggregator", "node", "predict_model", "load_model", "Keypair", "Floats", "load_table", "summary", "dp_fit", "dp_dphtl",
     "ledger_total", "ledger_spent", "DpModel", "PrivlogitError", "DataError", "BudgetExceeded",
     "dpstgd", "sparse_gaussian", "DeepModel", "basic_composition", "advanced_composition", "amplified",
     "gaussian_rdp", "gaussian_zcdp",
@@ -42,7 +42,10 @@ def predict_model(
     x: _Floats2,
     mean: Optional[Sequence[float]] = None,
     scale: Optional[Sequence[float]] = None,
+    family: str = "binomial",
 ) -> list[float]: ...
+
+def load_model(path: _Path) -> Union[tuple[str, str], tuple[str, DpModel, list[str]]]: ...
 
 @final
 class Keypair:

@@ -85,6 +85,8 @@ class Model:
 
     def __init__(self, native):
         self._native = native
+        # The feature names, when known (a model read by `privlogit.load_model`).
+        self.features = None
 
     @property
     def method(self):
@@ -99,6 +101,9 @@ class Model:
         return json.loads(self._native.to_json())
 
     def predict_proba(self, X):
+        if self.features is not None and hasattr(X, "columns"):
+            from . import _rows  # a DataFrame's columns by name, as privlogit.predict_proba
+            X = _rows(self, X)
         return np.asarray(self._native.predict_proba(_matrix(X, "X")))
 
     def __repr__(self):
@@ -192,12 +197,17 @@ class DeepModel:
 
     def __init__(self, native):
         self._native = native
+        # The feature names, when known (a model read by `privlogit.load_model`).
+        self.features = None
         self.sizes = list(native.sizes)
         self.parameters = np.asarray(native.parameters)
         self.spend = native.spend
         self.traffic = list(native.traffic)
 
     def predict_proba(self, X):
+        if self.features is not None and hasattr(X, "columns"):
+            from . import _rows  # a DataFrame's columns by name, as privlogit.predict_proba
+            X = _rows(self, X)
         return np.asarray(self._native.predict_proba(_matrix(X, "X")))
 
     def __repr__(self):

@@ -25,15 +25,22 @@ use crate::errors::{BudgetExceeded, PrivlogitError, error, raise};
 #[pyclass(name = "DpModel", frozen, module = "privlogit._native")]
 pub struct PyDpModel {
     fitted: Fitted,
-    method: &'static str,
+    method: String,
+}
+
+impl PyDpModel {
+    /// A model read back from a release file (its method as the file names it).
+    pub fn new(fitted: Fitted, method: String) -> Self {
+        Self { fitted, method }
+    }
 }
 
 #[pymethods]
 impl PyDpModel {
     /// The method's name (`plr`, `pst-s`, ...).
     #[getter]
-    fn method(&self) -> &'static str {
-        self.method
+    fn method(&self) -> &str {
+        &self.method
     }
 
     /// The coefficients of a single linear model (PLR, output perturbation, SimComb's
@@ -246,7 +253,7 @@ pub fn dp_fit(
     spending.record(py)?;
     Ok(PyDpModel {
         fitted: released.fitted,
-        method: method.name(),
+        method: method.name().to_string(),
     })
 }
 

@@ -19,8 +19,9 @@ use errors::{DataError, PrivlogitError, error};
 /// `P(y = 1)` for raw rows `x` under the model `coef` named `names` (intercept first when
 /// fitted), found on features standardised by `mean` and `scale` when given: the model in
 /// raw units (`privlogit::model::Model`), as the command line applies it.
+/// `family` turns the linear predictor into the label's mean (binomial: `P(y = 1)`).
 #[pyfunction]
-#[pyo3(signature = (names, coef, x, mean = None, scale = None))]
+#[pyo3(signature = (names, coef, x, mean = None, scale = None, family = "binomial"))]
 fn predict_model(
     py: Python<'_>,
     names: Vec<String>,
@@ -28,6 +29,7 @@ fn predict_model(
     x: PyBuffer<f64>,
     mean: Option<Vec<f64>>,
     scale: Option<Vec<f64>>,
+    family: &str,
 ) -> PyResult<Vec<f64>> {
     use privlogit::model::{Model, Standardization};
     let features: Vec<String> = names
@@ -48,11 +50,35 @@ fn predict_model(
             ));
         }
     };
-    let model = Model::from_fit(&names, &coef, standardization.as_ref()).map_err(error)?;
+    let family = privlogit::protocols::Family::parse(family)
+        .ok_or_else(|| PrivlogitError::new_err(format!("unknown family {family:?}")))?;
+    let model = Model::from_fit(&names, &coef, standardization.as_ref())
+        .map_err(error)?
+        .with_family(family);
     let x = buffers::features(&x, "X")?;
-    py.allow_threads(|| model.predict_proba(x.view()))
+    py.allow_threads(|| model.predict_mean(x.view()))
         .map(|p| p.to_vec())
         .map_err(error)
+}
+
+/// The model file at `path` (any kind `privlogit predict` reads): `("result", json_text)` for a
+/// fit's or a study's output, `("dp", model, features)` for a DP release.
+#[pyfunction]
+fn load_model(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyObject> {
+    use privlogit::jobs::predict::{ModelFile, read_model};
+    match read_model(&path).map_err(error)? {
+        ModelFile::Regression { output, .. } => Ok(("result", output.to_string())
+            .into_pyobject(py)?
+            .into_any()
+            .unbind()),
+        ModelFile::Released(r) => {
+            let model = dp::PyDpModel::new(r.fitted, r.method);
+            Ok(("dp", model, r.features)
+                .into_pyobject(py)?
+                .into_any()
+                .unbind())
+        }
+    }
 }
 
 /// Float64 memory handed to numpy without a copy: numpy's array views it through the buffer
@@ -330,6 +356,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(roles::aggregator, m)?)?;
     m.add_function(wrap_pyfunction!(roles::node, m)?)?;
     m.add_function(wrap_pyfunction!(predict_model, m)?)?;
+    m.add_function(wrap_pyfunction!(load_model, m)?)?;
     m.add_class::<PyKeypair>()?;
     m.add_class::<Floats>()?;
     m.add_function(wrap_pyfunction!(load_table, m)?)?;

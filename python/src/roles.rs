@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::buffers::{in_place, labelled_for, len1, shape2};
-use crate::errors::{PrivlogitError, raise};
+use crate::errors::{DataError, PrivlogitError, raise};
 use crate::settings::spec;
 
 /// A party's arrays: features, labels and the feature names.
@@ -67,11 +67,12 @@ fn interruptible<T: Send>(
 #[pyfunction]
 pub fn fit(py: Python<'_>, parties: Vec<Party>, given: &Bound<'_, PyDict>) -> PyResult<String> {
     let (spec, _) = spec(Reader::Fit, None, given)?;
-    let sources: Vec<String> = (0..parties.len()).map(|k| format!("party {k}")).collect();
+    let sources: Vec<String> = (1..=parties.len()).map(|k| format!("party {k}")).collect();
     let mut views = Vec::with_capacity(parties.len());
     for ((x, y, names), source) in parties.iter().zip(&sources) {
         let (rows, cols) = shape2(x, &format!("{source}: X"))?;
         let labels = len1(y, &format!("{source}: y"))?;
+        refuse_empty(rows, source)?;
         if labels != rows {
             return Err(PrivlogitError::new_err(format!(
                 "{source}: {labels} labels for {rows} rows"
@@ -96,14 +97,26 @@ pub fn fit(py: Python<'_>, parties: Vec<Party>, given: &Bound<'_, PyDict>) -> Py
     Ok(result.render(true))
 }
 
+/// A party without rows is refused, as an empty data file is: it would take part in every
+/// round and contribute nothing, so the study would silently be over fewer rows than meant.
+fn refuse_empty(rows: usize, source: &str) -> PyResult<()> {
+    if rows == 0 {
+        return Err(DataError::new_err(format!(
+            "{source} has no rows (an empty party is refused, as an empty data file is)"
+        )));
+    }
+    Ok(())
+}
+
 /// Each party's rows as a Node's, checked (labels 0/1, finite values) as a file's would be.
 fn node_rows(parties: &[Party], family: Family) -> PyResult<Vec<NodeRows>> {
     parties
         .iter()
         .enumerate()
         .map(|(k, (x, y, names))| {
-            let source = format!("party {k}");
+            let source = format!("party {}", k + 1);
             let (x, y) = labelled_for(family, x, y, &source)?;
+            refuse_empty(x.nrows(), &source)?;
             if names.len() != x.ncols() {
                 return Err(PrivlogitError::new_err(format!(
                     "{source}: {} names for {} columns",

@@ -562,6 +562,9 @@ struct JsonReport<'a> {
     newton_steps: usize,
     lambda: f64,
     free_intercept: bool,
+    /// The estimator in words ("maximum likelihood", "penalised (lambda 1, intercept
+    /// penalised)").
+    estimator: String,
     penalty_centre: Option<Vec<f64>>,
     tolerance: f64,
     gradient_tolerance: Option<f64>,
@@ -625,6 +628,12 @@ impl<'a> JsonReport<'a> {
             newton_steps: r.newton_steps,
             lambda: options.lambda,
             free_intercept: options.free_intercept,
+            estimator: crate::inference::estimator(
+                options.lambda,
+                options.free_intercept,
+                prepared.names.first().map(String::as_str) == Some(crate::model::INTERCEPT),
+                options.centre.is_some(),
+            ),
             penalty_centre: options.centre.as_ref().map(|c| c.to_vec()),
             tolerance: options.stopping.relative_tolerance,
             gradient_tolerance: options.stopping.gradient_tolerance,

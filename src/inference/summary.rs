@@ -54,6 +54,16 @@ struct Fields {
     #[serde(default)]
     odds_ratio_conf_int: Option<Vec<[f64; 2]>>,
     #[serde(default)]
+    rate_ratios: Option<Vec<f64>>,
+    #[serde(default)]
+    rate_ratio_conf_int: Option<Vec<[f64; 2]>>,
+    #[serde(default)]
+    statistic: Option<String>,
+    #[serde(default)]
+    df_resid: Option<f64>,
+    #[serde(default)]
+    estimator: Option<String>,
+    #[serde(default)]
     log_likelihood: Option<f64>,
     #[serde(default)]
     deviance: Option<f64>,
@@ -144,6 +154,10 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
         None => format!("{model}: plaintext fit"),
     };
     let _ = writeln!(s, "{title:^line$}");
+    if let Some(e) = &f.estimator {
+        let estimator = format!("Estimator: {e}");
+        let _ = writeln!(s, "{estimator:^line$}");
+    }
     let _ = writeln!(s, "{}", "=".repeat(line));
     let opt = |x: Option<f64>, digits: usize| match x {
         Some(v) => format!("{v:.digits$}"),
@@ -225,10 +239,17 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
     match table {
         Some((se, z, p, ci, level)) => {
             let (lo, hi) = quantile_names(level);
+            let law = f.statistic.as_deref().unwrap_or("z");
             let _ = writeln!(
                 s,
                 "{:<width$} {:>12} {:>10} {:>9} {:>7} {:>11} {:>11}",
-                "", "coef", "std err", "z", "P>|z|", lo, hi
+                "",
+                "coef",
+                "std err",
+                law,
+                format!("P>|{law}|"),
+                lo,
+                hi
             );
             let _ = writeln!(s, "{}", "-".repeat(line));
             for j in 0..k {
@@ -244,16 +265,19 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
                     number(ci[j][1])
                 );
             }
-            if let (Some(or), Some(orci)) = (&f.odds_ratios, &f.odds_ratio_conf_int)
-                && or.len() == k
-                && orci.len() == k
-            {
+            let ratios = [
+                ("odds ratio", &f.odds_ratios, &f.odds_ratio_conf_int),
+                ("rate ratio", &f.rate_ratios, &f.rate_ratio_conf_int),
+            ];
+            for (what, ratios, intervals) in ratios {
+                let (Some(or), Some(orci)) = (ratios, intervals) else {
+                    continue;
+                };
+                if or.len() != k || orci.len() != k {
+                    continue;
+                }
                 let _ = writeln!(s, "{}", "-".repeat(line));
-                let _ = writeln!(
-                    s,
-                    "{:<width$} {:>12} {:>11} {:>11}",
-                    "", "odds ratio", lo, hi
-                );
+                let _ = writeln!(s, "{:<width$} {:>12} {:>11} {:>11}", "", what, lo, hi);
                 for j in 0..k {
                     let _ = writeln!(
                         s,
@@ -308,7 +332,18 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
     if f.lambda.is_some_and(|l| l > 0.0) && table.is_some() {
         let _ = writeln!(
             s,
-            "Penalised fit: the standard errors invert the penalised information X^T A X + lambda I."
+            "Penalised fit: the standard errors invert the penalised information X^T A X + lambda I,"
+        );
+        let _ = writeln!(
+            s,
+            "so this is not the maximum-likelihood table: refit with --lambda 0 (lam=0 in Python) for that."
+        );
+    }
+    if let (Some("t"), Some(df)) = (f.statistic.as_deref(), f.df_resid) {
+        let _ = writeln!(
+            s,
+            "t statistics: the dispersion is estimated, so p-values and intervals use Student's t with {} df.",
+            crate::settings::format_number(df)
         );
     }
     if let Some(note) = &f.two_nodes_learn {

@@ -2,30 +2,80 @@
 
 use std::path::Path;
 
+use ndarray::{Array1, ArrayView2};
+use privlogit_protocols::objective::Family;
+
 use crate::data::{self, LoadOptions};
+use crate::dp::release_file::{self, Released};
 use crate::error::Error;
 use crate::model::Model;
 
 /// A model applied to the rows of a data file ([`score_file`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scores {
-    /// `P(y = 1)` per row, in file order.
+    /// The label's mean per row, in file order: `P(y = 1)` for a logistic model or a DP
+    /// release, the expected count or value for Poisson and Gaussian.
     pub probabilities: Vec<f64>,
     /// The rows' labels, when the file has the label column named.
     pub labels: Option<Vec<f64>>,
+    /// What `probabilities` holds: "probability" (0/1 labels) or "mean".
+    pub kind: &'static str,
 }
 
-/// The model in the JSON file at `path` (`fit --json`, `study --json`, an aggregator's
-/// `--out`; see [`Model::from_output`]).
-pub fn read_model(path: &Path) -> Result<Model, Error> {
+/// A model file of any kind the project writes: a fit's or a study's JSON (`fit --json`,
+/// `study --json`, an aggregator's `--out`), or a DP release (`dp fit --out`).
+#[derive(Debug, Clone)]
+pub enum ModelFile {
+    /// A (generalised) linear model in raw units, with the whole output it came from.
+    Regression {
+        /// The model.
+        model: Model,
+        /// The file's JSON.
+        output: serde_json::Value,
+    },
+    /// A DP release.
+    Released(Released),
+}
+
+impl ModelFile {
+    /// The features the model reads, by name, in order.
+    pub fn features(&self) -> &[String] {
+        match self {
+            ModelFile::Regression { model, .. } => &model.features,
+            ModelFile::Released(r) => &r.features,
+        }
+    }
+
+    /// The label's mean for every row of `x` (columns in [`Self::features`] order, raw units).
+    pub fn predict_mean(&self, x: ArrayView2<'_, f64>) -> Result<Array1<f64>, Error> {
+        match self {
+            ModelFile::Regression { model, .. } => Ok(model.predict_mean(x)?),
+            ModelFile::Released(r) => {
+                if x.ncols() != r.features.len() {
+                    return Err(Error::from(crate::model::ModelError::Columns {
+                        rows: x.ncols(),
+                        model: r.features.len(),
+                        names: r.features.join(", "),
+                    }));
+                }
+                Ok(r.fitted.scores(x))
+            }
+        }
+    }
+
+    /// "probability" when the model's label is 0/1, "mean" otherwise.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ModelFile::Regression { model, .. } if model.family != Family::Binomial => "mean",
+            _ => "probability",
+        }
+    }
+}
+
+/// The model in the JSON file at `path` (see [`ModelFile`]).
+pub fn read_model(path: &Path) -> Result<ModelFile, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        Error::setting(
-            path.display().to_string(),
-            format!("is not a model file (JSON): {e}"),
-        )
-    })?;
-    Model::from_output(&v).map_err(|e| {
+    parse_model(&text).map_err(|e| {
         Error::setting(
             path.display().to_string(),
             format!("is not a model file: {e}"),
@@ -33,29 +83,42 @@ pub fn read_model(path: &Path) -> Result<Model, Error> {
     })
 }
 
+/// The model in a model file's text (see [`ModelFile`]).
+pub fn parse_model(text: &str) -> Result<ModelFile, String> {
+    let output: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if release_file::is_release(&output) {
+        return Ok(ModelFile::Released(release_file::read(&output)?));
+    }
+    let model = Model::from_output(&output).map_err(|e| e.to_string())?;
+    Ok(ModelFile::Regression { model, output })
+}
+
 /// `model` applied to the rows of `data` (CSV, binary table or Parquet): the model's features
 /// are taken by name (other columns are left out); `label` names the label column if the file
 /// has one (a CSV file without one is read unlabelled).
-pub fn score_file(model: &Model, data: &Path, label: Option<&str>) -> Result<Scores, Error> {
+pub fn score_file(model: &ModelFile, data: &Path, label: Option<&str>) -> Result<Scores, Error> {
     let options = match label {
         Some(l) => LoadOptions::new(l),
         None => LoadOptions::unlabelled(),
     };
     let table = data::load(data, &options)?.data;
-    let mut columns = Vec::with_capacity(model.features.len());
-    for name in &model.features {
+    let features = model.features();
+    let mut columns = Vec::with_capacity(features.len());
+    for name in features {
         let j = table.names.iter().position(|n| n == name).ok_or_else(|| {
             Error::plan(format!(
                 "{}: no column {name:?}, a feature of the model (its features: {})",
                 data.display(),
-                model.features.join(", ")
+                features.join(", ")
             ))
         })?;
         columns.push(j);
     }
     let x = table.x.select(ndarray::Axis(1), &columns);
     Ok(Scores {
-        probabilities: model.predict_proba(x.view())?.to_vec(),
+        probabilities: model.predict_mean(x.view())?.to_vec(),
         labels: label.map(|_| table.y.to_vec()),
+        kind: model.kind(),
     })
 }

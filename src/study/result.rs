@@ -16,7 +16,6 @@ use crate::error::Error;
 use crate::inference::{GlmSums, Goodness, InferenceError, Reveal, Wald};
 use crate::model::{INTERCEPT, Model, Standardization};
 use crate::settings::Spec;
-use privlogit_protocols::Family;
 
 /// A finished study, as the aggregator sees it (with the key holder's and the Nodes' counters
 /// when every party ran in this process).
@@ -245,13 +244,7 @@ impl StudyResult {
                 Wald::new(&o.names, beta, &variances, level)
             }
         };
-        let wald = wald.map(|w| {
-            if glm.family == Family::Binomial {
-                w
-            } else {
-                w.without_odds_ratios()
-            }
-        });
+        let wald = wald.map(|w| w.for_family(glm.family, n, k));
         let intercept = o.names.first().map(String::as_str) == Some(INTERCEPT);
         let goodness = match &revealed.constants {
             Some(c) => Goodness::glm(
@@ -289,8 +282,15 @@ impl StudyResult {
         let table_error = inference
             .as_ref()
             .and_then(|(_, w)| w.as_ref().err().map(ToString::to_string));
+        let options = &self.plan.options;
         let report = JsonStudy {
-            lambda: self.plan.options.lambda,
+            lambda: options.lambda,
+            estimator: crate::inference::estimator(
+                options.lambda,
+                options.free_intercept,
+                o.names.first().map(String::as_str) == Some(INTERCEPT),
+                options.centre.is_some(),
+            ),
             family: self.plan.glm.family.name(),
             label: self.shown.label.as_deref(),
             reveal: self.plan.reveal.name(),
@@ -624,6 +624,9 @@ struct JsonVerticalParty<'a> {
 struct JsonStudy<'a> {
     /// The penalty (0: maximum likelihood).
     lambda: f64,
+    /// The estimator in words ("maximum likelihood", "penalised (lambda 1, intercept
+    /// penalised)").
+    estimator: String,
     family: &'static str,
     /// The label column, where known.
     label: Option<&'a str>,

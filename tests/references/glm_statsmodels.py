@@ -8,7 +8,7 @@ compare with (tests/references/glm_statsmodels.json).
 Versions used: statsmodels 0.15.0, numpy 2.4.6.
 
 Columns: the wine file's, plus log_total_sulfur_dioxide = ln(total_sulfur_dioxide).
-- gaussian: label alcohol; features every other column but log_total_sulfur_dioxide (and, in
+- gaussian (also `t_p_values`, `t_conf_int`: `fit(use_t=True)`): label alcohol; features every other column but log_total_sulfur_dioxide (and, in
   the weighted case, but sulphates and pH); weighted case: offset pH, weights sulphates.
 - poisson: label free_sulfur_dioxide (a count); features every other column but
   total_sulfur_dioxide and log_total_sulfur_dioxide (and, in the weighted case, but sulphates);
@@ -44,7 +44,12 @@ def case(family, label, leave_out, offset=None, weights=None, standardize=False)
     if weights:
         kw["var_weights"] = col[weights]
     r = sm.GLM(col[label], X, family=family, **kw).fit(tol=1e-14, maxiter=200)
-    return {
+    extra = {}
+    if isinstance(family, sm.families.Gaussian):
+        # The dispersion is estimated: t with df_resid, as R's summary.glm (issue 51).
+        t = sm.GLM(col[label], X, family=family, **kw).fit(tol=1e-14, maxiter=200, use_t=True)
+        extra = {"t_p_values": t.pvalues.tolist(), "t_conf_int": t.conf_int(0.05).tolist()}
+    return extra | {
         "names": ["intercept"] + names,
         "coefficients": r.params.tolist(),
         "standard_errors": r.bse.tolist(),

@@ -1,4 +1,4 @@
-//! `privlogit predict`: a model file applied to rows, one probability per row.
+//! `privlogit predict`: a model file applied to rows, one probability (or mean) per row.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -12,8 +12,9 @@ use crate::Outcome;
 /// Arguments of `privlogit predict`.
 #[derive(Debug, Args)]
 pub struct PredictArgs {
-    /// The model: the JSON of `fit --json`, `study --json` or an aggregator's `--out` (a
-    /// standardised model is applied in raw units, with its pooled statistics).
+    /// The model: the JSON of `fit --json`, `study --json`, an aggregator's `--out` (a
+    /// standardised model is applied in raw units, with its pooled statistics) or a DP release
+    /// (`dp fit --out`).
     #[arg(long, value_name = "FILE")]
     model: PathBuf,
     /// The rows to score (CSV, binary table or Parquet), with the model's features as columns
@@ -24,8 +25,8 @@ pub struct PredictArgs {
     /// standard error). A CSV file without one is read unlabelled.
     #[arg(long, value_name = "COLUMN")]
     label: Option<String>,
-    /// Write the probabilities (CSV: a `probability` column, and `label` when known) here,
-    /// atomically, instead of standard output.
+    /// Write the predictions (CSV: a `probability` column, `mean` for a Gaussian or Poisson
+    /// model, and `label` when known) here, atomically, instead of standard output.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }
@@ -34,10 +35,11 @@ pub struct PredictArgs {
 pub fn run(args: PredictArgs) -> Result<Outcome> {
     let model = predict::read_model(&args.model)?;
     let scores = predict::score_file(&model, &args.data, args.label.as_deref())?;
-    let mut text = String::from(if scores.labels.is_some() {
-        "probability,label\n"
+    let mut text = String::from(scores.kind);
+    text.push_str(if scores.labels.is_some() {
+        ",label\n"
     } else {
-        "probability\n"
+        "\n"
     });
     for (i, p) in scores.probabilities.iter().enumerate() {
         match &scores.labels {
@@ -46,7 +48,7 @@ pub fn run(args: PredictArgs) -> Result<Outcome> {
         }
     }
     crate::study::write_out(args.out.as_deref(), &text)?;
-    if let Some(y) = &scores.labels {
+    if let (Some(y), "probability") = (&scores.labels, scores.kind) {
         let p = ndarray::Array1::from(scores.probabilities.clone());
         let y = ndarray::Array1::from(y.clone());
         let auc = privlogit::metrics::auc(p.view(), y.view());
