@@ -192,10 +192,10 @@ pub const KEYS: &[Key] = &[
         "label",
         Kind::Text,
         "COLUMN",
-        &[F, S, N],
+        &[F, S, N, A],
         false,
         "Name of the label column (0/1 for the binomial family, counts for Poisson, numbers for \
-         the Gaussian).",
+         the Gaussian). The aggregator, which sees no rows, only names it in the result.",
     ),
     key(
         "data",
@@ -549,10 +549,11 @@ pub const KEYS: &[Key] = &[
         "evaluate",
         Kind::Switch,
         "",
-        &[A],
+        &[A, S],
         true,
         "Ask the Nodes to evaluate the final model on their held-out rows (--test-party); Nodes \
-         without any count none.",
+         without any count none. A study in one process evaluates whenever --test-party is \
+         given.",
     ),
     // Inference at the optimum.
     key(
@@ -758,6 +759,21 @@ pub const KEYS: &[Key] = &[
 /// The setting named `name`.
 pub fn find(name: &str) -> Option<&'static Key> {
     KEYS.iter().find(|k| k.name == name)
+}
+
+/// `"; did you mean `lambda`?"` for a name that is not a setting but close to one of `also`
+/// or of the settings (at most two edits, or a third of its length), else "".
+pub fn did_you_mean(name: &str, also: &[&str]) -> String {
+    let limit = (name.len() / 3).max(2);
+    let wanted = name.replace('-', "_");
+    KEYS.iter()
+        .filter(|k| !k.hidden)
+        .map(|k| k.name)
+        .chain(also.iter().copied())
+        .map(|k| (strsim::damerau_levenshtein(&wanted, k), k))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map_or(String::new(), |(_, k)| format!("; did you mean `{k}`?"))
 }
 
 /// Everything a fit or a study may be told, each setting at its default until a study file, the
@@ -1155,7 +1171,10 @@ impl Spec {
     fn unknown(&self, name: &str, origin: Origin<'_>) -> Error {
         Error::Setting {
             origin: origin_text(origin, name),
-            why: "is not a setting of any study command".into(),
+            why: format!(
+                "is not a setting of any study command{}",
+                did_you_mean(name, &[])
+            ),
         }
     }
 

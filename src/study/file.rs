@@ -68,7 +68,10 @@ impl StudyFile {
                     path: path.to_path_buf(),
                     line: None,
                     column: None,
-                    why: format!("{name} is not a setting of any study command"),
+                    why: format!(
+                        "{name} is not a setting of any study command{}",
+                        settings::did_you_mean(name, &PARTY_KEYS)
+                    ),
                 });
             }
         }

@@ -264,6 +264,13 @@ impl InProcess {
             .map(|(o, n)| (o.source.as_str(), n.as_slice()))
             .collect();
         data::partition::check_names(&named)?;
+        if spec.evaluate && spec.test_party.is_empty() {
+            return Err(Error::setting(
+                "--evaluate",
+                "a study in one process evaluates on --test-party FILE, one per --party (the \
+                 held-out rows each Node keeps); give them (they imply --evaluate)",
+            ));
+        }
         if !spec.test_party.is_empty() && spec.test_party.len() != opened.len() {
             return Err(Error::setting(
                 "--test-party",
