@@ -470,10 +470,22 @@ pub fn wald(
     }
     let beta = beta.as_slice().expect("contiguous");
     let (n, k) = (prepared.rows(), d);
-    Ok(
-        Wald::from_covariance(&prepared.names, beta, &covariance, level, keep_covariance)
-            .map(|w| w.for_family(family, n, k)),
-    )
+    let table = Wald::from_covariance(&prepared.names, beta, &covariance, level, keep_covariance)
+        .map(|w| w.for_family(family, n, k));
+    // A standardised fit's table in raw units too (the covariance transforms exactly).
+    Ok(match &prepared.standardizer {
+        Some(s) => table.and_then(|w| {
+            let raw = crate::inference::RawInputs {
+                means: s.means.as_slice().unwrap_or(&[]),
+                scales: s.scales.as_slice().unwrap_or(&[]),
+                covariance: Some(&covariance),
+                intercept_variance: None,
+            };
+            let variances = covariance.diag().to_vec();
+            w.with_raw_units(&prepared.names, beta, &variances, raw, (family, n))
+        }),
+        None => table,
+    })
 }
 
 /// The fit measures at the fitted coefficients (log-likelihood, deviances, AIC, BIC). A

@@ -76,6 +76,36 @@ pub struct Wald {
     /// The inverse information, when revealed and asked for (`--covariance`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covariance: Option<Vec<Vec<f64>>>,
+    /// A standardised fit's table in the data's own units (per unit of each feature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_units: Option<Box<RawUnits>>,
+}
+
+/// A standardised fit's coefficients and Wald table in the data's own units: `b_j = c_j / s_j`
+/// per unit of feature j, and the intercept at raw zero, `b_0 = c_0 - sum_j b_j m_j`. The
+/// covariance transforms exactly (`T C T^T`), so the slopes' standard errors are `se(c_j) /
+/// s_j` and the intercept's is `sqrt(u^T C u)` for `u = (1, -m_1/s_1, ...)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawUnits {
+    /// The coefficients in raw units (intercept first when fitted).
+    pub coefficients: Vec<f64>,
+    /// Their table.
+    #[serde(flatten)]
+    pub wald: Wald,
+}
+
+/// What a standardised fit's raw-unit table is made from: the pooled means and scales, and
+/// either the whole covariance (standardised coordinates) or the raw intercept's variance.
+#[derive(Debug, Clone, Copy)]
+pub struct RawInputs<'a> {
+    /// Pooled means, one per feature.
+    pub means: &'a [f64],
+    /// Pooled standard deviations, one per feature.
+    pub scales: &'a [f64],
+    /// The covariance of the standardised coefficients, when known.
+    pub covariance: Option<&'a Array2<f64>>,
+    /// `u^T C u`, the raw intercept's variance, when the covariance is not known.
+    pub intercept_variance: Option<f64>,
 }
 
 fn z_law() -> String {
@@ -145,6 +175,7 @@ impl Wald {
             statistic: z_law(),
             df_resid: None,
             covariance: None,
+            raw_units: None,
         };
         for (k, (&b, &v)) in beta.iter().zip(variances).enumerate() {
             if !(v.is_finite() && v > 0.0) {
@@ -171,6 +202,59 @@ impl Wald {
         self.odds_ratios.clear();
         self.odds_ratio_conf_int.clear();
         self
+    }
+
+    /// The same table with its raw-unit companion (see [`RawUnits`]) for coefficients `beta`
+    /// named `names` of a standardised fit; `variances` are the standardised ones (the
+    /// Gaussian's dispersion applied, as in this table). Left without it when the intercept's
+    /// variance is not known.
+    pub fn with_raw_units(
+        mut self,
+        names: &[String],
+        beta: &[f64],
+        variances: &[f64],
+        raw: RawInputs<'_>,
+        (family, n): (privlogit_protocols::Family, usize),
+    ) -> Result<Self, InferenceError> {
+        let intercept = names.first().map(String::as_str) == Some(crate::model::INTERCEPT);
+        let skip = usize::from(intercept);
+        let p = beta.len() - skip;
+        if raw.means.len() != p || raw.scales.len() != p || variances.len() != beta.len() {
+            return Ok(self);
+        }
+        let mut coefficients = beta.to_vec();
+        let mut raw_variances = variances.to_vec();
+        for j in 0..p {
+            coefficients[skip + j] = beta[skip + j] / raw.scales[j];
+            raw_variances[skip + j] = variances[skip + j] / (raw.scales[j] * raw.scales[j]);
+        }
+        if intercept {
+            coefficients[0] = beta[0]
+                - (0..p)
+                    .map(|j| coefficients[1 + j] * raw.means[j])
+                    .sum::<f64>();
+            let u: Vec<f64> = std::iter::once(1.0)
+                .chain((0..p).map(|j| -raw.means[j] / raw.scales[j]))
+                .collect();
+            raw_variances[0] = match (raw.covariance, raw.intercept_variance) {
+                (Some(c), _) if c.nrows() == u.len() => {
+                    let u = ndarray::Array1::from(u);
+                    u.dot(&c.dot(&u))
+                }
+                (_, Some(v)) => v,
+                _ => return Ok(self),
+            };
+        }
+        let table = Self::new(names, &coefficients, &raw_variances, self.ci_level)?.for_family(
+            family,
+            n,
+            beta.len(),
+        );
+        self.raw_units = Some(Box::new(RawUnits {
+            coefficients,
+            wald: table,
+        }));
+        Ok(self)
     }
 
     /// The table as `family` reports it, `n` rows and `k` coefficients: odds ratios for the

@@ -292,11 +292,35 @@ fn party_file(name: &str, parts: usize, k: usize) -> std::path::PathBuf {
 #[test]
 fn unpenalised_secure_study_equals_statsmodels() {
     let reference = &references()["wine_standardized"];
+    let raw = &references()["wine"];
     for protocol in ["newton", "local"] {
         let ours = secure_wine(protocol, &[]).expect("study");
         let measures = ["deviance", "null_deviance", "aic", "bic"];
         assert_table(protocol, &ours, reference, &measures);
+        // The same table in raw units (issue 51) equals statsmodels' on the raw rows: the
+        // slopes' from the revealed variances, the intercept's from one more revealed number.
+        assert_raw_units(protocol, &ours, raw);
     }
+}
+
+/// A standardised result's `raw_units` against statsmodels' raw-row `Logit` (coefficients and
+/// standard errors 1e-6 relative, the issue's; p-values 1e-6 absolute).
+fn assert_raw_units(what: &str, ours: &Value, raw: &Value) {
+    let table = &ours["raw_units"];
+    for field in ["coefficients", "standard_errors"] {
+        let (c, r) = (floats(&table[field]), floats(&raw[field]));
+        close(&format!("{what} raw {field}"), &c, &r, 0.0, 1e-6);
+    }
+    let (c, r) = (floats(&table["p_values"]), floats(&raw["p_values"]));
+    close(&format!("{what} raw p-values"), &c, &r, 1e-6, 0.0);
+}
+
+/// The plaintext fit's raw-unit table of a standardised fit equals statsmodels' on the raw
+/// rows (the covariance transformed exactly).
+#[test]
+fn standardised_fit_reports_raw_units() {
+    let ours = wine("newton", &[("standardize", Value::from(true))]).expect("fits");
+    assert_raw_units("fit", &ours, &references()["wine"]);
 }
 
 /// An unpenalised secure study over a design with a copied column stops at the copy's pivot,
@@ -414,4 +438,100 @@ fn site_intercepts_equal_statsmodels_and_the_study_equals_the_fit() {
     ])
     .expect_err("one party");
     assert!(err.to_string().contains("--site-intercepts"), "{err}");
+}
+
+/// winequality_red in three parts with `column` multiplied by `factor` (so that it reaches
+/// `factor` times its largest value), as party files.
+fn scaled_wine_parts(column: &str, factor: f64) -> Vec<std::path::PathBuf> {
+    let dir = tempfile_dir(&format!("scaled-{factor:e}"));
+    party_files("winequality_red.csv", 3)
+        .iter()
+        .enumerate()
+        .map(|(k, path)| {
+            let text = std::fs::read_to_string(path).expect("part");
+            let mut lines = text.lines();
+            let header = lines.next().expect("header");
+            let j = header.split(',').position(|c| c == column).expect("column");
+            let mut out = format!("{header}\n");
+            for line in lines {
+                let mut cells: Vec<String> = line.split(',').map(String::from).collect();
+                let v: f64 = cells[j].parse().expect("number");
+                cells[j] = format!("{:e}", v * factor);
+                out.push_str(&cells.join(","));
+                out.push('\n');
+            }
+            let to = dir.join(format!("part{k}.csv"));
+            std::fs::write(&to, out).expect("write");
+            to
+        })
+        .collect()
+}
+
+/// Raw units (issue 51): an unstandardised secure study of winequality_red in three Nodes
+/// (total sulfur dioxide reaches 289, its mean square 3,200: too large for the study's bounds
+/// as given, so scaled by a public power of two) equals statsmodels' `Logit` on the pooled raw
+/// rows (reference `wine`: coefficients and standard errors 1e-6 relative, the issue's; the
+/// intercept is 42.9 with a standard error of 79, the density column being nearly constant, so
+/// the fixed-point rounding shows at 2e-7 of it), with Newton and with accelerated
+/// PrivLogit-Local; and the same study with that
+/// column multiplied by 3.5e6 (reaching 1e9) equals the reference with that coefficient and
+/// its standard error divided by 3.5e6 (1e-6 relative).
+#[test]
+fn unstandardised_secure_study_equals_statsmodels_in_raw_units() {
+    let reference = &references()["wine"];
+    let settings = |protocol: &str| {
+        vec![
+            ("label", Value::from("good")),
+            ("lambda", Value::from(0.0)),
+            ("gradient_tol", Value::from(1e-9)),
+            ("protocol", Value::from(protocol)),
+            ("max_iter", Value::from(3000)),
+            ("quiet", Value::from(true)),
+        ]
+    };
+    let parties = party_files("winequality_red.csv", 3);
+    for protocol in ["newton", "local"] {
+        let ours = study(&spec_of(Reader::Study, &parties, &settings(protocol))).expect("study");
+        assert_eq!(
+            ours["standardization"],
+            Value::Null,
+            "{protocol}: raw units"
+        );
+        for field in ["coefficients", "standard_errors"] {
+            let (c, r) = (floats(&ours[field]), floats(&reference[field]));
+            close(&format!("{protocol} {field}"), &c, &r, 0.0, 1e-6);
+        }
+        let (c, r) = (&ours["log_likelihood"], &reference["log_likelihood"]);
+        close(
+            protocol,
+            &floats(&Value::from(vec![c.clone()])),
+            &floats(&Value::from(vec![r.clone()])),
+            0.0,
+            1e-9,
+        );
+    }
+    let factor = 3.5e6;
+    let scaled = scaled_wine_parts("total_sulfur_dioxide", factor);
+    let ours = study(&spec_of(Reader::Study, &scaled, &settings("newton"))).expect("study");
+    let names: Vec<&str> = ours["names"]
+        .as_array()
+        .expect("names")
+        .iter()
+        .map(|n| n.as_str().expect("name"))
+        .collect();
+    let j = names
+        .iter()
+        .position(|n| *n == "total_sulfur_dioxide")
+        .expect("column");
+    let mut want = reference.clone();
+    for field in ["coefficients", "standard_errors"] {
+        want[field][j] = Value::from(reference[field][j].as_f64().expect("value") / factor);
+    }
+    let (ours_c, want_c) = (floats(&ours["coefficients"]), floats(&want["coefficients"]));
+    close("1e9 coefficients", &ours_c, &want_c, 0.0, 1e-6);
+    let (ours_s, want_s) = (
+        floats(&ours["standard_errors"]),
+        floats(&want["standard_errors"]),
+    );
+    close("1e9 standard errors", &ours_s, &want_s, 0.0, 1e-6);
 }

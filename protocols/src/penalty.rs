@@ -5,6 +5,11 @@
 //!
 //! The centre is public (every party may see it), so it enters the secure protocols as public
 //! additions to the encrypted gradient and objective; the curvature (`lambda I`) is unchanged.
+//!
+//! Per-coefficient weights `w` make it `lambda/2 sum_j w_j (beta_j - centre_j)^2`: a study that
+//! scales a feature by a public `1/s_j` before fitting (so that raw values of any magnitude fit
+//! the protocols' bounds) fits `c_j = s_j b_j`, and `w_j = 1/s_j^2` keeps the penalty on the
+//! raw coefficients `b`, so the estimator is the one the user asked for, in their units.
 
 use ndarray::Array1;
 
@@ -20,6 +25,8 @@ pub struct Penalty<'a> {
     pub centre: Option<&'a Array1<f64>>,
     /// How many leading coefficients are not penalised.
     pub free: usize,
+    /// Per-coefficient multipliers of lambda (1 when `None`).
+    pub weights: Option<&'a Array1<f64>>,
 }
 
 impl<'a> Penalty<'a> {
@@ -29,6 +36,16 @@ impl<'a> Penalty<'a> {
             lambda,
             centre: None,
             free: 0,
+            weights: None,
+        }
+    }
+
+    /// The multiplier of lambda on coefficient `j` (0 on the free ones).
+    pub fn weight(&self, j: usize) -> f64 {
+        if j < self.free {
+            0.0
+        } else {
+            self.weights.map_or(1.0, |w| w[j])
         }
     }
 
@@ -42,21 +59,29 @@ impl<'a> Penalty<'a> {
         offset
     }
 
-    /// The penalty's term in the gradient of the objective: `-lambda (beta - centre)`.
+    /// The penalty's term in the gradient of the objective: `-lambda w (beta - centre)`.
     pub fn gradient(&self, beta: &Array1<f64>) -> Array1<f64> {
-        self.offset(beta) * -self.lambda
+        let mut g = self.offset(beta) * -self.lambda;
+        if let Some(w) = self.weights {
+            g *= w;
+        }
+        g
     }
 
-    /// The penalty's term in the objective: `-lambda/2 ||beta - centre||^2`.
+    /// The penalty's term in the objective: `-lambda/2 sum w (beta - centre)^2`.
     pub fn objective(&self, beta: &Array1<f64>) -> f64 {
         let offset = self.offset(beta);
-        -0.5 * self.lambda * offset.dot(&offset)
+        let weighted = match self.weights {
+            Some(w) => (&offset * w).dot(&offset),
+            None => offset.dot(&offset),
+        };
+        -0.5 * self.lambda * weighted
     }
 
-    /// The penalty's curvature, the diagonal added to `X^T A X` or `1/4 X^T X`: lambda on
-    /// the penalised coefficients, 0 on the free ones.
+    /// The penalty's curvature, the diagonal added to `X^T A X` or `1/4 X^T X`: lambda (times
+    /// its weight) on the penalised coefficients, 0 on the free ones.
     pub fn diagonal(&self, dimension: usize) -> Array1<f64> {
-        Array1::from_shape_fn(dimension, |i| if i < self.free { 0.0 } else { self.lambda })
+        Array1::from_shape_fn(dimension, |i| self.lambda * self.weight(i))
     }
 }
 
@@ -72,6 +97,7 @@ mod tests {
             lambda: 2.0,
             centre: Some(&centre),
             free: 0,
+            weights: None,
         };
         assert_eq!(p.gradient(&beta), ndarray::array![-1.0, 6.0]);
         assert_eq!(p.objective(&beta), -(0.25 + 9.0));
@@ -83,5 +109,14 @@ mod tests {
         assert_eq!(free.gradient(&beta), ndarray::array![0.0, 6.0]);
         assert_eq!(free.objective(&beta), -9.0);
         assert_eq!(free.diagonal(3), ndarray::array![0.0, 2.0, 2.0]);
+        // Weights: the raw penalty of a coefficient fitted on a feature scaled by 1/2 (w = 4).
+        let w = ndarray::array![1.0, 4.0];
+        let weighted = Penalty {
+            weights: Some(&w),
+            ..p
+        };
+        assert_eq!(weighted.gradient(&beta), ndarray::array![-1.0, 24.0]);
+        assert_eq!(weighted.objective(&beta), -(0.25 + 36.0));
+        assert_eq!(weighted.diagonal(2), ndarray::array![2.0, 8.0]);
     }
 }

@@ -40,25 +40,11 @@ struct Fields {
     #[serde(default)]
     reveal: Option<String>,
     #[serde(default)]
-    standard_errors: Option<Vec<f64>>,
-    #[serde(default)]
-    z_values: Option<Vec<f64>>,
-    #[serde(default)]
-    p_values: Option<Vec<f64>>,
-    #[serde(default)]
-    conf_int: Option<Vec<[f64; 2]>>,
-    #[serde(default)]
     ci_level: Option<f64>,
+    #[serde(flatten)]
+    wald: WaldFields,
     #[serde(default)]
-    odds_ratios: Option<Vec<f64>>,
-    #[serde(default)]
-    odds_ratio_conf_int: Option<Vec<[f64; 2]>>,
-    #[serde(default)]
-    rate_ratios: Option<Vec<f64>>,
-    #[serde(default)]
-    rate_ratio_conf_int: Option<Vec<[f64; 2]>>,
-    #[serde(default)]
-    statistic: Option<String>,
+    raw_units: Option<RawFields>,
     #[serde(default)]
     df_resid: Option<f64>,
     #[serde(default)]
@@ -81,6 +67,154 @@ struct Fields {
     covariance: Option<Vec<Vec<f64>>>,
     #[serde(default, flatten)]
     evaluation: Option<crate::evaluation::Evaluation>,
+}
+
+/// A Wald table's columns as a result carries them.
+#[derive(Debug, Default, Deserialize)]
+struct WaldFields {
+    #[serde(default)]
+    standard_errors: Option<Vec<f64>>,
+    #[serde(default)]
+    z_values: Option<Vec<f64>>,
+    #[serde(default)]
+    p_values: Option<Vec<f64>>,
+    #[serde(default)]
+    conf_int: Option<Vec<[f64; 2]>>,
+    // A ratio past f64's range (exp of a large raw coefficient) is written as null.
+    #[serde(default, deserialize_with = "ratios")]
+    odds_ratios: Option<Vec<f64>>,
+    #[serde(default, deserialize_with = "intervals")]
+    odds_ratio_conf_int: Option<Vec<[f64; 2]>>,
+    #[serde(default, deserialize_with = "ratios")]
+    rate_ratios: Option<Vec<f64>>,
+    #[serde(default, deserialize_with = "intervals")]
+    rate_ratio_conf_int: Option<Vec<[f64; 2]>>,
+    #[serde(default)]
+    statistic: Option<String>,
+}
+
+/// Ratios, a null (JSON's rendering of an infinite one) read as infinity.
+fn ratios<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
+    let v: Option<Vec<Option<f64>>> = Deserialize::deserialize(d)?;
+    Ok(v.map(|v| v.into_iter().map(|x| x.unwrap_or(f64::INFINITY)).collect()))
+}
+
+/// Ratio intervals, nulls read as infinity.
+#[allow(clippy::type_complexity)]
+fn intervals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<[f64; 2]>>, D::Error> {
+    let v: Option<Vec<[Option<f64>; 2]>> = Deserialize::deserialize(d)?;
+    Ok(v.map(|v| {
+        v.into_iter()
+            .map(|[a, b]| [a.unwrap_or(f64::INFINITY), b.unwrap_or(f64::INFINITY)])
+            .collect()
+    }))
+}
+
+/// A standardised fit's table in raw units (`raw_units`).
+#[derive(Debug, Deserialize)]
+struct RawFields {
+    coefficients: Vec<f64>,
+    #[serde(flatten)]
+    wald: WaldFields,
+}
+
+/// A complete table: every column of one length.
+struct Table<'a> {
+    coefficients: &'a [f64],
+    se: &'a [f64],
+    z: &'a [f64],
+    p: &'a [f64],
+    ci: &'a [[f64; 2]],
+    level: f64,
+    law: &'a str,
+    ratios: Vec<(&'static str, &'a [f64], &'a [[f64; 2]])>,
+}
+
+impl<'a> Table<'a> {
+    fn of(coefficients: &'a [f64], w: &'a WaldFields, level: Option<f64>) -> Option<Self> {
+        let k = coefficients.len();
+        let (se, z, p, ci, level) = match (
+            &w.standard_errors,
+            &w.z_values,
+            &w.p_values,
+            &w.conf_int,
+            level,
+        ) {
+            (Some(se), Some(z), Some(p), Some(ci), Some(level))
+                if se.len() == k && z.len() == k && p.len() == k && ci.len() == k =>
+            {
+                (se, z, p, ci, level)
+            }
+            _ => return None,
+        };
+        let ratios = [
+            ("odds ratio", &w.odds_ratios, &w.odds_ratio_conf_int),
+            ("rate ratio", &w.rate_ratios, &w.rate_ratio_conf_int),
+        ]
+        .into_iter()
+        .filter_map(|(what, r, i)| match (r, i) {
+            (Some(r), Some(i)) if r.len() == k && i.len() == k => {
+                Some((what, r.as_slice(), i.as_slice()))
+            }
+            _ => None,
+        })
+        .collect();
+        Some(Self {
+            coefficients,
+            se,
+            z,
+            p,
+            ci,
+            level,
+            law: w.statistic.as_deref().unwrap_or("z"),
+            ratios,
+        })
+    }
+}
+
+/// The coefficient rows (estimate, standard error, statistic, p, interval) and the ratios.
+fn write_table(s: &mut String, names: &[String], t: &Table<'_>, width: usize, line: usize) {
+    let (lo, hi) = quantile_names(t.level);
+    let law = t.law;
+    let _ = writeln!(
+        s,
+        "{:<width$} {:>12} {:>10} {:>9} {:>7} {:>11} {:>11}",
+        "",
+        "coef",
+        "std err",
+        law,
+        format!("P>|{law}|"),
+        lo,
+        hi
+    );
+    let _ = writeln!(s, "{}", "-".repeat(line));
+    for j in 0..t.coefficients.len() {
+        let _ = writeln!(
+            s,
+            "{:<width$} {:>12} {:>10} {:>9.3} {:>7.3} {:>11} {:>11}",
+            names[j],
+            number(t.coefficients[j]),
+            number(t.se[j]),
+            t.z[j],
+            t.p[j],
+            number(t.ci[j][0]),
+            number(t.ci[j][1])
+        );
+    }
+    for (what, ratios, intervals) in &t.ratios {
+        let _ = writeln!(s, "{}", "-".repeat(line));
+        let _ = writeln!(s, "{:<width$} {:>12} {:>11} {:>11}", "", what, lo, hi);
+        for j in 0..t.coefficients.len() {
+            let _ = writeln!(
+                s,
+                "{:<width$} {:>12} {:>11} {:>11}",
+                names[j],
+                number(ratios[j]),
+                number(intervals[j][0]),
+                number(intervals[j][1])
+            );
+        }
+    }
 }
 
 /// The held-out rows' figures and calibration table.
@@ -222,72 +356,27 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
         opt(f.bic, 4)
     );
     let _ = writeln!(s, "{}", "=".repeat(line));
-    let table = match (
-        &f.standard_errors,
-        &f.z_values,
-        &f.p_values,
-        &f.conf_int,
-        f.ci_level,
-    ) {
-        (Some(se), Some(z), Some(p), Some(ci), Some(level))
-            if se.len() == k && z.len() == k && p.len() == k && ci.len() == k =>
-        {
-            Some((se, z, p, ci, level))
-        }
-        _ => None,
-    };
-    match table {
-        Some((se, z, p, ci, level)) => {
-            let (lo, hi) = quantile_names(level);
-            let law = f.statistic.as_deref().unwrap_or("z");
-            let _ = writeln!(
-                s,
-                "{:<width$} {:>12} {:>10} {:>9} {:>7} {:>11} {:>11}",
-                "",
-                "coef",
-                "std err",
-                law,
-                format!("P>|{law}|"),
-                lo,
-                hi
-            );
-            let _ = writeln!(s, "{}", "-".repeat(line));
-            for j in 0..k {
+    let table = Table::of(&f.coefficients, &f.wald, f.ci_level);
+    match &table {
+        Some(t) => {
+            if f.raw_units.is_some() {
                 let _ = writeln!(
                     s,
-                    "{:<width$} {:>12} {:>10} {:>9.3} {:>7.3} {:>11} {:>11}",
-                    f.names[j],
-                    number(f.coefficients[j]),
-                    number(se[j]),
-                    z[j],
-                    p[j],
-                    number(ci[j][0]),
-                    number(ci[j][1])
+                    "Standardised: per pooled standard deviation of each feature (ddof 0)"
                 );
             }
-            let ratios = [
-                ("odds ratio", &f.odds_ratios, &f.odds_ratio_conf_int),
-                ("rate ratio", &f.rate_ratios, &f.rate_ratio_conf_int),
-            ];
-            for (what, ratios, intervals) in ratios {
-                let (Some(or), Some(orci)) = (ratios, intervals) else {
-                    continue;
-                };
-                if or.len() != k || orci.len() != k {
-                    continue;
-                }
-                let _ = writeln!(s, "{}", "-".repeat(line));
-                let _ = writeln!(s, "{:<width$} {:>12} {:>11} {:>11}", "", what, lo, hi);
-                for j in 0..k {
-                    let _ = writeln!(
-                        s,
-                        "{:<width$} {:>12} {:>11} {:>11}",
-                        f.names[j],
-                        number(or[j]),
-                        number(orci[j][0]),
-                        number(orci[j][1])
-                    );
-                }
+            write_table(&mut s, &f.names, t, width, line);
+            if let Some(raw) = f
+                .raw_units
+                .as_ref()
+                .and_then(|r| Table::of(&r.coefficients, &r.wald, f.ci_level))
+            {
+                let _ = writeln!(s, "{}", "=".repeat(line));
+                let _ = writeln!(
+                    s,
+                    "Raw units: per unit of each feature (the intercept where every feature is 0)"
+                );
+                write_table(&mut s, &f.names, &raw, width, line);
             }
         }
         None => {
@@ -339,7 +428,7 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
             "so this is not the maximum-likelihood table: refit with --lambda 0 (lam=0 in Python) for that."
         );
     }
-    if let (Some("t"), Some(df)) = (f.statistic.as_deref(), f.df_resid) {
+    if let (Some("t"), Some(df)) = (f.wald.statistic.as_deref(), f.df_resid) {
         let _ = writeln!(
             s,
             "t statistics: the dispersion is estimated, so p-values and intervals use Student's t with {} df.",

@@ -245,6 +245,24 @@ impl StudyResult {
             }
         };
         let wald = wald.map(|w| w.for_family(glm.family, n, k));
+        // A standardised study's table in raw units too (the covariance transforms exactly).
+        let wald = match (&o.standardization, self.plan.standardize) {
+            (Some((means, scales)), true) => wald.and_then(|w| {
+                let covariance = revealed.covariance.as_ref().map(|c| c * scale);
+                let variances: Vec<f64> = match &covariance {
+                    Some(c) => c.diag().to_vec(),
+                    None => revealed.variances.iter().map(|v| v * scale).collect(),
+                };
+                let raw = crate::inference::RawInputs {
+                    means,
+                    scales,
+                    covariance: covariance.as_ref(),
+                    intercept_variance: revealed.raw_intercept_variance.map(|v| v * scale),
+                };
+                w.with_raw_units(&o.names, beta, &variances, raw, (glm.family, n))
+            }),
+            _ => wald,
+        };
         let intercept = o.names.first().map(String::as_str) == Some(INTERCEPT);
         let goodness = match &revealed.constants {
             Some(c) => Goodness::glm(

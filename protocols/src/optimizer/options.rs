@@ -88,6 +88,8 @@ pub struct FitOptions {
     /// The penalty's centre: `lambda/2 ||beta - centre||^2` (0 when `None`; public, in the
     /// coefficients' own coordinates: after standardisation, intercept included).
     pub centre: Option<Array1<f64>>,
+    /// Per-coefficient multipliers of lambda (1 when `None`; see [`Penalty::weights`]).
+    pub weights: Option<Array1<f64>>,
     /// Newton halves a step that lowers the objective (up to [`MAX_HALVINGS`] times, as R's
     /// `glm.fit` does) instead of declaring divergence. Off for the dissertation's logistic
     /// baseline, whose runaway from a poor start is part of what it reports (section 5.4.4);
@@ -109,6 +111,7 @@ impl Default for FitOptions {
             stopping: StoppingRule::default(),
             initial: Initial::Zeros,
             centre: None,
+            weights: None,
             step_halving: false,
             newton_finish: true,
         }
@@ -175,12 +178,20 @@ impl FitOptions {
         self
     }
 
-    /// The Center's penalty, `lambda/2 ||beta - centre||^2`.
+    /// Weighs the penalty per coefficient (`lambda/2 sum_j w_j (beta_j - centre_j)^2`), or
+    /// not with `None` (see [`Penalty::weights`]).
+    pub fn penalty_weights(mut self, weights: Option<Array1<f64>>) -> Self {
+        self.weights = weights;
+        self
+    }
+
+    /// The Center's penalty, `lambda/2 ||beta - centre||^2` (weighted when set).
     pub fn penalty(&self) -> Penalty<'_> {
         Penalty {
             lambda: self.lambda,
             centre: self.centre.as_ref(),
             free: usize::from(self.free_intercept),
+            weights: self.weights.as_ref(),
         }
     }
 

@@ -330,6 +330,40 @@ impl<C: Channel> SecureAggregation<C> {
         Ok((means, scales))
     }
 
+    /// Public power-of-two scales for an unstandardised study whose features are too large for
+    /// the protocols' bounds: one moments round gives each feature's pooled mean of `x^2`; a
+    /// feature whose root mean square exceeds `2^RAW_RMS_BITS` is divided by the power of two
+    /// `2^k` that brings it within (the Nodes scale their rows, as they standardise them, with
+    /// means 0). Every sum a Node sends is a mean over rows of products of at most two scaled
+    /// values, so it is bounded by the scaled mean squares whatever a single row holds. `None`
+    /// when no feature needs it (nothing is sent: such a study runs as it always did). The
+    /// aggregator learns the pooled mean squares; the Nodes the powers of two.
+    pub fn scale_raw(&mut self, names: &[String]) -> Result<Option<Vec<f64>>, SecureError> {
+        let squares = self.pooled_moments(&vec![0.0; names.len()], names.len())?;
+        let scales: Vec<f64> = squares
+            .iter()
+            .map(|&m| {
+                let rms = m.max(0.0).sqrt();
+                let k = if rms > 0.0 {
+                    (rms.log2().ceil() as i64 - i64::from(RAW_RMS_BITS)).max(0)
+                } else {
+                    0
+                };
+                // k < 1024 for any finite f64.
+                (k as f64).exp2()
+            })
+            .collect();
+        if scales.iter().all(|&s| s == 1.0) {
+            return Ok(None);
+        }
+        let payload = Writer::new()
+            .f64s(&vec![0.0; names.len()])
+            .f64s(&scales)
+            .finish();
+        self.tell_nodes(Step::Standardize, &payload)?;
+        Ok(Some(scales))
+    }
+
     /// One moments round: per feature, the pooled sum of `x` (no means given) or of
     /// `(x - mean)^2`, divided by N.
     fn pooled_moments(&mut self, means: &[f64], features: usize) -> Result<Vec<f64>, SecureError> {
@@ -802,6 +836,7 @@ impl<C: Channel> SecureAggregation<C> {
     /// almost no variance of its own, stops the study at its pivot, named.
     fn bounds(&self, lower: &EncryptedVector, lambda: f64, penalised: bool) -> SpdBounds {
         let floor = lambda / self.rows as f64;
+        // (`lambda`: the least entry of the diagonal added, see `curvature`.)
         let bounds = solver::bounds_of(lower, self.config.dimension, floor);
         if penalised {
             bounds
@@ -954,36 +989,48 @@ impl<C: Channel> SecureAggregation<C> {
         Ok((gradient, objective, information))
     }
 
-    /// The diagonal a secret curvature matrix gets: the penalty's lambda, or for an unpenalised
-    /// study `floor` per row (its public lower eigenvalue bound, see [`UNPENALISED_STEP_FLOOR`]).
-    fn curvature(&self, penalty: Penalty<'_>, floor: f64) -> Result<f64, SecureError> {
+    /// The diagonal a secret curvature matrix gets, per coefficient and not yet divided by N:
+    /// the penalty's `lambda w_j`, raised to `floor` per row where it is smaller (every
+    /// coefficient of an unpenalised study, see [`UNPENALISED_STEP_FLOOR`]; a coefficient
+    /// whose weight is tiny). Only the step's matrix gets the raise, never the gradient or the
+    /// objective, so the fixed point is the penalised optimum itself.
+    fn curvature(&self, penalty: Penalty<'_>, floor: f64) -> Result<Curvature, SecureError> {
         let lambda = full_penalty(penalty)?;
-        Ok(if lambda > 0.0 {
-            lambda
-        } else {
-            floor * self.rows as f64
+        let least = floor * self.rows as f64;
+        let own = |j: usize| match (lambda > 0.0, penalty.weights) {
+            (false, _) => least,
+            (true, None) => lambda,
+            // A weight may be tiny (a feature scaled down by 2^30): its entry gets the floor.
+            (true, Some(_)) => (lambda * penalty.weight(j)).max(least),
+        };
+        let diagonal: Vec<f64> = (0..self.config.dimension).map(own).collect();
+        let penalised =
+            lambda > 0.0 && (0..diagonal.len()).all(|j| diagonal[j] == lambda * penalty.weight(j));
+        Ok(Curvature {
+            least: diagonal.iter().copied().fold(f64::INFINITY, f64::min),
+            diagonal,
+            penalised,
         })
     }
 
-    /// `lower + lambda/N I` for a lower triangle packed by rows.
+    /// `lower + diag(curvature) / N` for a lower triangle packed by rows.
     fn add_penalty_diagonal(
         &self,
         lower: &EncryptedVector,
-        lambda: f64,
+        curvature: &Curvature,
     ) -> Result<EncryptedVector, SecureError> {
         let d = self.config.dimension;
-        if lower.len() != d * (d + 1) / 2 {
+        if lower.len() != d * (d + 1) / 2 || curvature.diagonal.len() != d {
             return Err(SecureError::inconsistent(format!(
                 "a matrix of {} entries for {d} coefficients",
                 lower.len()
             )));
         }
-        let diagonal = Self::fixed(lambda / self.rows as f64, self.config.frac)?.value;
         let mut penalty = Vec::with_capacity(lower.len());
         for i in 0..d {
             for j in 0..=i {
                 penalty.push(if i == j {
-                    diagonal.clone()
+                    Self::fixed(curvature.diagonal[i] / self.rows as f64, self.config.frac)?.value
                 } else {
                     BigInt::from(0)
                 });
@@ -1057,6 +1104,23 @@ impl<C: Channel> SecureAggregation<C> {
     }
 }
 
+/// A feature of an unstandardised study whose root mean square is above `2^RAW_RMS_BITS` is
+/// scaled down by a power of two to within it ([`SecureAggregation::scale_raw`]): the Nodes'
+/// sums of products of two features divided by N then stay below `2^(2 RAW_RMS_BITS)`, far
+/// inside the study's value bound, while features that small are left as they are.
+pub const RAW_RMS_BITS: u32 = 2;
+
+/// The diagonal added to a secret curvature matrix (see `SecureAggregation::curvature`).
+#[derive(Debug, Clone)]
+struct Curvature {
+    /// Per coefficient, not divided by N.
+    diagonal: Vec<f64>,
+    /// Its least entry: `B >= least I` (per N rows), the inverse's public bound.
+    least: f64,
+    /// Every entry is the penalty's own (none raised to the floor).
+    penalised: bool,
+}
+
 /// The lambda of a penalty that covers every coefficient: the secure bound's and inverse's
 /// public widths follow from `N / lambda` on the whole diagonal, so a free intercept is refused
 /// until they are derived for it.
@@ -1080,10 +1144,21 @@ fn full_penalty(penalty: Penalty<'_>) -> Result<f64, SecureError> {
 /// slows the last iterations by a factor `1 + delta / lambda_min`.
 pub const UNPENALISED_STEP_FLOOR: f64 = 1.0 / (1u64 << 20) as f64;
 
+/// The Newton systems' floor in a study whose features were scaled but not centred
+/// (`scale_raw`): `2^-40` per row, so that the damping stays below a raw design's least
+/// eigenvalue (winequality: about 5e-8 per row after scaling) and Newton keeps its rate.
+pub const SCALED_STEP_FLOOR: f64 = 1.0 / (1u64 << 40) as f64;
+
 /// The floor of the information inverted for standard errors in an unpenalised study, per row:
 /// `2^-40`, so the standard errors are off by about `2^-41 / lambda_min(X^T A X / N)`
 /// relative (below 1e-7 for a smallest eigenvalue above 1e-5).
 pub const UNPENALISED_INFERENCE_FLOOR: f64 = 1.0 / (1u64 << 40) as f64;
+
+/// The same floor for a study whose features were scaled into the bounds but not centred
+/// (`scale_raw`): `2^-60`, since a raw design may hold a nearly constant column beside the
+/// intercept (winequality's density: `lambda_min(X^T A X / N)` about 5e-8 after scaling), where
+/// `2^-40` would move the intercept's standard error by 1e-5 relative.
+pub const SCALED_INFERENCE_FLOOR: f64 = 1.0 / (1u64 << 60) as f64;
 
 impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// `Enc(l/N)` at twice the fractional bits.
@@ -1104,9 +1179,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     /// Always `Some`: positive definiteness cannot be checked without revealing more, and
     /// `1/4 X^T X + lambda I` is positive definite whenever `lambda > 0`.
     fn bound_factor(&mut self, penalty: Penalty<'_>) -> Result<Option<usize>, SecureError> {
-        let lambda = self.curvature(penalty, UNPENALISED_STEP_FLOOR)?;
+        let curvature = self.curvature(penalty, UNPENALISED_STEP_FLOOR)?;
         if self.protocol == Protocol::Local {
-            self.bound_lambda = Some(lambda);
+            self.bound_lambda = Some(curvature.least);
         }
         if let Some(index) = self.restored_bound.take() {
             self.bound_index = Some(index);
@@ -1121,12 +1196,12 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
             let parts = self.read_each(&replies, &[&shape], "Hessian bound")?;
             EncryptedVector::sum(&self.key, &parts.iter().collect::<Vec<_>>())?
         };
-        let lower = self.add_penalty_diagonal(&sum, lambda)?;
+        let lower = self.add_penalty_diagonal(&sum, &curvature)?;
         let local = self.protocol == Protocol::Local;
         let save = self.saved_bound.is_some();
         let (factor, saved) = self.factor(
             &lower,
-            (lambda, penalty.lambda > 0.0),
+            (curvature.least, curvature.penalised),
             local,
             b"bound",
             save,
@@ -1158,14 +1233,26 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         beta: &Array1<f64>,
         penalty: Penalty<'_>,
     ) -> Result<NewtonSystem<Self>, SecureError> {
-        let lambda = self.curvature(penalty, UNPENALISED_STEP_FLOOR)?;
+        // Scaled, uncentred features keep a raw design's conditioning: a damping of 2^-20 per
+        // row would be far above its least eigenvalue and make Newton crawl.
+        let floor = if penalty.weights.is_some() {
+            SCALED_STEP_FLOOR
+        } else {
+            UNPENALISED_STEP_FLOOR
+        };
+        let curvature = self.curvature(penalty, floor)?;
         let (gradient, objective, information) = self.gather(beta, penalty, true)?;
         let information = information.expect("asked for the Hessian");
-        let lower = self.add_penalty_diagonal(&information, lambda)?;
+        let lower = self.add_penalty_diagonal(&information, &curvature)?;
         // A seeded run's masks follow the coefficients, so a resumed run repeats them.
         let label: Vec<u8> = beta.iter().flat_map(|b| b.to_le_bytes()).collect();
-        let (factor, _) =
-            self.factor(&lower, (lambda, penalty.lambda > 0.0), false, &label, false)?;
+        let (factor, _) = self.factor(
+            &lower,
+            (curvature.least, curvature.penalised),
+            false,
+            &label,
+            false,
+        )?;
         Ok(NewtonSystem {
             gradient,
             objective,

@@ -49,6 +49,9 @@ pub struct DecryptionBudget {
     pub count: usize,
     /// Standardisation: two rounds of `features` values each (means, then variances).
     pub moments: usize,
+    /// An unstandardised study: one round of `features` mean squares, right after the count
+    /// (the aggregator's scaling of large features, `SecureAggregation::scale_raw`).
+    pub raw_moments: usize,
     /// Values per moments round.
     pub features: usize,
     /// PrivLogit-Local: one step of `dimension` values per iteration, at most this many.
@@ -72,6 +75,7 @@ impl DecryptionBudget {
         Self {
             count: 1,
             moments: if standardize { 2 } else { 0 },
+            raw_moments: usize::from(!standardize),
             features,
             // One step an iteration, and the one at the final coefficients, which the
             // aggregator decrypts to see whether the gradient-norm test can be skipped.
@@ -98,7 +102,15 @@ impl DecryptionBudget {
             (&mut self.count, 1, "the row count")
         } else if self.moments > 0 {
             (&mut self.moments, self.features, "standardisation moments")
+        } else if self.raw_moments > 0 && len == self.features {
+            (
+                &mut self.raw_moments,
+                self.features,
+                "the features' mean squares",
+            )
         } else {
+            // The mean squares come first or not at all (a vertical study has none).
+            self.raw_moments = 0;
             (&mut self.steps, self.dimension, "a PrivLogit-Local step")
         };
         if *left == 0 || len != want {
@@ -121,6 +133,7 @@ impl DecryptionBudget {
             .u64(self.steps as u64)
             .u64(self.dimension as u64)
             .u64(u64::from(self.local))
+            .u64(self.raw_moments as u64)
     }
 
     fn read(r: &mut Reader<'_>) -> std::io::Result<Self> {
@@ -132,6 +145,8 @@ impl DecryptionBudget {
             steps: next()?,
             dimension: next()?,
             local: next()? == 1,
+            // Absent from a key kept by an earlier release.
+            raw_moments: next().unwrap_or(0),
         })
     }
 }

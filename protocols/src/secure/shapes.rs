@@ -14,8 +14,10 @@ use super::gc::SIGMA;
 use super::{SecureConfig, SecureError, bits_for, pow2};
 use crate::paillier::{EncryptedMatrix, EncryptedVector, Packing, PaillierError, PublicKey};
 
-/// Public bound (as a power of two) on a Node's feature sums divided by N (standardisation).
-pub const MOMENT_BITS: u32 = 48;
+/// Public bound (as a power of two) on a Node's feature sums divided by N (standardisation,
+/// and the mean squares of an unstandardised study's scaling): raw values up to about 1.8e19
+/// in magnitude, whose squares reach 2^128.
+pub const MOMENT_BITS: u32 = 128;
 /// Fractional bits of the standardisation moments: enough that a Node's moments (f64 values
 /// of magnitude at least 2^-7) are encoded without rounding, so that the pooled means and
 /// standard deviations are the plaintext ones to f64 rounding (at 40 bits their rounding put

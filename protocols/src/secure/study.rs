@@ -699,7 +699,11 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
             let standardization = if plan.standardize {
                 Some(aggregation.standardize(&features)?)
             } else {
-                None
+                // Raw units: features too large for the bounds are scaled by public powers
+                // of two, kept beside the standardisation's (means 0) in checkpoints.
+                aggregation
+                    .scale_raw(&features)?
+                    .map(|scales| (vec![0.0; scales.len()], scales))
             };
             (aggregation, standardization)
         }
@@ -729,6 +733,17 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         }
     } else {
         options
+    };
+    // An unstandardised study fits `c_j = s_j b_j` on features scaled by `1/s_j`: the penalty
+    // weighed by `1/s_j^2` (and a centre scaled alike) is the raw coefficients' penalty, so
+    // the estimator is the one asked for; the result is turned back into raw units below.
+    let raw_scales = match (&standardization, plan.standardize) {
+        (Some((_, scales)), false) => Some(scales.clone()),
+        _ => None,
+    };
+    let options = match &raw_scales {
+        Some(scales) => raw_penalty(options, scales, plan)?,
+        None => options,
     };
     let mut names = features.clone();
     if plan.intercept {
@@ -835,12 +850,22 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
     // Standard errors mean something at the optimum only. A round that fails on the numbers (a
     // pivot or value out of its public range) costs the table, not the model.
     let (inference, inference_failed) = if fit.converged() {
+        // A standardised study's raw intercept, `(1, -m_1/s_1, ...) . c`: its variance too.
+        let raw_row: Option<Vec<f64>> = match (&standardization, plan.standardize) {
+            (Some((means, scales)), true) if plan.intercept => Some(
+                std::iter::once(1.0)
+                    .chain(means.iter().zip(scales).map(|(m, s)| -m / s))
+                    .collect(),
+            ),
+            _ => None,
+        };
         match aggregation.inference(
             &fit.beta,
             options.penalty(),
             plan.intercept,
             plan.reveal,
             plan.glm,
+            raw_row.as_deref(),
         ) {
             Ok(revealed) => (revealed, None),
             Err(SecureError::Singular { column, .. }) => {
@@ -866,6 +891,17 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         };
     let aggregator = aggregation.finish()?;
     let setup_seconds = setup_seconds + aggregator.bound_seconds;
+    let (fit, inference, standardization) = match &raw_scales {
+        Some(scales) => {
+            let per_coefficient = coefficient_scales(scales, plan.intercept);
+            (
+                in_raw_units(fit, &per_coefficient),
+                inference.map(|r| r.in_raw_units(&per_coefficient)),
+                None,
+            )
+        }
+        None => (fit, inference, standardization),
+    };
     Ok(StudyOutcome {
         fit,
         names,
@@ -880,6 +916,47 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         evaluation,
         vertical: None,
     })
+}
+
+/// Each coefficient's scale `s_j` (1 for the intercept) of a study whose features were divided
+/// by `scales`.
+fn coefficient_scales(scales: &[f64], intercept: bool) -> ndarray::Array1<f64> {
+    let mut out = Vec::with_capacity(scales.len() + 1);
+    if intercept {
+        out.push(1.0);
+    }
+    out.extend_from_slice(scales);
+    ndarray::Array1::from(out)
+}
+
+/// The options of a study fitted on features divided by `scales`: the penalty weighed by
+/// `1/s_j^2` and its centre multiplied by `s_j` (the raw penalty `lambda/2 sum (b_j -
+/// centre_j)^2` in the fitted coefficients `c_j = s_j b_j`). A DP release is calibrated on
+/// rows as given: refused, naming the fix.
+fn raw_penalty(
+    options: FitOptions,
+    scales: &[f64],
+    plan: &StudyPlan,
+) -> Result<FitOptions, SecureError> {
+    if plan.release.is_some() {
+        return Err(SecureError::invalid_plan(
+            "standardize",
+            "a differentially private study's features are too large for its bounds as given \
+             (a root mean square above 4): standardise them (--standardize)",
+        ));
+    }
+    let s = coefficient_scales(scales, plan.intercept);
+    let weights = s.mapv(|v| 1.0 / (v * v));
+    let centre = options.centre.as_ref().map(|c| c * &s);
+    Ok(options
+        .penalty_weights(Some(weights))
+        .penalty_centre(centre))
+}
+
+/// A fit on scaled features, its coefficients turned back into raw units (`b_j = c_j / s_j`).
+fn in_raw_units(mut fit: FitReport, s: &ndarray::Array1<f64>) -> FitReport {
+    fit.beta = &fit.beta / s;
+    fit
 }
 
 /// Reads every Node's `Join` (its feature names) and checks the columns agree with Node 1's (or

@@ -11,7 +11,7 @@ use ndarray::{Array1, Array2};
 use num_bigint::{BigInt, BigUint};
 use privlogit_circuits::channel::Channel;
 
-use super::{SecureAggregation, UNPENALISED_INFERENCE_FLOOR};
+use super::{SCALED_INFERENCE_FLOOR, SecureAggregation, UNPENALISED_INFERENCE_FLOOR};
 use crate::objective::{CONSTANT_SUMS, Glm};
 use crate::paillier::{EncryptedVector, Fixed, Packing};
 use crate::penalty::Penalty;
@@ -20,6 +20,7 @@ use crate::secure::masked::Shared;
 use crate::secure::masked::block_spd;
 use crate::secure::masked::cross::Zeros;
 use crate::secure::masked::engine::{MaskedEngine, to_f64};
+use crate::secure::masked::matrix::IntMatrix;
 use crate::secure::masked::packed::PackedMatrix;
 use crate::secure::ranking::{MAX_RANKED_ROWS, NodeShares, auc as ranking_auc, rank_circuit};
 use crate::secure::round_trips::Phase;
@@ -95,12 +96,36 @@ pub struct Revealed {
     pub log_likelihood: f64,
     /// Rows labelled 1, when the model is a logistic regression with an intercept.
     pub positives: Option<f64>,
+    /// A standardised study's intercept in raw units, `b_0 = c_0 - sum_j c_j m_j / s_j`: its
+    /// variance `u^T (X^T A X + lambda I)^-1 u` for the public `u = (1, -m_1/s_1, ...)`, one
+    /// more revealed number (the raw table's), when asked for.
+    pub raw_intercept_variance: Option<f64>,
     /// A Gaussian, Poisson or weighted model's [`crate::objective::PartyData::constant_sums`]
     /// over every Node: the null model's sufficient sums, the saturated log-likelihood and
     /// `sum log w`.
     pub constants: Option<[f64; CONSTANT_SUMS]>,
     /// Seconds the round took.
     pub seconds: f64,
+}
+
+impl Revealed {
+    /// The same inference for coefficients `b_j = c_j / s_j` of features that were divided by
+    /// `s_j` for the fit: variances over `s_j^2`, the covariance `D^-1 C D^-1` (`D = diag(s)`),
+    /// exactly; the likelihood and sums do not depend on the scaling.
+    pub fn in_raw_units(mut self, s: &ndarray::Array1<f64>) -> Self {
+        if let Some(v) = self.raw_intercept_variance.as_mut() {
+            *v /= s[0] * s[0];
+        }
+        for (v, k) in self.variances.iter_mut().zip(s) {
+            *v /= k * k;
+        }
+        if let Some(c) = self.covariance.as_mut() {
+            for ((i, j), v) in c.indexed_iter_mut() {
+                *v /= s[i] * s[j];
+            }
+        }
+        self
+    }
 }
 
 impl<C: Channel> SecureAggregation<C> {
@@ -267,6 +292,7 @@ impl<C: Channel> SecureAggregation<C> {
         intercept: bool,
         reveal: Reveal,
         glm: Glm,
+        raw_intercept: Option<&[f64]>,
     ) -> Result<Option<Revealed>, SecureError> {
         self.enter(Phase::Inference);
         if reveal == Reveal::Coefficients {
@@ -281,7 +307,15 @@ impl<C: Channel> SecureAggregation<C> {
             Some(self.constants()?)
         };
         let start = std::time::Instant::now();
-        let lambda = self.curvature(penalty, UNPENALISED_INFERENCE_FLOOR)?;
+        // Features scaled only (not centred) keep the raw design's conditioning (a nearly
+        // constant column beside the intercept): the floor's error, `floor / lambda_min`
+        // relative, needs the smaller floor there, at 20 more bits of the inverse's words.
+        let floor = if penalty.weights.is_some() {
+            SCALED_INFERENCE_FLOOR
+        } else {
+            UNPENALISED_INFERENCE_FLOOR
+        };
+        let curvature = self.curvature(penalty, floor)?;
         let d = self.config.dimension;
         let n = self.rows as f64;
         let frac = self.config.frac;
@@ -297,8 +331,8 @@ impl<C: Channel> SecureAggregation<C> {
         };
         let (_, objective, information) = self.gather(beta, penalty, true)?;
         let information = information.expect("asked for the information");
-        let lower = self.add_penalty_diagonal(&information, lambda)?;
-        let bounds = self.bounds(&lower, lambda, penalty.lambda > 0.0);
+        let lower = self.add_penalty_diagonal(&information, &curvature)?;
+        let bounds = self.bounds(&lower, curvature.least, curvature.penalised);
         let key = self.key.clone();
         let noise = self.gc.noise.clone();
         let gc = &mut self.gc;
@@ -355,6 +389,12 @@ impl<C: Channel> SecureAggregation<C> {
                 (values.iter().map(|v| v / n).collect(), None)
             }
         };
+        // The raw intercept's variance from the shared inverse and the public row `u`, unless
+        // the whole covariance was revealed (then the caller forms it).
+        let raw_intercept_variance = match (raw_intercept, &covariance) {
+            (Some(u), None) => Some(quadratic_form(engine, gc, &inverse, u, frac)? / n),
+            _ => None,
+        };
         engine.release(gc, &[&inverse])?;
         let bits = objective.slot_bound().bits() as u32;
         let shared_objective = engine.share_vector(gc, &objective, bits)?;
@@ -374,6 +414,7 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(Some(Revealed {
             variances,
             covariance,
+            raw_intercept_variance,
             log_likelihood,
             positives,
             constants,
@@ -432,6 +473,41 @@ fn share_one<C: Channel>(
         noise,
     )?;
     engine.share_vector(gc, &v, frac + 1)
+}
+
+/// `u^T M u` for the shared symmetric `M` (at `frac` fractional bits) and the public `u`,
+/// revealed to the aggregator alone: `u^T M` exactly as a new shared row (the aggregator holds
+/// `u`), then its product with `u`, revealed (the key holder sees both products masked).
+fn quadratic_form<C: Channel>(
+    engine: &mut MaskedEngine,
+    gc: &mut crate::secure::gc::AggregatorGc<C>,
+    m: &Shared,
+    u: &[f64],
+    frac: u32,
+) -> Result<f64, SecureError> {
+    let d = u.len();
+    if m.rows() != d || m.cols() != d {
+        return Err(SecureError::inconsistent(format!(
+            "a quadratic form of {d} entries for a {} x {} matrix",
+            m.rows(),
+            m.cols()
+        )));
+    }
+    let values = u
+        .iter()
+        .map(|&v| Fixed::from_f64(v, frac).map(|f| f.value))
+        .collect::<Result<Vec<_>, _>>()?;
+    let largest = u.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let bits = crate::secure::masked::engine::bound_bits(largest, frac);
+    let mut row = engine.held(gc, &IntMatrix::from_vec(1, d, values.clone()), bits)?;
+    let mut column = engine.held(gc, &IntMatrix::from_vec(d, 1, values), bits)?;
+    let mut m = m.clone();
+    let bound = bits + m.bound() + crate::secure::bits_for(d as u64);
+    let mut um = engine.product_exact(gc, &mut row, &mut m, bound)?;
+    // u^T M at twice the fractional bits, times u at `frac`, floored by 2^frac: 2 frac.
+    let value = engine.product_revealed(gc, &mut um, &mut column)?;
+    engine.release(gc, &[&row, &column, &um])?;
+    Ok(to_f64(value.get(0, 0), 2 * frac))
 }
 
 /// The values of the column `x` (at `scale` fractional bits), revealed to the aggregator by one

@@ -176,6 +176,11 @@ fn circuit<B: Backend>(
         let above = lt_signed(b, &minus_limit, &x);
         let inside = b.and(&below, &above);
         in_range = b.and(&in_range, &inside);
+        // The block's words may be wider than its inputs (a small floor makes the inverse's
+        // bound, and so the words, larger than the entries'): sign-extend then.
+        let mut x = x;
+        let top = x.last().cloned().unwrap_or(Bit::Const(false));
+        x.resize(w.max(x.len()), top);
         lower.push(x[..w].to_vec());
     }
     let mut a: Grid<B::Wire> = vec![vec![Vec::new(); k]; k];
