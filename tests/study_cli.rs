@@ -1361,11 +1361,13 @@ fn the_roles_and_one_process_run_the_same_protocol_and_round_trips() {
             "round {i}: {servers} round trips with the key holder"
         );
     }
+    // The inference: the information's inverse (37), its diagonal, the likelihood and, for
+    // the raw-unit table, the intercept's quadratic form (issue 51: 3 more).
     let (inference, _) = pair(&trips["inference"]);
-    assert!(inference <= 40, "the inference took {inference}");
+    assert!(inference <= 43, "the inference took {inference}");
     let (servers, nodes) = pair(&trips["total"]);
     assert!(
-        servers <= 209 && nodes <= 46,
+        servers <= 212 && nodes <= 46,
         "{servers} and {nodes} in all"
     );
 }

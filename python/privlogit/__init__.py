@@ -153,29 +153,38 @@ class Result(dict):
         the estimate, standard error, z, p-value and interval, and the odds ratios."""
         return _native.summary(self._text)
 
-    def to_frame(self):
+    def to_frame(self, raw=False):
         """One row per coefficient (index: the names): `coef`, and when the result has them
         `std_err`, `z` (`t` for a Gaussian model), `p_value`, `ci_low`, `ci_high`, for a logistic
         model `odds_ratio`, `or_low`, `or_high`, for a Poisson model `rate_ratio`, `rr_low`,
-        `rr_high`."""
+        `rr_high`. A standardised result's coefficients are per pooled standard deviation of each
+        feature; `raw=True` gives the same table per unit of each feature (`raw_units`)."""
         import pandas as pd
 
-        columns = {"coef": self["coefficients"]}
-        if "standard_errors" in self:
+        table = self
+        if raw:
+            if "raw_units" not in self:
+                raise PrivlogitError("to_frame(raw=True): this result has no raw-unit table (a standardised "
+                                     "fit or study with standard errors has one; an unstandardised one is in raw units already)")
+            table = self["raw_units"]
+        columns = {"coef": table["coefficients"]}
+        if "standard_errors" in table:
             columns.update({
-                "std_err": self["standard_errors"],
+                "std_err": table["standard_errors"],
                 # "t" for a Gaussian model (estimated dispersion), as statsmodels names it.
-                self.get("statistic", "z"): self["z_values"],
-                "p_value": self["p_values"],
-                "ci_low": [c[0] for c in self["conf_int"]],
-                "ci_high": [c[1] for c in self["conf_int"]],
+                table.get("statistic", "z"): table["z_values"],
+                "p_value": table["p_values"],
+                "ci_low": [c[0] for c in table["conf_int"]],
+                "ci_high": [c[1] for c in table["conf_int"]],
             })
         for ratio, short in (("odds_ratio", "or"), ("rate_ratio", "rr")):
-            if f"{ratio}s" in self:
+            if f"{ratio}s" in table:
+                # JSON writes a ratio past float range as null: infinity here.
+                inf = float("inf")
                 columns.update({
-                    ratio: self[f"{ratio}s"],
-                    f"{short}_low": [c[0] for c in self[f"{ratio}_conf_int"]],
-                    f"{short}_high": [c[1] for c in self[f"{ratio}_conf_int"]],
+                    ratio: [inf if v is None else v for v in table[f"{ratio}s"]],
+                    f"{short}_low": [inf if c[0] is None else c[0] for c in table[f"{ratio}_conf_int"]],
+                    f"{short}_high": [inf if c[1] is None else c[1] for c in table[f"{ratio}_conf_int"]],
                 })
         return pd.DataFrame(columns, index=pd.Index(self["names"], name="name"))
 

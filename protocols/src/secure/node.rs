@@ -40,6 +40,9 @@ pub struct NodeData {
     /// The counts under which this Node refuses to take part (none unless set: the
     /// application sets the study's, DataSHIELD's by default).
     disclosure: Disclosure,
+    /// Rows handed over as a formed design ([`NodeData::prepared`]): the design exists before
+    /// the fit starts, so the setup's moments and scaling are still allowed.
+    prepared: bool,
 }
 
 impl NodeData {
@@ -62,6 +65,7 @@ impl NodeData {
             evaluations_left: 0,
             constants_left: 0,
             disclosure: Disclosure::OFF,
+            prepared: false,
         }
     }
 
@@ -175,6 +179,7 @@ impl NodeData {
             evaluations_left: 0,
             constants_left: 0,
             disclosure: Disclosure::OFF,
+            prepared: true,
         }
     }
 
@@ -212,7 +217,7 @@ impl NodeData {
 
     /// Per-feature sums of `x` or, given means, of `(x - mean)^2`, divided by `n`.
     fn moments(&self, means: Option<&[f64]>, n: f64) -> Result<Vec<f64>, SecureError> {
-        if self.party.is_some() {
+        if self.party.is_some() && !self.prepared {
             return Err(SecureError::violation(
                 Role::Aggregator,
                 "standardisation asked after the fit started",
@@ -543,7 +548,7 @@ pub fn serve<C: Channel>(
                 let means = reader.f64s().map_err(at("reading the statistics"))?;
                 let scales = reader.f64s().map_err(at("reading the statistics"))?;
                 reader.end().map_err(at("reading the statistics"))?;
-                if data.party.is_some()
+                if (data.party.is_some() && !data.prepared)
                     || means.len() != data.features()
                     || scales.len() != data.features()
                     || means.iter().any(|m| !m.is_finite())
@@ -555,6 +560,11 @@ pub fn serve<C: Channel>(
                     ));
                 }
                 data.standardize = Some((means, scales));
+                if data.prepared {
+                    // Formed again from its rows, scaled (the source is the design itself).
+                    data.party = None;
+                    data.prepared = false;
+                }
                 None
             }
             other => unreachable!("{other:?} was not expected"),

@@ -698,6 +698,9 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
             )?;
             let standardization = if plan.standardize {
                 Some(aggregation.standardize(&features)?)
+            } else if plan.release.is_some() {
+                // Secure PLR scales every row to norm 1 (its public row rule): bounded already.
+                None
             } else {
                 // Raw units: features too large for the bounds are scaled by public powers
                 // of two, kept beside the standardisation's (means 0) in checkpoints.
@@ -931,18 +934,17 @@ fn coefficient_scales(scales: &[f64], intercept: bool) -> ndarray::Array1<f64> {
 
 /// The options of a study fitted on features divided by `scales`: the penalty weighed by
 /// `1/s_j^2` and its centre multiplied by `s_j` (the raw penalty `lambda/2 sum (b_j -
-/// centre_j)^2` in the fitted coefficients `c_j = s_j b_j`). A DP release is calibrated on
-/// rows as given: refused, naming the fix.
+/// centre_j)^2` in the fitted coefficients `c_j = s_j b_j`). A DP release scales its rows to
+/// norm 1 instead and never gets here.
 fn raw_penalty(
     options: FitOptions,
     scales: &[f64],
     plan: &StudyPlan,
 ) -> Result<FitOptions, SecureError> {
     if plan.release.is_some() {
-        return Err(SecureError::invalid_plan(
-            "standardize",
-            "a differentially private study's features are too large for its bounds as given \
-             (a root mean square above 4): standardise them (--standardize)",
+        // Its rows are scaled to norm 1 instead (see the setup): never both.
+        return Err(SecureError::inconsistent(
+            "a differentially private study's features scaled by powers of two",
         ));
     }
     let s = coefficient_scales(scales, plan.intercept);
