@@ -233,6 +233,7 @@ impl FitJob {
         progress: &mut dyn FnMut(&IterationRecord),
     ) -> Result<Fitted, Error> {
         let fitted = super::fit(prepared, self.optimizer, &self.options, progress)?;
+        let fitted = self.probe_separation(prepared, fitted)?;
         if self.options.lambda == 0.0 && fitted.separated {
             let beta = &fitted.report.beta;
             let (at, largest) = beta
@@ -251,6 +252,34 @@ impl FitJob {
         Ok(fitted)
     }
 
+    /// An unpenalised logistic fit that ran out of iterations may be crawling after a maximum
+    /// that does not exist: PrivLogit's bound takes thousands of iterations to point its
+    /// coefficients along a separating direction that Newton finds in a dozen. Newton steps
+    /// from where it stopped (at most [`SEPARATION_PROBE`]) tell: when they separate the
+    /// classes, the fit is returned as theirs (and refused as separated); otherwise the fit
+    /// stands as it was.
+    fn probe_separation(&self, prepared: &Prepared, fitted: Fitted) -> Result<Fitted, Error> {
+        let logistic = prepared.glm().family == privlogit_protocols::Family::Binomial;
+        if self.options.lambda != 0.0
+            || !logistic
+            || fitted.separated
+            || fitted.report.status != Status::MaxIterations
+        {
+            return Ok(fitted);
+        }
+        let mut probe =
+            self.options
+                .clone()
+                .initial(privlogit_protocols::optimizer::Initial::Vector(
+                    fitted.report.beta.clone(),
+                ));
+        probe.stopping.max_iterations = SEPARATION_PROBE;
+        match super::fit(prepared, Optimizer::Newton, &probe, &mut |_| {}) {
+            Ok(newton) if newton.separated => Ok(newton),
+            _ => Ok(fitted),
+        }
+    }
+
     /// The nested model without the `--drop` columns (its rows copied).
     fn reduced(&self) -> Result<Prepared, Error> {
         let keep: Vec<usize> = (0..self.prepared.names.len())
@@ -264,6 +293,10 @@ impl FitJob {
         Ok(reduced)
     }
 }
+
+/// The most Newton steps [`FitJob::probe_separation`] takes (breast_cancer's Newton separates
+/// its classes in 13 from zero).
+pub const SEPARATION_PROBE: usize = 50;
 
 /// The optimiser, the options and the inference `spec` asks for, checked.
 fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {

@@ -118,6 +118,9 @@ struct RawFields {
     wald: WaldFields,
 }
 
+/// A ratio's name with its values and intervals.
+type Ratios<'a> = (&'static str, &'a [f64], &'a [[f64; 2]]);
+
 /// A complete table: every column of one length.
 struct Table<'a> {
     coefficients: &'a [f64],
@@ -127,7 +130,7 @@ struct Table<'a> {
     ci: &'a [[f64; 2]],
     level: f64,
     law: &'a str,
-    ratios: Vec<(&'static str, &'a [f64], &'a [[f64; 2]])>,
+    ratios: Vec<Ratios<'a>>,
 }
 
 impl<'a> Table<'a> {
@@ -188,11 +191,11 @@ fn write_table(s: &mut String, names: &[String], t: &Table<'_>, width: usize, li
         hi
     );
     let _ = writeln!(s, "{}", "-".repeat(line));
-    for j in 0..t.coefficients.len() {
+    for (j, name) in names.iter().enumerate().take(t.coefficients.len()) {
         let _ = writeln!(
             s,
             "{:<width$} {:>12} {:>10} {:>9.3} {:>7.3} {:>11} {:>11}",
-            names[j],
+            name,
             number(t.coefficients[j]),
             number(t.se[j]),
             t.z[j],
@@ -204,11 +207,11 @@ fn write_table(s: &mut String, names: &[String], t: &Table<'_>, width: usize, li
     for (what, ratios, intervals) in &t.ratios {
         let _ = writeln!(s, "{}", "-".repeat(line));
         let _ = writeln!(s, "{:<width$} {:>12} {:>11} {:>11}", "", what, lo, hi);
-        for j in 0..t.coefficients.len() {
+        for (j, name) in names.iter().enumerate().take(t.coefficients.len()) {
             let _ = writeln!(
                 s,
                 "{:<width$} {:>12} {:>11} {:>11}",
-                names[j],
+                name,
                 number(ratios[j]),
                 number(intervals[j][0]),
                 number(intervals[j][1])

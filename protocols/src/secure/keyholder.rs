@@ -78,8 +78,14 @@ impl DecryptionBudget {
             raw_moments: usize::from(!standardize),
             features,
             // One step an iteration, and the one at the final coefficients, which the
-            // aggregator decrypts to see whether the gradient-norm test can be skipped.
-            steps: if local { max_iterations + 1 } else { 0 },
+            // aggregator decrypts to see whether the gradient-norm test can be skipped; and
+            // those of an unpenalised study's separation probe, Newton steps after the last
+            // iteration (`study::SEPARATION_PROBE`).
+            steps: if local {
+                max_iterations + 1 + super::study::SEPARATION_PROBE
+            } else {
+                0
+            },
             dimension,
             local,
         }
@@ -619,6 +625,10 @@ mod tests {
         b.spend(4).expect("step 1");
         b.spend(4).expect("step 2");
         b.spend(4).expect("the step at the final coefficients");
+        for k in 0..crate::secure::study::SEPARATION_PROBE {
+            b.spend(4)
+                .unwrap_or_else(|e| panic!("separation probe step {k}: {e}"));
+        }
         let e = b.clone().spend(4).expect_err("past the iterations");
         assert!(e.to_string().contains("nothing more"), "{e}");
         // A resume gives back the step of the iteration in flight, one per resume.
@@ -627,6 +637,11 @@ mod tests {
         assert!(b.spend(4).is_err());
         let mut hessian = DecryptionBudget::new(3, 4, false, false, 100);
         hessian.spend(1).expect("N");
+        // An unstandardised study's mean squares come right after N, once.
+        hessian.clone().spend(3).expect("mean squares");
+        let mut after = hessian.clone();
+        after.spend(3).expect("mean squares");
+        assert!(after.spend(3).is_err(), "a second mean-squares round");
         let mut hessian = hessian.resumed();
         let e = hessian
             .spend(4)
