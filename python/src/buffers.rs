@@ -30,7 +30,7 @@ pub fn labelled(
     y: &PyBuffer<f64>,
     what: &str,
 ) -> PyResult<(Array2<f64>, Array1<f64>)> {
-    labelled_for(Family::Binomial, x, y, what)
+    labelled_for(Family::Binomial, x, y, what, &[])
 }
 
 /// [`labelled`] for a model of `family` (its rule on labels: counts for Poisson, any finite
@@ -40,6 +40,7 @@ pub fn labelled_for(
     x: &PyBuffer<f64>,
     y: &PyBuffer<f64>,
     what: &str,
+    names: &[String],
 ) -> PyResult<(Array2<f64>, Array1<f64>)> {
     let (x, y) = (
         matrix(x, &format!("{what} X"))?,
@@ -52,7 +53,9 @@ pub fn labelled_for(
             x.nrows()
         )));
     }
-    privlogit::data::check_values(family, what, &[], x.view(), y.view())
+    // Columns named in messages when the names fit (a mismatch is reported by the caller).
+    let names = if names.len() == x.ncols() { names } else { &[] };
+    privlogit::data::check_values(family, what, names, x.view(), y.view())
         .map_err(|e| DataError::new_err(e.to_string()))?;
     Ok((x, y))
 }

@@ -115,7 +115,7 @@ fn node_rows(parties: &[Party], family: Family) -> PyResult<Vec<NodeRows>> {
         .enumerate()
         .map(|(k, (x, y, names))| {
             let source = format!("party {}", k + 1);
-            let (x, y) = labelled_for(family, x, y, &source)?;
+            let (x, y) = labelled_for(family, x, y, &source, names)?;
             refuse_empty(x.nrows(), &source)?;
             if names.len() != x.ncols() {
                 return Err(PrivlogitError::new_err(format!(

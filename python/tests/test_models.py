@@ -105,3 +105,12 @@ def test_parties_in_another_column_order_are_matched_by_name():
     one = privlogit.fit([a, b, c], label="label", standardize=True)
     other = privlogit.fit([a, shuffled, c], label="label", standardize=True)
     assert np.max(np.abs(one["coef"] - other["coef"])) < 1e-12
+
+
+def test_a_nan_is_named_by_column_in_fit_and_study():
+    pd = pytest.importorskip("pandas")
+    a, b, c = (pd.read_csv(f) for f in DEMO)
+    b.loc[3, "mean_area"] = float("nan")
+    for call in (privlogit.fit, privlogit.study):
+        with pytest.raises(privlogit.DataError, match=r'party 2: row 4, column 4 \("mean_area"\)'):
+            call([a, b, c], label="label", standardize=True)
