@@ -131,10 +131,8 @@ pub fn estimator(lambda: f64, free_intercept: bool, has_intercept: bool, centred
         (true, false) => ", intercept penalised",
     };
     let towards = if centred { ", towards a centre" } else { "" };
-    format!(
-        "penalised (lambda {}{intercept}{towards})",
-        crate::settings::format_number(lambda)
-    )
+    // f64's Display: shortest round-trip form, "1" for 1.0.
+    format!("penalised (lambda {lambda}{intercept}{towards})")
 }
 
 /// The standard normal quantile `z_(1 - (1 - level)/2)` of a two-sided interval.

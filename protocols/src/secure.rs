@@ -76,6 +76,11 @@ pub const MAX_DIMENSION: usize = 1024;
 /// Most iterations a study may ask for (the key holder's decryption budget follows from it).
 pub const MAX_ITERATIONS: usize = 1_000_000;
 
+/// The most Newton steps the separation probe of an unpenalised logistic study that ran out of
+/// iterations takes (breast_cancer's Newton separates its classes in 13 from zero); the key
+/// holder's decryption budget allows their Local steps.
+pub const SEPARATION_PROBE: usize = 30;
+
 /// The public parameters every party of a study agrees on.
 #[derive(Debug, Clone)]
 pub struct SecureConfig {

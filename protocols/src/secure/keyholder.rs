@@ -80,9 +80,9 @@ impl DecryptionBudget {
             // One step an iteration, and the one at the final coefficients, which the
             // aggregator decrypts to see whether the gradient-norm test can be skipped; and
             // those of an unpenalised study's separation probe, Newton steps after the last
-            // iteration (`study::SEPARATION_PROBE`).
+            // iteration (`secure::SEPARATION_PROBE`).
             steps: if local {
-                max_iterations + 1 + super::study::SEPARATION_PROBE
+                max_iterations + 1 + super::SEPARATION_PROBE
             } else {
                 0
             },
@@ -625,7 +625,7 @@ mod tests {
         b.spend(4).expect("step 1");
         b.spend(4).expect("step 2");
         b.spend(4).expect("the step at the final coefficients");
-        for k in 0..crate::secure::study::SEPARATION_PROBE {
+        for k in 0..crate::secure::SEPARATION_PROBE {
             b.spend(4)
                 .unwrap_or_else(|e| panic!("separation probe step {k}: {e}"));
         }

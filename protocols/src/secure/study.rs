@@ -25,7 +25,7 @@ use super::node::{self, NodeData};
 use super::perturbation::{self, Consent, NoiseShare, Release};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
-use super::{MAX_ITERATIONS, Refusal, ResumeMismatch, SecureConfig, SecureError};
+use super::{MAX_ITERATIONS, Refusal, ResumeMismatch, SEPARATION_PROBE, SecureConfig, SecureError};
 use crate::objective::Glm;
 use crate::optimizer::{
     Checkpoints, FitError, FitOptions, FitReport, Initial, IterationRecord, Optimizer, Progress,
@@ -989,10 +989,6 @@ fn in_raw_units(mut fit: FitReport, s: &ndarray::Array1<f64>) -> FitReport {
     fit.beta = &fit.beta / s;
     fit
 }
-
-/// The most Newton steps the separation probe of an unpenalised study that ran out of
-/// iterations takes (breast_cancer's Newton separates its classes in 13 from zero).
-pub const SEPARATION_PROBE: usize = 30;
 
 /// Reads every Node's `Join` (its feature names) and checks the columns agree with Node 1's (or
 /// with `expected`, a resumed study's): the features.

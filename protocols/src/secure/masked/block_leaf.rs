@@ -30,65 +30,9 @@ use privlogit_circuits::word::{ColumnSum, add, lt_signed, neg, sign_extend, sub,
 
 use super::leaf::reciprocal_rounded;
 use super::matrix::IntMatrix;
-use super::msgs::Widths;
 use crate::secure::gc::{GcParty, from_bits_signed, to_bits};
 
-/// Largest block side a circuit inverts (the circuit grows as the cube of the side).
-pub const MAX_BLOCK: usize = 8;
-
-/// What both servers know of one block inversion.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockShape {
-    /// The block's side `k`.
-    pub size: usize,
-    /// Every input entry's bound and mask.
-    pub input: Widths,
-    /// Bits of the bound on the block's entries and Schur complements (pivots must lie below
-    /// `2^entry`).
-    pub entry: u32,
-    /// Signed width of every value inside the circuit (above every intermediate's bound).
-    pub width: u32,
-    /// Smallest admissible pivot, integer units.
-    pub threshold: BigInt,
-    /// Fractional bits.
-    pub frac: u32,
-    /// Every output entry's bound and mask.
-    pub output: Widths,
-}
-
-impl BlockShape {
-    /// Entries of the lower triangle, the inputs and outputs in row order (`i >= j`).
-    pub fn triangle(&self) -> usize {
-        self.size * (self.size + 1) / 2
-    }
-
-    /// Whether the numbers are ones a circuit can be built for.
-    pub fn check(&self) -> Result<(), String> {
-        let w = self.width;
-        if self.size == 0 || self.size > MAX_BLOCK {
-            return Err(format!(
-                "a block of side {} (at most {MAX_BLOCK})",
-                self.size
-            ));
-        }
-        if !(8..=512).contains(&w) || self.frac == 0 || 2 * self.frac + 2 > 4 * w {
-            return Err(format!(
-                "a block circuit of {w}-bit words at {} fractional bits",
-                self.frac
-            ));
-        }
-        if self.entry + 2 > w || self.input.bound + 2 > w || self.output.bound + 1 > w {
-            return Err(format!(
-                "{w}-bit words below the block's bounds ({}, {}, {})",
-                self.entry, self.input.bound, self.output.bound
-            ));
-        }
-        if self.input.mask < self.input.bound || self.output.mask < self.output.bound {
-            return Err("a mask narrower than its bound".into());
-        }
-        Ok(())
-    }
-}
+pub use super::msgs::{BlockShape, MAX_BLOCK};
 
 /// What each side learns from a block: the aggregator one bit per pivot (in column order) and
 /// whether the inputs were in range, the key holder its view of the inverse's lower triangle.
@@ -420,6 +364,7 @@ fn invert_plain(shape: &BlockShape, a: &[Vec<BigInt>]) -> Option<Vec<Vec<BigInt>
 
 #[cfg(test)]
 mod tests {
+    use super::super::msgs::Widths;
     use super::*;
     use privlogit_circuits::backend::Plain;
 
