@@ -38,6 +38,7 @@ pub mod transfer;
 /// A parameter that cannot be used, named, refused before any work starts.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid {name} = {value}: {reason}")]
+#[non_exhaustive]
 pub struct DpError {
     /// The parameter.
     pub name: &'static str,

@@ -29,6 +29,7 @@ const PALETTE: [RGBColor; 8] = [
 /// A figure could not be drawn or written.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {reason}")]
+#[non_exhaustive]
 pub struct FigureError {
     /// The file being written.
     pub path: PathBuf,

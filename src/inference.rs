@@ -22,6 +22,7 @@ pub use privlogit_protocols::secure::aggregator::Reveal;
 
 /// Why inference could not be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InferenceError {
     /// A variance that is not a positive finite number (the information is not invertible in
     /// floating point).

@@ -27,6 +27,7 @@ use thiserror::Error;
 /// A parameter outside the domain of a theorem, named.
 #[derive(Debug, Clone, PartialEq, Error)]
 #[error("invalid {name} = {value}: {reason}")]
+#[non_exhaustive]
 pub struct AccountingError {
     /// The parameter.
     pub name: &'static str,

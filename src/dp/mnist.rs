@@ -6,6 +6,7 @@ use ndarray::Array2;
 
 /// A fault in the digits file, with its place.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DataError {
     /// The file could not be read.
     #[error("{path}: {source}")]

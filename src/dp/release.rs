@@ -293,6 +293,7 @@ pub struct MethodSettings {
 
 /// A method that cannot run on what it was given, with the reason in words.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReleaseError {
     /// A parameter out of range.
     #[error(transparent)]

@@ -129,6 +129,7 @@ fn secure_plr(
 
 /// Why the experiment stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HybridError {
     /// A parameter or a fit.
     #[error(transparent)]

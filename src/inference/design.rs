@@ -7,6 +7,7 @@ use ndarray::{Array1, Array2};
 
 /// A design that has no unique maximum-likelihood estimate.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DesignError {
     /// A column that is zero in every row.
     #[error(

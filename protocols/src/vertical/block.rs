@@ -17,6 +17,7 @@ pub struct Block {
 
 /// Why a party's columns cannot enter the study.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BlockError {
     /// A column with one value over the shared rows cannot be standardised.
     #[error(

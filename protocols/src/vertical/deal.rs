@@ -38,6 +38,7 @@ pub struct AggregatorDeal {
 
 /// Why a party's rows cannot enter a vertical study.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DealError {
     /// A value beyond the study's public bound.
     #[error(

@@ -82,6 +82,7 @@ impl Keyed {
 
 /// Why an intersection could not be formed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PsiError {
     /// One identifier twice in a party's file (rows numbered from 0 here; the loader names the
     /// lines).

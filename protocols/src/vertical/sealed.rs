@@ -88,6 +88,7 @@ pub fn seal<R: CryptoRng>(
 
 /// Why a sealed secret could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SealError {
     /// The tag did not match: another recipient's message, or altered bytes.
     #[error("a sealed key did not open: it was sealed for another party or altered on the way")]
