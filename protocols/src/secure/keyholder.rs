@@ -17,7 +17,7 @@ use super::perturbation::{self, NoiseShare, Release};
 use super::ranking;
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
-use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, SecretKey};
+use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey, SecretKey};
 use crate::transport::Role;
 
 mod vertical;
@@ -230,281 +230,367 @@ pub fn serve<C: Channel>(
     channel: C,
     secret: &SecretKey,
     config: &SecureConfig,
-    mut budget: DecryptionBudget,
+    budget: DecryptionBudget,
     spent: &mut dyn FnMut(&DecryptionBudget) -> Result<(), SecureError>,
-    mut share: Option<(Release, &mut dyn NoiseShare)>,
+    share: Option<(Release, &mut dyn NoiseShare)>,
 ) -> Result<KeyholderStats, SecureError> {
-    let at = |step| move |e| SecureError::io(format!("key holder, {step}"), e);
     let key = secret.public_key();
     let mut rng = rand::rng();
     let session = GarblerSession::new(channel, &mut rng).map_err(at("base OT"))?;
-    let mut party = KeyholderGc { session, rng };
     let noise = DjnNoise::shared(key);
-    let format = config.format;
-    let mut factors: Vec<Matrix<u128>> = Vec::new();
-    let mut ranked = false;
-    let mut vertical: Option<KeyholderVertical> = None;
-    let mut masked = MaskedHelper::new(noise.clone());
-    let (mut paillier_seconds, mut gc_seconds) = (0.0, 0.0);
-    let clock = std::time::Instant::now;
+    let mut keyholder = Session {
+        secret,
+        key,
+        config,
+        budget,
+        spent,
+        share,
+        party: KeyholderGc { session, rng },
+        masked: MaskedHelper::new(noise.clone()),
+        noise,
+        factors: Vec::new(),
+        ranked: false,
+        vertical: None,
+        paillier_seconds: 0.0,
+        gc_seconds: 0.0,
+    };
     loop {
-        let ch = party.session.channel().map_err(at("flushing"))?;
-        let (step, payload) = wire::recv(
-            ch,
-            config.session,
-            &[
-                Step::DecryptPublic,
-                Step::Factor,
-                Step::Solve,
-                Step::Compare,
-                Step::Masked,
-                Step::Perturb,
-                Step::Rank,
-                Step::VerticalSetup,
-                Step::VerticalBound,
-                Step::VerticalRound,
-                Step::Done,
-            ],
-        )
-        .map_err(at("waiting for the aggregator"))?;
-        let mut r = Reader::new(&payload);
-        let bad = at("reading a request");
+        let ch = keyholder.party.session.channel().map_err(at("flushing"))?;
+        let (step, payload) =
+            wire::recv(ch, config.session, &REQUESTS).map_err(at("waiting for the aggregator"))?;
+        let r = Reader::new(&payload);
         match step {
-            Step::Done => {
-                let stats = KeyholderStats {
-                    and_gates: party.session.and_gates(),
-                    bytes_sent: party
-                        .session
-                        .channel()
-                        .map_err(at("flushing"))?
-                        .bytes_sent(),
-                    paillier_seconds,
-                    gc_seconds,
-                    masked: masked.stats().clone(),
-                };
-                return Ok(stats);
-            }
-            Step::Perturb => {
-                let rows = r.u64().map_err(bad)?;
-                r.end().map_err(at("reading a request"))?;
-                let Some((release, noise_share)) = share.take() else {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        "the aggregator asked for a noise share twice, or in a study that is \
-                         not differentially private",
-                    ));
-                };
-                let rows = usize::try_from(rows)
-                    .ok()
-                    .filter(|&n| n > 0 && n as u64 <= config.max_rows * config.parties as u64)
-                    .ok_or_else(|| {
-                        SecureError::violation(
-                            Role::Aggregator,
-                            format!("the aggregator declares N = {rows}"),
-                        )
-                    })?;
-                let draw = noise_share
-                    .draw(&release, rows, config.dimension)
-                    .map_err(|cause| SecureError::NoiseShare {
-                        party: Role::KeyHolder,
-                        cause,
-                    })?;
-                let t = clock();
-                let encrypted = perturbation::encrypt_share(key, config, &draw, rows, &noise)?;
-                paillier_seconds += t.elapsed().as_secs_f64();
-                let reply = Writer::new()
-                    .f64s(&[draw.penalty])
-                    .bytes(&encrypted.to_bytes(key))
-                    .finish();
-                let ch = party.session.channel().map_err(at("replying"))?;
-                wire::send(ch, config.session, Step::PerturbReply, &reply)
-                    .map_err(at("sending its noise share"))?;
-            }
-            Step::Rank => {
-                if std::mem::replace(&mut ranked, true) {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        "a second ranking of held-out rows",
-                    ));
-                }
-                let (counts, seeds) = read_rank_request(r, key, config)?;
-                let t = clock();
-                let shares = ranking::expand_seeds(&seeds, &counts, secret)?;
-                paillier_seconds += t.elapsed().as_secs_f64();
-                let t = clock();
-                ranking::rank_circuit(&mut party, &counts, Some(&shares), None)
-                    .map_err(at("the ranking circuit"))?;
-                gc_seconds += t.elapsed().as_secs_f64();
-            }
-            Step::VerticalSetup => {
-                if vertical.is_some() {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        "a second vertical setup",
-                    ));
-                }
-                let t = clock();
-                vertical = Some(KeyholderVertical::setup(
-                    &payload, &mut party, secret, config,
-                )?);
-                paillier_seconds += t.elapsed().as_secs_f64();
-            }
+            Step::Done => return keyholder.stats(),
+            Step::Perturb => keyholder.perturb(r)?,
+            Step::Rank => keyholder.rank(r)?,
+            Step::VerticalSetup => keyholder.vertical_setup(&payload)?,
             Step::VerticalBound | Step::VerticalRound => {
-                let Some(state) = vertical.as_mut() else {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        "a vertical request before the vertical setup",
-                    ));
-                };
-                let t = clock();
-                if step == Step::VerticalBound {
-                    state.bound(&payload, &mut party, secret, config, &noise)?;
-                } else {
-                    state.round(&payload, &mut party, secret, config, &noise)?;
-                }
-                gc_seconds += t.elapsed().as_secs_f64();
+                keyholder.vertical_round(&payload, step == Step::VerticalBound)?
             }
             Step::Masked => {
                 let request = Request::decode(key, &payload)?;
-                masked.handle(request, secret, &mut party, config.session)?;
+                keyholder
+                    .masked
+                    .handle(request, secret, &mut keyholder.party, config.session)?;
             }
-            Step::DecryptPublic => {
-                let v = EncryptedVector::from_bytes(key, r.bytes().map_err(bad)?)?;
-                r.end().map_err(at("reading a request"))?;
-                budget.spend(v.len())?;
-                spent(&budget)?;
-                let t = clock();
-                let values = decrypt_values(&v, secret)?;
-                paillier_seconds += t.elapsed().as_secs_f64();
-                let reply = IntMatrix::from_vec(1, values.len(), values);
-                let ch = party.session.channel().map_err(at("replying"))?;
-                wire::send(
-                    ch,
-                    config.session,
-                    Step::DecryptPublicReply,
-                    &reply.write(Writer::new()).finish(),
-                )
-                .map_err(at("replying"))?;
-            }
-            Step::Factor => {
-                config.check_circuit_scale()?;
-                let d = r.u64().map_err(bad)?;
-                let local = r.u64().map_err(at("reading a request"))? == 1;
-                let masked = r.u64().map_err(at("reading a request"))?;
-                let v =
-                    EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
-                r.end().map_err(at("reading a request"))?;
-                let (d, masked) = check_request(config, d, masked, v.len(), |d| d * (d + 1) / 2)?;
-                if d != config.dimension {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        format!(
-                            "a factor request of dimension {d} in a study of dimension {}",
-                            config.dimension
-                        ),
-                    ));
-                }
-                let t = clock();
-                let values = decrypt_values(&v, secret)?;
-                paillier_seconds += t.elapsed().as_secs_f64();
-                let t = clock();
-                let (l, inverse, _) = gc::factor_circuit(
-                    &mut party,
-                    d,
-                    Some(&values),
-                    None,
-                    masked,
-                    format,
-                    local,
-                    None,
-                    super::solver::largest_inverse_norm(config).recip(),
-                )
-                .map_err(at("the factor circuit"))?;
-                gc_seconds += t.elapsed().as_secs_f64();
-                factors.push(l);
-                if let Some(masked_inverse) = inverse {
-                    let t = clock();
-                    let width = format.width();
-                    let packing = config.inverse_packing(key, d, width, width + gc::SIGMA + 1)?;
-                    let bound = BigUint::one() << (format.width() + gc::SIGMA + 2);
-                    let columns = (0..d)
-                        .map(|j| {
-                            let column: Vec<Fixed> = (0..d)
-                                .map(|i| Fixed {
-                                    value: masked_inverse[i * d + j].clone(),
-                                    scale: format.frac(),
-                                })
-                                .collect();
-                            EncryptedVector::encrypt(key, &column, &bound, packing, &noise)
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let m = EncryptedMatrix::from_columns(d, columns)?;
-                    paillier_seconds += t.elapsed().as_secs_f64();
-                    let ch = party.session.channel().map_err(at("replying"))?;
-                    wire::send(
-                        ch,
-                        config.session,
-                        Step::FactorReply,
-                        &Writer::new().bytes(&m.to_bytes(key)).finish(),
-                    )
-                    .map_err(at("replying"))?;
-                }
-            }
-            Step::Solve => {
-                let index = r.u64().map_err(bad)?;
-                let masked = r.u64().map_err(at("reading a request"))?;
-                let v =
-                    EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
-                r.end().map_err(at("reading a request"))?;
-                let l = usize::try_from(index)
-                    .ok()
-                    .and_then(|i| factors.get(i))
-                    .ok_or_else(|| {
-                        SecureError::violation(
-                            Role::Aggregator,
-                            format!("no factor {index} to solve against"),
-                        )
-                    })?;
-                let (_, masked) = check_request(config, l.len() as u64, masked, v.len(), |d| d)?;
-                let t = clock();
-                let values = decrypt_values(&v, secret)?;
-                paillier_seconds += t.elapsed().as_secs_f64();
-                let l = l.clone();
-                let t = clock();
-                gc::solve_circuit(&mut party, &l, Some(&values), None, masked, format)
-                    .map_err(at("the solve circuit"))?;
-                gc_seconds += t.elapsed().as_secs_f64();
-            }
-            Step::Compare => {
-                let kind = Comparison::from_code(r.u64().map_err(bad)?).ok_or_else(|| {
-                    SecureError::violation(Role::Aggregator, "unknown comparison")
-                })?;
-                let masked = r.u64().map_err(at("reading a request"))?;
-                let width = r.u64().map_err(at("reading a request"))?;
-                let a =
-                    EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
-                let b =
-                    EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
-                r.end().map_err(at("reading a request"))?;
-                let (_, masked) = check_request(config, 1, masked, a.len() + b.len(), |_| 2)?;
-                let width = usize::try_from(width).unwrap_or(usize::MAX);
-                if width.saturating_add(gc::SIGMA as usize) > masked || width < 2 {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        "inconsistent comparison widths",
-                    ));
-                }
-                let t = clock();
-                let mut values = decrypt_values(&a, secret)?;
-                values.extend(decrypt_values(&b, secret)?);
-                paillier_seconds += t.elapsed().as_secs_f64();
-                let t = clock();
-                gc::compare_circuit(&mut party, kind, Some(&values), None, masked, width)
-                    .map_err(at("the comparison circuit"))?;
-                gc_seconds += t.elapsed().as_secs_f64();
-            }
+            Step::DecryptPublic => keyholder.decrypt_public(r)?,
+            Step::Factor => keyholder.factor(r)?,
+            Step::Solve => keyholder.solve(r)?,
+            Step::Compare => keyholder.compare(r)?,
             other => unreachable!("{other:?} was not expected"),
         }
+    }
+}
+
+/// The requests the key holder answers.
+const REQUESTS: [Step; 11] = [
+    Step::DecryptPublic,
+    Step::Factor,
+    Step::Solve,
+    Step::Compare,
+    Step::Masked,
+    Step::Perturb,
+    Step::Rank,
+    Step::VerticalSetup,
+    Step::VerticalBound,
+    Step::VerticalRound,
+    Step::Done,
+];
+
+/// `e` while the key holder does `step`.
+fn at(step: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
+    move |e| SecureError::io(format!("key holder, {step}"), e)
+}
+
+/// The key holder while it serves one study: its key and decryption budget, its end of the
+/// circuits, what earlier requests left (PrivLogit's factors, the vertical state, whether the
+/// held-out rows were ranked) and its timings.
+struct Session<'a, 'f, 's, C: Channel> {
+    secret: &'a SecretKey,
+    key: &'a PublicKey,
+    config: &'a SecureConfig,
+    budget: DecryptionBudget,
+    spent: &'f mut dyn FnMut(&DecryptionBudget) -> Result<(), SecureError>,
+    share: Option<(Release, &'s mut dyn NoiseShare)>,
+    party: KeyholderGc<C, rand::rngs::ThreadRng>,
+    noise: DjnNoise,
+    factors: Vec<Matrix<u128>>,
+    ranked: bool,
+    vertical: Option<KeyholderVertical>,
+    masked: MaskedHelper,
+    paillier_seconds: f64,
+    gc_seconds: f64,
+}
+
+impl<C: Channel> Session<'_, '_, '_, C> {
+    fn stats(&mut self) -> Result<KeyholderStats, SecureError> {
+        Ok(KeyholderStats {
+            and_gates: self.party.session.and_gates(),
+            bytes_sent: self
+                .party
+                .session
+                .channel()
+                .map_err(at("flushing"))?
+                .bytes_sent(),
+            paillier_seconds: self.paillier_seconds,
+            gc_seconds: self.gc_seconds,
+            masked: self.masked.stats().clone(),
+        })
+    }
+
+    /// `values` decrypted, timed as Paillier work.
+    fn decrypt(&mut self, v: &EncryptedVector) -> Result<Vec<BigInt>, SecureError> {
+        let t = std::time::Instant::now();
+        let values = decrypt_values(v, self.secret);
+        self.paillier_seconds += t.elapsed().as_secs_f64();
+        values
+    }
+
+    fn reply(&mut self, step: Step, bytes: &[u8], doing: &str) -> Result<(), SecureError> {
+        let ch = self.party.session.channel().map_err(at("replying"))?;
+        wire::send(ch, self.config.session, step, bytes).map_err(at(doing))
+    }
+
+    /// Secure PLR's noise: this server's share, drawn once and encrypted.
+    fn perturb(&mut self, mut r: Reader<'_>) -> Result<(), SecureError> {
+        let config = self.config;
+        let rows = r.u64().map_err(at("reading a request"))?;
+        r.end().map_err(at("reading a request"))?;
+        let Some((release, noise_share)) = self.share.take() else {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "the aggregator asked for a noise share twice, or in a study that is \
+                 not differentially private",
+            ));
+        };
+        let rows = usize::try_from(rows)
+            .ok()
+            .filter(|&n| n > 0 && n as u64 <= config.max_rows * config.parties as u64)
+            .ok_or_else(|| {
+                SecureError::violation(
+                    Role::Aggregator,
+                    format!("the aggregator declares N = {rows}"),
+                )
+            })?;
+        let draw = noise_share
+            .draw(&release, rows, config.dimension)
+            .map_err(|cause| SecureError::NoiseShare {
+                party: Role::KeyHolder,
+                cause,
+            })?;
+        let t = std::time::Instant::now();
+        let encrypted = perturbation::encrypt_share(self.key, config, &draw, rows, &self.noise)?;
+        self.paillier_seconds += t.elapsed().as_secs_f64();
+        let reply = Writer::new()
+            .f64s(&[draw.penalty])
+            .bytes(&encrypted.to_bytes(self.key))
+            .finish();
+        self.reply(Step::PerturbReply, &reply, "sending its noise share")
+    }
+
+    /// The held-out rows' ranking circuit (the exact AUC), once.
+    fn rank(&mut self, r: Reader<'_>) -> Result<(), SecureError> {
+        if std::mem::replace(&mut self.ranked, true) {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "a second ranking of held-out rows",
+            ));
+        }
+        let (counts, seeds) = read_rank_request(r, self.key, self.config)?;
+        let t = std::time::Instant::now();
+        let shares = ranking::expand_seeds(&seeds, &counts, self.secret)?;
+        self.paillier_seconds += t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        ranking::rank_circuit(&mut self.party, &counts, Some(&shares), None)
+            .map_err(at("the ranking circuit"))?;
+        self.gc_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn vertical_setup(&mut self, payload: &[u8]) -> Result<(), SecureError> {
+        if self.vertical.is_some() {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "a second vertical setup",
+            ));
+        }
+        let t = std::time::Instant::now();
+        self.vertical = Some(KeyholderVertical::setup(
+            payload,
+            &mut self.party,
+            self.secret,
+            self.config,
+        )?);
+        self.paillier_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// A vertical study's bound (`bound`) or one of its rounds.
+    fn vertical_round(&mut self, payload: &[u8], bound: bool) -> Result<(), SecureError> {
+        let Some(state) = self.vertical.as_mut() else {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "a vertical request before the vertical setup",
+            ));
+        };
+        let t = std::time::Instant::now();
+        if bound {
+            state.bound(
+                payload,
+                &mut self.party,
+                self.secret,
+                self.config,
+                &self.noise,
+            )?;
+        } else {
+            state.round(
+                payload,
+                &mut self.party,
+                self.secret,
+                self.config,
+                &self.noise,
+            )?;
+        }
+        self.gc_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Values the protocol reveals to the aggregator, decrypted against the budget.
+    fn decrypt_public(&mut self, mut r: Reader<'_>) -> Result<(), SecureError> {
+        let v = EncryptedVector::from_bytes(self.key, r.bytes().map_err(at("reading a request"))?)?;
+        r.end().map_err(at("reading a request"))?;
+        self.budget.spend(v.len())?;
+        (self.spent)(&self.budget)?;
+        let values = self.decrypt(&v)?;
+        let reply = IntMatrix::from_vec(1, values.len(), values);
+        self.reply(
+            Step::DecryptPublicReply,
+            &reply.write(Writer::new()).finish(),
+            "replying",
+        )
+    }
+
+    /// The circuit method's factorisation (and, for PrivLogit-Local, the inverse it encrypts
+    /// for the Nodes), kept for later solves.
+    fn factor(&mut self, mut r: Reader<'_>) -> Result<(), SecureError> {
+        let (config, key, format) = (self.config, self.key, self.config.format);
+        config.check_circuit_scale()?;
+        let d = r.u64().map_err(at("reading a request"))?;
+        let local = r.u64().map_err(at("reading a request"))? == 1;
+        let masked = r.u64().map_err(at("reading a request"))?;
+        let v = EncryptedVector::from_bytes(key, r.bytes().map_err(at("reading a request"))?)?;
+        r.end().map_err(at("reading a request"))?;
+        let (d, masked) = check_request(config, d, masked, v.len(), |d| d * (d + 1) / 2)?;
+        if d != config.dimension {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                format!(
+                    "a factor request of dimension {d} in a study of dimension {}",
+                    config.dimension
+                ),
+            ));
+        }
+        let values = self.decrypt(&v)?;
+        let t = std::time::Instant::now();
+        let (l, inverse, _) = gc::factor_circuit(
+            &mut self.party,
+            d,
+            Some(&values),
+            None,
+            masked,
+            format,
+            local,
+            None,
+            super::solver::largest_inverse_norm(config).recip(),
+        )
+        .map_err(at("the factor circuit"))?;
+        self.gc_seconds += t.elapsed().as_secs_f64();
+        self.factors.push(l);
+        let Some(masked_inverse) = inverse else {
+            return Ok(());
+        };
+        let t = std::time::Instant::now();
+        let width = format.width();
+        let packing = config.inverse_packing(key, d, width, width + gc::SIGMA + 1)?;
+        let bound = BigUint::one() << (format.width() + gc::SIGMA + 2);
+        let columns = (0..d)
+            .map(|j| {
+                let column: Vec<Fixed> = (0..d)
+                    .map(|i| Fixed {
+                        value: masked_inverse[i * d + j].clone(),
+                        scale: format.frac(),
+                    })
+                    .collect();
+                EncryptedVector::encrypt(key, &column, &bound, packing, &self.noise)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let m = EncryptedMatrix::from_columns(d, columns)?;
+        self.paillier_seconds += t.elapsed().as_secs_f64();
+        self.reply(
+            Step::FactorReply,
+            &Writer::new().bytes(&m.to_bytes(key)).finish(),
+            "replying",
+        )
+    }
+
+    /// A solve against a kept factor, in a circuit.
+    fn solve(&mut self, mut r: Reader<'_>) -> Result<(), SecureError> {
+        let config = self.config;
+        let index = r.u64().map_err(at("reading a request"))?;
+        let masked = r.u64().map_err(at("reading a request"))?;
+        let v = EncryptedVector::from_bytes(self.key, r.bytes().map_err(at("reading a request"))?)?;
+        r.end().map_err(at("reading a request"))?;
+        let l = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.factors.get(i))
+            .ok_or_else(|| {
+                SecureError::violation(
+                    Role::Aggregator,
+                    format!("no factor {index} to solve against"),
+                )
+            })?
+            .clone();
+        let (_, masked) = check_request(config, l.len() as u64, masked, v.len(), |d| d)?;
+        let values = self.decrypt(&v)?;
+        let t = std::time::Instant::now();
+        gc::solve_circuit(
+            &mut self.party,
+            &l,
+            Some(&values),
+            None,
+            masked,
+            config.format,
+        )
+        .map_err(at("the solve circuit"))?;
+        self.gc_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// One comparison of two encrypted values, in a circuit.
+    fn compare(&mut self, mut r: Reader<'_>) -> Result<(), SecureError> {
+        let config = self.config;
+        let kind = Comparison::from_code(r.u64().map_err(at("reading a request"))?)
+            .ok_or_else(|| SecureError::violation(Role::Aggregator, "unknown comparison"))?;
+        let masked = r.u64().map_err(at("reading a request"))?;
+        let width = r.u64().map_err(at("reading a request"))?;
+        let a = EncryptedVector::from_bytes(self.key, r.bytes().map_err(at("reading a request"))?)?;
+        let b = EncryptedVector::from_bytes(self.key, r.bytes().map_err(at("reading a request"))?)?;
+        r.end().map_err(at("reading a request"))?;
+        let (_, masked) = check_request(config, 1, masked, a.len() + b.len(), |_| 2)?;
+        let width = usize::try_from(width).unwrap_or(usize::MAX);
+        if width.saturating_add(gc::SIGMA as usize) > masked || width < 2 {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "inconsistent comparison widths",
+            ));
+        }
+        let mut values = self.decrypt(&a)?;
+        values.extend(self.decrypt(&b)?);
+        let t = std::time::Instant::now();
+        gc::compare_circuit(&mut self.party, kind, Some(&values), None, masked, width)
+            .map_err(at("the comparison circuit"))?;
+        self.gc_seconds += t.elapsed().as_secs_f64();
+        Ok(())
     }
 }
 

@@ -269,6 +269,30 @@ fn timed<T>(total: &mut f64, work: impl FnOnce() -> T) -> T {
     out
 }
 
+/// The requests a Node answers, in any order the aggregator's protocol sends them.
+const REQUESTS: [Step; 12] = [
+    Step::Count,
+    Step::Total,
+    Step::Bound,
+    Step::Inverse,
+    Step::Gradient,
+    Step::Newton,
+    Step::Margins,
+    Step::Constants,
+    Step::Evaluate,
+    Step::Moments,
+    Step::Standardize,
+    Step::Done,
+];
+
+/// What a request is answered with: a reply to send, or nothing (the request only set state).
+type Reply = Option<(Step, Vec<u8>)>;
+
+/// `e` while the Node does `step`.
+fn at(step: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
+    move |e| SecureError::io(format!("Node, {step}"), e)
+}
+
 /// Serves the aggregator over `channel` until it says [`Step::Done`].
 pub fn serve<C: Channel>(
     mut channel: C,
@@ -276,297 +300,38 @@ pub fn serve<C: Channel>(
     key: &PublicKey,
     config: &SecureConfig,
 ) -> Result<NodeStats, SecureError> {
-    let mut stats = NodeStats::default();
+    let mut session = Session {
+        data,
+        key,
+        config,
+        noise: DjnNoise::shared(key),
+        stats: NodeStats::default(),
+        n_total: None,
+        inverse: None,
+    };
     let mut busy_seconds = 0.0;
-    let noise = DjnNoise::shared(key);
-    let frac = config.frac;
-    let mut n_total: Option<f64> = None;
-    let mut inverse: Option<EncryptedMatrix> = None;
-    let at = |step| move |e| SecureError::io(format!("Node, {step}"), e);
     loop {
-        let (step, payload) = wire::recv(
-            &mut channel,
-            config.session,
-            &[
-                Step::Count,
-                Step::Total,
-                Step::Bound,
-                Step::Inverse,
-                Step::Gradient,
-                Step::Newton,
-                Step::Margins,
-                Step::Constants,
-                Step::Evaluate,
-                Step::Moments,
-                Step::Standardize,
-                Step::Done,
-            ],
-        )
-        .map_err(at("waiting for the aggregator"))?;
+        let (step, payload) = wire::recv(&mut channel, config.session, &REQUESTS)
+            .map_err(at("waiting for the aggregator"))?;
         let busy = std::time::Instant::now();
-        let mut reader = Reader::new(&payload);
+        let reader = Reader::new(&payload);
         let reply = match step {
             Step::Done => {
+                let mut stats = session.stats;
                 stats.bytes_sent = channel.bytes_sent();
                 stats.paillier_seconds = (busy_seconds - stats.local_seconds).max(0.0);
                 return Ok(stats);
             }
-            Step::Evaluate => {
-                data.evaluations_left = data.evaluations_left.checked_sub(1).ok_or_else(|| {
-                    SecureError::violation(
-                        Role::Aggregator,
-                        "an evaluation the study's plan does not allow (or a second one)",
-                    )
-                })?;
-                let n = n_total.ok_or_else(|| {
-                    SecureError::violation(Role::Aggregator, "evaluation requested before N")
-                })?;
-                let columns = data.party()?.columns();
-                let beta = read_beta(reader, columns)?;
-                let (sums, scores) = match data.test_party()? {
-                    Some(test) => timed(&mut stats.local_seconds, || {
-                        Ok::<_, crate::rows::RowsError>((
-                            crate::evaluation::sums(&test, &beta)?,
-                            crate::evaluation::scores(&test, &beta)?,
-                        ))
-                    })?,
-                    None => ([0.0; crate::evaluation::SUMS], Vec::new()),
-                };
-                let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
-                let shape = config.evaluation_shape(key);
-                let v = encrypt_values(key, &values, &shape, config, &noise)?;
-                let shares = super::ranking::NodeShares::new(key, scores, &noise)?;
-                Some((
-                    Step::EvaluateReply,
-                    shares
-                        .write(Writer::new().bytes(&v.to_bytes(key)), key)
-                        .finish(),
-                ))
-            }
-            Step::Constants => {
-                reader.end().map_err(at("reading the constants request"))?;
-                data.constants_left = data.constants_left.checked_sub(1).ok_or_else(|| {
-                    SecureError::violation(
-                        Role::Aggregator,
-                        "constant sums the study's model does not need (or asked too often)",
-                    )
-                })?;
-                let n = n_total.ok_or_else(|| {
-                    SecureError::violation(Role::Aggregator, "constants requested before N")
-                })?;
-                let party = data.party()?;
-                let sums = timed(&mut stats.local_seconds, || party.constant_sums())?;
-                let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
-                let v = encrypt_values(key, &values, &config.constants_shape(key), config, &noise)?;
-                Some((
-                    Step::ConstantsReply,
-                    Writer::new().bytes(&v.to_bytes(key)).finish(),
-                ))
-            }
-            Step::Margins => {
-                let party = data.party()?;
-                let beta = read_beta(reader, party.columns())?;
-                let beta = beta.as_slice().expect("contiguous");
-                let (glm, p) = (party.glm(), party.columns());
-                let mut wrong: u64 = 0;
-                party.source().scan(&mut |x, y| {
-                    for (row, label) in x.rows().into_iter().zip(y) {
-                        let row = row.to_slice().expect("standard layout");
-                        let (offset, _) = glm.offset_and_weight(row, p);
-                        let eta = crate::objective::dot(&row[..p], beta) + offset;
-                        wrong += u64::from(eta * (2.0 * label - 1.0) <= 0.0);
-                    }
-                    Ok(())
-                })?;
-                let shape = config.count_shape(key);
-                let v = EncryptedVector::encrypt(
-                    key,
-                    &[Fixed::integer(wrong)],
-                    &shape.bound,
-                    shape.packing,
-                    &noise,
-                )?;
-                Some((
-                    Step::MarginsReply,
-                    Writer::new().bytes(&v.to_bytes(key)).finish(),
-                ))
-            }
-            Step::Count => {
-                let count = Fixed::integer(data.rows() as u64);
-                let shape = config.count_shape(key);
-                if data.rows() as u64 > config.max_rows {
-                    return Err(SecureError::Range(format!(
-                        "a Node holds {} rows, above the study's limit {}",
-                        data.rows(),
-                        config.max_rows
-                    )));
-                }
-                let v =
-                    EncryptedVector::encrypt(key, &[count], &shape.bound, shape.packing, &noise)?;
-                Some((
-                    Step::CountReply,
-                    Writer::new().bytes(&v.to_bytes(key)).finish(),
-                ))
-            }
-            Step::Total => {
-                let n = reader.u64().map_err(at("reading N"))?;
-                reader.end().map_err(at("reading N"))?;
-                if n < data.rows() as u64 {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        format!("N = {n} is below this Node's own {} rows", data.rows()),
-                    ));
-                }
-                n_total = Some(n as f64);
-                None
-            }
-            Step::Bound => {
-                let n = n_total.ok_or_else(|| {
-                    SecureError::violation(Role::Aggregator, "bound requested before N")
-                })?;
-                let party = data.party()?;
-                let sums = timed(&mut stats.local_seconds, || {
-                    party.information_bound_sums().map(|s| s.values())
-                })?;
-                let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
-                let v = encrypt_values(key, &values, &config.bound_shape(key)?, config, &noise)?;
-                Some((
-                    Step::BoundReply,
-                    Writer::new().bytes(&v.to_bytes(key)).finish(),
-                ))
-            }
-            Step::Inverse => {
-                let bytes = reader.bytes().map_err(at("reading the inverse"))?;
-                reader.end().map_err(at("reading the inverse"))?;
-                inverse = Some(EncryptedMatrix::from_bytes(key, bytes)?);
-                None
-            }
-            Step::Gradient | Step::Newton => {
-                let n = n_total.ok_or_else(|| {
-                    SecureError::violation(Role::Aggregator, "gradient requested before the setup")
-                })?;
-                let party = data.party()?;
-                let beta = read_beta(reader, party.columns())?;
-                let mut sums = timed(&mut stats.local_seconds, || {
-                    party.gradient_sums(&beta).map(|s| s.values())
-                })?;
-                let log_likelihood = sums.pop().expect("p + 1 sums") / n;
-                let gradient: Vec<f64> = sums.iter().map(|v| v / n).collect();
-                // Unpacked for dot products under encryption, or packed for masked arithmetic
-                // (the study's public choice).
-                let g =
-                    encrypt_values(key, &gradient, &config.gradient_shape(key)?, config, &noise)?;
-                let l = encrypt_values(
-                    key,
-                    &[log_likelihood],
-                    &config.objective_shape(key),
-                    config,
-                    &noise,
-                )?;
-                let mut w = Writer::new()
-                    .bytes(&g.to_bytes(key))
-                    .bytes(&l.to_bytes(key));
-                if let Some(m) = &inverse {
-                    let fixed = gradient
-                        .iter()
-                        .map(|&v| Fixed::from_f64(v, frac))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    // Declared at the public bound, not the one these values give (which
-                    // would tell the Center the size of this Node's gradient).
-                    let shape = config.local_step_shape(m)?;
-                    let step = m.mul_vector(key, &fixed)?;
-                    if step.slot_bound() > &shape.bound {
-                        return Err(SecureError::Range(
-                            "a Node's step exceeds its public bound".into(),
-                        ));
-                    }
-                    let step = step
-                        .assume_slot_bound(shape.bound)
-                        .rerandomized(key, &noise);
-                    w = w.bytes(&step.to_bytes(key));
-                }
-                if step == Step::Newton {
-                    // The local information X_i^T A X_i / N (eq. 2.13), lower triangle.
-                    let sums = timed(&mut stats.local_seconds, || {
-                        party.information_sums(&beta).map(|s| s.values())
-                    })?;
-                    let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
-                    let h =
-                        encrypt_values(key, &values, &config.bound_shape(key)?, config, &noise)?;
-                    w = w.bytes(&h.to_bytes(key));
-                }
-                Some((Step::GradientReply, w.finish()))
-            }
-            Step::Moments => {
-                let n = n_total.ok_or_else(|| {
-                    SecureError::violation(Role::Aggregator, "moments requested before N")
-                })?;
-                let means = reader.f64s().map_err(at("reading the means"))?;
-                reader.end().map_err(at("reading the means"))?;
-                if !(means.is_empty() || means.len() == data.features())
-                    || means.iter().any(|m| !m.is_finite())
-                {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        format!(
-                            "the aggregator sent {} means for {} columns, or a mean that is not finite",
-                            means.len(),
-                            data.features()
-                        ),
-                    ));
-                }
-                let values = timed(&mut stats.local_seconds, || {
-                    data.moments((!means.is_empty()).then_some(&means[..]), n)
-                })?;
-                let limit = f64::from(MOMENT_BITS).exp2();
-                if let Some(j) = values.iter().position(|v| v.is_nan() || v.abs() >= limit) {
-                    let column = data
-                        .raw
-                        .names()
-                        .get(j)
-                        .map_or_else(|| format!("{}", j + 1), |n| format!("{n:?}"));
-                    return Err(SecureError::Range(format!(
-                        "{}: column {column}: its {} over the study's rows is {:e}, beyond \
-                         2^{MOMENT_BITS}: a value there is far too large; rescale the column",
-                        data.raw.describe(),
-                        if means.is_empty() { "mean" } else { "variance" },
-                        values[j]
-                    )));
-                }
-                let fixed = values
-                    .iter()
-                    .map(|&v| Fixed::from_f64(v, MOMENT_SCALE))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let shape = config.moments_shape(key, fixed.len())?;
-                let v = EncryptedVector::encrypt(key, &fixed, &shape.bound, shape.packing, &noise)?;
-                Some((
-                    Step::MomentsReply,
-                    Writer::new().bytes(&v.to_bytes(key)).finish(),
-                ))
-            }
-            Step::Standardize => {
-                let means = reader.f64s().map_err(at("reading the statistics"))?;
-                let scales = reader.f64s().map_err(at("reading the statistics"))?;
-                reader.end().map_err(at("reading the statistics"))?;
-                if (data.party.is_some() && !data.prepared)
-                    || means.len() != data.features()
-                    || scales.len() != data.features()
-                    || means.iter().any(|m| !m.is_finite())
-                    || scales.iter().any(|s| !(s.is_finite() && *s > 0.0))
-                {
-                    return Err(SecureError::violation(
-                        Role::Aggregator,
-                        "unusable standardisation statistics",
-                    ));
-                }
-                data.standardize = Some((means, scales));
-                if data.prepared {
-                    // Formed again from its rows, scaled (the source is the design itself).
-                    data.party = None;
-                    data.prepared = false;
-                }
-                None
-            }
+            Step::Evaluate => session.evaluate(reader)?,
+            Step::Constants => session.constants(reader)?,
+            Step::Margins => session.margins(reader)?,
+            Step::Count => session.count()?,
+            Step::Total => session.total(reader)?,
+            Step::Bound => session.bound()?,
+            Step::Inverse => session.inverse(reader)?,
+            Step::Gradient | Step::Newton => session.gradient(reader, step == Step::Newton)?,
+            Step::Moments => session.moments(reader)?,
+            Step::Standardize => session.standardize(reader)?,
             other => unreachable!("{other:?} was not expected"),
         };
         busy_seconds += busy.elapsed().as_secs_f64();
@@ -574,6 +339,314 @@ pub fn serve<C: Channel>(
             wire::send(&mut channel, config.session, step, &bytes)
                 .map_err(at("replying to the aggregator"))?;
         }
+    }
+}
+
+/// A Node while it serves one study: its rows, the study's public parameters, what the setup
+/// told it (N, the encrypted inverse of PrivLogit-Local) and its timings.
+struct Session<'a> {
+    data: &'a mut NodeData,
+    key: &'a PublicKey,
+    config: &'a SecureConfig,
+    noise: DjnNoise,
+    stats: NodeStats,
+    n_total: Option<f64>,
+    inverse: Option<EncryptedMatrix>,
+}
+
+impl Session<'_> {
+    /// N, which every request of sums divides by; `what` was asked before the setup sent it.
+    fn n(&self, what: &str) -> Result<f64, SecureError> {
+        self.n_total.ok_or_else(|| {
+            SecureError::violation(Role::Aggregator, format!("{what} requested before N"))
+        })
+    }
+
+    /// `values` encrypted in `shape`, as a reply `step`.
+    fn encrypted(&self, step: Step, values: &[f64], shape: &Shape) -> Result<Reply, SecureError> {
+        let v = encrypt_values(self.key, values, shape, self.config, &self.noise)?;
+        Ok(Some((
+            step,
+            Writer::new().bytes(&v.to_bytes(self.key)).finish(),
+        )))
+    }
+
+    /// One integer, encrypted at the count's shape, as a reply `step`.
+    fn encrypted_count(&self, step: Step, count: u64) -> Result<Reply, SecureError> {
+        let shape = self.config.count_shape(self.key);
+        let v = EncryptedVector::encrypt(
+            self.key,
+            &[Fixed::integer(count)],
+            &shape.bound,
+            shape.packing,
+            &self.noise,
+        )?;
+        Ok(Some((
+            step,
+            Writer::new().bytes(&v.to_bytes(self.key)).finish(),
+        )))
+    }
+
+    /// The held-out rows' sums and scores at the final coefficients (zeros and none for a Node
+    /// without held-out rows), once.
+    fn evaluate(&mut self, reader: Reader<'_>) -> Result<Reply, SecureError> {
+        let data = &mut *self.data;
+        data.evaluations_left = data.evaluations_left.checked_sub(1).ok_or_else(|| {
+            SecureError::violation(
+                Role::Aggregator,
+                "an evaluation the study's plan does not allow (or a second one)",
+            )
+        })?;
+        let n = self.n("evaluation")?;
+        let columns = self.data.party()?.columns();
+        let beta = read_beta(reader, columns)?;
+        let (sums, scores) = match self.data.test_party()? {
+            Some(test) => timed(&mut self.stats.local_seconds, || {
+                Ok::<_, crate::rows::RowsError>((
+                    crate::evaluation::sums(&test, &beta)?,
+                    crate::evaluation::scores(&test, &beta)?,
+                ))
+            })?,
+            None => ([0.0; crate::evaluation::SUMS], Vec::new()),
+        };
+        let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
+        let shape = self.config.evaluation_shape(self.key);
+        let v = encrypt_values(self.key, &values, &shape, self.config, &self.noise)?;
+        let shares = super::ranking::NodeShares::new(self.key, scores, &self.noise)?;
+        Ok(Some((
+            Step::EvaluateReply,
+            shares
+                .write(Writer::new().bytes(&v.to_bytes(self.key)), self.key)
+                .finish(),
+        )))
+    }
+
+    /// The sums a Gaussian, Poisson or weighted model needs besides the gradient.
+    fn constants(&mut self, reader: Reader<'_>) -> Result<Reply, SecureError> {
+        reader.end().map_err(at("reading the constants request"))?;
+        let data = &mut *self.data;
+        data.constants_left = data.constants_left.checked_sub(1).ok_or_else(|| {
+            SecureError::violation(
+                Role::Aggregator,
+                "constant sums the study's model does not need (or asked too often)",
+            )
+        })?;
+        let n = self.n("constants")?;
+        let party = self.data.party()?;
+        let sums = timed(&mut self.stats.local_seconds, || party.constant_sums())?;
+        let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
+        self.encrypted(
+            Step::ConstantsReply,
+            &values,
+            &self.config.constants_shape(self.key),
+        )
+    }
+
+    /// How many rows the coefficients put on the wrong side of their label (the separation
+    /// probe), encrypted.
+    fn margins(&mut self, reader: Reader<'_>) -> Result<Reply, SecureError> {
+        let party = self.data.party()?;
+        let beta = read_beta(reader, party.columns())?;
+        let beta = beta.as_slice().expect("contiguous");
+        let (glm, p) = (party.glm(), party.columns());
+        let mut wrong: u64 = 0;
+        party.source().scan(&mut |x, y| {
+            for (row, label) in x.rows().into_iter().zip(y) {
+                let row = row.to_slice().expect("standard layout");
+                let (offset, _) = glm.offset_and_weight(row, p);
+                let eta = crate::objective::dot(&row[..p], beta) + offset;
+                wrong += u64::from(eta * (2.0 * label - 1.0) <= 0.0);
+            }
+            Ok(())
+        })?;
+        self.encrypted_count(Step::MarginsReply, wrong)
+    }
+
+    /// This Node's rows, encrypted (refused above the study's public limit).
+    fn count(&mut self) -> Result<Reply, SecureError> {
+        let rows = self.data.rows() as u64;
+        if rows > self.config.max_rows {
+            return Err(SecureError::Range(format!(
+                "a Node holds {rows} rows, above the study's limit {}",
+                self.config.max_rows
+            )));
+        }
+        self.encrypted_count(Step::CountReply, rows)
+    }
+
+    /// N, public by design.
+    fn total(&mut self, mut reader: Reader<'_>) -> Result<Reply, SecureError> {
+        let n = reader.u64().map_err(at("reading N"))?;
+        reader.end().map_err(at("reading N"))?;
+        if n < self.data.rows() as u64 {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                format!("N = {n} is below this Node's own {} rows", self.data.rows()),
+            ));
+        }
+        self.n_total = Some(n as f64);
+        Ok(None)
+    }
+
+    /// PrivLogit's bound `X^T X / 4N` (eq. 5.5), lower triangle, encrypted.
+    fn bound(&mut self) -> Result<Reply, SecureError> {
+        let n = self.n("bound")?;
+        let party = self.data.party()?;
+        let sums = timed(&mut self.stats.local_seconds, || {
+            party.information_bound_sums().map(|s| s.values())
+        })?;
+        let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
+        self.encrypted(
+            Step::BoundReply,
+            &values,
+            &self.config.bound_shape(self.key)?,
+        )
+    }
+
+    /// PrivLogit-Local's `Enc((B/N)^-1)`, kept for the Node's local steps.
+    fn inverse(&mut self, mut reader: Reader<'_>) -> Result<Reply, SecureError> {
+        let bytes = reader.bytes().map_err(at("reading the inverse"))?;
+        reader.end().map_err(at("reading the inverse"))?;
+        self.inverse = Some(EncryptedMatrix::from_bytes(self.key, bytes)?);
+        Ok(None)
+    }
+
+    /// Gradient and log-likelihood at the coefficients (and the local step under
+    /// PrivLogit-Local; and the information `X^T A X / N` for a Newton round), encrypted.
+    fn gradient(&mut self, reader: Reader<'_>, newton: bool) -> Result<Reply, SecureError> {
+        let n = self.n("gradient")?;
+        let (key, config) = (self.key, self.config);
+        let party = self.data.party()?;
+        let beta = read_beta(reader, party.columns())?;
+        let mut sums = timed(&mut self.stats.local_seconds, || {
+            party.gradient_sums(&beta).map(|s| s.values())
+        })?;
+        let log_likelihood = sums.pop().expect("p + 1 sums") / n;
+        let gradient: Vec<f64> = sums.iter().map(|v| v / n).collect();
+        // Unpacked for dot products under encryption, or packed for masked arithmetic (the
+        // study's public choice).
+        let g = encrypt_values(
+            key,
+            &gradient,
+            &config.gradient_shape(key)?,
+            config,
+            &self.noise,
+        )?;
+        let l = encrypt_values(
+            key,
+            &[log_likelihood],
+            &config.objective_shape(key),
+            config,
+            &self.noise,
+        )?;
+        let mut w = Writer::new()
+            .bytes(&g.to_bytes(key))
+            .bytes(&l.to_bytes(key));
+        if let Some(m) = &self.inverse {
+            let fixed = gradient
+                .iter()
+                .map(|&v| Fixed::from_f64(v, config.frac))
+                .collect::<Result<Vec<_>, _>>()?;
+            // Declared at the public bound, not the one these values give (which would tell
+            // the Center the size of this Node's gradient).
+            let shape = config.local_step_shape(m)?;
+            let step = m.mul_vector(key, &fixed)?;
+            if step.slot_bound() > &shape.bound {
+                return Err(SecureError::Range(
+                    "a Node's step exceeds its public bound".into(),
+                ));
+            }
+            let step = step
+                .assume_slot_bound(shape.bound)
+                .rerandomized(key, &self.noise);
+            w = w.bytes(&step.to_bytes(key));
+        }
+        if newton {
+            // The local information X_i^T A X_i / N (eq. 2.13), lower triangle.
+            let sums = timed(&mut self.stats.local_seconds, || {
+                party.information_sums(&beta).map(|s| s.values())
+            })?;
+            let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
+            let h = encrypt_values(key, &values, &config.bound_shape(key)?, config, &self.noise)?;
+            w = w.bytes(&h.to_bytes(key));
+        }
+        Ok(Some((Step::GradientReply, w.finish())))
+    }
+
+    /// Column means, or variances about the pooled means, over N (the setup's
+    /// standardisation), encrypted at the moments' wide scale.
+    fn moments(&mut self, mut reader: Reader<'_>) -> Result<Reply, SecureError> {
+        let n = self.n("moments")?;
+        let means = reader.f64s().map_err(at("reading the means"))?;
+        reader.end().map_err(at("reading the means"))?;
+        let data = &*self.data;
+        if !(means.is_empty() || means.len() == data.features())
+            || means.iter().any(|m| !m.is_finite())
+        {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                format!(
+                    "the aggregator sent {} means for {} columns, or a mean that is not finite",
+                    means.len(),
+                    data.features()
+                ),
+            ));
+        }
+        let values = timed(&mut self.stats.local_seconds, || {
+            data.moments((!means.is_empty()).then_some(&means[..]), n)
+        })?;
+        let limit = f64::from(MOMENT_BITS).exp2();
+        if let Some(j) = values.iter().position(|v| v.is_nan() || v.abs() >= limit) {
+            let column = data
+                .raw
+                .names()
+                .get(j)
+                .map_or_else(|| format!("{}", j + 1), |n| format!("{n:?}"));
+            return Err(SecureError::Range(format!(
+                "{}: column {column}: its {} over the study's rows is {:e}, beyond \
+                 2^{MOMENT_BITS}: a value there is far too large; rescale the column",
+                data.raw.describe(),
+                if means.is_empty() { "mean" } else { "variance" },
+                values[j]
+            )));
+        }
+        let fixed = values
+            .iter()
+            .map(|&v| Fixed::from_f64(v, MOMENT_SCALE))
+            .collect::<Result<Vec<_>, _>>()?;
+        let shape = self.config.moments_shape(self.key, fixed.len())?;
+        let v =
+            EncryptedVector::encrypt(self.key, &fixed, &shape.bound, shape.packing, &self.noise)?;
+        Ok(Some((
+            Step::MomentsReply,
+            Writer::new().bytes(&v.to_bytes(self.key)).finish(),
+        )))
+    }
+
+    /// The pooled means and scales: the features become z-scores from the next request on.
+    fn standardize(&mut self, mut reader: Reader<'_>) -> Result<Reply, SecureError> {
+        let means = reader.f64s().map_err(at("reading the statistics"))?;
+        let scales = reader.f64s().map_err(at("reading the statistics"))?;
+        reader.end().map_err(at("reading the statistics"))?;
+        let data = &mut *self.data;
+        if (data.party.is_some() && !data.prepared)
+            || means.len() != data.features()
+            || scales.len() != data.features()
+            || means.iter().any(|m| !m.is_finite())
+            || scales.iter().any(|s| !(s.is_finite() && *s > 0.0))
+        {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                "unusable standardisation statistics",
+            ));
+        }
+        data.standardize = Some((means, scales));
+        if data.prepared {
+            // Formed again from its rows, scaled (the source is the design itself).
+            data.party = None;
+            data.prepared = false;
+        }
+        Ok(None)
     }
 }
 
@@ -591,7 +664,7 @@ fn encrypt_values(
     if let Some(v) = values.iter().find(|v| v.is_nan() || v.abs() >= limit) {
         return Err(SecureError::Range(format!(
             "a Node's value {v} (a sum over its rows divided by N) is outside the study's \
-             public bound 2^{}: standardise the features (--standardize) or rescale the large \
+             public bound 2^{}: standardise the features (setting `standardize`) or rescale the large \
              columns",
             config.value_bits
         )));

@@ -38,7 +38,9 @@ use super::dealt::{self, Dealer, ProductShapes, Seed};
 use super::layout::{Layout, Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
-use super::msgs::{LeafKind, Masked, ProductOut, Request, Widths};
+use super::msgs::{
+    DealtProductRequest, LeafKind, LeafRequest, Masked, ProductOut, ProductRequest, Request, Widths,
+};
 use super::packed::{self, PackedMatrix};
 use super::wide;
 use crate::paillier::{DjnNoise, EncryptedVector, NoiseSource, Packing, PublicKey};
@@ -1096,7 +1098,7 @@ impl MaskedEngine {
         }
         self.send(
             gc,
-            &Request::Product {
+            &Request::Product(ProductRequest {
                 x: x.id,
                 y: y.id,
                 id,
@@ -1112,7 +1114,7 @@ impl MaskedEngine {
                     Output::Kept(_, w, _) => ProductOut::Keep(w),
                     Output::Revealed(_, w) => ProductOut::Reveal(w),
                 },
-            },
+            }),
         )
     }
 
@@ -1141,7 +1143,7 @@ impl MaskedEngine {
         self.stats.cross_seconds += start.elapsed().as_secs_f64();
         self.send(
             gc,
-            &Request::DealtProduct {
+            &Request::DealtProduct(DealtProductRequest {
                 x: x.id,
                 y: y.id,
                 shape: (m, k, n),
@@ -1149,7 +1151,7 @@ impl MaskedEngine {
                 index,
                 f_left,
                 f_right,
-            },
+            }),
         )?;
         let payload = self.reply(gc)?;
         let start = Instant::now();
@@ -1250,7 +1252,7 @@ impl MaskedEngine {
         }
         self.send(
             gc,
-            &Request::Leaf {
+            &Request::Leaf(LeafRequest {
                 kind,
                 x: x.id,
                 input: shape.input,
@@ -1261,7 +1263,7 @@ impl MaskedEngine {
                     .zip(&shape.outputs)
                     .map(|(i, w)| (*i, *w))
                     .collect(),
-            },
+            }),
         )?;
         let start = Instant::now();
         let output_masks: Vec<BigInt> = fresh.iter().map(|(m, _)| m.get(0, 0).clone()).collect();

@@ -18,10 +18,13 @@ use super::dealt::{self, ProductShapes, Seed};
 use super::layout::{Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
-use super::msgs::{Masked, ProductOut, Request, Widths};
+use super::msgs::{
+    BlockShape, DealtProductRequest, LeafRequest, Masked, ProductOut, ProductRequest, Request,
+    Widths,
+};
 use super::packed::{PackedMatrix, packing_of};
 use super::wide;
-use crate::paillier::{DjnNoise, SecretKey};
+use crate::paillier::{DjnNoise, EncryptedVector, SecretKey};
 use crate::secure::SecureError;
 use crate::secure::gc::{KeyholderGc, SIGMA};
 use crate::secure::wire::{self, Step, Writer};
@@ -206,24 +209,7 @@ impl MaskedHelper {
         session: u64,
     ) -> Result<(), SecureError> {
         match request {
-            Request::View { id, widths, masked } => {
-                let start = Instant::now();
-                self.stats.decryptions += match &masked {
-                    Masked::Matrix(m) => m.blocks().len(),
-                    Masked::Lower(_, v) => v.ciphertexts().len(),
-                } as u64;
-                let view = match masked {
-                    Masked::Matrix(m) => m.decrypt(secret)?,
-                    Masked::Lower(d, v) => {
-                        let lower: Vec<BigInt> =
-                            v.decrypt(secret)?.into_iter().map(|f| f.value).collect();
-                        IntMatrix::from_lower(d, &lower)
-                    }
-                };
-                self.stats.paillier_seconds += start.elapsed().as_secs_f64();
-                self.check("a shared matrix", widths, &view)?;
-                self.insert(id, view)
-            }
+            Request::View { id, widths, masked } => self.decrypt_view(id, widths, masked, secret),
             Request::Slice {
                 id,
                 from,
@@ -263,35 +249,7 @@ impl MaskedHelper {
                 rows,
                 cols,
                 blocks,
-            } => {
-                let parts = blocks
-                    .iter()
-                    .map(|(b, r0, c0, t)| Ok((self.get(*b)?, *r0, *c0, *t)))
-                    .collect::<Result<Vec<_>, SecureError>>()?;
-                let mut covered = vec![false; rows * cols];
-                for (v, r0, c0, t) in &parts {
-                    let (br, bc) = if *t {
-                        (v.cols(), v.rows())
-                    } else {
-                        (v.rows(), v.cols())
-                    };
-                    if r0 + br > rows || c0 + bc > cols {
-                        return Err(protocol("a block outside the assembled matrix".into()));
-                    }
-                    for i in *r0..r0 + br {
-                        for j in *c0..c0 + bc {
-                            if std::mem::replace(&mut covered[i * cols + j], true) {
-                                return Err(protocol("assembled blocks overlap".into()));
-                            }
-                        }
-                    }
-                }
-                if covered.iter().any(|c| !c) {
-                    return Err(protocol("assembled blocks leave a gap".into()));
-                }
-                let assembled = IntMatrix::assemble(rows, cols, &parts);
-                self.insert(id, assembled)
-            }
+            } => self.assemble(id, rows, cols, &blocks),
             Request::Zeros { id, rows, cols } => self.insert(id, IntMatrix::zeros(rows, cols)),
             Request::Trace { id, from } => {
                 let v = self.get(from)?;
@@ -315,140 +273,13 @@ impl MaskedHelper {
                 slot_bits,
                 offset,
             } => {
-                let view = self.get(id)?;
-                let view = if transpose {
-                    view.transpose()
-                } else {
-                    view.clone()
-                };
-                let key = secret.public_key();
-                let packing = packing_of(key, slot_bits)?;
-                let start = Instant::now();
-                let encrypted = PackedMatrix::encrypt_at(key, &view, packing, offset, &self.noise)?;
-                self.stats.encryptions += encrypted.blocks().len() as u64;
-                self.stats.paillier_seconds += start.elapsed().as_secs_f64();
-                let payload = encrypted.write(key, Writer::new()).finish();
+                let payload = self.encrypt(id, transpose, slot_bits, offset, secret)?;
                 reply(party, session, &payload)
             }
-            Request::Product {
-                x,
-                y,
-                id,
-                shape: (m, k, n),
-                need,
-                frac,
-                left_cross,
-                left_widths,
-                right_cross,
-                right_widths,
-                share,
-                out,
-            } => {
-                let (vx, vy) = (self.get(x)?, self.get(y)?);
-                if (vx.rows(), vx.cols(), vy.rows(), vy.cols()) != (m, k, k, n)
-                    || (share.rows(), share.cols()) != (m, n)
-                    || (need != Need::All && m != n)
-                {
-                    return Err(protocol("a masked product of mismatched shapes".into()));
-                }
-                let start = Instant::now();
-                let product = wide::product(vx, vy);
-                self.stats.product_seconds += start.elapsed().as_secs_f64();
-                let (left_need, right_need) = Request::needs(need);
-                let left_layout = layout(m, n, left_cross.packing().slots(), left_need);
-                let right_layout = layout(n, m, right_cross.packing().slots(), right_need);
-                let start = Instant::now();
-                let (d1, d2) = rayon::join(
-                    || left_cross.decrypt(secret, &left_layout),
-                    || right_cross.decrypt(secret, &right_layout),
-                );
-                let (d1, d2) = (d1?, d2?);
-                self.stats.decryptions += (left_cross.len() + right_cross.len()) as u64;
-                self.stats.paillier_seconds += start.elapsed().as_secs_f64();
-                self.check("a product's left cross term", left_widths, &d1)?;
-                self.check("a product's right cross term", right_widths, &d2)?;
-                let d2 = d2.transpose();
-                // Z_k = V_x V_y - D1 - D2, truncated, plus the aggregator's truncated share.
-                let mine = IntMatrix::combine(
-                    &[(&product, false), (&d1, true), (&d2, true)],
-                    &BigInt::zero(),
-                )
-                .floor_shift(frac);
-                self.finish_product(&mine, &share, id, need, out, party, session)
-            }
-            Request::DealerSeed { seed } => {
-                if self.dealt.is_some() {
-                    return Err(protocol("a second dealer's seed".into()));
-                }
-                let start = Instant::now();
-                let seed = crate::secure::seed::decrypt_seed(&seed, secret)?;
-                self.stats.decryptions += 1;
-                self.stats.paillier_seconds += start.elapsed().as_secs_f64();
-                self.dealt = Some(DealtSide {
-                    seed,
-                    next: 0,
-                    pending: None,
-                });
-                Ok(())
-            }
-            Request::DealtProduct {
-                x,
-                y,
-                shape: (m, k, n),
-                bounds: (bx, by),
-                index,
-                f_left,
-                f_right,
-            } => {
-                let (vx, vy) = (self.get(x)?, self.get(y)?);
-                if (vx.rows(), vx.cols(), vy.rows(), vy.cols()) != (m, k, k, n)
-                    || (f_left.rows(), f_left.cols()) != (k, n)
-                    || (f_right.rows(), f_right.cols()) != (m, k)
-                {
-                    return Err(protocol("a dealt product of mismatched shapes".into()));
-                }
-                let Some(side) = self.dealt.as_ref() else {
-                    return Err(protocol("a dealt product before the dealer's seed".into()));
-                };
-                // A correlation used twice would tell the aggregator V - V' of two views.
-                if index != side.next || side.pending.is_some() {
-                    return Err(protocol(format!(
-                        "dealt correlation {index} out of order (next is {})",
-                        side.next
-                    )));
-                }
-                let start = Instant::now();
-                let shapes = ProductShapes::new(m, k, n, bx, by);
-                let part = dealt::keyholder_part(&side.seed, index, &shapes);
-                let e_left =
-                    IntMatrix::combine(&[(vx, false), (&part.left_a, true)], &BigInt::zero());
-                let e_right =
-                    IntMatrix::combine(&[(vy, false), (&part.right_a, true)], &BigInt::zero());
-                // V_x V_y - (A_l F_l + Z_l) - (F_r A_r + Z_r), untruncated until the second half.
-                let (product, (left, right)) = rayon::join(
-                    || wide::product(vx, vy),
-                    || {
-                        rayon::join(
-                            || wide::product(&part.left_a, &f_left),
-                            || wide::product(&f_right, &part.right_a),
-                        )
-                    },
-                );
-                let mine = IntMatrix::combine(
-                    &[
-                        (&product, false),
-                        (&left, true),
-                        (&part.left_z, true),
-                        (&right, true),
-                        (&part.right_z, true),
-                    ],
-                    &BigInt::zero(),
-                );
-                self.stats.product_seconds += start.elapsed().as_secs_f64();
-                let side = self.dealt.as_mut().expect("checked above");
-                side.next += 1;
-                side.pending = Some(mine);
-                let payload = e_right.write(e_left.write(Writer::new())).finish();
+            Request::Product(request) => self.product(request, secret, party, session),
+            Request::DealerSeed { seed } => self.dealer_seed(&seed, secret),
+            Request::DealtProduct(request) => {
+                let payload = self.dealt_product(request)?;
                 reply(party, session, &payload)
             }
             Request::DealtShare {
@@ -471,101 +302,345 @@ impl MaskedHelper {
                 let mine = mine.floor_shift(frac);
                 self.finish_product(&mine, &share, id, need, out, party, session)
             }
-            Request::BlockLeaf { x, shape, output } => {
-                let view = self.get(x)?;
-                let k = shape.size;
-                if view.rows() != k || view.cols() != k {
-                    return Err(protocol(format!(
-                        "a block circuit of side {k} on a {} x {} view",
-                        view.rows(),
-                        view.cols()
-                    )));
-                }
-                if shape.output.mask < shape.output.bound + SIGMA {
-                    return Err(protocol(format!(
-                        "a block's inverse masked with {} bits for a bound of {} bits",
-                        shape.output.mask, shape.output.bound
-                    )));
-                }
-                let lower: Vec<BigInt> = (0..k)
-                    .flat_map(|i| (0..=i).map(move |j| (i, j)))
-                    .map(|(i, j)| view.get(i, j).clone())
-                    .collect();
-                if lower
-                    .iter()
-                    .any(|v| v.bits() > u64::from(shape.input.mask) + 1)
-                {
-                    return Err(SecureError::Range(
-                        "a block's view is wider than its declared mask".into(),
-                    ));
-                }
-                let start = Instant::now();
-                let result = block_leaf::run(party, &shape, Some(&lower), None, None)
-                    .map_err(|e| SecureError::io("key holder, a block circuit".into(), e))?;
-                self.stats.leaf_seconds += start.elapsed().as_secs_f64();
-                let views = result.views.expect("the key holder learns its views");
-                let value = IntMatrix::from_lower(k, &views);
-                if let Some(audit) = self.audit.as_mut() {
-                    audit.push(ViewRecord {
-                        widths: shape.output,
-                        values: value.clone(),
-                    });
-                }
-                self.insert(output, value)
+            Request::BlockLeaf { x, shape, output } => self.block_leaf(x, &shape, output, party),
+            Request::Leaf(request) => self.leaf(request, party),
+        }
+    }
+
+    /// A view the aggregator hands over encrypted: decrypted, range-checked and kept.
+    fn decrypt_view(
+        &mut self,
+        id: u64,
+        widths: Widths,
+        masked: Masked,
+        secret: &SecretKey,
+    ) -> Result<(), SecureError> {
+        let start = Instant::now();
+        self.stats.decryptions += match &masked {
+            Masked::Matrix(m) => m.blocks().len(),
+            Masked::Lower(_, v) => v.ciphertexts().len(),
+        } as u64;
+        let view = match masked {
+            Masked::Matrix(m) => m.decrypt(secret)?,
+            Masked::Lower(d, v) => {
+                let lower: Vec<BigInt> = v.decrypt(secret)?.into_iter().map(|f| f.value).collect();
+                IntMatrix::from_lower(d, &lower)
             }
-            Request::Leaf {
-                kind,
-                x,
-                input,
-                threshold,
-                frac,
-                outputs,
-            } => {
-                let view = self.get(x)?;
-                if view.rows() != 1 || view.cols() != 1 {
-                    return Err(protocol("a leaf of more than one value".into()));
-                }
-                let v = view.get(0, 0).clone();
-                if input.bound > input.mask || v.bits() > u64::from(input.mask) + 1 {
-                    return Err(SecureError::Range(
-                        "a pivot's view is wider than its declared mask".into(),
-                    ));
-                }
-                for (_, w) in &outputs {
-                    if w.mask < w.bound + SIGMA {
-                        return Err(protocol(format!(
-                            "a pivot output masked with {} bits for a bound of {} bits",
-                            w.mask, w.bound
-                        )));
+        };
+        self.stats.paillier_seconds += start.elapsed().as_secs_f64();
+        self.check("a shared matrix", widths, &view)?;
+        self.insert(id, view)
+    }
+
+    /// Blocks placed into one new view, which they must cover exactly once.
+    fn assemble(
+        &mut self,
+        id: u64,
+        rows: usize,
+        cols: usize,
+        blocks: &[(u64, usize, usize, bool)],
+    ) -> Result<(), SecureError> {
+        let parts = blocks
+            .iter()
+            .map(|(b, r0, c0, t)| Ok((self.get(*b)?, *r0, *c0, *t)))
+            .collect::<Result<Vec<_>, SecureError>>()?;
+        let mut covered = vec![false; rows * cols];
+        for (v, r0, c0, t) in &parts {
+            let (br, bc) = if *t {
+                (v.cols(), v.rows())
+            } else {
+                (v.rows(), v.cols())
+            };
+            if r0 + br > rows || c0 + bc > cols {
+                return Err(protocol("a block outside the assembled matrix".into()));
+            }
+            for i in *r0..r0 + br {
+                for j in *c0..c0 + bc {
+                    if std::mem::replace(&mut covered[i * cols + j], true) {
+                        return Err(protocol("assembled blocks overlap".into()));
                     }
                 }
-                let shape = LeafShape {
-                    kind,
-                    input,
-                    outputs: outputs.iter().map(|(_, w)| *w).collect(),
-                    threshold,
-                    frac,
-                };
-                let start = Instant::now();
-                let result = leaf::run(party, &shape, Some(&v), None, None)
-                    .map_err(|e| SecureError::io("key holder, a pivot circuit".into(), e))?;
-                self.stats.leaf_seconds += start.elapsed().as_secs_f64();
-                let views = result.views.expect("the key holder learns its views");
-                for ((id, widths), value) in outputs.into_iter().zip(views) {
-                    let value = IntMatrix::from_vec(1, 1, vec![value]);
-                    // An inadmissible pivot stops the study at the aggregator; its garbage
-                    // output is not range-checked here.
-                    if let Some(audit) = self.audit.as_mut() {
-                        audit.push(ViewRecord {
-                            widths,
-                            values: value.clone(),
-                        });
-                    }
-                    self.insert(id, value)?;
-                }
-                Ok(())
             }
         }
+        if covered.iter().any(|c| !c) {
+            return Err(protocol("assembled blocks leave a gap".into()));
+        }
+        let assembled = IntMatrix::assemble(rows, cols, &parts);
+        self.insert(id, assembled)
+    }
+
+    /// A view encrypted for the aggregator (packed, transposed on request): the reply's bytes.
+    fn encrypt(
+        &mut self,
+        id: u64,
+        transpose: bool,
+        slot_bits: u32,
+        offset: usize,
+        secret: &SecretKey,
+    ) -> Result<Vec<u8>, SecureError> {
+        let view = self.get(id)?;
+        let view = if transpose {
+            view.transpose()
+        } else {
+            view.clone()
+        };
+        let key = secret.public_key();
+        let packing = packing_of(key, slot_bits)?;
+        let start = Instant::now();
+        let encrypted = PackedMatrix::encrypt_at(key, &view, packing, offset, &self.noise)?;
+        self.stats.encryptions += encrypted.blocks().len() as u64;
+        self.stats.paillier_seconds += start.elapsed().as_secs_f64();
+        Ok(encrypted.write(key, Writer::new()).finish())
+    }
+
+    /// The key holder's half of a masked product under Paillier: `V_x V_y` less the two
+    /// decrypted cross terms, truncated.
+    fn product<C: Channel, R: CryptoRng>(
+        &mut self,
+        request: ProductRequest,
+        secret: &SecretKey,
+        party: &mut KeyholderGc<C, R>,
+        session: u64,
+    ) -> Result<(), SecureError> {
+        let ProductRequest {
+            x,
+            y,
+            id,
+            shape: (m, k, n),
+            need,
+            frac,
+            left_cross,
+            left_widths,
+            right_cross,
+            right_widths,
+            share,
+            out,
+        } = request;
+
+        let (vx, vy) = (self.get(x)?, self.get(y)?);
+        if (vx.rows(), vx.cols(), vy.rows(), vy.cols()) != (m, k, k, n)
+            || (share.rows(), share.cols()) != (m, n)
+            || (need != Need::All && m != n)
+        {
+            return Err(protocol("a masked product of mismatched shapes".into()));
+        }
+        let start = Instant::now();
+        let product = wide::product(vx, vy);
+        self.stats.product_seconds += start.elapsed().as_secs_f64();
+        let (left_need, right_need) = Request::needs(need);
+        let left_layout = layout(m, n, left_cross.packing().slots(), left_need);
+        let right_layout = layout(n, m, right_cross.packing().slots(), right_need);
+        let start = Instant::now();
+        let (d1, d2) = rayon::join(
+            || left_cross.decrypt(secret, &left_layout),
+            || right_cross.decrypt(secret, &right_layout),
+        );
+        let (d1, d2) = (d1?, d2?);
+        self.stats.decryptions += (left_cross.len() + right_cross.len()) as u64;
+        self.stats.paillier_seconds += start.elapsed().as_secs_f64();
+        self.check("a product's left cross term", left_widths, &d1)?;
+        self.check("a product's right cross term", right_widths, &d2)?;
+        let d2 = d2.transpose();
+        // Z_k = V_x V_y - D1 - D2, truncated, plus the aggregator's truncated share.
+        let mine = IntMatrix::combine(
+            &[(&product, false), (&d1, true), (&d2, true)],
+            &BigInt::zero(),
+        )
+        .floor_shift(frac);
+        self.finish_product(&mine, &share, id, need, out, party, session)
+    }
+
+    /// The dealer's seed, once.
+    fn dealer_seed(
+        &mut self,
+        seed: &EncryptedVector,
+        secret: &SecretKey,
+    ) -> Result<(), SecureError> {
+        if self.dealt.is_some() {
+            return Err(protocol("a second dealer's seed".into()));
+        }
+        let start = Instant::now();
+        let seed = crate::secure::seed::decrypt_seed(seed, secret)?;
+        self.stats.decryptions += 1;
+        self.stats.paillier_seconds += start.elapsed().as_secs_f64();
+        self.dealt = Some(DealtSide {
+            seed,
+            next: 0,
+            pending: None,
+        });
+        Ok(())
+    }
+
+    /// The first half of a product from the next dealt correlation: the key holder's `E` of
+    /// both evaluations (the reply's bytes); its share waits for the second half.
+    fn dealt_product(&mut self, request: DealtProductRequest) -> Result<Vec<u8>, SecureError> {
+        let DealtProductRequest {
+            x,
+            y,
+            shape: (m, k, n),
+            bounds: (bx, by),
+            index,
+            f_left,
+            f_right,
+        } = request;
+
+        let (vx, vy) = (self.get(x)?, self.get(y)?);
+        if (vx.rows(), vx.cols(), vy.rows(), vy.cols()) != (m, k, k, n)
+            || (f_left.rows(), f_left.cols()) != (k, n)
+            || (f_right.rows(), f_right.cols()) != (m, k)
+        {
+            return Err(protocol("a dealt product of mismatched shapes".into()));
+        }
+        let Some(side) = self.dealt.as_ref() else {
+            return Err(protocol("a dealt product before the dealer's seed".into()));
+        };
+        // A correlation used twice would tell the aggregator V - V' of two views.
+        if index != side.next || side.pending.is_some() {
+            return Err(protocol(format!(
+                "dealt correlation {index} out of order (next is {})",
+                side.next
+            )));
+        }
+        let start = Instant::now();
+        let shapes = ProductShapes::new(m, k, n, bx, by);
+        let part = dealt::keyholder_part(&side.seed, index, &shapes);
+        let e_left = IntMatrix::combine(&[(vx, false), (&part.left_a, true)], &BigInt::zero());
+        let e_right = IntMatrix::combine(&[(vy, false), (&part.right_a, true)], &BigInt::zero());
+        // V_x V_y - (A_l F_l + Z_l) - (F_r A_r + Z_r), untruncated until the second half.
+        let (product, (left, right)) = rayon::join(
+            || wide::product(vx, vy),
+            || {
+                rayon::join(
+                    || wide::product(&part.left_a, &f_left),
+                    || wide::product(&f_right, &part.right_a),
+                )
+            },
+        );
+        let mine = IntMatrix::combine(
+            &[
+                (&product, false),
+                (&left, true),
+                (&part.left_z, true),
+                (&right, true),
+                (&part.right_z, true),
+            ],
+            &BigInt::zero(),
+        );
+        self.stats.product_seconds += start.elapsed().as_secs_f64();
+        let side = self.dealt.as_mut().expect("checked above");
+        side.next += 1;
+        side.pending = Some(mine);
+        Ok(e_right.write(e_left.write(Writer::new())).finish())
+    }
+
+    /// A small block's inverse in one garbled circuit; the output becomes a view.
+    fn block_leaf<C: Channel, R: CryptoRng>(
+        &mut self,
+        x: u64,
+        shape: &BlockShape,
+        output: u64,
+        party: &mut KeyholderGc<C, R>,
+    ) -> Result<(), SecureError> {
+        let view = self.get(x)?;
+        let k = shape.size;
+        if view.rows() != k || view.cols() != k {
+            return Err(protocol(format!(
+                "a block circuit of side {k} on a {} x {} view",
+                view.rows(),
+                view.cols()
+            )));
+        }
+        if shape.output.mask < shape.output.bound + SIGMA {
+            return Err(protocol(format!(
+                "a block's inverse masked with {} bits for a bound of {} bits",
+                shape.output.mask, shape.output.bound
+            )));
+        }
+        let lower: Vec<BigInt> = (0..k)
+            .flat_map(|i| (0..=i).map(move |j| (i, j)))
+            .map(|(i, j)| view.get(i, j).clone())
+            .collect();
+        if lower
+            .iter()
+            .any(|v| v.bits() > u64::from(shape.input.mask) + 1)
+        {
+            return Err(SecureError::Range(
+                "a block's view is wider than its declared mask".into(),
+            ));
+        }
+        let start = Instant::now();
+        let result = block_leaf::run(party, shape, Some(&lower), None, None)
+            .map_err(|e| SecureError::io("key holder, a block circuit".into(), e))?;
+        self.stats.leaf_seconds += start.elapsed().as_secs_f64();
+        let views = result.views.expect("the key holder learns its views");
+        let value = IntMatrix::from_lower(k, &views);
+        if let Some(audit) = self.audit.as_mut() {
+            audit.push(ViewRecord {
+                widths: shape.output,
+                values: value.clone(),
+            });
+        }
+        self.insert(output, value)
+    }
+
+    /// A pivot's non-linear step in a garbled circuit; its outputs become views.
+    fn leaf<C: Channel, R: CryptoRng>(
+        &mut self,
+        request: LeafRequest,
+        party: &mut KeyholderGc<C, R>,
+    ) -> Result<(), SecureError> {
+        let LeafRequest {
+            kind,
+            x,
+            input,
+            threshold,
+            frac,
+            outputs,
+        } = request;
+
+        let view = self.get(x)?;
+        if view.rows() != 1 || view.cols() != 1 {
+            return Err(protocol("a leaf of more than one value".into()));
+        }
+        let v = view.get(0, 0).clone();
+        if input.bound > input.mask || v.bits() > u64::from(input.mask) + 1 {
+            return Err(SecureError::Range(
+                "a pivot's view is wider than its declared mask".into(),
+            ));
+        }
+        for (_, w) in &outputs {
+            if w.mask < w.bound + SIGMA {
+                return Err(protocol(format!(
+                    "a pivot output masked with {} bits for a bound of {} bits",
+                    w.mask, w.bound
+                )));
+            }
+        }
+        let shape = LeafShape {
+            kind,
+            input,
+            outputs: outputs.iter().map(|(_, w)| *w).collect(),
+            threshold,
+            frac,
+        };
+        let start = Instant::now();
+        let result = leaf::run(party, &shape, Some(&v), None, None)
+            .map_err(|e| SecureError::io("key holder, a pivot circuit".into(), e))?;
+        self.stats.leaf_seconds += start.elapsed().as_secs_f64();
+        let views = result.views.expect("the key holder learns its views");
+        for ((id, widths), value) in outputs.into_iter().zip(views) {
+            let value = IntMatrix::from_vec(1, 1, vec![value]);
+            // An inadmissible pivot stops the study at the aggregator; its garbage
+            // output is not range-checked here.
+            if let Some(audit) = self.audit.as_mut() {
+                audit.push(ViewRecord {
+                    widths,
+                    values: value.clone(),
+                });
+            }
+            self.insert(id, value)?;
+        }
+        Ok(())
     }
 }
 

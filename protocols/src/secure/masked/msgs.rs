@@ -159,33 +159,7 @@ pub enum Request {
         offset: usize,
     },
     /// The product of views `x` and `y` (see [`super::engine`] for the algebra).
-    Product {
-        /// Left operand.
-        x: u64,
-        /// Right operand.
-        y: u64,
-        /// New view of the truncated product (when not revealed).
-        id: u64,
-        /// Rows of `x`, columns of `x` (rows of `y`), columns of `y`.
-        shape: (usize, usize, usize),
-        /// All entries, or only the lower triangle of a product known to be symmetric.
-        need: Need,
-        /// Fractional bits dropped from the product.
-        frac: u32,
-        /// `Enc(X R_y + M1)`, laid out by [`Request::layouts`].
-        left_cross: CrossTerm,
-        /// Its widths.
-        left_widths: Widths,
-        /// `Enc((R_x Y + M2)^T)`, laid out by [`Request::layouts`].
-        right_cross: CrossTerm,
-        /// Its widths.
-        right_widths: Widths,
-        /// The aggregator's share plus the output's mask: truncated for a new view, whole
-        /// (with `frac` 0) for a product sent back.
-        share: IntMatrix,
-        /// Where the product goes, and the widths of its mask.
-        out: ProductOut,
-    },
+    Product(ProductRequest),
     /// The key holder's seed for dealt correlations ([`super::dealt`]), encrypted under the
     /// study's key by the dealer and relayed by the aggregator.
     DealerSeed {
@@ -194,22 +168,7 @@ pub enum Request {
     },
     /// The first half of a product from dealt correlation `index`: the aggregator's `F` of
     /// both evaluations; the key holder answers with its `E` of both and keeps its share.
-    DealtProduct {
-        /// Left operand.
-        x: u64,
-        /// Right operand.
-        y: u64,
-        /// Rows of `x`, columns of `x` (rows of `y`), columns of `y`.
-        shape: (usize, usize, usize),
-        /// Public bounds of `x` and `y` (bits), from which both sides size the correlation.
-        bounds: (u32, u32),
-        /// The correlation (each is used once, in order).
-        index: u64,
-        /// `R_y - B` of `V_x R_y` (`k x n`).
-        f_left: IntMatrix,
-        /// `R_x - B` of `R_x V_y` (`m x k`).
-        f_right: IntMatrix,
-    },
+    DealtProduct(DealtProductRequest),
     /// The second half: the aggregator's share plus the output's mask (as in
     /// [`Request::Product`]); the key holder adds its own.
     DealtShare {
@@ -226,20 +185,7 @@ pub enum Request {
     },
     /// A non-linear step on the 1 x 1 view `x` in a garbled circuit: fails (one bit to the
     /// aggregator) unless `threshold <= x < 2^input.bound`; the outputs become views `outputs`.
-    Leaf {
-        /// Which step.
-        kind: LeafKind,
-        /// Input view.
-        x: u64,
-        /// Its widths.
-        input: Widths,
-        /// Smallest admissible input (integer units), public.
-        threshold: BigInt,
-        /// Fractional bits.
-        frac: u32,
-        /// New views.
-        outputs: Vec<(u64, Widths)>,
-    },
+    Leaf(LeafRequest),
     /// The inverse of the symmetric `k x k` view `x` in one garbled circuit
     /// ([`super::block_leaf`]); the output becomes view `output`.
     BlockLeaf {
@@ -250,6 +196,72 @@ pub enum Request {
         /// New view.
         output: u64,
     },
+}
+
+/// The fields of [`Request::Product`].
+#[derive(Debug, Clone)]
+pub struct ProductRequest {
+    /// Left operand.
+    pub x: u64,
+    /// Right operand.
+    pub y: u64,
+    /// New view of the truncated product (when not revealed).
+    pub id: u64,
+    /// Rows of `x`, columns of `x` (rows of `y`), columns of `y`.
+    pub shape: (usize, usize, usize),
+    /// All entries, or only the lower triangle of a product known to be symmetric.
+    pub need: Need,
+    /// Fractional bits dropped from the product.
+    pub frac: u32,
+    /// `Enc(X R_y + M1)`, laid out by [`Request::layouts`].
+    pub left_cross: CrossTerm,
+    /// Its widths.
+    pub left_widths: Widths,
+    /// `Enc((R_x Y + M2)^T)`, laid out by [`Request::layouts`].
+    pub right_cross: CrossTerm,
+    /// Its widths.
+    pub right_widths: Widths,
+    /// The aggregator's share plus the output's mask: truncated for a new view, whole
+    /// (with `frac` 0) for a product sent back.
+    pub share: IntMatrix,
+    /// Where the product goes, and the widths of its mask.
+    pub out: ProductOut,
+}
+
+/// The fields of [`Request::DealtProduct`].
+#[derive(Debug, Clone)]
+pub struct DealtProductRequest {
+    /// Left operand.
+    pub x: u64,
+    /// Right operand.
+    pub y: u64,
+    /// Rows of `x`, columns of `x` (rows of `y`), columns of `y`.
+    pub shape: (usize, usize, usize),
+    /// Public bounds of `x` and `y` (bits), from which both sides size the correlation.
+    pub bounds: (u32, u32),
+    /// The correlation (each is used once, in order).
+    pub index: u64,
+    /// `R_y - B` of `V_x R_y` (`k x n`).
+    pub f_left: IntMatrix,
+    /// `R_x - B` of `R_x V_y` (`m x k`).
+    pub f_right: IntMatrix,
+}
+
+/// The fields of [`Request::Leaf`].
+#[derive(Debug, Clone)]
+pub struct LeafRequest {
+    /// Which step.
+    pub kind: LeafKind,
+    /// Input view.
+    pub x: u64,
+    /// Its widths.
+    pub input: Widths,
+    /// Smallest admissible input (integer units), public.
+    pub threshold: BigInt,
+    /// Fractional bits.
+    pub frac: u32,
+    /// New views.
+    pub outputs: Vec<(u64, Widths)>,
 }
 
 /// Where a product goes: a new view at the key holder, or back to the aggregator. Either way
@@ -460,7 +472,7 @@ impl Request {
                 .u64(u64::from(*slot_bits))
                 .u64(*offset as u64)
                 .finish(),
-            Request::Product {
+            Request::Product(ProductRequest {
                 x,
                 y,
                 id,
@@ -473,7 +485,7 @@ impl Request {
                 right_widths,
                 share,
                 out,
-            } => {
+            }) => {
                 let w = w
                     .u64(PRODUCT)
                     .u64(*x)
@@ -489,7 +501,7 @@ impl Request {
                 product_out(share.write(w), out).finish()
             }
             Request::DealerSeed { seed } => w.u64(DEALER_SEED).bytes(&seed.to_bytes(key)).finish(),
-            Request::DealtProduct {
+            Request::DealtProduct(DealtProductRequest {
                 x,
                 y,
                 shape: (m, k, n),
@@ -497,7 +509,7 @@ impl Request {
                 index,
                 f_left,
                 f_right,
-            } => {
+            }) => {
                 let w = w
                     .u64(DEALT_PRODUCT)
                     .u64(*x)
@@ -536,14 +548,14 @@ impl Request {
                 let w = widths(widths(w, shape.input), shape.output);
                 int(w, &shape.threshold).finish()
             }
-            Request::Leaf {
+            Request::Leaf(LeafRequest {
                 kind,
                 x,
                 input,
                 threshold,
                 frac,
                 outputs,
-            } => {
+            }) => {
                 let w = widths(w.u64(LEAF).u64(kind.code()).u64(*x), *input);
                 let mut w = int(w, threshold)
                     .u64(u64::from(*frac))
@@ -694,7 +706,7 @@ impl Request {
                 let right_widths = read_widths(r).map_err(format)?;
                 let share = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
                 let out = read_product_out(r).map_err(format)?;
-                Request::Product {
+                Request::Product(ProductRequest {
                     x,
                     y,
                     id,
@@ -707,7 +719,7 @@ impl Request {
                     right_widths,
                     share,
                     out,
-                }
+                })
             }
             DEALER_SEED => {
                 let seed = EncryptedVector::from_bytes(key, r.bytes().map_err(format)?)?;
@@ -735,7 +747,7 @@ impl Request {
                 let index = r.u64().map_err(format)?;
                 let f_left = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
                 let f_right = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
-                Request::DealtProduct {
+                Request::DealtProduct(DealtProductRequest {
                     x,
                     y,
                     shape: (m, k, n),
@@ -743,7 +755,7 @@ impl Request {
                     index,
                     f_left,
                     f_right,
-                }
+                })
             }
             DEALT_SHARE => {
                 let id = r.u64().map_err(format)?;
@@ -805,14 +817,14 @@ impl Request {
                     .map(|_| Ok((r.u64()?, read_widths(r)?)))
                     .collect::<io::Result<Vec<_>>>()
                     .map_err(format)?;
-                Request::Leaf {
+                Request::Leaf(LeafRequest {
                     kind,
                     x,
                     input,
                     threshold,
                     frac: frac as u32,
                     outputs,
-                }
+                })
             }
             other => {
                 return Err(PaillierError::Format(format!(
