@@ -18,8 +18,12 @@ The book's table (docs/src/results/dpstgd.md) came from `--only opacus --prv`, `
 privlogit` and `--defaults` (records in results/dl_opacus/): about 25, 15 and 3 minutes on a
 2-core machine.
 
-Opacus needs torch (pip's default wheel, ~5.7 GB; it runs on the CPU): `pip install
-opacus==1.6.0 scikit-learn`. Without it the script says so and exits 0.
+Each side needs only its own packages: privlogit's side numpy, scikit-learn and the release
+binary (`cargo build --release` first; `--privlogit PATH` for another), Opacus's side torch
+(pip's default wheel, ~5.7 GB; it runs on the CPU) as well: `pip install opacus==1.6.0
+scikit-learn`. A side that cannot run is an error (exit 2) that names what is missing, unless
+`--allow-skip` asks to skip it (then exit 0 with "skipped" on standard error), so a run that
+measured nothing never looks like a success.
 """
 
 import argparse
@@ -53,14 +57,16 @@ PRIVLOGIT_GRID = {
 }
 
 
-def missing():
-    try:
-        import numpy  # noqa: F401
-        import opacus  # noqa: F401
-        import sklearn  # noqa: F401
-        import torch  # noqa: F401
-    except ImportError as e:
-        return f"opacus, torch, numpy or scikit-learn is not installed ({e}): skipped"
+def missing(side, binary):
+    """Why `side` cannot run here, or None."""
+    modules = ["numpy", "sklearn"] + (["torch", "opacus"] if side == "opacus" else [])
+    for name in modules:
+        try:
+            __import__(name)
+        except ImportError as e:
+            return f"{side}: the Python package {name} is not installed ({e})"
+    if side == "privlogit" and not Path(binary).is_file():
+        return f"privlogit: {binary} is missing: build it first (cargo build --release)"
     return None
 
 
@@ -223,20 +229,27 @@ def main():
     parser.add_argument("--only", choices=["privlogit", "opacus"], help="run one side only")
     parser.add_argument("--defaults", action="store_true",
                         help="privlogit with its default settings only (no tuning)")
+    parser.add_argument("--allow-skip", action="store_true",
+                        help="exit 0 when a side cannot run here (default: an error)")
     args = parser.parse_args()
-    why = missing()
-    if why:
-        print(why)
-        return 0
+    sides = ["privlogit", "opacus"] if args.only is None else [args.only]
+    if args.defaults:
+        sides = ["privlogit"]
+    reasons = [why for why in (missing(side, args.privlogit) for side in sides) if why]
+    if reasons:
+        for why in reasons:
+            print(f"{why}: {'skipped' if args.allow_skip else 'cannot run'}", file=sys.stderr)
+        return 0 if args.allow_skip else 2
     import numpy as np
-    import torch
 
-    torch.set_num_threads(1)
+    if "opacus" in sides:
+        import torch
+
+        torch.set_num_threads(1)
     x, y = load_digits()
     epsilons = [None if e == "none" else float(e) for e in args.epsilons.split(",")]
     splits = [int(s) for s in args.splits.split(",")]
     record = {"runs": []}
-    sides = ["privlogit", "opacus"] if args.only is None else [args.only]
 
     def on_split(seed, run):
         parts = split(len(y), seed)
@@ -272,7 +285,6 @@ def main():
                 chosen[(side, epsilon)] = best[side][1]
 
     if args.defaults:
-        sides = ["privlogit"]
         for epsilon in epsilons:
             chosen[("privlogit", epsilon)] = {}
     else:

@@ -3,22 +3,33 @@ SGD LogisticRegression, the SS-LR of SecretFlow's tutorials, trained in SPU's in
 simulator (two parties, SEMI2K over the 64-bit ring, SPU's default 18 fractional bits)."""
 
 import json
+import os
 import statistics
 import subprocess
+import sys
 import time
 
 
-def missing():
+def missing(binary):
     """Why the side by side cannot run here (a message), or None when numpy, spu and sf-sml
-    import."""
+    import and the privlogit binary is built."""
     try:
         import numpy  # noqa: F401
         import spu  # noqa: F401
         import sml  # noqa: F401
     except ImportError:
-        return ("numpy, spu or sf-sml is not installed: skipped (pip install spu==0.9.5 pandas "
+        return ("numpy, spu or sf-sml is not installed (pip install spu==0.9.5 pandas "
                 "scikit-learn \"numpy<2\"; pip install --no-deps sf-sml)")
+    if not os.path.isfile(binary):
+        return f"{binary} is missing: build it first (cargo build --release)"
     return None
+
+
+def refuse_or_skip(why, allow_skip):
+    """The exit status of a run that cannot measure anything: 2 (an error), or 0 when asked to
+    skip; says why on standard error either way."""
+    print(f"{why}: {'skipped' if allow_skip else 'cannot run'}", file=sys.stderr)
+    return 0 if allow_skip else 2
 
 
 def timed_json(cmd):

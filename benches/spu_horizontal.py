@@ -20,8 +20,8 @@ training is timed (not the secret sharing of the inputs), while privlogit's wall
 whole command: process start, files, key generation, every party.
 
 Requirements: `pip install spu==0.9.5 pandas scikit-learn "numpy<2"` and `pip install --no-deps
-sf-sml` (sml pins an older spu and imports pandas); a release build of privlogit. Skips (exit 0,
-a message) when spu is missing.
+sf-sml` (sml pins an older spu and imports pandas); a release build of privlogit. Without spu or the
+binary it exits 2 naming what is missing (0 with `--allow-skip`).
 
     python benches/spu_horizontal.py [--runs 3] [--party FILE ...] [--privlogit target/release/privlogit]
 """
@@ -31,7 +31,7 @@ import csv
 import os
 import sys
 
-from spu_common import missing, report, spu_fit, timed_json
+from spu_common import missing, refuse_or_skip, report, spu_fit, timed_json
 
 try:
     import numpy as np
@@ -80,11 +80,12 @@ def main():
     parser.add_argument("--lambda", dest="lam", type=float, default=1.0)
     parser.add_argument("--epochs", type=int, default=1000, help="full-batch SPU run's epochs")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--allow-skip", action="store_true",
+                        help="exit 0 when the side by side cannot run here (default: an error)")
     a = parser.parse_args()
-    why = missing()
+    why = missing(a.privlogit)
     if why:
-        print(why)
-        return 0
+        return refuse_or_skip(why, a.allow_skip)
 
     files = a.party or DEMO
     names, x, y = pooled(files, a.label)
