@@ -49,6 +49,15 @@ pub struct DpError {
 }
 
 impl DpError {
+    /// A refused parameter: its `name`, its `value` and why.
+    pub fn new(name: &'static str, value: f64, reason: &'static str) -> Self {
+        Self {
+            name,
+            value,
+            reason,
+        }
+    }
+
     /// `value` if it is finite and positive, else an error naming `name`.
     pub fn check_positive(name: &'static str, value: f64) -> Result<f64, DpError> {
         positive(name, value)

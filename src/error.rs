@@ -24,7 +24,7 @@ pub enum Error {
     /// flag).
     #[error("{origin} {why}")]
     Setting {
-        /// `study.toml: lambda` or `--lambda`.
+        /// `study.toml: lambda` or setting `lambda`.
         origin: String,
         /// What is wrong with it.
         why: String,
@@ -127,6 +127,27 @@ impl Error {
     /// Whether the privacy ledger refused: a release over budget.
     pub fn is_over_budget(&self) -> bool {
         matches!(self, Error::Ledger(LedgerError::Exceeded { .. }))
+    }
+
+    /// Whether a party or the network failed during a secure study (a lost peer, a refused
+    /// certificate, an abort, a timeout): the study may succeed when run again or resumed,
+    /// where a bad input will not.
+    pub fn is_network(&self) -> bool {
+        let lost = |e: &SecureError| e.transport().is_some();
+        // The optimiser prints its backend's error in its own message, not as a source.
+        let fit_lost = |f: &FitError| match f {
+            FitError::Aggregation(backend) => {
+                backend.downcast_ref::<SecureError>().is_some_and(lost)
+            }
+            _ => false,
+        };
+        match self {
+            Error::Secure(e) | Error::Study(StudyError::Secure(e) | StudyError::Party(_, e)) => {
+                lost(e)
+            }
+            Error::Fit(f) | Error::Study(StudyError::Fit(f)) => fit_lost(f),
+            _ => false,
+        }
     }
 
     /// Whether it is about the data (a file, a row, a value), for callers that report data

@@ -37,7 +37,7 @@ pub enum InferenceError {
         value: f64,
     },
     /// A confidence level outside (0, 1).
-    #[error("--ci-level must lie strictly between 0 and 1, got {0}")]
+    #[error("setting `ci_level` must lie strictly between 0 and 1, got {0}")]
     Level(f64),
 }
 

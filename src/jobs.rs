@@ -4,13 +4,9 @@
 //! jobs, files or the application's [`Error`](crate::error::Error).
 //!
 //! - [`dp`]: `dp fit` (one call for every single-target DP method, its cost beside its model);
-//! - [`account`]: `dp account`, what a sequence of releases spends, and Table 3.1;
-//! - [`dl`]: `dl train`, `dl server`, `dl participant` (DPSTGD in one process or over TLS);
 //! - [`stacking`]: the stacking pipeline's stages (`stack publish`, `meta`, `run`);
 //! - [`predict`]: a model file applied to a data file's rows.
 
-pub mod account;
-pub mod dl;
 pub mod dp;
 pub mod predict;
 pub mod stacking;

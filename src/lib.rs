@@ -1,11 +1,21 @@
-//! privlogit: privacy-preserving logistic regression across organizations.
+//! privlogit: privacy-preserving logistic regression across organizations, as a library.
 //!
-//! This crate holds what sits above the protocols: data loading and partitioning
-//! ([`data`]), simulated data ([`synthetic`]), metrics ([`metrics`]), the plaintext
-//! distributed fit pipeline ([`fit`]), fitted models in raw units ([`model`]), safe result writing ([`output`]) and figures
-//! ([`figures`], SVG and PNG through plotters), differential privacy ([`dp`]) and the pipelines
-//! that join it with secure fitting ([`hybrid`]). The optimisers and
-//! the aggregation backends live in [`privlogit_protocols`], re-exported as [`protocols`].
+//! It prints nothing and parses no command line (the `privlogit` command, benchmarks, the
+//! dissertation's experiments and figures are the `privlogit-cli` crate's). What it holds sits
+//! above the protocols ([`privlogit_protocols`], re-exported as [`protocols`]: the optimisers,
+//! Paillier, the transport, the secure roles):
+//!
+//! - settings and the secure study as an application: [`settings`] (every setting, defined
+//!   once), [`study`] (study files, plans, parties, roles, results, resumption), [`vertical`]
+//!   (parties holding columns);
+//! - the plaintext fit and what a fit yields: [`fit`], [`model`] (models in raw units),
+//!   [`inference`] (the table at the optimum), [`evaluation`] (held-out rows), [`metrics`];
+//! - data: [`data`] (CSV, binary tables, Parquet), [`synthetic`] (simulations), [`pca`];
+//! - differential privacy: [`dp`] (mechanisms, methods, the accountant and the ledger),
+//!   [`dl`] (distributed DP deep learning), [`hybrid`] (secure fitting with a DP release),
+//!   [`charge`] (a release's cost charged to the ledger);
+//! - what front ends run and how they hear of it: [`jobs`], [`progress`], [`output`] (safe
+//!   writes), [`error`].
 //!
 //! ```no_run
 //! use privlogit::data::{self, LoadOptions, partition};
@@ -20,15 +30,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod bench;
 pub mod charge;
 pub mod data;
 pub mod dl;
 pub mod dp;
 pub mod error;
 pub mod evaluation;
-pub mod experiments;
-pub mod figures;
 pub mod fit;
 pub mod hybrid;
 pub mod inference;
@@ -38,7 +45,6 @@ pub mod model;
 pub mod output;
 pub mod pca;
 pub mod progress;
-pub mod reproduce;
 pub mod settings;
 pub mod study;
 pub mod synthetic;

@@ -33,6 +33,7 @@ pub struct Pca {
 /// Why an eigendecomposition failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("the symmetric eigendecomposition did not converge (a non-finite covariance entry?)")]
+#[non_exhaustive]
 pub struct EigenError;
 
 impl Pca {

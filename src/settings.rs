@@ -5,6 +5,8 @@
 //! user gave; [`Spec`] applies a study file, then those, and the plans of
 //! [`crate::study`] and [`crate::fit`] validate the result.
 
+pub mod words;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -203,7 +205,7 @@ pub const KEYS: &[Key] = &[
         "FILE",
         &[F],
         false,
-        "One file holding every party's rows (see --split and --group-by), instead of --party.",
+        "One file holding every party's rows (see setting `split` and setting `group_by`), instead of setting `party`.",
     ),
     key(
         "split",
@@ -211,7 +213,7 @@ pub const KEYS: &[Key] = &[
         "K",
         &[F],
         false,
-        "Split --data into K parties of contiguous rows.",
+        "Split setting `data` into K parties of contiguous rows.",
     ),
     key(
         "shuffle_seed",
@@ -219,7 +221,7 @@ pub const KEYS: &[Key] = &[
         "SEED",
         &[F],
         false,
-        "Shuffle --data's rows with this seed before --split.",
+        "Shuffle setting `data`'s rows with this seed before setting `split`.",
     ),
     key(
         "group_by",
@@ -227,7 +229,7 @@ pub const KEYS: &[Key] = &[
         "COLUMN",
         &[F],
         false,
-        "Make one party per value of this column of --data.",
+        "Make one party per value of this column of setting `data`.",
     ),
     many(key(
         "exclude",
@@ -248,7 +250,7 @@ pub const KEYS: &[Key] = &[
          the encrypted inverse of the Hessian bound into their gradients), hessian \
          (PrivLogit-Hessian: the Center keeps the bound's inverse shared between the two servers \
          and solves each step), newton (secure distributed Newton, the baseline; implies \
-         --optimizer newton), or auto: `study` (every party in this process) runs hessian, \
+         setting `optimizer` newton), or auto: `study` (every party in this process) runs hessian, \
          whose masked solve is cheaper there than Local's encrypted step at every Node, and \
          the roles run local, whose rounds need no masked product between the servers (a \
          differentially private study, or the circuit method, runs local; the newton optimizer \
@@ -269,7 +271,7 @@ pub const KEYS: &[Key] = &[
         "",
         &[S, A],
         true,
-        "The same as --optimizer privlogit-accel (older study files).",
+        "The same as setting `optimizer` privlogit-accel (older study files).",
     )),
     key(
         "memory",
@@ -362,7 +364,7 @@ pub const KEYS: &[Key] = &[
         &[F, S, A],
         true,
         "l2 penalty lambda of eq. 2.10 (every coefficient, the intercept too unless \
-         --free-intercept).",
+         setting `free_intercept`).",
     ),
     key(
         "penalty_centre",
@@ -372,7 +374,7 @@ pub const KEYS: &[Key] = &[
         true,
         "Centre the penalty at this public vector, lambda/2 ||beta - c||^2 (hypothesis \
          transfer): a file with one coefficient per line in the model's order (intercept first, \
-         standardised coordinates with --standardize).",
+         standardised coordinates with setting `standardize`).",
     ),
     key(
         "tol",
@@ -446,7 +448,7 @@ pub const KEYS: &[Key] = &[
         "Publish an epsilon-differentially private model (secure PLR, stacking paper Algorithm 1): \
          the Nodes scale each row to norm 1, both servers add a PLR noise vector under \
          encryption, the study stops on the gradient norm alone (default within 1e-8 of the \
-         minimiser). No intercept; --standardize, --lambda and --tol do not apply.",
+         minimiser). No intercept; setting `standardize`, setting `lambda` and setting `tol` do not apply.",
     ),
     key(
         "dp_lambda",
@@ -463,7 +465,7 @@ pub const KEYS: &[Key] = &[
         &[S, A],
         true,
         "Hypothesis transfer: centre the DP study's penalty at a source organization's published \
-         model (`dp fit --method plr --out`, or `stack publish`), lambda (eta/2 ||w||^2 + \
+         model (a `dp fit` of method plr with setting `out`, or `stack publish`), lambda (eta/2 ||w||^2 + \
          (1 - eta)/2 ||w - w_src||^2).",
     ),
     key(
@@ -472,7 +474,7 @@ pub const KEYS: &[Key] = &[
         "ETA",
         &[S, A],
         true,
-        "With --transfer-from: the weight of plain l2 against closeness to the source model.",
+        "With setting `transfer_from`: the weight of plain l2 against closeness to the source model.",
     ),
     // Generalised linear models.
     key(
@@ -521,8 +523,8 @@ pub const KEYS: &[Key] = &[
         &[F, S, A, N],
         true,
         "The parties hold different columns about the same people: their rows are matched by \
-         --id (private set intersection) and the model is fitted over the joined columns; \
-         exactly one party's file has the --label column.",
+         setting `id` (private set intersection) and the model is fitted over the joined columns; \
+         exactly one party's file has the setting `label` column.",
     ),
     key(
         "id",
@@ -541,7 +543,7 @@ pub const KEYS: &[Key] = &[
         &[F, S, N],
         false,
         "Held-out rows (the training files' columns) to evaluate the final model on: AUC, \
-         log-loss, accuracy, Brier score and a calibration table. A study takes one per --party, \
+         log-loss, accuracy, Brier score and a calibration table. A study takes one per setting `party`, \
          in order (evaluated securely: only the pooled figures are revealed, the AUC ranked in a \
          garbled circuit); a Node its own.",
     )),
@@ -551,8 +553,8 @@ pub const KEYS: &[Key] = &[
         "",
         &[A, S],
         true,
-        "Ask the Nodes to evaluate the final model on their held-out rows (--test-party); Nodes \
-         without any count none. A study in one process evaluates whenever --test-party is \
+        "Ask the Nodes to evaluate the final model on their held-out rows (setting `test_party`); Nodes \
+         without any count none. A study in one process evaluates whenever setting `test_party` is \
          given.",
     ),
     // Inference at the optimum.
@@ -636,7 +638,7 @@ pub const KEYS: &[Key] = &[
         "FILE",
         &[S, N],
         false,
-        "The privacy ledger (as `dp fit --ledger`): a differentially private study charges each \
+        "The privacy ledger (as `dp fit` keeps with setting `ledger`): a differentially private study charges each \
          Node's data set (known by its rows) its epsilon when it starts, refused past the total.",
     ),
     key(
@@ -1325,7 +1327,7 @@ pub fn format_number(x: f64) -> String {
 fn origin_text(origin: Origin<'_>, name: &str) -> String {
     match origin {
         Origin::File(path) => format!("{}: {name}", path.display()),
-        Origin::Given => format!("--{}", name.replace('_', "-")),
+        Origin::Given => format!("setting `{name}`"),
     }
 }
 
@@ -1455,7 +1457,7 @@ mod tests {
         let e = a
             .set("lambda", &Value::Boolean(true), Origin::Given)
             .expect_err("a switch is not a number");
-        assert!(e.to_string().contains("--lambda"), "{e}");
+        assert!(e.to_string().contains("setting `lambda`"), "{e}");
         let e = a
             .set("listen", &Value::String("x".into()), Origin::Given)
             .expect_err("a study has no listen address");

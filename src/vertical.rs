@@ -96,18 +96,19 @@ impl Joined {
 /// one is named by file and both lines), the `--label` column as labels when the file has it,
 /// the other columns but `--exclude`d ones as features.
 pub fn table(path: &Path, spec: &Spec) -> Result<VerticalTable, Error> {
-    let id = spec
-        .id
-        .clone()
-        .ok_or_else(|| Error::setting("--id", "a vertical study needs the identifier column"))?;
-    let label = spec
-        .label
-        .clone()
-        .ok_or_else(|| Error::setting("--label", "a vertical study needs the label column"))?;
+    let id = spec.id.clone().ok_or_else(|| {
+        Error::setting(
+            "setting `id`",
+            "a vertical study needs the identifier column",
+        )
+    })?;
+    let label = spec.label.clone().ok_or_else(|| {
+        Error::setting("setting `label`", "a vertical study needs the label column")
+    })?;
     let columns = header(path)?;
     if !columns.contains(&id) {
         return Err(Error::setting(
-            "--id",
+            "setting `id`",
             format!("{}: no column {id:?}", path.display()),
         ));
     }
@@ -156,7 +157,7 @@ pub fn table(path: &Path, spec: &Spec) -> Result<VerticalTable, Error> {
 pub fn tables(spec: &Spec) -> Result<Vec<VerticalTable>, Error> {
     if spec.party.len() < 2 {
         return Err(Error::plan(
-            "a vertical study joins the columns of at least two parties: give --party FILE for each",
+            "a vertical study joins the columns of at least two parties: give setting `party` FILE for each",
         ));
     }
     let headers = spec
@@ -170,7 +171,7 @@ pub fn tables(spec: &Spec) -> Result<Vec<VerticalTable>, Error> {
         .find(|c| !headers.iter().any(|h| h.contains(*c)))
     {
         return Err(Error::setting(
-            "--exclude",
+            "setting `exclude`",
             format!("{missing:?} is a column of no party's file"),
         ));
     }
@@ -184,7 +185,7 @@ pub fn tables(spec: &Spec) -> Result<Vec<VerticalTable>, Error> {
         .collect();
     if labelled.len() != 1 {
         return Err(Error::setting(
-            "--label",
+            "setting `label`",
             format!(
                 "exactly one party's file must have the label column {label:?}; {} {}",
                 if labelled.is_empty() {
@@ -280,7 +281,7 @@ fn header(path: &Path) -> Result<Vec<String>, Error> {
 pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<StudyResult, Error> {
     if spec.reader != Reader::Study {
         return Err(Error::plan(
-            "a vertical study runs as `privlogit study --vertical`",
+            "a vertical study runs as a `study` with setting `vertical`",
         ));
     }
     let tables = tables(spec)?;

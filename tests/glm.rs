@@ -187,7 +187,10 @@ fn bad_glm_input_is_refused() {
         ("family", Value::from("poisson")),
         ("optimizer", Value::from("privlogit")),
     ]);
-    assert!(e.contains("--optimizer") && e.contains("Newton"), "{e}");
+    assert!(
+        e.contains("setting `optimizer`") && e.contains("Newton"),
+        "{e}"
+    );
 }
 
 /// The `k` of `parts` contiguous parts of the GLM data file, as a party file.

@@ -117,7 +117,7 @@ impl Disclosure {
             format!(
                 "with two Nodes, {what} would let each Node learn the other's sums by \
                  subtracting its own: to publish it, every party's study file says \
-                 two_node_disclosure = true (--two-node-disclosure in one process, \
+                 two_node_disclosure = true (setting `two_node_disclosure` in one process, \
                  two_node_disclosure=True from Python)"
             )
         })

@@ -132,8 +132,10 @@ fn warn(py: Python<'_>, notes: Vec<String>) -> PyResult<()> {
 
 fn ledger_error(e: ledger::LedgerError) -> PyErr {
     match e {
-        ledger::LedgerError::Exceeded { .. } => BudgetExceeded::new_err(e.to_string()),
-        other => PrivlogitError::new_err(other.to_string()),
+        ledger::LedgerError::Exceeded { .. } => {
+            BudgetExceeded::new_err(crate::errors::in_keywords(&e.to_string()))
+        }
+        other => PrivlogitError::new_err(crate::errors::in_keywords(&other.to_string())),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The exceptions the package raises: the message is the error's text as the command line
-//! prints it (after `error: `), so a fault reads the same from Python and from a shell.
+//! prints it (after `error: `), with a setting named by its Python keyword (`lam`) where the
+//! command line names its flag (`--lambda`).
 
 use pyo3::PyErr;
 use pyo3::exceptions::PyValueError;
@@ -23,19 +24,32 @@ pyo3::create_exception!(
     "A fit refused because it would take a data set past its ledger's privacy total."
 );
 
+/// The library's mentions of settings (``setting `lambda` ``) as Python's keywords.
+pub fn in_keywords(text: &str) -> String {
+    privlogit::settings::words::spell_settings(text, |key| {
+        let keyword = match key {
+            "lambda" => "lam",
+            "source_lambda" => "source_lam",
+            other => other,
+        };
+        format!("`{keyword}`")
+    })
+}
+
 /// `e` as a [`PrivlogitError`] with its message.
 pub fn error(e: impl std::fmt::Display) -> PyErr {
-    PrivlogitError::new_err(e.to_string())
+    PrivlogitError::new_err(in_keywords(&e.to_string()))
 }
 
 /// A library error as the exception its kind calls for: `DataError` for a file, a row or a
 /// value, `BudgetExceeded` for a release the ledger refuses, `PrivlogitError` otherwise.
 pub fn raise(e: privlogit::error::Error) -> PyErr {
+    let message = in_keywords(&e.to_string());
     if e.is_over_budget() {
-        BudgetExceeded::new_err(e.to_string())
+        BudgetExceeded::new_err(message)
     } else if e.is_data() {
-        DataError::new_err(e.to_string())
+        DataError::new_err(message)
     } else {
-        PrivlogitError::new_err(e.to_string())
+        PrivlogitError::new_err(message)
     }
 }

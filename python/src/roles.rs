@@ -30,7 +30,7 @@ type Party = (PyBuffer<f64>, PyBuffer<f64>, Vec<String>);
 fn say(quiet: bool) -> impl Fn(&str) + Sync {
     move |m: &str| {
         if !quiet {
-            eprintln!("{m}");
+            eprintln!("{}", crate::errors::in_keywords(m));
         }
     }
 }

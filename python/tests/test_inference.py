@@ -55,9 +55,9 @@ def test_bad_designs_raise_clear_errors():
     doubled = [(np.column_stack([X, X[:, 0]]), y) for X, y in parties]
     with pytest.raises(privlogit.PrivlogitError, match="linear combination"):
         privlogit.fit(doubled, names=names + ["copy"], lam=0.0)
-    with pytest.raises(privlogit.PrivlogitError, match="ci-level"):
+    with pytest.raises(privlogit.PrivlogitError, match="`ci_level`"):
         privlogit.fit(parties, names=names, ci_level=2.0)
-    with pytest.raises(privlogit.PrivlogitError, match="--drop"):
+    with pytest.raises(privlogit.PrivlogitError, match="`drop`"):
         privlogit.fit(parties, names=names, lam=1.0, drop=["alcohol"])
 
 

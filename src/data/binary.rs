@@ -225,7 +225,7 @@ pub fn layout(path: &Path, options: &LoadOptions) -> Result<(Layout, BufReader<F
         return Err(DataError::BinaryUnsupported {
             path: path.to_path_buf(),
             what: format!("group column {group:?}"),
-            hint: "binary tables hold numbers only; split them with --split",
+            hint: "binary tables hold numbers only; split them with setting `split`",
         });
     }
     let mut keep = vec![true; p as usize];

@@ -398,6 +398,6 @@ pub enum DataError {
         what: &'static str,
     },
     /// A feature is already called `intercept`.
-    #[error("a feature is already named \"intercept\"; rename it or use --no-intercept")]
+    #[error("a feature is already named \"intercept\"; rename it or use setting `no_intercept`")]
     InterceptClash,
 }

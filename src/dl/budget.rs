@@ -227,7 +227,7 @@ pub fn check(
         return Err(DlError::Budget(format!(
             "the dissertation's accounting (Theorem 3.3.2) is not a privacy bound: this run \
              spends epsilon {:.4} by it but {:.4} soundly (delta {:.1e}); decide by the sound \
-             figure, or acknowledge the unsound one explicitly (--accept-unsound-accounting; \
+             figure, or acknowledge the unsound one explicitly (setting `accept_unsound_accounting`; \
              Python: accept_unsound_accounting=True)",
             spend.total_dissertation.epsilon, spend.total_sound.epsilon, spend.total_sound.delta
         )));

@@ -244,7 +244,7 @@ pub enum LedgerError {
     Total(f64),
     /// The ledger's total is stored; another one was asked.
     #[error(
-        "{path}: this ledger's total is {stored}; --budget {asked} differs (a total is fixed when the ledger is created; start a new ledger for a new total)"
+        "{path}: this ledger's total is {stored}; setting `budget` {asked} differs (a total is fixed when the ledger is created; start a new ledger for a new total)"
     )]
     TotalChanged {
         /// The ledger.
@@ -255,7 +255,7 @@ pub enum LedgerError {
         asked: Epsilon,
     },
     /// A new ledger needs a total.
-    #[error("{0}: no ledger there yet; give its total with --budget")]
+    #[error("{0}: no ledger there yet; give its total with setting `budget`")]
     NoTotal(PathBuf),
     /// The ledger file could not be read or written.
     #[error("{path}: {source}")]

@@ -37,7 +37,7 @@ pub const DEFAULT_LAMBDA_IW: f64 = 0.001;
 pub const DEFAULT_PRIOR_SD_FLOOR: f64 = 0.1;
 
 /// The methods (the command line's `--method`, Python's `method`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// PLR, objective perturbation (stacking paper Algorithm 1).
     Plr,
@@ -49,14 +49,14 @@ pub enum Method {
     PstF,
     /// PLR with feature splitting, one model per group (transfer Algorithm 3).
     PlrFs,
-    /// Stacking with hypothesis transfer (stacking Algorithm 4); needs --source.
+    /// Stacking with hypothesis transfer (stacking Algorithm 4); needs a source.
     PstH,
-    /// Transfer with feature splitting and stacking (transfer Algorithm 4); needs --source.
+    /// Transfer with feature splitting and stacking (transfer Algorithm 4); needs a source.
     PptlFs,
     /// DP hypothesis transfer from several sources with importance weights (dissertation
-    /// Algorithm 4); needs --source FILE... and --public.
+    /// Algorithm 4); needs sources and public data.
     Dphtl,
-    /// PLR on the source, then PLR on the target near it (transfer Algorithm 2); needs --source.
+    /// PLR on the source, then PLR on the target near it (transfer Algorithm 2); needs a source.
     Simcomb,
 }
 
@@ -96,19 +96,19 @@ impl Opt {
     /// The flag (`--eta`).
     pub fn flag(self) -> &'static str {
         match self {
-            Opt::Eta => "--eta",
-            Opt::K => "--k",
-            Opt::GroupImportance => "--group-importance",
-            Opt::FeatureScores => "--feature-scores",
-            Opt::Combiner => "--combiner",
-            Opt::LowFraction => "--low-fraction",
-            Opt::HighLambda => "--high-lambda",
-            Opt::PlrAsPrinted => "--plr-as-printed",
-            Opt::Public => "--public",
-            Opt::TargetUnlabelled => "--target-unlabelled",
-            Opt::SourceSettings => "--source-epsilon",
-            Opt::Dphtl => "--lambda-iw",
-            Opt::RowBound => "--row-bound",
+            Opt::Eta => "setting `eta`",
+            Opt::K => "setting `k`",
+            Opt::GroupImportance => "setting `group_importance`",
+            Opt::FeatureScores => "setting `feature_scores`",
+            Opt::Combiner => "setting `combiner`",
+            Opt::LowFraction => "setting `low_fraction`",
+            Opt::HighLambda => "setting `high_lambda`",
+            Opt::PlrAsPrinted => "setting `plr_as_printed`",
+            Opt::Public => "setting `public`",
+            Opt::TargetUnlabelled => "setting `target_unlabelled`",
+            Opt::SourceSettings => "setting `source_epsilon`",
+            Opt::Dphtl => "setting `lambda_iw`",
+            Opt::RowBound => "setting `row_bound`",
         }
     }
 }
@@ -141,6 +141,33 @@ impl Method {
         Method::Dphtl,
         Method::Simcomb,
     ];
+
+    /// One line on what the method is and which paper's algorithm it follows (a front end's
+    /// help).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Method::Plr => "PLR, objective perturbation (stacking paper Algorithm 1)",
+            Method::Output => "Output perturbation (Chaudhuri et al. 2011, the sensitivity method)",
+            Method::PstS => "Stacking with sample partitioning (stacking Algorithm 2)",
+            Method::PstF => "Stacking with feature partitioning (stacking Algorithm 3)",
+            Method::PlrFs => {
+                "PLR with feature splitting, one model per group (transfer Algorithm 3)"
+            }
+            Method::PstH => {
+                "Stacking with hypothesis transfer (stacking Algorithm 4); needs a source"
+            }
+            Method::PptlFs => {
+                "Transfer with feature splitting and stacking (transfer Algorithm 4); needs a source"
+            }
+            Method::Dphtl => {
+                "DP hypothesis transfer from several sources with importance weights \
+                 (dissertation Algorithm 4); needs sources and public data"
+            }
+            Method::Simcomb => {
+                "PLR on the source, then PLR on the target near it (transfer Algorithm 2); needs a source"
+            }
+        }
+    }
 
     /// The method named `name` (`pst-s`), or a message listing them.
     pub fn parse(name: &str) -> Result<Method, String> {
@@ -199,7 +226,10 @@ impl Method {
                 self == Dphtl,
                 "only dphtl takes the target's unlabelled rows",
             ),
-            Opt::SourceSettings => (self.is_transfer() && self != Dphtl, "there is no --source"),
+            Opt::SourceSettings => (
+                self.is_transfer() && self != Dphtl,
+                "there is no setting `source`",
+            ),
             Opt::Dphtl => (self == Dphtl, "only dphtl takes it"),
             Opt::RowBound => (self != Dphtl, "dphtl scales every row to norm 1"),
         };

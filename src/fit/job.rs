@@ -122,7 +122,7 @@ impl FitJob {
             .map(|(_, c)| c)
         {
             return Err(Error::setting(
-                "--drop",
+                "setting `drop`",
                 format!(
                     "{twice:?} is given twice (each column counts once in the test's degrees of freedom)"
                 ),
@@ -131,7 +131,7 @@ impl FitJob {
         for column in &asked.drop {
             if !prepared.names.iter().any(|n| n == column) || column == crate::model::INTERCEPT {
                 return Err(Error::setting(
-                    "--drop",
+                    "setting `drop`",
                     format!(
                         "{column:?} is not a feature of the model; the features are {}",
                         prepared.names[usize::from(prepared.names[0] == crate::model::INTERCEPT)..]
@@ -197,7 +197,7 @@ impl FitJob {
             let nested = self.fitted(&reduced, &mut |_| {})?;
             if !nested.report.converged() {
                 return Err(Error::plan(format!(
-                    "the nested model without {} did not converge ({}): raise --max-iter",
+                    "the nested model without {} did not converge ({}): raise setting `max_iter`",
                     self.asked.drop.join(", "),
                     nested.report.status.name()
                 )));
@@ -303,11 +303,12 @@ fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
     let (_, optimizer) = spec.resolved_optimizer(false)?;
     optimizer.validate()?;
     let options = spec.fit_options(false)?;
-    normal_quantile(spec.ci_level).map_err(|e| Error::setting("--ci-level", e.to_string()))?;
+    normal_quantile(spec.ci_level)
+        .map_err(|e| Error::setting("setting `ci_level`", e.to_string()))?;
     if !spec.drop.is_empty() && (options.lambda != 0.0 || options.centre.is_some()) {
         return Err(Error::setting(
-            "--drop",
-            "a likelihood-ratio test compares maximum-likelihood fits: give --lambda 0 (the \
+            "setting `drop`",
+            "a likelihood-ratio test compares maximum-likelihood fits: give setting `lambda` 0 (the \
              chi-square law does not hold for penalised fits)",
         ));
     }
@@ -347,7 +348,7 @@ fn held_out(
     }
     if spec.family != privlogit_protocols::Family::Binomial {
         return Err(Error::setting(
-            "--test-party",
+            "setting `test_party`",
             format!(
                 "held-out evaluation (AUC, log-loss, accuracy, Brier score, calibration) is for a \
                  logistic model, not the {} family",
@@ -366,9 +367,9 @@ fn held_out(
         let k = prepared.parties.len();
         if parties.len() != k {
             return Err(Error::setting(
-                "--test-party",
+                "setting `test_party`",
                 format!(
-                    "with --site-intercepts give one held-out file per party ({k}), in order, not {}",
+                    "with setting `site_intercepts` give one held-out file per party ({k}), in order, not {}",
                     parties.len()
                 ),
             ));
@@ -389,10 +390,9 @@ fn held_out(
 
 /// How the spec's files are read.
 fn load_options(spec: &Spec) -> Result<LoadOptions, Error> {
-    let label = spec
-        .label
-        .clone()
-        .ok_or_else(|| Error::plan("--label COLUMN is needed: the name of the label column"))?;
+    let label = spec.label.clone().ok_or_else(|| {
+        Error::plan("setting `label` COLUMN is needed: the name of the label column")
+    })?;
     Ok(LoadOptions {
         label,
         family: spec.family,
@@ -407,13 +407,15 @@ fn load_parties(spec: &Spec) -> Result<Vec<Dataset>, Error> {
     if let Some(path) = &spec.data {
         if !spec.party.is_empty() {
             return Err(Error::plan(
-                "give either --data FILE or --party FILE..., not both",
+                "give either setting `data` FILE or setting `party` FILE..., not both",
             ));
         }
         let table = data::load(path, &options)?;
         return Ok(match (spec.split, &table.groups) {
             (Some(_), Some(_)) => {
-                return Err(Error::plan("--split and --group-by cannot go together"));
+                return Err(Error::plan(
+                    "setting `split` and setting `group_by` cannot go together",
+                ));
             }
             (Some(k), _) => match spec.shuffle_seed {
                 Some(seed) => partition::split_shuffled(&table.data, k, seed)?,
@@ -425,12 +427,12 @@ fn load_parties(spec: &Spec) -> Result<Vec<Dataset>, Error> {
     }
     if spec.split.is_some() || spec.group_by.is_some() || spec.shuffle_seed.is_some() {
         return Err(Error::plan(
-            "--split, --shuffle-seed and --group-by apply to --data FILE",
+            "setting `split`, setting `shuffle_seed` and setting `group_by` apply to setting `data` FILE",
         ));
     }
     if spec.party.is_empty() {
         return Err(Error::plan(
-            "give the parties' files with --party FILE (repeated) or one file with --data FILE",
+            "give the parties' files with setting `party` FILE (repeated) or one file with setting `data` FILE",
         ));
     }
     spec.party
@@ -473,7 +475,7 @@ impl FitResult {
             }
             Status::MaxIterations => Some(format!(
                 "warning: stopped after {} iterations without meeting the stopping rule (raise \
-                 --max-iter)",
+                 setting `max_iter`)",
                 r.iterations
             )),
             Status::Converged => None,

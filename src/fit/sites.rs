@@ -31,19 +31,19 @@ pub fn indicators(k: usize, parties: usize) -> Vec<f64> {
 pub fn check(parties: usize, intercept: bool, features: &[String]) -> Result<(), Error> {
     if parties < 2 {
         return Err(Error::setting(
-            "--site-intercepts",
+            "setting `site_intercepts`",
             "needs at least two parties (one party has one baseline: the intercept)",
         ));
     }
     if !intercept {
         return Err(Error::setting(
-            "--site-intercepts",
+            "setting `site_intercepts`",
             "needs the intercept (the first party's baseline; the others are differences from it)",
         ));
     }
     if let Some(clash) = names(parties).iter().find(|n| features.contains(n)) {
         return Err(Error::setting(
-            "--site-intercepts",
+            "setting `site_intercepts`",
             format!("the data already has a column {clash:?}: rename it"),
         ));
     }

@@ -12,7 +12,7 @@ pub enum DesignError {
     /// A column that is zero in every row.
     #[error(
         "column {column:?} is zero in every row: its coefficient cannot be estimated without a \
-         penalty (remove it, or fit with --lambda > 0)"
+         penalty (remove it, or fit with setting `lambda` > 0)"
     )]
     ZeroColumn {
         /// The column.
@@ -21,7 +21,7 @@ pub enum DesignError {
     /// A column that is a linear combination of earlier ones.
     #[error(
         "the design is singular: column {column:?} is a linear combination of {with} \
-         (collinear columns; remove one, or fit with --lambda > 0)",
+         (collinear columns; remove one, or fit with setting `lambda` > 0)",
         with = quoted(.with)
     )]
     Collinear {
@@ -34,7 +34,7 @@ pub enum DesignError {
     #[error(
         "the classes are completely separated: with the final coefficients every one of the {rows} \
          rows is on its label's side, so the likelihood has no maximum and the coefficients run off to infinity (largest |coefficient| \
-         {largest:.3e}, on {column:?}); fit with --lambda > 0, or remove the separating columns"
+         {largest:.3e}, on {column:?}); fit with setting `lambda` > 0, or remove the separating columns"
     )]
     Separated {
         /// Rows.

@@ -428,7 +428,7 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
         );
         let _ = writeln!(
             s,
-            "so this is not the maximum-likelihood table: refit with --lambda 0 (lam=0 in Python) for that."
+            "so this is not the maximum-likelihood table: refit with setting `lambda` 0 for that."
         );
     }
     if let (Some("t"), Some(df)) = (f.wald.statistic.as_deref(), f.df_resid) {

@@ -26,7 +26,7 @@ use crate::metrics;
 use crate::progress::Say;
 
 /// How the low-level predictions of PST-S and PST-F are combined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CombinerChoice {
     /// A PLR on the held-out rows' meta features (spends the budget on those rows).
     Stacking,
@@ -37,6 +37,33 @@ pub enum CombinerChoice {
 }
 
 impl CombinerChoice {
+    /// Every choice, in the order a front end lists them.
+    pub const ALL: [CombinerChoice; 3] = [
+        CombinerChoice::Stacking,
+        CombinerChoice::MajorityVote,
+        CombinerChoice::WeightedVote,
+    ];
+
+    /// The name the command line and Python use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Stacking => "stacking",
+            Self::MajorityVote => "majority-vote",
+            Self::WeightedVote => "weighted-vote",
+        }
+    }
+
+    /// One line on what the choice does (a front end's help).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Self::Stacking => {
+                "A PLR on the held-out rows' meta features (spends the budget on those rows)"
+            }
+            Self::MajorityVote => "Share of low-level models predicting 1",
+            Self::WeightedVote => "Importance-weighted share of low-level models predicting 1",
+        }
+    }
+
     /// The choice named `name` (`majority-vote`).
     pub fn parse(name: &str) -> Result<Self, String> {
         match name {
@@ -143,20 +170,22 @@ impl Request {
         for (option, set) in given {
             if let (true, Err(why)) = (set, m.takes(option, stacking)) {
                 let flag = match option {
-                    Opt::SourceSettings if self.source_epsilon.is_none() => "--source-lambda",
-                    Opt::Dphtl if self.lambda_iw.is_none() => "--prior-sd-floor",
+                    Opt::SourceSettings if self.source_epsilon.is_none() => {
+                        "setting `source_lambda`"
+                    }
+                    Opt::Dphtl if self.lambda_iw.is_none() => "setting `prior_sd_floor`",
                     o => o.flag(),
                 };
                 // The method as earlier releases named it in this message (`psth`).
                 let name = format!("{m:?}").to_lowercase();
                 return Err(Error::plan(format!(
-                    "{flag} does not apply to --method {name}: {why}"
+                    "{flag} does not apply to setting `method` {name}: {why}"
                 )));
             }
         }
         if self.k == Some(0) {
             return Err(Error::setting(
-                "--k 0:",
+                "setting `k` 0:",
                 "K, the number of groups, must be at least 1",
             ));
         }
@@ -168,15 +197,15 @@ impl Request {
         let privacy = private(self.epsilon);
         privacy
             .epsilon()
-            .map_err(|e| Error::setting("--epsilon", e.to_string()))?;
+            .map_err(|e| Error::setting("setting `epsilon`", e.to_string()))?;
         let source_privacy = private(self.source_epsilon.unwrap_or(self.epsilon));
         source_privacy
             .epsilon()
-            .map_err(|e| Error::setting("--source-epsilon", e.to_string()))?;
+            .map_err(|e| Error::setting("setting `source_epsilon`", e.to_string()))?;
         let split = if !self.feature_scores.is_empty() {
             if !self.group_importance.is_empty() {
                 return Err(Error::plan(
-                    "--feature-scores and --group-importance: give one of them",
+                    "setting `feature_scores` and setting `group_importance`: give one of them",
                 ));
             }
             SplitChoice::Scores(self.feature_scores.clone())
@@ -184,7 +213,7 @@ impl Request {
             let k = self.group_importance.len();
             if let Some(given) = self.k.filter(|&given| given != k) {
                 return Err(Error::plan(format!(
-                    "--group-importance has {k} values but --k is {given}"
+                    "setting `group_importance` has {k} values but setting `k` is {given}"
                 )));
             }
             SplitChoice::GroupImportance(self.group_importance.clone())
@@ -193,7 +222,7 @@ impl Request {
         };
         let scaling = match self.row_bound {
             Some(bound) => RowScaling::Clip {
-                bound: DpError::check_positive("--row-bound", bound)?,
+                bound: DpError::check_positive("setting `row_bound`", bound)?,
             },
             None => RowScaling::Normalize,
         };
@@ -284,21 +313,23 @@ impl FileJob {
         if r.method == Method::Dphtl {
             if self.source.len() < 2 {
                 return Err(Error::plan(
-                    "--method dphtl needs at least two --source files (eq. 4.2 weighs hypotheses \
+                    "setting `method` dphtl needs at least two setting `source` files (eq. 4.2 weighs hypotheses \
                      against each other)",
                 ));
             }
             if self.public.is_none() {
-                return Err(Error::plan("--method dphtl needs --public FILE"));
+                return Err(Error::plan(
+                    "setting `method` dphtl needs setting `public` FILE",
+                ));
             }
         } else if self.source.len() > 1 {
             return Err(Error::plan(format!(
-                "--method {:?} takes one --source",
+                "setting `method` {:?} takes one setting `source`",
                 r.method
             )));
         } else if r.method.is_transfer() == self.source.is_empty() {
             return Err(Error::plan(format!(
-                "--method {:?} {} --source",
+                "setting `method` {:?} {} setting `source`",
                 r.method,
                 if r.method.is_transfer() {
                     "needs"
@@ -326,7 +357,7 @@ impl FileJob {
             self.single(&settings, &spends)?
         };
         if let Randomness::Seeded(_) = r.randomness() {
-            say("note: seeded noise (--seed): reproducible, not for private release");
+            say("note: seeded noise (setting `seed`): reproducible, not for private release");
         }
         charge::publish_charged(
             &report,
@@ -406,7 +437,7 @@ impl FileJob {
         let epsilon = settings
             .privacy
             .epsilon()
-            .map_err(|e| Error::setting("--epsilon", e.to_string()))?;
+            .map_err(|e| Error::setting("setting `epsilon`", e.to_string()))?;
         let dphtl_settings = crate::dp::dphtl::transfer::Settings {
             epsilon,
             lambda_iw: settings.lambda_iw,
@@ -485,7 +516,7 @@ impl FileJob {
             let share = tested.share_of_rows_in(&trained);
             if tested == trained || share >= ledger::print::SAME_PEOPLE {
                 return Err(Error::plan(format!(
-                    "--test {}: about {:.0} % of its rows are rows of the training file {}: exact \
+                    "setting `test` {}: about {:.0} % of its rows are rows of the training file {}: exact \
                      metrics on training rows are not private; test on rows the model was not \
                      fitted on",
                     test.display(),

@@ -46,14 +46,18 @@ impl LowLevel {
     /// The low level's grouping for `d` features, refused when the scores do not fit.
     fn grouping(&self, d: usize) -> Result<stacking::Grouping, Error> {
         Ok(match (self.groups, self.feature_scores.as_slice()) {
-            (0, _) => return Err(Error::setting("--groups", "must be at least 1")),
+            (0, _) => return Err(Error::setting("setting `groups`", "must be at least 1")),
             (1, []) => stacking::Grouping::Single,
-            (1, _) => return Err(Error::plan("--feature-scores needs --groups G > 1")),
+            (1, _) => {
+                return Err(Error::plan(
+                    "setting `feature_scores` needs setting `groups` G > 1",
+                ));
+            }
             (g, []) => stacking::Grouping::Random(g),
             (g, scores) if scores.len() == d => stacking::Grouping::ByScore(g, scores.to_vec()),
             (_, scores) => {
                 return Err(Error::plan(format!(
-                    "--feature-scores has {} values for {d} features",
+                    "setting `feature_scores` has {} values for {d} features",
                     scores.len()
                 )));
             }
@@ -218,7 +222,7 @@ pub fn run(
 ) -> Result<String, Error> {
     if parties.len() < 2 {
         return Err(Error::plan(
-            "stacking across organizations needs at least two --party files",
+            "stacking across organizations needs at least two setting `party` files",
         ));
     }
     let datasets = parties

@@ -53,7 +53,7 @@ pub fn read(path: &Path) -> Result<Array1<f64>> {
 /// `stack publish`. Returns `(1 - eta) w_src` and the source's feature names.
 pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String>)> {
     if !(0.0..=1.0).contains(&eta) {
-        bail!("--eta {eta} is outside [0, 1]");
+        bail!("setting `eta` {eta} is outside [0, 1]");
     }
     let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
         what: "cannot read the source model",
@@ -82,7 +82,7 @@ pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String
         let Some(w) = model.single() else {
             bail!(
                 "{}: a model over feature groups (PLR-FS) has no single coefficient vector to \
-                 centre a study at; publish a plain PLR (--groups 1)",
+                 centre a study at; publish a plain PLR (setting `groups` 1)",
                 path.display()
             );
         };
@@ -91,14 +91,14 @@ pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String
         if v["model"]["row_scaling"] != "normalize" || v["model"]["row_norm"] != 1.0 {
             bail!(
                 "{}: the source model was fitted on rows scaled otherwise than to norm 1 (a \
-                 secure PLR study's rows); refit it without --row-bound",
+                 secure PLR study's rows); refit it without setting `row_bound`",
                 path.display()
             );
         }
         (numbers(&v["model"]["w"]), strings(&v["features"]))
     } else {
         bail!(
-            "{}: not a source model (the output of `dp fit --method plr --out` or of `stack \
+            "{}: not a source model (the output of a `dp fit` of method plr with setting `out`, or of `stack \
              publish`)",
             path.display()
         );

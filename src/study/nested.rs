@@ -18,15 +18,15 @@ use crate::inference::{LikelihoodRatio, Reveal};
 pub fn check_plan(plan: &StudyPlan) -> Result<(), Error> {
     if plan.options.lambda != 0.0 || plan.options.centre.is_some() {
         return Err(Error::setting(
-            "--drop",
-            "a likelihood-ratio test compares maximum-likelihood fits: give --lambda 0 (the \
+            "setting `drop`",
+            "a likelihood-ratio test compares maximum-likelihood fits: give setting `lambda` 0 (the \
              chi-square law does not hold for penalised fits)",
         ));
     }
     if plan.reveal == Reveal::Coefficients {
         return Err(Error::setting(
-            "--drop",
-            "the test needs both models' log-likelihoods, which --reveal coefficients keeps \
+            "setting `drop`",
+            "the test needs both models' log-likelihoods, which setting `reveal` coefficients keeps \
              secret: reveal standard-errors (the default)",
         ));
     }
@@ -40,7 +40,7 @@ pub fn columns(drop: &[String], features: &[String]) -> Result<Vec<(usize, Strin
     for column in drop {
         let Some(j) = features.iter().position(|f| f == column) else {
             return Err(Error::setting(
-                "--drop",
+                "setting `drop`",
                 format!(
                     "{column:?} is not a feature of the model; the features are {}",
                     features.join(", ")
@@ -49,7 +49,7 @@ pub fn columns(drop: &[String], features: &[String]) -> Result<Vec<(usize, Strin
         };
         if out.iter().any(|(k, _)| *k == j) {
             return Err(Error::setting(
-                "--drop",
+                "setting `drop`",
                 format!(
                     "{column:?} is given twice (each column counts once in the test's degrees of freedom)"
                 ),
@@ -93,7 +93,7 @@ pub fn test(
         r.inference().map(|(g, _)| g.log_likelihood).ok_or_else(|| {
             Error::plan(format!(
                 "the {which} model did not converge with its log-likelihood revealed ({}): \
-                 raise --max-iter",
+                 raise setting `max_iter`",
                 r.outcome.fit.status.name()
             ))
         })

@@ -62,7 +62,7 @@ impl Party {
         let deadline = connection.deadline;
         if !(deadline.is_finite() && (0.5..=3600.0).contains(&deadline)) {
             return Err(Error::setting(
-                "--deadline",
+                "setting `deadline`",
                 format!("{deadline} is outside 0.5 to 3600 seconds"),
             ));
         }
@@ -73,7 +73,7 @@ impl Party {
         if connection.insecure_plaintext {
             if roster.as_ref().is_some_and(|r| r.pinned()) {
                 return Err(Error::plan(
-                    "--insecure-plaintext is refused: the study file names certificates for its \
+                    "setting `insecure_plaintext` is refused: the study file names certificates for its \
                      parties, so they connect over TLS (drop the flag)",
                 ));
             }
@@ -86,7 +86,7 @@ impl Party {
                 })
                 .unwrap_or_else(|| name.to_string());
             say(
-                "warning: plain TCP (--insecure-plaintext): the traffic is readable on the path and parties are not authenticated",
+                "warning: plain TCP (setting `insecure_plaintext`): the traffic is readable on the path and parties are not authenticated",
             );
             let security = Security::InsecurePlaintext {
                 roster: roster.clone(),
@@ -101,12 +101,14 @@ impl Party {
             return Err(Error::plan(
                 "no party certificates: name every party in the study file ([keyholder], \
                  [aggregator] and [[node]] tables with fingerprint = \"sha256:...\", see \
-                 `privlogit identity new`) and pass --study FILE --identity PREFIX, or pass \
-                 --insecure-plaintext for plain TCP",
+                 `privlogit identity new`) and pass setting `study` FILE setting `identity` PREFIX, or pass \
+                 setting `insecure_plaintext` for plain TCP",
             ));
         };
         let prefix = connection.identity.ok_or_else(|| {
-            Error::plan("--identity PREFIX is needed: this party's PREFIX.crt and PREFIX.key")
+            Error::plan(
+                "setting `identity` PREFIX is needed: this party's PREFIX.crt and PREFIX.key",
+            )
         })?;
         let identity = Identity::load(prefix).map_err(|e| Error::Io {
             what: "cannot load the identity",

@@ -38,7 +38,7 @@ impl Spec {
             .find(|(name, other, _)| *other && (self.given(name) || self.given("accelerate")));
             if let Some((name, _, value)) = chosen {
                 return Err(Error::setting(
-                    format!("--{name}"),
+                    format!("setting `{name}`"),
                     format!(
                         "{value} does not fit the {} family, which is fitted by Newton's method \
                          (PrivLogit's constant bound on the information exists for the binomial \
@@ -61,10 +61,10 @@ impl Spec {
         let (protocol_rank, optimizer_rank) = (self.rank("protocol"), self.rank("optimizer"));
         if protocol_rank == optimizer_rank && protocol_rank > 0 {
             return Err(if self.given("accelerate") && newton_protocol {
-                Error::plan("--accelerate applies to hessian and local only")
+                Error::plan("setting `accelerate` applies to hessian and local only")
             } else {
                 Error::plan(format!(
-                    "--optimizer {} does not go with --protocol {} (Newton is its own protocol)",
+                    "setting `optimizer` {} does not go with setting `protocol` {} (Newton is its own protocol)",
                     self.optimizer.name(),
                     Spec::protocol_name(self.protocol)
                 ))
@@ -107,7 +107,7 @@ impl Spec {
         for (name, value) in [("tol", self.tol), ("gradient_tol", self.gradient_tol)] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(Error::setting(
-                    format!("--{}", name.replace('_', "-")),
+                    format!("setting `{name}`"),
                     format!("{value} must be finite and at least 0 (0 turns the rule off)"),
                 ));
             }
@@ -150,14 +150,14 @@ impl Spec {
         if spec.given("protocol") && !matches!(spec.protocol, Protocol::Hessian | Protocol::Newton)
         {
             return Err(Error::setting(
-                "--protocol",
+                "setting `protocol`",
                 "a vertical study runs PrivLogit-Hessian (the bound formed between the two servers) \
                  or secure Newton; PrivLogit-Local would need each party's rows whole",
             ));
         }
         if spec.given("reveal") && spec.reveal != crate::inference::Reveal::Coefficients {
             return Err(Error::setting(
-                "--reveal",
+                "setting `reveal`",
                 "a vertical study reveals its coefficients only (its standard errors are not built)",
             ));
         }
@@ -187,7 +187,7 @@ impl Spec {
         optimizer.validate()?;
         if !KEY_SIZES.contains(&self.key_bits) {
             return Err(Error::setting(
-                "--key-bits",
+                "setting `key_bits`",
                 if self.key_bits < 2048 {
                     format!("{} is below 2048, which is not secure", self.key_bits)
                 } else {
@@ -198,7 +198,7 @@ impl Spec {
         if self.free_intercept && self.intercept {
             return Err(Error::plan(
                 "a secure study penalises every coefficient (its widths assume lambda on each): \
-                 --free-intercept is for the plaintext fit",
+                 setting `free_intercept` is for the plaintext fit",
             ));
         }
         let options = self.fit_options(true)?;
@@ -249,16 +249,16 @@ impl Spec {
             None => Ok(()),
         };
         if plan.standardize {
-            refuse("--standardize", "the pooled means and scales")?;
+            refuse("setting `standardize`", "the pooled means and scales")?;
         }
         if plan.evaluate {
-            refuse("--evaluate", "a held-out evaluation")?;
+            refuse("setting `evaluate`", "a held-out evaluation")?;
         }
         if plan.reveal != crate::inference::Reveal::Coefficients
             && d.check_two_nodes(plan.parties, "").is_some()
         {
             if self.given("reveal") {
-                refuse("--reveal", "standard errors and the likelihood")?;
+                refuse("setting `reveal`", "standard errors and the likelihood")?;
             }
             plan.reveal = crate::inference::Reveal::Coefficients;
         }

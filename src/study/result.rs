@@ -53,13 +53,13 @@ impl Shown {
     /// The settings of `spec`, checked.
     pub fn of(spec: &Spec) -> Result<Self, Error> {
         crate::inference::normal_quantile(spec.ci_level)
-            .map_err(|e| Error::setting("--ci-level", e.to_string()))?;
+            .map_err(|e| Error::setting("setting `ci_level`", e.to_string()))?;
         if spec.covariance && spec.reveal != Reveal::Covariance {
             return Err(Error::setting(
-                "--covariance",
+                "setting `covariance`",
                 format!(
-                    "prints the covariance matrix, which this study does not reveal (--reveal {}): \
-                     add --reveal covariance",
+                    "prints the covariance matrix, which this study does not reveal (setting `reveal` {}): \
+                     add setting `reveal` covariance",
                     spec.reveal.name()
                 ),
             ));
@@ -128,7 +128,7 @@ impl StudyResult {
             )),
             Status::MaxIterations => Some(format!(
                 "warning: stopped after {} iterations without meeting the stopping rule (raise \
-                 --max-iter)",
+                 setting `max_iter`)",
                 r.iterations
             )),
             Status::Converged => None,

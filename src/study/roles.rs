@@ -115,10 +115,9 @@ fn held_out_rows(
     columns: &GlmColumns,
     site: Option<(usize, usize)>,
 ) -> Result<Arc<dyn RowSource>, Error> {
-    let label = spec
-        .label
-        .clone()
-        .ok_or_else(|| Error::plan("--label COLUMN is needed: the name of the label column"))?;
+    let label = spec.label.clone().ok_or_else(|| {
+        Error::plan("setting `label` COLUMN is needed: the name of the label column")
+    })?;
     let rows = NodeRows::File {
         path: path.to_path_buf(),
         label,
@@ -138,10 +137,9 @@ fn held_out_rows(
 
 /// The Nodes' rows a spec names: its `party` files with its `label`.
 pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
-    let label = spec
-        .label
-        .clone()
-        .ok_or_else(|| Error::plan("--label COLUMN is needed: the name of the 0/1 label column"))?;
+    let label = spec.label.clone().ok_or_else(|| {
+        Error::plan("setting `label` COLUMN is needed: the name of the 0/1 label column")
+    })?;
     Ok(spec
         .party
         .iter()
@@ -174,7 +172,7 @@ fn check_held_out_total(rows: usize) -> Result<(), Error> {
     let most = privlogit_protocols::secure::ranking::MAX_RANKED_ROWS;
     if rows > most {
         return Err(Error::setting(
-            "--test-party",
+            "setting `test_party`",
             format!("{rows} held-out rows: a study ranks at most {most} for its AUC"),
         ));
     }
@@ -189,9 +187,9 @@ fn site_of(
 ) -> Result<(usize, usize), Error> {
     let roster = roster.ok_or_else(|| {
         Error::setting(
-            "--site-intercepts",
+            "setting `site_intercepts`",
             "a Node numbers its site by its place among the study file's [[node]] tables: give \
-             --study with them",
+             setting `study` with them",
         )
     })?;
     let k = roster
@@ -200,7 +198,7 @@ fn site_of(
         .position(|m| m.name == name)
         .ok_or_else(|| {
             Error::setting(
-                "--site-intercepts",
+                "setting `site_intercepts`",
                 format!("this Node ({name:?}) is not among the study file's [[node]] tables"),
             )
         })?;
@@ -235,7 +233,7 @@ impl InProcess {
         };
         if nodes.is_empty() {
             return Err(Error::plan(
-                "a study needs at least one Node: --party FILE (repeated)",
+                "a study needs at least one Node: setting `party` FILE (repeated)",
             ));
         }
         let plan = spec.in_process_plan(nodes.len())?;
@@ -266,16 +264,16 @@ impl InProcess {
         data::partition::check_names(&named)?;
         if spec.evaluate && spec.test_party.is_empty() {
             return Err(Error::setting(
-                "--evaluate",
-                "a study in one process evaluates on --test-party FILE, one per --party (the \
-                 held-out rows each Node keeps); give them (they imply --evaluate)",
+                "setting `evaluate`",
+                "a study in one process evaluates on setting `test_party` FILE, one per setting `party` (the \
+                 held-out rows each Node keeps); give them (they imply setting `evaluate`)",
             ));
         }
         if !spec.test_party.is_empty() && spec.test_party.len() != opened.len() {
             return Err(Error::setting(
-                "--test-party",
+                "setting `test_party`",
                 format!(
-                    "{} held-out files for {} Nodes: give one per --party, in order",
+                    "{} held-out files for {} Nodes: give one per setting `party`, in order",
                     spec.test_party.len(),
                     opened.len()
                 ),
@@ -311,7 +309,7 @@ impl InProcess {
             Some(path) => {
                 if plan.release.is_none() {
                     return Err(Error::plan(
-                        "--ledger applies to a differentially private study (--dp-epsilon)",
+                        "setting `ledger` applies to a differentially private study (setting `dp_epsilon`)",
                     ));
                 }
                 let files = nodes
@@ -472,7 +470,7 @@ impl Keyholder {
         let listen = address_of(
             spec.listen.as_ref(),
             party.roster().map(|r| &r.keyholder),
-            "--listen",
+            "setting `listen`",
         )?;
         Ok(Self {
             party,
@@ -504,7 +502,7 @@ impl Keyholder {
                 // Admitting closed the socket: the nested study's aggregator dials the same
                 // address (the port actually bound, when --listen asked for any).
                 let listener = network.listen(&bound.to_string()).map_err(Error::Network)?;
-                say("serving the nested model's study (--drop)");
+                say("serving the nested model's study (setting `drop`)");
                 stats = self.serve(listener, true, say)?;
             }
             Ok(stats)
@@ -562,7 +560,7 @@ impl Keyholder {
                     if !nested && key_file.exists() {
                         if e.transport().is_some() {
                             say(&format!(
-                                "the study key is kept in {} (secret): restart with --resume \
+                                "the study key is kept in {} (secret): restart with setting `resume` \
                                  to continue the study",
                                 key_file.display()
                             ));
@@ -624,7 +622,7 @@ impl Aggregator {
         let parties = match (spec.parties, roster) {
             (Some(n), Some(r)) if n != r.nodes.len() => {
                 return Err(Error::plan(format!(
-                    "--parties {n} but the study file names {} Nodes",
+                    "setting `parties` {n} but the study file names {} Nodes",
                     r.nodes.len()
                 )));
             }
@@ -632,14 +630,14 @@ impl Aggregator {
             (None, Some(r)) => r.nodes.len(),
             (None, None) => {
                 return Err(Error::plan(
-                    "--parties N is needed (or [[node]] tables in the study file)",
+                    "setting `parties` N is needed (or [[node]] tables in the study file)",
                 ));
             }
         };
         if spec.vertical && (spec.resume || !spec.drop.is_empty()) {
             return Err(Error::plan(
-                "a vertical study can neither be resumed (--resume) nor fit a nested model \
-                 (--drop) yet: start it again",
+                "a vertical study can neither be resumed (setting `resume`) nor fit a nested model \
+                 (setting `drop`) yet: start it again",
             ));
         }
         let plan = if spec.vertical {
@@ -653,12 +651,12 @@ impl Aggregator {
         let listen = address_of(
             spec.listen.as_ref(),
             roster.map(|r| &r.aggregator),
-            "--listen",
+            "setting `listen`",
         )?;
         let keyholder = address_of(
             spec.keyholder.as_ref(),
             roster.map(|r| &r.keyholder),
-            "--keyholder",
+            "setting `keyholder`",
         )?;
         let state_dir = StateDir::new(spec.state.clone());
         let checkpoint = state_dir.checkpoint_file(&party.network.study())?;
@@ -670,7 +668,7 @@ impl Aggregator {
         )?;
         if plan.release.is_some() && spec.resume {
             return Err(Error::plan(
-                "--resume: a differentially private study cannot be resumed (its noise is not \
+                "setting `resume`: a differentially private study cannot be resumed (its noise is not \
                  kept, and drawing it again would show the participants a second noisy \
                  trajectory); start it again, charged again",
             ));
@@ -828,7 +826,7 @@ impl Aggregator {
                     if let Some(k) = saved_iterations {
                         say(&format!(
                             "checkpoint kept at {} (after iteration {k}): restart every party, \
-                             the aggregator and the key holder with --resume, to continue from \
+                             the aggregator and the key holder with setting `resume`, to continue from \
                              there",
                             checkpoint.display()
                         ));
@@ -934,16 +932,16 @@ impl Node {
             Some(r) => r,
             None => {
                 // The last `party` given: the command line's over a study file's.
-                files_of(spec)?
-                    .pop()
-                    .ok_or_else(|| Error::plan("a Node needs its data file: --party FILE"))?
+                files_of(spec)?.pop().ok_or_else(|| {
+                    Error::plan("a Node needs its data file: setting `party` FILE")
+                })?
             }
         };
         let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
         let aggregator = address_of(
             spec.aggregator.as_ref(),
             party.roster().map(|r| &r.aggregator),
-            "--aggregator",
+            "setting `aggregator`",
         )?;
         let columns = crate::fit::GlmColumns::of(spec);
         let glm = columns.glm();
@@ -971,7 +969,7 @@ impl Node {
             }
             more => {
                 return Err(Error::setting(
-                    "--test-party",
+                    "setting `test_party`",
                     format!("a Node holds one file of held-out rows, not {}", more.len()),
                 ));
             }

@@ -100,7 +100,7 @@ pub fn write_checkpoint(
 pub fn refuse_to_overwrite(path: &Path, seal: &CheckpointSeal) -> Result<(), Error> {
     if let Some(c) = read_checkpoint(path, seal)? {
         return Err(Error::plan(format!(
-            "a checkpoint of this study exists ({}, after iteration {}): pass --resume to continue \
+            "a checkpoint of this study exists ({}, after iteration {}): pass setting `resume` to continue \
              it (restarting every party), or remove the file to start the study over",
             path.display(),
             c.progress.iterations()

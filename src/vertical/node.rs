@@ -31,13 +31,13 @@ impl VerticalNode {
         let path = spec
             .party
             .last()
-            .ok_or_else(|| Error::plan("a Node needs its data file: --party FILE"))?;
+            .ok_or_else(|| Error::plan("a Node needs its data file: setting `party` FILE"))?;
         let table = super::table(path, spec)?;
         let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
         let aggregator = address_of(
             spec.aggregator.as_ref(),
             party.roster().map(|r| &r.aggregator),
-            "--aggregator",
+            "setting `aggregator`",
         )?;
         Ok(Self {
             party,

@@ -3,19 +3,25 @@
 
 use std::path::{Path, PathBuf};
 
-pub mod deployment;
 pub mod json;
-pub mod process;
 
 use ndarray::Array1;
 use privlogit::data::{self, Dataset, LoadOptions, partition};
 use privlogit::fit::{self, Preparation, Prepared};
 
+/// The repository's root: these helpers also serve the command line's tests (`cli/tests`),
+/// built in the `cli` folder.
+pub fn root() -> &'static Path {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match manifest.parent() {
+        Some(parent) if manifest.ends_with("cli") => parent,
+        _ => manifest,
+    }
+}
+
 /// `../shared/data/NAME` beside the repository.
 pub fn shared_data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
-        .join(name)
+    root().join("../shared/data").join(name)
 }
 
 /// Part `k` of `parts` contiguous parts of the CSV file `source` (header kept), written to a
@@ -90,7 +96,7 @@ pub fn split_and_prepare(whole: &Dataset, parties: usize) -> Prepared {
 
 /// The numpy reference coefficients for a shared data set (tests/reference/newton_reference.json).
 pub fn reference(name: &str) -> (Vec<String>, Array1<f64>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/newton_reference.json");
+    let path = root().join("tests/reference/newton_reference.json");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("reference file"))
             .expect("json");

@@ -528,7 +528,7 @@ impl<C: Channel> SecureAggregation<C> {
         if self.solver.engine().is_none() {
             return Err(SecureError::invalid_plan(
                 "gradient_tolerance",
-                "the gradient-norm stopping test needs --linear-algebra masked",
+                "the gradient-norm stopping test needs setting `linear_algebra` masked",
             ));
         }
         let at = self.shared_gradient(gradient)?;

@@ -94,7 +94,7 @@ pub enum SecureError {
         "the design is singular at working precision: column {} ({}) is (nearly) a linear \
          combination of the columns before it, or has almost no variance of its own (a pivot of \
          the secret curvature matrix fell below its public threshold, or past its public bound); \
-         remove it, standardise the columns (--standardize), or fit with --lambda > 0",
+         remove it, standardise the columns (setting `standardize`), or fit with setting `lambda` > 0",
         column + 1,
         name.as_deref().unwrap_or("by position")
     )]
@@ -110,7 +110,7 @@ pub enum SecureError {
     /// separation, R's warning). The likelihood has no maximum; no model is published.
     #[error(
         "the classes are {} separated: {}, so the likelihood has no maximum and the coefficients \
-         run off to infinity; fit with --lambda > 0, or remove the separating columns",
+         run off to infinity; fit with setting `lambda` > 0, or remove the separating columns",
         if *complete { "completely" } else { "(quasi-completely)" },
         if *complete {
             format!(
@@ -325,7 +325,7 @@ pub enum ResumeMismatch {
     /// The key holder keeps no key for the session the aggregator resumes.
     #[error(
         "the aggregator resumes study session {session:#x}, but this key holder keeps no key \
-         for it (start it with --resume and the --state directory of the first run)"
+         for it (start it with setting `resume` and the setting `state` directory of the first run)"
     )]
     NoKeptKey {
         /// The session.

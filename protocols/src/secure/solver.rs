@@ -381,7 +381,7 @@ impl Solver {
                         SecureError::Range(format!(
                             "a value of the step left the {}/{} circuit format's range (the \
                              curvature matrix is too ill-conditioned for the circuit: raise lambda \
-                             or use --linear-algebra masked)",
+                             or use setting `linear_algebra` masked)",
                             format.width(),
                             format.frac()
                         ))
@@ -475,7 +475,7 @@ fn circuit_factor<C: Channel>(
         return Err(SecureError::Range(format!(
             "a value left the {}/{} circuit format's range, or a pivot fell below {:.3e}: the \
              curvature matrix is too ill-conditioned for the circuit (raise lambda, remove \
-             collinear columns, or use --linear-algebra masked)",
+             collinear columns, or use setting `linear_algebra` masked)",
             format.width(),
             format.frac(),
             largest_inverse_norm(config).recip()

@@ -112,7 +112,7 @@ impl StudyPlan {
         if self.options.lambda == 0.0 && self.linear_algebra != LinearAlgebra::Masked {
             return Err(SecureError::invalid_plan(
                 "lambda",
-                "an unpenalised study (lambda 0) needs --linear-algebra masked: the circuit \
+                "an unpenalised study (lambda 0) needs setting `linear_algebra` masked: the circuit \
                  method's fixed-point words have no room for the floor's inverse, and only the \
                  masked method names a collinear column",
             ));
@@ -134,7 +134,7 @@ impl StudyPlan {
             return Err(SecureError::invalid_plan(
                 "test_party",
                 "held-out evaluation (log-loss, accuracy, Brier score, calibration) is for a \
-                 logistic model under --linear-algebra masked",
+                 logistic model under setting `linear_algebra` masked",
             ));
         }
         if self.evaluate && self.release.is_some() {
@@ -171,7 +171,7 @@ impl StudyPlan {
                 )
             } else if self.linear_algebra != LinearAlgebra::Masked {
                 Some(
-                    "standard errors are computed in masked arithmetic: use --linear-algebra masked",
+                    "standard errors are computed in masked arithmetic: use setting `linear_algebra` masked",
                 )
             } else {
                 None
@@ -180,7 +180,7 @@ impl StudyPlan {
                 return Err(SecureError::invalid_plan(
                     "reveal",
                     format!(
-                        "--reveal {}: {why}, or --reveal coefficients",
+                        "setting `reveal` {}: {why}, or setting `reveal` coefficients",
                         self.reveal.name()
                     ),
                 ));
@@ -200,7 +200,7 @@ impl StudyPlan {
             } else if self.linear_algebra != LinearAlgebra::Masked {
                 Some((
                     "linear_algebra",
-                    "--linear-algebra circuit: the study stops on the gradient norm, which needs masked",
+                    "setting `linear_algebra` circuit: the study stops on the gradient norm, which needs masked",
                 ))
             } else {
                 None
@@ -218,7 +218,7 @@ impl StudyPlan {
             return Err(SecureError::invalid_plan(
                 "gradient_tolerance",
                 "the gradient-norm stopping rule squares the gradient in masked arithmetic: it \
-                 needs --linear-algebra masked",
+                 needs setting `linear_algebra` masked",
             ));
         }
         Ok(())
@@ -1005,7 +1005,7 @@ fn join_names<C: Channel>(
             return Err(SecureError::violation(
                 Role::Node,
                 format!(
-                    "Node {} joined as a vertical party (node --vertical) a study that is not \
+                    "Node {} joined as a vertical party (node setting `vertical`) a study that is not \
                      vertical: give every party the study file's `vertical = true`, or none",
                     i + 1
                 ),

@@ -62,6 +62,7 @@ impl fmt::Display for LinkShape {
 /// What a latency or bandwidth text could not be read as.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what} `{text}`: {expected}")]
+#[non_exhaustive]
 pub struct ShapeError {
     what: &'static str,
     text: String,

@@ -22,7 +22,7 @@ pub enum BlockError {
     /// A column with one value over the shared rows cannot be standardised.
     #[error(
         "column {name:?} is constant over the shared rows ({value}): it cannot be standardised; \
-         leave it out with --exclude"
+         leave it out with setting `exclude`"
     )]
     Constant {
         /// The column.
@@ -97,7 +97,7 @@ pub fn block(
             hint: if standardize {
                 ""
             } else {
-                "; standardise with --standardize"
+                "; standardise with setting `standardize`"
             },
         });
     }
@@ -150,6 +150,6 @@ mod tests {
         assert!(
             matches!(err, BlockError::OutOfRange { ref name, value, .. } if name == "c1" && value == 64.0)
         );
-        assert!(err.to_string().contains("--standardize"), "{err}");
+        assert!(err.to_string().contains("setting `standardize`"), "{err}");
     }
 }

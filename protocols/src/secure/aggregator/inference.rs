@@ -273,7 +273,7 @@ impl<C: Channel> SecureAggregation<C> {
             SecureError::invalid_plan(
                 "linear_algebra",
                 "a Gaussian, Poisson or weighted model's sums and held-out evaluations are \
-                 revealed in masked arithmetic: use --linear-algebra masked",
+                 revealed in masked arithmetic: use setting `linear_algebra` masked",
             )
         })?;
         let one = share_one(engine, gc, &key, &noise, frac)?;
@@ -339,8 +339,8 @@ impl<C: Channel> SecureAggregation<C> {
         let engine = self.solver.engine().ok_or_else(|| {
             SecureError::invalid_plan(
                 "reveal",
-                "standard errors are computed in masked arithmetic: use --linear-algebra masked, \
-                 or --reveal coefficients",
+                "standard errors are computed in masked arithmetic: use setting `linear_algebra` masked, \
+                 or setting `reveal` coefficients",
             )
         })?;
         let one_value = Fixed {

@@ -153,7 +153,7 @@ pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
         return refuse(
             "protocol",
             "a vertical study runs PrivLogit with the bound formed between the two servers \
-             (--protocol hessian) or secure Newton (--protocol newton); PrivLogit-Local would \
+             (setting `protocol` hessian) or secure Newton (setting `protocol` newton); PrivLogit-Local would \
              need each party's rows whole",
         );
     }
@@ -178,14 +178,14 @@ pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
     if plan.reveal != Reveal::Coefficients {
         return refuse(
             "reveal",
-            "a vertical study reveals the coefficients only (--reveal coefficients): its \
+            "a vertical study reveals the coefficients only (setting `reveal` coefficients): its \
              standard errors are not built",
         );
     }
     if plan.linear_algebra != LinearAlgebra::Masked {
         return refuse(
             "linear_algebra",
-            "a vertical study hands its sums to the masked solver (--linear-algebra masked)",
+            "a vertical study hands its sums to the masked solver (setting `linear_algebra` masked)",
         );
     }
     if plan.options.stopping.max_iterations > MAX_VERTICAL_ITERATIONS {
@@ -248,7 +248,7 @@ fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError
             Role::Node,
             format!(
                 "Node {which} joined a vertical study as a horizontal one: give every party the \
-                 study file's `vertical = true` and `id` (or --vertical --id COLUMN)"
+                 study file's `vertical = true` and `id` (or setting `vertical` setting `id` COLUMN)"
             ),
         ));
     }

@@ -1,0 +1,165 @@
+//! The `privlogit` command line: parses arguments, calls the library, prints, and maps errors
+//! to exit statuses. Everything else (settings and their defaults, study files, plans, roles,
+//! releases and their costs) is the library's.
+
+mod circuit;
+mod dp;
+mod identity;
+mod log;
+mod predict;
+mod settings_args;
+mod simulate;
+mod stack;
+mod study;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use privlogit_protocols::transport::shape;
+
+/// Privacy-preserving logistic regression across organizations.
+#[derive(Debug, Parser)]
+#[command(name = "privlogit", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Delay every message this process sends by this one-way latency (25ms: a 50 ms round
+    /// trip between processes that all use it), to run a study as if far apart. Also
+    /// PRIVLOGIT_LATENCY.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_latency)]
+    latency: Option<std::time::Duration>,
+    /// Limit every connection of this process to this many bits per second (100mbit, 1gbit).
+    /// Also PRIVLOGIT_BANDWIDTH.
+    #[arg(long, global = true, value_name = "BITS", value_parser = parse_bandwidth)]
+    bandwidth: Option<u64>,
+}
+
+fn parse_latency(text: &str) -> Result<std::time::Duration, String> {
+    shape::parse_latency(text).map_err(|e| e.to_string())
+}
+
+/// Bits per second; 0 for `off`.
+fn parse_bandwidth(text: &str) -> Result<u64, String> {
+    shape::parse_bandwidth(text)
+        .map(|b| b.unwrap_or(0))
+        .map_err(|e| e.to_string())
+}
+
+/// The network shape the flags and the environment ask for: flags first.
+fn link_shape(cli: &Cli) -> Result<shape::LinkShape, shape::ShapeError> {
+    let environment = shape::from_environment()?;
+    Ok(shape::LinkShape {
+        latency: cli.latency.unwrap_or(environment.latency),
+        bandwidth: cli
+            .bandwidth
+            .map_or(environment.bandwidth, |b| Some(b).filter(|&b| b > 0)),
+    })
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Fit l2-regularised logistic regression over parties' data (plaintext distributed run).
+    Fit(settings_args::FitArgs),
+    /// Apply a model file (from `fit --json`, `study --json` or an aggregator's --out) to rows.
+    Predict(predict::PredictArgs),
+    /// Write a simulated data set (SimuX-style: Gaussian covariates, Bernoulli labels).
+    Simulate(simulate::SimulateArgs),
+    /// Time the cryptographic layers, the protocols and the Nodes on this machine.
+    Bench(privlogit_cli::bench::BenchArgs),
+    /// Run Bristol Fashion circuits, in plaintext or garbled.
+    Circuit(circuit::CircuitArgs),
+    /// Run a secure study: key holder, aggregator and one Node per file in this process, over
+    /// loopback TCP.
+    Study(settings_args::StudyArgs),
+    /// Serve as the key holder of a secure study (Paillier keys, garbling).
+    Keyholder(settings_args::KeyholderArgs),
+    /// Drive a secure study as the aggregator.
+    Aggregator(settings_args::AggregatorArgs),
+    /// Take part in a secure study as a Node with one data file.
+    Node(settings_args::NodeArgs),
+    /// Make or show a party's key pair and certificate for studies over mutual TLS.
+    Identity(identity::IdentityArgs),
+    /// Differentially private models: fit one, or run the papers' experiments.
+    Dp(dp::DpArgs),
+    /// Distributed differentially private deep learning (DPSTGD, dissertation chapter 3).
+    Dl(privlogit_cli::dl::DlArgs),
+    /// Cross-organization DP stacking: low-level models per organization, the high level by a
+    /// secure PLR study.
+    Stack(stack::StackArgs),
+    /// Reproduce the dissertation's tables and figures (Table 5.1) at the paper's sizes.
+    Reproduce(privlogit_cli::reproduce::ReproduceArgs),
+}
+
+/// Exit status when the fit ran but diverged.
+const EXIT_DIVERGED: u8 = 3;
+/// Exit status when a privacy ledger refused the release (it would pass the data set's total).
+const EXIT_OVER_BUDGET: u8 = 4;
+/// Exit status when a party or the network failed during a study (run it again, or resume).
+const EXIT_NETWORK: u8 = 5;
+
+/// The exit status of a command that failed with `e` (1: bad input or options; clap exits 2
+/// for a usage error before anything runs).
+fn failure_status(e: &anyhow::Error) -> ExitCode {
+    let library = e
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<privlogit::error::Error>());
+    let ledger_refused = e.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<privlogit::dp::ledger::LedgerError>(),
+            Some(privlogit::dp::ledger::LedgerError::Exceeded { .. })
+        )
+    });
+    match library {
+        Some(l) if l.is_over_budget() => ExitCode::from(EXIT_OVER_BUDGET),
+        Some(l) if l.is_network() => ExitCode::from(EXIT_NETWORK),
+        _ if ledger_refused => ExitCode::from(EXIT_OVER_BUDGET),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// How a command that did not fail outright ended.
+enum Outcome {
+    Success,
+    Diverged,
+}
+
+fn main() -> ExitCode {
+    let cli = match stack::expand_study_file(std::env::args_os().collect()) {
+        Ok(args) => Cli::parse_from(args),
+        Err(e) => {
+            eprintln!("error: {}", log::message(&e));
+            return ExitCode::FAILURE;
+        }
+    };
+    match link_shape(&cli) {
+        Ok(s) => shape::set_link_shape(s),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let result = match cli.command {
+        Command::Fit(a) => study::run_fit(a.0),
+        Command::Predict(a) => predict::run(a),
+        Command::Simulate(a) => simulate::run(a),
+        Command::Bench(a) => privlogit_cli::bench::run(a).map(|()| Outcome::Success),
+        Command::Circuit(a) => circuit::run(a),
+        Command::Study(a) => study::run_study(a.0),
+        Command::Keyholder(a) => study::run_keyholder(a.0),
+        Command::Aggregator(a) => study::run_aggregator(a.0),
+        Command::Node(a) => study::run_node(a.0),
+        Command::Identity(a) => identity::run(a),
+        Command::Dp(a) => dp::run(a),
+        Command::Dl(a) => privlogit_cli::dl::run(a).map(|()| Outcome::Success),
+        Command::Stack(a) => stack::run(a),
+        Command::Reproduce(a) => privlogit_cli::reproduce::run(a).map(|()| Outcome::Success),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Diverged) => ExitCode::from(EXIT_DIVERGED),
+        Err(e) => {
+            log::line(&format!("error: {}", log::message(&e)));
+            failure_status(&e)
+        }
+    }
+}

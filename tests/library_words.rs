@@ -1,0 +1,124 @@
+//! The library crates name no command-line flag: their messages and help name a setting as
+//! ``setting `max_iter` `` and each front end spells it in its own words (the command line as
+//! `--max-iter`, Python as its keyword; `privlogit::settings::words`). This test reads every
+//! string literal of `src/`, `protocols/src` and `circuits/src` and refuses one that holds
+//! `--` followed by a letter or a format argument.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("source folder") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The contents of every string literal of `source` (plain, byte and raw), skipping comments
+/// and character literals.
+fn string_literals(source: &str) -> Vec<&str> {
+    let bytes = source.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &source[i..];
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+        } else if rest.starts_with("/*") {
+            i += rest.find("*/").map_or(rest.len(), |e| e + 2);
+        } else if let Some(raw) = raw_opening(rest).filter(|_| i == 0 || !is_ident(bytes[i - 1])) {
+            let (open, hashes) = raw;
+            let close = format!("\"{}", "#".repeat(hashes));
+            let body = &rest[open..];
+            let end = body.find(&close).unwrap_or(body.len());
+            found.push(&body[..end]);
+            i += open + end + close.len();
+        } else if bytes[i] == b'\'' {
+            // A character literal ('a', '\n', '"'), else a lifetime.
+            let b = &bytes[i..];
+            i += match b {
+                [_, b'\\', _, b'\'', ..] => 4,
+                [_, b'\\', ..] => b
+                    .iter()
+                    .skip(2)
+                    .position(|&c| c == b'\'')
+                    .map_or(1, |p| p + 3),
+                [_, _, b'\'', ..] => 3,
+                _ => 1,
+            };
+        } else if bytes[i] == b'"' {
+            let start = i + 1;
+            let mut j = start;
+            while j < bytes.len() && bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            found.push(&source[start..j.min(bytes.len())]);
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// `r"`, `r#"`, `br"`...: the opening's length and its number of `#`.
+fn raw_opening(text: &str) -> Option<(usize, usize)> {
+    let after_b = text.strip_prefix('b').unwrap_or(text);
+    let after_r = after_b.strip_prefix('r')?;
+    let hashes = after_r.len() - after_r.trim_start_matches('#').len();
+    after_r[hashes..]
+        .starts_with('"')
+        .then(|| (text.len() - after_r.len() + hashes + 1, hashes))
+}
+
+fn names_a_flag(literal: &str) -> bool {
+    let b = literal.as_bytes();
+    (0..b.len().saturating_sub(2)).any(|k| {
+        b[k] == b'-'
+            && b[k + 1] == b'-'
+            && (b[k + 2].is_ascii_lowercase() || b[k + 2] == b'{')
+            && (k == 0 || !(b[k - 1] == b'-' || is_ident(b[k - 1])))
+    })
+}
+
+#[test]
+fn no_library_string_names_a_command_line_flag() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "protocols/src", "circuits/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 100, "found only {} files", files.len());
+    let mut offending = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).expect("source");
+        for literal in string_literals(&source) {
+            if names_a_flag(literal) {
+                offending.push(format!("{}: {literal:?}", file.display()));
+            }
+        }
+    }
+    assert!(
+        offending.is_empty(),
+        "library strings naming a flag (write setting `key` instead):\n{}",
+        offending.join("\n")
+    );
+}
+
+#[test]
+fn the_scanner_finds_literals_and_skips_comments() {
+    let source =
+        "// \"--no\"\nlet a = \"--yes\"; let c = '\"'; let r = r#\"x \"--raw\"\"#; /* \"--no\" */";
+    let literals = string_literals(source);
+    assert_eq!(literals, vec!["--yes", "x \"--raw\""]);
+    assert!(names_a_flag("give --lambda 0"));
+    assert!(names_a_flag("--{name}"));
+    assert!(!names_a_flag("a -- b, x--y, ---"));
+}
