@@ -8,8 +8,9 @@ use ndarray::Array1;
 
 use super::{FitError, IterationRecord};
 
-/// A fit at the end of an iteration (or of its setup: no history yet).
-#[derive(Debug, Clone, PartialEq)]
+/// A fit at the end of an iteration (or of its setup: no history yet; the default is a fit
+/// not started).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Progress {
     /// The current coefficients.
     pub beta: Array1<f64>,

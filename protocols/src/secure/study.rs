@@ -591,163 +591,48 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
     }
     let start = Instant::now();
     let digest = plan_digest(plan);
-    let from = continuity.as_mut().and_then(|c| c.from.take());
-    if from.is_some() && plan.release.is_some() {
-        return Err(SecureError::invalid_plan(
-            "release",
-            "a differentially private study cannot be resumed: its noise is not kept in the \
-             checkpoint, and drawing it again would show the participants a second noisy \
-             trajectory (start it again, charged again)",
-        )
-        .into());
-    }
-    if let (Some(c), Some(f)) = (&continuity, &from) {
-        if f.study != c.study {
-            return Err(SecureError::from(ResumeMismatch::OtherStudy).into());
-        }
-        if f.plan != digest {
-            return Err(SecureError::from(ResumeMismatch::OtherPlan).into());
-        }
-    }
-    let expected = from.as_ref().map(|f| f.names.as_slice());
-    let features = match join_names(&mut nodes, expected) {
-        Ok(names) => names,
-        Err(e) => {
-            // Every Node is still connected: tell them why (not only that the aggregator hung up).
-            abort_all(&nodes, &e);
-            return Err(e.into());
-        }
-    };
+    let from = checkpoint_to_resume(plan, &mut continuity, digest)?;
+    let features = features_of(&mut nodes, from.as_ref())?;
     let dimension = features.len() + usize::from(plan.intercept);
-    let session = match &from {
-        Some(f) => f.session,
-        None => loop {
-            let s: u64 = rand::random();
-            if s != HANDSHAKE {
-                break s;
-            }
-        },
-    };
-    let mut config = SecureConfig::new(session, plan.parties, dimension, plan.format);
-    config.parties = nodes.len();
-    config = config.with_frac(plan.paillier_frac());
-    // The key holder learns the plan's public shape, from which it fixes what it will
-    // decrypt outside circuits ([`DecryptionBudget`]); a resumed study names its key.
-    let resumed_key = from.as_ref().map(|f| key_digest(&f.key).to_vec());
-    if plan.release.is_some() {
-        config = config.with_noise_term();
-    }
-    // With a dealer the masked products are cheap, so the Nodes pack their gradients and the
-    // Center takes its dot products in masked arithmetic (a secure PLR study's noise term is
-    // unpacked: it keeps the unpacked form).
-    config = config.with_packed_gradient(
-        dealer.is_some() && plan.linear_algebra == LinearAlgebra::Masked && plan.release.is_none(),
-    );
-    let (key, endorsement) = setup_keyholder(
+    let (config, key) = handshake(
+        &mut nodes,
         &mut keyholder,
-        &config,
         plan,
-        plan.standardize,
-        resumed_key.as_deref(),
+        from.as_ref(),
+        dimension,
+        dealer.is_some(),
         continuity.is_some(),
     )?;
-    if from.as_ref().is_some_and(|f| f.key != key.to_bytes()) {
-        return Err(SecureError::from(ResumeMismatch::AnsweredWithAnotherKey).into());
-    }
-    let welcome = write_endorsement(
-        write_parameters(&config, plan.intercept, plan.release)
-            .bytes(&key.to_bytes())
-            .u64(glm_code(plan.glm))
-            .u64(u64::from(plan.evaluate)),
-        &endorsement,
-    )
-    .finish();
-    for (i, node) in nodes.iter_mut().enumerate() {
-        wire::send(node, HANDSHAKE, Step::Welcome, &welcome)
-            .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
-    }
-    let (mut aggregation, standardization) = match &from {
-        Some(f) => {
-            let setup = SetupState {
-                rows: usize::try_from(f.rows).map_err(|_| {
-                    SecureError::checkpoint(format!("a checkpoint's N ({})", f.rows))
-                })?,
-                standardization: f.standardization.clone(),
-                bound: f.bound.clone(),
-            };
-            let aggregation = SecureAggregation::resume(
-                nodes,
-                keyholder,
-                key.clone(),
-                config,
-                plan.protocol,
-                plan.linear_algebra,
-                &setup,
-                &features,
-            )?;
-            (aggregation, f.standardization.clone())
-        }
-        None => {
-            let mut aggregation = SecureAggregation::connect(
-                nodes,
-                keyholder,
-                key.clone(),
-                config,
-                plan.protocol,
-                plan.linear_algebra,
-            )?;
-            let standardization = if plan.standardize {
-                Some(aggregation.standardize(&features)?)
-            } else if plan.release.is_some() {
-                // Secure PLR scales every row to norm 1 (its public row rule): bounded already.
-                None
-            } else {
-                // Raw units: features too large for the bounds are scaled by public powers
-                // of two, kept beside the standardisation's (means 0) in checkpoints.
-                aggregation
-                    .scale_raw(&features)?
-                    .map(|scales| (vec![0.0; scales.len()], scales))
-            };
-            (aggregation, standardization)
-        }
-    };
+    let session = config.session;
+    let (mut aggregation, standardization) = connect_or_resume(
+        nodes,
+        keyholder,
+        &key,
+        config,
+        plan,
+        from.as_ref(),
+        &features,
+    )?;
     if let Some(dealer) = dealer {
         aggregation.use_dealer(dealer)?;
     }
     if let Some(seed) = plan.mask_seed {
         aggregation.seed_masks(Sha256::digest(seed.to_le_bytes()).into());
     }
-    let options = match (&plan.release, noise) {
-        (Some(release), Some(noise)) => {
-            let penalty = aggregation.perturb(release, noise)?;
-            let rows = crate::Aggregation::sample_count(&aggregation);
-            release_options(&plan.options, release, rows, penalty)
-        }
-        _ => plan.options.clone(),
-    };
-    // Newton for Poisson from zero overshoots on most data (the rates are far from 1, and a
-    // Node refuses values beyond the public bound rather than let the step be halved): start
-    // at the null model's intercept, ln(sum w y / sum w e^o), which the inference reveals too.
-    let options = if from.is_none() && poisson_from_zero(plan) {
-        let c = aggregation.constants()?;
-        FitOptions {
-            initial: Initial::Vector(poisson_start(c, plan.options_dimension(&features))),
-            ..options
-        }
-    } else {
-        options
-    };
-    // An unstandardised study fits `c_j = s_j b_j` on features scaled by `1/s_j`: the penalty
-    // weighed by `1/s_j^2` (and a centre scaled alike) is the raw coefficients' penalty, so
-    // the estimator is the one asked for; the result is turned back into raw units below.
+    // An unstandardised study fits `c_j = s_j b_j` on features scaled by `1/s_j`; the result
+    // is turned back into raw units below.
     let raw_scales = match (&standardization, plan.standardize) {
         (Some((_, scales)), false) => Some(scales.clone()),
         _ => None,
     };
-    let options = match &raw_scales {
-        Some(scales) => raw_penalty(options, scales, plan)?,
-        None => options,
-    };
+    let options = study_options(
+        &mut aggregation,
+        plan,
+        noise,
+        from.is_none(),
+        &features,
+        raw_scales.as_deref(),
+    )?;
     let mut names = features.clone();
     if plan.intercept {
         names.insert(0, "intercept".to_string());
@@ -769,9 +654,7 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
             .fit(&mut aggregation, &options, observer)
             .map_err(named),
         Some(c) => {
-            let saved = aggregation.save_bound();
-            *saved.lock().expect("the saved bound") = from.as_ref().and_then(|f| f.bound.clone());
-            let mut template = Checkpoint {
+            let template = Checkpoint {
                 study: c.study,
                 plan: digest,
                 session,
@@ -780,40 +663,310 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
                 rows: rows as u64,
                 standardization: standardization.clone(),
                 bound: None,
-                progress: from
-                    .as_ref()
-                    .map(|f| f.progress.clone())
-                    .unwrap_or_else(|| Progress {
-                        beta: ndarray::Array1::zeros(0),
-                        history: Vec::new(),
-                        rounds: 0,
-                        initial_objective: None,
-                        window: Vec::new(),
-                        rejected: 0,
-                    }),
+                progress: Progress::default(),
             };
-            let keep = c.save;
-            let mut save =
-                |progress: &Progress| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-                    template.bound = saved.lock().expect("the saved bound").clone();
-                    template.progress = progress.clone();
-                    keep(&template)?;
-                    Ok(())
-                };
-            plan.optimizer
-                .fit_with_checkpoints(
-                    &mut aggregation,
-                    &options,
-                    observer,
-                    Checkpoints {
-                        from: from.map(|f| f.progress),
-                        save: Some(&mut save),
-                    },
-                )
-                .map_err(named)
+            fit_checkpointed(
+                &mut aggregation,
+                plan,
+                &options,
+                observer,
+                c.save,
+                from,
+                template,
+            )
+            .map_err(named)
         }
     };
     aggregation.enter(crate::secure::round_trips::Phase::Closing);
+    let fit = refuse_separation(&mut aggregation, plan, &options, fitted, last, rows)?;
+    let (inference, inference_failed) = if fit.converged() {
+        infer(
+            &mut aggregation,
+            plan,
+            &options,
+            &fit,
+            standardization.as_ref(),
+            &names,
+        )?
+    } else {
+        (None, None)
+    };
+    // The model as published, on the held-out rows: evaluated whenever there is a model (a
+    // diverged study has none).
+    let evaluation =
+        if plan.evaluate && !matches!(fit.status, crate::optimizer::Status::Diverged(_)) {
+            Some(aggregation.evaluate(&fit.beta)?)
+        } else {
+            None
+        };
+    let aggregator = aggregation.finish()?;
+    let setup_seconds = setup_seconds + aggregator.bound_seconds;
+    // An unstandardised study's coefficients and table back in raw units (its scales are no
+    // standardisation to report).
+    let (fit, inference, standardization) = match raw_scales {
+        Some(scales) => raw_units(&scales, plan.intercept, fit, inference),
+        None => (fit, inference, standardization),
+    };
+    Ok(StudyOutcome {
+        fit,
+        names,
+        standardization,
+        rows,
+        aggregator,
+        setup_seconds,
+        seconds: start.elapsed().as_secs_f64(),
+        resumed_from,
+        inference,
+        inference_failed,
+        evaluation,
+        vertical: None,
+    })
+}
+
+/// The study's public parameters and key: a session id (the checkpoint's when resuming), the
+/// key holder's key for this plan (`dealt`: products from a dealer, so packed gradients), and
+/// every Node welcomed with them.
+#[allow(clippy::too_many_arguments)]
+fn handshake<C: Channel>(
+    nodes: &mut [C],
+    keyholder: &mut C,
+    plan: &StudyPlan,
+    from: Option<&Checkpoint>,
+    dimension: usize,
+    dealt: bool,
+    keeps_checkpoints: bool,
+) -> Result<(SecureConfig, PublicKey), StudyError> {
+    let session = match from {
+        Some(f) => f.session,
+        None => loop {
+            let s: u64 = rand::random();
+            if s != HANDSHAKE {
+                break s;
+            }
+        },
+    };
+    let mut config = SecureConfig::new(session, plan.parties, dimension, plan.format);
+    config.parties = nodes.len();
+    config = config.with_frac(plan.paillier_frac());
+    // The key holder learns the plan's public shape, from which it fixes what it will
+    // decrypt outside circuits ([`DecryptionBudget`]); a resumed study names its key.
+    let resumed_key = from.map(|f| key_digest(&f.key).to_vec());
+    if plan.release.is_some() {
+        config = config.with_noise_term();
+    }
+    // With a dealer the masked products are cheap, so the Nodes pack their gradients and the
+    // Center takes its dot products in masked arithmetic (a secure PLR study's noise term is
+    // unpacked: it keeps the unpacked form).
+    config = config.with_packed_gradient(
+        dealt && plan.linear_algebra == LinearAlgebra::Masked && plan.release.is_none(),
+    );
+    let (key, endorsement) = setup_keyholder(
+        keyholder,
+        &config,
+        plan,
+        plan.standardize,
+        resumed_key.as_deref(),
+        keeps_checkpoints,
+    )?;
+    if from.is_some_and(|f| f.key != key.to_bytes()) {
+        return Err(SecureError::from(ResumeMismatch::AnsweredWithAnotherKey).into());
+    }
+    let welcome = write_endorsement(
+        write_parameters(&config, plan.intercept, plan.release)
+            .bytes(&key.to_bytes())
+            .u64(glm_code(plan.glm))
+            .u64(u64::from(plan.evaluate)),
+        &endorsement,
+    )
+    .finish();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        wire::send(node, HANDSHAKE, Step::Welcome, &welcome)
+            .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
+    }
+    Ok((config, key))
+}
+
+/// The aggregation over the joined Nodes: set up afresh (the counts, the bound, the
+/// standardisation or the raw scales) or resumed from the checkpoint `from`; with the
+/// standardisation (or raw scales, means 0) the study uses.
+#[allow(clippy::type_complexity)]
+fn connect_or_resume<C: Channel>(
+    nodes: Vec<C>,
+    keyholder: C,
+    key: &PublicKey,
+    config: SecureConfig,
+    plan: &StudyPlan,
+    from: Option<&Checkpoint>,
+    features: &[String],
+) -> Result<(SecureAggregation<C>, Option<(Vec<f64>, Vec<f64>)>), StudyError> {
+    Ok(match from {
+        Some(f) => {
+            let setup = SetupState {
+                rows: usize::try_from(f.rows).map_err(|_| {
+                    SecureError::checkpoint(format!("a checkpoint's N ({})", f.rows))
+                })?,
+                standardization: f.standardization.clone(),
+                bound: f.bound.clone(),
+            };
+            let aggregation = SecureAggregation::resume(
+                nodes,
+                keyholder,
+                key.clone(),
+                config,
+                plan.protocol,
+                plan.linear_algebra,
+                &setup,
+                features,
+            )?;
+            (aggregation, f.standardization.clone())
+        }
+        None => {
+            let mut aggregation = SecureAggregation::connect(
+                nodes,
+                keyholder,
+                key.clone(),
+                config,
+                plan.protocol,
+                plan.linear_algebra,
+            )?;
+            let standardization = if plan.standardize {
+                Some(aggregation.standardize(features)?)
+            } else if plan.release.is_some() {
+                // Secure PLR scales every row to norm 1 (its public row rule): bounded already.
+                None
+            } else {
+                // Raw units: features too large for the bounds are scaled by public powers
+                // of two, kept beside the standardisation's (means 0) in checkpoints.
+                aggregation
+                    .scale_raw(features)?
+                    .map(|scales| (vec![0.0; scales.len()], scales))
+            };
+            (aggregation, standardization)
+        }
+    })
+}
+
+/// The Nodes' common columns (a resumed study's must be the checkpoint's); on a mismatch every
+/// Node, still connected, is told why before the study stops.
+fn features_of<C: Channel>(
+    nodes: &mut [C],
+    from: Option<&Checkpoint>,
+) -> Result<Vec<String>, StudyError> {
+    join_names(nodes, from.map(|f| f.names.as_slice())).map_err(|e| {
+        abort_all(nodes, &e);
+        e.into()
+    })
+}
+
+/// The checkpoint `continuity` holds, taken out of it: refused when it is another study's or
+/// another plan's, or when the study is differentially private (its noise is not kept).
+fn checkpoint_to_resume(
+    plan: &StudyPlan,
+    continuity: &mut Option<Continuity<'_>>,
+    digest: [u8; 32],
+) -> Result<Option<Checkpoint>, StudyError> {
+    let from = continuity.as_mut().and_then(|c| c.from.take());
+    if from.is_some() && plan.release.is_some() {
+        return Err(SecureError::invalid_plan(
+            "release",
+            "a differentially private study cannot be resumed: its noise is not kept in the \
+             checkpoint, and drawing it again would show the participants a second noisy \
+             trajectory (start it again, charged again)",
+        )
+        .into());
+    }
+    if let (Some(c), Some(f)) = (continuity.as_ref(), &from) {
+        if f.study != c.study {
+            return Err(SecureError::from(ResumeMismatch::OtherStudy).into());
+        }
+        if f.plan != digest {
+            return Err(SecureError::from(ResumeMismatch::OtherPlan).into());
+        }
+    }
+    Ok(from)
+}
+
+/// The optimiser's options: the plan's, with secure PLR's noisy penalty, Poisson's start and
+/// the penalty of raw units (`raw_scales`) where they apply.
+fn study_options<C: Channel>(
+    aggregation: &mut SecureAggregation<C>,
+    plan: &StudyPlan,
+    noise: Option<&mut dyn NoiseShare>,
+    from_the_start: bool,
+    features: &[String],
+    raw_scales: Option<&[f64]>,
+) -> Result<FitOptions, StudyError> {
+    let options = match (&plan.release, noise) {
+        (Some(release), Some(noise)) => {
+            let penalty = aggregation.perturb(release, noise)?;
+            let rows = crate::Aggregation::sample_count(aggregation);
+            release_options(&plan.options, release, rows, penalty)
+        }
+        _ => plan.options.clone(),
+    };
+    // Newton for Poisson from zero overshoots on most data (the rates are far from 1, and a
+    // Node refuses values beyond the public bound rather than let the step be halved): start
+    // at the null model's intercept, ln(sum w y / sum w e^o), which the inference reveals too.
+    let options = if from_the_start && poisson_from_zero(plan) {
+        let c = aggregation.constants()?;
+        FitOptions {
+            initial: Initial::Vector(poisson_start(c, plan.options_dimension(features))),
+            ..options
+        }
+    } else {
+        options
+    };
+    // The penalty weighed by `1/s_j^2` (and a centre scaled alike) is the raw coefficients'
+    // penalty, so the estimator is the one asked for.
+    Ok(match raw_scales {
+        Some(scales) => raw_penalty(options, scales, plan)?,
+        None => options,
+    })
+}
+
+/// The fit, keeping a checkpoint (`template` with the fit's progress and the bound) after the
+/// setup and every iteration, from the checkpoint `from` when resuming.
+fn fit_checkpointed<C: Channel>(
+    aggregation: &mut SecureAggregation<C>,
+    plan: &StudyPlan,
+    options: &FitOptions,
+    observer: &mut dyn FnMut(&IterationRecord),
+    keep: &mut dyn FnMut(&Checkpoint) -> std::io::Result<()>,
+    from: Option<Checkpoint>,
+    mut template: Checkpoint,
+) -> Result<FitReport, FitError> {
+    let saved = aggregation.save_bound();
+    *saved.lock().expect("the saved bound") = from.as_ref().and_then(|f| f.bound.clone());
+    if let Some(f) = &from {
+        template.progress = f.progress.clone();
+    }
+    let mut save = |progress: &Progress| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        template.bound = saved.lock().expect("the saved bound").clone();
+        template.progress = progress.clone();
+        keep(&template)?;
+        Ok(())
+    };
+    plan.optimizer.fit_with_checkpoints(
+        aggregation,
+        options,
+        observer,
+        Checkpoints {
+            from: from.map(|f| f.progress),
+            save: Some(&mut save),
+        },
+    )
+}
+
+/// The fit, unless an unpenalised logistic study's classes are separated (its likelihood has
+/// no maximum): refused then, before anything is published, with how it was found.
+fn refuse_separation<C: Channel>(
+    aggregation: &mut SecureAggregation<C>,
+    plan: &StudyPlan,
+    options: &FitOptions,
+    fitted: Result<FitReport, FitError>,
+    last: Option<(usize, ndarray::Array1<f64>)>,
+    rows: usize,
+) -> Result<FitReport, StudyError> {
     let unpenalised = options.lambda == 0.0 && plan.release.is_none();
     // Separation is a binomial model's failure (Poisson and Gaussian maxima exist whenever the
     // design has full rank).
@@ -847,7 +1000,7 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         let mut probe = options.clone().initial(Initial::Vector(fit.beta.clone()));
         probe.stopping.max_iterations = SEPARATION_PROBE;
         let mut at: Option<ndarray::Array1<f64>> = None;
-        let newton = crate::optimizer::Optimizer::Newton.fit(&mut aggregation, &probe, &mut |r| {
+        let newton = crate::optimizer::Optimizer::Newton.fit(aggregation, &probe, &mut |r| {
             at = Some(r.beta.clone());
         });
         // Complete separation at Newton's coefficients, or its information losing rank on the
@@ -879,75 +1032,63 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         }
         .into());
     }
-    // Standard errors mean something at the optimum only. A round that fails on the numbers (a
-    // pivot or value out of its public range) costs the table, not the model.
-    let (inference, inference_failed) = if fit.converged() {
-        // A standardised study's raw intercept, `(1, -m_1/s_1, ...) . c`: its variance too.
-        let raw_row: Option<Vec<f64>> = match (&standardization, plan.standardize) {
-            (Some((means, scales)), true) if plan.intercept => Some(
-                std::iter::once(1.0)
-                    .chain(means.iter().zip(scales).map(|(m, s)| -m / s))
-                    .collect(),
-            ),
-            _ => None,
-        };
-        match aggregation.inference(
-            &fit.beta,
-            options.penalty(),
-            plan.intercept,
-            plan.reveal,
-            plan.glm,
-            raw_row.as_deref(),
-        ) {
-            Ok(revealed) => (revealed, None),
-            Err(SecureError::Singular { column, .. }) => {
-                let named = SecureError::Singular {
-                    column,
-                    name: names.get(column).cloned(),
-                };
-                (None, Some(named.to_string()))
-            }
-            Err(e @ SecureError::Range(_)) => (None, Some(e.to_string())),
-            Err(e) => return Err(e.into()),
-        }
-    } else {
-        (None, None)
+    Ok(fit)
+}
+
+/// The table's numbers at the optimum, or why the round failed on the numbers (a pivot or a
+/// value out of its public range costs the table, not the model).
+fn infer<C: Channel>(
+    aggregation: &mut SecureAggregation<C>,
+    plan: &StudyPlan,
+    options: &FitOptions,
+    fit: &FitReport,
+    standardization: Option<&(Vec<f64>, Vec<f64>)>,
+    names: &[String],
+) -> Result<(Option<Revealed>, Option<String>), StudyError> {
+    // A standardised study's raw intercept, `(1, -m_1/s_1, ...) . c`: its variance too.
+    let raw_row: Option<Vec<f64>> = match (standardization, plan.standardize) {
+        (Some((means, scales)), true) if plan.intercept => Some(
+            std::iter::once(1.0)
+                .chain(means.iter().zip(scales).map(|(m, s)| -m / s))
+                .collect(),
+        ),
+        _ => None,
     };
-    // The model as published, on the held-out rows: evaluated whenever there is a model (a
-    // diverged study has none).
-    let evaluation =
-        if plan.evaluate && !matches!(fit.status, crate::optimizer::Status::Diverged(_)) {
-            Some(aggregation.evaluate(&fit.beta)?)
-        } else {
-            None
-        };
-    let aggregator = aggregation.finish()?;
-    let setup_seconds = setup_seconds + aggregator.bound_seconds;
-    let (fit, inference, standardization) = match &raw_scales {
-        Some(scales) => {
-            let per_coefficient = coefficient_scales(scales, plan.intercept);
-            (
-                in_raw_units(fit, &per_coefficient),
-                inference.map(|r| r.in_raw_units(&per_coefficient)),
-                None,
-            )
+    match aggregation.inference(
+        &fit.beta,
+        options.penalty(),
+        plan.intercept,
+        plan.reveal,
+        plan.glm,
+        raw_row.as_deref(),
+    ) {
+        Ok(revealed) => Ok((revealed, None)),
+        Err(SecureError::Singular { column, .. }) => {
+            let named = SecureError::Singular {
+                column,
+                name: names.get(column).cloned(),
+            };
+            Ok((None, Some(named.to_string())))
         }
-        None => (fit, inference, standardization),
-    };
-    Ok(StudyOutcome {
-        fit,
-        names,
-        standardization,
-        rows,
-        aggregator,
-        setup_seconds,
-        seconds: start.elapsed().as_secs_f64(),
-        resumed_from,
-        inference,
-        inference_failed,
-        evaluation,
-        vertical: None,
-    })
+        Err(e @ SecureError::Range(_)) => Ok((None, Some(e.to_string()))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A fit of `c_j = s_j b_j` on features divided by `scales`, and its table, in raw units.
+#[allow(clippy::type_complexity)]
+fn raw_units(
+    scales: &[f64],
+    intercept: bool,
+    fit: FitReport,
+    inference: Option<Revealed>,
+) -> (FitReport, Option<Revealed>, Option<(Vec<f64>, Vec<f64>)>) {
+    let per_coefficient = coefficient_scales(scales, intercept);
+    (
+        in_raw_units(fit, &per_coefficient),
+        inference.map(|r| r.in_raw_units(&per_coefficient)),
+        None,
+    )
 }
 
 /// Each coefficient's scale `s_j` (1 for the intercept) of a study whose features were divided

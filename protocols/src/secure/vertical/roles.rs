@@ -47,7 +47,7 @@ use crate::paillier::{DjnNoise, SecretKey};
 use crate::rows::RowsError;
 use crate::transport::Role;
 use crate::vertical::block::{self, BlockError};
-use crate::vertical::deal::{DealError, deal};
+use crate::vertical::deal::{Deal, DealError, deal};
 pub use crate::vertical::deal::{
     MAX_DEALT_ROUNDS, MAX_VERTICAL_ITERATIONS, Rounds, newton_iterations, rounds_allowed,
 };
@@ -210,6 +210,291 @@ pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
     plan.validate()
 }
 
+/// What the Nodes' joins tell the aggregator: the joins, the order of the parties' columns
+/// (the labelling Node first), the coefficients' names and each party's range of them.
+struct Columns {
+    joins: Vec<Join>,
+    order: Vec<usize>,
+    names: Vec<String>,
+    columns: Vec<Range<usize>>,
+}
+
+/// Step 1: every Node's join, checked (one labelling Node, columns from every party, no name
+/// twice).
+fn joined_columns<C: Channel>(nodes: &mut [C], plan: &StudyPlan) -> Result<Columns, StudyError> {
+    let joins = nodes
+        .iter_mut()
+        .enumerate()
+        .map(|(i, node)| read_join(node, i + 1))
+        .collect::<Result<Vec<_>, _>>()?;
+    let labelled: Vec<usize> = (0..joins.len()).filter(|&i| joins[i].labels).collect();
+    let [label_node] = labelled[..] else {
+        let which = labelled
+            .iter()
+            .map(|i| format!("Node {}", i + 1))
+            .collect::<Vec<_>>();
+        return Err(SecureError::invalid_plan(
+            "label",
+            format!(
+                "a vertical study needs exactly one Node with the label column; {}",
+                if which.is_empty() {
+                    "none has it".to_string()
+                } else {
+                    format!("{} have it", which.join(" and "))
+                }
+            ),
+        )
+        .into());
+    };
+    // Coefficient order: the labelling Node first, then the others as they joined.
+    let order: Vec<usize> = std::iter::once(label_node)
+        .chain((0..nodes.len()).filter(|&i| i != label_node))
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    if plan.intercept {
+        names.push(crate::rows::design::INTERCEPT.to_string());
+    }
+    let mut columns = Vec::with_capacity(order.len());
+    for (place, &i) in order.iter().enumerate() {
+        let lead = place == 0 && plan.intercept;
+        let width = joins[i].names.len() + usize::from(lead);
+        if width == 0 {
+            return Err(SecureError::invalid_plan(
+                "party",
+                format!("Node {} brings no columns", i + 1),
+            )
+            .into());
+        }
+        columns.push(names.len() - usize::from(lead)..names.len() + joins[i].names.len());
+        names.extend(joins[i].names.iter().cloned());
+    }
+    if let Some(repeated) = (1..names.len()).find(|&j| names[..j].contains(&names[j])) {
+        return Err(SecureError::invalid_plan(
+            "party",
+            format!(
+                "the column {:?} comes from two parties (or twice): a vertical study's columns \
+                 need distinct names",
+                names[repeated]
+            ),
+        )
+        .into());
+    }
+    Ok(Columns {
+        joins,
+        order,
+        names,
+        columns,
+    })
+}
+
+/// Step 2: the labelling Node seals the PSI key for every other Node (to its endorsed public
+/// key); the aggregator relays what it cannot read.
+fn relay_psi_key<C: Channel>(
+    nodes: &mut [C],
+    joins: &[Join],
+    order: &[usize],
+) -> Result<(), StudyError> {
+    let label_node = order[0];
+    let others = &order[1..];
+    let mut w = Writer::new().u64(others.len() as u64);
+    for &i in others {
+        let e = &joins[i].endorsement;
+        w = w
+            .bytes(&joins[i].public)
+            .bytes(&e.certificate)
+            .bytes(&e.signature);
+    }
+    let to_label = format!("aggregator, the PSI key with Node {}", label_node + 1);
+    wire::send(
+        &mut nodes[label_node],
+        HANDSHAKE,
+        Step::VerticalKey,
+        &w.finish(),
+    )
+    .map_err(io_at(&to_label))?;
+    let (_, sealed) = wire::recv(&mut nodes[label_node], HANDSHAKE, &[Step::VerticalKey])
+        .map_err(io_at(&to_label))?;
+    let mut r = Reader::new(&sealed);
+    let count = r.u64().map_err(io_at(&to_label))?;
+    if count != others.len() as u64 {
+        return Err(SecureError::violation(
+            Role::Node,
+            format!(
+                "the labelling Node sealed {count} keys for {} Nodes",
+                others.len()
+            ),
+        )
+        .into());
+    }
+    for &i in others {
+        let one = r.bytes().map_err(io_at(&to_label))?;
+        if one.len() != SEALED_BYTES {
+            return Err(
+                SecureError::violation(Role::Node, "a sealed PSI key of the wrong size").into(),
+            );
+        }
+        wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalKey, one).map_err(io_at(&format!(
+            "aggregator, relaying the PSI key to Node {}",
+            i + 1
+        )))?;
+    }
+    r.end().map_err(io_at(&to_label))?;
+
+    Ok(())
+}
+
+/// Step 3: the private set intersection of the Nodes' identifier tags: the shared rows and
+/// how many tags each Node sent.
+fn intersect<C: Channel>(nodes: &mut [C]) -> Result<(usize, Vec<usize>), StudyError> {
+    let mut tags: Vec<Vec<Tag>> = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let context = format!("aggregator, Node {}'s identifiers", i + 1);
+        let (_, payload) =
+            wire::recv(node, HANDSHAKE, &[Step::VerticalTags]).map_err(io_at(&context))?;
+        if payload.len() % TAG_BYTES != 0 {
+            return Err(SecureError::violation(
+                Role::Node,
+                format!("Node {} sent a tag list of {} bytes", i + 1, payload.len()),
+            )
+            .into());
+        }
+        tags.push(
+            payload
+                .chunks_exact(TAG_BYTES)
+                .map(|c| c.try_into().expect("16 bytes"))
+                .collect(),
+        );
+    }
+    let answers = psi::intersect(&tags).map_err(|e| match e {
+        PsiError::Unsorted { party, .. } => SecureError::violation(
+            Role::Node,
+            format!("Node {party}'s tags are not strictly ascending"),
+        ),
+        other => SecureError::violation(Role::Node, other.to_string()),
+    })?;
+    let held: Vec<usize> = tags.iter().map(Vec::len).collect();
+    drop(tags);
+    for (i, (node, answer)) in nodes.iter_mut().zip(&answers).enumerate() {
+        wire::send(
+            node,
+            HANDSHAKE,
+            Step::VerticalMembership,
+            &answer.to_bytes(),
+        )
+        .map_err(io_at(&format!("aggregator, answering Node {}", i + 1)))?;
+    }
+    let rows = answers.first().map_or(0, Membership::count);
+    if rows == 0 {
+        return Err(SecureError::invalid_plan(
+            "id",
+            "the parties share no identifier: the intersection is empty",
+        )
+        .into());
+    }
+    if rows > MAX_ROWS {
+        return Err(SecureError::invalid_plan(
+            "id",
+            format!("the intersection holds {rows} rows, more than a vertical study's {MAX_ROWS}"),
+        )
+        .into());
+    }
+
+    Ok((rows, held))
+}
+
+/// Step 4's end: every Node welcomed with the study's parameters, the key and its place (its
+/// range of the coefficients, whether it holds the intercept, the rounds it deals for).
+#[allow(clippy::too_many_arguments)]
+fn welcome_nodes<C: Channel>(
+    nodes: &mut [C],
+    plan: &StudyPlan,
+    config: &SecureConfig,
+    key: &crate::paillier::PublicKey,
+    endorsement: &Endorsement,
+    order: &[usize],
+    columns: &[Range<usize>],
+    rows: usize,
+    rounds: Rounds,
+) -> Result<(), StudyError> {
+    for (place, &i) in order.iter().enumerate() {
+        let range = &columns[place];
+        let welcome = write_endorsement(
+            write_parameters(config, plan.intercept, None)
+                .bytes(&key.to_bytes())
+                .u64(range.start as u64)
+                .u64(range.len() as u64)
+                .u64(u64::from(place == 0 && plan.intercept))
+                .u64(u64::from(plan.standardize))
+                .u64(rounds.gradient)
+                .u64(rounds.hessian)
+                .u64(rows as u64),
+            endorsement,
+        )
+        .finish();
+        wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalWelcome, &welcome)
+            .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
+    }
+    Ok(())
+}
+
+/// What the Nodes' deals give the aggregator: the key holder's parts, the shares, the labels
+/// and the parties' standardisation.
+struct Deals {
+    parts: Vec<KeyholderPart>,
+    shares: Vec<PartyShares>,
+    labels: Vec<u64>,
+    means: Vec<f64>,
+    scales: Vec<f64>,
+}
+
+/// Step 5: every Node's deal, in the columns' order.
+#[allow(clippy::too_many_arguments)]
+fn read_deals<C: Channel>(
+    nodes: &mut [C],
+    plan: &StudyPlan,
+    config: &SecureConfig,
+    key: &crate::paillier::PublicKey,
+    joins: &[Join],
+    order: &[usize],
+    columns: &[Range<usize>],
+    rows: usize,
+    rounds: Rounds,
+) -> Result<Deals, StudyError> {
+    let mut parts = Vec::with_capacity(order.len());
+    let mut shares = Vec::with_capacity(order.len());
+    let mut labels = Vec::new();
+    let (mut means, mut scales) = (Vec::new(), Vec::new());
+    for (place, &i) in order.iter().enumerate() {
+        let deal = read_deal(
+            &mut nodes[i],
+            i + 1,
+            config,
+            key,
+            columns[place].clone(),
+            rows,
+            rounds,
+            place == 0,
+            plan.standardize.then_some(joins[i].names.len()),
+        )?;
+        parts.push(deal.part);
+        shares.push(deal.shares);
+        if let Some(l) = deal.labels {
+            labels = l;
+        }
+        if let Some((m, s)) = deal.standardization {
+            means.extend(m);
+            scales.extend(s);
+        }
+    }
+    Ok(Deals {
+        parts,
+        shares,
+        labels,
+        means,
+        scales,
+    })
+}
+
 /// Rounds a vertical study's parties deal for a study of `rows x coefficients`: every
 /// PrivLogit iteration costs at most two (an accelerated candidate and the plain step), and a
 /// few spare; secure Newton one round for the start and one an iteration, each with the
@@ -322,165 +607,20 @@ fn aggregate<C: Channel>(
         )
         .into());
     }
-    let joins = nodes
-        .iter_mut()
-        .enumerate()
-        .map(|(i, node)| read_join(node, i + 1))
-        .collect::<Result<Vec<_>, _>>()?;
-    let labelled: Vec<usize> = (0..joins.len()).filter(|&i| joins[i].labels).collect();
-    let [label_node] = labelled[..] else {
-        let which = labelled
-            .iter()
-            .map(|i| format!("Node {}", i + 1))
-            .collect::<Vec<_>>();
-        return Err(SecureError::invalid_plan(
-            "label",
-            format!(
-                "a vertical study needs exactly one Node with the label column; {}",
-                if which.is_empty() {
-                    "none has it".to_string()
-                } else {
-                    format!("{} have it", which.join(" and "))
-                }
-            ),
-        )
-        .into());
-    };
-    // Coefficient order: the labelling Node first, then the others as they joined.
-    let order: Vec<usize> = std::iter::once(label_node)
-        .chain((0..nodes.len()).filter(|&i| i != label_node))
-        .collect();
-    let mut names: Vec<String> = Vec::new();
-    if plan.intercept {
-        names.push(crate::rows::design::INTERCEPT.to_string());
-    }
-    let mut columns = Vec::with_capacity(order.len());
-    for (place, &i) in order.iter().enumerate() {
-        let lead = place == 0 && plan.intercept;
-        let width = joins[i].names.len() + usize::from(lead);
-        if width == 0 {
-            return Err(SecureError::invalid_plan(
-                "party",
-                format!("Node {} brings no columns", i + 1),
-            )
-            .into());
-        }
-        columns.push(names.len() - usize::from(lead)..names.len() + joins[i].names.len());
-        names.extend(joins[i].names.iter().cloned());
-    }
-    if let Some(repeated) = (1..names.len()).find(|&j| names[..j].contains(&names[j])) {
-        return Err(SecureError::invalid_plan(
-            "party",
-            format!(
-                "the column {:?} comes from two parties (or twice): a vertical study's columns \
-                 need distinct names",
-                names[repeated]
-            ),
-        )
-        .into());
-    }
+    let Columns {
+        joins,
+        order,
+        names,
+        columns,
+    } = joined_columns(nodes, plan)?;
     let dimension = names.len();
 
     // Step 2: the PSI key, from the labelling Node to every other, sealed.
-    let others = &order[1..];
-    let mut w = Writer::new().u64(others.len() as u64);
-    for &i in others {
-        let e = &joins[i].endorsement;
-        w = w
-            .bytes(&joins[i].public)
-            .bytes(&e.certificate)
-            .bytes(&e.signature);
-    }
-    let to_label = format!("aggregator, the PSI key with Node {}", label_node + 1);
-    wire::send(
-        &mut nodes[label_node],
-        HANDSHAKE,
-        Step::VerticalKey,
-        &w.finish(),
-    )
-    .map_err(io_at(&to_label))?;
-    let (_, sealed) = wire::recv(&mut nodes[label_node], HANDSHAKE, &[Step::VerticalKey])
-        .map_err(io_at(&to_label))?;
-    let mut r = Reader::new(&sealed);
-    let count = r.u64().map_err(io_at(&to_label))?;
-    if count != others.len() as u64 {
-        return Err(SecureError::violation(
-            Role::Node,
-            format!(
-                "the labelling Node sealed {count} keys for {} Nodes",
-                others.len()
-            ),
-        )
-        .into());
-    }
-    for &i in others {
-        let one = r.bytes().map_err(io_at(&to_label))?;
-        if one.len() != SEALED_BYTES {
-            return Err(
-                SecureError::violation(Role::Node, "a sealed PSI key of the wrong size").into(),
-            );
-        }
-        wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalKey, one).map_err(io_at(&format!(
-            "aggregator, relaying the PSI key to Node {}",
-            i + 1
-        )))?;
-    }
-    r.end().map_err(io_at(&to_label))?;
+    relay_psi_key(nodes, &joins, &order)?;
 
     // Step 3: the intersection.
-    let mut tags: Vec<Vec<Tag>> = Vec::with_capacity(nodes.len());
-    for (i, node) in nodes.iter_mut().enumerate() {
-        let context = format!("aggregator, Node {}'s identifiers", i + 1);
-        let (_, payload) =
-            wire::recv(node, HANDSHAKE, &[Step::VerticalTags]).map_err(io_at(&context))?;
-        if payload.len() % TAG_BYTES != 0 {
-            return Err(SecureError::violation(
-                Role::Node,
-                format!("Node {} sent a tag list of {} bytes", i + 1, payload.len()),
-            )
-            .into());
-        }
-        tags.push(
-            payload
-                .chunks_exact(TAG_BYTES)
-                .map(|c| c.try_into().expect("16 bytes"))
-                .collect(),
-        );
-    }
-    let answers = psi::intersect(&tags).map_err(|e| match e {
-        PsiError::Unsorted { party, .. } => SecureError::violation(
-            Role::Node,
-            format!("Node {party}'s tags are not strictly ascending"),
-        ),
-        other => SecureError::violation(Role::Node, other.to_string()),
-    })?;
-    let held: Vec<usize> = tags.iter().map(Vec::len).collect();
-    drop(tags);
-    for (i, (node, answer)) in nodes.iter_mut().zip(&answers).enumerate() {
-        wire::send(
-            node,
-            HANDSHAKE,
-            Step::VerticalMembership,
-            &answer.to_bytes(),
-        )
-        .map_err(io_at(&format!("aggregator, answering Node {}", i + 1)))?;
-    }
-    let rows = answers.first().map_or(0, Membership::count);
+    let (rows, held) = intersect(nodes)?;
     let psi_seconds = start.elapsed().as_secs_f64();
-    if rows == 0 {
-        return Err(SecureError::invalid_plan(
-            "id",
-            "the parties share no identifier: the intersection is empty",
-        )
-        .into());
-    }
-    if rows > MAX_ROWS {
-        return Err(SecureError::invalid_plan(
-            "id",
-            format!("the intersection holds {rows} rows, more than a vertical study's {MAX_ROWS}"),
-        )
-        .into());
-    }
 
     // Step 4: the key, and each Node's place.
     let session = loop {
@@ -494,52 +634,28 @@ fn aggregate<C: Channel>(
     // A vertical study keeps no checkpoint: its key holder keeps no key file.
     let (key, endorsement) = setup_keyholder(keyholder, &config, plan, false, None, false)?;
     let rounds = rounds_for(plan, rows, dimension);
-    for (place, &i) in order.iter().enumerate() {
-        let range = &columns[place];
-        let welcome = write_endorsement(
-            write_parameters(&config, plan.intercept, None)
-                .bytes(&key.to_bytes())
-                .u64(range.start as u64)
-                .u64(range.len() as u64)
-                .u64(u64::from(place == 0 && plan.intercept))
-                .u64(u64::from(plan.standardize))
-                .u64(rounds.gradient)
-                .u64(rounds.hessian)
-                .u64(rows as u64),
-            &endorsement,
-        )
-        .finish();
-        wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalWelcome, &welcome)
-            .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
-    }
+    welcome_nodes(
+        nodes,
+        plan,
+        &config,
+        &key,
+        &endorsement,
+        &order,
+        &columns,
+        rows,
+        rounds,
+    )?;
 
     // Step 5: the deals.
-    let mut parts = Vec::with_capacity(order.len());
-    let mut shares = Vec::with_capacity(order.len());
-    let mut labels = Vec::new();
-    let (mut means, mut scales) = (Vec::new(), Vec::new());
-    for (place, &i) in order.iter().enumerate() {
-        let deal = read_deal(
-            &mut nodes[i],
-            i + 1,
-            &config,
-            &key,
-            columns[place].clone(),
-            rows,
-            rounds,
-            place == 0,
-            plan.standardize.then_some(joins[i].names.len()),
-        )?;
-        parts.push(deal.part);
-        shares.push(deal.shares);
-        if let Some(l) = deal.labels {
-            labels = l;
-        }
-        if let Some((m, s)) = deal.standardization {
-            means.extend(m);
-            scales.extend(s);
-        }
-    }
+    let Deals {
+        parts,
+        shares,
+        labels,
+        means,
+        scales,
+    } = read_deals(
+        nodes, plan, &config, &key, &joins, &order, &columns, rows, rounds,
+    )?;
     let shares = ServerShares::new(Side::Aggregator, rows, shares, labels);
     let layout = Layout {
         rows,
@@ -721,6 +837,181 @@ fn read_deal<C: Channel>(
     })
 }
 
+/// The rows every party shares against this Node's disclosure controls: every party sees the
+/// same count and so refuses alike.
+fn check_shared_rows(
+    table: &VerticalTable,
+    shared: &[usize],
+    dimension: usize,
+) -> Result<(), SecureError> {
+    let classes = table.labels.as_ref().map(|y| {
+        let positives = shared.iter().filter(|&&r| y[r]).count() as u64;
+        [shared.len() as u64 - positives, positives]
+    });
+    if let Some(why) = table
+        .disclosure
+        .check_node(shared.len() as u64, classes, dimension, None)
+    {
+        return Err(SecureError::Refused {
+            party: Role::Node,
+            reason: super::super::Refusal::Policy(
+                why.replace("it holds", "the parties share")
+                    .replace(" training rows", " rows")
+                    .replace("its rows", "the shared rows"),
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Step 5's message: the key holder's seed (encrypted under the study's key), the
+/// aggregator's share of this Node's columns, labels and products, and its standardisation.
+fn send_deal<C: Channel>(
+    channel: &mut C,
+    session: u64,
+    key: &crate::paillier::PublicKey,
+    dealt: Deal,
+    standardization: Option<(Vec<f64>, Vec<f64>)>,
+) -> Result<(), SecureError> {
+    let noise = DjnNoise::shared(key);
+    let seed = encrypt_seed(key, &dealt.keyholder_seed, &noise)?;
+    let a = dealt.aggregator;
+    let label_bytes: Vec<u8> = a
+        .labels
+        .iter()
+        .flatten()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    let (means, scales) = standardization.unwrap_or_default();
+    let header = Writer::new()
+        .bytes(&seed.to_bytes(key))
+        .bytes(&a.seed)
+        .bytes(&label_bytes)
+        .f64s(&means)
+        .f64s(&scales)
+        .finish();
+    let at = io_at("Node, dealing its columns");
+    wire::send(channel, session, Step::VerticalDeal, &header).map_err(&at)?;
+    send_ring(channel, session, &a.d).map_err(&at)?;
+    let flat: Vec<u128> = a.w.concat();
+    send_ring(channel, session, &flat).map_err(&at)?;
+    send_ring(channel, session, &a.bound_w).map_err(&at)?;
+    for products in &a.hessian {
+        send_ring(channel, session, &products.c).map_err(&at)?;
+        send_ring(channel, session, &products.hw).map_err(&at)?;
+    }
+    drop((a.d, flat, a.bound_w, a.hessian));
+    Ok(())
+}
+
+/// Step 2 at a Node: the labelling Node makes the PSI key and seals it for every other Node's
+/// endorsed public key (checking the endorsements under TLS); the others open theirs.
+fn psi_key<C: Channel>(
+    channel: &mut C,
+    labelling: bool,
+    recipient: &Recipient,
+    trust: Option<&KeyTrust>,
+    signer: Option<&Endorser>,
+) -> Result<PsiKey, SecureError> {
+    let at = io_at("Node, the PSI key");
+    let (_, payload) = wire::recv(channel, HANDSHAKE, &[Step::VerticalKey]).map_err(&at)?;
+    Ok(if labelling {
+        let mut r = Reader::new(&payload);
+        let count = r.u64().map_err(&at)?;
+        if count > 10_000 {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                format!("{count} Nodes to seal the PSI key for"),
+            ));
+        }
+        let mut keys = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let public: [u8; 32] = r.bytes().map_err(&at)?.try_into().map_err(|_| {
+                SecureError::violation(Role::Aggregator, "a Node's key that is not 32 bytes")
+            })?;
+            let endorsement = Endorsement {
+                certificate: r.bytes().map_err(&at)?.to_vec(),
+                signature: r.bytes().map_err(&at)?.to_vec(),
+            };
+            keys.push((public, endorsement));
+        }
+        r.end().map_err(&at)?;
+        match (trust, signer) {
+            (Some(trust), Some(signer)) => {
+                trust.check_recipients(signer.identity.certificate(), &keys)?;
+            }
+            (Some(_), None) => {
+                return Err(SecureError::violation(
+                    Role::Node,
+                    "a TLS study's labelling Node needs its identity to check the PSI key's \
+                     recipients",
+                ));
+            }
+            _ => {}
+        }
+        let mut rng = rand::rng();
+        let key = PsiKey::generate(&mut rng);
+        let mut sealed = Writer::new().u64(count);
+        for (public, _) in &keys {
+            let one = seal(key.bytes(), public, &mut rng)
+                .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+            sealed = sealed.bytes(&one);
+        }
+        wire::send(channel, HANDSHAKE, Step::VerticalKey, &sealed.finish()).map_err(&at)?;
+        key
+    } else {
+        let sealed: &[u8; SEALED_BYTES] = payload.as_slice().try_into().map_err(|_| {
+            SecureError::violation(Role::Aggregator, "a sealed PSI key of the wrong size")
+        })?;
+        let opened = recipient
+            .open(sealed)
+            .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+        PsiKey::from_bytes(&opened)
+    })
+}
+
+/// Step 3 at a Node: its identifiers' tags to the aggregator, and back the rows every party
+/// shares, in the common order.
+fn shared_rows<C: Channel>(
+    channel: &mut C,
+    key: &PsiKey,
+    table: &VerticalTable,
+) -> Result<Vec<usize>, SecureError> {
+    let tagged = TaggedRows::new(key, &table.ids).map_err(|e| match e {
+        PsiError::Duplicate { id, first, second } => SecureError::Data(RowsError::new(
+            &table.source,
+            format!(
+                "the identifier {id:?} appears in rows {} and {} (counting from 1): every \
+                 person once per party",
+                first + 1,
+                second + 1
+            ),
+        )),
+        other => SecureError::Inconsistent(other.to_string()),
+    })?;
+    let bytes: Vec<u8> = tagged.tags().into_iter().flatten().collect();
+    let limit = Step::VerticalTags.limit() as usize;
+    if bytes.len() > limit {
+        return Err(SecureError::Inconsistent(format!(
+            "{} identifiers: a vertical study takes at most {} per party",
+            tagged.len(),
+            limit / TAG_BYTES
+        )));
+    }
+    let at = io_at("Node, the intersection");
+    wire::send(channel, HANDSHAKE, Step::VerticalTags, &bytes).map_err(&at)?;
+    drop(bytes);
+    let (_, answer) = wire::recv(channel, HANDSHAKE, &[Step::VerticalMembership]).map_err(&at)?;
+    let answer = Membership::from_bytes(&answer, tagged.len()).ok_or_else(|| {
+        SecureError::violation(Role::Aggregator, "an intersection answer that is not one")
+    })?;
+    let shared = tagged
+        .rows_in_common_order(&answer)
+        .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+    drop(tagged);
+    Ok(shared)
+}
+
 /// A Node of a vertical study over `table`: steps 1-5, then it waits for the model. It
 /// refuses a public key shorter than `min_key_bits` and, given `trust`, one the key holder did
 /// not endorse. With `signer` (its identity, TLS studies) it signs its X25519 key for the PSI
@@ -755,95 +1046,16 @@ pub fn run_node<C: Channel>(
         .map_err(io_at("Node, joining"))?;
 
     // Step 2.
-    let at = io_at("Node, the PSI key");
-    let (_, payload) = wire::recv(&mut channel, HANDSHAKE, &[Step::VerticalKey]).map_err(&at)?;
-    let key = if labelling {
-        let mut r = Reader::new(&payload);
-        let count = r.u64().map_err(&at)?;
-        if count > 10_000 {
-            return Err(SecureError::violation(
-                Role::Aggregator,
-                format!("{count} Nodes to seal the PSI key for"),
-            ));
-        }
-        let mut keys = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            let public: [u8; 32] = r.bytes().map_err(&at)?.try_into().map_err(|_| {
-                SecureError::violation(Role::Aggregator, "a Node's key that is not 32 bytes")
-            })?;
-            let endorsement = Endorsement {
-                certificate: r.bytes().map_err(&at)?.to_vec(),
-                signature: r.bytes().map_err(&at)?.to_vec(),
-            };
-            keys.push((public, endorsement));
-        }
-        r.end().map_err(&at)?;
-        match (&trust, &signer) {
-            (Some(trust), Some(signer)) => {
-                trust.check_recipients(signer.identity.certificate(), &keys)?;
-            }
-            (Some(_), None) => {
-                return Err(SecureError::violation(
-                    Role::Node,
-                    "a TLS study's labelling Node needs its identity to check the PSI key's \
-                     recipients",
-                ));
-            }
-            _ => {}
-        }
-        let key = PsiKey::generate(&mut rng);
-        let mut sealed = Writer::new().u64(count);
-        for (public, _) in &keys {
-            let one = seal(key.bytes(), public, &mut rng)
-                .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
-            sealed = sealed.bytes(&one);
-        }
-        wire::send(&mut channel, HANDSHAKE, Step::VerticalKey, &sealed.finish()).map_err(&at)?;
-        key
-    } else {
-        let sealed: &[u8; SEALED_BYTES] = payload.as_slice().try_into().map_err(|_| {
-            SecureError::violation(Role::Aggregator, "a sealed PSI key of the wrong size")
-        })?;
-        let opened = recipient
-            .open(sealed)
-            .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
-        PsiKey::from_bytes(&opened)
-    };
+    let key = psi_key(
+        &mut channel,
+        labelling,
+        &recipient,
+        trust.as_ref(),
+        signer.as_ref(),
+    )?;
 
     // Step 3.
-    let tagged = TaggedRows::new(&key, &table.ids).map_err(|e| match e {
-        PsiError::Duplicate { id, first, second } => SecureError::Data(RowsError::new(
-            &table.source,
-            format!(
-                "the identifier {id:?} appears in rows {} and {} (counting from 1): every \
-                 person once per party",
-                first + 1,
-                second + 1
-            ),
-        )),
-        other => SecureError::Inconsistent(other.to_string()),
-    })?;
-    let bytes: Vec<u8> = tagged.tags().into_iter().flatten().collect();
-    let limit = Step::VerticalTags.limit() as usize;
-    if bytes.len() > limit {
-        return Err(SecureError::Inconsistent(format!(
-            "{} identifiers: a vertical study takes at most {} per party",
-            tagged.len(),
-            limit / TAG_BYTES
-        )));
-    }
-    let at = io_at("Node, the intersection");
-    wire::send(&mut channel, HANDSHAKE, Step::VerticalTags, &bytes).map_err(&at)?;
-    drop(bytes);
-    let (_, answer) =
-        wire::recv(&mut channel, HANDSHAKE, &[Step::VerticalMembership]).map_err(&at)?;
-    let answer = Membership::from_bytes(&answer, tagged.len()).ok_or_else(|| {
-        SecureError::violation(Role::Aggregator, "an intersection answer that is not one")
-    })?;
-    let shared = tagged
-        .rows_in_common_order(&answer)
-        .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
-    drop(tagged);
+    let shared = shared_rows(&mut channel, &key, table)?;
 
     // Step 4.
     let at = io_at("Node, waiting for the study to start");
@@ -887,25 +1099,8 @@ pub fn run_node<C: Channel>(
     }
 
     // The rows every party shares, against the disclosure controls, before Step 5 sends
-    // anything computed from them (every party sees the same count and so refuses alike).
-    let classes = table.labels.as_ref().map(|y| {
-        let positives = shared.iter().filter(|&&r| y[r]).count() as u64;
-        [shared.len() as u64 - positives, positives]
-    });
-    if let Some(why) =
-        table
-            .disclosure
-            .check_node(shared.len() as u64, classes, config.dimension, None)
-    {
-        return Err(SecureError::Refused {
-            party: Role::Node,
-            reason: super::super::Refusal::Policy(
-                why.replace("it holds", "the parties share")
-                    .replace(" training rows", " rows")
-                    .replace("its rows", "the shared rows"),
-            ),
-        });
-    }
+    // anything computed from them.
+    check_shared_rows(table, &shared, config.dimension)?;
 
     // Step 5.
     let block = block::block(
@@ -931,35 +1126,14 @@ pub fn run_node<C: Channel>(
         &mut rng,
     )
     .map_err(|e: DealError| SecureError::Range(e.to_string()))?;
-    let noise = DjnNoise::shared(&key);
-    let seed = encrypt_seed(&key, &dealt.keyholder_seed, &noise)?;
-    let a = dealt.aggregator;
-    let label_bytes: Vec<u8> = a
-        .labels
-        .iter()
-        .flatten()
-        .flat_map(|w| w.to_le_bytes())
-        .collect();
-    let (means, scales) = block.standardization.clone().unwrap_or_default();
-    let header = Writer::new()
-        .bytes(&seed.to_bytes(&key))
-        .bytes(&a.seed)
-        .bytes(&label_bytes)
-        .f64s(&means)
-        .f64s(&scales)
-        .finish();
     let session = config.session;
-    let at = io_at("Node, dealing its columns");
-    wire::send(&mut channel, session, Step::VerticalDeal, &header).map_err(&at)?;
-    send_ring(&mut channel, session, &a.d).map_err(&at)?;
-    let flat: Vec<u128> = a.w.concat();
-    send_ring(&mut channel, session, &flat).map_err(&at)?;
-    send_ring(&mut channel, session, &a.bound_w).map_err(&at)?;
-    for products in &a.hessian {
-        send_ring(&mut channel, session, &products.c).map_err(&at)?;
-        send_ring(&mut channel, session, &products.hw).map_err(&at)?;
-    }
-    drop((a.d, flat, a.bound_w, a.hessian));
+    send_deal(
+        &mut channel,
+        session,
+        &key,
+        dealt,
+        block.standardization.clone(),
+    )?;
 
     // Step 6: the model, then the end.
     let at = io_at("Node, waiting for the model");
