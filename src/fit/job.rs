@@ -303,8 +303,12 @@ fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
     let (_, optimizer) = spec.resolved_optimizer(false)?;
     optimizer.validate()?;
     let options = spec.fit_options(false)?;
-    normal_quantile(spec.ci_level)
-        .map_err(|e| Error::setting("setting `ci_level`", e.to_string()))?;
+    normal_quantile(spec.ci_level).map_err(|_| {
+        Error::setting(
+            "setting `ci_level`",
+            format!("must lie strictly between 0 and 1, got {}", spec.ci_level),
+        )
+    })?;
     if !spec.drop.is_empty() && (options.lambda != 0.0 || options.centre.is_some()) {
         return Err(Error::setting(
             "setting `drop`",

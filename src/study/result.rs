@@ -52,8 +52,12 @@ pub struct Shown {
 impl Shown {
     /// The settings of `spec`, checked.
     pub fn of(spec: &Spec) -> Result<Self, Error> {
-        crate::inference::normal_quantile(spec.ci_level)
-            .map_err(|e| Error::setting("setting `ci_level`", e.to_string()))?;
+        crate::inference::normal_quantile(spec.ci_level).map_err(|_| {
+            Error::setting(
+                "setting `ci_level`",
+                format!("must lie strictly between 0 and 1, got {}", spec.ci_level),
+            )
+        })?;
         if spec.covariance && spec.reveal != Reveal::Covariance {
             return Err(Error::setting(
                 "setting `covariance`",
