@@ -1,6 +1,6 @@
 //! Charging a release's privacy cost to the ledger: every front end and every release (a DP fit,
 //! a secure PLR study, a stacking stage) goes through here, so a data set is known, checked
-//! and charged alike. The cost comes from the release ([`crate::jobs::dp::Cost`]); this module only
+//! and charged alike. The cost comes from the release ([`crate::jobs::dp_fit::Cost`]); this module only
 //! records it: checked before any noise is drawn, recorded once the result is safe.
 
 use std::io::Write as _;

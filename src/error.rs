@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use privlogit_protocols::FitError;
 use privlogit_protocols::secure::SecureError;
-use privlogit_protocols::secure::study::StudyError;
+use privlogit_protocols::secure::study_protocol::StudyError;
 
 use crate::data::DataError;
 use crate::dl::DlError;
@@ -77,7 +77,7 @@ pub enum Error {
     Dp(#[from] DpError),
     /// A design an unpenalised fit cannot estimate (collinear columns, separated classes).
     #[error(transparent)]
-    Design(#[from] crate::inference::design::DesignError),
+    Design(#[from] crate::inference::estimability::DesignError),
     /// Inference at the optimum.
     #[error(transparent)]
     Inference(#[from] crate::inference::InferenceError),

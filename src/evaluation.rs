@@ -1,13 +1,13 @@
 //! A logistic model's figures on held-out rows, from the pooled sums of
-//! [`privlogit_protocols::evaluation::sums`]: the log-loss, accuracy and Brier score as
+//! [`privlogit_protocols::evaluation_sums::sums`]: the log-loss, accuracy and Brier score as
 //! scikit-learn's `log_loss`, `accuracy_score` (predicted positive at probability >= 1/2) and
 //! `brier_score_loss` define them, a calibration table over ten fixed bins of predicted risk with
 //! the Hosmer-Lemeshow statistic on it, and the AUC (pooled in the clear by a fit; ranked in a
 //! garbled circuit by a secure study, `privlogit_protocols::secure::ranking`).
 
-use privlogit_protocols::evaluation::{BINS, SUMS};
+use privlogit_protocols::evaluation_sums::{BINS, SUMS};
 use privlogit_protocols::rows::RowsError;
-use privlogit_protocols::{PartyData, evaluation};
+use privlogit_protocols::{PartyData, evaluation_sums};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
@@ -195,9 +195,9 @@ impl Evaluation {
         let mut scores = Vec::new();
         let mut labels = Vec::new();
         for party in parties {
-            let s = evaluation::sums(party, beta)?;
+            let s = evaluation_sums::sums(party, beta)?;
             total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
-            for (score, label) in evaluation::scores(party, beta)? {
+            for (score, label) in evaluation_sums::scores(party, beta)? {
                 scores.push(score);
                 labels.push(f64::from(u8::from(label)));
             }

@@ -11,7 +11,7 @@ use ndarray::{Array1, Array2, Axis};
 use privlogit_protocols::optimizer::Initial;
 use privlogit_protocols::rows::reordered::Reordered;
 use privlogit_protocols::rows::{RowSource, RowsError};
-use privlogit_protocols::secure::study::poisson_start;
+use privlogit_protocols::secure::study_protocol::poisson_start;
 use privlogit_protocols::{
     Family, FitError, FitOptions, FitReport, Glm, IterationRecord, Optimizer, PartyData,
     PlaintextAggregation,
@@ -20,7 +20,7 @@ use privlogit_protocols::{
 use crate::data::partition::check_agreement;
 use crate::data::standardize::{Standardizer, design_matrix, design_names};
 use crate::data::{DataError, Dataset, DatasetView};
-use crate::inference::design;
+use crate::inference::estimability;
 use crate::inference::{GlmSums, Goodness, InferenceError, Wald, spd_inverse};
 use crate::metrics;
 
@@ -552,7 +552,7 @@ pub fn check_design(prepared: &Prepared) -> Result<(), crate::error::Error> {
     let gram = aggregation
         .bound()
         .map_err(|e| FitError::Aggregation(Box::new(e)))?;
-    Ok(design::check_gram(&gram, &prepared.names)?)
+    Ok(estimability::check_gram(&gram, &prepared.names)?)
 }
 
 /// Runs `optimizer` on the prepared parties in the clear.

@@ -10,7 +10,7 @@
 //! What a fit may reveal is chosen by [`Reveal`]; every figure here derives only from what was
 //! revealed (the p-values and intervals from the standard errors, never from more).
 
-pub mod design;
+pub mod estimability;
 pub mod summary;
 
 use ndarray::Array2;

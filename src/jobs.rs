@@ -3,10 +3,10 @@
 //! mechanisms they drive ([`crate::dp`], [`crate::dl`], [`crate::hybrid`]) know nothing of
 //! jobs, files or the application's [`Error`](crate::error::Error).
 //!
-//! - [`dp`]: `dp fit` (one call for every single-target DP method, its cost beside its model);
-//! - [`stacking`]: the stacking pipeline's stages (`stack publish`, `meta`, `run`);
-//! - [`predict`]: a model file applied to a data file's rows.
+//! - [`dp_fit`]: `dp fit` (one call for every single-target DP method, its cost beside its model);
+//! - [`stacking_job`]: the stacking pipeline's stages (`stack publish`, `meta`, `run`);
+//! - [`prediction`]: a model file applied to a data file's rows.
 
-pub mod dp;
-pub mod predict;
-pub mod stacking;
+pub mod dp_fit;
+pub mod prediction;
+pub mod stacking_job;

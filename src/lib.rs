@@ -6,7 +6,7 @@
 //! Paillier, the transport, the secure roles):
 //!
 //! - settings and the secure study as an application: [`settings`] (every setting, defined
-//!   once), [`study`] (study files, plans, parties, roles, results, resumption), [`vertical`]
+//!   once), [`study`] (study files, plans, parties, roles, results, resumption), [`vertical_study`]
 //!   (parties holding columns);
 //! - the plaintext fit and what a fit yields: [`fit`], [`model`] (models in raw units),
 //!   [`inference`] (the table at the optimum), [`evaluation`] (held-out rows), [`metrics`];
@@ -48,6 +48,6 @@ pub mod progress;
 pub mod settings;
 pub mod study;
 pub mod synthetic;
-pub mod vertical;
+pub mod vertical_study;
 
 pub use privlogit_protocols as protocols;

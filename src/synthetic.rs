@@ -6,7 +6,7 @@
 //! 1), `beta_j ~ N(0, s^2 / p)`, and `y_i ~ Bernoulli(sigmoid(x_i^T beta))`, with no intercept in
 //! the truth. Uniform rather than Gaussian covariates because a streamed Node regenerates its
 //! rows every round, and SimuX400's 2 x 10^10 values per round must cost well under a
-//! nanosecond each ([`lanes`]: 0.3 ns against 1.7 ns for a Gaussian by the ziggurat); for the
+//! nanosecond each ([`xoshiro_lanes`]: 0.3 ns against 1.7 ns for a Gaussian by the ziggurat); for the
 //! logistic model what matters is the linear predictor, which is a sum of p such terms. The linear predictor `x^T beta` then has standard
 //! deviation about `s` whatever p is. The default `s = 2.5` ([`DEFAULT_SIGNAL`]) was chosen so
 //! that the iteration counts match the dissertation's Table 5.1 on its own sizes: with lambda 1
@@ -24,7 +24,7 @@
 
 use std::io::{self, Write};
 
-mod lanes;
+mod xoshiro_lanes;
 
 use std::sync::Arc;
 
@@ -218,8 +218,8 @@ impl SimulatedRows {
         let p = self.simulation.features;
         let stream_id = ((self.part as u64) << 40) + index as u64 + 1;
         let mut stream = self.simulation.stream(stream_id);
-        let words: [u64; 4 * lanes::LANES] = std::array::from_fn(|_| stream.next_u64());
-        let mut covariates = lanes::UniformLanes::from_words(words);
+        let words: [u64; 4 * xoshiro_lanes::LANES] = std::array::from_fn(|_| stream.next_u64());
+        let mut covariates = xoshiro_lanes::UniformLanes::from_words(words);
         let mut seed = <Xoshiro256PlusPlus as SeedableRng>::Seed::default();
         stream.fill_bytes(&mut seed);
         let mut labels = Xoshiro256PlusPlus::from_seed(seed);

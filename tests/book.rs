@@ -240,3 +240,89 @@ fn relative(path: &Path) -> String {
         .display()
         .to_string()
 }
+
+/// The repository paths the book names in code spans (`src/dp/release.rs`, `cli/tests/dp.rs`)
+/// exist, so that its "adding a method" and "adding a protocol" lists, and every other pointer
+/// into the code, stay true when files move. A path with a placeholder (`src/dp/NAME.rs`) is
+/// left out; a path may be relative to its crate's folder (crates.md's rows are).
+#[test]
+fn every_file_the_book_names_exists() {
+    const ROOTS: [&str; 9] = [
+        "src/",
+        "protocols/",
+        "circuits/",
+        "cli/",
+        "python/",
+        "docs/",
+        "tests/",
+        "scripts/",
+        "benches/",
+    ];
+    const EXTENSIONS: [&str; 6] = [".rs", ".md", ".py", ".pyi", ".toml", ".sh"];
+    let mut missing = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).expect("markdown");
+        for (i, span) in text.split('`').enumerate() {
+            let named = i % 2 == 1
+                && ROOTS.iter().any(|r| span.starts_with(r))
+                && EXTENSIONS.iter().any(|e| span.ends_with(e))
+                && !span.contains(char::is_whitespace)
+                && !span.contains("NAME")
+                && !span.contains('*');
+            let exists = ["", "cli/", "python/", "protocols/", "circuits/"]
+                .iter()
+                .any(|krate| root().join(krate).join(span).exists());
+            if named && !exists {
+                missing.push(format!(
+                    "{} names {span}, which does not exist",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// One file name, one meaning: no two source files of the workspace's crates share a name
+/// (a module's `mod.rs`, `lib.rs` and `main.rs` apart), so that a name in a stack trace, a
+/// review or the book says which file it is. Tests and benchmarks are named after what they
+/// exercise and are not counted.
+#[test]
+fn no_source_file_name_repeats() {
+    let mut seen: std::collections::HashMap<String, Vec<PathBuf>> = Default::default();
+    let mut stack: Vec<PathBuf> = [
+        "src",
+        "protocols/src",
+        "circuits/src",
+        "cli/src",
+        "python/src",
+    ]
+    .iter()
+    .map(|d| root().join(d))
+    .collect();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source folder") {
+            let path = entry.expect("entry").path();
+            let name = path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .to_string();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.ends_with(".rs") && !["mod.rs", "lib.rs", "main.rs"].contains(&&*name) {
+                seen.entry(name).or_default().push(path);
+            }
+        }
+    }
+    let repeated: Vec<String> = seen
+        .into_iter()
+        .filter(|(_, paths)| paths.len() > 1)
+        .map(|(name, paths)| format!("{name}: {paths:?}"))
+        .collect();
+    assert!(
+        repeated.is_empty(),
+        "file names repeated:\n{}",
+        repeated.join("\n")
+    );
+}

@@ -22,7 +22,7 @@ use privlogit::protocols::secure::checkpoint::Checkpoint;
 use privlogit::protocols::secure::keyholder::{DecryptionBudget, KeyStore};
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::solver::LinearAlgebra;
-use privlogit::protocols::secure::study::{self, Continuity, StudyOutcome, StudyPlan};
+use privlogit::protocols::secure::study_protocol::{self, Continuity, StudyOutcome, StudyPlan};
 use privlogit::protocols::{FitOptions, Optimizer};
 use privlogit_circuits::channel::MemoryChannel;
 use rand::SeedableRng;
@@ -92,13 +92,13 @@ fn run(
                         .secret,
                 )
             };
-            study::run_keyholder(keyholder_end, make, None, &mut store, None)
+            study_protocol::run_keyholder(keyholder_end, make, None, &mut store, None)
         });
         let mut node_ends = Vec::new();
         for (names, data) in nodes() {
             let (a, n) = MemoryChannel::pair();
             node_ends.push(a);
-            scope.spawn(move || study::run_node(n, &names, data, 1024, None, None));
+            scope.spawn(move || study_protocol::run_node(n, &names, data, 1024, None, None));
         }
         let mut save = |c: &Checkpoint| {
             // Through the bytes, as the file is.
@@ -116,7 +116,7 @@ fn run(
             from,
             save: &mut save,
         };
-        let outcome = study::run_aggregator(
+        let outcome = study_protocol::run_aggregator(
             node_ends,
             to_keyholder,
             plan,

@@ -1,18 +1,18 @@
 //! `privlogit bench`: timings on this machine, as tables or JSON, each beside what it is compared
 //! with. This module times the Paillier layer (`bench paillier`, the figures
 //! `benches/compare_phe.py` sets against phe); the others live in its submodules:
-//! [`circuits`], [`protocols`], [`linalg`], [`node`], [`dl`], [`ranking`]; [`machine`] names the
+//! [`circuits`], [`protocols`], [`linalg`], [`node_round`], [`dl_vs_sgd`], [`secure_auc`]; [`machine`] names the
 //! machine and takes medians.
 
 pub mod circuits;
-pub mod dl;
+pub mod dl_vs_sgd;
 pub mod linalg;
 pub mod machine;
-pub mod node;
+pub mod node_round;
 pub mod protocols;
-pub mod ranking;
-pub mod study;
-pub mod vertical;
+pub mod secure_auc;
+pub mod study_phases;
+pub mod vertical_parts;
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -50,16 +50,16 @@ pub enum BenchTarget {
     /// Secure Cholesky and SPD inverse by masked arithmetic or garbled circuits.
     Linalg(crate::bench::linalg::LinalgBenchArgs),
     /// One Node's per-round sums on streamed rows, with its peak memory.
-    Node(crate::bench::node::NodeBenchArgs),
+    Node(crate::bench::node_round::NodeBenchArgs),
     /// DPSTGD against plain distributed SGD: time and bytes per iteration.
-    Dl(crate::bench::dl::DlBenchArgs),
+    Dl(crate::bench::dl_vs_sgd::DlBenchArgs),
     /// The exact secure AUC of held-out rows at several Nodes (sharing, merge circuit).
-    Ranking(crate::bench::ranking::RankingBenchArgs),
+    Ranking(crate::bench::secure_auc::RankingBenchArgs),
     /// A vertical study: the private set intersection, and the secure fit's rounds.
-    Vertical(crate::bench::vertical::VerticalBenchArgs),
+    Vertical(crate::bench::vertical_parts::VerticalBenchArgs),
     /// A whole study (a study file, every party in this process): where its wall time goes,
     /// by phase and party, beside a floor.
-    Study(crate::bench::study::StudyBenchArgs),
+    Study(crate::bench::study_phases::StudyBenchArgs),
 }
 
 /// Arguments of `privlogit bench paillier`.
@@ -121,11 +121,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchTarget::Circuits(args) => return crate::bench::circuits::run(args),
         BenchTarget::Protocols(args) => return crate::bench::protocols::run(args),
         BenchTarget::Linalg(args) => return crate::bench::linalg::run(args),
-        BenchTarget::Node(args) => return crate::bench::node::run(args),
-        BenchTarget::Dl(args) => return crate::bench::dl::run(args),
-        BenchTarget::Ranking(args) => return crate::bench::ranking::run(args),
-        BenchTarget::Vertical(args) => return crate::bench::vertical::run(args),
-        BenchTarget::Study(args) => return crate::bench::study::run(args),
+        BenchTarget::Node(args) => return crate::bench::node_round::run(args),
+        BenchTarget::Dl(args) => return crate::bench::dl_vs_sgd::run(args),
+        BenchTarget::Ranking(args) => return crate::bench::secure_auc::run(args),
+        BenchTarget::Vertical(args) => return crate::bench::vertical_parts::run(args),
+        BenchTarget::Study(args) => return crate::bench::study_phases::run(args),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))

@@ -2,16 +2,16 @@
 //! and per-repeat CSVs and its figure (SVG and PNG) and prints its table.
 //!
 //! - [`dp_papers`]: the 4Paradigm stacking and transfer papers' MNIST experiments.
-//! - [`hybrid`]: the hybrid pipelines (secure PLR, stacking and transfer across organizations).
+//! - [`hybrid_consortium`]: the hybrid pipelines (secure PLR, stacking and transfer across organizations).
 //! - [`dpstgd`], [`dpstgd_report`]: dissertation Figures 3.3-3.6 (distributed DP deep learning).
-//! - [`dphtl`], [`dphtl_report`]: dissertation Figures 4.2 and 4.4 and Table 4.3 (DPHTL).
+//! - [`dphtl_experiment`], [`dphtl_report`]: dissertation Figures 4.2 and 4.4 and Table 4.3 (DPHTL).
 
 pub mod dp_papers;
-pub mod dphtl;
+pub mod dphtl_experiment;
 pub mod dphtl_report;
 pub mod dpstgd;
 pub mod dpstgd_report;
-pub mod hybrid;
+pub mod hybrid_consortium;
 
 use std::path::{Path, PathBuf};
 
@@ -259,7 +259,7 @@ fn run_hybrid(
     digits: &Digits,
     out_dir: &Path,
 ) -> Result<()> {
-    use self::hybrid::{self as hybrid, Features, Task};
+    use self::hybrid_consortium::{Features, Task};
     let epsilons: Vec<f64> = settings
         .epsilons
         .iter()
@@ -302,7 +302,8 @@ fn run_hybrid(
             settings.seed + settings.repeats as u64 - 1
         );
         let started = std::time::Instant::now();
-        let results = hybrid::run(task, &epsilons, settings.repeats, settings.seed, &|| {})?;
+        let results =
+            hybrid_consortium::run(task, &epsilons, settings.repeats, settings.seed, &|| {})?;
         write_results(
             &results,
             out_dir,
@@ -315,7 +316,8 @@ fn run_hybrid(
                 &mut rand::rng(),
             );
             let started = std::time::Instant::now();
-            let diffs = hybrid::check_secure(task, &epsilons, settings.seed, &key.secret)?;
+            let diffs =
+                hybrid_consortium::check_secure(task, &epsilons, settings.seed, &key.secret)?;
             for (e, d) in epsilons.iter().zip(&diffs) {
                 println!(
                     "{}: secure PLR at epsilon {e}, repeat 0: the secure study's coefficients \

@@ -6,12 +6,12 @@
 //! - [`reproduce`]: `privlogit reproduce`, the dissertation's Table 5.1 at the paper's sizes;
 //! - [`experiments`]: `privlogit dp experiment`, the DP papers' experiments and their figures;
 //! - [`figures`]: line and bar charts as SVG and PNG, through plotters;
-//! - [`dl`]: `privlogit dl`, distributed DP deep learning in one process or over TLS;
+//! - [`dl_runs`]: `privlogit dl`, distributed DP deep learning in one process or over TLS;
 //! - [`account`]: `privlogit dp account`, what a sequence of releases spends, and Table 3.1.
 
 pub mod account;
 pub mod bench;
-pub mod dl;
+pub mod dl_runs;
 pub mod experiments;
 pub mod figures;
 pub mod reproduce;

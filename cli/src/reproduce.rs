@@ -3,13 +3,13 @@
 //!
 //! - [`paper`]: the table's data sets and published numbers.
 //! - [`record`]: one finished run on disk (what `--resume` skips).
-//! - [`table`]: the CSV and markdown tables.
-//! - [`figures`]: Figures 5.2-5.5.
+//! - [`table_5_1`]: the CSV and markdown tables.
+//! - [`chapter5_figures`]: Figures 5.2-5.5.
 
-mod figures;
+mod chapter5_figures;
 mod paper;
 mod record;
-mod table;
+mod table_5_1;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::solver::LinearAlgebra;
-use privlogit::protocols::secure::study::StudyPlan;
+use privlogit::protocols::secure::study_protocol::StudyPlan;
 use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
 use privlogit::protocols::{FitOptions, FitReport, Optimizer, PartyData, PlaintextAggregation};
 use privlogit::synthetic::Simulation;
@@ -34,7 +34,7 @@ use privlogit::synthetic::Simulation;
 use self::paper::{Published, Row, Source, TABLE_5_1};
 use self::record::{Breakdown, Record, Run};
 use crate::bench::machine::machine;
-use crate::bench::node::peak_resident_bytes;
+use crate::bench::node_round::peak_resident_bytes;
 
 /// Arguments of `privlogit reproduce`.
 #[derive(Debug, Args)]
@@ -130,14 +130,14 @@ fn data_dir(args: &TableArgs) -> Result<&Path> {
 pub fn run(args: ReproduceArgs) -> Result<()> {
     match args.what {
         Target::Table51(args) => table_5_1(args),
-        Target::Fig52(a) => wrote(figures::fig_5_2(&a.out)?),
-        Target::Fig53(a) => wrote(figures::fig_5_3(&a.out)?),
-        Target::Fig54(a) => wrote(figures::fig_5_4(&a.out)?),
+        Target::Fig52(a) => wrote(chapter5_figures::fig_5_2(&a.out)?),
+        Target::Fig53(a) => wrote(chapter5_figures::fig_5_3(&a.out)?),
+        Target::Fig54(a) => wrote(chapter5_figures::fig_5_4(&a.out)?),
         Target::Fig55(a) => {
             if !(a.rows_scale > 0.0 && a.rows_scale <= 1.0) {
                 bail!("--rows-scale must be in (0, 1] (got {})", a.rows_scale);
             }
-            wrote(figures::fig_5_5(&a.out, a.rows_scale, a.seed)?)
+            wrote(chapter5_figures::fig_5_5(&a.out, a.rows_scale, a.seed)?)
         }
     }
 }
@@ -540,12 +540,12 @@ fn write_tables(out: &Path, machine: &str) -> Result<()> {
                 records.push(r);
             }
         }
-        results.push(table::RowResults { row, records });
+        results.push(table_5_1::RowResults { row, records });
     }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     for (name, text) in [
-        ("table_5_1.csv", table::csv(&results)),
-        ("table_5_1.md", table::markdown(&results, machine)),
+        ("table_5_1.csv", table_5_1::csv(&results)),
+        ("table_5_1.md", table_5_1::markdown(&results, machine)),
     ] {
         let path = out.join(name);
         privlogit::output::write_text(&path, &text)

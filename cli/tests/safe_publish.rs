@@ -76,7 +76,7 @@ fn refused(parties: &[&str], extra: &[&str], why: &str) {
 }
 
 /// A Node under a threshold refuses before it sends anything computed from its rows (the
-/// check runs between the welcome and the first request, `secure::study::run_node`), and its
+/// check runs between the welcome and the first request, `secure::study_protocol::run_node`), and its
 /// reason names the threshold, not its count.
 #[test]
 fn a_node_under_a_threshold_refuses() {

@@ -17,7 +17,7 @@ use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::perturbation::Release;
 use privlogit::protocols::secure::solver::LinearAlgebra;
-use privlogit::protocols::secure::study::StudyPlan;
+use privlogit::protocols::secure::study_protocol::StudyPlan;
 use privlogit::protocols::{FitOptions, Optimizer, PartyData, Status};
 use privlogit_circuits::channel::MemoryChannel;
 use rand::SeedableRng;

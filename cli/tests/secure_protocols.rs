@@ -21,7 +21,7 @@ use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::solver::LinearAlgebra;
-use privlogit::protocols::secure::study::StudyPlan;
+use privlogit::protocols::secure::study_protocol::StudyPlan;
 use privlogit::protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
 use privlogit::synthetic::Simulation;
 use privlogit_circuits::FixedFormat;

@@ -118,7 +118,7 @@ fn a_vertical_study_equals_the_pooled_fit_of_the_intersection() {
     let reference = pooled_reference();
     assert_eq!(reference["n"], 398);
     // Plain PrivLogit's secure steps equal the plaintext ones step for step (the library's
-    // `secure::vertical` test); at its linear rate it would need hundreds of iterations here.
+    // `secure::vertical_rounds` test); at its linear rate it would need hundreds of iterations here.
     // Secure Newton is at the optimum after 9 (measured: 4.0e-9 from it on all 30 columns).
     for (optimizer, iterations) in [("privlogit-accel", "60"), ("newton", "10")] {
         let study = run(args(

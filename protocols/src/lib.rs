@@ -20,7 +20,7 @@ pub mod aggregation;
 pub mod cholesky;
 pub mod compensated;
 pub mod disclosure;
-pub mod evaluation;
+pub mod evaluation_sums;
 pub mod objective;
 pub mod optimizer;
 pub mod paillier;

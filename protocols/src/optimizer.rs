@@ -10,17 +10,17 @@
 
 mod anderson;
 pub mod finish;
+mod fit_state;
 mod newton;
 mod options;
 mod privlogit;
-mod progress;
 mod report;
 
 pub use crate::stopping::StoppingRule;
+pub use fit_state::{Checkpoints, Progress, SaveProgress};
 use options::backend;
 pub use options::{FitError, FitOptions, Initial};
 pub use privlogit::ACCEPTANCE_SLACK;
-pub use progress::{Checkpoints, Progress, SaveProgress};
 pub use report::{DivergenceReason, FitReport, IterationRecord, Status, StepKind};
 
 use std::fmt;

@@ -3,7 +3,7 @@
 //! protocols aggregate with.
 //!
 //! - [`keys`]: key generation, the secret key's CRT constants, serialisation.
-//! - [`noise`]: the randomness of encryption: standard `r^n`, DJN fixed-base, pools, CRT.
+//! - [`noise_source`]: the randomness of encryption: standard `r^n`, DJN fixed-base, pools, CRT.
 //! - [`ciphertext`]: encryption, decryption and homomorphic operations on raw plaintexts.
 //! - [`encoding`]: signed fixed-point values and encrypted numbers with overflow checks.
 //! - [`packing`]: several signed slots per plaintext.
@@ -18,7 +18,7 @@ pub mod keys;
 mod limbs;
 pub mod montgomery;
 pub mod multiexp;
-pub mod noise;
+pub mod noise_source;
 pub mod packing;
 pub mod prime;
 pub mod tensor;
@@ -26,7 +26,7 @@ pub mod tensor;
 pub use ciphertext::Ciphertext;
 pub use encoding::{EncryptedNumber, Fixed};
 pub use keys::{KeyPair, KeySize, PublicKey, SecretKey};
-pub use noise::{CrtNoise, DjnNoise, NoisePool, NoiseSource, StandardNoise};
+pub use noise_source::{CrtNoise, DjnNoise, NoisePool, NoiseSource, StandardNoise};
 pub use packing::Packing;
 pub use tensor::{EncryptedMatrix, EncryptedVector};
 

@@ -7,11 +7,12 @@
 //! - [`gc`]: the circuits both servers run (unmasking, Cholesky, inverse, solve, comparisons).
 //! - [`shapes`]: the public shape of every vector a Node sends.
 //! - [`ranking`]: the exact AUC over the Nodes' held-out rows (shares, merge, rank sum).
-//! - [`vertical`]: studies whose parties hold different columns of the same rows.
+//! - [`vertical_rounds`] and [`vertical_roles`]: studies whose parties hold different columns of the
+//!   same rows: the two servers' rounds, and every party's role over channels.
 //! - [`node`], [`keyholder`]: the two serving roles.
 //! - [`aggregator`]: the driving role, an [`Aggregation`](crate::Aggregation) backend, so the
 //!   optimisers of [`crate::optimizer`] run unchanged on top of it.
-//! - [`study`]: the handshake and the roles from their first message, over any channel.
+//! - [`study_protocol`]: the handshake and the roles from their first message, over any channel.
 //! - [`checkpoint`]: what the aggregator keeps to continue a study after a party was lost.
 //! - [`inprocess`]: every role on its own thread over in-memory channels.
 //!
@@ -23,7 +24,6 @@
 pub mod aggregator;
 pub mod checkpoint;
 pub mod endorsement;
-mod error;
 pub mod gc;
 pub mod inprocess;
 pub mod keyholder;
@@ -32,14 +32,16 @@ pub mod node;
 pub mod perturbation;
 pub mod ranking;
 pub mod round_trips;
+mod secure_error;
 pub mod seed;
 pub mod shapes;
 pub mod solver;
-pub mod study;
-pub mod vertical;
+pub mod study_protocol;
+pub mod vertical_roles;
+pub mod vertical_rounds;
 pub mod wire;
 
-pub use error::{Refusal, ResumeMismatch, SecureError};
+pub use secure_error::{Refusal, ResumeMismatch, SecureError};
 
 use num_bigint::BigUint;
 use privlogit_circuits::fixed_format::FixedFormat;

@@ -12,12 +12,12 @@
 //! - `link`: the record layer (data, heartbeat, close, abort) and the connection's tasks.
 //! - [`shape`]: a dialled-in latency and bandwidth, to run a study as if far apart.
 
-mod error;
 pub mod identity;
 mod link;
 pub mod roster;
 pub mod shape;
 mod tls;
+mod transport_error;
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -32,10 +32,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-pub use error::TransportError;
 pub use identity::{Fingerprint, Identity};
 pub use link::{Group, LinkPipe, Timing};
 pub use roster::{Member, Role, Roster};
+pub use transport_error::TransportError;
 
 use link::{
     Admission, Kind, LinkPipe as Pipe, MAX_CONTROL, read_record, stopped, truncated, write_record,

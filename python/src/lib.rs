@@ -6,13 +6,13 @@
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 
-mod accounting;
 mod buffers;
-mod dl;
-mod dp;
 mod errors;
-mod roles;
-mod settings;
+mod py_accounting;
+mod py_dl;
+mod py_dp;
+mod py_roles;
+mod py_settings;
 
 use errors::{DataError, PrivlogitError, error};
 
@@ -65,14 +65,14 @@ fn predict_model(
 /// fit's or a study's output, `("dp", model, features)` for a DP release.
 #[pyfunction]
 fn load_model(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyObject> {
-    use privlogit::jobs::predict::{ModelFile, read_model};
+    use privlogit::jobs::prediction::{ModelFile, read_model};
     match read_model(&path).map_err(error)? {
         ModelFile::Regression { output, .. } => Ok(("result", output.to_string())
             .into_pyobject(py)?
             .into_any()
             .unbind()),
         ModelFile::Released(r) => {
-            let model = dp::PyDpModel::new(r.fitted, r.method);
+            let model = py_dp::PyDpModel::new(r.fitted, r.method);
             Ok(("dp", model, r.features)
                 .into_pyobject(py)?
                 .into_any()
@@ -349,31 +349,31 @@ impl PyKeypair {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(settings::defaults, m)?)?;
-    m.add_function(wrap_pyfunction!(roles::fit, m)?)?;
-    m.add_function(wrap_pyfunction!(roles::study, m)?)?;
-    m.add_function(wrap_pyfunction!(roles::keyholder, m)?)?;
-    m.add_function(wrap_pyfunction!(roles::aggregator, m)?)?;
-    m.add_function(wrap_pyfunction!(roles::node, m)?)?;
+    m.add_function(wrap_pyfunction!(py_settings::defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(py_roles::fit, m)?)?;
+    m.add_function(wrap_pyfunction!(py_roles::study, m)?)?;
+    m.add_function(wrap_pyfunction!(py_roles::keyholder, m)?)?;
+    m.add_function(wrap_pyfunction!(py_roles::aggregator, m)?)?;
+    m.add_function(wrap_pyfunction!(py_roles::node, m)?)?;
     m.add_function(wrap_pyfunction!(predict_model, m)?)?;
     m.add_function(wrap_pyfunction!(load_model, m)?)?;
     m.add_class::<PyKeypair>()?;
     m.add_class::<Floats>()?;
     m.add_function(wrap_pyfunction!(load_table, m)?)?;
     m.add_function(wrap_pyfunction!(summary, m)?)?;
-    m.add_function(wrap_pyfunction!(dp::dp_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(dp::dp_dphtl, m)?)?;
-    m.add_function(wrap_pyfunction!(dp::ledger_spent, m)?)?;
-    m.add_function(wrap_pyfunction!(dp::ledger_total, m)?)?;
-    m.add_class::<dp::PyDpModel>()?;
-    m.add_function(wrap_pyfunction!(dl::dpstgd, m)?)?;
-    m.add_function(wrap_pyfunction!(dl::sparse_gaussian, m)?)?;
-    m.add_function(wrap_pyfunction!(accounting::basic_composition, m)?)?;
-    m.add_function(wrap_pyfunction!(accounting::advanced_composition, m)?)?;
-    m.add_function(wrap_pyfunction!(accounting::amplified, m)?)?;
-    m.add_function(wrap_pyfunction!(accounting::gaussian_rdp, m)?)?;
-    m.add_function(wrap_pyfunction!(accounting::gaussian_zcdp, m)?)?;
-    m.add_class::<dl::PyDeepModel>()?;
+    m.add_function(wrap_pyfunction!(py_dp::dp_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(py_dp::dp_dphtl, m)?)?;
+    m.add_function(wrap_pyfunction!(py_dp::ledger_spent, m)?)?;
+    m.add_function(wrap_pyfunction!(py_dp::ledger_total, m)?)?;
+    m.add_class::<py_dp::PyDpModel>()?;
+    m.add_function(wrap_pyfunction!(py_dl::dpstgd, m)?)?;
+    m.add_function(wrap_pyfunction!(py_dl::sparse_gaussian, m)?)?;
+    m.add_function(wrap_pyfunction!(py_accounting::basic_composition, m)?)?;
+    m.add_function(wrap_pyfunction!(py_accounting::advanced_composition, m)?)?;
+    m.add_function(wrap_pyfunction!(py_accounting::amplified, m)?)?;
+    m.add_function(wrap_pyfunction!(py_accounting::gaussian_rdp, m)?)?;
+    m.add_function(wrap_pyfunction!(py_accounting::gaussian_zcdp, m)?)?;
+    m.add_class::<py_dl::PyDeepModel>()?;
     m.add("PrivlogitError", m.py().get_type::<PrivlogitError>())?;
     m.add("DataError", m.py().get_type::<DataError>())?;
     m.add(

@@ -9,7 +9,7 @@
 //! - [`dpiw`]: Algorithm 5;
 //! - [`mixture`]: eq. (4.1), the hypothesis weights, an exact solver of the concave problem;
 //! - [`prior`]: eq. (4.2) and the MAP fit;
-//! - [`transfer`]: Algorithm 4 end to end, and the baselines of section 4.4.3 (WEAK, SOURCE,
+//! - [`end_to_end`]: Algorithm 4 end to end, and the baselines of section 4.4.3 (WEAK, SOURCE,
 //!   AVERAGE, SOFT, TARGET);
 //! - [`experiment`]: Figures 4.2-4.5 and Tables 4.2-4.3 in structure, on a substitute setting.
 //!
@@ -17,6 +17,6 @@
 //! anything private touches them: the sensitivities below assume it.
 
 pub mod dpiw;
+pub mod end_to_end;
 pub mod mixture;
 pub mod prior;
-pub mod transfer;

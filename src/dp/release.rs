@@ -525,7 +525,7 @@ pub fn dphtl(
     public: ArrayView2<'_, f64>,
     unlabelled: ArrayView2<'_, f64>,
     target: Labelled<'_>,
-    settings: &dphtl::transfer::Settings,
+    settings: &dphtl::end_to_end::Settings,
     rng: &mut dyn CryptoRng,
 ) -> Result<DphtlRelease, ReleaseError> {
     if sources.len() < 2 {
@@ -561,17 +561,17 @@ pub fn dphtl(
         }
         let half = rows.div_ceil(2);
         let x = scaled(source.rows.x);
-        let rows = dphtl::transfer::Source {
+        let rows = dphtl::end_to_end::Source {
             x: x.slice(s![..half, ..]).to_owned(),
             y: source.rows.y.slice(s![..half]).to_owned(),
             unlabelled: x.slice(s![half.., ..]).to_owned(),
         };
         published.push(
-            dphtl::transfer::publish(&rows, public.view(), settings, rng)
+            dphtl::end_to_end::publish(&rows, public.view(), settings, rng)
                 .map_err(|e| ReleaseError::Setting(format!("source {}: {e}", source.name)))?,
         );
     }
-    let fitted = dphtl::transfer::fit_target(
+    let fitted = dphtl::end_to_end::fit_target(
         &published,
         public.view(),
         scaled(unlabelled).view(),
@@ -592,7 +592,7 @@ pub fn dphtl(
 #[derive(Debug, Clone)]
 pub struct DphtlRelease {
     /// The hypothesis weights, the prior and the target's model.
-    pub fitted: dphtl::transfer::Fitted,
+    pub fitted: dphtl::end_to_end::Fitted,
     /// Its privacy cost.
     pub cost: Cost,
 }

@@ -11,7 +11,7 @@ use super::{Fitted, Preparation, Prepared};
 use crate::data::{self, Dataset, LoadOptions, partition};
 use crate::error::Error;
 use crate::evaluation::Evaluation;
-use crate::inference::design::DesignError;
+use crate::inference::estimability::DesignError;
 use crate::inference::{Goodness, LikelihoodRatio, Wald, normal_quantile};
 use crate::model::{Model, Standardization};
 use crate::settings::{Reader, Spec};
@@ -75,7 +75,7 @@ impl FitJob {
         let mut parties = if spec.vertical {
             // The parties' columns joined on their shared identifiers: the pooled reference of
             // a vertical study.
-            vec![crate::vertical::join(spec)?.dataset()]
+            vec![crate::vertical_study::join(spec)?.dataset()]
         } else {
             load_parties(spec)?
         };

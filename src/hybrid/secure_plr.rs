@@ -98,14 +98,14 @@ pub fn study_in_process(
     noise_seed: Option<u64>,
     loopback: bool,
 ) -> Result<
-    privlogit_protocols::secure::study::StudyOutcome,
-    privlogit_protocols::secure::study::StudyError,
+    privlogit_protocols::secure::study_protocol::StudyOutcome,
+    privlogit_protocols::secure::study_protocol::StudyError,
 > {
     use privlogit_circuits::channel::MemoryChannel;
     use privlogit_protocols::secure::aggregator::Protocol;
     use privlogit_protocols::secure::node::NodeData;
     use privlogit_protocols::secure::solver::LinearAlgebra;
-    use privlogit_protocols::secure::study::StudyPlan;
+    use privlogit_protocols::secure::study_protocol::StudyPlan;
     use privlogit_protocols::{FitOptions, Optimizer};
     let plan = StudyPlan {
         protocol: Protocol::Newton,

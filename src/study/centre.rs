@@ -74,9 +74,9 @@ pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String
             .map(serde_json::Value::as_f64)
             .collect()
     };
-    let (w, names) = if v["format"] == crate::hybrid::stacking::PUBLISHED_FORMAT {
-        let model: crate::hybrid::stacking::Published =
-            serde_json::from_value(v.clone()).map_err(|e| {
+    let (w, names) = if v["format"] == crate::hybrid::stacking_pipeline::PUBLISHED_FORMAT {
+        let model: crate::hybrid::stacking_pipeline::Published = serde_json::from_value(v.clone())
+            .map_err(|e| {
                 Error::plan(format!("{} is not a published model: {e}", path.display()))
             })?;
         let Some(w) = model.single() else {

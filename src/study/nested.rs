@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use privlogit_protocols::rows::RowSource;
 use privlogit_protocols::rows::reordered::Reordered;
-use privlogit_protocols::secure::study::StudyPlan;
+use privlogit_protocols::secure::study_protocol::StudyPlan;
 
 use super::result::StudyResult;
 use crate::error::Error;

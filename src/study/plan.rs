@@ -6,7 +6,7 @@ use privlogit_protocols::optimizer::Optimizer;
 use privlogit_protocols::secure::aggregator::Protocol;
 use privlogit_protocols::secure::perturbation::Release;
 use privlogit_protocols::secure::solver::LinearAlgebra;
-use privlogit_protocols::secure::study::StudyPlan;
+use privlogit_protocols::secure::study_protocol::StudyPlan;
 use privlogit_protocols::{FitOptions, Initial};
 
 use super::centre;
@@ -168,7 +168,7 @@ impl Spec {
             plan.protocol = Protocol::Hessian;
         }
         plan.reveal = crate::inference::Reveal::Coefficients;
-        privlogit_protocols::secure::vertical::roles::check_plan(&plan)?;
+        privlogit_protocols::secure::vertical_roles::check_plan(&plan)?;
         Ok(plan)
     }
 

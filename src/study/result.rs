@@ -9,7 +9,7 @@ use privlogit_protocols::Status;
 use privlogit_protocols::secure::keyholder::KeyholderStats;
 use privlogit_protocols::secure::node::NodeStats;
 use privlogit_protocols::secure::round_trips::{RoundTrips, Trips};
-use privlogit_protocols::secure::study::{StudyOutcome, StudyPlan};
+use privlogit_protocols::secure::study_protocol::{StudyOutcome, StudyPlan};
 use serde::Serialize;
 
 use crate::error::Error;

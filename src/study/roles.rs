@@ -16,7 +16,7 @@ use privlogit_protocols::secure::inprocess;
 use privlogit_protocols::secure::keyholder::{KeyStore, KeyholderStats, NoKeyStore};
 use privlogit_protocols::secure::node::{NodeData, NodeStats};
 use privlogit_protocols::secure::perturbation::{NoiseShare, Release};
-use privlogit_protocols::secure::study::{self, Continuity, StudyPlan};
+use privlogit_protocols::secure::study_protocol::{self, Continuity, StudyPlan};
 use privlogit_protocols::secure::{Refusal, SecureError};
 use privlogit_protocols::transport::{Expected, Network, Role};
 use privlogit_protocols::{Glm, IterationRecord, StepKind};
@@ -545,7 +545,7 @@ impl Keyholder {
             let store: &mut dyn KeyStore = if nested { &mut in_memory } else { &mut kept };
             // Used only if the aggregator's plan is differentially private.
             let mut share = noise_share(self.noise_seed, 1);
-            let result = study::run_keyholder(
+            let result = study_protocol::run_keyholder(
                 channel,
                 make_key,
                 party.endorser().as_ref(),
@@ -607,7 +607,7 @@ pub struct Aggregator {
     shown: Shown,
     /// The columns of a nested model (`--drop`), fitted as a second study after the full one.
     dropped: Vec<String>,
-    /// The Nodes hold different columns about the same people ([`crate::vertical`]).
+    /// The Nodes hold different columns about the same people ([`crate::vertical_study`]).
     vertical: bool,
 }
 
@@ -788,7 +788,7 @@ impl Aggregator {
             let mut progress = |r: &IterationRecord| say(&progress_line(r));
             if vertical {
                 say("vertical study: the Nodes' private set intersection, then their deals");
-                let outcome = privlogit_protocols::secure::vertical::roles::run_aggregator(
+                let outcome = privlogit_protocols::secure::vertical_roles::run_aggregator(
                     nodes,
                     keyholder,
                     &plan,
@@ -812,7 +812,7 @@ impl Aggregator {
                 save: &mut save,
             });
             let mut share = noise_share(noise_seed, 0);
-            let outcome = study::run_aggregator(
+            let outcome = study_protocol::run_aggregator(
                 nodes,
                 keyholder,
                 &plan,
@@ -848,7 +848,7 @@ impl Aggregator {
                     ));
                     let (nodes, keyholder) = join(listener)?;
                     let nested_plan = nested::plan(&plan);
-                    let outcome = study::run_aggregator(
+                    let outcome = study_protocol::run_aggregator(
                         nodes,
                         keyholder,
                         &nested_plan,
@@ -1061,7 +1061,7 @@ impl Node {
                     reason: Refusal::Policy(e.to_string()),
                 })
             };
-            let stats = study::run_node(
+            let stats = study_protocol::run_node(
                 channel,
                 &names,
                 match held_out {
@@ -1094,7 +1094,7 @@ impl Node {
             let channel = network
                 .connect(&aggregator, &party.server(Role::Aggregator), PATIENCE)
                 .map_err(Error::Network)?;
-            let stats = study::run_node(
+            let stats = study_protocol::run_node(
                 channel,
                 &names,
                 NodeData::from_source(rows, true).with_glm(glm),

@@ -13,7 +13,7 @@ use privlogit::protocols::secure::aggregator::{Protocol, Reveal};
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::solver::LinearAlgebra;
-use privlogit::protocols::secure::study::StudyPlan;
+use privlogit::protocols::secure::study_protocol::StudyPlan;
 use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
 use privlogit::protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
 use privlogit::synthetic::Simulation;

@@ -1,5 +1,5 @@
 //! `privlogit dp experiment dphtl`: dissertation Figures 4.2-4.5 and Tables 4.2-4.3 in
-//! structure, on the MNIST substitute of `crate::experiments::dphtl`, into
+//! structure, on the MNIST substitute of `crate::experiments::dphtl_experiment`, into
 //! `results/dphtl/`.
 
 use std::path::Path;
@@ -11,7 +11,7 @@ macro_rules! say {
     };
 }
 
-use crate::experiments::dphtl::{self as ex, METHODS};
+use crate::experiments::dphtl_experiment::{self as ex, METHODS};
 use crate::figures::{Chart, Corner, Mark, Series};
 use anyhow::{Context, Result};
 use privlogit::dp::mnist::Digits;

@@ -22,7 +22,7 @@ use rand::CryptoRng;
 use super::PaillierError;
 use super::ciphertext::Ciphertext;
 use super::keys::{PublicKey, SecretKey};
-use super::noise::NoiseSource;
+use super::noise_source::NoiseSource;
 
 /// Largest supported scale (fractional bits).
 pub const MAX_SCALE: u32 = 960;

@@ -15,7 +15,7 @@ use super::ciphertext::Ciphertext;
 use super::encoding::{EncryptedNumber, Fixed, add_scales, check_scale, fits};
 use super::keys::{PublicKey, SecretKey};
 use super::multiexp::multi_pow;
-use super::noise::NoiseSource;
+use super::noise_source::NoiseSource;
 use super::packing::Packing;
 
 /// Wire format version of encrypted tensors.

@@ -6,10 +6,10 @@
 //! sees only ciphertexts otherwise; the masks it draws hide every value it hands to the key
 //! holder.
 
-mod inference;
-mod vertical;
+mod inference_round;
+mod vertical_shares;
 
-pub use inference::{HeldOut, Reveal, Revealed};
+pub use inference_round::{HeldOut, Reveal, Revealed};
 
 use std::cell::{Cell, OnceCell};
 use std::sync::{Arc, Mutex};
@@ -143,7 +143,7 @@ pub struct SecureAggregation<C: Channel> {
     gc_seconds: f64,
     node_wait_seconds: f64,
     /// A vertical study's shares (its sums come from the servers, not from Nodes).
-    vertical: Option<vertical::Vertical>,
+    vertical: Option<vertical_shares::Vertical>,
     /// The serial the next gradient gets.
     next_gradient: Cell<u64>,
     /// The latest gradients shared in masked arithmetic, oldest first (a round's solve,
@@ -1333,7 +1333,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
             // round-off would let the error call a step near the optimum a fall.
             let change = self.difference(candidate, base)?.add_plain(
                 &self.key,
-                &[Self::fixed(vertical::OBJECTIVE_SLACK, 2 * frac)?.value],
+                &[Self::fixed(vertical_shares::OBJECTIVE_SLACK, 2 * frac)?.value],
             )?;
             let zero = change.mul_scalar(&self.key, &Fixed::integer(0))?;
             return self.compare(Comparison::NonNegative, &change, &zero);
@@ -1358,7 +1358,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         // loss within ERROR_BOUND, so each objective / N too): a slack below twice that would
         // let the error decide, and reject good candidates near the optimum.
         let slack = if self.vertical.is_some() {
-            slack.max(vertical::OBJECTIVE_SLACK)
+            slack.max(vertical_shares::OBJECTIVE_SLACK)
         } else {
             slack
         };

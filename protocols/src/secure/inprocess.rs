@@ -16,7 +16,7 @@ use super::keyholder::{KeyholderStats, NoKeyStore};
 use super::node::{NodeData, NodeStats};
 use super::perturbation::{NoiseShare, NoiseShares};
 use super::solver::LinearAlgebra;
-use super::study::{self, StudyError, StudyOutcome, StudyPlan};
+use super::study_protocol::{self, StudyError, StudyOutcome, StudyPlan};
 use crate::objective::PartyData;
 use crate::optimizer::{FitOptions, FitReport, IterationRecord, Optimizer};
 use crate::paillier::SecretKey;
@@ -132,7 +132,7 @@ where
     };
     thread::scope(|scope| {
         let keyholder = scope.spawn(move || {
-            study::run_keyholder(
+            study_protocol::run_keyholder(
                 keyholder_end,
                 make_key,
                 None,
@@ -147,13 +147,11 @@ where
         let min_key_bits = plan.key_bits;
         for ((names, data), (aggregator_end, node_end)) in nodes.into_iter().zip(links) {
             node_ends.push(aggregator_end);
-            handles.push(
-                scope.spawn(move || {
-                    study::run_node(node_end, &names, data, min_key_bits, None, None)
-                }),
-            );
+            handles.push(scope.spawn(move || {
+                study_protocol::run_node(node_end, &names, data, min_key_bits, None, None)
+            }));
         }
-        let driven = study::run_aggregator_with(
+        let driven = study_protocol::run_aggregator_with(
             node_ends,
             to_keyholder,
             plan,

@@ -20,9 +20,9 @@ use super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey, SecretKey};
 use crate::transport::Role;
 
-mod vertical;
+mod vertical_garbler;
 
-use vertical::KeyholderVertical;
+use vertical_garbler::KeyholderVertical;
 
 /// What the key holder did, for the cost report.
 #[derive(Debug, Clone, Default)]

@@ -403,11 +403,11 @@ impl Session<'_> {
         let (sums, scores) = match self.data.test_party()? {
             Some(test) => timed(&mut self.stats.local_seconds, || {
                 Ok::<_, crate::rows::RowsError>((
-                    crate::evaluation::sums(&test, &beta)?,
-                    crate::evaluation::scores(&test, &beta)?,
+                    crate::evaluation_sums::sums(&test, &beta)?,
+                    crate::evaluation_sums::scores(&test, &beta)?,
                 ))
             })?,
-            None => ([0.0; crate::evaluation::SUMS], Vec::new()),
+            None => ([0.0; crate::evaluation_sums::SUMS], Vec::new()),
         };
         let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
         let shape = self.config.evaluation_shape(self.key);

@@ -128,10 +128,10 @@ impl SecureConfig {
         }
     }
 
-    /// `Enc(e_i/N)`: a Node's [`crate::evaluation::sums`] over its held-out rows, unpacked.
+    /// `Enc(e_i/N)`: a Node's [`crate::evaluation_sums::sums`] over its held-out rows, unpacked.
     pub fn evaluation_shape(&self, key: &PublicKey) -> Shape {
         Shape {
-            len: crate::evaluation::SUMS,
+            len: crate::evaluation_sums::SUMS,
             scale: self.frac,
             bound: self.value_bound(self.frac),
             packing: Packing::unpacked(key),

@@ -2,15 +2,15 @@
 //! to exit statuses. Everything else (settings and their defaults, study files, plans, roles,
 //! releases and their costs) is the library's.
 
-mod circuit;
-mod dp;
-mod identity;
+mod circuit_command;
+mod dp_command;
+mod identity_command;
 mod log;
-mod predict;
+mod predict_command;
 mod settings_args;
 mod simulate;
 mod stack;
-mod study;
+mod study_commands;
 
 use std::process::ExitCode;
 
@@ -61,13 +61,13 @@ enum Command {
     /// Fit l2-regularised logistic regression over parties' data (plaintext distributed run).
     Fit(settings_args::FitArgs),
     /// Apply a model file (from `fit --json`, `study --json` or an aggregator's --out) to rows.
-    Predict(predict::PredictArgs),
+    Predict(predict_command::PredictArgs),
     /// Write a simulated data set (SimuX-style: Gaussian covariates, Bernoulli labels).
     Simulate(simulate::SimulateArgs),
     /// Time the cryptographic layers, the protocols and the Nodes on this machine.
     Bench(privlogit_cli::bench::BenchArgs),
     /// Run Bristol Fashion circuits, in plaintext or garbled.
-    Circuit(circuit::CircuitArgs),
+    Circuit(circuit_command::CircuitArgs),
     /// Run a secure study: key holder, aggregator and one Node per file in this process, over
     /// loopback TCP.
     Study(settings_args::StudyArgs),
@@ -78,11 +78,11 @@ enum Command {
     /// Take part in a secure study as a Node with one data file.
     Node(settings_args::NodeArgs),
     /// Make or show a party's key pair and certificate for studies over mutual TLS.
-    Identity(identity::IdentityArgs),
+    Identity(identity_command::IdentityArgs),
     /// Differentially private models: fit one, or run the papers' experiments.
-    Dp(dp::DpArgs),
+    Dp(dp_command::DpArgs),
     /// Distributed differentially private deep learning (DPSTGD, dissertation chapter 3).
-    Dl(privlogit_cli::dl::DlArgs),
+    Dl(privlogit_cli::dl_runs::DlArgs),
     /// Cross-organization DP stacking: low-level models per organization, the high level by a
     /// secure PLR study.
     Stack(stack::StackArgs),
@@ -139,18 +139,18 @@ fn main() -> ExitCode {
         }
     }
     let result = match cli.command {
-        Command::Fit(a) => study::run_fit(a.0),
-        Command::Predict(a) => predict::run(a),
+        Command::Fit(a) => study_commands::run_fit(a.0),
+        Command::Predict(a) => predict_command::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Bench(a) => privlogit_cli::bench::run(a).map(|()| Outcome::Success),
-        Command::Circuit(a) => circuit::run(a),
-        Command::Study(a) => study::run_study(a.0),
-        Command::Keyholder(a) => study::run_keyholder(a.0),
-        Command::Aggregator(a) => study::run_aggregator(a.0),
-        Command::Node(a) => study::run_node(a.0),
-        Command::Identity(a) => identity::run(a),
-        Command::Dp(a) => dp::run(a),
-        Command::Dl(a) => privlogit_cli::dl::run(a).map(|()| Outcome::Success),
+        Command::Circuit(a) => circuit_command::run(a),
+        Command::Study(a) => study_commands::run_study(a.0),
+        Command::Keyholder(a) => study_commands::run_keyholder(a.0),
+        Command::Aggregator(a) => study_commands::run_aggregator(a.0),
+        Command::Node(a) => study_commands::run_node(a.0),
+        Command::Identity(a) => identity_command::run(a),
+        Command::Dp(a) => dp_command::run(a),
+        Command::Dl(a) => privlogit_cli::dl_runs::run(a).map(|()| Outcome::Success),
         Command::Stack(a) => stack::run(a),
         Command::Reproduce(a) => privlogit_cli::reproduce::run(a).map(|()| Outcome::Success),
     };

@@ -1,4 +1,4 @@
-//! `privlogit stack`: cross-organization stacking (`privlogit::jobs::stacking`), as one command
+//! `privlogit stack`: cross-organization stacking (`privlogit::jobs::stacking_job`), as one command
 //! (`stack run`) or stage by stage at each organization (`stack publish`, `stack meta`, then a
 //! secure PLR study over the meta rows with `keyholder`, `aggregator` and `node --dp-epsilon`).
 //! A stage's `--study FILE` reads the study file's `[stack]` table (and the top-level keys the
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::{Args, CommandFactory, Subcommand};
-use privlogit::jobs::stacking::{self as stages, LowLevel};
+use privlogit::jobs::stacking_job::{self as stages, LowLevel};
 use privlogit::study::StudyFile;
 
 use crate::Outcome;
@@ -163,7 +163,7 @@ pub fn run(args: StackArgs) -> Result<Outcome> {
                 a.json,
                 &say,
             )?;
-            crate::study::write_out(a.out.as_deref(), &text)?;
+            crate::study_commands::write_out(a.out.as_deref(), &text)?;
         }
         StackCommand::Publish(a) => stages::publish(
             &a.data,

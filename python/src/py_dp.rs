@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use ndarray::{ArrayView1, ArrayView2};
-use privlogit::dp::dphtl::transfer::Settings as DphtlSettings;
+use privlogit::dp::dphtl::end_to_end::Settings as DphtlSettings;
 use privlogit::dp::ledger::{self, Charge, Guarantee, Ledger};
 use privlogit::dp::noise::Randomness;
 use privlogit::dp::plr::Privacy;
@@ -13,7 +13,7 @@ use privlogit::dp::release::{
     self, Cost, DEFAULT_LAMBDA_IW, DEFAULT_PRIOR_SD_FLOOR, Fitted, Method, NamedSource,
 };
 use privlogit::dp::transfer::Labelled;
-use privlogit::jobs::dp::{CombinerChoice, Request};
+use privlogit::jobs::dp_fit::{CombinerChoice, Request};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -150,7 +150,7 @@ fn privacy(epsilon: f64) -> PyResult<Privacy> {
 }
 
 /// Fits `method` (as `privlogit dp fit --method`) on `(x, y)`, and on `source` for a
-/// transfer method, with the command line's options and defaults (`privlogit::jobs::dp`: an
+/// transfer method, with the command line's options and defaults (`privlogit::jobs::dp_fit`: an
 /// option the method would ignore is refused by name). With `ledger`, the data sets (known by
 /// their rows; `dataset` and `source_dataset` name them in messages) are refused past the
 /// ledger's total before any noise is drawn, and charged what the release cost after the fit.

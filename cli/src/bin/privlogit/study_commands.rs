@@ -53,7 +53,7 @@ pub fn run_study(given: Given) -> Result<Outcome> {
     let quiet = spec.quiet;
     let print = |m: &str| line(m);
     if spec.vertical {
-        let result = privlogit::vertical::run_study(&spec, (!quiet).then_some(&print))?;
+        let result = privlogit::vertical_study::run_study(&spec, (!quiet).then_some(&print))?;
         deliver(&result, spec.json, spec.out.as_deref(), None)?;
         return Ok(ending(&result));
     }
@@ -88,7 +88,8 @@ pub fn run_node(given: Given) -> Result<Outcome> {
     let spec = file::spec(Reader::Node, file.as_ref(), &given.settings)?;
     let print = |m: &str| line(m);
     if spec.vertical {
-        privlogit::vertical::node::VerticalNode::new(&spec, file.as_ref(), &print)?.run(&print)?;
+        privlogit::vertical_study::column_node::VerticalNode::new(&spec, file.as_ref(), &print)?
+            .run(&print)?;
         return Ok(Outcome::Success);
     }
     study::Node::new(&spec, file.as_ref(), None, &print)?.run(&print)?;

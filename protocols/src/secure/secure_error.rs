@@ -79,7 +79,7 @@ pub enum SecureError {
     /// The study's plan is refused before anything runs ([`StudyPlan::validate`] and the
     /// checks of a plan's parts).
     ///
-    /// [`StudyPlan::validate`]: super::study::StudyPlan::validate
+    /// [`StudyPlan::validate`]: super::study_protocol::StudyPlan::validate
     #[error("{reason}")]
     InvalidPlan {
         /// The setting refused (`lambda`, `optimizer`, `release`, ...).

@@ -20,7 +20,7 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use privlogit::dp::DpError;
-use privlogit::dp::dphtl::transfer::{self, Published, Settings, Source};
+use privlogit::dp::dphtl::end_to_end::{self, Published, Settings, Source};
 use privlogit::dp::mnist::Digits;
 use privlogit::dp::scaling::RowScaling;
 use privlogit::pca::Pca;
@@ -260,7 +260,7 @@ pub fn publish(
     setting
         .sources
         .iter()
-        .map(|src| transfer::publish(src, setting.public.view(), &s, &mut rng))
+        .map(|src| end_to_end::publish(src, setting.public.view(), &s, &mut rng))
         .collect()
 }
 
@@ -271,7 +271,7 @@ pub fn weight_mse(
     mixture: &[f64],
 ) -> Result<f64, DpError> {
     let s = settings(None);
-    let fitted = transfer::fit_target(
+    let fitted = end_to_end::fit_target(
         published,
         setting.public.view(),
         setting.target_x.view(),
@@ -307,16 +307,16 @@ pub fn accuracies(
     );
     let unlabelled = setting.target_x.slice(ndarray::s![n.., ..]);
     let acc = |theta: &Array1<f64>| {
-        transfer::accuracy(theta, setting.test_x.view(), setting.test_y.view())
+        end_to_end::accuracy(theta, setting.test_x.view(), setting.test_y.view())
     };
-    let weak = transfer::plain(xl, yl, s.lambda_lr)?;
+    let weak = end_to_end::plain(xl, yl, s.lambda_lr)?;
     let source = published
         .iter()
         .map(|p| acc(&p.hypothesis))
         .fold(0.0, f64::max);
-    let average = transfer::average(published, xl, yl, &s)?;
-    let soft = transfer::soft(published, xl, yl, unlabelled, s.lambda_lr)?;
-    let dphtl = transfer::fit_target(
+    let average = end_to_end::average(published, xl, yl, &s)?;
+    let soft = end_to_end::soft(published, xl, yl, unlabelled, s.lambda_lr)?;
+    let dphtl = end_to_end::fit_target(
         published,
         setting.public.view(),
         setting.target_x.view(),
@@ -325,7 +325,7 @@ pub fn accuracies(
         &s,
     )?
     .theta;
-    let target = transfer::plain(
+    let target = end_to_end::plain(
         setting.target_x.view(),
         setting.target_y.view(),
         s.lambda_lr,

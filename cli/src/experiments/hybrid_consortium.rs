@@ -133,7 +133,7 @@ pub enum HybridError {
     Dp(#[from] DpError),
     /// A secure study of the check.
     #[error("the secure check's study: {0}")]
-    Study(#[from] privlogit_protocols::secure::study::StudyError),
+    Study(#[from] privlogit_protocols::secure::study_protocol::StudyError),
 }
 
 /// One organization's own PLR (rows already on the unit sphere).

@@ -1,10 +1,10 @@
 //! A Node of a vertical study between organizations (`node --vertical`): its file read as a
 //! party's table (identifiers, its columns, the labels if it has them) and checked whole before
 //! anything is sent, then the vertical messages with the aggregator
-//! ([`privlogit_protocols::secure::vertical::roles::run_node`]). The aggregator and the key
+//! ([`privlogit_protocols::secure::vertical_roles::run_node`]). The aggregator and the key
 //! holder are the horizontal study's roles, run from a study file that says `vertical = true`.
 
-use privlogit_protocols::secure::vertical::roles::{self, NodeOutcome, VerticalTable};
+use privlogit_protocols::secure::vertical_roles::{self, NodeOutcome, VerticalTable};
 use privlogit_protocols::transport::Role;
 
 use crate::error::Error;
@@ -76,8 +76,13 @@ impl VerticalNode {
                 channel.pipe().peer(),
                 channel.pipe().peer_address()
             ));
-            let outcome =
-                roles::run_node(channel, &table, 2048, party.key_trust(), party.endorser())?;
+            let outcome = vertical_roles::run_node(
+                channel,
+                &table,
+                2048,
+                party.key_trust(),
+                party.endorser(),
+            )?;
             say(&format!(
                 "study done ({}): N = {} rows shared, {} sent",
                 outcome.status,

@@ -1,4 +1,4 @@
-//! The key holder's part of a vertical study ([`crate::secure::vertical`]): it holds its
+//! The key holder's part of a vertical study ([`crate::secure::vertical_rounds`]): it holds its
 //! seeded shares of every party's columns, garbles the logistic circuit each round and sends
 //! its shares of the bound, gradient and objective encrypted under its own key.
 
@@ -8,7 +8,7 @@ use privlogit_circuits::channel::Channel;
 use rand::CryptoRng;
 
 use super::super::gc::KeyholderGc;
-use super::super::vertical::{self as v, CircuitSide, Layout, RoundMasks, recv_ring};
+use super::super::vertical_rounds::{self as v, CircuitSide, Layout, RoundMasks, recv_ring};
 use super::super::wire::{self, Reader, Step, Writer};
 use super::super::{SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, SecretKey};

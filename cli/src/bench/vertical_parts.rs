@@ -12,7 +12,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use ndarray::{Array1, Array2};
 use privlogit_protocols::paillier::{KeyPair, KeySize};
-use privlogit_protocols::secure::vertical::roles::{
+use privlogit_protocols::secure::vertical_roles::{
     VerticalTable, plan as vertical_plan, run_in_process,
 };
 use privlogit_protocols::vertical::psi;

@@ -77,7 +77,7 @@ impl std::str::FromStr for Reveal {
 /// What the held-out evaluation revealed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeldOut {
-    /// The pooled [`crate::evaluation::sums`].
+    /// The pooled [`crate::evaluation_sums::sums`].
     pub sums: Vec<f64>,
     /// The exact AUC (`None` when the held-out rows have one class only).
     pub auc: Option<f64>,
@@ -175,7 +175,7 @@ impl<C: Channel> SecureAggregation<C> {
         Ok(out)
     }
 
-    /// The final model on the Nodes' held-out rows: their sums ([`crate::evaluation::sums`]),
+    /// The final model on the Nodes' held-out rows: their sums ([`crate::evaluation_sums::sums`]),
     /// totalled under encryption and revealed to the aggregator alone, as
     /// [`SecureAggregation::constants`] (a Node without held-out rows adds zeros), and the
     /// exact AUC from the ranking circuit ([`crate::secure::ranking`]).

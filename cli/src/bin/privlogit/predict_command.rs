@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use privlogit::jobs::predict;
+use privlogit::jobs::prediction;
 
 use crate::Outcome;
 
@@ -33,8 +33,8 @@ pub struct PredictArgs {
 
 /// Runs `privlogit predict`.
 pub fn run(args: PredictArgs) -> Result<Outcome> {
-    let model = predict::read_model(&args.model)?;
-    let scores = predict::score_file(&model, &args.data, args.label.as_deref())?;
+    let model = prediction::read_model(&args.model)?;
+    let scores = prediction::score_file(&model, &args.data, args.label.as_deref())?;
     let mut text = String::from(scores.kind);
     text.push_str(if scores.labels.is_some() {
         ",label\n"
@@ -47,7 +47,7 @@ pub fn run(args: PredictArgs) -> Result<Outcome> {
             None => writeln!(text, "{p}")?,
         }
     }
-    crate::study::write_out(args.out.as_deref(), &text)?;
+    crate::study_commands::write_out(args.out.as_deref(), &text)?;
     if let (Some(y), "probability") = (&scores.labels, scores.kind) {
         let p = ndarray::Array1::from(scores.probabilities.clone());
         let y = ndarray::Array1::from(y.clone());

@@ -438,7 +438,7 @@ impl FileJob {
             .privacy
             .epsilon()
             .map_err(|e| Error::setting("setting `epsilon`", e.to_string()))?;
-        let dphtl_settings = crate::dp::dphtl::transfer::Settings {
+        let dphtl_settings = crate::dp::dphtl::end_to_end::Settings {
             epsilon,
             lambda_iw: settings.lambda_iw,
             lambda_lr: settings.lambda,

@@ -20,7 +20,7 @@ use crate::dp::ledger::Guarantee;
 use crate::dp::noise::Randomness;
 use crate::error::Error;
 use crate::hybrid::secure_plr;
-use crate::hybrid::stacking::{self, Published};
+use crate::hybrid::stacking_pipeline::{self, Published};
 use crate::output;
 use crate::progress::Say;
 
@@ -44,17 +44,19 @@ pub struct LowLevel {
 
 impl LowLevel {
     /// The low level's grouping for `d` features, refused when the scores do not fit.
-    fn grouping(&self, d: usize) -> Result<stacking::Grouping, Error> {
+    fn grouping(&self, d: usize) -> Result<stacking_pipeline::Grouping, Error> {
         Ok(match (self.groups, self.feature_scores.as_slice()) {
             (0, _) => return Err(Error::setting("setting `groups`", "must be at least 1")),
-            (1, []) => stacking::Grouping::Single,
+            (1, []) => stacking_pipeline::Grouping::Single,
             (1, _) => {
                 return Err(Error::plan(
                     "setting `feature_scores` needs setting `groups` G > 1",
                 ));
             }
-            (g, []) => stacking::Grouping::Random(g),
-            (g, scores) if scores.len() == d => stacking::Grouping::ByScore(g, scores.to_vec()),
+            (g, []) => stacking_pipeline::Grouping::Random(g),
+            (g, scores) if scores.len() == d => {
+                stacking_pipeline::Grouping::ByScore(g, scores.to_vec())
+            }
             (_, scores) => {
                 return Err(Error::plan(format!(
                     "setting `feature_scores` has {} values for {d} features",
@@ -97,11 +99,12 @@ fn stage_one(
     data: &data::Dataset,
     low: &LowLevel,
     seed: Option<u64>,
-) -> Result<(stacking::Halves, Published), Error> {
+) -> Result<(stacking_pipeline::Halves, Published), Error> {
     let mut rng = seed.map_or(Randomness::Os, Randomness::Seeded).rng();
-    let halves = stacking::halves(data.x.view(), data.y.view(), low.low_fraction, &mut rng)
-        .map_err(|e| Error::plan(format!("splitting {}: {e}", data.source)))?;
-    let model = stacking::publish(
+    let halves =
+        stacking_pipeline::halves(data.x.view(), data.y.view(), low.low_fraction, &mut rng)
+            .map_err(|e| Error::plan(format!("splitting {}: {e}", data.source)))?;
+    let model = stacking_pipeline::publish(
         name,
         &data.names,
         &halves,
@@ -195,8 +198,8 @@ pub fn meta(
         m.check(&high.names)
             .map_err(|e| Error::plan(format!("{}: {e}", path.display())))?;
     }
-    let rows = stacking::meta_features(&published, high.x.view());
-    let names = stacking::meta_names(&published);
+    let rows = stacking_pipeline::meta_features(&published, high.x.view());
+    let names = stacking_pipeline::meta_names(&published);
     output::write_text(out, &csv_text(&names, label, &rows, &high.y))
         .map_err(|e| Error::write(out, e))?;
     say(&format!(
@@ -247,12 +250,12 @@ pub fn run(
         .iter()
         .map(|(_, (h, _))| {
             (
-                stacking::meta_features(&models, h.high.0.view()),
+                stacking_pipeline::meta_features(&models, h.high.0.view()),
                 h.high.1.clone(),
             )
         })
         .collect();
-    let names = stacking::meta_names(&models);
+    let names = stacking_pipeline::meta_names(&models);
     say(&format!(
         "high level: secure PLR study over {} organizations' meta rows ...",
         models.len()

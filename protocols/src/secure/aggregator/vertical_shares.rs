@@ -1,4 +1,4 @@
-//! The aggregator's part of a vertical study ([`crate::secure::vertical`]): it holds its shares
+//! The aggregator's part of a vertical study ([`crate::secure::vertical_rounds`]): it holds its shares
 //! of every party's columns (and what the parties dealt it), evaluates the logistic circuit each
 //! round, and adds its integer shares to the key holder's encrypted ones, so that the bound,
 //! gradient and objective reach the solver as `Enc(B/N)`, `Enc(g/N)`, `Enc(l/N)` like a
@@ -13,7 +13,7 @@ use privlogit_circuits::channel::Channel;
 use super::{Protocol, SecureAggregation};
 use crate::paillier::{EncryptedVector, PublicKey};
 use crate::secure::solver::LinearAlgebra;
-use crate::secure::vertical::{self as v, CircuitSide, KeyholderPart, Layout, send_ring};
+use crate::secure::vertical_rounds::{self as v, CircuitSide, KeyholderPart, Layout, send_ring};
 use crate::secure::wire::{self, Reader, Step, Writer};
 use crate::secure::{SecureConfig, SecureError};
 use crate::transport::Role;

@@ -1,4 +1,4 @@
-//! `privlogit dp`: a differentially private fit on files (the library's `jobs::dp`), the
+//! `privlogit dp`: a differentially private fit on files (the library's `jobs::dp_fit`), the
 //! papers' experiments (`privlogit_cli::experiments`) and the privacy accountant
 //! (`privlogit_cli::account`).
 
@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::builder::PossibleValue;
 use clap::{Args, Subcommand, ValueEnum};
 use privlogit::dp::release::Method;
-use privlogit::jobs::dp::{CombinerChoice, FileJob, Request};
+use privlogit::jobs::dp_fit::{CombinerChoice, FileJob, Request};
 
 use crate::Outcome;
 use crate::log::line;

@@ -249,7 +249,7 @@ pub struct StudyOutcome {
     pub inference: Option<Revealed>,
     /// Why the inference round gave no table, when it failed on the numbers (the model stands).
     pub inference_failed: Option<String>,
-    /// The pooled [`crate::evaluation::sums`] over the Nodes' held-out rows and their exact
+    /// The pooled [`crate::evaluation_sums::sums`] over the Nodes' held-out rows and their exact
     /// AUC, when the plan evaluates and the study produced a model.
     pub evaluation: Option<crate::secure::aggregator::HeldOut>,
     /// A vertical study's join and stopping tolerance.

@@ -21,7 +21,7 @@ use pyo3::types::PyDict;
 
 use crate::buffers::{in_place, labelled_for, len1, shape2};
 use crate::errors::{DataError, PrivlogitError, raise};
-use crate::settings::spec;
+use crate::py_settings::spec;
 
 /// A party's arrays: features, labels and the feature names.
 type Party = (PyBuffer<f64>, PyBuffer<f64>, Vec<String>);
@@ -155,7 +155,7 @@ pub fn study(
         let quiet = spec.quiet;
         let say = say(quiet);
         let result = py
-            .allow_threads(|| privlogit::vertical::run_study(&spec, (!quiet).then_some(&say)))
+            .allow_threads(|| privlogit::vertical_study::run_study(&spec, (!quiet).then_some(&say)))
             .map_err(raise)?;
         return json(&result);
     }
@@ -242,8 +242,9 @@ pub fn node<'py>(
             )));
         }
         let say = say(false);
-        let role = privlogit::vertical::node::VerticalNode::new(&spec, file.as_ref(), &say)
-            .map_err(raise)?;
+        let role =
+            privlogit::vertical_study::column_node::VerticalNode::new(&spec, file.as_ref(), &say)
+                .map_err(raise)?;
         let network = role.network();
         let outcome = interruptible(py, network, || role.run(&say))?;
         let out = PyDict::new(py);

@@ -1,22 +1,22 @@
 //! Vertically partitioned studies as an application: every party's file has an identifier
 //! column (`--id`), one party's file the label. Each file becomes a party's table
 //! ([`table`]); the secure study runs the parties' messages
-//! ([`privlogit_protocols::secure::vertical::roles`]) in one process (`study --vertical`,
+//! ([`privlogit_protocols::secure::vertical_roles`]) in one process (`study --vertical`,
 //! [`run_study`]) or between organizations (`node --vertical` and `aggregator` with a
-//! vertical study file, [`node`]); the plaintext reference joins the files in the
+//! vertical study file, [`column_node`]); the plaintext reference joins the files in the
 //! clear (`fit --vertical`, [`join`]).
 //!
 //! Coefficients are in the parties' order with the labelling party first (its intercept, then
 //! its columns), so the secure and the plaintext designs are the same.
 
-pub mod node;
+pub mod column_node;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use ndarray::{Array1, Array2};
-use privlogit_protocols::secure::vertical::gradient_floor;
-use privlogit_protocols::secure::vertical::roles::{self, VerticalTable};
+use privlogit_protocols::secure::vertical_roles::{self, VerticalTable};
+use privlogit_protocols::secure::vertical_rounds::gradient_floor;
 use privlogit_protocols::vertical::psi;
 
 use crate::data::{self, Dataset, LoadOptions};
@@ -292,8 +292,12 @@ pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<StudyResult,
             say(&crate::study::roles::progress_line(r));
         }
     };
-    let outcome =
-        roles::run_in_process(&tables, &plan, crate::study::roles::make_key, &mut observer)?;
+    let outcome = vertical_roles::run_in_process(
+        &tables,
+        &plan,
+        crate::study::roles::make_key,
+        &mut observer,
+    )?;
     if let (Some(say), Some(v)) = (say, &outcome.outcome.vertical) {
         let asked = plan.options.stopping.gradient_tolerance;
         if let (Some(asked), Some(used)) = (asked, v.gradient_tolerance)

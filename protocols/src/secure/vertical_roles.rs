@@ -18,7 +18,7 @@
 //!    (after the intercept), then the others in the order they joined.
 //! 5. **Deal.** Each Node standardises its own columns over the shared rows when the study asks
 //!    ([`crate::vertical::block`]) and deals them ([`crate::vertical::deal`]); the aggregator
-//!    keeps its part and forwards the key holder's ([`super::Layout`]).
+//!    keeps its part and forwards the key holder's ([`super::vertical_rounds::Layout`]).
 //! 6. **Fit.** The two servers run PrivLogit between themselves; the aggregator then sends
 //!    every Node the model and ends the study. A Node stays connected until then, so a lost
 //!    party stops the others within the deadline, as in a horizontal study.
@@ -29,18 +29,20 @@ use std::time::Instant;
 use privlogit_circuits::channel::{Channel, MemoryChannel};
 use rand::RngExt;
 
-use super::super::aggregator::{Protocol, Reveal, SecureAggregation};
-use super::super::endorsement::{Endorsement, Endorser, KeyTrust};
-use super::super::keyholder::{self, NoKeyStore};
-use super::super::solver::LinearAlgebra;
-pub use super::super::study::VerticalSummary;
-use super::super::study::{
+use super::aggregator::{Protocol, Reveal, SecureAggregation};
+use super::endorsement::{Endorsement, Endorser, KeyTrust};
+use super::keyholder::{self, NoKeyStore};
+use super::solver::LinearAlgebra;
+pub use super::study_protocol::VerticalSummary;
+use super::study_protocol::{
     StudyError, StudyOutcome, StudyPlan, abort_all, io_at, parse_key, read_endorsement,
     read_parameters, setup_keyholder, write_endorsement, write_parameters,
 };
-use super::super::wire::{self, HANDSHAKE, Reader, Step, Writer};
-use super::super::{SecureConfig, SecureError};
-use super::{FEATURE_BITS, KeyholderPart, Layout, MAX_ROWS, encrypt_seed, recv_ring, send_ring};
+use super::vertical_rounds::{
+    FEATURE_BITS, KeyholderPart, Layout, MAX_ROWS, encrypt_seed, recv_ring, send_ring,
+};
+use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
+use super::{SecureConfig, SecureError};
 use crate::disclosure::Disclosure;
 use crate::optimizer::{IterationRecord, Optimizer};
 use crate::paillier::{DjnNoise, SecretKey};
@@ -129,7 +131,7 @@ pub fn plan(
         },
         optimizer,
         options,
-        format: super::super::DEFAULT_FORMAT,
+        format: super::DEFAULT_FORMAT,
         key_bits,
         parties,
         standardize: false,
@@ -540,12 +542,12 @@ fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError
     let at = io_at(&context);
     let mut r = Reader::new(&payload);
     let count = r.u64().map_err(&at)? as usize;
-    if count > super::super::MAX_DIMENSION {
+    if count > super::MAX_DIMENSION {
         return Err(SecureError::violation(
             Role::Node,
             format!(
                 "Node {which} declares {count} columns, above the {} a study takes",
-                super::super::MAX_DIMENSION
+                super::MAX_DIMENSION
             ),
         ));
     }
@@ -678,7 +680,7 @@ fn aggregate<C: Channel>(
         &layout,
         parts,
     )?;
-    let floor = super::gradient_floor(rows, dimension);
+    let floor = super::vertical_rounds::gradient_floor(rows, dimension);
     let gradient_tolerance = plan
         .options
         .stopping
@@ -854,7 +856,7 @@ fn check_shared_rows(
     {
         return Err(SecureError::Refused {
             party: Role::Node,
-            reason: super::super::Refusal::Policy(
+            reason: super::Refusal::Policy(
                 why.replace("it holds", "the parties share")
                     .replace(" training rows", " rows")
                     .replace("its rows", "the shared rows"),
@@ -1191,7 +1193,7 @@ pub fn run_in_process<K: std::borrow::Borrow<SecretKey> + Send>(
         tables.iter().map(|_| MemoryChannel::pair()).unzip();
     std::thread::scope(|scope| {
         let keyholder = scope.spawn(move || {
-            super::super::study::run_keyholder(kh_end, make_key, None, &mut NoKeyStore, None)
+            super::study_protocol::run_keyholder(kh_end, make_key, None, &mut NoKeyStore, None)
         });
         let nodes: Vec<_> = tables
             .iter()

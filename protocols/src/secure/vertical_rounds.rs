@@ -26,8 +26,6 @@ use privlogit_circuits::logistic::{self, FRAC as CIRCUIT_FRAC, Z_BITS};
 use privlogit_circuits::word;
 use rand::{CryptoRng, RngExt};
 
-pub mod roles;
-
 use super::gc::GcParty;
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
@@ -642,10 +640,10 @@ pub fn gradient_floor(rows: usize, coefficients: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::roles::{VerticalTable, run_in_process};
     use crate::optimizer::{FitOptions, Optimizer};
     use crate::paillier::KeyPair;
-    use crate::secure::study::StudyPlan;
+    use crate::secure::study_protocol::StudyPlan;
+    use crate::secure::vertical_roles::{VerticalTable, run_in_process};
     use crate::{PartyData, PlaintextAggregation};
     use ndarray::{Array1, Array2};
     use rand::SeedableRng;
@@ -706,7 +704,7 @@ mod tests {
     }
 
     fn plan(optimizer: Optimizer, options: FitOptions) -> StudyPlan {
-        super::roles::plan(optimizer, options, 1024, 3)
+        crate::secure::vertical_roles::plan(optimizer, options, 1024, 3)
     }
 
     /// Both runs take the same 25 steps (the relative-change rule would stop them at different
