@@ -5,6 +5,7 @@
 //! user gave; [`Spec`] applies a study file, then those, and the plans of
 //! [`crate::study`] and [`crate::fit`] validate the result.
 
+pub mod dp_keys;
 pub mod words;
 
 use std::collections::BTreeSet;
@@ -33,6 +34,9 @@ pub enum Reader {
     Aggregator,
     /// A Node of a study between organizations.
     Node,
+    /// `privlogit dp fit` and Python's `privlogit.dp.fit` (a differentially private fit's
+    /// options, [`dp_keys::DP_KEYS`]).
+    DpFit,
 }
 
 impl Reader {
@@ -44,6 +48,7 @@ impl Reader {
             Reader::KeyHolder => "keyholder",
             Reader::Aggregator => "aggregator",
             Reader::Node => "node",
+            Reader::DpFit => "dp fit",
         }
     }
 
@@ -99,6 +104,35 @@ pub struct Key {
     pub many: bool,
     /// Left out of help (kept for older study files and scripts).
     pub hidden: bool,
+    /// Its default.
+    pub preset: Preset,
+}
+
+/// A setting's default.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Preset {
+    /// The study's and the fit's: [`Spec::default`] holds it.
+    Spec,
+    /// None: unset unless given (its use says what unset means).
+    Unset,
+    /// A number.
+    Number(f64),
+    /// A whole number.
+    Count(u64),
+    /// One of the key's choices.
+    Choice(&'static str),
+}
+
+impl Preset {
+    /// The default as a setting's value (`None` when unset or held by [`Spec`]).
+    pub fn value(self) -> Option<Value> {
+        match self {
+            Preset::Spec | Preset::Unset => None,
+            Preset::Number(x) => Some(Value::Float(x)),
+            Preset::Count(n) => Some(Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))),
+            Preset::Choice(c) => Some(Value::String(c.to_string())),
+        }
+    }
 }
 
 use Reader::{Aggregator as A, Fit as F, KeyHolder as K, Node as N, Study as S};
@@ -120,6 +154,7 @@ const fn key(
         shared,
         many: false,
         hidden: false,
+        preset: Preset::Spec,
     }
 }
 
@@ -758,20 +793,72 @@ pub const KEYS: &[Key] = &[
     ),
 ];
 
-/// The setting named `name`.
+/// The setting named `name` of a fit or a study.
 pub fn find(name: &str) -> Option<&'static Key> {
     KEYS.iter().find(|k| k.name == name)
+}
+
+/// Every setting `reader` takes, in the order help lists them: the registry is [`KEYS`] (fits
+/// and studies) and [`dp_keys::DP_KEYS`] (DP fits), one [`Key`] type read by the same code in
+/// every front end.
+pub fn keys_of(reader: Reader) -> impl Iterator<Item = &'static Key> {
+    KEYS.iter()
+        .chain(dp_keys::DP_KEYS)
+        .filter(move |k| k.readers.contains(&reader))
+}
+
+/// The default of `key` as help shows it (`None` for switches, lists and unset options).
+pub fn default_text(key: &Key) -> Option<String> {
+    if key.kind == Kind::Switch || key.many {
+        return None;
+    }
+    let value = match key.preset {
+        Preset::Spec => Spec::default().get(key.name)?,
+        preset => preset.value()?,
+    };
+    Some(match value {
+        Value::String(s) => s,
+        Value::Float(f) => format_number(f),
+        Value::Integer(i) => i.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        other => format!("{other:?}"),
+    })
+}
+
+/// `value` read as `key` takes it (one item of a list key), or why not: the one check of a
+/// value's form for every reader.
+pub fn read_as(key: &Key, value: &Value) -> Result<Value, String> {
+    Ok(match key.kind {
+        Kind::Switch => Value::Boolean(read_switch(value)?),
+        Kind::Number => Value::Float(read_number(value)?),
+        Kind::Count => {
+            let n = read_count(value)?;
+            Value::Integer(i64::try_from(n).map_err(|_| format!("{n} is too large"))?)
+        }
+        Kind::Text | Kind::Path => Value::String(read_text(value)?),
+        Kind::Choice(names) => {
+            let got = read_text(value)?;
+            if !names.contains(&got.as_str()) {
+                return Err(choice_error(&got, names));
+            }
+            Value::String(got)
+        }
+    })
 }
 
 /// `"; did you mean `lambda`?"` for a name that is not a setting but close to one of `also`
 /// or of the settings (at most two edits, or a third of its length), else "".
 pub fn did_you_mean(name: &str, also: &[&str]) -> String {
+    let settings = KEYS.iter().filter(|k| !k.hidden).map(|k| k.name);
+    closest(name, settings.chain(also.iter().copied()))
+}
+
+/// `"; did you mean `x`?"` for the candidate closest to `name` (at most two edits, or a third
+/// of its length), else "".
+pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> String {
     let limit = (name.len() / 3).max(2);
     let wanted = name.replace('-', "_");
-    KEYS.iter()
-        .filter(|k| !k.hidden)
-        .map(|k| k.name)
-        .chain(also.iter().copied())
+    candidates
         .map(|k| (strsim::damerau_levenshtein(&wanted, k), k))
         .filter(|(d, _)| *d <= limit)
         .min()
@@ -1301,17 +1388,7 @@ impl Spec {
 
     /// The default of `name` as help shows it (`None` for switches and unset options).
     pub fn default_text(name: &str) -> Option<String> {
-        let key = find(name)?;
-        if key.kind == Kind::Switch || key.many {
-            return None;
-        }
-        Self::default().get(name).map(|v| match v {
-            Value::String(s) => s,
-            Value::Float(f) => format_number(f),
-            Value::Integer(i) => i.to_string(),
-            Value::Boolean(b) => b.to_string(),
-            other => format!("{other:?}"),
-        })
+        default_text(find(name)?)
     }
 }
 

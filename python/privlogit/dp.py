@@ -110,14 +110,25 @@ class Model:
         return f"<privlogit.dp.Model {self.method}>"
 
 
+def _keyword(name):
+    """A setting's Python keyword (`lam` for `lambda`, as in `privlogit.fit`)."""
+    return {"lambda": "lam", "source_lambda": "source_lam"}.get(name, name)
+
+
+#: Every option of a DP fit with its default (None: unset, its method says what that means):
+#: the library's registry of DP options, the same `privlogit dp fit --help` lists.
+OPTIONS = {_keyword(name): default for name, default in _native.defaults("dp").items()}
+
+
 def fit(method, X, y, epsilon, *, source=None, ledger=None, dataset=None, source_dataset=None, **options):
     """Fits `method` ("plr", "output", "pst-s", "pst-f", "plr-fs", "pst-h", "pptl-fs",
     "simcomb"), epsilon-DP for the rows of `X` (labels `y` 0/1), as `privlogit dp fit
-    --method`. `source=(Xs, ys)` for the transfer methods. Options, their defaults and which
-    method takes which are the library's, as the command line's (`privlogit dp fit --help`):
-    lam, source_epsilon, source_lam, high_lambda, eta, k, feature_scores, group_importance,
-    combiner, low_fraction, row_bound, plr_as_printed, seed (None: the OS CSPRNG; a seed is for
-    reproducible experiments, not for release). An option the method would ignore is refused."""
+    --method`. `source=(Xs, ys)` for the transfer methods. `options` are the keys of
+    `privlogit.dp.OPTIONS` (the library's registry, with its defaults: lam, source_epsilon,
+    source_lam, high_lambda, eta, k, feature_scores, group_importance, combiner, low_fraction,
+    row_bound, plr_as_printed, seed, ...); `seed=None` draws the noise from the OS CSPRNG (a
+    seed is for reproducible experiments, not for release). An unknown option, and one the
+    method would ignore, is refused by name."""
     path, budget = _ledger_args(ledger)
     if source is not None:
         source = (_matrix(source[0], "source X"), _vector(source[1], "source y"))

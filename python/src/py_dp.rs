@@ -13,7 +13,7 @@ use privlogit::dp::release::{
     self, Cost, DEFAULT_LAMBDA_IW, DEFAULT_PRIOR_SD_FLOOR, Fitted, Method, NamedSource,
 };
 use privlogit::dp::transfer::Labelled;
-use privlogit::jobs::dp_fit::{CombinerChoice, Request};
+use privlogit::jobs::dp_fit::Request;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -150,12 +150,14 @@ fn privacy(epsilon: f64) -> PyResult<Privacy> {
 }
 
 /// Fits `method` (as `privlogit dp fit --method`) on `(x, y)`, and on `source` for a
-/// transfer method, with the command line's options and defaults (`privlogit::jobs::dp_fit`: an
-/// option the method would ignore is refused by name). With `ledger`, the data sets (known by
-/// their rows; `dataset` and `source_dataset` name them in messages) are refused past the
-/// ledger's total before any noise is drawn, and charged what the release cost after the fit.
+/// transfer method, with the options `options` (the library's registry of DP options, by
+/// Python keyword: `lam` for `lambda`, `source_lam` for `source_lambda`; unknown or ill-formed
+/// ones, and those the method would ignore, are refused by name). With `ledger`, the data sets
+/// (known by their rows; `dataset` and `source_dataset` name them in messages) are refused
+/// past the ledger's total before any noise is drawn, and charged what the release cost after
+/// the fit.
 #[pyfunction]
-#[pyo3(signature = (method_name, x, y, epsilon, source = None, source_epsilon = None, lam = None, source_lam = None, high_lambda = None, eta = None, k = None, feature_scores = None, group_importance = None, combiner = None, low_fraction = None, row_bound = None, plr_as_printed = false, seed = None, ledger = None, budget = None, dataset = None, source_dataset = None))]
+#[pyo3(signature = (method_name, x, y, epsilon, source = None, ledger = None, budget = None, dataset = None, source_dataset = None, **options))]
 #[allow(clippy::too_many_arguments)]
 pub fn dp_fit(
     py: Python<'_>,
@@ -164,23 +166,11 @@ pub fn dp_fit(
     y: PyBuffer<f64>,
     epsilon: f64,
     source: Option<(PyBuffer<f64>, PyBuffer<f64>)>,
-    source_epsilon: Option<f64>,
-    lam: Option<f64>,
-    source_lam: Option<f64>,
-    high_lambda: Option<f64>,
-    eta: Option<f64>,
-    k: Option<usize>,
-    feature_scores: Option<Vec<f64>>,
-    group_importance: Option<Vec<f64>>,
-    combiner: Option<&str>,
-    low_fraction: Option<f64>,
-    row_bound: Option<f64>,
-    plr_as_printed: bool,
-    seed: Option<u64>,
     ledger: Option<PathBuf>,
     budget: Option<f64>,
     dataset: Option<&str>,
     source_dataset: Option<&str>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyDpModel> {
     let method =
         Method::parse(method_name).map_err(|e| PrivlogitError::new_err(format!("method: {e}")))?;
@@ -191,29 +181,23 @@ pub fn dp_fit(
     }
     // An infinite epsilon is the non-private reference (Python's only).
     let off = epsilon.is_infinite() && epsilon > 0.0;
-    let request = Request {
-        source_epsilon,
-        lambda: lam,
-        source_lambda: source_lam,
-        high_lambda,
-        eta,
-        k,
-        group_importance: group_importance.unwrap_or_default(),
-        feature_scores: feature_scores.unwrap_or_default(),
-        combiner: combiner
-            .map(CombinerChoice::parse)
-            .transpose()
-            .map_err(|e| PrivlogitError::new_err(format!("combiner: {e}")))?,
-        low_fraction,
-        row_bound,
-        plr_as_printed,
-        seed,
-        ..Request::new(method, if off { 1.0 } else { epsilon })
-    };
+    let mut request = Request::new(method, if off { 1.0 } else { epsilon });
+    for (keyword, value) in options.into_iter().flat_map(|o| o.iter()) {
+        let keyword: String = keyword.extract()?;
+        let name = match keyword.as_str() {
+            "lam" => "lambda",
+            "source_lam" => "source_lambda",
+            other => other,
+        };
+        if let Some(value) = crate::py_settings::value(&value)? {
+            request.set(name, &value).map_err(raise)?;
+        }
+    }
+    let source_epsilon = request.given().any(|name| name == "source_epsilon");
     let mut settings = request.settings(false, false).map_err(raise)?;
     if off {
         settings.privacy = Privacy::Off;
-        if source_epsilon.is_none() {
+        if !source_epsilon {
             settings.source_privacy = Privacy::Off;
         }
     }

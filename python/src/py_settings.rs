@@ -3,7 +3,7 @@
 //! the user gave; the library applies them over the study file's, checks them and fills in
 //! its defaults.
 
-use privlogit::settings::{KEYS, Reader, Spec};
+use privlogit::settings::{Preset, Reader, Spec, keys_of};
 use privlogit::study::StudyFile;
 use privlogit::study::file;
 use pyo3::prelude::*;
@@ -12,7 +12,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use crate::errors::raise;
 
 /// A Python value as a setting's value (`None`: not given).
-fn value(v: &Bound<'_, PyAny>) -> PyResult<Option<toml::Value>> {
+pub fn value(v: &Bound<'_, PyAny>) -> PyResult<Option<toml::Value>> {
     if v.is_none() {
         return Ok(None);
     }
@@ -40,7 +40,16 @@ fn value(v: &Bound<'_, PyAny>) -> PyResult<Option<toml::Value>> {
         }
         return Ok(Some(toml::Value::Array(out)));
     }
-    // numpy scalars and other numbers.
+    // numpy arrays and other sequences of numbers.
+    if let Ok(items) = v.extract::<Vec<f64>>() {
+        return Ok(Some(toml::Value::Array(
+            items.into_iter().map(toml::Value::Float).collect(),
+        )));
+    }
+    // numpy integers (through `__index__`), then numpy floats and other numbers.
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(Some(toml::Value::Integer(i)));
+    }
     if let Ok(x) = v.extract::<f64>() {
         return Ok(Some(toml::Value::Float(x)));
     }
@@ -91,7 +100,7 @@ fn to_python<'py>(py: Python<'py>, v: &toml::Value) -> PyResult<Bound<'py, PyAny
 }
 
 /// `{key: default}` of every setting `reader` (`fit`, `study`, `keyholder`, `aggregator`,
-/// `node`; `dl` for DPSTGD's) takes: the library's defaults, which the Python functions' keywords show and the
+/// `node`; `dp` for a DP fit's options; `dl` for DPSTGD's) takes: the library's defaults, which the Python functions' keywords show and the
 /// command line's flags too (a key without a default maps to None).
 #[pyfunction]
 pub fn defaults<'py>(py: Python<'py>, reader: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -123,16 +132,21 @@ pub fn defaults<'py>(py: Python<'py>, reader: &str) -> PyResult<Bound<'py, PyDic
         "keyholder" => Reader::KeyHolder,
         "aggregator" => Reader::Aggregator,
         "node" => Reader::Node,
+        "dp" => Reader::DpFit,
         other => {
             return Err(crate::errors::PrivlogitError::new_err(format!(
-                "`{other}` is not fit, study, keyholder, aggregator or node"
+                "`{other}` is not fit, study, keyholder, aggregator, node or dp"
             )));
         }
     };
     let spec = Spec::default();
     let out = PyDict::new(py);
-    for key in KEYS.iter().filter(|k| k.readers.contains(&reader)) {
-        match spec.get(key.name) {
+    for key in keys_of(reader) {
+        let default = match key.preset {
+            Preset::Spec => spec.get(key.name),
+            preset => preset.value(),
+        };
+        match default {
             Some(v) => out.set_item(key.name, to_python(py, &v)?)?,
             None => out.set_item(key.name, py.None())?,
         }

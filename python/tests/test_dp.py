@@ -68,6 +68,31 @@ def test_noise_differs_without_a_seed_and_bad_input_is_refused():
     assert np.allclose(dp.predict_proba(w, X), dp.plr(X, y, 1.0, seed=1).predict_proba(X), atol=1e-15)
 
 
+def test_options_are_the_registrys(cli):
+    """`dp.OPTIONS` is the library's registry of DP options (`privlogit dp fit --help` lists
+    the same, with the same defaults), and options are read as the command line reads them."""
+    help_text = cli("dp", "fit", "--help").stdout
+    for name, default in dp.OPTIONS.items():
+        flag = {"lam": "lambda", "source_lam": "source-lambda"}.get(name, name.replace("_", "-"))
+        assert f"--{flag}" in help_text, name
+        if default is not None and not isinstance(default, bool):
+            shown = f"{default:g}" if isinstance(default, float) else str(default)
+            assert f"[default: {shown}]" in help_text, name
+    assert dp.OPTIONS["lam"] == 0.01 and dp.OPTIONS["k"] == 5 and dp.OPTIONS["combiner"] == "stacking"
+    assert dp.OPTIONS["seed"] is None
+    X, y, _ = privlogit.load(A, "label")
+    # numpy arrays and integers as options, as lists and ints.
+    a = dp.fit("pst-f", X, y, 1.0, seed=3, k=np.int64(3), feature_scores=np.arange(30.0))
+    b = dp.fit("pst-f", X, y, 1.0, seed=3, k=3, feature_scores=list(range(30)))
+    assert a.to_dict() == b.to_dict()
+    with pytest.raises(privlogit.PrivlogitError, match="is not an option of a DP fit; did you mean `eta`"):
+        dp.fit("simcomb", X, y, 1.0, source=(X, y), etta=0.5)
+    with pytest.raises(privlogit.PrivlogitError, match="`k`.*expected a whole number"):
+        dp.fit("pst-s", X, y, 1.0, k=2.5)
+    with pytest.raises(privlogit.PrivlogitError, match="`combiner` `best` is not one of stacking, majority-vote, weighted-vote"):
+        dp.fit("pst-s", X, y, 1.0, combiner="best")
+
+
 def test_one_ledger_for_python_and_the_cli(cli, tmp_path):
     # Python charges the rows of hospital A's file; the command line, knowing the file by the
     # same rows, sees the spending and refuses past the total, and so does Python (before any

@@ -60,59 +60,6 @@ pub enum Method {
     Simcomb,
 }
 
-/// An option that only some methods take: a method refuses, by name, one it would ignore (a
-/// silently ignored option makes the user believe in a model they did not get).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Opt {
-    /// `eta`.
-    Eta,
-    /// `k`.
-    K,
-    /// `group_importance`.
-    GroupImportance,
-    /// `feature_scores`.
-    FeatureScores,
-    /// `combiner`.
-    Combiner,
-    /// `low_fraction`.
-    LowFraction,
-    /// `high_lambda` (also needs a stacking combiner).
-    HighLambda,
-    /// `plr_as_printed`.
-    PlrAsPrinted,
-    /// `public`.
-    Public,
-    /// `target_unlabelled`.
-    TargetUnlabelled,
-    /// `source_epsilon`, `source_lambda`.
-    SourceSettings,
-    /// `lambda_iw`, `prior_sd_floor`.
-    Dphtl,
-    /// `row_bound`.
-    RowBound,
-}
-
-impl Opt {
-    /// The flag (`--eta`).
-    pub fn flag(self) -> &'static str {
-        match self {
-            Opt::Eta => "setting `eta`",
-            Opt::K => "setting `k`",
-            Opt::GroupImportance => "setting `group_importance`",
-            Opt::FeatureScores => "setting `feature_scores`",
-            Opt::Combiner => "setting `combiner`",
-            Opt::LowFraction => "setting `low_fraction`",
-            Opt::HighLambda => "setting `high_lambda`",
-            Opt::PlrAsPrinted => "setting `plr_as_printed`",
-            Opt::Public => "setting `public`",
-            Opt::TargetUnlabelled => "setting `target_unlabelled`",
-            Opt::SourceSettings => "setting `source_epsilon`",
-            Opt::Dphtl => "setting `lambda_iw`",
-            Opt::RowBound => "setting `row_bound`",
-        }
-    }
-}
-
 impl Method {
     /// The name the command line and Python use (`pst-s`, ...).
     pub fn name(self) -> &'static str {
@@ -196,42 +143,46 @@ impl Method {
         )
     }
 
-    /// Whether the method takes `option` (with `stacking`: the combiner is stacking), and if
-    /// not, why.
-    pub fn takes(self, option: Opt, stacking: bool) -> Result<(), &'static str> {
+    /// Whether the method takes the option named `option` (a DP fit's option,
+    /// [`crate::settings::dp_keys::DP_KEYS`], or its `public` and `target_unlabelled` data;
+    /// with `stacking`: the combiner is stacking), and if not, why: a method refuses, by name,
+    /// an option it would ignore (a silently ignored option makes the user believe in a model
+    /// they did not get). An option no arm names is every method's.
+    pub fn takes(self, option: &str, stacking: bool) -> Result<(), &'static str> {
         use Method::*;
         let stacks = matches!(self, PstS | PstF | PstH | PptlFs);
         let grouped = matches!(self, PstS | PstF | PlrFs | PstH | PptlFs);
         let (takes, why) = match option {
-            Opt::Eta => (
+            "eta" => (
                 matches!(self, Simcomb | PptlFs),
                 "only simcomb and pptl-fs take it (pst-h is pptl-fs with eta = 0, stacking paper Algorithm 4)",
             ),
-            Opt::K => (grouped, "the method has no groups"),
-            Opt::GroupImportance | Opt::FeatureScores => {
+            "k" => (grouped, "the method has no groups"),
+            "group_importance" | "feature_scores" => {
                 (self.splits_features(), "the method does not split features")
             }
-            Opt::Combiner => (
+            "combiner" => (
                 matches!(self, PstS | PstF),
                 "only pst-s and pst-f choose a combiner (pst-h and pptl-fs stack)",
             ),
-            Opt::LowFraction => (stacks, "the method has no high level"),
-            Opt::HighLambda => (
+            "low_fraction" => (stacks, "the method has no high level"),
+            "high_lambda" => (
                 matches!(self, PstH | PptlFs) || (matches!(self, PstS | PstF) && stacking),
                 "no PLR high level is fitted (no stacking combiner)",
             ),
-            Opt::PlrAsPrinted => (self != Output, "output perturbation has no eps' or Delta"),
-            Opt::Public => (self == Dphtl, "only dphtl takes a public set"),
-            Opt::TargetUnlabelled => (
+            "plr_as_printed" => (self != Output, "output perturbation has no eps' or Delta"),
+            "public" => (self == Dphtl, "only dphtl takes a public set"),
+            "target_unlabelled" => (
                 self == Dphtl,
                 "only dphtl takes the target's unlabelled rows",
             ),
-            Opt::SourceSettings => (
+            "source_epsilon" | "source_lambda" => (
                 self.is_transfer() && self != Dphtl,
                 "there is no setting `source`",
             ),
-            Opt::Dphtl => (self == Dphtl, "only dphtl takes it"),
-            Opt::RowBound => (self != Dphtl, "dphtl scales every row to norm 1"),
+            "lambda_iw" | "prior_sd_floor" => (self == Dphtl, "only dphtl takes it"),
+            "row_bound" => (self != Dphtl, "dphtl scales every row to norm 1"),
+            _ => (true, ""),
         };
         if takes { Ok(()) } else { Err(why) }
     }

@@ -6,7 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use toml::Value;
 
 use crate::charge::{self, Spends};
 use crate::data::{self, Dataset, LoadOptions};
@@ -14,8 +17,7 @@ use crate::dp::noise::Randomness;
 use crate::dp::plr::Privacy;
 use crate::dp::release::{
     self, Cost, DEFAULT_ETA, DEFAULT_HIGH_LAMBDA, DEFAULT_K, DEFAULT_LAMBDA, DEFAULT_LAMBDA_IW,
-    DEFAULT_LOW_FRACTION, DEFAULT_PRIOR_SD_FLOOR, Method, MethodSettings, NamedSource, Opt,
-    SplitChoice,
+    DEFAULT_LOW_FRACTION, DEFAULT_PRIOR_SD_FLOOR, Method, MethodSettings, NamedSource, SplitChoice,
 };
 use crate::dp::scaling::RowScaling;
 use crate::dp::stacking::Combiner;
@@ -24,6 +26,8 @@ use crate::dp::{DpError, ledger};
 use crate::error::Error;
 use crate::metrics;
 use crate::progress::Say;
+use crate::settings;
+use crate::settings::dp_keys::{self, DP_KEYS};
 
 /// How the low-level predictions of PST-S and PST-F are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,44 +81,17 @@ impl CombinerChoice {
     }
 }
 
-/// A DP fit's method and options as the user gave them (`None`: not given, so that an option
-/// the method would ignore can be refused).
+/// A DP fit's method, its target's epsilon and the options the user gave ([`DP_KEYS`], by
+/// name; unset ones take the registry's default), so that an option the method would ignore
+/// can be refused by name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
     /// The method.
     pub method: Method,
     /// Budget spent on the target data.
     pub epsilon: f64,
-    /// Budget spent on each source [default: epsilon].
-    pub source_epsilon: Option<f64>,
-    /// Penalty lambda of the low-level (target) models [default: 0.01].
-    pub lambda: Option<f64>,
-    /// Penalty of the source models [default: lambda].
-    pub source_lambda: Option<f64>,
-    /// Penalty of the high-level model [default: 0.01].
-    pub high_lambda: Option<f64>,
-    /// eta of the transfer regulariser [default: 0.5].
-    pub eta: Option<f64>,
-    /// K groups [default: 5].
-    pub k: Option<usize>,
-    /// The importance of each group of consecutive columns.
-    pub group_importance: Vec<f64>,
-    /// A public importance score per feature.
-    pub feature_scores: Vec<f64>,
-    /// PST-S and PST-F's combiner [default: stacking].
-    pub combiner: Option<CombinerChoice>,
-    /// Share of rows of the low level [default: 0.5].
-    pub low_fraction: Option<f64>,
-    /// Scale rows by this public bound instead of normalising each.
-    pub row_bound: Option<f64>,
-    /// PLR's eps' and Delta exactly as Algorithm 1 prints them.
-    pub plr_as_printed: bool,
-    /// DPHTL: lambda_IW [default: 0.001].
-    pub lambda_iw: Option<f64>,
-    /// DPHTL: the prior's standard deviation floor [default: 0.1].
-    pub prior_sd_floor: Option<f64>,
-    /// Seeded noise (reproducible, not for release).
-    pub seed: Option<u64>,
+    /// The options given, each checked for its form (a list option's items in order).
+    given: BTreeMap<&'static str, Value>,
 }
 
 impl Request {
@@ -123,73 +100,122 @@ impl Request {
         Self {
             method,
             epsilon,
-            source_epsilon: None,
-            lambda: None,
-            source_lambda: None,
-            high_lambda: None,
-            eta: None,
-            k: None,
-            group_importance: Vec::new(),
-            feature_scores: Vec::new(),
-            combiner: None,
-            low_fraction: None,
-            row_bound: None,
-            plr_as_printed: false,
-            lambda_iw: None,
-            prior_sd_floor: None,
-            seed: None,
+            given: BTreeMap::new(),
         }
+    }
+
+    /// Sets the option `name` to `value` (a list option takes each item of a list, or one
+    /// more item): its form is checked here, its range and whether the method takes it by
+    /// [`Request::settings`]. A switch set to false is as if not given.
+    pub fn set(&mut self, name: &str, value: &Value) -> Result<(), Error> {
+        let Some(key) = dp_keys::find(name) else {
+            return Err(Error::Setting {
+                origin: format!("setting `{name}`"),
+                why: format!(
+                    "is not an option of a DP fit{}",
+                    settings::closest(name, DP_KEYS.iter().map(|k| k.name))
+                ),
+            });
+        };
+        let at = |why: String| Error::Setting {
+            origin: format!("setting `{}`", key.name),
+            why,
+        };
+        if let Value::Array(items) = value {
+            if !key.many {
+                return Err(at("takes one value, not a list".into()));
+            }
+            return items.iter().try_for_each(|item| self.set(key.name, item));
+        }
+        let value = settings::read_as(key, value).map_err(at)?;
+        if key.many {
+            match self
+                .given
+                .entry(key.name)
+                .or_insert_with(|| Value::Array(Vec::new()))
+            {
+                Value::Array(items) => items.push(value),
+                other => *other = Value::Array(vec![value]),
+            }
+        } else if value == Value::Boolean(false) {
+            self.given.remove(key.name);
+        } else {
+            self.given.insert(key.name, value);
+        }
+        Ok(())
+    }
+
+    /// The options given, by name.
+    pub fn given(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.given.keys().copied()
+    }
+
+    fn value(&self, name: &str) -> Option<Value> {
+        self.given
+            .get(name)
+            .cloned()
+            .or_else(|| dp_keys::find(name).and_then(|k| k.preset.value()))
+    }
+
+    fn number(&self, name: &str) -> Option<f64> {
+        self.value(name).and_then(|v| v.as_float())
+    }
+
+    fn numbers(&self, name: &str) -> Vec<f64> {
+        match self.value(name) {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_float).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn count(&self, name: &str) -> Option<u64> {
+        self.value(name)
+            .and_then(|v| v.as_integer())
+            .and_then(|n| u64::try_from(n).ok())
+    }
+
+    fn text(&self, name: &str) -> Option<String> {
+        self.value(name)
+            .and_then(|v| v.as_str().map(str::to_string))
+    }
+
+    fn switch(&self, name: &str) -> bool {
+        self.value(name).and_then(|v| v.as_bool()).unwrap_or(false)
     }
 
     /// The method's settings, every default applied; refuses an option the method would
     /// ignore (by name), `public`/`unlabelled` data it does not take, and out-of-range values.
     pub fn settings(&self, public: bool, unlabelled: bool) -> Result<MethodSettings, Error> {
         let m = self.method;
-        let stacking = matches!(self.combiner, None | Some(CombinerChoice::Stacking));
-        let given = [
-            (Opt::Eta, self.eta.is_some()),
-            (Opt::K, self.k.is_some()),
-            (Opt::GroupImportance, !self.group_importance.is_empty()),
-            (Opt::FeatureScores, !self.feature_scores.is_empty()),
-            (Opt::Combiner, self.combiner.is_some()),
-            (Opt::LowFraction, self.low_fraction.is_some()),
-            (Opt::HighLambda, self.high_lambda.is_some()),
-            (Opt::PlrAsPrinted, self.plr_as_printed),
-            (Opt::Public, public),
-            (Opt::TargetUnlabelled, unlabelled),
-            (
-                Opt::SourceSettings,
-                self.source_epsilon.is_some() || self.source_lambda.is_some(),
-            ),
-            (
-                Opt::Dphtl,
-                self.lambda_iw.is_some() || self.prior_sd_floor.is_some(),
-            ),
-            (Opt::RowBound, self.row_bound.is_some()),
-        ];
-        for (option, set) in given {
-            if let (true, Err(why)) = (set, m.takes(option, stacking)) {
-                let flag = match option {
-                    Opt::SourceSettings if self.source_epsilon.is_none() => {
-                        "setting `source_lambda`"
-                    }
-                    Opt::Dphtl if self.lambda_iw.is_none() => "setting `prior_sd_floor`",
-                    o => o.flag(),
-                };
+        let combiner = match self.text("combiner") {
+            Some(name) => CombinerChoice::parse(&name)
+                .map_err(|why| Error::setting("setting `combiner`", why))?,
+            None => CombinerChoice::Stacking,
+        };
+        let stacking = combiner == CombinerChoice::Stacking;
+        let data = [("public", public), ("target_unlabelled", unlabelled)];
+        let given = self
+            .given()
+            .chain(data.iter().filter(|(_, set)| *set).map(|(name, _)| *name));
+        for option in given {
+            if let Err(why) = m.takes(option, stacking) {
                 // The method as earlier releases named it in this message (`psth`).
                 let name = format!("{m:?}").to_lowercase();
                 return Err(Error::plan(format!(
-                    "{flag} does not apply to setting `method` {name}: {why}"
+                    "setting `{option}` does not apply to setting `method` {name}: {why}"
                 )));
             }
         }
-        if self.k == Some(0) {
+        let k = self.count("k").unwrap_or(DEFAULT_K as u64);
+        if k == 0 {
             return Err(Error::setting(
                 "setting `k` 0:",
                 "K, the number of groups, must be at least 1",
             ));
         }
-        let private = if self.plr_as_printed {
+        let k = usize::try_from(k)
+            .map_err(|_| Error::setting("setting `k`", format!("{k} groups is too many")))?;
+        let private = if self.switch("plr_as_printed") {
             Privacy::EpsilonAsPrinted
         } else {
             Privacy::Epsilon
@@ -198,62 +224,68 @@ impl Request {
         privacy
             .epsilon()
             .map_err(|e| Error::setting("setting `epsilon`", e.to_string()))?;
-        let source_privacy = private(self.source_epsilon.unwrap_or(self.epsilon));
+        let source_privacy = private(self.number("source_epsilon").unwrap_or(self.epsilon));
         source_privacy
             .epsilon()
             .map_err(|e| Error::setting("setting `source_epsilon`", e.to_string()))?;
-        let split = if !self.feature_scores.is_empty() {
-            if !self.group_importance.is_empty() {
+        let feature_scores = self.numbers("feature_scores");
+        let group_importance = self.numbers("group_importance");
+        let split = if !feature_scores.is_empty() {
+            if !group_importance.is_empty() {
                 return Err(Error::plan(
                     "setting `feature_scores` and setting `group_importance`: give one of them",
                 ));
             }
-            SplitChoice::Scores(self.feature_scores.clone())
-        } else if !self.group_importance.is_empty() {
-            let k = self.group_importance.len();
-            if let Some(given) = self.k.filter(|&given| given != k) {
+            SplitChoice::Scores(feature_scores)
+        } else if !group_importance.is_empty() {
+            let groups = group_importance.len();
+            if self.given.contains_key("k") && groups != k {
                 return Err(Error::plan(format!(
-                    "setting `group_importance` has {k} values but setting `k` is {given}"
+                    "setting `group_importance` has {groups} values but setting `k` is {k}"
                 )));
             }
-            SplitChoice::GroupImportance(self.group_importance.clone())
+            SplitChoice::GroupImportance(group_importance)
         } else {
             SplitChoice::Random
         };
-        let scaling = match self.row_bound {
+        let scaling = match self.number("row_bound") {
             Some(bound) => RowScaling::Clip {
                 bound: DpError::check_positive("setting `row_bound`", bound)?,
             },
             None => RowScaling::Normalize,
         };
-        let lambda = self.lambda.unwrap_or(DEFAULT_LAMBDA);
-        let high_lambda = self.high_lambda.unwrap_or(DEFAULT_HIGH_LAMBDA);
+        let lambda = self.number("lambda").unwrap_or(DEFAULT_LAMBDA);
+        let high_lambda = self.number("high_lambda").unwrap_or(DEFAULT_HIGH_LAMBDA);
         Ok(MethodSettings {
             privacy,
             source_privacy,
             lambda,
-            source_lambda: self.source_lambda.unwrap_or(lambda),
+            source_lambda: self.number("source_lambda").unwrap_or(lambda),
             high_lambda,
-            eta: self.eta.unwrap_or(DEFAULT_ETA),
-            k: self.k.unwrap_or(DEFAULT_K),
+            eta: self.number("eta").unwrap_or(DEFAULT_ETA),
+            k,
             split,
-            combiner: match self.combiner.unwrap_or(CombinerChoice::Stacking) {
+            combiner: match combiner {
                 CombinerChoice::Stacking => Combiner::Stacking {
                     lambda: high_lambda,
                 },
                 CombinerChoice::MajorityVote => Combiner::MajorityVote,
                 CombinerChoice::WeightedVote => Combiner::WeightedVote,
             },
-            low_fraction: self.low_fraction.unwrap_or(DEFAULT_LOW_FRACTION),
+            low_fraction: self.number("low_fraction").unwrap_or(DEFAULT_LOW_FRACTION),
             scaling,
-            lambda_iw: self.lambda_iw.unwrap_or(DEFAULT_LAMBDA_IW),
-            prior_sd_floor: self.prior_sd_floor.unwrap_or(DEFAULT_PRIOR_SD_FLOOR),
+            lambda_iw: self.number("lambda_iw").unwrap_or(DEFAULT_LAMBDA_IW),
+            prior_sd_floor: self
+                .number("prior_sd_floor")
+                .unwrap_or(DEFAULT_PRIOR_SD_FLOOR),
         })
     }
 
-    /// Where the noise comes from.
+    /// Where the noise comes from: seeded (`seed`, reproducible, not for release) or the
+    /// operating system's CSPRNG.
     pub fn randomness(&self) -> Randomness {
-        self.seed.map_or(Randomness::Os, Randomness::Seeded)
+        self.count("seed")
+            .map_or(Randomness::Os, Randomness::Seeded)
     }
 }
 
@@ -393,7 +425,11 @@ impl FileJob {
     }
 
     /// A single-target method.
-    fn single(&self, settings: &MethodSettings, spends: &Spends) -> Result<Value, Error> {
+    fn single(
+        &self,
+        settings: &MethodSettings,
+        spends: &Spends,
+    ) -> Result<serde_json::Value, Error> {
         let target = self.load(&self.data)?;
         let source = self
             .source
@@ -433,7 +469,11 @@ impl FileJob {
     /// (its first half of rows trains its DP hypothesis, the second half its DP importance
     /// weights), the target's labelled rows are `data`, its unlabelled rows
     /// `target_unlabelled` (default: `data`'s rows without their labels).
-    fn dphtl(&self, settings: &MethodSettings, spends: &Spends) -> Result<Value, Error> {
+    fn dphtl(
+        &self,
+        settings: &MethodSettings,
+        spends: &Spends,
+    ) -> Result<serde_json::Value, Error> {
         let epsilon = settings
             .privacy
             .epsilon()

@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::builder::PossibleValue;
 use clap::{Args, Subcommand, ValueEnum};
 use privlogit::dp::release::Method;
-use privlogit::jobs::dp_fit::{CombinerChoice, FileJob, Request};
+use privlogit::jobs::dp_fit::{FileJob, Request};
 
 use crate::Outcome;
 use crate::log::line;
@@ -56,70 +56,12 @@ pub struct FitArgs {
     /// DPHTL: the target's unlabelled rows (same columns; labels not used) [default: --data's].
     #[arg(long, value_name = "FILE")]
     target_unlabelled: Option<PathBuf>,
-    /// DPHTL: DPIW's penalty lambda_IW (Algorithm 5) [default: 0.001].
-    #[arg(long)]
-    lambda_iw: Option<f64>,
-    /// DPHTL: the floor of the prior's standard deviations (eq. 4.2) [default: 0.1].
-    #[arg(long)]
-    prior_sd_floor: Option<f64>,
     /// Privacy budget epsilon spent on --data.
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
     epsilon: f64,
-    /// Budget spent on --source (default: --epsilon).
-    #[arg(long, value_name = "E", allow_negative_numbers = true)]
-    source_epsilon: Option<f64>,
-    /// Penalty lambda of eq. (1) (low level, target).
-    #[arg(long, default_value_t = privlogit::dp::release::DEFAULT_LAMBDA, allow_negative_numbers = true)]
-    lambda: f64,
-    /// Penalty of the source models (default: --lambda).
-    #[arg(long, allow_negative_numbers = true)]
-    source_lambda: Option<f64>,
-    /// Penalty of the high-level (level-1) model [default: 0.01].
-    #[arg(long, allow_negative_numbers = true)]
-    high_lambda: Option<f64>,
-    /// eta of the transfer regulariser eta/2 ||w||^2 + (1 - eta)/2 ||w - w_src||^2 (simcomb,
-    /// pptl-fs; pst-h fixes it at 0) [default: 0.5].
-    #[arg(long, allow_negative_numbers = true)]
-    eta: Option<f64>,
-    /// Number of groups K (feature groups or sample subsets) [default: 5].
-    #[arg(long)]
-    k: Option<usize>,
-    /// Importance q_k of each group of consecutive columns (comma-separated, sums to 1).
-    #[arg(
-        long,
-        value_name = "Q,...",
-        value_delimiter = ',',
-        conflicts_with = "feature_scores",
-        allow_negative_numbers = true
-    )]
-    group_importance: Vec<f64>,
-    /// A public importance score per feature (comma-separated): features sorted by score into
-    /// K groups, q_k by eq. (6). Without this or --group-importance the split is random, q = 1/K.
-    #[arg(
-        long,
-        value_name = "S,...",
-        value_delimiter = ',',
-        allow_negative_numbers = true
-    )]
-    feature_scores: Vec<f64>,
-    /// How the low level is combined (pst-s, pst-f; pst-h and pptl-fs always stack)
-    /// [default: stacking].
-    #[arg(long, value_enum)]
-    combiner: Option<CombinerArg>,
-    /// Share of rows used by the low level (the rest trains the combiner) [default: 0.5].
-    #[arg(long, allow_negative_numbers = true)]
-    low_fraction: Option<f64>,
-    /// Scale rows by this public norm bound (clipping longer rows) instead of normalising each.
-    #[arg(long, value_name = "R", allow_negative_numbers = true)]
-    row_bound: Option<f64>,
-    /// PLR's eps' and Delta exactly as Algorithm 1 prints them (switch at eps' = 0, with the
-    /// cliff the book's Limitations describe) instead of the least Delta that keeps
-    /// eps' >= 0.9 eps.
-    #[arg(long)]
-    plr_as_printed: bool,
-    /// Seeded noise, for reproducible experiments only (the output says so).
-    #[arg(long, value_name = "SEED")]
-    seed: Option<u64>,
+    /// The method's options (the library's registry of DP options).
+    #[command(flatten)]
+    options: crate::settings_args::DpOptions,
     /// A privacy ledger (JSON): the fit is refused if it would take a data set past the
     /// ledger's total, and is charged to it once the result is written.
     #[arg(long, value_name = "FILE")]
@@ -162,47 +104,13 @@ impl ValueEnum for MethodArg {
     }
 }
 
-/// A combiner as a command-line value.
-#[derive(Debug, Clone, Copy)]
-struct CombinerArg(CombinerChoice);
-
-static COMBINERS: [CombinerArg; 3] = [
-    CombinerArg(CombinerChoice::ALL[0]),
-    CombinerArg(CombinerChoice::ALL[1]),
-    CombinerArg(CombinerChoice::ALL[2]),
-];
-
-impl ValueEnum for CombinerArg {
-    fn value_variants<'a>() -> &'a [Self] {
-        &COMBINERS
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(PossibleValue::new(self.0.name()).help(self.0.summary()))
-    }
-}
-
 impl FitArgs {
-    fn job(self) -> FileJob {
-        let request = Request {
-            source_epsilon: self.source_epsilon,
-            lambda: Some(self.lambda),
-            source_lambda: self.source_lambda,
-            high_lambda: self.high_lambda,
-            eta: self.eta,
-            k: self.k,
-            group_importance: self.group_importance,
-            feature_scores: self.feature_scores,
-            combiner: self.combiner.map(|c| c.0),
-            low_fraction: self.low_fraction,
-            row_bound: self.row_bound,
-            plr_as_printed: self.plr_as_printed,
-            lambda_iw: self.lambda_iw,
-            prior_sd_floor: self.prior_sd_floor,
-            seed: self.seed,
-            ..Request::new(self.method.0, self.epsilon)
-        };
-        FileJob {
+    fn job(self) -> Result<FileJob, privlogit::error::Error> {
+        let mut request = Request::new(self.method.0, self.epsilon);
+        for (name, value) in &self.options.0.settings {
+            request.set(name, value)?;
+        }
+        Ok(FileJob {
             request,
             data: self.data,
             label: self.label,
@@ -213,14 +121,14 @@ impl FitArgs {
             test: self.test,
             ledger: self.ledger.map(|l| (l, self.budget)),
             out: self.out,
-        }
+        })
     }
 }
 
 /// Runs `privlogit dp`.
 pub fn run(args: DpArgs) -> Result<Outcome> {
     match args.command {
-        DpCommand::Fit(a) => a.job().run(&|m: &str| line(m))?,
+        DpCommand::Fit(a) => a.job()?.run(&|m: &str| line(m))?,
         DpCommand::Experiment(a) => privlogit_cli::experiments::run(a)?,
         DpCommand::Replot(a) => privlogit_cli::experiments::replot(a)?,
         DpCommand::Account(a) => {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
-use privlogit::settings::{KEYS, Kind, Reader, Spec};
+use privlogit::settings::{Kind, Reader, default_text, keys_of};
 
 /// The settings a command line gave (in the order the registry lists them) and its study
 /// files.
@@ -20,7 +20,7 @@ pub struct Given {
 
 /// The flags of `reader`, with `--study FILE` for the secure roles.
 pub fn add(mut command: Command, reader: Reader) -> Command {
-    if reader != Reader::Fit {
+    if !matches!(reader, Reader::Fit | Reader::DpFit) {
         let servers = matches!(reader, Reader::KeyHolder | Reader::Aggregator);
         command = command.arg(
             Arg::new("study")
@@ -38,7 +38,7 @@ pub fn add(mut command: Command, reader: Reader) -> Command {
                 }),
         );
     }
-    for key in KEYS.iter().filter(|k| k.readers.contains(&reader)) {
+    for key in keys_of(reader) {
         let mut arg = Arg::new(key.name)
             .long(key.name.replace('_', "-"))
             .help(crate::log::in_flags(key.help))
@@ -52,7 +52,12 @@ pub fn add(mut command: Command, reader: Reader) -> Command {
                     ArgAction::Set
                 });
                 if key.many {
-                    a = a.num_args(1..);
+                    // A list of numbers is written `0.5,0.3,0.2`; other lists repeat the flag.
+                    a = if kind == Kind::Number {
+                        a.value_delimiter(',')
+                    } else {
+                        a.num_args(1..)
+                    };
                 }
                 a = match kind {
                     Kind::Number => a
@@ -62,7 +67,7 @@ pub fn add(mut command: Command, reader: Reader) -> Command {
                     Kind::Choice(names) => a.value_parser(names.to_vec()),
                     _ => a,
                 };
-                match Spec::default_text(key.name) {
+                match default_text(key) {
                     Some(d) => a.default_value(d),
                     None => a,
                 }
@@ -76,7 +81,7 @@ pub fn add(mut command: Command, reader: Reader) -> Command {
 /// What the user gave for `reader` (defaults left to the library).
 pub fn given(matches: &ArgMatches, reader: Reader) -> Given {
     let mut settings = Vec::new();
-    for key in KEYS.iter().filter(|k| k.readers.contains(&reader)) {
+    for key in keys_of(reader) {
         if matches.value_source(key.name) != Some(ValueSource::CommandLine) {
             continue;
         }
@@ -143,14 +148,48 @@ reader_args!(StudyArgs, Reader::Study);
 reader_args!(KeyholderArgs, Reader::KeyHolder);
 reader_args!(AggregatorArgs, Reader::Aggregator);
 reader_args!(NodeArgs, Reader::Node);
+reader_args!(DpOptions, Reader::DpFit);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use privlogit::settings::Spec;
 
     /// The command line shows the library's defaults, and only the library's: every flag with
     /// a default shows the value `Spec::default()` holds (Python's keywords are checked
-    /// against the same in python/tests/test_defaults.py).
+    /// against the same in python/tests/test_defaults.py), and every DP option its registry
+    /// default.
+    #[test]
+    fn dp_option_defaults_are_the_registrys() {
+        let command = add(Command::new("x"), Reader::DpFit);
+        let mut shown_any = 0;
+        for key in keys_of(Reader::DpFit) {
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_id().as_str() == key.name)
+                .expect("every DP option is a flag");
+            let shown: Vec<String> = arg
+                .get_default_values()
+                .iter()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            match (shown.as_slice(), key.preset.value()) {
+                ([], None) => {}
+                ([one], Some(v)) => {
+                    let read = privlogit::settings::read_as(key, &toml::Value::String(one.clone()));
+                    assert_eq!(read, Ok(v), "{}", key.name);
+                    shown_any += 1;
+                }
+                (shown, default) => panic!(
+                    "{}: shows {shown:?}, the registry has {default:?}",
+                    key.name
+                ),
+            }
+        }
+        // lambda, high_lambda, eta, k, combiner, low_fraction, lambda_iw, prior_sd_floor.
+        assert_eq!(shown_any, 8);
+    }
+
     #[test]
     fn flag_defaults_are_the_librarys() {
         for reader in [
