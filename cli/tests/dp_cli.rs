@@ -444,6 +444,68 @@ fn the_ledger_cannot_be_walked_around() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--noise-share`, PLR's least share of epsilon for its noise (an option added as one entry
+/// of the registry of DP options): the default given explicitly changes nothing, a smaller
+/// share changes the model (more penalty, less noise), and a share outside (0, 1), a method
+/// without eps' (output perturbation) and `--plr-as-printed` beside it are refused by name.
+/// The budget split itself is checked against Algorithm 1 in `dp::plr`'s unit tests.
+#[test]
+fn noise_share_is_plrs_and_checked() {
+    let data = breast();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["dp", "fit", "--data", &data, "--label", "label"];
+        args.extend_from_slice(&["--method", "plr", "--epsilon", "0.1", "--seed", "5"]);
+        args.extend_from_slice(extra);
+        privlogit(&args)
+    };
+    let default = run(&[]);
+    assert!(default.status.success());
+    assert_eq!(run(&["--noise-share", "0.9"]).stdout, default.stdout);
+    let half = run(&["--noise-share", "0.5"]);
+    assert!(half.status.success());
+    assert_ne!(half.stdout, default.stdout);
+    for (extra, want) in [
+        (
+            &["--noise-share", "1"][..],
+            "--noise-share 1 must lie in (0, 1)",
+        ),
+        (
+            &["--noise-share", "0"][..],
+            "--noise-share 0 must lie in (0, 1)",
+        ),
+        (
+            &["--noise-share", "0.5", "--plr-as-printed"][..],
+            "--plr-as-printed and --noise-share: give one of them",
+        ),
+    ] {
+        let out = run(extra);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+    let out = privlogit(&[
+        "dp",
+        "fit",
+        "--data",
+        &data,
+        "--label",
+        "label",
+        "--method",
+        "output",
+        "--epsilon",
+        "1",
+        "--noise-share",
+        "0.5",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--noise-share does not apply to --method output: the method fits no PLR on whole rows"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_parameters_are_named() {
     let data = breast();

@@ -94,10 +94,13 @@ impl PlrBudget {
 
     /// [`PlrBudget::new`] or, for [`Privacy::EpsilonAsPrinted`], [`PlrBudget::as_printed`].
     pub fn for_privacy(privacy: Privacy, n: usize, lambda: f64) -> Result<Option<Self>, DpError> {
-        Ok(match (privacy.epsilon()?, privacy.as_printed()) {
+        Ok(match (privacy.epsilon()?, privacy) {
             (None, _) => None,
-            (Some(e), false) => Some(Self::new(e, n, lambda)?),
-            (Some(e), true) => Some(Self::as_printed(e, n, lambda)?),
+            (Some(e), Privacy::EpsilonAsPrinted(_)) => Some(Self::as_printed(e, n, lambda)?),
+            (Some(e), Privacy::EpsilonWithNoiseShare(_, share)) => {
+                Some(Self::with_noise_share(e, n, lambda, share)?)
+            }
+            (Some(e), _) => Some(Self::new(e, n, lambda)?),
         })
     }
 }
@@ -241,6 +244,10 @@ pub enum Privacy {
     /// An epsilon-differentially private fit with PLR's `eps'` and `Delta` exactly as the
     /// papers print them (switch at `eps' = 0`; see [`PlrBudget::as_printed`]).
     EpsilonAsPrinted(f64),
+    /// An epsilon-differentially private fit whose PLR noise is drawn with at least the given
+    /// share of epsilon (`PlrBudget::with_noise_share`; [`Privacy::Epsilon`] takes
+    /// [`NOISE_SHARE`]).
+    EpsilonWithNoiseShare(f64, f64),
     /// No noise and no `Delta`: the non-private reference ("infinity" in the papers' figures).
     Off,
 }
@@ -249,7 +256,9 @@ impl Privacy {
     /// The budget, validated (positive and finite), or `None` when privacy is off.
     pub fn epsilon(self) -> Result<Option<f64>, DpError> {
         match self {
-            Privacy::Epsilon(e) | Privacy::EpsilonAsPrinted(e) => positive("epsilon", e).map(Some),
+            Privacy::Epsilon(e)
+            | Privacy::EpsilonAsPrinted(e)
+            | Privacy::EpsilonWithNoiseShare(e, _) => positive("epsilon", e).map(Some),
             Privacy::Off => Ok(None),
         }
     }
@@ -262,7 +271,9 @@ impl Privacy {
     /// For reports: the budget, or infinity when privacy is off.
     pub fn spent(self) -> f64 {
         match self {
-            Privacy::Epsilon(e) | Privacy::EpsilonAsPrinted(e) => e,
+            Privacy::Epsilon(e)
+            | Privacy::EpsilonAsPrinted(e)
+            | Privacy::EpsilonWithNoiseShare(e, _) => e,
             Privacy::Off => f64::INFINITY,
         }
     }

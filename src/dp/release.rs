@@ -171,6 +171,11 @@ impl Method {
                 "no PLR high level is fitted (no stacking combiner)",
             ),
             "plr_as_printed" => (self != Output, "output perturbation has no eps' or Delta"),
+            "noise_share" => (
+                !matches!(self, Output | PlrFs | Dphtl),
+                "the method fits no PLR on whole rows (output perturbation has no eps', plr-fs \
+                 splits its budget by group, dphtl has its own)",
+            ),
             "public" => (self == Dphtl, "only dphtl takes a public set"),
             "target_unlabelled" => (
                 self == Dphtl,

@@ -215,11 +215,26 @@ impl Request {
         }
         let k = usize::try_from(k)
             .map_err(|_| Error::setting("setting `k`", format!("{k} groups is too many")))?;
-        let private = if self.switch("plr_as_printed") {
-            Privacy::EpsilonAsPrinted
-        } else {
-            Privacy::Epsilon
+        if self.switch("plr_as_printed") && self.given.contains_key("noise_share") {
+            return Err(Error::plan(
+                "setting `plr_as_printed` and setting `noise_share`: give one of them (the \
+                 printed constants fix the share at the switch)",
+            ));
+        }
+        let share = self.number("noise_share");
+        let private = |epsilon| match share {
+            _ if self.switch("plr_as_printed") => Privacy::EpsilonAsPrinted(epsilon),
+            Some(share) if self.given.contains_key("noise_share") => {
+                Privacy::EpsilonWithNoiseShare(epsilon, share)
+            }
+            _ => Privacy::Epsilon(epsilon),
         };
+        if let Some(share) = share.filter(|s| !(*s > 0.0 && *s < 1.0)) {
+            return Err(Error::setting(
+                "setting `noise_share`",
+                format!("{share} must lie in (0, 1)"),
+            ));
+        }
         let privacy = private(self.epsilon);
         privacy
             .epsilon()

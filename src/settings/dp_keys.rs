@@ -136,6 +136,15 @@ pub const DP_KEYS: &[Key] = &[
          eps' >= 0.9 eps.",
     ),
     option(
+        "noise_share",
+        Kind::Number,
+        "S",
+        Preset::Number(crate::dp::plr::NOISE_SHARE),
+        "The least share of epsilon PLR's noise is drawn with, in (0, 1), for every PLR on \
+         whole rows: the extra penalty Delta pays for the rest (a larger share, less noise \
+         and more shrinkage; 0.5 is the stacking paper's switch at eps/2).",
+    ),
+    option(
         "lambda_iw",
         Kind::Number,
         "L",

@@ -186,8 +186,9 @@ mod tests {
                 ),
             }
         }
-        // lambda, high_lambda, eta, k, combiner, low_fraction, lambda_iw, prior_sd_floor.
-        assert_eq!(shown_any, 8);
+        // lambda, high_lambda, eta, k, combiner, low_fraction, noise_share, lambda_iw,
+        // prior_sd_floor.
+        assert_eq!(shown_any, 9);
     }
 
     #[test]
