@@ -150,7 +150,7 @@ def test_load_hands_numpy_the_memory_without_a_copy():
 def test_a_secure_standardised_model_applies_to_raw_rows():
     # The study standardises with pooled statistics; its result carries them, and
     # predict_proba applies the model to raw rows. Reference: numpy, standardising by hand.
-    # The first eight raw features (values from 0 to 2,501; `cli/tests/cli.rs` applies a model of all
+    # The first eight raw features (values from 0 to 2,501; `cli/tests/suite/cli.rs` applies a model of all
     # 30 through the command line).
     X, y = load_breast_cancer(return_X_y=True)
     X = X[:, :8]

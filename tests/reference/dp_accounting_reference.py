@@ -1,4 +1,4 @@
-# Independent reference for cli/tests/dp_accounting.rs: Google's dp-accounting (pip install
+# Independent reference for cli/tests/suite/dp_accounting.rs: Google's dp-accounting (pip install
 # dp-accounting==0.6.0), RDP of Poisson-subsampled Gaussian mechanisms composed over steps, at
 # the integer orders privlogit uses, and the (epsilon, delta) conversion; and, for plain
 # Gaussians, zCDP's conversion approximated by RDP on a dense grid of real orders.

@@ -1,4 +1,4 @@
-# Independent reference for cli/tests/dp.rs: non-private l2 logistic regression on rows scaled to
+# Independent reference for cli/tests/suite/dp.rs: non-private l2 logistic regression on rows scaled to
 # unit norm (Algorithm 1 step 7, RowScaling::Normalize), objective
 #   J(w) = 1/n sum log(1 + exp(-y_i w.x_i)) + lam/2 ||w - c||^2,
 # minimised by numpy Newton iterations until the gradient norm is 1e-14.

@@ -1,4 +1,4 @@
-"""Reference values for the held-out evaluation tests (cli/tests/evaluation.rs): winequality_red's
+"""Reference values for the held-out evaluation tests (cli/tests/suite/evaluation.rs): winequality_red's
 first 1,200 rows fit an unpenalised logistic regression with an intercept (statsmodels' Logit,
 Newton), its last 399 rows are held out, and scikit-learn scores the model on them.
 

@@ -1,4 +1,4 @@
-"""Reference values for tests/glm.rs: statsmodels' GLM (pooled, unpenalised, canonical links) on
+"""Reference values for tests/suite/glm.rs: statsmodels' GLM (pooled, unpenalised, canonical links) on
 winequality_red with a derived column, for the Gaussian and Poisson families, with and without an
 offset and prior weights (statsmodels' var_weights, R's glm(weights =)).
 

@@ -1,4 +1,4 @@
-"""Reference values for cli/tests/inference.rs, from statsmodels (pooled, unpenalised) and numpy.
+"""Reference values for cli/tests/suite/inference.rs, from statsmodels (pooled, unpenalised) and numpy.
 
 Run: target/dev-venv/bin/python tests/references/inference_statsmodels.py
 Versions used: statsmodels 0.15.0, numpy 2.4.6, scipy (statsmodels' dependency).

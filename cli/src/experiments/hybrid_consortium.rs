@@ -15,7 +15,7 @@
 //!
 //! The secure steps are computed here by their plaintext equivalents (`plr::minimise` with
 //! the very noise both servers of a study seeded alike draw, the same centre): the secure runs
-//! equal them to 1e-9 (cli/tests/secure_plr.rs), [`check_secure`] runs one repeat's secure PLR
+//! equal them to 1e-9 (cli/tests/suite/secure_plr.rs), [`check_secure`] runs one repeat's secure PLR
 //! points as real studies to show it, and running every point through Paillier would only add
 //! hours.
 //! Choices: per repeat, the rows are shuffled, 30 % held out for testing, and the rest cut into

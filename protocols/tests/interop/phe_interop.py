@@ -6,7 +6,7 @@ strings) and ciphertexts privlogit made ({"name": [ciphertext, exponent]}). Decr
 phe, encrypts the same numbers with phe, computes E(-1.5) * (-2.25) + E(0.1) with phe, and
 prints one JSON object with the results. Exit status 3 when phe is not installed.
 
-Run by protocols/tests/phe_interop.rs; by hand: python3 phe_interop.py < input.json
+Run by protocols/tests/suite/phe_interop.rs; by hand: python3 phe_interop.py < input.json
 """
 import json
 import sys

@@ -1,6 +1,6 @@
 //! The plaintext distributed optimisers against independent references and against each other.
 
-mod common;
+use crate::common;
 
 use common::{max_abs_diff, prepared, reference};
 use privlogit::data::partition;

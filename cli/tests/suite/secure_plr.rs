@@ -4,7 +4,7 @@
 //!
 //! Keys are 1024-bit test keys (insecure, fast); the protocol does not depend on the size.
 
-mod common;
+use crate::common;
 
 use ndarray::{Array1, Array2, Axis};
 use privlogit::dp::plr;

@@ -10,7 +10,7 @@
 //! 1e-9 (Newton converges quadratically, so the coefficients agree to about 1e-10; the wine
 //! intercept's standard error is 79, so its interval ends carry the 1e-10 agreement times 1).
 
-mod common;
+use crate::common;
 
 use common::json::{assert_lr, assert_table, close, floats, pairs, spec_of, study, toml};
 use privlogit::fit::job::FitJob;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 
 fn privlogit(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_privlogit"))

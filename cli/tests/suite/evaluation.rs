@@ -8,7 +8,7 @@
 //! (the issue's): both sides fit to the optimum (gradient norm below 1e-9 here), so the
 //! predicted probabilities agree to about 1e-11.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -11,7 +11,7 @@
 //! Format: the secure studies' default 64 / 46 (see `DEFAULT_FORMAT` for why not the circuits'
 //! 64 / 32).
 
-mod common;
+use crate::common;
 
 use common::{load_shared, max_abs_diff, prepared, split_and_prepare};
 use privlogit::data::partition;
@@ -496,7 +496,7 @@ fn a_node_killed_mid_run_stops_the_study_with_a_named_error() {
 /// simulated 10,000 x 20 and a simulated 20,000 x 100 set, each in 3 parties, every protocol
 /// and accelerated variant with the default (masked) linear algebra, equal to the plaintext run
 /// of the same optimiser to 1e-6 with the same iterations. Several minutes, so not in CI's
-/// default run: `cargo test --release --test secure_protocols -- --ignored --nocapture`.
+/// default run: `cargo test --release -p privlogit-cli --test suite secure_protocols -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn every_protocol_matches_plaintext_on_the_issue_data() {

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::deployment::{
     DEPLOYMENT_FEATURES, Deployment, HOSPITALS, coefficients, demo, free_port, json,
     narrow_hospitals, node_process, plaintext_fit,
@@ -390,7 +390,7 @@ fn every_party_exits_zero_after_a_successful_study() {
 }
 
 /// A secure study with a negative penalty is refused before any key is made (lambda 0, maximum
-/// likelihood, is a study of its own: cli/tests/inference.rs).
+/// likelihood, is a study of its own: cli/tests/suite/inference.rs).
 #[test]
 fn secure_study_refuses_a_negative_lambda() {
     let out = Command::new(env!("CARGO_BIN_EXE_privlogit"))
@@ -1129,7 +1129,7 @@ fn a_published_dp_model_centres_a_secure_plr_study() {
 /// (`node --test-party`), the aggregator asks for the evaluation (`--evaluate`); the published
 /// figures, the exact AUC ranked in the servers' garbled circuit included, equal `fit
 /// --test-party` on the same files (the pooled computation, checked against scikit-learn in
-/// cli/tests/evaluation.rs) to 1e-9.
+/// cli/tests/suite/evaluation.rs) to 1e-9.
 #[test]
 fn nodes_in_separate_processes_evaluate_their_held_out_rows() {
     let d = Deployment::new("heldout");

@@ -2,7 +2,7 @@
 //! (`tests/common` at the repository's root) and the ones that run `privlogit` processes.
 #![allow(dead_code, unused_imports)]
 
-#[path = "../../../tests/common/mod.rs"]
+#[path = "../../../../tests/common/mod.rs"]
 mod library;
 
 pub use library::*;

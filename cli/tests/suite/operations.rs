@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::deployment::{
     Deployment, HOSPITALS, coefficients, demo, free_port, json, node_process, plaintext_fit,
 };

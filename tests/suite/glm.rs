@@ -7,9 +7,9 @@
 //! columns each case uses). Tolerances are the issue's: coefficients, p-values and interval ends
 //! to 1e-6 absolute, standard errors, deviances, AIC, BIC and the Gaussian's dispersion (statsmodels' `scale`) to 1e-6
 //! relative. Both sides stop at the optimum (Newton, gradient norm below 1e-9 here; statsmodels'
-//! IRLS at tol 1e-14), so they agree to about 1e-9 (measured: `cargo test --test glm`).
+//! IRLS at tol 1e-14), so they agree to about 1e-9 (measured: `cargo test --release --test suite glm`).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

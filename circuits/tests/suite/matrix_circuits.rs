@@ -148,7 +148,7 @@ fn cholesky_and_inverse_match_f64() {
 }
 
 /// AND gates of the Cholesky circuit, counted by running it on the counting backend
-/// (`cargo test --release -p privlogit-circuits --test matrix_circuits gate_count -- --nocapture`).
+/// (`cargo test --release -p privlogit-circuits --test suite matrix_circuits::gate_count -- --nocapture`).
 fn cholesky_ands(d: usize) -> u64 {
     let mut c = Builder::counter();
     let a: Matrix<()> = (0..d)

@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::{Distribution, Normal};
 
-mod common;
+use crate::common;
 
 fn reference() -> serde_json::Value {
     let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))

@@ -1,7 +1,7 @@
 //! `privlogit dp fit` and `privlogit dp experiment` on the command line: results, the privacy
 //! ledger's refusals, and errors that name the parameter or the file position.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! The `privlogit` command line: malformed input is refused with file, line and column and no
 //! output; good input gives the documented JSON and table.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

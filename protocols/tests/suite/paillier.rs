@@ -15,7 +15,7 @@ fn hex(s: &str) -> BigUint {
 
 /// The ISO/IEC 18033-6 vector (file header records its provenance).
 fn iso_vector() -> std::collections::HashMap<String, BigUint> {
-    let text = include_str!("vectors/iso_iec_18033_6_paillier.txt");
+    let text = include_str!("../vectors/iso_iec_18033_6_paillier.txt");
     text.lines()
         .filter(|l| !l.starts_with('#') && l.contains('='))
         .map(|l| {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ndarray::Axis;
 
-mod common;
+use crate::common;
 use common::process::{Role, address, fresh_dir, new_identity, privlogit, privlogit_ok};
 
 /// The numpy reference of tests/reference/dpstgd_reference.py (command in its JSON).

@@ -1,7 +1,7 @@
 //! Differential privacy: PLR against numpy references, PCA against numpy's eigh, parameter
 //! validation, and the experiments end to end on a small scale.
 
-mod common;
+use crate::common;
 
 use ndarray::{Array1, Array2, Axis};
 use privlogit::dp::feature_split::{self, FeatureSplit};

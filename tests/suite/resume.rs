@@ -8,7 +8,7 @@
 //! is kept, which stops the aggregator with an error: every party then sees its peer hang up,
 //! as when a process dies.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Dissertation Figure 5.5: from every coefficient = 2 on simulated data with 50 features,
 //! Newton runs away while PrivLogit converges.
 
-mod common;
+use crate::common;
 
 use common::max_abs_diff;
 use privlogit::data::partition;

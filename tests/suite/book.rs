@@ -241,7 +241,7 @@ fn relative(path: &Path) -> String {
         .to_string()
 }
 
-/// The repository paths the book names in code spans (`src/dp/release.rs`, `cli/tests/dp.rs`)
+/// The repository paths the book names in code spans (`src/dp/release.rs`, `cli/tests/suite/dp.rs`)
 /// exist, so that its "adding a method" and "adding a protocol" lists, and every other pointer
 /// into the code, stay true when files move. A path with a placeholder (`src/dp/NAME.rs`) is
 /// left out; a path may be relative to its crate's folder (crates.md's rows are).

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::deployment::json;
 use common::process::{Role, address, fresh_dir, new_identity, privlogit, privlogit_ok};
 

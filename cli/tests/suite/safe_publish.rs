@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
+use crate::common;
 use common::deployment::demo;
 use common::process::{fresh_dir, privlogit};
 
