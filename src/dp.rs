@@ -16,7 +16,7 @@
 //! - [`penalised`]: logistic regression with row weights and a diagonal Gaussian prior;
 //! - [`accounting`]: (epsilon, delta) composition, amplification by sampling, RDP and zCDP;
 //! - [`ledger`]: epsilon spent per data set, and refusals past a total stored in the ledger;
-//! - [`mnist`], [`experiment`]: the papers' MNIST experiments.
+//! - [`mnist`]: the digits table the papers' MNIST experiments read (`privlogit dp experiment`).
 
 pub mod accounting;
 pub mod discrete;

@@ -150,6 +150,45 @@ impl Error {
         }
     }
 
+    /// Whether a setting or the plan it makes was refused (a value out of range, settings that
+    /// do not go together), for callers that report them apart (Python's `SettingError`).
+    pub fn is_setting(&self) -> bool {
+        let fit = |f: &FitError| {
+            matches!(
+                f,
+                FitError::InvalidParameter { .. }
+                    | FitError::InitialLength { .. }
+                    | FitError::CentreLength { .. }
+            )
+        };
+        match self {
+            Error::Setting { .. } | Error::Plan(_) => true,
+            Error::Fit(f) | Error::Study(StudyError::Fit(f)) => fit(f),
+            _ => false,
+        }
+    }
+
+    /// Whether the model cannot be estimated from these data (separated classes, collinear or
+    /// constant columns), found before or during the fit: no model is published, and the fix
+    /// is in the design or the penalty, not a rerun (Python's `EstimationError`).
+    pub fn is_estimation(&self) -> bool {
+        let secure = |e: &SecureError| {
+            matches!(
+                e,
+                SecureError::Separated { .. } | SecureError::Singular { .. }
+            )
+        };
+        match self {
+            Error::Design(_)
+            | Error::Fit(FitError::BoundNotPositiveDefinite)
+            | Error::Study(StudyError::Fit(FitError::BoundNotPositiveDefinite)) => true,
+            Error::Secure(e) | Error::Study(StudyError::Secure(e) | StudyError::Party(_, e)) => {
+                secure(e)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether it is about the data (a file, a row, a value), for callers that report data
     /// errors apart (Python's `DataError`).
     pub fn is_data(&self) -> bool {

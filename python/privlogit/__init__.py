@@ -2,9 +2,12 @@
 
 The computation is in Rust (`privlogit._native`, the crates the `privlogit` command is built
 from); this layer passes numpy arrays (read in place, not copied) and offers a scikit-learn
-estimator. Faults raise `PrivlogitError` (a ValueError) with the command line's message;
-`DataError` for a file that cannot be read (file, line, column), `BudgetExceeded` for a DP fit
-its ledger refuses.
+estimator. Faults raise `PrivlogitError` (a ValueError) with the command line's message, or
+one of its kinds: `DataError` for a file that cannot be read (file, line, column),
+`SettingError` for a refused setting, `NetworkError` for a lost party or network (run again or
+resume; the command line's exit status 5), `EstimationError` for a model the data cannot
+estimate (separated classes, collinear columns), `BudgetExceeded` for a DP fit its ledger
+refuses.
 
 - `load`, `fit`, `study`: data files, the plaintext distributed fit, the secure study in this
   process (settings, defaults and checks are the library's, as on the command line);
@@ -25,9 +28,9 @@ import os
 import numpy as np
 
 from . import _native
-from ._native import BudgetExceeded, DataError, PrivlogitError
+from ._native import BudgetExceeded, DataError, EstimationError, NetworkError, PrivlogitError, SettingError
 
-__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "BudgetExceeded", "dp", "paillier", "accounting"]
+__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "SettingError", "NetworkError", "EstimationError", "BudgetExceeded", "dp", "paillier", "accounting"]
 
 
 def _as_float64(a, ndim, what):

@@ -19,6 +19,26 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     privlogit,
+    SettingError,
+    PrivlogitError,
+    "A setting refused: a value out of range, or settings that do not go together."
+);
+pyo3::create_exception!(
+    privlogit,
+    NetworkError,
+    PrivlogitError,
+    "A party or the network failed during a secure study (a lost peer, an abort, a timeout, a \
+     refused certificate): run it again, or resume it from the aggregator's checkpoint."
+);
+pyo3::create_exception!(
+    privlogit,
+    EstimationError,
+    PrivlogitError,
+    "A model these data cannot estimate (separated classes, collinear or constant columns): no \
+     model is published; penalise the fit or change the design."
+);
+pyo3::create_exception!(
+    privlogit,
     BudgetExceeded,
     PrivlogitError,
     "A fit refused because it would take a data set past its ledger's privacy total."
@@ -42,13 +62,21 @@ pub fn error(e: impl std::fmt::Display) -> PyErr {
 }
 
 /// A library error as the exception its kind calls for: `DataError` for a file, a row or a
-/// value, `BudgetExceeded` for a release the ledger refuses, `PrivlogitError` otherwise.
+/// value, `BudgetExceeded` for a release the ledger refuses, `SettingError` for a refused
+/// setting, `NetworkError` for a lost party or network, `EstimationError` for a model the data
+/// cannot estimate, `PrivlogitError` otherwise (every one a `PrivlogitError`).
 pub fn raise(e: privlogit::error::Error) -> PyErr {
     let message = in_keywords(&e.to_string());
     if e.is_over_budget() {
         BudgetExceeded::new_err(message)
     } else if e.is_data() {
         DataError::new_err(message)
+    } else if e.is_setting() {
+        SettingError::new_err(message)
+    } else if e.is_network() {
+        NetworkError::new_err(message)
+    } else if e.is_estimation() {
+        EstimationError::new_err(message)
     } else {
         PrivlogitError::new_err(message)
     }

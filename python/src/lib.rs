@@ -376,6 +376,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py_dl::PyDeepModel>()?;
     m.add("PrivlogitError", m.py().get_type::<PrivlogitError>())?;
     m.add("DataError", m.py().get_type::<DataError>())?;
+    m.add("SettingError", m.py().get_type::<errors::SettingError>())?;
+    m.add("NetworkError", m.py().get_type::<errors::NetworkError>())?;
+    m.add(
+        "EstimationError",
+        m.py().get_type::<errors::EstimationError>(),
+    )?;
     m.add(
         "BudgetExceeded",
         m.py().get_type::<errors::BudgetExceeded>(),

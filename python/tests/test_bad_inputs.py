@@ -88,3 +88,23 @@ def test_every_bad_input_raises_an_exception_not_a_panic(tmp_path):
             continue
         missed.append(f"{name}: no error")
     assert not missed, "\n".join(missed)
+
+
+def test_exceptions_say_the_kind_of_failure(tmp_path):
+    """A refusal raises the subclass of PrivlogitError its kind calls for (the command line's
+    exit statuses, docs/src/deployment.md, make the same split): a setting, the data, a model
+    the data cannot estimate."""
+    with pytest.raises(privlogit.SettingError, match="lambda"):
+        privlogit.fit([GOOD], lam=-1.0)
+    with pytest.raises(privlogit.SettingError, match="`max_iter`"):
+        privlogit.fit([GOOD], max_iter="many")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,label\n1,0\nx,1\n")
+    with pytest.raises(privlogit.DataError, match="bad.csv:3:1"):
+        privlogit.fit([str(bad)], label="label")
+    collinear = (np.column_stack([X, X[:, 0]]), (X[:, 1] > 0).astype(float))
+    with pytest.raises(privlogit.EstimationError, match="collinear|combination"):
+        privlogit.fit([collinear], lam=0.0)
+    for kind in (privlogit.SettingError, privlogit.DataError, privlogit.NetworkError,
+                 privlogit.EstimationError, privlogit.BudgetExceeded):
+        assert issubclass(kind, privlogit.PrivlogitError)

@@ -274,6 +274,22 @@ pub enum DataError {
         /// The cell as written.
         value: String,
     },
+    /// A cell outside the range its column takes (a digit 0-9, a grey level 0-255).
+    #[error("{path}:{line}:{column}: {value:?} in column {name:?} is outside {range}")]
+    OutOfRange {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: usize,
+        /// Column name.
+        name: String,
+        /// The cell as written.
+        value: String,
+        /// The range the column takes.
+        range: &'static str,
+    },
     /// A label cell is neither 0 nor 1.
     #[error("{path}:{line}:{column}: label {value:?} in column {name:?} {reason}")]
     BadLabel {

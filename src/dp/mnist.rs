@@ -1,34 +1,10 @@
 //! The MNIST digits table (`label,px0,...,px783`, grey levels 0-255) the experiments read.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ndarray::Array2;
 
-/// A fault in the digits file, with its place.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DataError {
-    /// The file could not be read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// A cell or line is wrong.
-    #[error("{path}:{line}:{column}: {message}")]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line.
-        line: u64,
-        /// 1-based column (in characters of the line).
-        column: u64,
-        /// What is wrong.
-        message: String,
-    },
-}
+use crate::data::DataError;
 
 /// Digits and their pixels, scaled to [0, 1] (division by the public maximum 255).
 #[derive(Debug, Clone, PartialEq)]
@@ -40,69 +16,89 @@ pub struct Digits {
 }
 
 impl Digits {
-    /// Reads `path`; every fault is reported with its line and column.
+    /// Reads `path`; every fault is reported with its line and column (the data loaders'
+    /// [`DataError`]).
     pub fn load(path: &Path) -> Result<Self, DataError> {
         let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
             path: path.to_owned(),
             source,
         })?;
+        let at = || path.to_path_buf();
         let mut lines = text.lines();
         let header = lines
             .next()
-            .ok_or_else(|| invalid(path, 1, 1, "file is empty (expected a header row)".into()))?;
-        let width = header.split(',').count();
-        if header.split(',').next() != Some("label") || width < 2 {
-            return Err(invalid(
-                path,
-                1,
-                1,
-                "expected a header `label,px0,...`".into(),
-            ));
+            .ok_or_else(|| DataError::Empty { path: at() })?;
+        let names: Vec<&str> = header.split(',').collect();
+        if names[0] != "label" {
+            return Err(DataError::UnknownColumn {
+                path: at(),
+                line: 1,
+                role: "label (first)",
+                name: "label".into(),
+                available: header.to_string(),
+            });
         }
+        if names.len() < 2 {
+            return Err(DataError::NoFeatures { path: at() });
+        }
+        let width = names.len();
         let (mut labels, mut pixels) = (Vec::new(), Vec::new());
         for (i, line) in lines.enumerate() {
             let line_no = i as u64 + 2;
             let mut column = 1;
             let mut cells = 0;
             for (j, cell) in line.split(',').enumerate() {
-                let value: f64 = cell.trim().parse().map_err(|_| {
-                    invalid(path, line_no, column, format!("`{cell}` is not a number"))
+                let name = names
+                    .get(j)
+                    .copied()
+                    .unwrap_or("(beyond the header)")
+                    .to_string();
+                let value: f64 = cell.trim().parse().map_err(|_| DataError::NonNumeric {
+                    path: at(),
+                    line: line_no,
+                    column,
+                    name: name.clone(),
+                    value: cell.to_string(),
                 })?;
+                let range = if j == 0 { "0-9" } else { "0-255" };
+                let ok = if j == 0 {
+                    (0.0..=9.0).contains(&value) && value.fract() == 0.0
+                } else {
+                    (0.0..=255.0).contains(&value)
+                };
+                if !ok {
+                    return Err(DataError::OutOfRange {
+                        path: at(),
+                        line: line_no,
+                        column,
+                        name,
+                        value: cell.to_string(),
+                        range,
+                    });
+                }
                 if j == 0 {
-                    if !(0.0..=9.0).contains(&value) || value.fract() != 0.0 {
-                        return Err(invalid(
-                            path,
-                            line_no,
-                            column,
-                            format!("digit {cell} is not 0-9"),
-                        ));
-                    }
                     labels.push(value as u8);
                 } else {
-                    if !(0.0..=255.0).contains(&value) {
-                        return Err(invalid(
-                            path,
-                            line_no,
-                            column,
-                            format!("pixel {cell} is outside 0-255"),
-                        ));
-                    }
                     pixels.push(value / 255.0);
                 }
-                column += cell.len() as u64 + 1;
+                column += cell.chars().count() + 1;
                 cells += 1;
             }
             if cells != width {
-                return Err(invalid(
-                    path,
-                    line_no,
+                return Err(DataError::Ragged {
+                    path: at(),
+                    line: line_no,
                     column,
-                    format!("{cells} cells where the header has {width}"),
-                ));
+                    expected: width,
+                    found: cells,
+                });
             }
         }
         if labels.is_empty() {
-            return Err(invalid(path, 2, 1, "no data rows after the header".into()));
+            return Err(DataError::NoRows {
+                path: at(),
+                line: 2,
+            });
         }
         let pixels = Array2::from_shape_vec((labels.len(), width - 1), pixels).expect("counted");
         Ok(Self { labels, pixels })
@@ -113,14 +109,5 @@ impl Digits {
         (0..self.labels.len())
             .filter(|&i| self.labels[i] == digit)
             .collect()
-    }
-}
-
-fn invalid(path: &Path, line: u64, column: u64, message: String) -> DataError {
-    DataError::Invalid {
-        path: path.to_owned(),
-        line,
-        column,
-        message,
     }
 }

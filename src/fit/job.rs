@@ -463,27 +463,7 @@ pub fn progress_line(r: &IterationRecord) -> String {
 impl FitResult {
     /// How the fit ended, as a line to print when it did not converge.
     pub fn ending_note(&self) -> Option<String> {
-        let r = &self.fitted.report;
-        match r.status {
-            Status::Diverged(reason) => {
-                let hint = match reason {
-                    privlogit_protocols::DivergenceReason::HessianNotPositiveDefinite => "",
-                    _ => "; PrivLogit converges from any start",
-                };
-                Some(format!(
-                    "error: {} diverged at iteration {}: {}{hint}",
-                    r.optimizer,
-                    r.iterations,
-                    reason.describe()
-                ))
-            }
-            Status::MaxIterations => Some(format!(
-                "warning: stopped after {} iterations without meeting the stopping rule (raise \
-                 setting `max_iter`)",
-                r.iterations
-            )),
-            Status::Converged => None,
-        }
+        self.fitted.report.ending_note()
     }
 
     /// Whether the fit diverged.

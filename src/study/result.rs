@@ -123,20 +123,7 @@ impl StudyResult {
 
     /// The line to print about an ending other than convergence.
     pub fn ending_note(&self) -> Option<String> {
-        let r = &self.outcome.fit;
-        match r.status {
-            Status::Diverged(reason) => Some(format!(
-                "error: diverged at iteration {}: {}",
-                r.iterations,
-                reason.describe()
-            )),
-            Status::MaxIterations => Some(format!(
-                "warning: stopped after {} iterations without meeting the stopping rule (raise \
-                 setting `max_iter`)",
-                r.iterations
-            )),
-            Status::Converged => None,
-        }
+        self.outcome.fit.ending_note()
     }
 
     /// With two Nodes whose study file allows more than the coefficients

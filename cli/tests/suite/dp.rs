@@ -442,10 +442,16 @@ fn digits_file_errors_name_line_and_column() {
     let path = dir.join("d.csv");
     std::fs::write(&path, "label,px0,px1\n3,0,255\n4,12,x7\n").expect("write");
     let e = Digits::load(&path).expect_err("bad cell").to_string();
-    assert!(e.ends_with("d.csv:3:6: `x7` is not a number"), "{e}");
+    assert!(
+        e.ends_with("d.csv:3:6: \"x7\" in column \"px1\" is not a finite number"),
+        "{e}"
+    );
     std::fs::write(&path, "label,px0,px1\n3,0,256\n").expect("write");
     let e = Digits::load(&path).expect_err("bad pixel").to_string();
-    assert!(e.contains("d.csv:2:5: pixel 256 is outside 0-255"), "{e}");
+    assert!(
+        e.contains("d.csv:2:5: \"256\" in column \"px1\" is outside 0-255"),
+        "{e}"
+    );
     std::fs::write(&path, "label,px0,px1\n3,0\n").expect("write");
     let e = Digits::load(&path).expect_err("short row").to_string();
     assert!(e.contains("d.csv:2:"), "{e}");

@@ -557,7 +557,10 @@ fn experiment_reports_a_bad_digits_file_by_position() {
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("digits.csv:3:1: digit 12 is not 0-9"), "{err}");
+    assert!(
+        err.contains("digits.csv:3:1: \"12\" in column \"label\" is outside 0-9"),
+        "{err}"
+    );
     assert!(!dir.join("out/stacking.csv").exists());
     let out = privlogit(&["dp", "experiment", "transfer", "--epsilons", "1,-2"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("epsilon"));

@@ -51,6 +51,7 @@ use super::{
     backend,
 };
 use crate::aggregation::Aggregation;
+use crate::penalty::Penalty;
 
 pub(super) fn fit<A: Aggregation>(
     aggregation: &mut A,
@@ -148,32 +149,26 @@ pub(super) fn fit<A: Aggregation>(
         }
         let plain = &beta + &step;
 
-        let mut accepted = None;
-        if let (Some(history), Some(memory)) = (anderson.as_mut(), acceleration_memory) {
-            // Restarted every `memory` iterations: a perturbation of one step (the masks'
-            // rounding in a secure run) reaches at most the extrapolations of its cycle, where
-            // a sliding window carries it on and Anderson's extrapolation weights amplify it
-            // at every iteration (see the module).
-            if trace.iterations().is_multiple_of(memory) {
-                history.restart();
+        let accepted = match (anderson.as_mut(), acceleration_memory) {
+            (Some(history), Some(memory)) => {
+                let base = Base {
+                    beta: &beta,
+                    step: &step,
+                    gradient: &gradient,
+                    objective: &objective,
+                };
+                accelerated(
+                    aggregation,
+                    penalty,
+                    &mut trace,
+                    history,
+                    memory,
+                    base,
+                    &mut rejected,
+                )?
             }
-            history.push(beta.clone(), step.clone());
-            if let Some(candidate) = history.extrapolate() {
-                let (g, l) = aggregation
-                    .gradient_and_objective(&candidate, penalty)
-                    .map_err(backend)?;
-                trace.round();
-                if aggregation
-                    .sufficient_increase(&l, &objective, &gradient, &step, ACCEPTANCE_SLACK)
-                    .map_err(backend)?
-                {
-                    accepted = Some((candidate, g, l));
-                } else {
-                    rejected += 1;
-                    history.restart();
-                }
-            }
-        }
+            _ => None,
+        };
 
         let (next, next_gradient, next_objective, kind) = match accepted {
             Some((candidate, g, l)) => (candidate, g, l, StepKind::Accelerated),
@@ -203,4 +198,56 @@ pub(super) fn fit<A: Aggregation>(
     let mut report = trace.finish(optimizer, beta, status);
     report.rejected_candidates = rejected;
     Ok(report)
+}
+
+/// Where an iteration starts: the iterate, its bound step, gradient and objective.
+struct Base<'a, A: Aggregation> {
+    beta: &'a Array1<f64>,
+    step: &'a Array1<f64>,
+    gradient: &'a A::Vector,
+    objective: &'a A::Scalar,
+}
+
+/// Accelerated PrivLogit's candidate for the next iterate: Anderson's extrapolation of the
+/// recent steps (restarted every `memory` iterations: a perturbation of one step, the masks'
+/// rounding in a secure run, reaches at most the extrapolations of its cycle, where a sliding
+/// window carries it on and the extrapolation weights amplify it at every iteration; see the
+/// module), evaluated in one round and kept with its gradient and objective if it increases
+/// the objective enough; a rejection restarts the history and is counted.
+#[allow(clippy::type_complexity)]
+fn accelerated<A: Aggregation>(
+    aggregation: &mut A,
+    penalty: Penalty<'_>,
+    trace: &mut Trace<'_>,
+    history: &mut Anderson,
+    memory: usize,
+    base: Base<'_, A>,
+    rejected: &mut usize,
+) -> Result<Option<(Array1<f64>, A::Vector, A::Scalar)>, FitError> {
+    if trace.iterations().is_multiple_of(memory) {
+        history.restart();
+    }
+    history.push(base.beta.clone(), base.step.clone());
+    let Some(candidate) = history.extrapolate() else {
+        return Ok(None);
+    };
+    let (g, l) = aggregation
+        .gradient_and_objective(&candidate, penalty)
+        .map_err(backend)?;
+    trace.round();
+    let sufficient = aggregation
+        .sufficient_increase(
+            &l,
+            base.objective,
+            base.gradient,
+            base.step,
+            ACCEPTANCE_SLACK,
+        )
+        .map_err(backend)?;
+    if sufficient {
+        return Ok(Some((candidate, g, l)));
+    }
+    *rejected += 1;
+    history.restart();
+    Ok(None)
 }

@@ -111,6 +111,31 @@ impl FitReport {
     pub fn converged(&self) -> bool {
         self.status == Status::Converged
     }
+
+    /// How the fit ended, as a line a front end prints when it did not converge (the same
+    /// words for a plaintext fit and a secure study).
+    pub fn ending_note(&self) -> Option<String> {
+        match self.status {
+            Status::Diverged(reason) => {
+                let hint = match reason {
+                    crate::DivergenceReason::HessianNotPositiveDefinite => "",
+                    _ => "; PrivLogit converges from any start",
+                };
+                Some(format!(
+                    "error: {} diverged at iteration {}: {}{hint}",
+                    self.optimizer,
+                    self.iterations,
+                    reason.describe()
+                ))
+            }
+            Status::MaxIterations => Some(format!(
+                "warning: stopped after {} iterations without meeting the stopping rule (raise \
+                 setting `max_iter`)",
+                self.iterations
+            )),
+            Status::Converged => None,
+        }
+    }
 }
 
 /// Bookkeeping shared by the optimisers: counts rounds, records iterates, tells the observer.

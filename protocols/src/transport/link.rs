@@ -485,166 +485,25 @@ pub(crate) fn start<S>(
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
-    let (mut reader, mut writer) = tokio::io::split(stream);
-    let (to_writer, mut from_pipe) = mpsc::channel::<Outgoing>(IN_FLIGHT);
+    let (reader, writer) = tokio::io::split(stream);
+    let (to_writer, from_pipe) = mpsc::channel::<Outgoing>(IN_FLIGHT);
     let (to_pipe, from_reader) = mpsc::channel::<io::Result<Vec<u8>>>(IN_FLIGHT);
     let (written_tx, written_rx) = oneshot::channel();
     let rt = runtime();
 
-    let mut stop = group.reason.subscribe();
-    let shape = super::shape::link_shape();
-    let writer_task = rt.spawn(async move {
-        let mid_record = AtomicBool::new(false);
-        // When the dialled-in link has finished serialising what went before.
-        let mut line_free = tokio::time::Instant::now();
-        let work = async {
-            loop {
-                let next = tokio::select! {
-                    m = from_pipe.recv() => m,
-                    () = tokio::time::sleep(timing.heartbeat) => {
-                        mid_record.store(true, Ordering::Relaxed);
-                        write_record(&mut writer, Kind::Heartbeat, &[]).await?;
-                        writer.flush().await?;
-                        mid_record.store(false, Ordering::Relaxed);
-                        continue;
-                    }
-                };
-                mid_record.store(true, Ordering::Relaxed);
-                match next {
-                    Some(Outgoing::Data(chunk, handed)) => {
-                        if !shape.is_native() {
-                            line_free = line_free.max(handed) + shape.serialisation(chunk.len());
-                            tokio::time::sleep_until(line_free + shape.latency).await;
-                        }
-                        for piece in chunk.chunks(CHUNK) {
-                            write_record(&mut writer, Kind::Data, piece).await?;
-                        }
-                        if from_pipe.is_empty() {
-                            writer.flush().await?;
-                        }
-                    }
-                    Some(Outgoing::Close) => {
-                        write_record(&mut writer, Kind::Close, &[]).await?;
-                        writer.flush().await?;
-                        let _ = written_tx.send(());
-                        // Keep heartbeating until this end is dropped, so that the peer,
-                        // still finishing, does not take this end for lost.
-                        mid_record.store(false, Ordering::Relaxed);
-                        loop {
-                            tokio::select! {
-                                m = from_pipe.recv() => if m.is_none() { return Ok(()) },
-                                () = tokio::time::sleep(timing.heartbeat) => {
-                                    write_record(&mut writer, Kind::Heartbeat, &[]).await?;
-                                    writer.flush().await?;
-                                }
-                            }
-                        }
-                    }
-                    None => return Ok::<(), io::Error>(()),
-                }
-                mid_record.store(false, Ordering::Relaxed);
-            }
-        };
-        let reason = tokio::select! {
-            biased;
-            r = stopped(&mut stop) => Some(r),
-            _ = work => None,
-        };
-        // The pipe may have been dropped (ending `work`) just as the group stopped.
-        let reason = reason.or_else(|| stop.borrow().clone());
-        if let Some(reason) = reason.filter(|_| !mid_record.load(Ordering::Relaxed)) {
-            let body = truncated(&reason, MAX_CONTROL as usize);
-            let _ = tokio::time::timeout(Duration::from_secs(1), async {
-                write_record(&mut writer, Kind::Abort, body.as_bytes()).await?;
-                writer.flush().await
-            })
-            .await;
-        }
-        let _ = tokio::time::timeout(Duration::from_secs(1), writer.shutdown()).await;
-    });
+    let stop = group.reason.subscribe();
+    let writer_task = rt.spawn(write_loop(writer, from_pipe, written_tx, timing, stop));
     group.writers.lock().expect("writers").push(writer_task);
-
-    let mut stop = group.reason.subscribe();
-    let reader_group = Arc::clone(&group);
-    let who = peer.clone();
-    rt.spawn(async move {
-        // The peer is lost (`true`) or stopped the study itself.
-        let fail = |message: String, peer_lost: bool| {
-            let reported = admission
-                .as_ref()
-                .is_some_and(|(admission, id)| admission.report(*id, &message));
-            if !reported {
-                if peer_lost {
-                    reader_group.lose(&who, &message);
-                } else {
-                    reader_group.trigger(&message);
-                }
-            }
-            let error = if peer_lost {
-                TransportError::PeerLost {
-                    peer: who.clone(),
-                    message,
-                }
-            } else {
-                TransportError::Aborted {
-                    message,
-                    lost_peer: None,
-                }
-            };
-            error.into_io(io::ErrorKind::ConnectionAborted)
-        };
-        loop {
-            let record = tokio::select! {
-                r = stopped(&mut stop) => {
-                    let _ = to_pipe.try_send(Err(reader_group.aborted(&r)));
-                    return;
-                }
-                r = tokio::time::timeout(timing.deadline, read_record(&mut reader)) => r,
-            };
-            let item = match record {
-                Err(_) => Err(fail(
-                    format!(
-                        "{who} gave no sign of life for {} s (stopped, or its network is down)",
-                        timing.deadline.as_secs_f64()
-                    ),
-                    true,
-                )),
-                Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    Err(fail(format!("{who} hung up"), true))
-                }
-                Ok(Err(e)) => Err(fail(format!("{who}: {e}"), true)),
-                Ok(Ok((Kind::Data, body))) => Ok(body),
-                Ok(Ok((Kind::Heartbeat, _))) => continue,
-                Ok(Ok((Kind::Close, _))) => {
-                    // Before admission ends, a closed connection gives up its place.
-                    if let Some((admission, id)) = &admission {
-                        admission.report(*id, &format!("{who} ended the connection"));
-                    }
-                    Err(closed(&who))
-                }
-                Ok(Ok((Kind::Abort, body))) => Err(fail(
-                    format!(
-                        "{who} stopped the study: {}",
-                        String::from_utf8_lossy(&body)
-                    ),
-                    false,
-                )),
-                Ok(Ok((kind, _))) => Err(fail(
-                    format!("{who} sent a {kind:?} record mid-study"),
-                    true,
-                )),
-            };
-            let last = item.is_err();
-            let delivered = tokio::select! {
-                biased;
-                r = to_pipe.send(item) => r.is_ok(),
-                _ = stopped(&mut stop) => false,
-            };
-            if last || !delivered {
-                return;
-            }
-        }
-    });
+    let stop = group.reason.subscribe();
+    rt.spawn(read_loop(
+        reader,
+        to_pipe,
+        Arc::clone(&group),
+        peer.clone(),
+        admission,
+        timing,
+        stop,
+    ));
 
     LinkPipe {
         peer,
@@ -655,5 +514,175 @@ where
         peer_closed: false,
         group,
         timing,
+    }
+}
+
+/// The writer task of a connection: what the pipe hands over, as data records (held back by
+/// a dialled-in link's latency and bandwidth), heartbeats while idle, the closing record, and
+/// an abort record with the reason when the group stops (unless a record is half written).
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut from_pipe: mpsc::Receiver<Outgoing>,
+    written_tx: oneshot::Sender<()>,
+    timing: Timing,
+    mut stop: watch::Receiver<Option<Arc<str>>>,
+) {
+    let shape = super::shape::link_shape();
+    let mid_record = AtomicBool::new(false);
+    // When the dialled-in link has finished serialising what went before.
+    let mut line_free = tokio::time::Instant::now();
+    let work = async {
+        loop {
+            let next = tokio::select! {
+                m = from_pipe.recv() => m,
+                () = tokio::time::sleep(timing.heartbeat) => {
+                    mid_record.store(true, Ordering::Relaxed);
+                    write_record(&mut writer, Kind::Heartbeat, &[]).await?;
+                    writer.flush().await?;
+                    mid_record.store(false, Ordering::Relaxed);
+                    continue;
+                }
+            };
+            mid_record.store(true, Ordering::Relaxed);
+            match next {
+                Some(Outgoing::Data(chunk, handed)) => {
+                    if !shape.is_native() {
+                        line_free = line_free.max(handed) + shape.serialisation(chunk.len());
+                        tokio::time::sleep_until(line_free + shape.latency).await;
+                    }
+                    for piece in chunk.chunks(CHUNK) {
+                        write_record(&mut writer, Kind::Data, piece).await?;
+                    }
+                    if from_pipe.is_empty() {
+                        writer.flush().await?;
+                    }
+                }
+                Some(Outgoing::Close) => {
+                    write_record(&mut writer, Kind::Close, &[]).await?;
+                    writer.flush().await?;
+                    let _ = written_tx.send(());
+                    // Keep heartbeating until this end is dropped, so that the peer,
+                    // still finishing, does not take this end for lost.
+                    mid_record.store(false, Ordering::Relaxed);
+                    loop {
+                        tokio::select! {
+                            m = from_pipe.recv() => if m.is_none() { return Ok(()) },
+                            () = tokio::time::sleep(timing.heartbeat) => {
+                                write_record(&mut writer, Kind::Heartbeat, &[]).await?;
+                                writer.flush().await?;
+                            }
+                        }
+                    }
+                }
+                None => return Ok::<(), io::Error>(()),
+            }
+            mid_record.store(false, Ordering::Relaxed);
+        }
+    };
+    let reason = tokio::select! {
+        biased;
+        r = stopped(&mut stop) => Some(r),
+        _ = work => None,
+    };
+    // The pipe may have been dropped (ending `work`) just as the group stopped.
+    let reason = reason.or_else(|| stop.borrow().clone());
+    if let Some(reason) = reason.filter(|_| !mid_record.load(Ordering::Relaxed)) {
+        let body = truncated(&reason, MAX_CONTROL as usize);
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            write_record(&mut writer, Kind::Abort, body.as_bytes()).await?;
+            writer.flush().await
+        })
+        .await;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer.shutdown()).await;
+}
+
+/// The reader task of a connection: records off the wire (within the deadline) to the pipe,
+/// heartbeats dropped; a loss, a closing or an abort ends it with the error the pipe reports
+/// (and, while admission is open, is reported there as connection `id`).
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut reader: R,
+    to_pipe: mpsc::Sender<io::Result<Vec<u8>>>,
+    reader_group: Arc<Group>,
+    who: String,
+    admission: Option<(Arc<Admission>, u64)>,
+    timing: Timing,
+    mut stop: watch::Receiver<Option<Arc<str>>>,
+) {
+    // The peer is lost (`true`) or stopped the study itself.
+    let fail = |message: String, peer_lost: bool| {
+        let reported = admission
+            .as_ref()
+            .is_some_and(|(admission, id)| admission.report(*id, &message));
+        if !reported {
+            if peer_lost {
+                reader_group.lose(&who, &message);
+            } else {
+                reader_group.trigger(&message);
+            }
+        }
+        let error = if peer_lost {
+            TransportError::PeerLost {
+                peer: who.clone(),
+                message,
+            }
+        } else {
+            TransportError::Aborted {
+                message,
+                lost_peer: None,
+            }
+        };
+        error.into_io(io::ErrorKind::ConnectionAborted)
+    };
+    loop {
+        let record = tokio::select! {
+            r = stopped(&mut stop) => {
+                let _ = to_pipe.try_send(Err(reader_group.aborted(&r)));
+                return;
+            }
+            r = tokio::time::timeout(timing.deadline, read_record(&mut reader)) => r,
+        };
+        let item = match record {
+            Err(_) => Err(fail(
+                format!(
+                    "{who} gave no sign of life for {} s (stopped, or its network is down)",
+                    timing.deadline.as_secs_f64()
+                ),
+                true,
+            )),
+            Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                Err(fail(format!("{who} hung up"), true))
+            }
+            Ok(Err(e)) => Err(fail(format!("{who}: {e}"), true)),
+            Ok(Ok((Kind::Data, body))) => Ok(body),
+            Ok(Ok((Kind::Heartbeat, _))) => continue,
+            Ok(Ok((Kind::Close, _))) => {
+                // Before admission ends, a closed connection gives up its place.
+                if let Some((admission, id)) = &admission {
+                    admission.report(*id, &format!("{who} ended the connection"));
+                }
+                Err(closed(&who))
+            }
+            Ok(Ok((Kind::Abort, body))) => Err(fail(
+                format!(
+                    "{who} stopped the study: {}",
+                    String::from_utf8_lossy(&body)
+                ),
+                false,
+            )),
+            Ok(Ok((kind, _))) => Err(fail(
+                format!("{who} sent a {kind:?} record mid-study"),
+                true,
+            )),
+        };
+        let last = item.is_err();
+        let delivered = tokio::select! {
+            biased;
+            r = to_pipe.send(item) => r.is_ok(),
+            _ = stopped(&mut stop) => false,
+        };
+        if last || !delivered {
+            return;
+        }
     }
 }

@@ -472,56 +472,9 @@ impl Request {
                 .u64(u64::from(*slot_bits))
                 .u64(*offset as u64)
                 .finish(),
-            Request::Product(ProductRequest {
-                x,
-                y,
-                id,
-                shape: (m, k, n),
-                need,
-                frac,
-                left_cross,
-                left_widths,
-                right_cross,
-                right_widths,
-                share,
-                out,
-            }) => {
-                let w = w
-                    .u64(PRODUCT)
-                    .u64(*x)
-                    .u64(*y)
-                    .u64(*id)
-                    .u64(*m as u64)
-                    .u64(*k as u64)
-                    .u64(*n as u64)
-                    .u64(need_code(*need))
-                    .u64(u64::from(*frac));
-                let w = widths(left_cross.write(key, w), *left_widths);
-                let w = widths(right_cross.write(key, w), *right_widths);
-                product_out(share.write(w), out).finish()
-            }
+            Request::Product(p) => p.write(key, w.u64(PRODUCT)).finish(),
             Request::DealerSeed { seed } => w.u64(DEALER_SEED).bytes(&seed.to_bytes(key)).finish(),
-            Request::DealtProduct(DealtProductRequest {
-                x,
-                y,
-                shape: (m, k, n),
-                bounds: (bx, by),
-                index,
-                f_left,
-                f_right,
-            }) => {
-                let w = w
-                    .u64(DEALT_PRODUCT)
-                    .u64(*x)
-                    .u64(*y)
-                    .u64(*m as u64)
-                    .u64(*k as u64)
-                    .u64(*n as u64)
-                    .u64(u64::from(*bx))
-                    .u64(u64::from(*by))
-                    .u64(*index);
-                f_right.write(f_left.write(w)).finish()
-            }
+            Request::DealtProduct(p) => p.write(w.u64(DEALT_PRODUCT)).finish(),
             Request::DealtShare {
                 id,
                 need,
@@ -537,34 +490,9 @@ impl Request {
                 product_out(share.write(w), out).finish()
             }
             Request::BlockLeaf { x, shape, output } => {
-                let w = w
-                    .u64(BLOCK_LEAF)
-                    .u64(*x)
-                    .u64(*output)
-                    .u64(shape.size as u64)
-                    .u64(u64::from(shape.entry))
-                    .u64(u64::from(shape.width))
-                    .u64(u64::from(shape.frac));
-                let w = widths(widths(w, shape.input), shape.output);
-                int(w, &shape.threshold).finish()
+                shape.write(w.u64(BLOCK_LEAF).u64(*x).u64(*output)).finish()
             }
-            Request::Leaf(LeafRequest {
-                kind,
-                x,
-                input,
-                threshold,
-                frac,
-                outputs,
-            }) => {
-                let w = widths(w.u64(LEAF).u64(kind.code()).u64(*x), *input);
-                let mut w = int(w, threshold)
-                    .u64(u64::from(*frac))
-                    .u64(outputs.len() as u64);
-                for (id, o) in outputs {
-                    w = widths(w.u64(*id), *o);
-                }
-                w.finish()
-            }
+            Request::Leaf(l) => l.write(w.u64(LEAF)).finish(),
         }
     }
 
@@ -577,28 +505,12 @@ impl Request {
     }
 
     fn read(key: &PublicKey, r: &mut Reader<'_>) -> Result<Self, PaillierError> {
-        let max_entries = MAX_SIDE * MAX_SIDE;
-        let max_bits = 2 * u64::from(MAX_WIDTH);
         Ok(match r.u64().map_err(format)? {
-            VIEW => {
-                let id = r.u64().map_err(format)?;
-                let widths = read_widths(r).map_err(format)?;
-                let lower = r.u64().map_err(format)?;
-                let masked = if lower == 0 {
-                    Masked::Matrix(PackedMatrix::read(key, r, max_entries)?)
-                } else {
-                    let d = side(lower).map_err(format)?;
-                    let v = EncryptedVector::from_bytes(key, r.bytes().map_err(format)?)?;
-                    if v.len() != d * (d + 1) / 2 {
-                        return Err(PaillierError::Format(format!(
-                            "{} values for the lower triangle of {d}",
-                            v.len()
-                        )));
-                    }
-                    Masked::Lower(d, v)
-                };
-                Request::View { id, widths, masked }
-            }
+            VIEW => Request::View {
+                id: r.u64().map_err(format)?,
+                widths: read_widths(r).map_err(format)?,
+                masked: Masked::read(key, r)?,
+            },
             SLICE => Request::Slice {
                 id: r.u64().map_err(format)?,
                 from: r.u64().map_err(format)?,
@@ -685,42 +597,7 @@ impl Request {
                     offset,
                 }
             }
-            PRODUCT => {
-                let x = r.u64().map_err(format)?;
-                let y = r.u64().map_err(format)?;
-                let id = r.u64().map_err(format)?;
-                let m = side(r.u64().map_err(format)?).map_err(format)?;
-                let k = side(r.u64().map_err(format)?).map_err(format)?;
-                let n = side(r.u64().map_err(format)?).map_err(format)?;
-                let need = need_from(r.u64().map_err(format)?).map_err(format)?;
-                let frac = r.u64().map_err(format)?;
-                if frac > u64::from(MAX_WIDTH) {
-                    return Err(PaillierError::Format(format!("{frac} fractional bits")));
-                }
-                let (left_need, right_need) = Request::needs(need);
-                let left_cross =
-                    CrossTerm::read(key, r, |s| layout(m, n, s, left_need).blocks.len())?;
-                let left_widths = read_widths(r).map_err(format)?;
-                let right_cross =
-                    CrossTerm::read(key, r, |s| layout(n, m, s, right_need).blocks.len())?;
-                let right_widths = read_widths(r).map_err(format)?;
-                let share = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
-                let out = read_product_out(r).map_err(format)?;
-                Request::Product(ProductRequest {
-                    x,
-                    y,
-                    id,
-                    shape: (m, k, n),
-                    need,
-                    frac: frac as u32,
-                    left_cross,
-                    left_widths,
-                    right_cross,
-                    right_widths,
-                    share,
-                    out,
-                })
-            }
+            PRODUCT => Request::Product(ProductRequest::read(key, r)?),
             DEALER_SEED => {
                 let seed = EncryptedVector::from_bytes(key, r.bytes().map_err(format)?)?;
                 if seed.len() != 1 {
@@ -731,37 +608,13 @@ impl Request {
                 }
                 Request::DealerSeed { seed }
             }
-            DEALT_PRODUCT => {
-                let x = r.u64().map_err(format)?;
-                let y = r.u64().map_err(format)?;
-                let m = side(r.u64().map_err(format)?).map_err(format)?;
-                let k = side(r.u64().map_err(format)?).map_err(format)?;
-                let n = side(r.u64().map_err(format)?).map_err(format)?;
-                let bx = r.u64().map_err(format)?;
-                let by = r.u64().map_err(format)?;
-                if bx > u64::from(MAX_WIDTH) || by > u64::from(MAX_WIDTH) {
-                    return Err(PaillierError::Format(format!(
-                        "bounds of {bx} and {by} bits"
-                    )));
-                }
-                let index = r.u64().map_err(format)?;
-                let f_left = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
-                let f_right = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
-                Request::DealtProduct(DealtProductRequest {
-                    x,
-                    y,
-                    shape: (m, k, n),
-                    bounds: (bx as u32, by as u32),
-                    index,
-                    f_left,
-                    f_right,
-                })
-            }
+            DEALT_PRODUCT => Request::DealtProduct(DealtProductRequest::read(r)?),
             DEALT_SHARE => {
                 let id = r.u64().map_err(format)?;
                 let need = need_from(r.u64().map_err(format)?).map_err(format)?;
                 let frac = read_frac(r).map_err(format)?;
-                let share = IntMatrix::read(r, max_entries, max_bits).map_err(format)?;
+                let share =
+                    IntMatrix::read(r, MAX_SIDE * MAX_SIDE, MAX_SHARE_BITS).map_err(format)?;
                 let out = read_product_out(r).map_err(format)?;
                 Request::DealtShare {
                     id,
@@ -772,65 +625,179 @@ impl Request {
                 }
             }
             BLOCK_LEAF => {
-                let mut read = || -> io::Result<Request> {
-                    let x = r.u64()?;
-                    let output = r.u64()?;
-                    let size = r.u64()?;
-                    let entry = r.u64()?;
-                    let width = r.u64()?;
-                    let frac = r.u64()?;
-                    let numbers = [size, entry, width, frac];
-                    if numbers.iter().any(|&v| v > u64::from(MAX_WIDTH)) {
-                        return Err(invalid(format!("a block circuit's numbers {numbers:?}")));
-                    }
-                    let input = read_widths(r)?;
-                    let out = read_widths(r)?;
-                    let threshold = read_int(r)?;
-                    let shape = BlockShape {
-                        size: size as usize,
-                        input,
-                        entry: entry as u32,
-                        width: width as u32,
-                        threshold,
-                        frac: frac as u32,
-                        output: out,
-                    };
-                    shape.check().map_err(invalid)?;
-                    Ok(Request::BlockLeaf { x, shape, output })
-                };
-                read().map_err(format)?
-            }
-            LEAF => {
-                let kind = LeafKind::from_code(r.u64().map_err(format)?).map_err(format)?;
                 let x = r.u64().map_err(format)?;
-                let input = read_widths(r).map_err(format)?;
-                let threshold = read_int(r).map_err(format)?;
-                let frac = r.u64().map_err(format)?;
-                if frac > u64::from(MAX_WIDTH) / 4 {
-                    return Err(PaillierError::Format(format!("{frac} fractional bits")));
-                }
-                let count = r.u64().map_err(format)?;
-                if count != kind.outputs() as u64 {
-                    return Err(PaillierError::Format(format!("{count} leaf outputs")));
-                }
-                let outputs = (0..count)
-                    .map(|_| Ok((r.u64()?, read_widths(r)?)))
-                    .collect::<io::Result<Vec<_>>>()
-                    .map_err(format)?;
-                Request::Leaf(LeafRequest {
-                    kind,
-                    x,
-                    input,
-                    threshold,
-                    frac: frac as u32,
-                    outputs,
-                })
+                let output = r.u64().map_err(format)?;
+                let shape = BlockShape::read(r).map_err(format)?;
+                Request::BlockLeaf { x, shape, output }
             }
+            LEAF => Request::Leaf(LeafRequest::read(r)?),
             other => {
                 return Err(PaillierError::Format(format!(
                     "unknown masked request {other}"
                 )));
             }
+        })
+    }
+}
+
+impl Masked {
+    fn read(key: &PublicKey, r: &mut Reader<'_>) -> Result<Self, PaillierError> {
+        let lower = r.u64().map_err(format)?;
+        if lower == 0 {
+            return Ok(Masked::Matrix(PackedMatrix::read(
+                key,
+                r,
+                MAX_SIDE * MAX_SIDE,
+            )?));
+        }
+        let d = side(lower).map_err(format)?;
+        let v = EncryptedVector::from_bytes(key, r.bytes().map_err(format)?)?;
+        if v.len() != d * (d + 1) / 2 {
+            return Err(PaillierError::Format(format!(
+                "{} values for the lower triangle of {d}",
+                v.len()
+            )));
+        }
+        Ok(Masked::Lower(d, v))
+    }
+}
+
+/// The largest integer share a request carries, in bits (twice the widest circuit word).
+const MAX_SHARE_BITS: u64 = 2 * MAX_WIDTH as u64;
+
+impl ProductRequest {
+    fn write(&self, key: &PublicKey, w: Writer) -> Writer {
+        let (m, k, n) = self.shape;
+        let w = w
+            .u64(self.x)
+            .u64(self.y)
+            .u64(self.id)
+            .u64(m as u64)
+            .u64(k as u64)
+            .u64(n as u64)
+            .u64(need_code(self.need))
+            .u64(u64::from(self.frac));
+        let w = widths(self.left_cross.write(key, w), self.left_widths);
+        let w = widths(self.right_cross.write(key, w), self.right_widths);
+        product_out(self.share.write(w), &self.out)
+    }
+
+    fn read(key: &PublicKey, r: &mut Reader<'_>) -> Result<Self, PaillierError> {
+        let x = r.u64().map_err(format)?;
+        let y = r.u64().map_err(format)?;
+        let id = r.u64().map_err(format)?;
+        let m = side(r.u64().map_err(format)?).map_err(format)?;
+        let k = side(r.u64().map_err(format)?).map_err(format)?;
+        let n = side(r.u64().map_err(format)?).map_err(format)?;
+        let need = need_from(r.u64().map_err(format)?).map_err(format)?;
+        let frac = r.u64().map_err(format)?;
+        if frac > u64::from(MAX_WIDTH) {
+            return Err(PaillierError::Format(format!("{frac} fractional bits")));
+        }
+        let (left_need, right_need) = Request::needs(need);
+        let left_cross = CrossTerm::read(key, r, |s| layout(m, n, s, left_need).blocks.len())?;
+        let left_widths = read_widths(r).map_err(format)?;
+        let right_cross = CrossTerm::read(key, r, |s| layout(n, m, s, right_need).blocks.len())?;
+        let right_widths = read_widths(r).map_err(format)?;
+        let share = IntMatrix::read(r, MAX_SIDE * MAX_SIDE, MAX_SHARE_BITS).map_err(format)?;
+        let out = read_product_out(r).map_err(format)?;
+        Ok(ProductRequest {
+            x,
+            y,
+            id,
+            shape: (m, k, n),
+            need,
+            frac: frac as u32,
+            left_cross,
+            left_widths,
+            right_cross,
+            right_widths,
+            share,
+            out,
+        })
+    }
+}
+
+impl DealtProductRequest {
+    fn write(&self, w: Writer) -> Writer {
+        let (m, k, n) = self.shape;
+        let (bx, by) = self.bounds;
+        let w = w
+            .u64(self.x)
+            .u64(self.y)
+            .u64(m as u64)
+            .u64(k as u64)
+            .u64(n as u64)
+            .u64(u64::from(bx))
+            .u64(u64::from(by))
+            .u64(self.index);
+        self.f_right.write(self.f_left.write(w))
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self, PaillierError> {
+        let x = r.u64().map_err(format)?;
+        let y = r.u64().map_err(format)?;
+        let m = side(r.u64().map_err(format)?).map_err(format)?;
+        let k = side(r.u64().map_err(format)?).map_err(format)?;
+        let n = side(r.u64().map_err(format)?).map_err(format)?;
+        let bx = r.u64().map_err(format)?;
+        let by = r.u64().map_err(format)?;
+        if bx > u64::from(MAX_WIDTH) || by > u64::from(MAX_WIDTH) {
+            return Err(PaillierError::Format(format!(
+                "bounds of {bx} and {by} bits"
+            )));
+        }
+        let index = r.u64().map_err(format)?;
+        let f_left = IntMatrix::read(r, MAX_SIDE * MAX_SIDE, MAX_SHARE_BITS).map_err(format)?;
+        let f_right = IntMatrix::read(r, MAX_SIDE * MAX_SIDE, MAX_SHARE_BITS).map_err(format)?;
+        Ok(DealtProductRequest {
+            x,
+            y,
+            shape: (m, k, n),
+            bounds: (bx as u32, by as u32),
+            index,
+            f_left,
+            f_right,
+        })
+    }
+}
+
+impl LeafRequest {
+    fn write(&self, w: Writer) -> Writer {
+        let w = widths(w.u64(self.kind.code()).u64(self.x), self.input);
+        let mut w = int(w, &self.threshold)
+            .u64(u64::from(self.frac))
+            .u64(self.outputs.len() as u64);
+        for (id, o) in &self.outputs {
+            w = widths(w.u64(*id), *o);
+        }
+        w
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self, PaillierError> {
+        let kind = LeafKind::from_code(r.u64().map_err(format)?).map_err(format)?;
+        let x = r.u64().map_err(format)?;
+        let input = read_widths(r).map_err(format)?;
+        let threshold = read_int(r).map_err(format)?;
+        let frac = r.u64().map_err(format)?;
+        if frac > u64::from(MAX_WIDTH) / 4 {
+            return Err(PaillierError::Format(format!("{frac} fractional bits")));
+        }
+        let count = r.u64().map_err(format)?;
+        if count != kind.outputs() as u64 {
+            return Err(PaillierError::Format(format!("{count} leaf outputs")));
+        }
+        let outputs = (0..count)
+            .map(|_| Ok((r.u64()?, read_widths(r)?)))
+            .collect::<io::Result<Vec<_>>>()
+            .map_err(format)?;
+        Ok(LeafRequest {
+            kind,
+            x,
+            input,
+            threshold,
+            frac: frac as u32,
+            outputs,
         })
     }
 }
@@ -867,6 +834,41 @@ pub struct BlockShape {
 }
 
 impl BlockShape {
+    fn write(&self, w: Writer) -> Writer {
+        let w = w
+            .u64(self.size as u64)
+            .u64(u64::from(self.entry))
+            .u64(u64::from(self.width))
+            .u64(u64::from(self.frac));
+        let w = widths(widths(w, self.input), self.output);
+        int(w, &self.threshold)
+    }
+
+    fn read(r: &mut Reader<'_>) -> io::Result<Self> {
+        let size = r.u64()?;
+        let entry = r.u64()?;
+        let width = r.u64()?;
+        let frac = r.u64()?;
+        let numbers = [size, entry, width, frac];
+        if numbers.iter().any(|&v| v > u64::from(MAX_WIDTH)) {
+            return Err(invalid(format!("a block circuit's numbers {numbers:?}")));
+        }
+        let input = read_widths(r)?;
+        let output = read_widths(r)?;
+        let threshold = read_int(r)?;
+        let shape = BlockShape {
+            size: size as usize,
+            input,
+            entry: entry as u32,
+            width: width as u32,
+            threshold,
+            frac: frac as u32,
+            output,
+        };
+        shape.check().map_err(invalid)?;
+        Ok(shape)
+    }
+
     /// Entries of the lower triangle, the inputs and outputs in row order (`i >= j`).
     pub fn triangle(&self) -> usize {
         self.size * (self.size + 1) / 2
