@@ -170,7 +170,10 @@ impl Method {
                 matches!(self, PstH | PptlFs) || (matches!(self, PstS | PstF) && stacking),
                 "no PLR high level is fitted (no stacking combiner)",
             ),
-            "plr_as_printed" => (self != Output, "output perturbation has no eps' or Delta"),
+            "plr_as_printed" => (
+                !matches!(self, Output | Dphtl),
+                "the method has no eps' or Delta (output perturbation) or its own (dphtl)",
+            ),
             "noise_share" => (
                 !matches!(self, Output | PlrFs | Dphtl),
                 "the method fits no PLR on whole rows (output perturbation has no eps', plr-fs \

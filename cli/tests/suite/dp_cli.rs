@@ -179,10 +179,23 @@ fn test_metrics_on_a_training_file_are_refused() {
 #[test]
 fn options_the_method_ignores_are_refused_by_name() {
     let data = breast();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["--method", "output", "--plr-as-printed"],
             "--plr-as-printed does not apply",
+        ),
+        (
+            &[
+                "--method",
+                "dphtl",
+                "--source",
+                &data,
+                &data,
+                "--public",
+                &data,
+                "--plr-as-printed",
+            ],
+            "--plr-as-printed does not apply to --method dphtl",
         ),
         (
             &["--method", "pst-h", "--source", &data, "--eta", "0.3"],
