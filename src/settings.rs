@@ -137,7 +137,7 @@ impl Preset {
 
 use Reader::{Aggregator as A, Fit as F, KeyHolder as K, Node as N, Study as S};
 
-const fn key(
+pub(super) const fn key(
     name: &'static str,
     kind: Kind,
     value_name: &'static str,
@@ -158,7 +158,7 @@ const fn key(
     }
 }
 
-const fn many(mut k: Key) -> Key {
+pub(super) const fn many(mut k: Key) -> Key {
     k.many = true;
     k
 }

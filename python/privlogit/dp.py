@@ -110,14 +110,10 @@ class Model:
         return f"<privlogit.dp.Model {self.method}>"
 
 
-def _keyword(name):
-    """A setting's Python keyword (`lam` for `lambda`, as in `privlogit.fit`)."""
-    return {"lambda": "lam", "source_lambda": "source_lam"}.get(name, name)
-
-
-#: Every option of a DP fit with its default (None: unset, its method says what that means):
-#: the library's registry of DP options, the same `privlogit dp fit --help` lists.
-OPTIONS = {_keyword(name): default for name, default in _native.defaults("dp").items()}
+#: Every option of a DP fit by its keyword (`lam` for `lambda`) with its default (None: unset,
+#: its method says what that means): the library's registry of DP options, the same
+#: `privlogit dp fit --help` lists.
+OPTIONS = dict(_native.defaults("dp"))
 
 
 def fit(method, X, y, epsilon, *, source=None, ledger=None, dataset=None, source_dataset=None, **options):

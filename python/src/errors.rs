@@ -44,16 +44,29 @@ pyo3::create_exception!(
     "A fit refused because it would take a data set past its ledger's privacy total."
 );
 
+/// The settings Python names by another keyword (`lambda` is a Python keyword): `(setting,
+/// keyword)`.
+const KEYWORDS: [(&str, &str); 2] = [("lambda", "lam"), ("source_lambda", "source_lam")];
+
+/// A setting's Python keyword.
+pub fn keyword(setting: &str) -> &str {
+    KEYWORDS
+        .iter()
+        .find(|(s, _)| *s == setting)
+        .map_or(setting, |(_, k)| k)
+}
+
+/// The setting a Python keyword names.
+pub fn setting(keyword: &str) -> &str {
+    KEYWORDS
+        .iter()
+        .find(|(_, k)| *k == keyword)
+        .map_or(keyword, |(s, _)| s)
+}
+
 /// The library's mentions of settings (``setting `lambda` ``) as Python's keywords.
 pub fn in_keywords(text: &str) -> String {
-    privlogit::settings::words::spell_settings(text, |key| {
-        let keyword = match key {
-            "lambda" => "lam",
-            "source_lambda" => "source_lam",
-            other => other,
-        };
-        format!("`{keyword}`")
-    })
+    privlogit::settings::words::spell_settings(text, |key| format!("`{}`", keyword(key)))
 }
 
 /// `e` as a [`PrivlogitError`] with its message.

@@ -184,12 +184,8 @@ pub fn dp_fit(
     let mut request = Request::new(method, if off { 1.0 } else { epsilon });
     for (keyword, value) in options.into_iter().flat_map(|o| o.iter()) {
         let keyword: String = keyword.extract()?;
-        let name = match keyword.as_str() {
-            "lam" => "lambda",
-            "source_lam" => "source_lambda",
-            other => other,
-        };
         if let Some(value) = crate::py_settings::value(&value)? {
+            let name = crate::errors::setting(&keyword);
             request.set(name, &value).map_err(raise)?;
         }
     }

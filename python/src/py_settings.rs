@@ -146,9 +146,16 @@ pub fn defaults<'py>(py: Python<'py>, reader: &str) -> PyResult<Bound<'py, PyDic
             Preset::Spec => spec.get(key.name),
             preset => preset.value(),
         };
+        // A DP fit's options are Python keywords (`lam`); the study's keys stay the library's
+        // names, which the Python layer maps from its own keywords.
+        let name = if reader == Reader::DpFit {
+            crate::errors::keyword(key.name)
+        } else {
+            key.name
+        };
         match default {
-            Some(v) => out.set_item(key.name, to_python(py, &v)?)?,
-            None => out.set_item(key.name, py.None())?,
+            Some(v) => out.set_item(name, to_python(py, &v)?)?,
+            None => out.set_item(name, py.None())?,
         }
     }
     Ok(out)

@@ -7,7 +7,7 @@
 //! The method, the target's epsilon and the files (data, sources, public set, ledger, output)
 //! are not options: every DP fit has them, as arguments of its own.
 
-use super::{Key, Kind, Preset, Reader};
+use super::{Key, Kind, Preset, Reader, key, many};
 use crate::dp::release::{
     DEFAULT_ETA, DEFAULT_HIGH_LAMBDA, DEFAULT_K, DEFAULT_LAMBDA, DEFAULT_LAMBDA_IW,
     DEFAULT_LOW_FRACTION, DEFAULT_PRIOR_SD_FLOOR,
@@ -16,6 +16,8 @@ use crate::dp::release::{
 /// The names of PST-S's and PST-F's combiners ([`crate::jobs::dp_fit::CombinerChoice`]).
 pub const COMBINERS: &[&str] = &["stacking", "majority-vote", "weighted-vote"];
 
+/// An option of `dp fit`: a registry key read by DP fits only, for each party itself, with
+/// its own default.
 const fn option(
     name: &'static str,
     kind: Kind,
@@ -23,21 +25,8 @@ const fn option(
     preset: Preset,
     help: &'static str,
 ) -> Key {
-    Key {
-        name,
-        kind,
-        value_name,
-        help,
-        readers: &[Reader::DpFit],
-        shared: false,
-        many: false,
-        hidden: false,
-        preset,
-    }
-}
-
-const fn list(mut k: Key) -> Key {
-    k.many = true;
+    let mut k = key(name, kind, value_name, &[Reader::DpFit], false, help);
+    k.preset = preset;
     k
 }
 
@@ -86,14 +75,14 @@ pub const DP_KEYS: &[Key] = &[
         Preset::Count(DEFAULT_K as u64),
         "Number of groups K (feature groups or row subsets).",
     ),
-    list(option(
+    many(option(
         "group_importance",
         Kind::Number,
         "Q,...",
         Preset::Unset,
         "Importance q_k of each group of consecutive columns (comma-separated, sums to 1).",
     )),
-    list(option(
+    many(option(
         "feature_scores",
         Kind::Number,
         "S,...",
