@@ -156,7 +156,21 @@ pub fn model_rows(
         return Ok((rows, names));
     }
     let trailing: Arc<dyn RowSource> = Arc::new(Reordered::trailing(rows, &moved));
-    if let Some(weights) = &columns.weights {
+    // Rows in a cluster count their bad weights where they are; only a count above 0 brings
+    // them here, to name the first one's row.
+    let clean_in_cluster = || -> Result<bool, RowsError> {
+        if trailing.partitioned().is_none() {
+            return Ok(false);
+        }
+        let job = privlogit_protocols::objective::RowJob::new(
+            privlogit_protocols::objective::Glm::logistic(),
+            privlogit_protocols::objective::RowKernel::BadWeights,
+        );
+        Ok(job.fold(trailing.as_ref())?.values()[0] == 0.0)
+    };
+    if let Some(weights) = &columns.weights
+        && !clean_in_cluster()?
+    {
         let mut row = 0;
         trailing
             .scan(&mut |x, _| {

@@ -81,6 +81,18 @@ impl CompensatedSum {
         }
     }
 
+    /// The running sums and their compensations, as [`Self::from_parts`] takes them.
+    pub fn parts(&self) -> (&[f64], &[f64]) {
+        (&self.hi, &self.lo)
+    }
+
+    /// Accumulators with running sums `hi` and compensations `lo` (what [`Self::parts`] gave).
+    /// Panics if the lengths differ.
+    pub fn from_parts(hi: Vec<f64>, lo: Vec<f64>) -> Self {
+        assert_eq!(hi.len(), lo.len(), "one compensation per sum");
+        Self { hi, lo }
+    }
+
     /// The sums, each rounded once to f64.
     pub fn values(&self) -> Vec<f64> {
         self.hi.iter().zip(&self.lo).map(|(h, l)| h + l).collect()

@@ -126,14 +126,12 @@ impl Disclosure {
 
 /// A binary label's (negatives, positives) in `rows`, in one pass.
 pub fn class_counts(rows: &dyn RowSource) -> Result<[u64; 2], RowsError> {
-    let mut counts = [0u64; 2];
-    rows.scan(&mut |_, y| {
-        for &label in y {
-            counts[usize::from(label > 0.5)] += 1;
-        }
-        Ok(())
-    })?;
-    Ok(counts)
+    let job = crate::objective::RowJob::new(
+        crate::objective::Glm::logistic(),
+        crate::objective::RowKernel::Classes,
+    );
+    let counts = job.fold(rows)?.values();
+    Ok([counts[0] as u64, counts[1] as u64])
 }
 
 #[cfg(test)]

@@ -16,8 +16,10 @@
 
 mod family;
 mod kernels;
+pub mod row_kernel;
 
 pub use family::{Family, Glm};
+pub use row_kernel::{RowJob, RowKernel};
 
 use std::sync::Arc;
 
@@ -25,10 +27,9 @@ use std::sync::Arc;
 use ndarray::linalg::general_mat_mul;
 #[cfg(not(feature = "faer"))]
 use ndarray::s;
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::compensated::CompensatedSum;
-use crate::rows::blocks::for_each_block;
 use crate::rows::{MemoryRows, RowSource, RowsError};
 
 /// How many sums [`PartyData::constant_sums`] returns.
@@ -109,25 +110,7 @@ impl PartyData {
     /// penalty) and log-likelihood `sum_i y_i z_i - log(1 + e^{z_i})` (entry `p`, eq. 2.9), with
     /// `z = X beta`: what a Node contributes to one PrivLogit round.
     pub fn gradient_sums(&self, beta: &Array1<f64>) -> Result<CompensatedSum, RowsError> {
-        let p = self.columns();
-        let beta = beta.as_slice().expect("contiguous coefficients");
-        if self.glm.is_logistic() {
-            return self.fold(p + 1, |x, y| kernels::gradient_block(x, y, beta));
-        }
-        let glm = self.glm;
-        let width = self.rows.columns();
-        self.fold(p + 1, |x, y| {
-            let mut acc = CompensatedSum::zeros(p + 1);
-            let xs = x.to_slice().expect("standard layout");
-            for (row, &label) in xs.chunks_exact(width.max(1)).zip(y) {
-                let (offset, weight) = glm.offset_and_weight(row, p);
-                let eta = dot(&row[..p], beta) + offset;
-                let mu = glm.family.mean(eta);
-                acc.add_scaled(0, &row[..p], weight * (label - mu));
-                acc.add(p, weight * glm.family.log_likelihood_term(eta, label));
-            }
-            acc
-        })
+        self.sums(RowKernel::Gradient(beta.to_vec()))
     }
 
     /// Sums over the rows, independent of the coefficients, that a generalised linear model's
@@ -135,19 +118,7 @@ impl PartyData {
     /// `sum w * saturated(y)` (the log-likelihood at `mu = y`, [`Family::saturated_term`]) and
     /// `sum log w` (the Gaussian likelihood's weight term).
     pub fn constant_sums(&self) -> Result<[f64; CONSTANT_SUMS], RowsError> {
-        let glm = self.glm;
-        let (p, width) = (self.columns(), self.rows.columns());
-        let sums = self.fold(CONSTANT_SUMS, |x, y| {
-            let mut acc = CompensatedSum::zeros(CONSTANT_SUMS);
-            let xs = x.to_slice().expect("standard layout");
-            for (row, &label) in xs.chunks_exact(width.max(1)).zip(y) {
-                let (offset, weight) = glm.offset_and_weight(row, p);
-                acc.add_scaled(0, &glm.family.null_terms(label, offset, weight), 1.0);
-                acc.add(3, weight * glm.family.saturated_term(label));
-                acc.add(4, weight.ln());
-            }
-            acc
-        })?;
+        let sums = self.sums(RowKernel::Constants)?;
         let mut out = [0.0; CONSTANT_SUMS];
         out.copy_from_slice(&sums.values());
         Ok(out)
@@ -156,21 +127,7 @@ impl PartyData {
     /// Accumulators of the lower triangle (packed by rows) of `X^T A X`, `A = diag(p_i (1 -
     /// p_i))`: minus the local Hessian of eq. 2.13.
     pub fn information_sums(&self, beta: &Array1<f64>) -> Result<CompensatedSum, RowsError> {
-        let p = self.columns();
-        let beta = beta.as_slice().expect("contiguous coefficients");
-        let glm = self.glm;
-        self.fold(p * (p + 1) / 2, |x, _| {
-            let weights: Vec<f64> = x
-                .outer_iter()
-                .map(|row| {
-                    let row = row.to_slice().expect("standard layout");
-                    let (offset, weight) = glm.offset_and_weight(row, p);
-                    let mu = glm.family.mean(dot(&row[..p], beta) + offset);
-                    weight * glm.family.variance(mu)
-                })
-                .collect();
-            design_gram(x, p, Some(&weights), 1.0)
-        })
+        self.sums(RowKernel::Information(beta.to_vec()))
     }
 
     /// Accumulators of the lower triangle (packed by rows) of `1/4 X^T X`: minus the local
@@ -178,21 +135,7 @@ impl PartyData {
     /// With prior weights the bound is `1/4 X^T W X`; for the other families it is the same
     /// Gram matrix (used to check the design's rank), not a bound.
     pub fn information_bound_sums(&self) -> Result<CompensatedSum, RowsError> {
-        let p = self.columns();
-        if self.glm.trailing() == 0 {
-            return self.fold(p * (p + 1) / 2, |x, _| lower_gram(x, None, 0.25));
-        }
-        let glm = self.glm;
-        self.fold(p * (p + 1) / 2, |x, _| {
-            let weights: Vec<f64> = x
-                .outer_iter()
-                .map(|row| {
-                    glm.offset_and_weight(row.to_slice().expect("standard layout"), p)
-                        .1
-                })
-                .collect();
-            design_gram(x, p, Some(&weights), 0.25)
-        })
+        self.sums(RowKernel::Bound)
     }
 
     /// Local gradient `X^T (y - p)` and log-likelihood (eq. 2.9), in one pass.
@@ -231,16 +174,9 @@ impl PartyData {
         ))
     }
 
-    /// Runs `block_sum` on every block of rows and merges the blocks' sums in order into `len`
-    /// compensated accumulators.
-    fn fold<T, F>(&self, len: usize, block_sum: F) -> Result<CompensatedSum, RowsError>
-    where
-        T: BlockSum + Send,
-        F: Fn(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> T + Sync,
-    {
-        let mut total = CompensatedSum::zeros(len);
-        for_each_block(self.rows.as_ref(), block_sum, |b| b.merge_into(&mut total))?;
-        Ok(total)
+    /// `kernel`'s sums over every row, read as this party's model.
+    pub fn sums(&self, kernel: RowKernel) -> Result<CompensatedSum, RowsError> {
+        RowJob::new(self.glm, kernel).fold(self.rows.as_ref())
     }
 }
 
@@ -255,24 +191,6 @@ fn design_gram(x: ArrayView2<'_, f64>, p: usize, weights: Option<&[f64]>, scale:
             .as_standard_layout()
             .into_owned();
         lower_gram(design.view(), weights, scale)
-    }
-}
-
-/// A block's partial sums, merged into the running compensated accumulators.
-trait BlockSum {
-    fn merge_into(self, total: &mut CompensatedSum);
-}
-
-impl BlockSum for CompensatedSum {
-    fn merge_into(self, total: &mut CompensatedSum) {
-        total.merge(&self);
-    }
-}
-
-/// A block's plain sums (one matrix product), each added to the accumulators as one term.
-impl BlockSum for Vec<f64> {
-    fn merge_into(self, total: &mut CompensatedSum) {
-        total.add_scaled(0, &self, 1.0);
     }
 }
 

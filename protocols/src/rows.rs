@@ -10,9 +10,11 @@
 //!   counted from the first row, so sums come out bit-identical however a source chunks.
 
 pub mod blocks;
+pub mod cluster_layers;
 pub mod constant;
 pub mod design;
 pub mod memory;
+pub mod partitioned;
 pub mod reordered;
 pub mod unit_norm;
 
@@ -76,6 +78,12 @@ pub trait RowSource: Send + Sync + Debug {
     /// in cache when they are summed.
     fn random_access(&self) -> bool {
         false
+    }
+
+    /// Where a cluster computes this source's sums ([`partitioned`]), or `None` when they are
+    /// computed here. A wrapper adds its [`cluster_layers::Layer`] to its inner source's.
+    fn partitioned(&self) -> Option<cluster_layers::Partitioned> {
+        None
     }
 
     /// Rows `start..start + y.len()` into `x` (row-major, `y.len() * columns()` values) and

@@ -11,6 +11,8 @@ refuses.
 
 - `load`, `fit`, `study`: data files, the plaintext distributed fit, the secure study in this
   process (settings, defaults and checks are the library's, as on the command line);
+  `study` and `node` take Spark and Dask DataFrames, summed on their partitions
+  (`privlogit.cluster`);
 - `keyholder`, `aggregator`, `node`: the roles of a study between organizations, from its
   study file over mutual TLS (a notebook can be a Node with a pandas DataFrame);
 - `predict_proba`, `predict`: a fit's or a study's model applied to raw rows (a DataFrame's
@@ -27,10 +29,10 @@ import os
 
 import numpy as np
 
-from . import _native
+from . import _native, cluster
 from ._native import BudgetExceeded, DataError, EstimationError, NetworkError, PrivlogitError, SettingError
 
-__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "SettingError", "NetworkError", "EstimationError", "BudgetExceeded", "dp", "paillier", "accounting"]
+__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "SettingError", "NetworkError", "EstimationError", "BudgetExceeded", "dp", "paillier", "accounting", "cluster"]
 
 
 def _as_float64(a, ndim, what):
@@ -87,7 +89,11 @@ def _frame_columns(frame, label, what):
 
 def _party(party, label, names, what, family="binomial"):
     """`(X, y, names)` of a party given as `(X, y)`, a pandas DataFrame (with `label`) or a
-    data file's path (read by privlogit's loader with `label`)."""
+    data file's path (read by privlogit's loader with `label`); a Spark or Dask DataFrame's
+    cluster front end (`privlogit.cluster`), whose sums are computed on its partitions."""
+    in_cluster = cluster.partitions(party, label, what, names)
+    if in_cluster is not None:
+        return in_cluster
     if hasattr(party, "columns") and hasattr(party, "to_numpy"):
         return _frame_columns(party, label, what)
     if isinstance(party, (str, os.PathLike)):
@@ -111,9 +117,13 @@ def _by_name(arrays):
     DataFrames are matched); other differences are left for the library to report."""
     if not arrays:
         return arrays
-    first = arrays[0][2]
+    first = arrays[0].names if isinstance(arrays[0], cluster._Partitions) else arrays[0][2]
     out = [arrays[0]]
-    for x, y, names in arrays[1:]:
+    for party in arrays[1:]:
+        if isinstance(party, cluster._Partitions):
+            out.append(party)
+            continue
+        x, y, names = party
         if names != first and sorted(names) == sorted(first) and len(set(names)) == len(names):
             order = [names.index(n) for n in first]
             x, names = np.ascontiguousarray(x[:, order]), list(first)
@@ -234,8 +244,22 @@ def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT[
                       newton_finish=newton_finish, ci_level=ci_level, covariance=covariance, drop=None if drop is None else [str(c) for c in drop],
                       family=family, offset=offset, weights=weights, label=label,
                       test_party=None if test_party is None else [os.fspath(p) for p in test_party])
+    # The plaintext fit holds every party's rows in this process: a Spark or Dask DataFrame is
+    # collected (`study` and `node` compute on its partitions instead).
+    parties = [_collected(p) for p in parties]
     arrays = _by_name([_party(p, label, names, f"party {k}", family) for k, p in enumerate(parties, 1)])
     return _with_arrays(_native.fit(arrays, given))
+
+
+def _collected(party):
+    """A Spark or Dask DataFrame as a pandas one (its rows in this process); anything else as
+    it is."""
+    kind = cluster._kind(party)
+    if kind == "spark":
+        return party.toPandas()
+    if kind == "dask":
+        return party.compute()
+    return party
 
 
 def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, lam=_STUDY["lambda"],
@@ -287,7 +311,10 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
         family = settings.get("family", "binomial")
         arrays = None if parties is None else _by_name([_party(p, label, names, f"party {k}", family)
                                                         for k, p in enumerate(parties, 1)])
-    out = _with_arrays(_native.study(arrays, given, None if study_file is None else os.fspath(study_file)))
+    try:
+        out = _with_arrays(_native.study(arrays, given, None if study_file is None else os.fspath(study_file)))
+    finally:
+        cluster.released(arrays)
     out["cost"] = {
         "rounds": out["rounds"],
         "aggregator_and_gates": out["and_gates"],
@@ -323,8 +350,9 @@ def aggregator(study_file, identity=None, **settings):
 def node(study_file, identity=None, data=None, *, label=None, names=None, **settings):
     """Take part in the study in `study_file` as a Node (`privlogit node`), with this party's
     `identity` and its `data`: a data file's path, a pandas DataFrame (with its `label`
-    column) or `(X, y)` arrays with the feature `names` (the study's other Nodes must have the
-    same columns). Blocks until the study ends; returns the Node's counters."""
+    column), a Spark or Dask DataFrame (with its `label` column; every sum is computed on its
+    partitions, `privlogit.cluster`) or `(X, y)` arrays with the feature `names` (the study's
+    other Nodes must have the same columns). Blocks until the study ends; returns the Node's counters."""
     if data is None:
         raise PrivlogitError("node: give data= (a file path, a pandas DataFrame or (X, y))")
     given = _settings(identity=identity, label=label, **settings)
@@ -333,7 +361,10 @@ def node(study_file, identity=None, data=None, *, label=None, names=None, **sett
         given["party"] = [os.fspath(data)]
     else:
         party = _party(data, label, names, "this Node's data")
-    return _native.node(os.fspath(study_file), given, party)
+    try:
+        return _native.node(os.fspath(study_file), given, party)
+    finally:
+        cluster.released([party])
 
 
 _INTERCEPT = "intercept"

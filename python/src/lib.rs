@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod buffers;
 mod errors;
 mod py_accounting;
+mod py_cluster;
 mod py_dl;
 mod py_dp;
 mod py_roles;
@@ -355,6 +356,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_roles::keyholder, m)?)?;
     m.add_function(wrap_pyfunction!(py_roles::aggregator, m)?)?;
     m.add_function(wrap_pyfunction!(py_roles::node, m)?)?;
+    m.add_function(wrap_pyfunction!(py_cluster::partition_answer, m)?)?;
+    m.add_function(wrap_pyfunction!(py_cluster::row_sums, m)?)?;
     m.add_function(wrap_pyfunction!(predict_model, m)?)?;
     m.add_function(wrap_pyfunction!(load_model, m)?)?;
     m.add_class::<PyKeypair>()?;

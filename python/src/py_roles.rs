@@ -108,14 +108,24 @@ fn refuse_empty(rows: usize, source: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// Each party's rows as a Node's, checked (labels 0/1, finite values) as a file's would be.
-fn node_rows(parties: &[Party], family: Family) -> PyResult<Vec<NodeRows>> {
+/// Each party's rows as a Node's: a cluster DataFrame's front end (`privlogit.cluster`), or
+/// `(X, y, names)` arrays checked (labels, finite values) as a file's would be.
+fn node_rows(parties: &[Bound<'_, PyAny>], family: Family) -> PyResult<Vec<NodeRows>> {
     parties
         .iter()
         .enumerate()
-        .map(|(k, (x, y, names))| {
+        .map(|(k, party)| {
             let source = format!("party {}", k + 1);
-            let (x, y) = labelled_for(family, x, y, &source, names)?;
+            if crate::py_cluster::is_cluster(party) {
+                let rows = crate::py_cluster::cluster_rows(party)?;
+                refuse_empty(rows.rows(), &source)?;
+                return Ok(NodeRows::Rows {
+                    source: rows.describe(),
+                    rows,
+                });
+            }
+            let (x, y, names): Party = party.extract()?;
+            let (x, y) = labelled_for(family, &x, &y, &source, &names)?;
             refuse_empty(x.nrows(), &source)?;
             if names.len() != x.ncols() {
                 return Err(PrivlogitError::new_err(format!(
@@ -124,7 +134,7 @@ fn node_rows(parties: &[Party], family: Family) -> PyResult<Vec<NodeRows>> {
                     x.ncols()
                 )));
             }
-            let rows = MemoryRows::new(x, y).with_names(names.clone());
+            let rows = MemoryRows::new(x, y).with_names(names);
             Ok(NodeRows::Rows {
                 source,
                 rows: Arc::new(rows),
@@ -140,7 +150,7 @@ fn node_rows(parties: &[Party], family: Family) -> PyResult<Vec<NodeRows>> {
 #[pyo3(signature = (parties, given, study = None))]
 pub fn study(
     py: Python<'_>,
-    parties: Option<Vec<Party>>,
+    parties: Option<Vec<Bound<'_, PyAny>>>,
     given: &Bound<'_, PyDict>,
     study: Option<PathBuf>,
 ) -> PyResult<String> {
@@ -223,7 +233,8 @@ pub fn aggregator(py: Python<'_>, study: PathBuf, given: &Bound<'_, PyDict>) -> 
 }
 
 /// A Node of the study in the study file `study` with the settings `given`, over `data`: its
-/// `(X, y, names)` arrays, or None for the settings' `party` file. Serves until the study ends;
+/// `(X, y, names)` arrays, a cluster DataFrame's front end (`privlogit.cluster`), or None for
+/// the settings' `party` file. Serves until the study ends;
 /// returns its counters.
 #[pyfunction]
 #[pyo3(signature = (study, given, data = None))]
@@ -231,7 +242,7 @@ pub fn node<'py>(
     py: Python<'py>,
     study: PathBuf,
     given: &Bound<'py, PyDict>,
-    data: Option<Party>,
+    data: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (spec, file) = spec(Reader::Node, Some(study), given)?;
     if spec.vertical {

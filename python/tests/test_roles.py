@@ -77,20 +77,28 @@ def study_file(cli, directory, settings):
     return study
 
 
+def servers(binary, study, directory):
+    """The key holder and the aggregator of `study` as `privlogit` processes on loopback (the
+    aggregator's mask seed 7, its result to `model.json` in `directory`): both processes, the
+    address the Nodes dial and the result's path."""
+    keyholder = Process(binary, "keyholder", "--study", study, "--identity", directory / "keyholder",
+                        "--listen", "127.0.0.1:0", "--state", directory / "state-k")
+    keyholder_address = re.search(r"listening on (\S+)", keyholder.wait_for("listening on")).group(1)
+    result = directory / "model.json"
+    aggregator = Process(binary, "aggregator", "--study", study, "--identity", directory / "aggregator",
+                         "--listen", "127.0.0.1:0", "--keyholder", keyholder_address, "--state",
+                         directory / "state-a", "--seed", "7", "--json", "--out", result)
+    address = re.search(r"listening on (\S+),", aggregator.wait_for("listening on")).group(1)
+    return keyholder, aggregator, address, result
+
+
 def test_a_python_node_with_a_dataframe_joins_cli_servers_over_tls(cli, tmp_path):
     binary = ROOT / "target" / "release" / "privlogit"
     frames = narrow_hospitals(tmp_path)
     study = study_file(cli, tmp_path, 'label = "label"\nstandardize = true\noptimizer = "privlogit-accel"\n'
                                       'gradient_tol = 1e-8\n')
 
-    keyholder = Process(binary, "keyholder", "--study", study, "--identity", tmp_path / "keyholder",
-                        "--listen", "127.0.0.1:0", "--state", tmp_path / "state-k")
-    keyholder_address = re.search(r"listening on (\S+)", keyholder.wait_for("listening on")).group(1)
-    result = tmp_path / "model.json"
-    aggregator = Process(binary, "aggregator", "--study", study, "--identity", tmp_path / "aggregator",
-                         "--listen", "127.0.0.1:0", "--keyholder", keyholder_address, "--state",
-                         tmp_path / "state-a", "--seed", "7", "--json", "--out", result)
-    address = re.search(r"listening on (\S+),", aggregator.wait_for("listening on")).group(1)
+    keyholder, aggregator, address, result = servers(binary, study, tmp_path)
     nodes = [Process(binary, "node", "--study", study, "--identity", tmp_path / h, "--aggregator", address,
                      "--party", tmp_path / f"hospital_{h[-1]}.csv") for h in HOSPITALS[1:]]
     # Hospital A is a notebook: its rows in a DataFrame, the label a column of it.

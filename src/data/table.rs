@@ -416,4 +416,8 @@ pub enum DataError {
     /// A feature is already called `intercept`.
     #[error("a feature is already named \"intercept\"; rename it or use setting `no_intercept`")]
     InterceptClash,
+    /// Rows read from a source (a cluster's partition, a file after it was opened) were refused
+    /// where they are: the source names the row.
+    #[error("{0}")]
+    Rows(#[from] privlogit_protocols::rows::RowsError),
 }

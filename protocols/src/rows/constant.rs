@@ -51,6 +51,11 @@ impl RowSource for WithConstants {
         self.inner.random_access()
     }
 
+    fn partitioned(&self) -> Option<super::cluster_layers::Partitioned> {
+        let layer = super::cluster_layers::Layer::Constants(self.values.clone());
+        Some(self.inner.partitioned()?.with(layer))
+    }
+
     fn read_rows(&self, start: usize, x: &mut [f64], y: &mut [f64]) -> Result<(), RowsError> {
         let (width, p) = (self.inner.columns(), self.columns());
         let n = y.len();

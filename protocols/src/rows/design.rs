@@ -120,6 +120,16 @@ impl RowSource for DesignRows {
         self.raw.random_access()
     }
 
+    fn partitioned(&self) -> Option<super::cluster_layers::Partitioned> {
+        let layer = super::cluster_layers::Layer::Design {
+            intercept: self.intercept,
+            trailing: self.trailing,
+            standardize: self.standardize.clone(),
+            unit_norm: self.unit_norm,
+        };
+        Some(self.raw.partitioned()?.with(layer))
+    }
+
     /// Reads the raw rows into the front of `x`, then widens them in place from the last row
     /// back (each design row ends at or after where its raw row ends), so no scratch is needed.
     fn read_rows(&self, start: usize, x: &mut [f64], y: &mut [f64]) -> Result<(), RowsError> {

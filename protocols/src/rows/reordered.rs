@@ -45,6 +45,16 @@ impl Reordered {
         Self { inner, order }
     }
 
+    /// `inner` with output column `k` taken from inner column `order[k]`. Panics if an index
+    /// is out of range.
+    pub fn with_order(inner: Arc<dyn RowSource>, order: Vec<usize>) -> Self {
+        assert!(
+            order.iter().all(|&j| j < inner.columns()),
+            "column indices of the source"
+        );
+        Self { inner, order }
+    }
+
     fn permute(&self, from: &[f64], to: &mut [f64]) {
         for (t, &j) in to.iter_mut().zip(&self.order) {
             *t = from[j];
@@ -72,6 +82,11 @@ impl RowSource for Reordered {
 
     fn random_access(&self) -> bool {
         self.inner.random_access()
+    }
+
+    fn partitioned(&self) -> Option<super::cluster_layers::Partitioned> {
+        let layer = super::cluster_layers::Layer::Reordered(self.order.clone());
+        Some(self.inner.partitioned()?.with(layer))
     }
 
     fn read_rows(&self, start: usize, x: &mut [f64], y: &mut [f64]) -> Result<(), RowsError> {

@@ -10,11 +10,9 @@ use privlogit_circuits::channel::Channel;
 use super::shapes::{MOMENT_BITS, MOMENT_SCALE, Shape};
 use super::wire::{self, Reader, Step, Writer};
 use super::{SecureConfig, SecureError};
-use crate::compensated::CompensatedSum;
 use crate::disclosure::Disclosure;
-use crate::objective::{Glm, PartyData};
+use crate::objective::{Glm, PartyData, RowJob, RowKernel};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
-use crate::rows::blocks::for_each_block;
 use crate::rows::{DesignRows, MemoryRows, RowSource};
 use crate::transport::Role;
 
@@ -230,22 +228,8 @@ impl NodeData {
                 "means of the wrong length",
             ));
         }
-        let mut total = CompensatedSum::zeros(p);
-        let block_sums = |x: ndarray::ArrayView2<'_, f64>, _: ndarray::ArrayView1<'_, f64>| {
-            let mut acc = CompensatedSum::zeros(p);
-            let mut term = vec![0.0; p];
-            for row in x.outer_iter() {
-                for (j, (t, x)) in term.iter_mut().zip(row.iter()).enumerate() {
-                    *t = match means {
-                        Some(m) => (x - m[j]) * (x - m[j]),
-                        None => *x,
-                    };
-                }
-                acc.add_scaled(0, &term, 1.0);
-            }
-            acc
-        };
-        for_each_block(self.raw.as_ref(), block_sums, |b| total.merge(&b))?;
+        let kernel = RowKernel::Moments(means.map(<[f64]>::to_vec));
+        let total = RowJob::new(self.glm, kernel).fold(self.raw.as_ref())?;
         Ok(total.values().iter().map(|v| v / n).collect())
     }
 }
@@ -447,18 +431,9 @@ impl Session<'_> {
     fn margins(&mut self, reader: Reader<'_>) -> Result<Reply, SecureError> {
         let party = self.data.party()?;
         let beta = read_beta(reader, party.columns())?;
-        let beta = beta.as_slice().expect("contiguous");
-        let (glm, p) = (party.glm(), party.columns());
-        let mut wrong: u64 = 0;
-        party.source().scan(&mut |x, y| {
-            for (row, label) in x.rows().into_iter().zip(y) {
-                let row = row.to_slice().expect("standard layout");
-                let (offset, _) = glm.offset_and_weight(row, p);
-                let eta = crate::objective::dot(&row[..p], beta) + offset;
-                wrong += u64::from(eta * (2.0 * label - 1.0) <= 0.0);
-            }
-            Ok(())
-        })?;
+        let wrong = party
+            .sums(RowKernel::Misclassified(beta.to_vec()))?
+            .values()[0] as u64;
         self.encrypted_count(Step::MarginsReply, wrong)
     }
 
