@@ -121,6 +121,8 @@ def _by_name(arrays):
     out = [arrays[0]]
     for party in arrays[1:]:
         if isinstance(party, cluster._Partitions):
+            if party.names != first and sorted(party.names) == sorted(first):
+                party.order_as(first)
             out.append(party)
             continue
         x, y, names = party

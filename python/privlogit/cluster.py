@@ -85,6 +85,12 @@ class _Partitions:
     def release(self):
         """Frees what the front end pinned in the cluster (nothing for Dask)."""
 
+    def order_as(self, names):
+        """The same rows with the features in the order `names` (a permutation of them): the
+        study's other parties' order, matched by name as pandas parties are."""
+        self._frame = self._frame[[*names, self.label]]
+        self.names = list(names)
+
 
 def released(parties):
     """Calls `release()` on every cluster front end among `parties` (after a study or a Node)."""
@@ -117,7 +123,6 @@ class SparkPartitions(_Partitions):
 
     def __init__(self, frame, label, names, what):
         super().__init__(label, names, what)
-        from pyspark.sql import functions as F
         from pyspark.sql.types import BooleanType, NumericType
 
         types = {f.name: f.dataType for f in frame.schema.fields}
@@ -127,9 +132,11 @@ class SparkPartitions(_Partitions):
         # round's answers are checked against these counts and a changed partitioning refused.
         from pyspark import StorageLevel
 
-        quoted = [F.col("`" + c.replace("`", "``") + "`").cast("double").alias(c) for c in [*self.names, label]]
-        self._frame = frame.select(*quoted)
-        self._frame = self._frame.persist(StorageLevel.MEMORY_AND_DISK)
+        # Under plain aliases: PySpark's own Arrow code resolves columns by name, which a dot in
+        # one would break; the names travel to the executors beside the rows.
+        self._alias = {c: f"_c{k}" for k, c in enumerate([*self.names, label])}
+        self._frame = frame.select(*[_spark_column(c).cast("double").alias(self._alias[c]) for c in [*self.names, label]])
+        self._frame = self._pinned = self._frame.persist(StorageLevel.MEMORY_AND_DISK)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             counts = dict(self._frame.mapInArrow(_spark_count, "part long, rows long").collect())
@@ -140,7 +147,11 @@ class SparkPartitions(_Partitions):
         self.describe = f"{what} (Spark DataFrame, {parts} partitions)"
 
     def release(self):
-        self._frame.unpersist()
+        self._pinned.unpersist()
+
+    def order_as(self, names):
+        self._frame = self._frame.select(*[self._alias[c] for c in [*names, self.label]])
+        self.names = list(names)
 
     def run(self, request):
         request, offsets, names, what = bytes(request), self.offsets, self.names, self.what
@@ -164,6 +175,13 @@ class SparkPartitions(_Partitions):
         except Exception as failure:  # noqa: BLE001 - Spark wraps the executor's error
             raise DataError(_error_of(failure)) from None
         return [bytes(r["answer"]) for r in sorted(rows, key=lambda r: r["part"])]
+
+
+def _spark_column(name):
+    """A column by its name as written (a dot in it is part of the name, not a field)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _spark_count(batches):

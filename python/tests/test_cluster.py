@@ -186,3 +186,22 @@ def test_the_plaintext_fit_collects_cluster_frames(spark, dask_dataframe):
     got = privlogit.fit([sframe.select(*names, "label"), dask_dataframe.from_pandas(frames[1], npartitions=2),
                          frames[2]], label="label", standardize=True)
     assert np.array_equal(got["coef"], reference["coef"])
+
+
+def test_cluster_parties_are_matched_by_column_name(spark, dask_dataframe, tmp_path):
+    # A cluster party whose columns are in another order is reordered by name to the study's
+    # first party (as pandas parties are), and a column name with a dot is a name, not a field.
+    frame = pd.read_csv(os.path.join(DEMO, "hospital_a.csv")).rename(columns={"mean_radius": "mean.radius"})
+    path = tmp_path / "rows.csv"
+    frame.to_csv(path, index=False)
+    features = [c for c in frame.columns if c != "label"]
+    reference = privlogit.cluster.sums(path, "bound", label="label")
+    shuffled = frame[[*features[::-1], "label"]]
+    for cluster_frame in [ordered(spark, shuffled, 3)[0].select(*[f"`{c}`" for c in shuffled.columns]),
+                          dask_dataframe.from_pandas(shuffled, npartitions=3, sort=False)]:
+        first = privlogit._party(frame, "label", None, "party 1")
+        front = privlogit._party(cluster_frame, "label", None, "party 2")
+        assert front.names == features[::-1]
+        privlogit._by_name([first, front])
+        assert front.names == features
+        assert np.array_equal(privlogit.cluster.sums(front, "bound"), reference)
