@@ -52,8 +52,9 @@ impl RowSource for WithConstants {
     }
 
     fn partitioned(&self) -> Option<super::cluster_layers::Partitioned> {
+        let inner = self.inner.partitioned()?;
         let layer = super::cluster_layers::Layer::Constants(self.values.clone());
-        Some(self.inner.partitioned()?.with(layer))
+        Some(inner.with(layer))
     }
 
     fn read_rows(&self, start: usize, x: &mut [f64], y: &mut [f64]) -> Result<(), RowsError> {

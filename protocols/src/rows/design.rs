@@ -121,13 +121,14 @@ impl RowSource for DesignRows {
     }
 
     fn partitioned(&self) -> Option<super::cluster_layers::Partitioned> {
+        let inner = self.raw.partitioned()?;
         let layer = super::cluster_layers::Layer::Design {
             intercept: self.intercept,
             trailing: self.trailing,
             standardize: self.standardize.clone(),
             unit_norm: self.unit_norm,
         };
-        Some(self.raw.partitioned()?.with(layer))
+        Some(inner.with(layer))
     }
 
     /// Reads the raw rows into the front of `x`, then widens them in place from the last row

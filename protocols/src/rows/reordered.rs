@@ -85,8 +85,9 @@ impl RowSource for Reordered {
     }
 
     fn partitioned(&self) -> Option<super::cluster_layers::Partitioned> {
+        let inner = self.inner.partitioned()?;
         let layer = super::cluster_layers::Layer::Reordered(self.order.clone());
-        Some(self.inner.partitioned()?.with(layer))
+        Some(inner.with(layer))
     }
 
     fn read_rows(&self, start: usize, x: &mut [f64], y: &mut [f64]) -> Result<(), RowsError> {
