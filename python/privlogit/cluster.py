@@ -193,16 +193,14 @@ def _spark_count(batches):
 
 
 def _arrow_rows(batches, features):
-    """Arrow batches (features then the label, all double) as a row-major float64 matrix and
-    the labels; nulls become NaN, which the kernels refuse by row and column."""
-    if not batches:
-        return np.empty((0, features)), np.empty(0)
-    columns = [
-        np.concatenate([b.column(j).to_numpy(zero_copy_only=False) for b in batches]).astype(np.float64)
-        for j in range(features + 1)
-    ]
-    x = np.ascontiguousarray(np.column_stack(columns[:features]) if features else np.empty((len(columns[0]), 0)))
-    return x, np.ascontiguousarray(columns[features])
+    """Arrow batches (features then the label, all double) as float64 columns (the features)
+    and the labels; nulls become NaN, which the kernels refuse by row and column."""
+    def column(j):
+        parts = [b.column(j).to_numpy(zero_copy_only=False) for b in batches]
+        whole = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0)
+        return np.ascontiguousarray(whole, dtype=np.float64)
+
+    return [column(j) for j in range(features)], column(features)
 
 
 class DaskPartitions(_Partitions):
@@ -245,6 +243,6 @@ class DaskPartitions(_Partitions):
 def _dask_answer(request, offset, frame, names, label, source):
     from privlogit import _native
 
-    x = np.ascontiguousarray(frame[names].to_numpy(dtype=np.float64, na_value=np.nan))
+    columns = [np.ascontiguousarray(frame[c].to_numpy(dtype=np.float64, na_value=np.nan)) for c in names]
     y = np.ascontiguousarray(frame[label].to_numpy(dtype=np.float64, na_value=np.nan))
-    return _native.partition_answer(request, offset, x, y, names, source)
+    return _native.partition_answer(request, offset, columns, y, names, source)

@@ -13,23 +13,39 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::buffers::{matrix, vector};
+use crate::buffers::{in_place, len1, vector};
 use crate::errors::DataError;
+use ndarray::Array2;
 
-/// A partition's answer to `request` (run on a Spark executor or a Dask worker): its raw rows
-/// `x` (float64, row-major, columns `names`) and labels `y`, its first row being row `offset`
-/// of the DataFrame, `source` naming the partition in errors. Releases the GIL while it sums.
+/// A partition's answer to `request` (run on a Spark executor or a Dask worker): its raw
+/// feature `columns` (one float64 array each, named `names`, as the DataFrame holds them) and
+/// labels `y`, its first row being row `offset` of the DataFrame, `source` naming the partition
+/// in errors. The columns are interleaved into rows once, here; the GIL is released while it
+/// sums.
 #[pyfunction]
 pub fn partition_answer<'py>(
     py: Python<'py>,
     request: &[u8],
     offset: u64,
-    x: PyBuffer<f64>,
+    columns: Vec<PyBuffer<f64>>,
     y: PyBuffer<f64>,
     names: Vec<String>,
     source: String,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let (x, y) = (matrix(&x, &source)?, vector(&y, &source)?);
+    let y = vector(&y, &source)?;
+    let n = y.len();
+    let mut x = Array2::<f64>::zeros((n, columns.len()));
+    for (j, column) in columns.iter().enumerate() {
+        if len1(column, &source)? != n {
+            return Err(DataError::new_err(format!(
+                "{source}: column {j} has {} values for {n} labels",
+                column.item_count()
+            )));
+        }
+        for (cell, value) in x.column_mut(j).iter_mut().zip(in_place(column)) {
+            *cell = *value;
+        }
+    }
     let request = request.to_vec();
     let answer = py
         .allow_threads(|| row_kernel::answer(&request, offset, x, y, names, &source))

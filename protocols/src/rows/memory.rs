@@ -52,6 +52,11 @@ impl MemoryRows {
     pub fn y(&self) -> &Array1<f64> {
         &self.y
     }
+
+    /// The rows, labels and names, handed back without a copy.
+    pub fn into_parts(self) -> (Array2<f64>, Array1<f64>, Vec<String>) {
+        (self.x, self.y, self.names)
+    }
 }
 
 impl RowSource for MemoryRows {

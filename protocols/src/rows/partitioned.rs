@@ -195,15 +195,18 @@ pub fn answer_partition(
             y: raw.y().as_slice().expect("contiguous")[i..j].to_vec(),
         }
     };
-    let mut edges = vec![run(offset, from)];
+    let mut edges = vec![run(offset, from), run(to, end)];
+    edges.retain(|e| !e.y.is_empty());
     let mut blocks = Vec::with_capacity(whole as usize);
     if whole > 0 {
         let (i, j) = ((from - offset) as usize, (to - offset) as usize);
+        // The whole blocks' rows in place: a row range of the partition's own arrays.
+        let (x, y, names) = raw.into_parts();
         let inner = MemoryRows::new(
-            raw.x().slice(ndarray::s![i..j, ..]).to_owned(),
-            raw.y().slice(ndarray::s![i..j]).to_owned(),
+            x.slice_move(ndarray::s![i..j, ..]),
+            y.slice_move(ndarray::s![i..j]),
         )
-        .with_names(raw.names());
+        .with_names(names);
         let rows = wrapped(Arc::new(inner), layers)?;
         let mut index = first_whole / block;
         for_each_block(rows.as_ref(), partial, |b| {
@@ -211,8 +214,6 @@ pub fn answer_partition(
             index += 1;
         })?;
     }
-    edges.push(run(to, end));
-    edges.retain(|e| !e.y.is_empty());
     let answer = PartitionAnswer {
         offset,
         rows: n,
