@@ -177,6 +177,12 @@ pub fn answer_partition(
     partial: &BlockFn<'_>,
 ) -> Result<Vec<u8>, RowsError> {
     let (n, width) = (raw.rows() as u64, raw.columns());
+    if offset > 1 << 62 {
+        return Err(RowsError::new(
+            "a partition",
+            format!("its first row {offset} is beyond any source's rows"),
+        ));
+    }
     let block = BLOCK_ROWS as u64;
     let first_whole = offset.div_ceil(block) * block;
     let end = offset + n;
