@@ -148,7 +148,7 @@ pub fn table(path: &Path, spec: &Spec) -> Result<VerticalTable, Error> {
         labels: has_label.then(|| data.y.iter().map(|&v| v == 1.0).collect()),
         names: data.names,
         ids,
-        disclosure: spec.disclosure,
+        disclosure: spec.disclosure(),
     })
 }
 

@@ -81,7 +81,7 @@ impl FitJob {
         };
         if spec.site_intercepts {
             let views: Vec<_> = parties.iter().map(crate::data::Dataset::view).collect();
-            parties = super::sites::tables(&views, spec.intercept)?;
+            parties = super::sites::tables(&views, spec.intercept())?;
         }
         let prepared = super::prepare_glm(parties, preparation(spec), &glm_columns(spec))?;
         let held_out = held_out(spec, &prepared)?;
@@ -96,7 +96,7 @@ impl FitJob {
     ) -> Result<Self, Error> {
         let (optimizer, options, asked) = plan(spec)?;
         let prepared = if spec.site_intercepts {
-            let tables = super::sites::tables(parties, spec.intercept)?;
+            let tables = super::sites::tables(parties, spec.intercept())?;
             super::prepare_glm(tables, preparation(spec), &glm_columns(spec))?
         } else {
             super::prepare_views_glm(parties, preparation(spec), &glm_columns(spec))?
@@ -337,7 +337,7 @@ fn glm_columns(spec: &Spec) -> super::GlmColumns {
 fn preparation(spec: &Spec) -> Preparation {
     Preparation {
         standardize: spec.standardize,
-        intercept: spec.intercept,
+        intercept: spec.intercept(),
     }
 }
 

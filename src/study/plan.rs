@@ -128,7 +128,7 @@ impl Spec {
         let options = FitOptions::new()
             .lambda(self.lambda)
             // Without an intercept there is nothing to free (the first column is a feature).
-            .free_intercept(self.free_intercept && self.intercept)
+            .free_intercept(self.free_intercept && self.intercept())
             .relative_tolerance(tol)
             .gradient_tolerance(gradient)
             .max_iterations(self.max_iter)
@@ -195,7 +195,7 @@ impl Spec {
                 },
             ));
         }
-        if self.free_intercept && self.intercept {
+        if self.free_intercept && self.intercept() {
             return Err(Error::plan(
                 "a secure study penalises every coefficient (its widths assume lambda on each): \
                  setting `free_intercept` is for the plaintext fit",
@@ -215,7 +215,7 @@ impl Spec {
             parties,
             standardize: self.standardize,
             // PLR has no intercept: its rows are scaled onto the unit sphere.
-            intercept: self.intercept && release.is_none(),
+            intercept: self.intercept() && release.is_none(),
             linear_algebra: self.linear_algebra,
             mask_seed: self.seed,
             // Standard errors by default, where they can be had: a DP release publishes its
@@ -243,7 +243,7 @@ impl Spec {
     /// `two_node_disclosure = true`, standardisation and held-out evaluation are refused and
     /// the inference round is left out (refused when asked for by name).
     fn check_two_nodes(&self, plan: &mut StudyPlan) -> Result<(), Error> {
-        let d = &self.disclosure;
+        let d = &self.disclosure();
         let refuse = |setting: &str, what: &str| match d.check_two_nodes(plan.parties, what) {
             Some(why) => Err(Error::setting(setting, why)),
             None => Ok(()),

@@ -72,7 +72,7 @@ impl Shown {
             ci_level: spec.ci_level,
             covariance: spec.covariance,
             label: spec.label.clone(),
-            disclosure: spec.disclosure,
+            disclosure: spec.disclosure(),
         })
     }
 }

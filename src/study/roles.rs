@@ -251,7 +251,7 @@ impl InProcess {
             // The indicators are the features' last K - 1 names; the file's own come before.
             let features = &opened[0].names;
             let own = features.len().saturating_sub(nodes.len() - 1);
-            crate::fit::sites::check(nodes.len(), spec.intercept, &features[..own])?;
+            crate::fit::sites::check(nodes.len(), spec.intercept(), &features[..own])?;
         }
         // Columns that differ are named by file here, before any key is made (the aggregator,
         // which knows only Node numbers, would refuse them too).
@@ -334,7 +334,7 @@ impl InProcess {
             ledger,
             noise_seed: spec.noise_seed,
             shown,
-            disclosure: spec.disclosure,
+            disclosure: spec.disclosure(),
         })
     }
 
@@ -958,7 +958,7 @@ impl Node {
         check_width(&source, &names)?;
         if let Some((_, sites)) = site {
             let own = names.len().saturating_sub(sites - 1);
-            crate::fit::sites::check(sites, spec.intercept, &names[..own])?;
+            crate::fit::sites::check(sites, spec.intercept(), &names[..own])?;
         }
         let held_out = match &spec.test_party[..] {
             [] => None,
@@ -997,7 +997,7 @@ impl Node {
             held_out,
             ledger,
             dropped,
-            disclosure: spec.disclosure,
+            disclosure: spec.disclosure(),
         })
     }
 
