@@ -220,7 +220,8 @@ def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT[
         intercept=not _FIT["no_intercept"], tol=_FIT["tol"], max_iter=_FIT["max_iter"],
         gradient_tol=_FIT["gradient_tol"], penalize_intercept=not _FIT["free_intercept"], *,
         memory=_FIT["memory"], newton_finish=not _FIT["no_newton_finish"], ci_level=_FIT["ci_level"], covariance=_FIT["covariance"], drop=None,
-        family=_FIT["family"], offset=None, weights=None, test_party=None, label=None, names=None):
+        family=_FIT["family"], offset=None, weights=None, test_party=None, label=None, names=None,
+        **settings):
     """Fit l2-regularised logistic regression (or, with `family="gaussian"` or `"poisson"`, that
     generalised linear model, by Newton's method; `offset` and `weights` name columns of the
     parties that are not features) over `parties` (one per organization: `(X, y)`,
@@ -237,7 +238,8 @@ def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT[
     `deviance`, `null_deviance`, `aic`, `bic`, `covariance` when asked for). The result's
     `summary()` prints the table, `to_frame()` gives it as a pandas DataFrame. `test_party` (data
     files with the parties' columns) evaluates the final model on held-out rows (`test_auc`,
-    `test_log_loss`, `test_accuracy`, `test_brier`, `calibration`).
+    `test_log_loss`, `test_accuracy`, `test_brier`, `calibration`). Further settings of
+    `privlogit fit` (`separation_probe`, `init`, ...) go by their names.
     """
     if optimizer is _FIT_OPTIMIZER:
         optimizer = None  # not given: the library's default (Newton for Gaussian and Poisson)
@@ -245,7 +247,8 @@ def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT[
                       max_iter=max_iter, gradient_tol=gradient_tol, penalize_intercept=penalize_intercept, memory=memory,
                       newton_finish=newton_finish, ci_level=ci_level, covariance=covariance, drop=None if drop is None else [str(c) for c in drop],
                       family=family, offset=offset, weights=weights, label=label,
-                      test_party=None if test_party is None else [os.fspath(p) for p in test_party])
+                      test_party=None if test_party is None else [os.fspath(p) for p in test_party],
+                      **settings)
     # The plaintext fit holds every party's rows in this process: a Spark or Dask DataFrame is
     # collected (`study` and `node` compute on its partitions instead).
     parties = [_collected(p) for p in parties]
