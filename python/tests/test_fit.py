@@ -200,3 +200,18 @@ def test_newton_finish_keyword_takes_fewer_rounds_to_the_same_optimum():
     assert on["newton_steps"] > 0 and off["newton_steps"] == 0
     assert 2 * on["rounds"] < off["rounds"]
     np.testing.assert_allclose(on["coef"], off["coef"], atol=2e-6)
+
+
+def test_any_setting_of_the_fit_goes_by_its_name():
+    # A setting without a keyword of its own (here `separation_probe`) is taken by name, as the
+    # command line's flag: 0 reports the unpenalised fit where it stopped; by default breast_cancer's
+    # separated classes are refused. A name that is no setting is refused with a suggestion.
+    X, y = standardised_breast_cancer()
+    parties = [(X[k::3], y[k::3]) for k in range(3)]
+    common = dict(optimizer="privlogit", lam=0.0, max_iter=20)
+    stopped = privlogit.fit(parties, separation_probe=0, **common)
+    assert stopped["status"] == "max_iterations" and stopped["iterations"] == 20
+    with pytest.raises(privlogit.EstimationError, match="separated"):
+        privlogit.fit(parties, **common)
+    with pytest.raises(privlogit.SettingError, match="did you mean `separation_probe`"):
+        privlogit.fit(parties, separation_prob=0, **common)

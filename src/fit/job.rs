@@ -35,6 +35,8 @@ struct Asked {
     covariance: bool,
     drop: Vec<String>,
     columns: super::GlmColumns,
+    /// Newton steps that tell separated classes after a fit runs out of iterations.
+    separation_probe: usize,
 }
 
 /// A finished fit with what it was fitted on.
@@ -255,12 +257,13 @@ impl FitJob {
     /// An unpenalised logistic fit that ran out of iterations may be crawling after a maximum
     /// that does not exist: PrivLogit's bound takes thousands of iterations to point its
     /// coefficients along a separating direction that Newton finds in a dozen. Newton steps
-    /// from where it stopped (at most [`SEPARATION_PROBE`]) tell: when they separate the
+    /// from where it stopped (at most setting `separation_probe`) tell: when they separate the
     /// classes, the fit is returned as theirs (and refused as separated); otherwise the fit
     /// stands as it was.
     fn probe_separation(&self, prepared: &Prepared, fitted: Fitted) -> Result<Fitted, Error> {
         let logistic = prepared.glm().family == privlogit_protocols::Family::Binomial;
         if self.options.lambda != 0.0
+            || self.asked.separation_probe == 0
             || !logistic
             || fitted.separated
             || fitted.report.status != Status::MaxIterations
@@ -273,7 +276,7 @@ impl FitJob {
                 .initial(privlogit_protocols::optimizer::Initial::Vector(
                     fitted.report.beta.clone(),
                 ));
-        probe.stopping.max_iterations = SEPARATION_PROBE;
+        probe.stopping.max_iterations = self.asked.separation_probe;
         match super::fit(prepared, Optimizer::Newton, &probe, &mut |_| {}) {
             Ok(newton) if newton.separated => Ok(newton),
             _ => Ok(fitted),
@@ -294,8 +297,8 @@ impl FitJob {
     }
 }
 
-/// The most Newton steps [`FitJob::probe_separation`] takes (breast_cancer's Newton separates
-/// its classes in 13 from zero).
+/// The most Newton steps [`FitJob::probe_separation`] takes by default (breast_cancer's Newton
+/// separates its classes in 13 from zero).
 pub const SEPARATION_PROBE: usize = 50;
 
 /// The optimiser, the options and the inference `spec` asks for, checked.
@@ -322,6 +325,7 @@ fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
         covariance: spec.covariance,
         drop: spec.drop.clone(),
         columns: glm_columns(spec),
+        separation_probe: spec.separation_probe,
     };
     Ok((optimizer, options, asked))
 }

@@ -184,6 +184,10 @@ settings! {
         formed in masked arithmetic and compared in a circuit: one revealed bit.";
     max_iter: usize = 1000, "N", [F, S, A], shared,
         "Give up after N iterations (a warning, exit status 0).";
+    separation_probe: usize = crate::fit::job::SEPARATION_PROBE, "N", [F], own,
+        "Newton steps an unpenalised logistic fit that ran out of iterations takes from where it \
+        stopped to tell separated classes (it is refused as separated when they separate the \
+        rows); 0 reports the fit as it stopped.";
     init: Option<f64> = None, "V", [F], own,
         "Start with every coefficient equal to V (default: all zero).";
     key_bits: u32 = 2048, "BITS", [S, A], shared,

@@ -219,6 +219,29 @@ fn separated_classes_are_refused() {
     }
 }
 
+/// `separation_probe = 0` turns the plaintext fit's probe off: the fit that ran out of
+/// iterations is reported as it stopped (status max-iterations), not refused.
+#[test]
+fn a_fit_without_the_separation_probe_reports_where_it_stopped() {
+    let data = common::shared_data("breast_cancer.csv");
+    let settings = |probe: i64| {
+        fit(&[
+            ("data", Value::from(data.display().to_string())),
+            ("label", Value::from("label")),
+            ("standardize", Value::from(true)),
+            ("lambda", Value::from(0.0)),
+            ("optimizer", Value::from("privlogit")),
+            ("max_iter", Value::from(20)),
+            ("separation_probe", Value::from(probe)),
+        ])
+    };
+    let err = settings(50).expect_err("the probe refuses");
+    assert!(err.to_string().contains("completely separated"), "{err}");
+    let stopped = settings(0).expect("no probe");
+    assert_eq!(stopped["status"], "max_iterations");
+    assert_eq!(stopped["iterations"], 20);
+}
+
 /// A secure study of breast_cancer's separated classes is refused by every optimizer: Newton's
 /// at the pivot its information loses (also `a_separated_secure_study_is_refused`),
 /// PrivLogit-Local's (here stopped at 20 iterations, as at its 1,000) by Newton steps from
