@@ -107,13 +107,15 @@ pub fn spent_report(spends: &[(PathBuf, f64)]) -> Value {
     )
 }
 
-/// Writes `report` (to `out`, or standard output) and charges `charges` on the ledger: the
+/// Writes `report` (to the file `out`, or else to `elsewhere`, the front end's choice: the command
+/// line's standard output) and charges `charges` on the ledger: the
 /// result is written in full first (to a temporary file), the release is charged, and only then
 /// is the result put in place, so a result that cannot be written is not charged and no result
 /// appears uncharged.
 pub fn publish_charged(
     report: &Value,
     out: Option<&Path>,
+    elsewhere: &mut dyn std::io::Write,
     ledger: Option<(&Path, Option<f64>)>,
     charges: &[Charge],
     say: Say<'_>,
@@ -133,13 +135,10 @@ pub fn publish_charged(
     }
     match (staged, out) {
         (Some(staged), Some(path)) => staged.commit().map_err(|e| Error::write(path, e))?,
-        _ => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(rendered.as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(|e| Error::write("standard output", e))?;
-        }
+        _ => elsewhere
+            .write_all(rendered.as_bytes())
+            .and_then(|()| elsewhere.flush())
+            .map_err(|e| Error::write("the result's output", e))?,
     }
     Ok(())
 }

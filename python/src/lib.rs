@@ -350,6 +350,11 @@ impl PyKeypair {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A network shape asked for in the environment that cannot be read is refused now, as the
+    // command line refuses it at its start (the library ignores it, printing nothing).
+    if let Err(e) = privlogit::protocols::transport::shape::from_environment() {
+        return Err(errors::SettingError::new_err(e.to_string()));
+    }
     m.add_function(wrap_pyfunction!(py_settings::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(py_roles::fit, m)?)?;
     m.add_function(wrap_pyfunction!(py_roles::study, m)?)?;

@@ -108,3 +108,12 @@ def test_exceptions_say_the_kind_of_failure(tmp_path):
     for kind in (privlogit.SettingError, privlogit.DataError, privlogit.NetworkError,
                  privlogit.EstimationError, privlogit.BudgetExceeded):
         assert issubclass(kind, privlogit.PrivlogitError)
+
+
+def test_an_unreadable_network_setting_is_refused_when_the_module_loads():
+    # As the command line refuses it at its start; the library itself prints nothing.
+    import os, subprocess, sys
+    env = dict(os.environ, PRIVLOGIT_LATENCY="fast")
+    run = subprocess.run([sys.executable, "-c", "import privlogit"], env=env, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "SettingError" in run.stderr and "PRIVLOGIT_LATENCY" in run.stderr, run.stderr

@@ -353,7 +353,7 @@ impl FileJob {
 
     /// Checks, fits, writes and charges: the result written in full (to a temporary file),
     /// the ledger charged, and only then the result put in place.
-    pub fn run(&self, say: Say<'_>) -> Result<(), Error> {
+    pub fn run(&self, say: Say<'_>, elsewhere: &mut dyn std::io::Write) -> Result<(), Error> {
         // Everything is validated before any data is touched by a mechanism.
         let r = &self.request;
         let settings = r.settings(self.public.is_some(), self.target_unlabelled.is_some())?;
@@ -409,6 +409,7 @@ impl FileJob {
         charge::publish_charged(
             &report,
             self.out.as_deref(),
+            elsewhere,
             self.ledger.as_ref().map(|(p, b)| (p.as_path(), *b)),
             &charges,
             say,

@@ -2,7 +2,8 @@
 //! ``setting `max_iter` `` and each front end spells it in its own words (the command line as
 //! `--max-iter`, Python as its keyword; `privlogit::settings::words`). This test reads every
 //! string literal of `src/`, `protocols/src` and `circuits/src` and refuses one that holds
-//! `--` followed by a letter or a format argument.
+//! `--` followed by a letter or a format argument. It also checks that the library prints
+//! nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -108,6 +109,46 @@ fn no_library_string_names_a_command_line_flag() {
     assert!(
         offending.is_empty(),
         "library strings naming a flag (write setting `key` instead):\n{}",
+        offending.join("\n")
+    );
+}
+
+/// The library prints nothing: its code outside `#[cfg(test)]` modules has no `print!`,
+/// `println!`, `eprint!`, `eprintln!` or handle on the standard streams (results, progress and
+/// warnings go to the caller, which writes them where its users look).
+#[test]
+fn the_library_prints_nothing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "protocols/src", "circuits/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let printing = [
+        "print!(",
+        "println!(",
+        "eprint!(",
+        "eprintln!(",
+        "io::stdout()",
+        "io::stderr()",
+    ];
+    let mut offending = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).expect("source");
+        // Test modules close their file (the project's layout): the code before the first.
+        let code = source.split("#[cfg(test)]\nmod ").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            let line = line.trim_start();
+            if line.starts_with("//") {
+                continue;
+            }
+            if printing.iter().any(|p| line.contains(p)) {
+                offending.push(format!("{}:{}: {line}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        offending.is_empty(),
+        "the library writes to the standard streams:\n{}",
         offending.join("\n")
     );
 }

@@ -140,16 +140,14 @@ pub fn set_link_shape(shape: LinkShape) {
 }
 
 /// The shape connections start with: what [`set_link_shape`] set, else the environment's,
-/// else none. An unreadable environment value is reported once on standard error and
-/// ignored (the command line refuses it before anything runs).
+/// else none. The library prints nothing: an unreadable environment value is ignored here,
+/// and the front ends refuse it with [`from_environment`] before anything runs (the command
+/// line at its start, Python when its module is loaded).
 pub fn link_shape() -> LinkShape {
     if let Some(shape) = *SHAPE.read().unwrap_or_else(|p| p.into_inner()) {
         return shape;
     }
-    let shape = from_environment().unwrap_or_else(|e| {
-        eprintln!("privlogit: ignoring the network setting: {e}");
-        LinkShape::NATIVE
-    });
+    let shape = from_environment().unwrap_or(LinkShape::NATIVE);
     set_link_shape(shape);
     shape
 }

@@ -128,7 +128,9 @@ impl FitArgs {
 /// Runs `privlogit dp`.
 pub fn run(args: DpArgs) -> Result<Outcome> {
     match args.command {
-        DpCommand::Fit(a) => a.job()?.run(&|m: &str| line(m))?,
+        DpCommand::Fit(a) => a
+            .job()?
+            .run(&|m: &str| line(m), &mut std::io::stdout().lock())?,
         DpCommand::Experiment(a) => privlogit_cli::experiments::run(a)?,
         DpCommand::Replot(a) => privlogit_cli::experiments::replot(a)?,
         DpCommand::Account(a) => {
