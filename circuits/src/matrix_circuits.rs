@@ -89,26 +89,9 @@ fn div_in<B: Backend>(
 /// The lower-triangular `L` with `L L^T = A` for a symmetric positive-definite `A` (only the
 /// lower triangle of `A` is read): for each column `j`, `L_jj = sqrt(A_jj - sum_k L_jk^2)` and
 /// `L_ij = (A_ij - sum_k L_ik L_jk) / L_jj`. Entries above the diagonal are the constant 0.
+/// With `check`, range checks too (a circuit's pivots at least its `min_pivot`, quotients
+/// and sums within the format).
 pub fn cholesky<B: Backend>(
-    b: &mut Builder<B>,
-    a: &Matrix<B::Wire>,
-    format: FixedFormat,
-) -> Matrix<B::Wire> {
-    cholesky_in(b, a, format, None)
-}
-
-/// [`cholesky`] with range checks (the pivots `A_jj - sum_k L_jk^2` at least the check's
-/// `min_pivot`).
-pub fn cholesky_checked<B: Backend>(
-    b: &mut Builder<B>,
-    a: &Matrix<B::Wire>,
-    format: FixedFormat,
-    check: &mut RangeCheck<B::Wire>,
-) -> Matrix<B::Wire> {
-    cholesky_in(b, a, format, Some(check))
-}
-
-fn cholesky_in<B: Backend>(
     b: &mut Builder<B>,
     a: &Matrix<B::Wire>,
     format: FixedFormat,
@@ -142,27 +125,9 @@ fn cholesky_in<B: Backend>(
 }
 
 /// `y` with `L y = v` for lower-triangular `L`: `y_i = (v_i - sum_{k<i} L_ik y_k) / L_ii`.
+/// With `check`, range checks too (a circuit's pivots at least its `min_pivot`, quotients
+/// and sums within the format).
 pub fn forward_substitution<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    v: &[Word<B::Wire>],
-    format: FixedFormat,
-) -> Vec<Word<B::Wire>> {
-    forward_in(b, l, v, format, None)
-}
-
-/// [`forward_substitution`] with range checks.
-pub fn forward_substitution_checked<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    v: &[Word<B::Wire>],
-    format: FixedFormat,
-    check: &mut RangeCheck<B::Wire>,
-) -> Vec<Word<B::Wire>> {
-    forward_in(b, l, v, format, Some(check))
-}
-
-fn forward_in<B: Backend>(
     b: &mut Builder<B>,
     l: &Matrix<B::Wire>,
     v: &[Word<B::Wire>],
@@ -180,27 +145,9 @@ fn forward_in<B: Backend>(
 }
 
 /// `x` with `L^T x = y` for lower-triangular `L`: `x_i = (y_i - sum_{k>i} L_ki x_k) / L_ii`.
+/// With `check`, range checks too (a circuit's pivots at least its `min_pivot`, quotients
+/// and sums within the format).
 pub fn back_substitution<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    y: &[Word<B::Wire>],
-    format: FixedFormat,
-) -> Vec<Word<B::Wire>> {
-    back_in(b, l, y, format, None)
-}
-
-/// [`back_substitution`] with range checks.
-pub fn back_substitution_checked<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    y: &[Word<B::Wire>],
-    format: FixedFormat,
-    check: &mut RangeCheck<B::Wire>,
-) -> Vec<Word<B::Wire>> {
-    back_in(b, l, y, format, Some(check))
-}
-
-fn back_in<B: Backend>(
     b: &mut Builder<B>,
     l: &Matrix<B::Wire>,
     y: &[Word<B::Wire>],
@@ -222,14 +169,6 @@ fn back_in<B: Backend>(
 /// `M = L^-1` for lower-triangular `L`: `M_ii = 1 / L_ii` and, below the diagonal,
 /// `M_ij = -(sum_{k=j}^{i-1} L_ik M_kj) / L_ii`.
 pub fn triangular_inverse<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    format: FixedFormat,
-) -> Matrix<B::Wire> {
-    triangular_inverse_in(b, l, format, None)
-}
-
-fn triangular_inverse_in<B: Backend>(
     b: &mut Builder<B>,
     l: &Matrix<B::Wire>,
     format: FixedFormat,
@@ -256,32 +195,16 @@ fn triangular_inverse_in<B: Backend>(
 
 /// `A^-1 = L^-T L^-1` from the Cholesky factor `L` of `A`: with `M = L^-1`,
 /// `(A^-1)_ij = sum_{k >= max(i, j)} M_ki M_kj` (computed for `i >= j` and mirrored).
+/// With `check`, range checks too (a circuit's pivots at least its `min_pivot`, quotients
+/// and sums within the format).
 pub fn spd_inverse_from_cholesky<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    format: FixedFormat,
-) -> Matrix<B::Wire> {
-    spd_inverse_in(b, l, format, None)
-}
-
-/// [`spd_inverse_from_cholesky`] with range checks.
-pub fn spd_inverse_from_cholesky_checked<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    format: FixedFormat,
-    check: &mut RangeCheck<B::Wire>,
-) -> Matrix<B::Wire> {
-    spd_inverse_in(b, l, format, Some(check))
-}
-
-fn spd_inverse_in<B: Backend>(
     b: &mut Builder<B>,
     l: &Matrix<B::Wire>,
     format: FixedFormat,
     mut check: Option<&mut RangeCheck<B::Wire>>,
 ) -> Matrix<B::Wire> {
     let d = l.len();
-    let m = triangular_inverse_in(b, l, format, check.as_deref_mut());
+    let m = triangular_inverse(b, l, format, check.as_deref_mut());
     let zero = constant_fixed(0.0, format);
     let mut inverse: Matrix<B::Wire> = vec![vec![zero; d]; d];
     for i in 0..d {

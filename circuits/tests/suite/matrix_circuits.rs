@@ -111,7 +111,7 @@ fn cholesky_and_inverse_match_f64() {
         let a = spd(d, d as u64);
         let mut b = Builder::plain();
         let wa = encode(&mut b, &a);
-        let l = cholesky(&mut b, &wa, F);
+        let l = cholesky(&mut b, &wa, F, None);
         let got: Vec<Vec<f64>> = l
             .iter()
             .map(|r| r.iter().map(|w| decode(w)).collect())
@@ -120,7 +120,7 @@ fn cholesky_and_inverse_match_f64() {
         eprintln!("d = {d}: Cholesky max abs error / max entry = {error:.2e}");
         assert!(error <= 1e-6, "Cholesky d = {d}: {error:e}");
 
-        let inv = spd_inverse_from_cholesky(&mut b, &l, F);
+        let inv = spd_inverse_from_cholesky(&mut b, &l, F, None);
         let got: Vec<Vec<f64>> = inv
             .iter()
             .map(|r| r.iter().map(|w| decode(w)).collect())
@@ -132,8 +132,8 @@ fn cholesky_and_inverse_match_f64() {
         // Solving A x = v by substitution agrees with the inverse.
         let v: Vec<f64> = (0..d).map(|i| (i as f64 * 0.37).sin()).collect();
         let wv: Vec<_> = encode(&mut b, std::slice::from_ref(&v)).remove(0);
-        let y = forward_substitution(&mut b, &l, &wv, F);
-        let x = back_substitution(&mut b, &l, &y, F);
+        let y = forward_substitution(&mut b, &l, &wv, F, None);
+        let x = back_substitution(&mut b, &l, &y, F, None);
         let want: Vec<f64> = inverse_f64(&a)
             .iter()
             .map(|r| r.iter().zip(&v).map(|(p, q)| p * q).sum())
@@ -154,7 +154,7 @@ fn cholesky_ands(d: usize) -> u64 {
     let a: Matrix<()> = (0..d)
         .map(|_| (0..d).map(|_| c.input(64)).collect())
         .collect();
-    cholesky(&mut c, &a, F);
+    cholesky(&mut c, &a, F, None);
     c.counts().and
 }
 

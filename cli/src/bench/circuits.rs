@@ -251,7 +251,7 @@ fn secure_cholesky(d: usize) -> Result<CholeskyRun> {
             .chunks(64 * d)
             .map(|row| row.chunks(64).map(<[_]>::to_vec).collect())
             .collect();
-        let l = cholesky(s.builder(), &m, format);
+        let l = cholesky(s.builder(), &m, format, None);
         for row in &l {
             for w in row {
                 s.reveal_to_evaluator(w)?;
@@ -268,7 +268,7 @@ fn secure_cholesky(d: usize) -> Result<CholeskyRun> {
         .chunks(64 * d)
         .map(|row| row.chunks(64).map(<[_]>::to_vec).collect())
         .collect();
-    let l = cholesky(s.builder(), &m, format);
+    let l = cholesky(s.builder(), &m, format, None);
     let mut first = 0.0;
     for (i, row) in l.iter().enumerate() {
         for (j, w) in row.iter().enumerate() {

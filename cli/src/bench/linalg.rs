@@ -424,7 +424,7 @@ fn circuit_cholesky_error(a: &Array2<f64>, lower: &[Fixed], config: &SecureConfi
     let words: Vec<Word<bool>> = lower.iter().map(|v| word(&mut b, v)).collect();
     let at = |i: usize, j: usize| words[i.max(j) * (i.max(j) + 1) / 2 + i.min(j)].clone();
     let m: Vec<Vec<Word<bool>>> = (0..d).map(|i| (0..d).map(|j| at(i, j)).collect()).collect();
-    let l = privlogit_circuits::matrix_circuits::cholesky(&mut b, &m, format);
+    let l = privlogit_circuits::matrix_circuits::cholesky(&mut b, &m, format, None);
     let value =
         |w: &[Bit<bool>]| format.decode(format.from_word(Builder::<Plain>::value(w) as u64));
     let got = Array2::from_shape_fn((d, d), |(i, j)| if j <= i { value(&l[i][j]) } else { 0.0 });

@@ -22,8 +22,8 @@ use privlogit_circuits::fixed_format::FixedFormat;
 use privlogit_circuits::fixed_gadgets::constant_fixed;
 use privlogit_circuits::garble::{Evaluator, Garbler};
 use privlogit_circuits::matrix_circuits::{
-    Matrix, RangeCheck, back_substitution_checked, cholesky_checked, forward_substitution_checked,
-    spd_inverse_from_cholesky_checked,
+    Matrix, RangeCheck, back_substitution, cholesky, forward_substitution,
+    spd_inverse_from_cholesky,
 };
 use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
 use privlogit_circuits::word::{abs, add, lt_signed, sign_extend, sub, zero_extend};
@@ -325,10 +325,10 @@ pub fn factor_circuit<P: GcParty>(
     let a = symmetric(lower, d);
     let mut check = RangeCheck::new(d, pivot_word(min_pivot, format));
     check.note(party.builder(), &wrapped);
-    let l = cholesky_checked(party.builder(), &a, format, &mut check);
+    let l = cholesky(party.builder(), &a, format, Some(&mut check));
     let mut masked_inverse = None;
     if local {
-        let inverse = spd_inverse_from_cholesky_checked(party.builder(), &l, format, &mut check);
+        let inverse = spd_inverse_from_cholesky(party.builder(), &l, format, Some(&mut check));
         let flat: Vec<Word<u128>> = inverse.into_iter().flatten().collect();
         masked_inverse = reveal_masked(party, &flat, inverse_masks, width)?;
     }
@@ -360,8 +360,8 @@ pub fn solve_circuit<P: GcParty>(
     let (g, wrapped) = unmask(party, d, masked_values, masks, masked, width)?;
     let mut check = RangeCheck::new(d, pivot_word(0.0, format));
     check.note(party.builder(), &wrapped);
-    let y = forward_substitution_checked(party.builder(), l, &g, format, &mut check);
-    let x = back_substitution_checked(party.builder(), l, &y, format, &mut check);
+    let y = forward_substitution(party.builder(), l, &g, format, Some(&mut check));
+    let x = back_substitution(party.builder(), l, &y, format, Some(&mut check));
     let mut flat: Vec<Bit<u128>> = x.into_iter().flatten().collect();
     flat.push(check.flag().clone());
     Ok(party.reveal_to_aggregator(&flat)?.map(|bits| {
