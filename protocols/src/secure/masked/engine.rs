@@ -339,6 +339,17 @@ impl MaskedEngine {
         id
     }
 
+    /// Sends the request `make` builds around a fresh id, and returns the id.
+    fn issue<C: Channel>(
+        &mut self,
+        gc: &mut AggregatorGc<C>,
+        make: impl FnOnce(u64) -> Request,
+    ) -> Result<u64, SecureError> {
+        let id = self.fresh_id();
+        self.send(gc, &make(id))?;
+        Ok(id)
+    }
+
     fn record(&mut self, widths: Widths, masks: &IntMatrix) {
         if let Some(audit) = self.audit.as_mut() {
             audit.push(MaskRecord {
@@ -405,16 +416,12 @@ impl MaskedEngine {
             .add_plain(&self.key, &masks)?
             .packed_to(&self.key, view_slot_bits(widths))?
             .rerandomized(&self.key, &self.noise);
-        let id = self.fresh_id();
         self.record(widths, &masks);
-        self.send(
-            gc,
-            &Request::View {
-                id,
-                widths,
-                masked: Masked::Matrix(masked),
-            },
-        )?;
+        let id = self.issue(gc, |id| Request::View {
+            id,
+            widths,
+            masked: Masked::Matrix(masked),
+        })?;
         let mut shared = Shared::new(id, (rows, cols), widths, masks, Zeros::None);
         shared.encryptions.push(Encryption {
             transposed: false,
@@ -445,16 +452,12 @@ impl MaskedEngine {
             widths,
         )?
         .rerandomized(&self.key, &self.noise);
-        let id = self.fresh_id();
         self.record(widths, &masks);
-        self.send(
-            gc,
-            &Request::View {
-                id,
-                widths,
-                masked: Masked::Lower(d, masked),
-            },
-        )?;
+        let id = self.issue(gc, |id| Request::View {
+            id,
+            widths,
+            masked: Masked::Lower(d, masked),
+        })?;
         let masks = IntMatrix::from_lower(d, masks.data());
         Ok(Shared::new(id, (d, d), widths, masks, Zeros::None))
     }
@@ -496,18 +499,14 @@ impl MaskedEngine {
                 x.rows, x.cols
             )));
         }
-        let id = self.fresh_id();
-        self.send(
-            gc,
-            &Request::Slice {
-                id,
-                from: x.id,
-                r0,
-                c0,
-                rows,
-                cols,
-            },
-        )?;
+        let id = self.issue(gc, |id| Request::Slice {
+            id,
+            from: x.id,
+            r0,
+            c0,
+            rows,
+            cols,
+        })?;
         // A diagonal block keeps a triangle's zeros; an off-diagonal one is dense below it.
         let zeros = if r0 == c0 { x.zeros } else { Zeros::None };
         let masks = x.masks.slice(r0, c0, rows, cols);
@@ -520,8 +519,7 @@ impl MaskedEngine {
         gc: &mut AggregatorGc<C>,
         x: &Shared,
     ) -> Result<Shared, SecureError> {
-        let id = self.fresh_id();
-        self.send(gc, &Request::Transpose { id, from: x.id })?;
+        let id = self.issue(gc, |id| Request::Transpose { id, from: x.id })?;
         let mut t = Shared::new(
             id,
             (x.cols, x.rows),
@@ -573,15 +571,11 @@ impl MaskedEngine {
                 .collect::<Vec<_>>(),
             &offset,
         );
-        let id = self.fresh_id();
-        self.send(
-            gc,
-            &Request::Combine {
-                id,
-                terms: terms.iter().map(|(t, n)| (t.id, *n)).collect(),
-                offset,
-            },
-        )?;
+        let id = self.issue(gc, |id| Request::Combine {
+            id,
+            terms: terms.iter().map(|(t, n)| (t.id, *n)).collect(),
+            offset,
+        })?;
         let widths = Widths {
             bound,
             mask: span.bits() as u32,
@@ -624,19 +618,15 @@ impl MaskedEngine {
                 .map(|(b, r0, c0, t)| (&b.masks, *r0, *c0, *t))
                 .collect::<Vec<_>>(),
         );
-        let id = self.fresh_id();
-        self.send(
-            gc,
-            &Request::Assemble {
-                id,
-                rows,
-                cols,
-                blocks: blocks
-                    .iter()
-                    .map(|(b, r0, c0, t)| (b.id, *r0, *c0, *t))
-                    .collect(),
-            },
-        )?;
+        let id = self.issue(gc, |id| Request::Assemble {
+            id,
+            rows,
+            cols,
+            blocks: blocks
+                .iter()
+                .map(|(b, r0, c0, t)| (b.id, *r0, *c0, *t))
+                .collect(),
+        })?;
         let widths = Widths {
             bound: blocks.iter().map(|(b, ..)| b.bound).max().unwrap_or(1),
             mask: blocks.iter().map(|(b, ..)| b.mask_bits).max().unwrap_or(1),
@@ -656,8 +646,7 @@ impl MaskedEngine {
                 "the trace of a non-square matrix",
             ));
         }
-        let id = self.fresh_id();
-        self.send(gc, &Request::Trace { id, from: x.id })?;
+        let id = self.issue(gc, |id| Request::Trace { id, from: x.id })?;
         let sum: BigInt = (0..x.rows).map(|i| x.masks.get(i, i)).sum();
         let grow = bits_for(x.rows as u64);
         let widths = Widths {
@@ -705,8 +694,7 @@ impl MaskedEngine {
         gc: &mut AggregatorGc<C>,
         (rows, cols): (usize, usize),
     ) -> Result<Shared, SecureError> {
-        let id = self.fresh_id();
-        self.send(gc, &Request::Zeros { id, rows, cols })?;
+        let id = self.issue(gc, |id| Request::Zeros { id, rows, cols })?;
         let widths = Widths { bound: 0, mask: 0 };
         Ok(Shared::new(
             id,
@@ -736,15 +724,11 @@ impl MaskedEngine {
         let (rows, cols) = (values.rows(), values.cols());
         let zeros = self.zeros(gc, (rows, cols))?;
         let c = pow2(bound + 1);
-        let id = self.fresh_id();
-        self.send(
-            gc,
-            &Request::Combine {
-                id,
-                terms: vec![(zeros.id, false)],
-                offset: c.clone(),
-            },
-        )?;
+        let id = self.issue(gc, |id| Request::Combine {
+            id,
+            terms: vec![(zeros.id, false)],
+            offset: c.clone(),
+        })?;
         self.release(gc, &[&zeros])?;
         let masks = IntMatrix::combine(&[(values, true)], &c);
         let widths = Widths {
@@ -1325,16 +1309,12 @@ impl MaskedEngine {
             ));
         }
         shape.check().map_err(SecureError::inconsistent)?;
-        let id = self.fresh_id();
         self.record(out, &masks);
-        self.send(
-            gc,
-            &Request::BlockLeaf {
-                x: x.id,
-                shape: shape.clone(),
-                output: id,
-            },
-        )?;
+        let id = self.issue(gc, |id| Request::BlockLeaf {
+            x: x.id,
+            shape: shape.clone(),
+            output: id,
+        })?;
         let start = Instant::now();
         let lower = |m: &IntMatrix| -> Vec<BigInt> {
             (0..k)
