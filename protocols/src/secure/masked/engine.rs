@@ -63,6 +63,15 @@ pub struct Shared {
     encryptions: Vec<Encryption>,
 }
 
+/// An encryption asked of the key holder: of `X` or `X^T`, packed by columns in `packing` from
+/// slot `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Want {
+    transpose: bool,
+    packing: Packing,
+    offset: usize,
+}
+
 /// `Enc(X)` (or `Enc(X^T)` when `transposed`) packed by columns from some slot offset.
 #[derive(Debug, Clone)]
 struct Encryption {
@@ -755,7 +764,12 @@ impl MaskedEngine {
         x: &Shared,
         packing: Packing,
     ) -> Result<PackedMatrix, SecureError> {
-        self.fetch(gc, x, false, packing, 0)
+        let want = Want {
+            transpose: false,
+            packing,
+            offset: 0,
+        };
+        self.fetch(gc, x, want)
     }
 
     /// `Enc(x)` (or `Enc(x^T)`) packed by columns in `packing` from slot `offset`.
@@ -763,12 +777,10 @@ impl MaskedEngine {
         &mut self,
         gc: &mut AggregatorGc<C>,
         x: &Shared,
-        transpose: bool,
-        packing: Packing,
-        offset: usize,
+        want: Want,
     ) -> Result<PackedMatrix, SecureError> {
-        self.ask_encryption(gc, x, transpose, packing, offset)?;
-        self.take_encryption(gc, x, transpose, packing, offset)
+        self.ask_encryption(gc, x, want)?;
+        self.take_encryption(gc, x, want)
     }
 
     /// Asks the key holder for `Enc(x)` (or `Enc(x^T)`) without waiting: several asked for
@@ -777,17 +789,15 @@ impl MaskedEngine {
         &mut self,
         gc: &mut AggregatorGc<C>,
         x: &Shared,
-        transpose: bool,
-        packing: Packing,
-        offset: usize,
+        want: Want,
     ) -> Result<(), SecureError> {
         self.send(
             gc,
             &Request::Encrypt {
                 id: x.id,
-                transpose,
-                slot_bits: packing.slot_bits(),
-                offset,
+                transpose: want.transpose,
+                slot_bits: want.packing.slot_bits(),
+                offset: want.offset,
             },
         )
     }
@@ -798,9 +808,7 @@ impl MaskedEngine {
         &mut self,
         gc: &mut AggregatorGc<C>,
         x: &Shared,
-        transpose: bool,
-        packing: Packing,
-        offset: usize,
+        want: Want,
     ) -> Result<PackedMatrix, SecureError> {
         let payload = self.reply(gc)?;
         let mut r = Reader::new(&payload);
@@ -808,20 +816,20 @@ impl MaskedEngine {
         let views = PackedMatrix::read(&self.key, &mut r, side * side)?;
         r.end()
             .map_err(|e| SecureError::io("aggregator, reading an encryption".into(), e))?;
-        let (rows, cols) = if transpose {
+        let (rows, cols) = if want.transpose {
             (x.cols, x.rows)
         } else {
             (x.rows, x.cols)
         };
         if (views.rows(), views.cols(), views.packing(), views.offset())
-            != (rows, cols, packing, offset)
+            != (rows, cols, want.packing, want.offset)
         {
             return Err(SecureError::violation(
                 Role::KeyHolder,
                 "the key holder encrypted the wrong shape",
             ));
         }
-        let masks = if transpose {
+        let masks = if want.transpose {
             x.masks.transpose()
         } else {
             x.masks.clone()
@@ -871,13 +879,23 @@ impl MaskedEngine {
                 .filter(|&o| x.cached(*transposed, *packing, o).is_none())
                 .collect();
             for &offset in &wanted {
-                self.ask_encryption(gc, x, *transposed, *packing, offset)?;
+                let want = Want {
+                    transpose: *transposed,
+                    packing: *packing,
+                    offset,
+                };
+                self.ask_encryption(gc, x, want)?;
             }
             missing.push(wanted);
         }
         for ((x, transposed, packing, _), wanted) in operands.into_iter().zip(missing) {
             for offset in wanted {
-                let matrix = self.take_encryption(gc, x, transposed, packing, offset)?;
+                let want = Want {
+                    transpose: transposed,
+                    packing,
+                    offset,
+                };
+                let matrix = self.take_encryption(gc, x, want)?;
                 x.encryptions.push(Encryption { transposed, matrix });
             }
         }
