@@ -138,6 +138,83 @@ fn a_vertical_study_equals_the_pooled_fit_of_the_intersection() {
     }
 }
 
+/// Without `--standardize` the columns keep their units (issue 51): each party divides a column
+/// reaching the features' public bound (64) by a power of two and says which; the study fits
+/// the raw estimator (its penalty weighed back) and reports raw coefficients. Here the
+/// narrowed study with one column multiplied to reach 2e9: secure Newton equals `fit --vertical`
+/// on the same files (plaintext, unscaled) to 1e-6 relative.
+#[test]
+fn an_unstandardised_vertical_study_equals_the_pooled_fit_in_raw_units() {
+    let dir = fresh_dir("vertical-raw");
+    // imaging.csv with its first feature column multiplied to reach 2e9.
+    let text = std::fs::read_to_string(file("imaging.csv")).expect("readable");
+    let mut lines = text.lines();
+    let header = lines.next().expect("a header");
+    let column = header
+        .split(',')
+        .position(|c| c != "id" && c != "label")
+        .expect("a feature");
+    let rows: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    let largest = rows
+        .iter()
+        .map(|r| r[column].parse::<f64>().expect("a number").abs())
+        .fold(0.0, f64::max);
+    let factor = 2e9 / largest;
+    let mut big = format!("{header}\n");
+    for r in &rows {
+        let mut r = r.clone();
+        r[column] = (r[column].parse::<f64>().expect("a number") * factor).to_string();
+        big.push_str(&r.join(","));
+        big.push('\n');
+    }
+    let big_file = dir.join("imaging_big.csv");
+    std::fs::write(&big_file, big).expect("writable");
+    let mut args: Vec<String> = [
+        "--vertical",
+        "--id",
+        "id",
+        "--label",
+        "label",
+        "--optimizer",
+        "newton",
+        "--json",
+        "--quiet",
+        "--party",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend([
+        file("outcomes.csv"),
+        "--party".into(),
+        big_file.display().to_string(),
+        "--party".into(),
+        file("registry.csv"),
+    ]);
+    args.extend(narrowed(2));
+    let run = |command: &str| {
+        let mut a = vec![command.to_string()];
+        a.extend(args.iter().cloned());
+        json(&privlogit_ok(
+            &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        ))
+    };
+    let (study, reference) = (run("study"), run("fit"));
+    assert_eq!(study["status"], "converged");
+    assert!(study["standardization"].is_null(), "raw units");
+    let (ours, theirs) = (by_name(&study), by_name(&reference));
+    assert_eq!(ours.len(), 7);
+    for ((name, a), (other, b)) in ours.iter().zip(&theirs) {
+        assert_eq!(name, other);
+        assert!(
+            (a - b).abs() <= 1e-6 * b.abs().max(1e-300),
+            "{name}: {a} secure vs {b} pooled"
+        );
+    }
+}
+
 /// Bad inputs are refused before any cryptography, naming what is wrong: an identifier twice
 /// in one file (its file and both lines), the label in two files, no identifier column.
 #[test]

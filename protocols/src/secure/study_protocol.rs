@@ -1093,7 +1093,7 @@ fn raw_units(
 
 /// Each coefficient's scale `s_j` (1 for the intercept) of a study whose features were divided
 /// by `scales`.
-fn coefficient_scales(scales: &[f64], intercept: bool) -> ndarray::Array1<f64> {
+pub(super) fn coefficient_scales(scales: &[f64], intercept: bool) -> ndarray::Array1<f64> {
     let mut out = Vec::with_capacity(scales.len() + 1);
     if intercept {
         out.push(1.0);
@@ -1106,7 +1106,7 @@ fn coefficient_scales(scales: &[f64], intercept: bool) -> ndarray::Array1<f64> {
 /// `1/s_j^2` and its centre multiplied by `s_j` (the raw penalty `lambda/2 sum (b_j -
 /// centre_j)^2` in the fitted coefficients `c_j = s_j b_j`). A DP release scales its rows to
 /// norm 1 instead and never gets here.
-fn raw_penalty(
+pub(super) fn raw_penalty(
     options: FitOptions,
     scales: &[f64],
     plan: &StudyPlan,
@@ -1126,7 +1126,7 @@ fn raw_penalty(
 }
 
 /// A fit on scaled features, its coefficients turned back into raw units (`b_j = c_j / s_j`).
-fn in_raw_units(mut fit: FitReport, s: &ndarray::Array1<f64>) -> FitReport {
+pub(super) fn in_raw_units(mut fit: FitReport, s: &ndarray::Array1<f64>) -> FitReport {
     fit.beta = &fit.beta / s;
     fit
 }

@@ -476,16 +476,23 @@ fn read_deals<C: Channel>(
             rows,
             rounds,
             place == 0,
-            plan.standardize.then_some(joins[i].names.len()),
+            (plan.standardize, joins[i].names.len()),
         )?;
         parts.push(deal.part);
         shares.push(deal.shares);
         if let Some(l) = deal.labels {
             labels = l;
         }
-        if let Some((m, s)) = deal.standardization {
-            means.extend(m);
-            scales.extend(s);
+        match deal.standardization {
+            Some((m, s)) => {
+                means.extend(m);
+                scales.extend(s);
+            }
+            // A raw Node whose columns were all within the bound.
+            None => {
+                means.extend(vec![0.0; joins[i].names.len()]);
+                scales.extend(vec![1.0; joins[i].names.len()]);
+            }
         }
     }
     Ok(Deals {
@@ -687,6 +694,12 @@ fn aggregate<C: Channel>(
         .gradient_tolerance
         .map(|g| g.max(floor));
     let mut options = plan.options.clone().gradient_tolerance(gradient_tolerance);
+    // Raw columns divided by powers of two: the raw estimator, its penalty weighed by `1/s_j^2`
+    // (the horizontal study's `scale_raw`), the coefficients turned back after the fit.
+    let raw_scales = (!plan.standardize && scales.iter().any(|&s| s != 1.0)).then_some(&scales);
+    if let Some(scales) = raw_scales {
+        options = super::study_protocol::raw_penalty(options, scales, plan)?;
+    }
     if matches!(plan.optimizer, Optimizer::Newton) {
         // Newton runs as many iterations as the parties dealt its products for.
         let iterations = newton_iterations(rows, dimension, options.stopping.max_iterations);
@@ -694,7 +707,13 @@ fn aggregate<C: Channel>(
     }
     let setup_seconds = start.elapsed().as_secs_f64();
     let fit = match plan.optimizer.fit(&mut aggregation, &options, observer) {
-        Ok(fit) => fit,
+        Ok(fit) => match raw_scales {
+            Some(scales) => super::study_protocol::in_raw_units(
+                fit,
+                &super::study_protocol::coefficient_scales(scales, plan.intercept),
+            ),
+            None => fit,
+        },
         Err(e) => {
             // Told before the key holder's connection closes with `aggregation`.
             abort_all(nodes, &e);
@@ -766,7 +785,7 @@ fn read_deal<C: Channel>(
     rows: usize,
     rounds: Rounds,
     labelling: bool,
-    standardized: Option<usize>,
+    (standardized, features): (bool, usize),
 ) -> Result<ReadDeal, SecureError> {
     let context = format!("aggregator, Node {which}'s deal");
     let at = io_at(&context);
@@ -802,10 +821,25 @@ fn read_deal<C: Channel>(
     let means = r.f64s().map_err(&at)?;
     let scales = r.f64s().map_err(&at)?;
     r.end().map_err(&at)?;
-    let standardization = match standardized {
-        Some(w) if means.len() == w && scales.len() == w => Some((means, scales)),
-        None if means.is_empty() && scales.is_empty() => None,
-        _ => return Err(bad("standardisation statistics of the wrong length")),
+    // Standardised: every feature's mean and deviation. Raw: none, or means 0 and the powers of
+    // two the Node divided its columns by.
+    let raw_scale = |v: &f64| *v > 0.0 && v.is_finite() && v.log2().fract() == 0.0;
+    let standardization = match (standardized, means.len(), scales.len()) {
+        (true, m, s) if m == features && s == features => Some((means, scales)),
+        (false, 0, 0) => None,
+        (false, m, s)
+            if m == features
+                && s == features
+                && means.iter().all(|&m| m == 0.0)
+                && scales.iter().all(raw_scale) =>
+        {
+            Some((means, scales))
+        }
+        _ => {
+            return Err(bad(
+                "standardisation statistics or scales of the wrong form",
+            ));
+        }
     };
     let width = columns.len();
     let d = recv_ring(node, session, rows * width, Role::Node)?;
@@ -1134,7 +1168,12 @@ pub fn run_node<C: Channel>(
         session,
         &key,
         dealt,
-        block.standardization.clone(),
+        // Standardised: the columns' means and deviations; raw: means 0 and the powers of two
+        // the columns were divided by (the same two lists; none when nothing was scaled).
+        block
+            .standardization
+            .clone()
+            .or_else(|| block.scales.clone().map(|s| (vec![0.0; s.len()], s))),
     )?;
 
     // Step 6: the model, then the end.

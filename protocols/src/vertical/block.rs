@@ -1,7 +1,9 @@
 //! One party's design block over the shared rows: its columns in the common order,
 //! standardised over those rows when the study asks (each party its own columns, so nothing
-//! leaves it but the statistics), the intercept leading the labelling party's block, every value
-//! checked against the study's public bound.
+//! leaves it but the statistics), else each column larger than the study's public bound divided
+//! by the power of two that brings it within (the study is then fitted in raw units, see
+//! `secure::vertical_roles`), the intercept leading the labelling party's block, every value
+//! checked against the bound.
 
 /// A party's columns over the rows it shares with the others, ready to deal.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,6 +15,9 @@ pub struct Block {
     /// Each feature column's mean and standard deviation over the shared rows (ddof 0, as the
     /// pooled standardiser), when standardised.
     pub standardization: Option<(Vec<f64>, Vec<f64>)>,
+    /// Unstandardised: each feature column's divisor, a power of two (1 for a column within the
+    /// bound); `None` when every column is within it.
+    pub scales: Option<Vec<f64>>,
 }
 
 /// Why a party's columns cannot enter the study.
@@ -28,6 +33,14 @@ pub enum BlockError {
         /// The column.
         name: String,
         /// Its value.
+        value: f64,
+    },
+    /// A value that is not a finite number.
+    #[error("column {name:?} holds {value} (on a shared row): not a number a study can fit")]
+    NotFinite {
+        /// The column.
+        name: String,
+        /// The value.
         value: f64,
     },
     /// A value beyond the public bound on features.
@@ -48,8 +61,10 @@ pub enum BlockError {
 }
 
 /// The block of a party whose file holds `x` (`held x names.len()` by rows), over its shared
-/// `rows` (indices into `x`, in the common order): standardised when `standardize`, with an
-/// intercept column first when `intercept`; every value below `2^value_bits` in magnitude.
+/// `rows` (indices into `x`, in the common order): standardised when `standardize`, else each
+/// column whose largest magnitude reaches `2^value_bits` divided by the least power of two that
+/// brings it below; with an intercept column first when `intercept`; every value below
+/// `2^value_bits` in magnitude, a value that is not finite refused.
 pub fn block(
     x: &[f64],
     names: &[String],
@@ -63,6 +78,12 @@ pub fn block(
     let mut shared: Vec<f64> = Vec::with_capacity(n * w);
     for &r in rows {
         shared.extend_from_slice(&x[r * w..(r + 1) * w]);
+    }
+    if let Some(at) = shared.iter().position(|v| !v.is_finite()) {
+        return Err(BlockError::NotFinite {
+            name: names[at % w].clone(),
+            value: shared[at],
+        });
     }
     let mut scaled = shared.clone();
     let standardization = if standardize {
@@ -89,16 +110,26 @@ pub fn block(
         None
     };
     let limit = f64::from(value_bits).exp2();
-    if let Some(at) = scaled.iter().position(|v| v.is_nan() || v.abs() >= limit) {
+    let scales = if standardize {
+        None
+    } else {
+        raw_scales(&shared, w, limit)
+    };
+    if let Some(scales) = &scales {
+        for (i, v) in scaled.iter_mut().enumerate() {
+            *v /= scales[i % w];
+        }
+    }
+    if let Some(at) = scaled
+        .iter()
+        .position(|v| !v.is_finite() || v.abs() >= limit)
+    {
+        // Only a standardised column can get here: a raw one was divided into the bound.
         return Err(BlockError::OutOfRange {
             name: names[at % w].clone(),
             value: shared[at],
             limit,
-            hint: if standardize {
-                ""
-            } else {
-                "; standardise with setting `standardize`"
-            },
+            hint: "",
         });
     }
     let columns = w + usize::from(intercept);
@@ -113,7 +144,37 @@ pub fn block(
         x: out,
         columns,
         standardization,
+        scales,
     })
+}
+
+/// Each column's least power-of-two divisor that brings its largest magnitude below `limit`
+/// (`shared` by rows, `w` columns, every value finite), or `None` when every column is within
+/// it.
+fn raw_scales(shared: &[f64], w: usize, limit: f64) -> Option<Vec<f64>> {
+    let mut largest = vec![0.0f64; w];
+    for (i, v) in shared.iter().enumerate() {
+        largest[i % w] = largest[i % w].max(v.abs());
+    }
+    let scales: Vec<f64> = largest
+        .iter()
+        .map(|&m| {
+            // Doubling and halving are exact: the power that puts the largest magnitude in
+            // [limit / 2, limit) (1 for a column of zeros).
+            let mut s = 1.0f64;
+            if m == 0.0 {
+                return s;
+            }
+            while m / s >= limit {
+                s *= 2.0;
+            }
+            while m / s < limit / 2.0 {
+                s /= 2.0;
+            }
+            s
+        })
+        .collect();
+    scales.iter().any(|&s| s != 1.0).then_some(scales)
 }
 
 #[cfg(test)]
@@ -136,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn refuses_a_constant_column_and_a_value_beyond_the_bound() {
+    fn refuses_a_constant_column_and_a_value_that_is_not_finite() {
         let x = [1.0, 5.0, 2.0, 5.0];
         assert_eq!(
             block(&x, &names(2), &[0, 1], true, false, 6),
@@ -145,11 +206,41 @@ mod tests {
                 value: 5.0
             })
         );
-        let x = [1.0, 64.0];
-        let err = block(&x, &names(2), &[0], false, false, 6).expect_err("out of range");
-        assert!(
-            matches!(err, BlockError::OutOfRange { ref name, value, .. } if name == "c1" && value == 64.0)
+        for standardize in [false, true] {
+            let x = [1.0, f64::NAN, 2.0, 3.0];
+            let err = block(&x, &names(2), &[0, 1], standardize, false, 6).expect_err("NaN");
+            assert!(
+                matches!(err, BlockError::NotFinite { ref name, .. } if name == "c1"),
+                "{err}"
+            );
+        }
+    }
+
+    /// Unstandardised, each column is divided by the power of two that puts its largest
+    /// magnitude in [32, 64): 2 by 2^-4, 64 by 2, 138.1 by 4, 1e9 by 2^24; a block whose columns
+    /// are all there is left as it is.
+    #[test]
+    fn divides_raw_columns_into_the_bound_by_powers_of_two() {
+        let x = [1.0, 64.0, -138.1, 1e9, 2.0, -3.0, 5.0, -1.0];
+        let b = block(&x, &names(4), &[0, 1], false, true, 6).expect("a block");
+        assert_eq!(b.standardization, None);
+        assert_eq!(b.scales, Some(vec![0.0625, 2.0, 4.0, 16_777_216.0]));
+        assert_eq!(
+            b.x,
+            vec![
+                1.0,
+                16.0,
+                32.0,
+                -34.525,
+                1e9 / 16_777_216.0,
+                1.0,
+                32.0,
+                -1.5,
+                1.25,
+                -1.0 / 16_777_216.0
+            ]
         );
-        assert!(err.to_string().contains("setting `standardize`"), "{err}");
+        let b = block(&[40.0, -63.9], &names(2), &[0], false, false, 6).expect("a block");
+        assert_eq!((b.scales, b.x), (None, vec![40.0, -63.9]));
     }
 }
