@@ -127,11 +127,10 @@ settings! {
         the encrypted inverse of the Hessian bound into their gradients), hessian \
         (PrivLogit-Hessian: the Center keeps the bound's inverse shared between the two servers \
         and solves each step), newton (secure distributed Newton, the baseline; implies \
-        setting `optimizer` newton), or auto: `study` (every party in this process) runs hessian, \
-        whose masked solve is cheaper there than Local's encrypted step at every Node, and \
-        the roles run local, whose rounds need no masked product between the servers (a \
-        differentially private study, or the circuit method, runs local; the newton optimizer \
-        runs newton). The choice is printed and recorded as the result's `protocol`.";
+        setting `optimizer` newton), or auto (the default): local, in one process and between \
+        organizations alike (Local's rounds need no masked product between the servers; measured \
+        faster than hessian at every size and network tried), newton with the newton optimizer. \
+        The choice is printed and recorded as the result's `protocol`.";
     optimizer: Optimizer = Optimizer::AcceleratedPrivLogit { memory: DEFAULT_ANDERSON_MEMORY, }, "NAME", [F, S, A], shared,
         "privlogit-accel (PrivLogit with safeguarded Anderson acceleration), privlogit (the \
         paper's PrivLogit, eq. 5.4-5.6) or newton (eq. 2.11; in a study, the newton protocol).";
