@@ -297,10 +297,6 @@ impl FitJob {
     }
 }
 
-/// The most Newton steps [`FitJob::probe_separation`] takes by default (breast_cancer's Newton
-/// separates its classes in 13 from zero).
-pub const SEPARATION_PROBE: usize = 50;
-
 /// The optimiser, the options and the inference `spec` asks for, checked.
 fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
     let (_, optimizer) = spec.resolved_optimizer(false)?;

@@ -25,6 +25,10 @@ use super::values::{SettingValue, Share};
 use super::{Key, Preset, Reader};
 use Reader::{Aggregator as A, Fit as F, KeyHolder as K, Node as N, Study as S};
 
+/// The most Newton steps a plaintext fit's separation probe takes by default (breast_cancer's
+/// Newton separates its classes in 13 from zero; `crate::fit::job`).
+pub const SEPARATION_PROBE: usize = 50;
+
 /// Declares the settings: see the module's documentation.
 macro_rules! settings {
     ($(
@@ -183,7 +187,7 @@ settings! {
         formed in masked arithmetic and compared in a circuit: one revealed bit.";
     max_iter: usize = 1000, "N", [F, S, A], shared,
         "Give up after N iterations (a warning, exit status 0).";
-    separation_probe: usize = crate::fit::job::SEPARATION_PROBE, "N", [F], own,
+    separation_probe: usize = SEPARATION_PROBE, "N", [F], own,
         "Newton steps an unpenalised logistic fit that ran out of iterations takes from where it \
         stopped to tell separated classes (it is refused as separated when they separate the \
         rows); 0 reports the fit as it stopped.";
