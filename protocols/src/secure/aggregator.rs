@@ -331,15 +331,16 @@ impl<C: Channel> SecureAggregation<C> {
     }
 
     /// Public power-of-two scales for an unstandardised study: one moments round gives each
-    /// feature's pooled mean of `x^2`, and each feature is divided by the power of two `2^k`
-    /// that puts its root mean square in `(2^(RAW_RMS_BITS - 1), 2^RAW_RMS_BITS]` (the Nodes
-    /// scale their rows, as they standardise them, with means 0). Large features so fit the
-    /// protocols' bounds: every sum a Node sends is a mean over rows of products of at most two
-    /// scaled values, bounded by the scaled mean squares whatever a single row holds; small
-    /// ones are scaled up, which evens the columns' scales and so the bound's conditioning
-    /// (the demo raw: 80 accelerated iterations where scaling large features only took 158).
-    /// The estimator stays the raw one (the penalty is weighed back). `None` when every feature
-    /// is in that band already (nothing is sent). The aggregator learns the pooled mean
+    /// feature's pooled mean of `x^2`, and each feature whose root mean square is above
+    /// `2^RAW_RMS_BITS` or below [`RAW_RMS_FLOOR`] is divided by the power of two `2^k` that
+    /// puts it in `(2^(RAW_RMS_BITS - 1), 2^RAW_RMS_BITS]` (the Nodes scale their rows, as they
+    /// standardise them, with means 0). Large features so fit the protocols' bounds: every sum
+    /// a Node sends is a mean over rows of products of at most two scaled values, bounded by
+    /// the scaled mean squares whatever a single row holds; small ones are scaled up, which
+    /// evens the columns' scales and so the bound's conditioning (the demo raw: 104 accelerated
+    /// iterations where scaling large features only took 158). The estimator stays the raw one
+    /// (the penalty is weighed back). `None` when every feature is near unit scale (nothing is
+    /// sent: such a study runs as it always did). The aggregator learns the pooled mean
     /// squares; the Nodes the powers of two.
     pub fn scale_raw(&mut self, names: &[String]) -> Result<Option<Vec<f64>>, SecureError> {
         let squares = self.pooled_moments(&vec![0.0; names.len()], names.len())?;
@@ -347,9 +348,11 @@ impl<C: Channel> SecureAggregation<C> {
             .iter()
             .map(|&m| {
                 let rms = m.max(0.0).sqrt();
-                // |k| < 1000 keeps 2^k a normal number (k < 1024 for any finite f64; a
-                // feature that small is a column of zeros in all but name).
-                let k = if rms > 0.0 {
+                // Features near unit scale are left as they are (a standardised design runs as
+                // it always did); |k| < 1000 keeps 2^k a normal number (k < 1024 for any
+                // finite f64; a feature that small is a column of zeros in all but name).
+                let unit = (RAW_RMS_FLOOR..=f64::from(RAW_RMS_BITS).exp2()).contains(&rms);
+                let k = if rms > 0.0 && !unit {
                     (rms.log2().ceil() as i64 - i64::from(RAW_RMS_BITS)).max(-1000)
                 } else {
                     0
@@ -1108,11 +1111,17 @@ impl<C: Channel> SecureAggregation<C> {
     }
 }
 
-/// Every feature of an unstandardised study is scaled by a power of two to a root mean square
-/// in `(2^(RAW_RMS_BITS - 1), 2^RAW_RMS_BITS]` ([`SecureAggregation::scale_raw`]): the Nodes'
-/// sums of products of two features divided by N then stay below `2^(2 RAW_RMS_BITS)`, far
-/// inside the study's value bound.
+/// A feature of an unstandardised study whose root mean square is above `2^RAW_RMS_BITS` (or
+/// below [`RAW_RMS_FLOOR`]) is scaled by a power of two to within `(2^(RAW_RMS_BITS - 1),
+/// 2^RAW_RMS_BITS]` ([`SecureAggregation::scale_raw`]): the Nodes' sums of products of two
+/// features divided by N then stay below `2^(2 RAW_RMS_BITS)`, far inside the study's value
+/// bound.
 pub const RAW_RMS_BITS: u32 = 2;
+
+/// Features of an unstandardised study whose root mean square is below this are scaled up by a
+/// power of two ([`SecureAggregation::scale_raw`]); those between it and `2^RAW_RMS_BITS` are
+/// near unit scale and left as they are.
+pub const RAW_RMS_FLOOR: f64 = 0.5;
 
 /// The diagonal added to a secret curvature matrix (see `SecureAggregation::curvature`).
 #[derive(Debug, Clone)]
