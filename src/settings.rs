@@ -4,6 +4,10 @@
 //! Python alike. The command line builds its flags from [`KEYS`] and hands over only what the
 //! user gave; [`Spec`] applies a study file, then those, and the plans of
 //! [`crate::study`] and [`crate::fit`] validate the result.
+//!
+//! The registry itself: `study_keys` (fits and studies, one `settings!` entry each), [`dp_keys`]
+//! (DP fits); [`values`] says how each field type is read and written; [`words`] spells the
+//! settings in a front end's words.
 
 pub mod dp_keys;
 mod study_keys;
