@@ -171,7 +171,7 @@ pub const FAMILIES: &[&str] = &["binomial", "gaussian", "poisson"];
 pub const PROTOCOLS: &[&str] = &["auto", "local", "hessian", "newton"];
 /// The names of [`Optimizer`]s.
 pub const OPTIMIZERS: &[&str] = &["privlogit-accel", "privlogit", "newton"];
-/// The names of [`LinearAlgebra`] methods.
+/// The names of [`LinearAlgebra`](privlogit_protocols::secure::solver::LinearAlgebra) methods.
 pub const LINEAR_ALGEBRA: &[&str] = &["masked", "circuit"];
 
 /// The settings that make a run repeat bit for bit: the aggregator's masks and the servers'

@@ -229,7 +229,7 @@ settings! {
     site_intercepts: bool = false, "", [F, S, N], shared,
         "Each party its own baseline: indicator columns site_2 ... site_K (1 on party k's rows) \
         beside the intercept, the first party the reference (a Node between organizations takes \
-        its k from its place among the study file's [[node]] tables).";
+        its k from its place among the study file's `[[node]]` tables).";
     // Vertically partitioned data.
     vertical: bool = false, "", [F, S, A, N], shared,
         "The parties hold different columns about the same people: their rows are matched by \
