@@ -41,7 +41,7 @@ pub mod vertical_roles;
 pub mod vertical_rounds;
 pub mod wire;
 
-pub use secure_error::{Refusal, ResumeMismatch, SecureError};
+pub use secure_error::{Breach, Overflow, Party, PlanReason, Refusal, ResumeMismatch, SecureError};
 
 use num_bigint::BigUint;
 use privlogit_circuits::fixed_format::FixedFormat;
@@ -155,12 +155,12 @@ impl SecureConfig {
         } else {
             Err(SecureError::invalid_plan(
                 "linear_algebra",
-                format!(
-                    "the circuit method needs Paillier values at the circuit format's {} \
-                     fractional bits, the study has {}",
-                    self.format.frac(),
-                    self.frac
-                ),
+                PlanReason::Frac {
+                    method: "the circuit method (its format)",
+                    need: self.format.frac(),
+                    at_least: false,
+                    have: self.frac,
+                },
             ))
         }
     }

@@ -31,7 +31,7 @@ use super::round_trips::{Ledger, Phase, Reading, RoundTrips};
 use super::shapes::Shape;
 use super::solver::{self, LinearAlgebra, SavedFactor, Solver, SolverStats};
 use super::wire::{self, Reader, Step, Writer};
-use super::{SecureConfig, SecureError};
+use super::{Breach, Overflow, PlanReason, SecureConfig, SecureError};
 use crate::aggregation::{Aggregation, NewtonSystem};
 use crate::paillier::{
     DjnNoise, EncryptedMatrix, EncryptedNumber, EncryptedVector, Fixed, Packing, PublicKey,
@@ -203,7 +203,7 @@ impl<C: Channel> SecureAggregation<C> {
         linear_algebra: LinearAlgebra,
     ) -> Result<Self, SecureError> {
         let session = EvaluatorSession::new(keyholder, &mut rand::rng())
-            .map_err(|e| SecureError::io("aggregator, base OT with the key holder".into(), e))?;
+            .map_err(|e| SecureError::io(Role::Aggregator, "base OT with the key holder", e))?;
         // One noise table for the circuits' inputs and the masked engine.
         let noise = DjnNoise::shared(&key);
         let solver = Solver::new(linear_algebra, &noise, &config);
@@ -387,11 +387,11 @@ impl<C: Channel> SecureAggregation<C> {
         let session = self.config.session;
         for (i, node) in self.nodes.iter_mut().enumerate() {
             wire::send(node, session, Step::Done, &[])
-                .map_err(|e| SecureError::io(format!("aggregator, ending Node {}", i + 1), e))?;
+                .map_err(|e| SecureError::io(Role::Aggregator, "ending", e).with_node(i + 1))?;
         }
         let ch = self.keyholder()?;
         wire::send(ch, session, Step::Done, &[])
-            .map_err(|e| SecureError::io("aggregator, ending the key holder".into(), e))?;
+            .map_err(|e| SecureError::io(Role::Aggregator, "ending the key holder", e))?;
         let bytes_to_keyholder = self.keyholder()?.bytes_sent();
         let now = self.reading();
         let round_trips = std::mem::take(&mut self.trips).finish(now);
@@ -414,7 +414,7 @@ impl<C: Channel> SecureAggregation<C> {
         self.gc
             .session
             .channel()
-            .map_err(|e| SecureError::io("aggregator, talking to the key holder".into(), e))
+            .map_err(|e| SecureError::io(Role::Aggregator, "talking to the key holder", e))
     }
 
     /// Sends `payload` to every Node.
@@ -436,7 +436,9 @@ impl<C: Channel> SecureAggregation<C> {
         let session = self.config.session;
         for (i, node) in self.nodes.iter_mut().enumerate() {
             wire::send(node, session, step, payload).map_err(|e| {
-                SecureError::io(format!("aggregator, {step:?} to Node {}", i + 1), e)
+                SecureError::io(Role::Aggregator, "sending to", e)
+                    .with_step(step)
+                    .with_node(i + 1)
             })?;
         }
         Ok(())
@@ -460,7 +462,9 @@ impl<C: Channel> SecureAggregation<C> {
                 wire::recv(node, session, &[reply])
                     .map(|(_, p)| p)
                     .map_err(|e| {
-                        SecureError::io(format!("aggregator, {reply:?} from Node {}", i + 1), e)
+                        SecureError::io(Role::Aggregator, "receiving from", e)
+                            .with_step(reply)
+                            .with_node(i + 1)
                     })
             })
             .collect();
@@ -475,9 +479,13 @@ impl<C: Channel> SecureAggregation<C> {
         payload: &[u8],
         shapes: &[&Shape],
         node: usize,
-        what: &str,
+        what: &'static str,
     ) -> Result<Vec<EncryptedVector>, SecureError> {
-        let at = |e| SecureError::io(format!("aggregator, reading Node {node}'s {what}"), e);
+        let at = |e| {
+            SecureError::io(Role::Aggregator, "reading from", e)
+                .with_what(what)
+                .with_node(node)
+        };
         let mut r = Reader::new(payload);
         let mut out = Vec::with_capacity(shapes.len());
         for shape in shapes {
@@ -494,7 +502,7 @@ impl<C: Channel> SecureAggregation<C> {
         &self,
         replies: &[Vec<u8>],
         shape: &[&Shape; 1],
-        what: &str,
+        what: &'static str,
     ) -> Result<Vec<EncryptedVector>, SecureError> {
         replies
             .iter()
@@ -529,7 +537,11 @@ impl<C: Channel> SecureAggregation<C> {
         let threshold = num_traits::FromPrimitive::from_f64(threshold).ok_or_else(|| {
             SecureError::invalid_plan(
                 "gradient_tolerance",
-                format!("gradient tolerance {tolerance} out of range"),
+                PlanReason::Value {
+                    what: "gradient tolerance",
+                    value: tolerance,
+                    rule: "out of range",
+                },
             )
         })?;
         if self.solver.engine().is_none() {
@@ -577,12 +589,10 @@ impl<C: Channel> SecureAggregation<C> {
             // The mask goes into the slots as they are: they must hold it (the bound's packing
             // leaves room for the Center's terms; a larger penalty term would not fit).
             if bound + gc::SIGMA + 2 > g.packing().slot_bits() {
-                return Err(SecureError::Range(format!(
-                    "the summed gradient's bound 2^{bound} leaves no room for its mask in \
-                     {}-bit slots (the penalty's gradient term is too large: lower lambda or \
-                     standardise the features)",
-                    g.packing().slot_bits()
-                )));
+                return Err(SecureError::Range(Overflow::GradientMask {
+                    bound,
+                    slot_bits: g.packing().slot_bits(),
+                }));
             }
             let column =
                 PackedMatrix::from_blocks(g.len(), 1, g.packing(), g.ciphertexts().to_vec())?;
@@ -623,11 +633,9 @@ impl<C: Channel> SecureAggregation<C> {
         let values = IntMatrix::from_vec(1, d, weights.iter().map(|w| w.value.clone()).collect());
         let weight_bits = scale + WEIGHT_BITS;
         if values.max_bits() > u64::from(weight_bits) {
-            return Err(SecureError::Range(format!(
-                "a step entry of 2^{WEIGHT_BITS} or more (the public bound of the acceptance \
-                 test's dot product): the coefficients diverge; standardise the features or \
-                 raise lambda"
-            )));
+            return Err(SecureError::Range(Overflow::StepEntry {
+                bits: WEIGHT_BITS,
+            }));
         }
         let column = &mut self.shared_gradients[at].1;
         let bound = weight_bits + column.bound() + super::bits_for(d as u64);
@@ -635,11 +643,14 @@ impl<C: Channel> SecureAggregation<C> {
         let dot = engine.product_exact(&mut self.gc, &mut row, column, bound)?;
         let encrypted = engine.encrypted(&mut self.gc, &dot, Packing::unpacked(&self.key));
         engine.release(&mut self.gc, &[&row, &dot])?;
-        let block = encrypted?
-            .blocks()
-            .first()
-            .cloned()
-            .ok_or_else(|| SecureError::violation(Role::KeyHolder, "an empty encryption"))?;
+        let block = encrypted?.blocks().first().cloned().ok_or_else(|| {
+            SecureError::violation(
+                Role::KeyHolder,
+                Breach::Malformed {
+                    what: "an empty encryption",
+                },
+            )
+        })?;
         let number =
             EncryptedNumber::from_parts(&self.key, block, g.scale() + scale, super::pow2(bound))?;
         Ok(EncryptedVector::from_number(&self.key, &number))
@@ -704,7 +715,7 @@ impl<C: Channel> SecureAggregation<C> {
         let session = self.config.session;
         let payload = Writer::new().u64(n as u64).finish();
         let ch = self.keyholder()?;
-        let at = |e| SecureError::io("aggregator, the key holder's noise share".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "the key holder's noise share", e);
         wire::send(ch, session, Step::Perturb, &payload).map_err(at)?;
         let (_, reply) = wire::recv(ch, session, &[Step::PerturbReply]).map_err(at)?;
         let mut r = Reader::new(&reply);
@@ -772,7 +783,7 @@ impl<C: Channel> SecureAggregation<C> {
         let (masked, masks, _) = gc::mask(&self.key, v, bits, &self.gc.noise)?;
         let payload = Writer::new().bytes(&masked.to_bytes(&self.key)).finish();
         let ch = self.keyholder()?;
-        let at = |e| SecureError::io("aggregator, a masked decryption".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "a masked decryption", e);
         wire::send(ch, session, Step::DecryptPublic, &payload).map_err(at)?;
         let (_, reply) = wire::recv(ch, session, &[Step::DecryptPublicReply]).map_err(at)?;
         let mut r = Reader::new(&reply);
@@ -782,11 +793,11 @@ impl<C: Channel> SecureAggregation<C> {
         if values.rows() != 1 || values.cols() != v.len() {
             return Err(SecureError::violation(
                 Role::KeyHolder,
-                format!(
-                    "the key holder answered a decryption of {} values with {}",
-                    v.len(),
-                    values.rows() * values.cols()
-                ),
+                Breach::WrongLength {
+                    what: "the key holder's answer to a decryption",
+                    got: (values.rows() * values.cols()) as u64,
+                    expected: v.len() as u64,
+                },
             ));
         }
         let bound = BigInt::from_biguint(num_bigint::Sign::Plus, bound);
@@ -795,9 +806,9 @@ impl<C: Channel> SecureAggregation<C> {
                 let plain = values.get(0, k)
                     - BigInt::from_biguint(num_bigint::Sign::Plus, masks[k].clone());
                 if plain.magnitude() > bound.magnitude() {
-                    return Err(SecureError::Range(
-                        "a decrypted value outside its public bound".into(),
-                    ));
+                    return Err(SecureError::Range(Overflow::Bound(
+                        "a decrypted value outside its public bound",
+                    )));
                 }
                 Ok(to_f64(&plain, v.scale()))
             })
@@ -858,7 +869,7 @@ impl<C: Channel> SecureAggregation<C> {
         let payload = Writer::new().bytes(&inverse.to_bytes(&self.key)).finish();
         for (i, node) in self.nodes.iter_mut().enumerate() {
             wire::send(node, session, Step::Inverse, &payload).map_err(|e| {
-                SecureError::io(format!("aggregator, the inverse to Node {}", i + 1), e)
+                SecureError::io(Role::Aggregator, "sending the inverse to", e).with_node(i + 1)
             })?;
         }
         self.inverse = Some(inverse);
@@ -982,7 +993,11 @@ impl<C: Channel> SecureAggregation<C> {
         if gradient.len() != self.config.dimension {
             return Err(SecureError::violation(
                 Role::Node,
-                "a gradient of the wrong length",
+                Breach::WrongLength {
+                    what: "a gradient",
+                    got: gradient.len() as u64,
+                    expected: self.config.dimension as u64,
+                },
             ));
         }
         let serial = self.next_gradient.get();
@@ -1066,18 +1081,14 @@ impl<C: Channel> SecureAggregation<C> {
             .bytes(&mb.to_bytes(&self.key))
             .finish();
         let session = self.config.session;
-        let at = |e| SecureError::io("aggregator, a comparison circuit".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "a comparison circuit", e);
         wire::send(self.keyholder()?, session, Step::Compare, &payload).map_err(at)?;
         let start = std::time::Instant::now();
         let bit = gc::compare_circuit(&mut self.gc, kind, None, Some(&masks), masked, width)
             .map_err(at)?;
         self.gc_seconds += start.elapsed().as_secs_f64();
         bit.expect("the aggregator learns the bit")
-            .map_err(|gc::OutOfRange| {
-                SecureError::Range(format!(
-                    "a value entering the {kind:?} comparison did not fit its {width}-bit word"
-                ))
-            })
+            .map_err(|gc::OutOfRange| SecureError::Range(Overflow::Comparison { kind, width }))
     }
 
     /// `x` at `scale` fractional bits.

@@ -10,13 +10,13 @@ use std::time::Instant;
 use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_circuits::fixed_format::FixedFormat;
 
-use super::SecureError;
 use super::aggregator::{AggregatorStats, Protocol};
 use super::keyholder::{KeyholderStats, NoKeyStore};
 use super::node::{NodeData, NodeStats};
 use super::perturbation::{NoiseShare, NoiseShares};
 use super::solver::LinearAlgebra;
 use super::study_protocol::{self, StudyError, StudyOutcome, StudyPlan};
+use super::{Party, SecureError};
 use crate::objective::PartyData;
 use crate::optimizer::{FitOptions, FitReport, IterationRecord, Optimizer};
 use crate::paillier::SecretKey;
@@ -120,7 +120,7 @@ where
     C: Channel + Send + 'static,
     K: Borrow<SecretKey>,
 {
-    let link = |e| SecureError::io("connecting the parties".into(), e);
+    let link = |e| SecureError::io(Party::Launcher, "connecting the parties", e);
     let (to_keyholder, keyholder_end) = make_pair().map_err(link)?;
     let mut links = Vec::with_capacity(nodes.len());
     for _ in &nodes {

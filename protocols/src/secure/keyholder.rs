@@ -16,7 +16,7 @@ use super::masked::msgs::Request;
 use super::perturbation::{self, NoiseShare, Release};
 use super::ranking;
 use super::wire::{self, Reader, Step, Writer};
-use super::{SecureConfig, SecureError};
+use super::{Breach, SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey, SecretKey};
 use crate::transport::Role;
 
@@ -298,8 +298,8 @@ const REQUESTS: [Step; 11] = [
 ];
 
 /// `e` while the key holder does `step`.
-fn at(step: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
-    move |e| SecureError::io(format!("key holder, {step}"), e)
+fn at(step: &'static str) -> impl Fn(std::io::Error) -> SecureError {
+    move |e| SecureError::io(Role::KeyHolder, step, e)
 }
 
 /// The key holder while it serves one study: its key and decryption budget, its end of the
@@ -346,7 +346,7 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         values
     }
 
-    fn reply(&mut self, step: Step, bytes: &[u8], doing: &str) -> Result<(), SecureError> {
+    fn reply(&mut self, step: Step, bytes: &[u8], doing: &'static str) -> Result<(), SecureError> {
         let ch = self.party.session.channel().map_err(at("replying"))?;
         wire::send(ch, self.config.session, step, bytes).map_err(at(doing))
     }
@@ -359,8 +359,10 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         let Some((release, noise_share)) = self.share.take() else {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "the aggregator asked for a noise share twice, or in a study that is \
-                 not differentially private",
+                Breach::OutOfOrder {
+                    what: "the aggregator asked for a noise share twice, or in a study that is \
+                           not differentially private",
+                },
             ));
         };
         let rows = usize::try_from(rows)
@@ -369,7 +371,12 @@ impl<C: Channel> Session<'_, '_, '_, C> {
             .ok_or_else(|| {
                 SecureError::violation(
                     Role::Aggregator,
-                    format!("the aggregator declares N = {rows}"),
+                    Breach::OutOfRange {
+                        what: "the declared row count N",
+                        value: rows,
+                        min: 1,
+                        max: config.max_rows * config.parties as u64,
+                    },
                 )
             })?;
         let draw = noise_share
@@ -393,7 +400,9 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         if std::mem::replace(&mut self.ranked, true) {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "a second ranking of held-out rows",
+                Breach::OutOfOrder {
+                    what: "a second ranking of held-out rows",
+                },
             ));
         }
         let (counts, seeds) = read_rank_request(r, self.key, self.config)?;
@@ -411,7 +420,9 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         if self.vertical.is_some() {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "a second vertical setup",
+                Breach::OutOfOrder {
+                    what: "a second vertical setup",
+                },
             ));
         }
         let t = std::time::Instant::now();
@@ -430,7 +441,9 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         let Some(state) = self.vertical.as_mut() else {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "a vertical request before the vertical setup",
+                Breach::OutOfOrder {
+                    what: "a vertical request before the vertical setup",
+                },
             ));
         };
         let t = std::time::Instant::now();
@@ -484,10 +497,11 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         if d != config.dimension {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                format!(
-                    "a factor request of dimension {d} in a study of dimension {}",
-                    config.dimension
-                ),
+                Breach::Mismatch {
+                    what: "the dimension of a factor request",
+                    got: d as u64,
+                    expected: config.dimension as u64,
+                },
             ));
         }
         let values = self.decrypt(&v)?;
@@ -546,7 +560,10 @@ impl<C: Channel> Session<'_, '_, '_, C> {
             .ok_or_else(|| {
                 SecureError::violation(
                     Role::Aggregator,
-                    format!("no factor {index} to solve against"),
+                    Breach::Unknown {
+                        what: "factor to solve against",
+                        id: index,
+                    },
                 )
             })?
             .clone();
@@ -569,8 +586,15 @@ impl<C: Channel> Session<'_, '_, '_, C> {
     /// One comparison of two encrypted values, in a circuit.
     fn compare(&mut self, mut r: Reader<'_>) -> Result<(), SecureError> {
         let config = self.config;
-        let kind = Comparison::from_code(r.u64().map_err(at("reading a request"))?)
-            .ok_or_else(|| SecureError::violation(Role::Aggregator, "unknown comparison"))?;
+        let kind =
+            Comparison::from_code(r.u64().map_err(at("reading a request"))?).ok_or_else(|| {
+                SecureError::violation(
+                    Role::Aggregator,
+                    Breach::Malformed {
+                        what: "an unknown comparison",
+                    },
+                )
+            })?;
         let masked = r.u64().map_err(at("reading a request"))?;
         let width = r.u64().map_err(at("reading a request"))?;
         let a = EncryptedVector::from_bytes(self.key, r.bytes().map_err(at("reading a request"))?)?;
@@ -581,7 +605,12 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         if width.saturating_add(gc::SIGMA as usize) > masked || width < 2 {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "inconsistent comparison widths",
+                Breach::OutOfRange {
+                    what: "comparison width (bits)",
+                    value: width as u64,
+                    min: 2,
+                    max: (masked as u64).saturating_sub(u64::from(gc::SIGMA)),
+                },
             ));
         }
         let mut values = self.decrypt(&a)?;
@@ -602,14 +631,15 @@ fn read_rank_request(
     key: &crate::paillier::PublicKey,
     config: &SecureConfig,
 ) -> Result<(Vec<usize>, Vec<Option<EncryptedVector>>), SecureError> {
-    let at = |e| SecureError::io("key holder, reading a ranking request".into(), e);
-    let bad = |what: String| SecureError::violation(Role::Aggregator, what);
+    let at = |e| SecureError::io(Role::KeyHolder, "reading a ranking request", e);
+    let bad = |breach| SecureError::violation(Role::Aggregator, breach);
     let nodes = r.u64().map_err(at)?;
     if nodes != config.parties as u64 {
-        return Err(bad(format!(
-            "a ranking over {nodes} Nodes in a study of {}",
-            config.parties
-        )));
+        return Err(bad(Breach::Mismatch {
+            what: "Nodes in a ranking",
+            got: nodes,
+            expected: config.parties as u64,
+        }));
     }
     let (mut counts, mut seeds, mut total) = (Vec::new(), Vec::new(), 0usize);
     for _ in 0..nodes {
@@ -620,21 +650,28 @@ fn read_rank_request(
             .and_then(|n| total.checked_add(n))
             .filter(|&t| t <= ranking::MAX_RANKED_ROWS)
             .ok_or_else(|| {
-                bad(format!(
-                    "more than {} held-out rows to rank",
-                    ranking::MAX_RANKED_ROWS
-                ))
+                bad(Breach::TooMany {
+                    what: "held-out rows to rank",
+                    count: (total as u64).saturating_add(rows),
+                    limit: ranking::MAX_RANKED_ROWS as u64,
+                })
             })?;
         let seed = match (rows, seed.is_empty()) {
             (0, true) => None,
             (r, false) if r > 0 => {
                 let v = EncryptedVector::from_bytes(key, seed)?;
                 if v.len() != 1 {
-                    return Err(bad("a ranking seed of more than one value".into()));
+                    return Err(bad(Breach::Malformed {
+                        what: "a ranking seed of more than one value",
+                    }));
                 }
                 Some(v)
             }
-            _ => return Err(bad("a ranking seed that does not match its rows".into())),
+            _ => {
+                return Err(bad(Breach::Malformed {
+                    what: "a ranking seed that does not match its rows",
+                }));
+            }
         };
         counts.push(rows as usize);
         seeds.push(seed);
@@ -668,24 +705,35 @@ fn check_request(
         .ok_or_else(|| {
             SecureError::violation(
                 Role::Aggregator,
-                format!(
-                    "malformed request: dimension {d} (the study's is {})",
-                    config.dimension
-                ),
+                Breach::OutOfRange {
+                    what: "malformed request: dimension",
+                    value: d,
+                    min: 1,
+                    max: config.dimension.min(super::MAX_DIMENSION) as u64,
+                },
             )
         })?;
     let want = expected(d);
     if got != want {
         return Err(SecureError::violation(
             Role::Aggregator,
-            format!("malformed request: {got} values, expected {want}"),
+            Breach::WrongLength {
+                what: "malformed request",
+                got: got as u64,
+                expected: want as u64,
+            },
         ));
     }
     let least = u64::from(config.format.width() + gc::SIGMA);
     if masked < least || masked > MAX_MASKED {
         return Err(SecureError::violation(
             Role::Aggregator,
-            format!("malformed request: mask width {masked} bits, outside {least} to {MAX_MASKED}"),
+            Breach::OutOfRange {
+                what: "malformed request: mask width (bits)",
+                value: masked,
+                min: least,
+                max: MAX_MASKED,
+            },
         ));
     }
     Ok((d, masked as usize))
@@ -771,7 +819,7 @@ mod tests {
         for (bytes, why) in [
             (
                 request(3, &[(5, &seed), (0, &[]), (0, &[])]),
-                "over 3 Nodes",
+                "Nodes in a ranking: 3, expected 2",
             ),
             (
                 request(2, &[(too_many, &seed), (1, &seed)]),

@@ -9,7 +9,7 @@ use privlogit_circuits::channel::Channel;
 
 use super::shapes::{MOMENT_BITS, MOMENT_SCALE, Shape};
 use super::wire::{self, Reader, Step, Writer};
-use super::{SecureConfig, SecureError};
+use super::{Breach, Overflow, SecureConfig, SecureError};
 use crate::disclosure::Disclosure;
 use crate::objective::{Glm, PartyData, RowJob, RowKernel};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, Fixed, PublicKey};
@@ -218,14 +218,20 @@ impl NodeData {
         if self.party.is_some() && !self.prepared {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "standardisation asked after the fit started",
+                Breach::OutOfOrder {
+                    what: "standardisation asked after the fit started",
+                },
             ));
         }
         let p = self.features();
         if means.is_some_and(|m| m.len() != p) {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "means of the wrong length",
+                Breach::WrongLength {
+                    what: "means",
+                    got: means.map_or(0, <[f64]>::len) as u64,
+                    expected: p as u64,
+                },
             ));
         }
         let kernel = RowKernel::Moments(means.map(<[f64]>::to_vec));
@@ -273,8 +279,8 @@ const REQUESTS: [Step; 12] = [
 type Reply = Option<(Step, Vec<u8>)>;
 
 /// `e` while the Node does `step`.
-fn at(step: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
-    move |e| SecureError::io(format!("Node, {step}"), e)
+fn at(step: &'static str) -> impl Fn(std::io::Error) -> SecureError {
+    move |e| SecureError::io(Role::Node, step, e)
 }
 
 /// Serves the aggregator over `channel` until it says [`Step::Done`].
@@ -340,10 +346,9 @@ struct Session<'a> {
 
 impl Session<'_> {
     /// N, which every request of sums divides by; `what` was asked before the setup sent it.
-    fn n(&self, what: &str) -> Result<f64, SecureError> {
-        self.n_total.ok_or_else(|| {
-            SecureError::violation(Role::Aggregator, format!("{what} requested before N"))
-        })
+    fn n(&self, what: &'static str) -> Result<f64, SecureError> {
+        self.n_total
+            .ok_or_else(|| SecureError::violation(Role::Aggregator, Breach::OutOfOrder { what }))
     }
 
     /// `values` encrypted in `shape`, as a reply `step`.
@@ -378,10 +383,12 @@ impl Session<'_> {
         data.evaluations_left = data.evaluations_left.checked_sub(1).ok_or_else(|| {
             SecureError::violation(
                 Role::Aggregator,
-                "an evaluation the study's plan does not allow (or a second one)",
+                Breach::NotInPlan {
+                    what: "an evaluation the study's plan does not allow (or a second one)",
+                },
             )
         })?;
-        let n = self.n("evaluation")?;
+        let n = self.n("evaluation requested before N")?;
         let columns = self.data.party()?.columns();
         let beta = read_beta(reader, columns)?;
         let (sums, scores) = match self.data.test_party()? {
@@ -412,10 +419,12 @@ impl Session<'_> {
         data.constants_left = data.constants_left.checked_sub(1).ok_or_else(|| {
             SecureError::violation(
                 Role::Aggregator,
-                "constant sums the study's model does not need (or asked too often)",
+                Breach::NotInPlan {
+                    what: "constant sums the study's model does not need (or asked too often)",
+                },
             )
         })?;
-        let n = self.n("constants")?;
+        let n = self.n("constants requested before N")?;
         let party = self.data.party()?;
         let sums = timed(&mut self.stats.local_seconds, || party.constant_sums())?;
         let values: Vec<f64> = sums.iter().map(|v| v / n).collect();
@@ -441,10 +450,10 @@ impl Session<'_> {
     fn count(&mut self) -> Result<Reply, SecureError> {
         let rows = self.data.rows() as u64;
         if rows > self.config.max_rows {
-            return Err(SecureError::Range(format!(
-                "a Node holds {rows} rows, above the study's limit {}",
-                self.config.max_rows
-            )));
+            return Err(SecureError::Range(Overflow::Rows {
+                rows,
+                limit: self.config.max_rows,
+            }));
         }
         self.encrypted_count(Step::CountReply, rows)
     }
@@ -456,7 +465,12 @@ impl Session<'_> {
         if n < self.data.rows() as u64 {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                format!("N = {n} is below this Node's own {} rows", self.data.rows()),
+                Breach::OutOfRange {
+                    what: "N",
+                    value: n,
+                    min: self.data.rows() as u64,
+                    max: u64::MAX,
+                },
             ));
         }
         self.n_total = Some(n as f64);
@@ -465,7 +479,7 @@ impl Session<'_> {
 
     /// PrivLogit's bound `X^T X / 4N` (eq. 5.5), lower triangle, encrypted.
     fn bound(&mut self) -> Result<Reply, SecureError> {
-        let n = self.n("bound")?;
+        let n = self.n("bound requested before N")?;
         let party = self.data.party()?;
         let sums = timed(&mut self.stats.local_seconds, || {
             party.information_bound_sums().map(|s| s.values())
@@ -489,7 +503,7 @@ impl Session<'_> {
     /// Gradient and log-likelihood at the coefficients (and the local step under
     /// PrivLogit-Local; and the information `X^T A X / N` for a Newton round), encrypted.
     fn gradient(&mut self, reader: Reader<'_>, newton: bool) -> Result<Reply, SecureError> {
-        let n = self.n("gradient")?;
+        let n = self.n("gradient requested before N")?;
         let (key, config) = (self.key, self.config);
         let party = self.data.party()?;
         let beta = read_beta(reader, party.columns())?;
@@ -527,9 +541,9 @@ impl Session<'_> {
             let shape = config.local_step_shape(m)?;
             let step = m.mul_vector(key, &fixed)?;
             if step.slot_bound() > &shape.bound {
-                return Err(SecureError::Range(
-                    "a Node's step exceeds its public bound".into(),
-                ));
+                return Err(SecureError::Range(Overflow::Bound(
+                    "a Node's step exceeds its public bound",
+                )));
             }
             let step = step
                 .assume_slot_bound(shape.bound)
@@ -551,20 +565,26 @@ impl Session<'_> {
     /// Column means, or variances about the pooled means, over N (the setup's
     /// standardisation), encrypted at the moments' wide scale.
     fn moments(&mut self, mut reader: Reader<'_>) -> Result<Reply, SecureError> {
-        let n = self.n("moments")?;
+        let n = self.n("moments requested before N")?;
         let means = reader.f64s().map_err(at("reading the means"))?;
         reader.end().map_err(at("reading the means"))?;
         let data = &*self.data;
-        if !(means.is_empty() || means.len() == data.features())
-            || means.iter().any(|m| !m.is_finite())
-        {
+        if !(means.is_empty() || means.len() == data.features()) {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                format!(
-                    "the aggregator sent {} means for {} columns, or a mean that is not finite",
-                    means.len(),
-                    data.features()
-                ),
+                Breach::WrongLength {
+                    what: "the aggregator's means",
+                    got: means.len() as u64,
+                    expected: data.features() as u64,
+                },
+            ));
+        }
+        if means.iter().any(|m| !m.is_finite()) {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                Breach::Malformed {
+                    what: "a mean from the aggregator that is not finite",
+                },
             ));
         }
         let values = timed(&mut self.stats.local_seconds, || {
@@ -572,18 +592,14 @@ impl Session<'_> {
         })?;
         let limit = f64::from(MOMENT_BITS).exp2();
         if let Some(j) = values.iter().position(|v| v.is_nan() || v.abs() >= limit) {
-            let column = data
-                .raw
-                .names()
-                .get(j)
-                .map_or_else(|| format!("{}", j + 1), |n| format!("{n:?}"));
-            return Err(SecureError::Range(format!(
-                "{}: column {column}: its {} over the study's rows is {:e}, beyond \
-                 2^{MOMENT_BITS}: a value there is far too large; rescale the column",
-                data.raw.describe(),
-                if means.is_empty() { "mean" } else { "variance" },
-                values[j]
-            )));
+            return Err(SecureError::Range(Overflow::Moment {
+                source: data.raw.describe(),
+                name: data.raw.names().get(j).cloned(),
+                column: j + 1,
+                variance: !means.is_empty(),
+                value: values[j],
+                bits: MOMENT_BITS,
+            }));
         }
         let fixed = values
             .iter()
@@ -612,7 +628,9 @@ impl Session<'_> {
         {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "unusable standardisation statistics",
+                Breach::Malformed {
+                    what: "unusable standardisation statistics",
+                },
             ));
         }
         data.standardize = Some((means, scales));
@@ -637,12 +655,10 @@ fn encrypt_values(
 ) -> Result<EncryptedVector, SecureError> {
     let limit = f64::from(config.value_bits).exp2();
     if let Some(v) = values.iter().find(|v| v.is_nan() || v.abs() >= limit) {
-        return Err(SecureError::Range(format!(
-            "a Node's value {v} (a sum over its rows divided by N) is outside the study's \
-             public bound 2^{}: standardise the features (setting `standardize`) or rescale the large \
-             columns",
-            config.value_bits
-        )));
+        return Err(SecureError::Range(Overflow::NodeValue {
+            value: *v,
+            bits: config.value_bits,
+        }));
     }
     let fixed = values
         .iter()
@@ -659,13 +675,17 @@ fn encrypt_values(
 
 /// The coefficients a request carries, one per column of this Node's design.
 fn read_beta(mut reader: Reader<'_>, columns: usize) -> Result<Array1<f64>, SecureError> {
-    let at = |e| SecureError::io("Node, reading beta".into(), e);
+    let at = |e| SecureError::io(Role::Node, "reading beta", e);
     let beta = Array1::from(reader.f64s().map_err(at)?);
     reader.end().map_err(at)?;
     if beta.len() != columns {
         return Err(SecureError::violation(
             Role::Aggregator,
-            format!("beta of {} coefficients for {columns} columns", beta.len()),
+            Breach::WrongLength {
+                what: "beta",
+                got: beta.len() as u64,
+                expected: columns as u64,
+            },
         ));
     }
     Ok(beta)

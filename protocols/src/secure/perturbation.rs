@@ -24,7 +24,7 @@
 use ndarray::Array1;
 
 use super::wire::{Reader, Writer};
-use super::{SecureConfig, SecureError, pow2};
+use super::{Overflow, PlanReason, SecureConfig, SecureError, pow2};
 use crate::paillier::{EncryptedVector, Fixed, NoiseSource, Packing, PublicKey};
 
 /// What a secure PLR study publishes under: public, in the plan, sent to every party.
@@ -46,9 +46,11 @@ impl Release {
             if !(v.is_finite() && v > 0.0) {
                 return Err(SecureError::invalid_plan(
                     setting,
-                    format!(
-                        "a differentially private study needs a positive, finite {name} (got {v})"
-                    ),
+                    PlanReason::Value {
+                        what: name,
+                        value: v,
+                        rule: "a differentially private study needs it positive and finite",
+                    },
                 ));
             }
         }
@@ -132,12 +134,11 @@ pub fn encrypt_share<S: NoiseSource>(
         .map(|b| Fixed::from_f64(-b / rows as f64, frac))
         .collect::<Result<Vec<_>, _>>()?;
     if draw.noise.len() != config.dimension || values.iter().any(|v| v.value.magnitude() > &bound) {
-        return Err(SecureError::Range(format!(
-            "the objective's noise (norm {:.3e} over {rows} rows) does not fit the study's \
-             public value bound 2^{}: epsilon is too small for this study",
-            draw.noise.dot(&draw.noise).sqrt(),
-            config.value_bits - 1
-        )));
+        return Err(SecureError::Range(Overflow::Noise {
+            norm: draw.noise.dot(&draw.noise).sqrt(),
+            rows,
+            bits: config.value_bits - 1,
+        }));
     }
     Ok(EncryptedVector::encrypt(
         key,

@@ -29,9 +29,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use zeroize::Zeroizing;
 
-use super::SecureError;
 use super::gc::GcParty;
 use super::wire::{Reader, Writer};
+use super::{Breach, Overflow, SecureError};
 use crate::paillier::{DjnNoise, EncryptedVector, Fixed, Packing, PublicKey, SecretKey};
 use crate::transport::Role;
 
@@ -92,9 +92,7 @@ impl NodeShares {
             });
         }
         if let Some((p, _)) = scored.iter().find(|(p, _)| !(0.0..=1.0).contains(p)) {
-            return Err(SecureError::Range(format!(
-                "a held-out row's predicted probability {p} is not a probability"
-            )));
+            return Err(SecureError::Range(Overflow::Probability(*p)));
         }
         scored.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut seed = Zeroizing::new([0u8; SEED_BYTES]);
@@ -154,41 +152,51 @@ impl NodeShares {
         max_rows: usize,
     ) -> Result<Self, SecureError> {
         let at = |e| {
-            SecureError::io(
-                format!("aggregator, reading Node {node}'s ranking shares"),
-                e,
-            )
+            SecureError::io(Role::Aggregator, "reading the ranking shares of", e).with_node(node)
         };
-        let bad = |what: String| SecureError::violation(Role::Node, format!("Node {node}: {what}"));
+        let bad = |breach| SecureError::node_violation(node, breach);
         let rows = r.u64().map_err(at)?;
         let rows = usize::try_from(rows)
             .ok()
             .filter(|&n| n <= max_rows)
-            .ok_or_else(|| bad(format!("{rows} held-out rows to rank (at most {max_rows})")))?;
+            .ok_or_else(|| {
+                bad(Breach::TooMany {
+                    what: "held-out rows to rank",
+                    count: rows,
+                    limit: max_rows as u64,
+                })
+            })?;
         let seed = r.bytes().map_err(at)?;
         let shares = r.bytes().map_err(at)?;
         if shares.len() != 8 * rows {
-            return Err(bad(format!(
-                "{} bytes of shares for {rows} rows",
-                shares.len()
-            )));
+            return Err(bad(Breach::WrongLength {
+                what: "ranking shares in bytes",
+                got: shares.len() as u64,
+                expected: 8 * rows as u64,
+            }));
         }
         let shares: Vec<u64> = shares
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
             .collect();
         if shares.iter().any(|&s| s >> (KEY_BITS + 1) != 0) {
-            return Err(bad("a ranking share wider than its bits".into()));
+            return Err(bad(Breach::Malformed {
+                what: "a ranking share wider than its bits",
+            }));
         }
         let seed = match (rows, seed.is_empty()) {
             (0, true) => None,
             (0, false) | (_, true) => {
-                return Err(bad("a seed that does not match its rows".into()));
+                return Err(bad(Breach::Malformed {
+                    what: "a seed that does not match its rows",
+                }));
             }
             _ => {
                 let v = EncryptedVector::from_bytes(key, seed)?;
                 if v.len() != 1 {
-                    return Err(bad("a seed of more than one value".into()));
+                    return Err(bad(Breach::Malformed {
+                        what: "a seed of more than one value",
+                    }));
                 }
                 Some(v)
             }

@@ -8,8 +8,17 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use super::aggregator::Protocol;
+use super::aggregator::Reveal;
+use super::gc::Comparison;
+use super::wire::Step;
+use crate::objective::Family;
+use crate::optimizer::Optimizer;
 use crate::paillier::PaillierError;
 use crate::transport::{Role, TransportError};
+use crate::vertical::deal::DealError;
+use crate::vertical::psi::PsiError;
+use crate::vertical::sealed::SealError;
 
 /// What can stop a secure study.
 #[derive(Debug, thiserror::Error)]
@@ -18,10 +27,19 @@ pub enum SecureError {
     /// A party could not send or receive (it disconnected, or sent something malformed).
     /// [`SecureError::transport`] says whether the transport lost the peer, was refused, was
     /// aborted or timed out.
-    #[error("{context}: {cause}")]
+    #[error("{}: {cause}", io_message(*party, activity, *what, *step, *node))]
     Io {
-        /// Who was doing what.
-        context: String,
+        /// The party that was sending or receiving.
+        party: Party,
+        /// What it was doing (`reading a request`); with `node`, a phrase whose object is the
+        /// Node (`sending to`, `welcoming`).
+        activity: &'static str,
+        /// What the activity was about, where the site names it (`gradient`).
+        what: Option<&'static str>,
+        /// The protocol step of the frame, where the site knows it.
+        step: Option<Step>,
+        /// The Node (1-based) at the other end, where the site knows it.
+        node: Option<usize>,
         /// The underlying error (in the message, not chained, so it is printed once).
         cause: std::io::Error,
     },
@@ -31,12 +49,14 @@ pub enum SecureError {
     /// A peer broke the protocol: a request out of place (before the setup, twice), a message
     /// whose contents contradict the study's public parameters, or an answer of the wrong
     /// shape.
-    #[error("protocol error: {detail}")]
+    #[error("{}", violation_message(*node, breach))]
     Violation {
         /// The party that broke the protocol (as this party sees it).
         peer: Role,
+        /// The Node (1-based) that broke it, where the site knows which.
+        node: Option<usize>,
         /// What was wrong.
-        detail: String,
+        breach: Breach,
     },
     /// An encrypted vector whose public shape (length, scale, declared bound, packing) is not
     /// the one the study's parameters fix.
@@ -84,8 +104,8 @@ pub enum SecureError {
     InvalidPlan {
         /// The setting refused (`lambda`, `optimizer`, `release`, ...).
         setting: &'static str,
-        /// Why, in a sentence that names the value.
-        reason: String,
+        /// Why, with the values refused.
+        reason: PlanReason,
     },
     /// A pivot of a secret curvature matrix fell below its public threshold: the column at
     /// `column` (0-based, the intercept first) is, at working precision, a linear combination of
@@ -208,7 +228,7 @@ pub enum SecureError {
     /// A value left the range its public bound or format allows (or a pivot fell below its
     /// threshold): the study stops rather than produce a wrong model.
     #[error("out of range: {0}")]
-    Range(String),
+    Range(Overflow),
     /// A Node could not read its own rows.
     #[error("a Node's data: {0}")]
     Data(#[from] crate::rows::RowsError),
@@ -222,9 +242,41 @@ impl SecureError {
             if matches!(cause.kind(), BrokenPipe | UnexpectedEof | ConnectionReset | ConnectionAborted))
     }
 
-    /// An I/O error with who was doing what.
-    pub fn io(context: String, cause: std::io::Error) -> Self {
-        Self::Io { context, cause }
+    /// An I/O error: `party` failed to send or receive while doing `activity`.
+    pub fn io(party: impl Into<Party>, activity: &'static str, cause: std::io::Error) -> Self {
+        Self::Io {
+            party: party.into(),
+            activity,
+            what: None,
+            step: None,
+            node: None,
+            cause,
+        }
+    }
+
+    /// The same error, naming the Node (1-based) at the other end of an I/O error or the Node
+    /// that broke the protocol (other errors are returned unchanged).
+    pub fn with_node(mut self, which: usize) -> Self {
+        if let Self::Io { node, .. } | Self::Violation { node, .. } = &mut self {
+            *node = Some(which);
+        }
+        self
+    }
+
+    /// The same error, naming the protocol step of an I/O error (others unchanged).
+    pub fn with_step(mut self, frame: Step) -> Self {
+        if let Self::Io { step, .. } = &mut self {
+            *step = Some(frame);
+        }
+        self
+    }
+
+    /// The same error, naming what an I/O error's activity was about (others unchanged).
+    pub fn with_what(mut self, about: &'static str) -> Self {
+        if let Self::Io { what, .. } = &mut self {
+            *what = Some(about);
+        }
+        self
     }
 
     /// What the transport says about an [`SecureError::Io`]: a lost peer, a refusal, an abort
@@ -237,15 +289,25 @@ impl SecureError {
     }
 
     /// A protocol violation by `peer`.
-    pub(crate) fn violation(peer: Role, detail: impl Into<String>) -> Self {
+    pub(crate) fn violation(peer: Role, breach: Breach) -> Self {
         Self::Violation {
             peer,
-            detail: detail.into(),
+            node: None,
+            breach,
+        }
+    }
+
+    /// A protocol violation by Node `which` (1-based).
+    pub(crate) fn node_violation(which: usize, breach: Breach) -> Self {
+        Self::Violation {
+            peer: Role::Node,
+            node: Some(which),
+            breach,
         }
     }
 
     /// An invalid plan.
-    pub(crate) fn invalid_plan(setting: &'static str, reason: impl Into<String>) -> Self {
+    pub(crate) fn invalid_plan(setting: &'static str, reason: impl Into<PlanReason>) -> Self {
         Self::InvalidPlan {
             setting,
             reason: reason.into(),
@@ -261,6 +323,630 @@ impl SecureError {
     pub(crate) fn checkpoint(detail: impl Into<String>) -> Self {
         Self::Checkpoint {
             detail: detail.into(),
+        }
+    }
+}
+
+/// Who was sending or receiving when an I/O error struck ([`SecureError::Io`]): a study role,
+/// or one of the helpers that are not roles of the study file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Party {
+    /// The key holder.
+    KeyHolder,
+    /// The aggregator.
+    Aggregator,
+    /// A Node.
+    Node,
+    /// The dealer of masked-arithmetic correlations.
+    Dealer,
+    /// The in-process launcher, connecting the parties of a local study.
+    Launcher,
+}
+
+impl From<Role> for Party {
+    fn from(role: Role) -> Self {
+        match role {
+            Role::KeyHolder => Self::KeyHolder,
+            Role::Aggregator => Self::Aggregator,
+            Role::Node => Self::Node,
+        }
+    }
+}
+
+impl fmt::Display for Party {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::KeyHolder => "key holder",
+            Self::Aggregator => "aggregator",
+            Self::Node => "Node",
+            Self::Dealer => "the dealer",
+            Self::Launcher => "the in-process launcher",
+        })
+    }
+}
+
+/// How a peer broke the protocol ([`SecureError::Violation`]). `what` names the message or
+/// value in the words of the site (`a gradient`, `mask width (bits)`); the numbers are the
+/// peer's and the study's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Breach {
+    /// A request out of its place: repeated, before its setup, or after its time.
+    OutOfOrder {
+        /// The request (`a second vertical setup`).
+        what: &'static str,
+    },
+    /// Something the study's plan or configuration does not allow.
+    NotInPlan {
+        /// What was asked or sent.
+        what: &'static str,
+    },
+    /// A Node joined in the other mode than the study's (vertical or horizontal).
+    WrongMode {
+        /// Whether the study is vertical (the Node joined as a horizontal party).
+        vertical_study: bool,
+    },
+    /// A vector or list of the wrong length.
+    WrongLength {
+        /// The vector.
+        what: &'static str,
+        /// Its length.
+        got: u64,
+        /// The length the study fixes.
+        expected: u64,
+    },
+    /// A declared number that contradicts the study's (a dimension, a round, a count).
+    Mismatch {
+        /// The number.
+        what: &'static str,
+        /// The peer's value.
+        got: u64,
+        /// The study's value.
+        expected: u64,
+    },
+    /// A matrix of the wrong shape, as (rows, columns).
+    WrongShape {
+        /// The matrix.
+        what: &'static str,
+        /// Its shape.
+        got: (usize, usize),
+        /// The shape the request fixes.
+        expected: (usize, usize),
+    },
+    /// A number outside its allowed range (`min..=max`).
+    OutOfRange {
+        /// The number.
+        what: &'static str,
+        /// The peer's value.
+        value: u64,
+        /// The least allowed.
+        min: u64,
+        /// The most allowed.
+        max: u64,
+    },
+    /// More of something than allowed.
+    TooMany {
+        /// What is counted.
+        what: &'static str,
+        /// How many were sent or asked for.
+        count: u64,
+        /// The most allowed.
+        limit: u64,
+    },
+    /// A mask too narrow for the bound it hides (it would leak the value).
+    NarrowMask {
+        /// The masked value.
+        what: &'static str,
+        /// The mask's width in bits.
+        mask: u32,
+        /// The value's bound in bits.
+        bound: u32,
+    },
+    /// A frame or list whose byte length is not a whole number of its items.
+    Misaligned {
+        /// The frame or list.
+        what: &'static str,
+        /// Its length in bytes.
+        bytes: u64,
+        /// The size of one item in bytes.
+        unit: u64,
+    },
+    /// A vertical study's welcome that does not fit the Node reading it.
+    VerticalWelcome {
+        /// The columns it assigns the Node.
+        columns: u64,
+        /// The first of them (0-based).
+        start: u64,
+        /// The study's dimension.
+        dimension: u64,
+        /// The rows it says the parties share.
+        rows: u64,
+        /// The rows the Node found shared.
+        shared: u64,
+        /// The gradient and Hessian rounds it deals.
+        rounds: (u64, u64),
+    },
+    /// A reference to something this party does not hold (a factor, a view).
+    Unknown {
+        /// What is referred to.
+        what: &'static str,
+        /// Its number.
+        id: u64,
+    },
+    /// Bytes or contents that are not what they claim (a key of the wrong size, overlapping
+    /// blocks, an empty frame).
+    Malformed {
+        /// What was malformed.
+        what: &'static str,
+    },
+    /// Tags or an intersection answer the private set intersection refuses.
+    Psi(PsiError),
+    /// A sealed key that does not open, or a recipient key it cannot be sealed for.
+    Sealing(SealError),
+}
+
+impl fmt::Display for Breach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::OutOfOrder { what } | Self::NotInPlan { what } | Self::Malformed { what } => {
+                f.write_str(what)
+            }
+            Self::WrongMode {
+                vertical_study: true,
+            } => f.write_str(
+                "joined a vertical study as a horizontal one: give every party the study file's \
+                 `vertical = true` and `id` (or setting `vertical` setting `id` COLUMN)",
+            ),
+            Self::WrongMode {
+                vertical_study: false,
+            } => f.write_str(
+                "joined as a vertical party (node setting `vertical`) a study that is not \
+                 vertical: give every party the study file's `vertical = true`, or none",
+            ),
+            Self::WrongLength {
+                what,
+                got,
+                expected,
+            } => write!(f, "{what} of length {got}, expected {expected}"),
+            Self::Mismatch {
+                what,
+                got,
+                expected,
+            } => write!(f, "{what}: {got}, expected {expected}"),
+            Self::WrongShape {
+                what,
+                got,
+                expected,
+            } => write!(
+                f,
+                "{what} of shape {} x {}, expected {} x {}",
+                got.0, got.1, expected.0, expected.1
+            ),
+            Self::OutOfRange {
+                what,
+                value,
+                min,
+                max,
+            } => write!(f, "{what} {value}, outside {min} to {max}"),
+            Self::TooMany { what, count, limit } => {
+                write!(f, "{count} {what}, above the {limit} allowed")
+            }
+            Self::NarrowMask { what, mask, bound } => write!(
+                f,
+                "{what}: a mask of {mask} bits for a bound of {bound} bits (sigma = {})",
+                super::gc::SIGMA
+            ),
+            Self::Misaligned { what, bytes, unit } => write!(
+                f,
+                "{what} of {bytes} bytes, not a whole number of {unit}-byte items"
+            ),
+            Self::VerticalWelcome {
+                columns,
+                start,
+                dimension,
+                rows,
+                shared,
+                rounds,
+            } => write!(
+                f,
+                "a vertical welcome that does not fit this Node ({columns} columns from {start} \
+                 of {dimension}, {rows} rows where {shared} are shared, {} and {} rounds)",
+                rounds.0, rounds.1
+            ),
+            Self::Unknown { what, id } => write!(f, "no {what} {id} is known here"),
+            Self::Psi(e) => write!(f, "{e}"),
+            Self::Sealing(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Why a plan is refused ([`SecureError::InvalidPlan`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PlanReason {
+    /// A rule of the protocol, in a sentence that needs no value.
+    Rule(&'static str),
+    /// A value the setting does not take.
+    Value {
+        /// The value's name (`lambda`).
+        what: &'static str,
+        /// The value.
+        value: f64,
+        /// What the setting needs.
+        rule: &'static str,
+    },
+    /// More of something than a study takes.
+    TooMany {
+        /// What is counted (`iterations`).
+        what: &'static str,
+        /// How many the plan has.
+        count: u64,
+        /// The most a study takes.
+        limit: u64,
+    },
+    /// Paillier values with too few fractional bits for a method.
+    Frac {
+        /// The method (`the circuit method`).
+        method: &'static str,
+        /// The bits it needs.
+        need: u32,
+        /// Whether more bits would do.
+        at_least: bool,
+        /// The study's.
+        have: u32,
+    },
+    /// An optimiser that does not go with the protocol.
+    Optimizer {
+        /// The optimiser.
+        optimizer: Optimizer,
+        /// The protocol.
+        protocol: Protocol,
+    },
+    /// A family PrivLogit's constant bound does not cover.
+    Family(Family),
+    /// A `reveal` setting the study cannot honour.
+    Reveal {
+        /// The setting's value.
+        reveal: Reveal,
+        /// Why not.
+        why: &'static str,
+    },
+    /// The Nodes (1-based) holding the label column of a vertical study, other than one.
+    LabelHolders(Vec<usize>),
+    /// A Node (1-based) of a vertical study with no columns.
+    NoColumns(usize),
+    /// A column name that two parties (or one, twice) bring to a vertical study.
+    RepeatedColumn(String),
+    /// Masked linear algebra's bounds, refused when not positive.
+    SpdBounds {
+        /// The entry bound.
+        entry: f64,
+        /// The smallest eigenvalue.
+        min_eigenvalue: f64,
+    },
+}
+
+impl From<&'static str> for PlanReason {
+    fn from(rule: &'static str) -> Self {
+        Self::Rule(rule)
+    }
+}
+
+impl fmt::Display for PlanReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Rule(rule) => f.write_str(rule),
+            Self::Value { what, value, rule } => write!(f, "{what} = {value}: {rule}"),
+            Self::TooMany { what, count, limit } => {
+                write!(f, "{count} {what}, at most {limit} in a secure study")
+            }
+            Self::Frac {
+                method,
+                need,
+                at_least,
+                have,
+            } => write!(
+                f,
+                "{method} needs Paillier values at {need} fractional bits{}, the study has {have}",
+                if *at_least { " or more" } else { "" }
+            ),
+            Self::Optimizer {
+                optimizer,
+                protocol,
+            } => write!(
+                f,
+                "optimizer {optimizer} does not go with protocol {protocol:?}"
+            ),
+            Self::Family(family) => write!(
+                f,
+                "the {family} family is fitted by secure Newton: PrivLogit's constant bound on \
+                 the information exists for the binomial only"
+            ),
+            Self::Reveal { reveal, why } => write!(
+                f,
+                "setting `reveal` {}: {why}, or setting `reveal` coefficients",
+                reveal.name()
+            ),
+            Self::LabelHolders(nodes) if nodes.is_empty() => f.write_str(
+                "a vertical study needs exactly one Node with the label column; none has it",
+            ),
+            Self::LabelHolders(nodes) => {
+                f.write_str("a vertical study needs exactly one Node with the label column; ")?;
+                for (k, node) in nodes.iter().enumerate() {
+                    if k > 0 {
+                        f.write_str(" and ")?;
+                    }
+                    write!(f, "Node {node}")?;
+                }
+                f.write_str(" have it")
+            }
+            Self::NoColumns(node) => write!(f, "Node {node} brings no columns"),
+            Self::RepeatedColumn(name) => write!(
+                f,
+                "the column {name:?} comes from two parties (or twice): a vertical study's \
+                 columns need distinct names"
+            ),
+            Self::SpdBounds {
+                entry,
+                min_eigenvalue,
+            } => write!(
+                f,
+                "masked linear algebra needs a positive entry bound and a positive smallest \
+                 eigenvalue (lambda > 0); got {entry} and {min_eigenvalue}"
+            ),
+        }
+    }
+}
+
+/// A value that left the range its public bound or format allows ([`SecureError::Range`]).
+/// Bounds are powers of two, given by their exponent in bits.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Overflow {
+    /// A value past a public bound, in a sentence that needs no number.
+    Bound(&'static str),
+    /// The curvature matrix's inverse is too large for the step to be accurate at `frac` bits.
+    IllConditioned {
+        /// The fractional bits.
+        frac: u32,
+        /// The largest trace of the inverse the accuracy allows.
+        norm: f64,
+        /// The step's accuracy.
+        tolerance: f64,
+    },
+    /// A value of the circuit method's solve left the circuit format.
+    CircuitStep {
+        /// The format's width in bits.
+        width: u32,
+        /// Its fractional bits.
+        frac: u32,
+    },
+    /// A value of the circuit method's factorisation left the format, or a pivot fell below
+    /// its threshold.
+    CircuitFactor {
+        /// The format's width in bits.
+        width: u32,
+        /// Its fractional bits.
+        frac: u32,
+        /// The least pivot.
+        threshold: f64,
+    },
+    /// A Node holds more rows than the study allows.
+    Rows {
+        /// Its rows.
+        rows: u64,
+        /// The study's limit.
+        limit: u64,
+    },
+    /// A column's mean or variance is too large for the standardisation's sums.
+    Moment {
+        /// The Node's data (a file, as the Node describes it).
+        source: String,
+        /// The column's name, or `None` where only its position (1-based) is known.
+        name: Option<String>,
+        /// The column's position (1-based).
+        column: usize,
+        /// A variance (else a mean).
+        variance: bool,
+        /// The value.
+        value: f64,
+        /// The bound's bits.
+        bits: u32,
+    },
+    /// A Node's value (a sum over its rows divided by N) past the study's value bound.
+    NodeValue {
+        /// The value.
+        value: f64,
+        /// The bound's bits.
+        bits: u32,
+    },
+    /// The objective's DP noise does not fit the value bound.
+    Noise {
+        /// The noise's norm.
+        norm: f64,
+        /// The rows it is spread over.
+        rows: usize,
+        /// The bound's bits.
+        bits: u32,
+    },
+    /// A summed gradient's bound leaves no room for its mask in its slots.
+    GradientMask {
+        /// The bound's bits.
+        bound: u32,
+        /// The slots' bits.
+        slot_bits: u32,
+    },
+    /// A step entry reached the acceptance test's public bound.
+    StepEntry {
+        /// The bound's bits.
+        bits: u32,
+    },
+    /// A value entering a comparison circuit did not fit its word.
+    Comparison {
+        /// The comparison.
+        kind: Comparison,
+        /// The word's bits.
+        width: usize,
+    },
+    /// A held-out row's predicted probability outside 0 to 1.
+    Probability(f64),
+    /// A vertical round needs products the parties did not deal.
+    Undealt {
+        /// The round (1-based).
+        round: u64,
+        /// The rounds dealt.
+        dealt: u64,
+        /// Of which secure Newton's.
+        newton: u64,
+    },
+    /// A vertical round past the rounds dealt.
+    BeyondDeal {
+        /// The round.
+        round: u64,
+        /// A secure Newton round.
+        newton: bool,
+    },
+    /// A pivot of masked linear algebra fell below its threshold or past its bound.
+    Pivot {
+        /// The threshold.
+        threshold: f64,
+        /// The bound.
+        bound: f64,
+    },
+    /// A masked value outside the range its public bound allows.
+    Masked {
+        /// The value (`a product`).
+        what: &'static str,
+        /// The bound's bits.
+        bits: u32,
+    },
+    /// The coefficients' absolute sum could overflow the vertical circuit's linear predictor.
+    Predictor {
+        /// The sum.
+        l1: f64,
+        /// Its limit.
+        limit: f64,
+    },
+    /// A vertical deal refused.
+    Deal(DealError),
+}
+
+impl fmt::Display for Overflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bound(what) => f.write_str(what),
+            Self::IllConditioned {
+                frac,
+                norm,
+                tolerance,
+            } => write!(
+                f,
+                "the curvature matrix is too ill-conditioned for {frac} fractional bits: the \
+                 trace of its inverse exceeds {norm:.3e}, so the secure step would be off by more \
+                 than {tolerance:e} (raise lambda, or remove collinear columns)"
+            ),
+            Self::CircuitStep { width, frac } => write!(
+                f,
+                "a value of the step left the {width}/{frac} circuit format's range (the \
+                 curvature matrix is too ill-conditioned for the circuit: raise lambda or use \
+                 setting `linear_algebra` masked)"
+            ),
+            Self::CircuitFactor {
+                width,
+                frac,
+                threshold,
+            } => write!(
+                f,
+                "a value left the {width}/{frac} circuit format's range, or a pivot fell below \
+                 {threshold:.3e}: the curvature matrix is too ill-conditioned for the circuit \
+                 (raise lambda, remove collinear columns, or use setting `linear_algebra` masked)"
+            ),
+            Self::Rows { rows, limit } => write!(
+                f,
+                "a Node holds {rows} rows, above the study's limit {limit}"
+            ),
+            Self::Moment {
+                source,
+                name,
+                column,
+                variance,
+                value,
+                bits,
+            } => {
+                write!(f, "{source}: column ")?;
+                match name {
+                    Some(name) => write!(f, "{name:?}")?,
+                    None => write!(f, "{column}")?,
+                }
+                write!(
+                    f,
+                    ": its {} over the study's rows is {value:e}, beyond 2^{bits}: a value there \
+                     is far too large; rescale the column",
+                    if *variance { "variance" } else { "mean" }
+                )
+            }
+            Self::NodeValue { value, bits } => write!(
+                f,
+                "a Node's value {value} (a sum over its rows divided by N) is outside the study's \
+                 public bound 2^{bits}: standardise the features (setting `standardize`) or \
+                 rescale the large columns"
+            ),
+            Self::Noise { norm, rows, bits } => write!(
+                f,
+                "the objective's noise (norm {norm:.3e} over {rows} rows) does not fit the \
+                 study's public value bound 2^{bits}: epsilon is too small for this study"
+            ),
+            Self::GradientMask { bound, slot_bits } => write!(
+                f,
+                "the summed gradient's bound 2^{bound} leaves no room for its mask in \
+                 {slot_bits}-bit slots (the penalty's gradient term is too large: lower lambda or \
+                 standardise the features)"
+            ),
+            Self::StepEntry { bits } => write!(
+                f,
+                "a step entry of 2^{bits} or more (the public bound of the acceptance test's dot \
+                 product): the coefficients diverge; standardise the features or raise lambda"
+            ),
+            Self::Comparison { kind, width } => write!(
+                f,
+                "a value entering the {kind:?} comparison did not fit its {width}-bit word"
+            ),
+            Self::Probability(p) => write!(
+                f,
+                "a held-out row's predicted probability {p} is not a probability"
+            ),
+            Self::Undealt {
+                round,
+                dealt,
+                newton,
+            } => write!(
+                f,
+                "round {round} needs products the parties did not deal: they dealt {dealt} \
+                 rounds, {newton} of them secure Newton's"
+            ),
+            Self::BeyondDeal { round, newton } => write!(
+                f,
+                "{}round {round} is beyond the rounds the parties dealt",
+                if *newton { "Newton " } else { "" }
+            ),
+            Self::Pivot { threshold, bound } => write!(
+                f,
+                "a pivot fell below its public threshold {threshold:.3e} or past its bound \
+                 {bound:.3e}: the matrix is not positive definite at working precision (raise \
+                 lambda, or remove collinear columns)"
+            ),
+            Self::Masked { what, bits } => write!(
+                f,
+                "{what}: a masked value is outside the range its public bound 2^{bits} allows (a \
+                 value outgrew the bound its format assumes)"
+            ),
+            Self::Predictor { l1, limit } => write!(
+                f,
+                "the coefficients' absolute sum {l1:.3e} reaches {limit}: the vertical circuit's \
+                 linear predictor could overflow (standardise the columns, or raise lambda)"
+            ),
+            Self::Deal(e) => write!(f, "{e}"),
         }
     }
 }
@@ -371,6 +1057,33 @@ fn columns_message(
     }
 }
 
+fn io_message(
+    party: Party,
+    activity: &str,
+    what: Option<&str>,
+    step: Option<Step>,
+    node: Option<usize>,
+) -> String {
+    let mut out = format!("{party}, {activity}");
+    if let Some(node) = node {
+        out.push_str(&format!(" Node {node}"));
+    }
+    if let Some(what) = what {
+        out.push_str(&format!(": {what}"));
+    }
+    if let Some(step) = step {
+        out.push_str(&format!(" (step {step:?})"));
+    }
+    out
+}
+
+fn violation_message(node: Option<usize>, breach: &Breach) -> String {
+    match node {
+        Some(node) => format!("protocol error by Node {node}: {breach}"),
+        None => format!("protocol error: {breach}"),
+    }
+}
+
 fn budget_message(asked: usize, allowed: usize, what: &str) -> String {
     let allows = if allowed == 0 {
         "nothing more".to_string()
@@ -436,6 +1149,152 @@ mod tests {
             SecureError::from(ResumeMismatch::OtherPlan)
                 .to_string()
                 .contains("another plan")
+        );
+    }
+
+    /// An I/O error names the party, its activity, the step and the Node, and still tells a
+    /// lost peer apart.
+    #[test]
+    fn io_errors_carry_who_and_what() {
+        let lost = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let e = SecureError::io(Role::Aggregator, "sending to", lost)
+            .with_step(Step::Gradient)
+            .with_node(2);
+        assert!(e.is_disconnection());
+        assert!(e.transport().is_none());
+        assert!(
+            matches!(
+                e,
+                SecureError::Io {
+                    party: Party::Aggregator,
+                    activity: "sending to",
+                    step: Some(Step::Gradient),
+                    node: Some(2),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("aggregator, sending to Node 2 (step Gradient): "),
+            "{e}"
+        );
+        let dealer =
+            SecureError::io(Party::Dealer, "serving the aggregator", eof()).with_what("a deal");
+        assert!(
+            dealer
+                .to_string()
+                .starts_with("the dealer, serving the aggregator: a deal: "),
+            "{dealer}"
+        );
+    }
+
+    fn eof() -> std::io::Error {
+        std::io::Error::from(std::io::ErrorKind::UnexpectedEof)
+    }
+
+    /// A violation is matched by kind and prints the facts of the old sentences.
+    #[test]
+    fn violations_are_typed_sentences() {
+        let e = SecureError::node_violation(
+            3,
+            Breach::TooMany {
+                what: "columns declared",
+                count: 5000,
+                limit: 4096,
+            },
+        );
+        assert!(matches!(
+            e,
+            SecureError::Violation {
+                peer: Role::Node,
+                node: Some(3),
+                breach: Breach::TooMany { count: 5000, .. },
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "protocol error by Node 3: 5000 columns declared, above the 4096 allowed"
+        );
+        let wrong = SecureError::violation(
+            Role::Aggregator,
+            Breach::WrongLength {
+                what: "malformed request",
+                got: 3,
+                expected: 6,
+            },
+        );
+        assert_eq!(
+            wrong.to_string(),
+            "protocol error: malformed request of length 3, expected 6"
+        );
+        let mode = SecureError::node_violation(
+            2,
+            Breach::WrongMode {
+                vertical_study: true,
+            },
+        );
+        assert!(
+            mode.to_string()
+                .contains("Node 2: joined a vertical study as a horizontal one"),
+            "{mode}"
+        );
+        let range = Breach::OutOfRange {
+            what: "malformed request: mask width (bits)",
+            value: 9,
+            min: 64,
+            max: 4096,
+        };
+        assert_eq!(
+            range.to_string(),
+            "malformed request: mask width (bits) 9, outside 64 to 4096"
+        );
+        let shape = Breach::WrongShape {
+            what: "an inverse",
+            got: (2, 3),
+            expected: (3, 3),
+        };
+        assert_eq!(
+            shape.to_string(),
+            "an inverse of shape 2 x 3, expected 3 x 3"
+        );
+        let order = SecureError::violation(
+            Role::Aggregator,
+            Breach::OutOfOrder {
+                what: "a second vertical setup",
+            },
+        );
+        assert_eq!(order.to_string(), "protocol error: a second vertical setup");
+    }
+
+    /// A refused plan and a value out of range print their values.
+    #[test]
+    fn plans_and_ranges_print_their_values() {
+        let labels = SecureError::invalid_plan("label", PlanReason::LabelHolders(vec![1, 3]));
+        assert_eq!(
+            labels.to_string(),
+            "a vertical study needs exactly one Node with the label column; Node 1 and Node 3 \
+             have it"
+        );
+        let none = PlanReason::LabelHolders(Vec::new());
+        assert!(none.to_string().ends_with("none has it"), "{none}");
+        let many = PlanReason::TooMany {
+            what: "iterations",
+            count: 20_000,
+            limit: 10_000,
+        };
+        assert_eq!(
+            many.to_string(),
+            "20000 iterations, at most 10000 in a secure study"
+        );
+        let beyond = SecureError::Range(Overflow::BeyondDeal {
+            round: 7,
+            newton: true,
+        });
+        assert_eq!(
+            beyond.to_string(),
+            "out of range: Newton round 7 is beyond the rounds the parties dealt"
         );
     }
 }

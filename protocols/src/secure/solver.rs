@@ -25,7 +25,7 @@ use super::masked::engine::to_f64;
 use super::masked::packed::PackedMatrix;
 use super::masked::{MaskedEngine, MaskedStats, Shared};
 use super::wire::{self, Reader, Step, Writer};
-use super::{SecureConfig, SecureError, pow2};
+use super::{Breach, Overflow, SecureConfig, SecureError, pow2};
 use crate::paillier::{DjnNoise, EncryptedMatrix, EncryptedVector, PublicKey};
 use crate::transport::Role;
 use sha2::{Digest, Sha256};
@@ -262,12 +262,11 @@ impl Solver {
                 let trace = engine.trace(gc, &inverse)?;
                 let limit = (norm * f64::from(frac).exp2()).log2().floor().max(1.0) as u32;
                 if !engine.check_range(gc, &trace, &BigInt::from(0), limit)? {
-                    return Err(SecureError::Range(format!(
-                        "the curvature matrix is too ill-conditioned for {frac} fractional bits: \
-                         the trace of its inverse exceeds {norm:.3e}, so the secure step would be \
-                         off by more than {STEP_TOLERANCE:e} (raise lambda, or remove collinear \
-                         columns)"
-                    )));
+                    return Err(SecureError::Range(Overflow::IllConditioned {
+                        frac,
+                        norm,
+                        tolerance: STEP_TOLERANCE,
+                    }));
                 }
                 engine.release(gc, &[&trace])?;
                 let bits = bounds.inverse_bits(frac);
@@ -371,20 +370,17 @@ impl Solver {
                     .u64(width as u64)
                     .bytes(&masked.to_bytes(key))
                     .finish();
-                let at = |e| SecureError::io("aggregator, the solve circuit".into(), e);
+                let at = |e| SecureError::io(Role::Aggregator, "the solve circuit", e);
                 let ch = gc.session.channel().map_err(at)?;
                 wire::send(ch, config.session, Step::Solve, &payload).map_err(at)?;
                 let raw = gc::solve_circuit(gc, l, None, Some(&masks), width, format)
                     .map_err(at)?
                     .expect("the aggregator learns the step")
                     .ok_or_else(|| {
-                        SecureError::Range(format!(
-                            "a value of the step left the {}/{} circuit format's range (the \
-                             curvature matrix is too ill-conditioned for the circuit: raise lambda \
-                             or use setting `linear_algebra` masked)",
-                            format.width(),
-                            format.frac()
-                        ))
+                        SecureError::Range(Overflow::CircuitStep {
+                            width: format.width(),
+                            frac: format.frac(),
+                        })
                     })?;
                 self.gc_seconds += start.elapsed().as_secs_f64();
                 Ok(raw.into_iter().map(|r| format.decode(r)).collect())
@@ -456,7 +452,7 @@ fn circuit_factor<C: Channel>(
         .u64(width as u64)
         .bytes(&masked.to_bytes(key))
         .finish();
-    let at = |e| SecureError::io("aggregator, the factor circuit".into(), e);
+    let at = |e| SecureError::io(Role::Aggregator, "the factor circuit", e);
     let ch = gc.session.channel().map_err(at)?;
     wire::send(ch, config.session, Step::Factor, &payload).map_err(at)?;
     let (l, _, in_range) = gc::factor_circuit(
@@ -472,14 +468,11 @@ fn circuit_factor<C: Channel>(
     )
     .map_err(at)?;
     if in_range != Some(true) {
-        return Err(SecureError::Range(format!(
-            "a value left the {}/{} circuit format's range, or a pivot fell below {:.3e}: the \
-             curvature matrix is too ill-conditioned for the circuit (raise lambda, remove \
-             collinear columns, or use setting `linear_algebra` masked)",
-            format.width(),
-            format.frac(),
-            largest_inverse_norm(config).recip()
-        )));
+        return Err(SecureError::Range(Overflow::CircuitFactor {
+            width: format.width(),
+            frac: format.frac(),
+            threshold: largest_inverse_norm(config).recip(),
+        }));
     }
     let Some(masks) = inverse_masks else {
         return Ok((l, None));
@@ -492,7 +485,11 @@ fn circuit_factor<C: Channel>(
     if m.rows() != d || m.cols() != d {
         return Err(SecureError::violation(
             Role::KeyHolder,
-            "inverse of the wrong shape",
+            Breach::WrongShape {
+                what: "an inverse",
+                got: (m.rows(), m.cols()),
+                expected: (d, d),
+            },
         ));
     }
     // Unmask column by column; the result is a fixed-point word, below 2^(width - 1).

@@ -25,7 +25,10 @@ use super::node::{self, NodeData};
 use super::perturbation::{self, Consent, NoiseShare, Release};
 use super::solver::LinearAlgebra;
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
-use super::{MAX_ITERATIONS, Refusal, ResumeMismatch, SEPARATION_PROBE, SecureConfig, SecureError};
+use super::{
+    Breach, MAX_ITERATIONS, PlanReason, Refusal, ResumeMismatch, SEPARATION_PROBE, SecureConfig,
+    SecureError,
+};
 use crate::objective::Glm;
 use crate::optimizer::{
     Checkpoints, FitError, FitOptions, FitReport, Initial, IterationRecord, Optimizer, Progress,
@@ -92,10 +95,10 @@ impl StudyPlan {
         if newton != (self.protocol == Protocol::Newton) {
             return Err(SecureError::invalid_plan(
                 "optimizer",
-                format!(
-                    "optimizer {} does not go with protocol {:?}",
-                    self.optimizer, self.protocol
-                ),
+                PlanReason::Optimizer {
+                    optimizer: self.optimizer,
+                    protocol: self.protocol,
+                },
             ));
         }
         // The secure protocols bound the inverse's entries by N / lambda, or without a penalty
@@ -103,10 +106,11 @@ impl StudyPlan {
         if !(self.options.lambda.is_finite() && self.options.lambda >= 0.0) {
             return Err(SecureError::invalid_plan(
                 "lambda",
-                format!(
-                    "lambda = {} in a secure study: the penalty must be finite and at least 0",
-                    self.options.lambda
-                ),
+                PlanReason::Value {
+                    what: "lambda",
+                    value: self.options.lambda,
+                    rule: "in a secure study the penalty must be finite and at least 0",
+                },
             ));
         }
         if self.options.lambda == 0.0 && self.linear_algebra != LinearAlgebra::Masked {
@@ -120,11 +124,7 @@ impl StudyPlan {
         if !self.glm.family.has_constant_bound() && self.protocol != Protocol::Newton {
             return Err(SecureError::invalid_plan(
                 "protocol",
-                format!(
-                    "the {} family is fitted by secure Newton: PrivLogit's constant bound on the \
-                     information exists for the binomial only",
-                    self.glm.family
-                ),
+                PlanReason::Family(self.glm.family),
             ));
         }
         if self.evaluate
@@ -154,7 +154,11 @@ impl StudyPlan {
         if self.options.stopping.max_iterations > MAX_ITERATIONS {
             return Err(SecureError::invalid_plan(
                 "max_iterations",
-                format!("at most {MAX_ITERATIONS} iterations in a secure study"),
+                PlanReason::TooMany {
+                    what: "iterations",
+                    count: self.options.stopping.max_iterations as u64,
+                    limit: MAX_ITERATIONS as u64,
+                },
             ));
         }
         if self.parties == 0 {
@@ -179,10 +183,10 @@ impl StudyPlan {
             if let Some(why) = why {
                 return Err(SecureError::invalid_plan(
                     "reveal",
-                    format!(
-                        "setting `reveal` {}: {why}, or setting `reveal` coefficients",
-                        self.reveal.name()
-                    ),
+                    PlanReason::Reveal {
+                        reveal: self.reveal,
+                        why,
+                    },
                 ));
             }
         }
@@ -195,21 +199,22 @@ impl StudyPlan {
                     } else {
                         "intercept"
                     },
-                    "standardisation or an intercept: PLR's guarantee holds for rows of norm at most 1, which the Nodes make by scaling each row by its own norm (turn standardisation and the intercept off)",
+                    "a differentially private study cannot run with standardisation or an \
+                     intercept: PLR's guarantee holds for rows of norm at most 1, which the Nodes \
+                     make by scaling each row by its own norm (turn standardisation and the \
+                     intercept off)",
                 ))
             } else if self.linear_algebra != LinearAlgebra::Masked {
                 Some((
                     "linear_algebra",
-                    "setting `linear_algebra` circuit: the study stops on the gradient norm, which needs masked",
+                    "a differentially private study cannot run with setting `linear_algebra` \
+                     circuit: the study stops on the gradient norm, which needs masked",
                 ))
             } else {
                 None
             };
             if let Some((setting, why)) = refusal {
-                return Err(SecureError::invalid_plan(
-                    setting,
-                    format!("a differentially private study cannot run with {why}"),
-                ));
+                return Err(SecureError::invalid_plan(setting, why));
             }
         }
         if self.options.stopping.gradient_tolerance.is_some()
@@ -287,8 +292,18 @@ pub enum StudyError {
     Panicked(String),
 }
 
-pub(super) fn io_at(context: &str) -> impl Fn(std::io::Error) -> SecureError + '_ {
-    move |e| SecureError::io(context.to_string(), e)
+/// `e` while `party` does `activity`.
+pub(super) fn io_at(party: Role, activity: &'static str) -> impl Fn(std::io::Error) -> SecureError {
+    move |e| SecureError::io(party, activity, e)
+}
+
+/// `e` while `party` does `activity` with Node `node` (1-based).
+pub(super) fn io_at_node(
+    party: Role,
+    activity: &'static str,
+    node: usize,
+) -> impl Fn(std::io::Error) -> SecureError {
+    move |e| SecureError::io(party, activity, e).with_node(node)
 }
 
 /// Reads a public key, `party` refusing one below `min_bits` (below 2048 bits only in tests).
@@ -332,15 +347,16 @@ pub fn run_node<C: Channel>(
     for n in names {
         w = w.string(n);
     }
-    wire::send(&mut channel, HANDSHAKE, Step::Join, &w.finish()).map_err(io_at("Node, joining"))?;
+    wire::send(&mut channel, HANDSHAKE, Step::Join, &w.finish())
+        .map_err(io_at(Role::Node, "joining"))?;
     let (_, welcome) = wire::recv(&mut channel, HANDSHAKE, &[Step::Welcome])
-        .map_err(io_at("Node, waiting for the study to start"))?;
+        .map_err(io_at(Role::Node, "waiting for the study to start"))?;
     let mut r = Reader::new(&welcome);
     let (config, intercept, release) =
-        read_parameters(&mut r).map_err(io_at("Node, reading the welcome"))?;
-    let key_bytes = r.bytes().map_err(io_at("Node, reading the key"))?;
-    let glm = r.u64().map_err(io_at("Node, reading the model"))?;
-    let evaluate = r.u64().map_err(io_at("Node, reading the model"))? == 1;
+        read_parameters(&mut r).map_err(io_at(Role::Node, "reading the welcome"))?;
+    let key_bytes = r.bytes().map_err(io_at(Role::Node, "reading the key"))?;
+    let glm = r.u64().map_err(io_at(Role::Node, "reading the model"))?;
+    let evaluate = r.u64().map_err(io_at(Role::Node, "reading the model"))? == 1;
     if glm != glm_code(data.glm()) {
         return Err(SecureError::PlanMismatch {
             with: Role::Aggregator,
@@ -349,8 +365,8 @@ pub fn run_node<C: Channel>(
             theirs: glm_from_code(glm).map_or_else(|| format!("code {glm}"), describe_glm),
         });
     }
-    let endorsement = read_endorsement(&mut r).map_err(io_at("Node, reading the welcome"))?;
-    r.end().map_err(io_at("Node, reading the welcome"))?;
+    let endorsement = read_endorsement(&mut r).map_err(io_at(Role::Node, "reading the welcome"))?;
+    r.end().map_err(io_at(Role::Node, "reading the welcome"))?;
     if let Some(trust) = trust {
         trust.check(config.session, key_bytes, &endorsement)?;
     }
@@ -389,8 +405,8 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     noise: Option<&mut dyn NoiseShare>,
 ) -> Result<KeyholderStats, SecureError> {
     let (_, setup) = wire::recv(&mut channel, HANDSHAKE, &[Step::Setup])
-        .map_err(io_at("key holder, waiting for the aggregator"))?;
-    let at = io_at("key holder, reading the setup");
+        .map_err(io_at(Role::KeyHolder, "waiting for the aggregator"))?;
+    let at = io_at(Role::KeyHolder, "reading the setup");
     let mut r = Reader::new(&setup);
     let (config, intercept, release) = read_parameters(&mut r).map_err(&at)?;
     let bits = r.u64().map_err(&at)?;
@@ -407,11 +423,21 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     if !resumable && !resumed_key.is_empty() {
         return Err(SecureError::violation(
             Role::Aggregator,
-            "a resumed study that keeps no checkpoint",
+            Breach::NotInPlan {
+                what: "a resumed study that keeps no checkpoint",
+            },
         ));
     }
     let bits = u32::try_from(bits).map_err(|_| {
-        SecureError::violation(Role::Aggregator, format!("a key size of {bits} bits"))
+        SecureError::violation(
+            Role::Aggregator,
+            Breach::OutOfRange {
+                what: "key size (bits)",
+                value: bits,
+                min: 0,
+                max: u64::from(u32::MAX),
+            },
+        )
     })?;
     let share = match (release, noise) {
         (None, _) => None,
@@ -429,7 +455,11 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
         .ok_or_else(|| {
             SecureError::invalid_plan(
                 "max_iterations",
-                format!("a study of {max_iterations} iterations (at most {MAX_ITERATIONS})"),
+                PlanReason::TooMany {
+                    what: "iterations",
+                    count: max_iterations,
+                    limit: MAX_ITERATIONS as u64,
+                },
             )
         })?;
     let (made, loaded, budget) = if resumed_key.is_empty() {
@@ -466,7 +496,7 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
         .unwrap_or_default();
     let payload = write_endorsement(Writer::new().bytes(&key_bytes), &endorsement).finish();
     wire::send(&mut channel, HANDSHAKE, Step::PublicKey, &payload)
-        .map_err(io_at("key holder, sending the public key"))?;
+        .map_err(io_at(Role::KeyHolder, "sending the public key"))?;
     let session = config.session;
     let mut spent = |b: &DecryptionBudget| store.save(session, secret, b);
     keyholder::serve(channel, secret, &config, budget, &mut spent, share)
@@ -780,8 +810,11 @@ fn handshake<C: Channel>(
     )
     .finish();
     for (i, node) in nodes.iter_mut().enumerate() {
-        wire::send(node, HANDSHAKE, Step::Welcome, &welcome)
-            .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
+        wire::send(node, HANDSHAKE, Step::Welcome, &welcome).map_err(io_at_node(
+            Role::Aggregator,
+            "welcoming",
+            i + 1,
+        ))?;
     }
     Ok((config, key))
 }
@@ -1139,36 +1172,34 @@ fn join_names<C: Channel>(
 ) -> Result<Vec<String>, SecureError> {
     let mut names: Option<Vec<String>> = None;
     for (i, node) in nodes.iter_mut().enumerate() {
-        let context = format!("aggregator, waiting for Node {} to join", i + 1);
-        let (step, join) = wire::recv(node, HANDSHAKE, &[Step::Join, Step::VerticalJoin])
-            .map_err(io_at(&context))?;
+        let context = io_at_node(Role::Aggregator, "waiting for the join of", i + 1);
+        let (step, join) =
+            wire::recv(node, HANDSHAKE, &[Step::Join, Step::VerticalJoin]).map_err(&context)?;
         if step != Step::Join {
-            return Err(SecureError::violation(
-                Role::Node,
-                format!(
-                    "Node {} joined as a vertical party (node setting `vertical`) a study that is not \
-                     vertical: give every party the study file's `vertical = true`, or none",
-                    i + 1
-                ),
+            return Err(SecureError::node_violation(
+                i + 1,
+                Breach::WrongMode {
+                    vertical_study: false,
+                },
             ));
         }
         let mut r = Reader::new(&join);
-        let count = r.u64().map_err(io_at(&context))?;
+        let count = r.u64().map_err(&context)?;
         if count as usize > super::MAX_DIMENSION {
-            return Err(SecureError::violation(
-                Role::Node,
-                format!(
-                    "Node {} declares {count} columns, above the {} a study takes",
-                    i + 1,
-                    super::MAX_DIMENSION
-                ),
+            return Err(SecureError::node_violation(
+                i + 1,
+                Breach::TooMany {
+                    what: "columns declared",
+                    count,
+                    limit: super::MAX_DIMENSION as u64,
+                },
             ));
         }
         let these = (0..count)
             .map(|_| r.string())
             .collect::<Result<Vec<_>, _>>()
-            .map_err(io_at(&context))?;
-        r.end().map_err(io_at(&context))?;
+            .map_err(&context)?;
+        r.end().map_err(&context)?;
         match (&names, expected) {
             (None, Some(f)) => check_columns(f, &these, i + 1)?,
             (Some(first), _) => check_columns(first, &these, i + 1)?,
@@ -1209,13 +1240,17 @@ pub(super) fn setup_keyholder<C: Channel>(
         .u64(u64::from(resumable))
         .finish();
     wire::send(keyholder, HANDSHAKE, Step::Setup, &setup)
-        .map_err(io_at("aggregator, setting up the key holder"))?;
+        .map_err(io_at(Role::Aggregator, "setting up the key holder"))?;
     let (_, reply) = wire::recv(keyholder, HANDSHAKE, &[Step::PublicKey])
-        .map_err(io_at("aggregator, waiting for the public key"))?;
+        .map_err(io_at(Role::Aggregator, "waiting for the public key"))?;
     let mut r = Reader::new(&reply);
-    let key_bytes = r.bytes().map_err(io_at("aggregator, reading the key"))?;
-    let endorsement = read_endorsement(&mut r).map_err(io_at("aggregator, reading the key"))?;
-    r.end().map_err(io_at("aggregator, reading the key"))?;
+    let key_bytes = r
+        .bytes()
+        .map_err(io_at(Role::Aggregator, "reading the key"))?;
+    let endorsement =
+        read_endorsement(&mut r).map_err(io_at(Role::Aggregator, "reading the key"))?;
+    r.end()
+        .map_err(io_at(Role::Aggregator, "reading the key"))?;
     let key = parse_key(key_bytes, plan.key_bits, Role::Aggregator)?;
     Ok((key, endorsement))
 }

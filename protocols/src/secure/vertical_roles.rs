@@ -35,14 +35,14 @@ use super::keyholder::{self, NoKeyStore};
 use super::solver::LinearAlgebra;
 pub use super::study_protocol::VerticalSummary;
 use super::study_protocol::{
-    StudyError, StudyOutcome, StudyPlan, abort_all, io_at, parse_key, read_endorsement,
+    StudyError, StudyOutcome, StudyPlan, abort_all, io_at, io_at_node, parse_key, read_endorsement,
     read_parameters, setup_keyholder, write_endorsement, write_parameters,
 };
 use super::vertical_rounds::{
     FEATURE_BITS, KeyholderPart, Layout, MAX_ROWS, encrypt_seed, recv_ring, send_ring,
 };
 use super::wire::{self, HANDSHAKE, Reader, Step, Writer};
-use super::{SecureConfig, SecureError};
+use super::{Breach, Overflow, PlanReason, SecureConfig, SecureError};
 use crate::disclosure::Disclosure;
 use crate::optimizer::{IterationRecord, Optimizer};
 use crate::paillier::{DjnNoise, SecretKey};
@@ -150,7 +150,8 @@ pub fn plan(
 /// Newton (the information formed between the servers every iteration: `--protocol newton`),
 /// under the masked method, revealing the coefficients only.
 pub fn check_plan(plan: &StudyPlan) -> Result<(), SecureError> {
-    let refuse = |setting: &'static str, why: &str| Err(SecureError::invalid_plan(setting, why));
+    let refuse =
+        |setting: &'static str, why: &'static str| Err(SecureError::invalid_plan(setting, why));
     if !matches!(plan.protocol, Protocol::Hessian | Protocol::Newton) {
         return refuse(
             "protocol",
@@ -231,22 +232,8 @@ fn joined_columns<C: Channel>(nodes: &mut [C], plan: &StudyPlan) -> Result<Colum
         .collect::<Result<Vec<_>, _>>()?;
     let labelled: Vec<usize> = (0..joins.len()).filter(|&i| joins[i].labels).collect();
     let [label_node] = labelled[..] else {
-        let which = labelled
-            .iter()
-            .map(|i| format!("Node {}", i + 1))
-            .collect::<Vec<_>>();
-        return Err(SecureError::invalid_plan(
-            "label",
-            format!(
-                "a vertical study needs exactly one Node with the label column; {}",
-                if which.is_empty() {
-                    "none has it".to_string()
-                } else {
-                    format!("{} have it", which.join(" and "))
-                }
-            ),
-        )
-        .into());
+        let which = labelled.iter().map(|i| i + 1).collect();
+        return Err(SecureError::invalid_plan("label", PlanReason::LabelHolders(which)).into());
     };
     // Coefficient order: the labelling Node first, then the others as they joined.
     let order: Vec<usize> = std::iter::once(label_node)
@@ -261,11 +248,7 @@ fn joined_columns<C: Channel>(nodes: &mut [C], plan: &StudyPlan) -> Result<Colum
         let lead = place == 0 && plan.intercept;
         let width = joins[i].names.len() + usize::from(lead);
         if width == 0 {
-            return Err(SecureError::invalid_plan(
-                "party",
-                format!("Node {} brings no columns", i + 1),
-            )
-            .into());
+            return Err(SecureError::invalid_plan("party", PlanReason::NoColumns(i + 1)).into());
         }
         columns.push(names.len() - usize::from(lead)..names.len() + joins[i].names.len());
         names.extend(joins[i].names.iter().cloned());
@@ -273,11 +256,7 @@ fn joined_columns<C: Channel>(nodes: &mut [C], plan: &StudyPlan) -> Result<Colum
     if let Some(repeated) = (1..names.len()).find(|&j| names[..j].contains(&names[j])) {
         return Err(SecureError::invalid_plan(
             "party",
-            format!(
-                "the column {:?} comes from two parties (or twice): a vertical study's columns \
-                 need distinct names",
-                names[repeated]
-            ),
+            PlanReason::RepeatedColumn(names[repeated].clone()),
         )
         .into());
     }
@@ -306,41 +285,51 @@ fn relay_psi_key<C: Channel>(
             .bytes(&e.certificate)
             .bytes(&e.signature);
     }
-    let to_label = format!("aggregator, the PSI key with Node {}", label_node + 1);
+    let to_label = io_at_node(
+        Role::Aggregator,
+        "exchanging the PSI key with",
+        label_node + 1,
+    );
     wire::send(
         &mut nodes[label_node],
         HANDSHAKE,
         Step::VerticalKey,
         &w.finish(),
     )
-    .map_err(io_at(&to_label))?;
-    let (_, sealed) = wire::recv(&mut nodes[label_node], HANDSHAKE, &[Step::VerticalKey])
-        .map_err(io_at(&to_label))?;
+    .map_err(&to_label)?;
+    let (_, sealed) =
+        wire::recv(&mut nodes[label_node], HANDSHAKE, &[Step::VerticalKey]).map_err(&to_label)?;
     let mut r = Reader::new(&sealed);
-    let count = r.u64().map_err(io_at(&to_label))?;
+    let count = r.u64().map_err(&to_label)?;
     if count != others.len() as u64 {
-        return Err(SecureError::violation(
-            Role::Node,
-            format!(
-                "the labelling Node sealed {count} keys for {} Nodes",
-                others.len()
-            ),
+        return Err(SecureError::node_violation(
+            label_node + 1,
+            Breach::Mismatch {
+                what: "PSI keys the labelling Node sealed",
+                got: count,
+                expected: others.len() as u64,
+            },
         )
         .into());
     }
     for &i in others {
-        let one = r.bytes().map_err(io_at(&to_label))?;
+        let one = r.bytes().map_err(&to_label)?;
         if one.len() != SEALED_BYTES {
-            return Err(
-                SecureError::violation(Role::Node, "a sealed PSI key of the wrong size").into(),
-            );
+            return Err(SecureError::node_violation(
+                label_node + 1,
+                Breach::Malformed {
+                    what: "a sealed PSI key of the wrong size",
+                },
+            )
+            .into());
         }
-        wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalKey, one).map_err(io_at(&format!(
-            "aggregator, relaying the PSI key to Node {}",
-            i + 1
-        )))?;
+        wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalKey, one).map_err(io_at_node(
+            Role::Aggregator,
+            "relaying the PSI key to",
+            i + 1,
+        ))?;
     }
-    r.end().map_err(io_at(&to_label))?;
+    r.end().map_err(&to_label)?;
 
     Ok(())
 }
@@ -350,13 +339,16 @@ fn relay_psi_key<C: Channel>(
 fn intersect<C: Channel>(nodes: &mut [C]) -> Result<(usize, Vec<usize>), StudyError> {
     let mut tags: Vec<Vec<Tag>> = Vec::with_capacity(nodes.len());
     for (i, node) in nodes.iter_mut().enumerate() {
-        let context = format!("aggregator, Node {}'s identifiers", i + 1);
-        let (_, payload) =
-            wire::recv(node, HANDSHAKE, &[Step::VerticalTags]).map_err(io_at(&context))?;
+        let context = io_at_node(Role::Aggregator, "reading the identifiers of", i + 1);
+        let (_, payload) = wire::recv(node, HANDSHAKE, &[Step::VerticalTags]).map_err(&context)?;
         if payload.len() % TAG_BYTES != 0 {
-            return Err(SecureError::violation(
-                Role::Node,
-                format!("Node {} sent a tag list of {} bytes", i + 1, payload.len()),
+            return Err(SecureError::node_violation(
+                i + 1,
+                Breach::Misaligned {
+                    what: "a tag list",
+                    bytes: payload.len() as u64,
+                    unit: TAG_BYTES as u64,
+                },
             )
             .into());
         }
@@ -368,11 +360,8 @@ fn intersect<C: Channel>(nodes: &mut [C]) -> Result<(usize, Vec<usize>), StudyEr
         );
     }
     let answers = psi::intersect(&tags).map_err(|e| match e {
-        PsiError::Unsorted { party, .. } => SecureError::violation(
-            Role::Node,
-            format!("Node {party}'s tags are not strictly ascending"),
-        ),
-        other => SecureError::violation(Role::Node, other.to_string()),
+        PsiError::Unsorted { party, .. } => SecureError::node_violation(party, Breach::Psi(e)),
+        other => SecureError::violation(Role::Node, Breach::Psi(other)),
     })?;
     let held: Vec<usize> = tags.iter().map(Vec::len).collect();
     drop(tags);
@@ -383,7 +372,7 @@ fn intersect<C: Channel>(nodes: &mut [C]) -> Result<(usize, Vec<usize>), StudyEr
             Step::VerticalMembership,
             &answer.to_bytes(),
         )
-        .map_err(io_at(&format!("aggregator, answering Node {}", i + 1)))?;
+        .map_err(io_at_node(Role::Aggregator, "answering", i + 1))?;
     }
     let rows = answers.first().map_or(0, Membership::count);
     if rows == 0 {
@@ -396,7 +385,11 @@ fn intersect<C: Channel>(nodes: &mut [C]) -> Result<(usize, Vec<usize>), StudyEr
     if rows > MAX_ROWS {
         return Err(SecureError::invalid_plan(
             "id",
-            format!("the intersection holds {rows} rows, more than a vertical study's {MAX_ROWS}"),
+            PlanReason::TooMany {
+                what: "rows in the intersection",
+                count: rows as u64,
+                limit: MAX_ROWS as u64,
+            },
         )
         .into());
     }
@@ -434,7 +427,7 @@ fn welcome_nodes<C: Channel>(
         )
         .finish();
         wire::send(&mut nodes[i], HANDSHAKE, Step::VerticalWelcome, &welcome)
-            .map_err(io_at(&format!("aggregator, welcoming Node {}", i + 1)))?;
+            .map_err(io_at_node(Role::Aggregator, "welcoming", i + 1))?;
     }
     Ok(())
 }
@@ -534,28 +527,27 @@ struct Join {
 }
 
 fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError> {
-    let context = format!("aggregator, waiting for Node {which} to join");
-    let (step, payload) = wire::recv(node, HANDSHAKE, &[Step::VerticalJoin, Step::Join])
-        .map_err(|e| SecureError::io(context.clone(), e))?;
+    let at = io_at_node(Role::Aggregator, "waiting for the join of", which);
+    let (step, payload) =
+        wire::recv(node, HANDSHAKE, &[Step::VerticalJoin, Step::Join]).map_err(&at)?;
     if step != Step::VerticalJoin {
-        return Err(SecureError::violation(
-            Role::Node,
-            format!(
-                "Node {which} joined a vertical study as a horizontal one: give every party the \
-                 study file's `vertical = true` and `id` (or setting `vertical` setting `id` COLUMN)"
-            ),
+        return Err(SecureError::node_violation(
+            which,
+            Breach::WrongMode {
+                vertical_study: true,
+            },
         ));
     }
-    let at = io_at(&context);
     let mut r = Reader::new(&payload);
     let count = r.u64().map_err(&at)? as usize;
     if count > super::MAX_DIMENSION {
-        return Err(SecureError::violation(
-            Role::Node,
-            format!(
-                "Node {which} declares {count} columns, above the {} a study takes",
-                super::MAX_DIMENSION
-            ),
+        return Err(SecureError::node_violation(
+            which,
+            Breach::TooMany {
+                what: "columns declared",
+                count: count as u64,
+                limit: super::MAX_DIMENSION as u64,
+            },
         ));
     }
     let names = (0..count)
@@ -564,7 +556,12 @@ fn read_join<C: Channel>(node: &mut C, which: usize) -> Result<Join, SecureError
         .map_err(&at)?;
     let labels = r.u64().map_err(&at)? == 1;
     let public: [u8; 32] = r.bytes().map_err(&at)?.try_into().map_err(|_| {
-        SecureError::violation(Role::Node, format!("Node {which}'s key is not 32 bytes"))
+        SecureError::node_violation(
+            which,
+            Breach::Malformed {
+                what: "an X25519 key that is not 32 bytes",
+            },
+        )
     })?;
     let endorsement = Endorsement {
         certificate: r.bytes().map_err(&at)?.to_vec(),
@@ -729,7 +726,7 @@ fn aggregate<C: Channel>(
     }
     let model = model.finish();
     for (i, node) in nodes.iter_mut().enumerate() {
-        let at = io_at_owned(format!("aggregator, sending Node {} the model", i + 1));
+        let at = io_at_node(Role::Aggregator, "sending the model to", i + 1);
         wire::send(node, session, Step::VerticalModel, &model).map_err(&at)?;
         wire::send(node, session, Step::Done, &[]).map_err(&at)?;
     }
@@ -761,10 +758,6 @@ fn aggregate<C: Channel>(
     })
 }
 
-fn io_at_owned(context: String) -> impl Fn(std::io::Error) -> SecureError {
-    move |e| SecureError::io(context.clone(), e)
-}
-
 /// One Node's deal as the aggregator keeps it.
 struct ReadDeal {
     part: KeyholderPart,
@@ -787,9 +780,8 @@ fn read_deal<C: Channel>(
     labelling: bool,
     (standardized, features): (bool, usize),
 ) -> Result<ReadDeal, SecureError> {
-    let context = format!("aggregator, Node {which}'s deal");
-    let at = io_at(&context);
-    let bad = |what: &str| SecureError::violation(Role::Node, format!("Node {which}: {what}"));
+    let at = io_at_node(Role::Aggregator, "reading the deal of", which);
+    let bad = |what: &'static str| SecureError::node_violation(which, Breach::Malformed { what });
     let session = config.session;
     let (_, header) = wire::recv(node, session, &[Step::VerticalDeal]).map_err(&at)?;
     let mut r = Reader::new(&header);
@@ -926,7 +918,7 @@ fn send_deal<C: Channel>(
         .f64s(&means)
         .f64s(&scales)
         .finish();
-    let at = io_at("Node, dealing its columns");
+    let at = io_at(Role::Node, "dealing its columns");
     wire::send(channel, session, Step::VerticalDeal, &header).map_err(&at)?;
     send_ring(channel, session, &a.d).map_err(&at)?;
     let flat: Vec<u128> = a.w.concat();
@@ -949,7 +941,7 @@ fn psi_key<C: Channel>(
     trust: Option<&KeyTrust>,
     signer: Option<&Endorser>,
 ) -> Result<PsiKey, SecureError> {
-    let at = io_at("Node, the PSI key");
+    let at = io_at(Role::Node, "the PSI key");
     let (_, payload) = wire::recv(channel, HANDSHAKE, &[Step::VerticalKey]).map_err(&at)?;
     Ok(if labelling {
         let mut r = Reader::new(&payload);
@@ -957,13 +949,22 @@ fn psi_key<C: Channel>(
         if count > 10_000 {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                format!("{count} Nodes to seal the PSI key for"),
+                Breach::TooMany {
+                    what: "Nodes to seal the PSI key for",
+                    count,
+                    limit: 10_000,
+                },
             ));
         }
         let mut keys = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let public: [u8; 32] = r.bytes().map_err(&at)?.try_into().map_err(|_| {
-                SecureError::violation(Role::Aggregator, "a Node's key that is not 32 bytes")
+                SecureError::violation(
+                    Role::Aggregator,
+                    Breach::Malformed {
+                        what: "a Node's key that is not 32 bytes",
+                    },
+                )
             })?;
             let endorsement = Endorsement {
                 certificate: r.bytes().map_err(&at)?.to_vec(),
@@ -979,8 +980,10 @@ fn psi_key<C: Channel>(
             (Some(_), None) => {
                 return Err(SecureError::violation(
                     Role::Node,
-                    "a TLS study's labelling Node needs its identity to check the PSI key's \
-                     recipients",
+                    Breach::NotInPlan {
+                        what: "a TLS study's labelling Node needs its identity to check the PSI \
+                               key's recipients",
+                    },
                 ));
             }
             _ => {}
@@ -990,18 +993,23 @@ fn psi_key<C: Channel>(
         let mut sealed = Writer::new().u64(count);
         for (public, _) in &keys {
             let one = seal(key.bytes(), public, &mut rng)
-                .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+                .map_err(|e| SecureError::violation(Role::Aggregator, Breach::Sealing(e)))?;
             sealed = sealed.bytes(&one);
         }
         wire::send(channel, HANDSHAKE, Step::VerticalKey, &sealed.finish()).map_err(&at)?;
         key
     } else {
         let sealed: &[u8; SEALED_BYTES] = payload.as_slice().try_into().map_err(|_| {
-            SecureError::violation(Role::Aggregator, "a sealed PSI key of the wrong size")
+            SecureError::violation(
+                Role::Aggregator,
+                Breach::Malformed {
+                    what: "a sealed PSI key of the wrong size",
+                },
+            )
         })?;
         let opened = recipient
             .open(sealed)
-            .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+            .map_err(|e| SecureError::violation(Role::Aggregator, Breach::Sealing(e)))?;
         PsiKey::from_bytes(&opened)
     })
 }
@@ -1034,16 +1042,21 @@ fn shared_rows<C: Channel>(
             limit / TAG_BYTES
         )));
     }
-    let at = io_at("Node, the intersection");
+    let at = io_at(Role::Node, "the intersection");
     wire::send(channel, HANDSHAKE, Step::VerticalTags, &bytes).map_err(&at)?;
     drop(bytes);
     let (_, answer) = wire::recv(channel, HANDSHAKE, &[Step::VerticalMembership]).map_err(&at)?;
     let answer = Membership::from_bytes(&answer, tagged.len()).ok_or_else(|| {
-        SecureError::violation(Role::Aggregator, "an intersection answer that is not one")
+        SecureError::violation(
+            Role::Aggregator,
+            Breach::Malformed {
+                what: "an intersection answer that is not one",
+            },
+        )
     })?;
     let shared = tagged
         .rows_in_common_order(&answer)
-        .map_err(|e| SecureError::violation(Role::Aggregator, e.to_string()))?;
+        .map_err(|e| SecureError::violation(Role::Aggregator, Breach::Psi(e)))?;
     drop(tagged);
     Ok(shared)
 }
@@ -1079,7 +1092,7 @@ pub fn run_node<C: Channel>(
         .bytes(&endorsement.signature)
         .finish();
     wire::send(&mut channel, HANDSHAKE, Step::VerticalJoin, &join)
-        .map_err(io_at("Node, joining"))?;
+        .map_err(io_at(Role::Node, "joining"))?;
 
     // Step 2.
     let key = psi_key(
@@ -1094,7 +1107,7 @@ pub fn run_node<C: Channel>(
     let shared = shared_rows(&mut channel, &key, table)?;
 
     // Step 4.
-    let at = io_at("Node, waiting for the study to start");
+    let at = io_at(Role::Node, "waiting for the study to start");
     let (_, welcome) =
         wire::recv(&mut channel, HANDSHAKE, &[Step::VerticalWelcome]).map_err(&at)?;
     let mut r = Reader::new(&welcome);
@@ -1123,14 +1136,14 @@ pub fn run_node<C: Channel>(
     if !fits || rows != shared.len() || !rounds_allowed(rounds, rows, config.dimension) {
         return Err(SecureError::violation(
             Role::Aggregator,
-            format!(
-                "a vertical welcome that does not fit this Node ({width} columns from {start} of \
-                 {}, {rows} rows where {} are shared, {} and {} rounds)",
-                config.dimension,
-                shared.len(),
-                rounds.gradient,
-                rounds.hessian
-            ),
+            Breach::VerticalWelcome {
+                columns: width as u64,
+                start: start as u64,
+                dimension: config.dimension as u64,
+                rows: rows as u64,
+                shared: shared.len() as u64,
+                rounds: (rounds.gradient, rounds.hessian),
+            },
         ));
     }
 
@@ -1161,7 +1174,7 @@ pub fn run_node<C: Channel>(
         FEATURE_BITS,
         &mut rng,
     )
-    .map_err(|e: DealError| SecureError::Range(e.to_string()))?;
+    .map_err(|e: DealError| SecureError::Range(Overflow::Deal(e)))?;
     let session = config.session;
     send_deal(
         &mut channel,
@@ -1177,7 +1190,7 @@ pub fn run_node<C: Channel>(
     )?;
 
     // Step 6: the model, then the end.
-    let at = io_at("Node, waiting for the model");
+    let at = io_at(Role::Node, "waiting for the model");
     let (_, model) = wire::recv(&mut channel, session, &[Step::VerticalModel]).map_err(&at)?;
     let mut r = Reader::new(&model);
     let beta = r.f64s().map_err(&at)?;
@@ -1186,7 +1199,15 @@ pub fn run_node<C: Channel>(
     if count != config.dimension || beta.len() != count {
         return Err(SecureError::violation(
             Role::Aggregator,
-            "a model of the wrong dimension",
+            Breach::Mismatch {
+                what: "the model's dimension",
+                got: if count == config.dimension {
+                    beta.len()
+                } else {
+                    count
+                } as u64,
+                expected: config.dimension as u64,
+            },
         ));
     }
     let names = (0..count)

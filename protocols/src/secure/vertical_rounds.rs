@@ -28,7 +28,7 @@ use rand::{CryptoRng, RngExt};
 
 use super::gc::GcParty;
 use super::wire::{self, Reader, Step, Writer};
-use super::{SecureConfig, SecureError};
+use super::{Breach, Overflow, PlanReason, SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, EncryptedVector, Fixed, Packing, PublicKey};
 use crate::transport::Role;
 use crate::vertical::ring::{self, BETA_FRAC, R_FRAC, Side, X_FRAC};
@@ -98,12 +98,37 @@ pub(crate) fn recv_ring<C: Channel>(
 ) -> Result<Vec<u128>, SecureError> {
     let mut out = Vec::with_capacity(len);
     loop {
-        let (_, payload) = wire::recv(channel, session, &[Step::VerticalShares])
-            .map_err(|e| SecureError::io(format!("vertical shares from the {from}"), e))?;
-        if payload.len() % 16 != 0 || out.len() + payload.len() / 16 > len {
+        let (_, payload) =
+            wire::recv(channel, session, &[Step::VerticalShares]).map_err(|e| match from {
+                Role::KeyHolder => SecureError::io(
+                    Role::Aggregator,
+                    "receiving vertical shares from the key holder",
+                    e,
+                ),
+                _ => SecureError::io(
+                    Role::KeyHolder,
+                    "receiving vertical shares from the aggregator",
+                    e,
+                ),
+            })?;
+        if payload.len() % 16 != 0 {
             return Err(SecureError::violation(
                 from,
-                "a vertical share frame of the wrong length",
+                Breach::Misaligned {
+                    what: "a vertical share frame",
+                    bytes: payload.len() as u64,
+                    unit: 16,
+                },
+            ));
+        }
+        if out.len() + payload.len() / 16 > len {
+            return Err(SecureError::violation(
+                from,
+                Breach::TooMany {
+                    what: "ring elements in vertical share frames",
+                    count: (out.len() + payload.len() / 16) as u64,
+                    limit: len as u64,
+                },
             ));
         }
         out.extend(
@@ -117,7 +142,9 @@ pub(crate) fn recv_ring<C: Channel>(
         if payload.is_empty() {
             return Err(SecureError::violation(
                 from,
-                "an empty vertical share frame",
+                Breach::Malformed {
+                    what: "an empty vertical share frame",
+                },
             ));
         }
     }
@@ -130,14 +157,14 @@ pub(crate) fn open<C: Channel>(
     session: u64,
     own: Vec<u128>,
     side: Side,
-    what: &str,
+    what: &'static str,
 ) -> Result<Vec<u128>, SecureError> {
     let (me, them) = match side {
-        Side::KeyHolder => ("key holder", Role::Aggregator),
-        Side::Aggregator => ("aggregator", Role::KeyHolder),
+        Side::KeyHolder => (Role::KeyHolder, Role::Aggregator),
+        Side::Aggregator => (Role::Aggregator, Role::KeyHolder),
     };
     let send = |ch: &mut C, values: &[u128]| {
-        send_ring(ch, session, values).map_err(|e| SecureError::io(format!("{me}, {what}"), e))
+        send_ring(ch, session, values).map_err(|e| SecureError::io(me, what, e))
     };
     let theirs = match side {
         Side::KeyHolder => {
@@ -162,10 +189,7 @@ pub fn fixed_beta(beta: &[f64]) -> Result<Vec<u128>, SecureError> {
     // One bit of margin below the word's range, for the features' and coefficients' rounding.
     let limit = f64::from(Z_BITS as u32 - CIRCUIT_FRAC as u32 - 2 - FEATURE_BITS).exp2();
     if l1.is_nan() || l1 >= limit {
-        return Err(SecureError::Range(format!(
-            "the coefficients' absolute sum {l1:.3e} reaches {limit}: the vertical circuit's \
-             linear predictor could overflow (standardise the columns, or raise lambda)"
-        )));
+        return Err(SecureError::Range(Overflow::Predictor { l1, limit }));
     }
     Ok(beta
         .iter()
@@ -435,9 +459,10 @@ pub(crate) fn information<C: Channel>(
     let (rows, p) = (shares.rows(), shares.features());
     let columns: Vec<Range<usize>> = shares.columns().collect();
     let beyond = || {
-        SecureError::Range(format!(
-            "Newton round {round} is beyond the rounds the parties dealt"
-        ))
+        SecureError::Range(Overflow::BeyondDeal {
+            round,
+            newton: true,
+        })
     };
     let mut weighted = vec![0u128; rows * p];
     for (k, cols) in columns.iter().enumerate() {
@@ -556,16 +581,20 @@ impl Layout {
         key: &PublicKey,
         config: &SecureConfig,
     ) -> Result<(Self, Vec<EncryptedVector>), SecureError> {
-        let bad = |what: &str| SecureError::violation(Role::Aggregator, what.to_string());
+        let bad = |what: &'static str| {
+            SecureError::violation(Role::Aggregator, Breach::Malformed { what })
+        };
         let mut r = Reader::new(payload);
-        let io = |e: std::io::Error| SecureError::io("key holder, a vertical setup".into(), e);
+        let io = |e: std::io::Error| SecureError::io(Role::KeyHolder, "a vertical setup", e);
         if config.frac < X_FRAC + R_FRAC {
             return Err(SecureError::invalid_plan(
                 "frac",
-                format!(
-                    "a vertical study needs Paillier values at {} fractional bits or more",
-                    X_FRAC + R_FRAC
-                ),
+                PlanReason::Frac {
+                    method: "a vertical study",
+                    need: X_FRAC + R_FRAC,
+                    at_least: true,
+                    have: config.frac,
+                },
             ));
         }
         let rows = r.u64().map_err(io)? as usize;

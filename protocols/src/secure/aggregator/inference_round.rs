@@ -15,7 +15,6 @@ use super::{SCALED_INFERENCE_FLOOR, SecureAggregation, UNPENALISED_INFERENCE_FLO
 use crate::objective::{CONSTANT_SUMS, Glm};
 use crate::paillier::{EncryptedVector, Fixed, Packing};
 use crate::penalty::Penalty;
-use crate::secure::SecureError;
 use crate::secure::masked::Shared;
 use crate::secure::masked::block_spd;
 use crate::secure::masked::cross::Zeros;
@@ -25,6 +24,8 @@ use crate::secure::masked::packed::PackedMatrix;
 use crate::secure::ranking::{MAX_RANKED_ROWS, NodeShares, auc as ranking_auc, rank_circuit};
 use crate::secure::round_trips::Phase;
 use crate::secure::wire::{Reader, Step};
+use crate::secure::{PlanReason, SecureError};
+use crate::transport::Role;
 
 /// How much of the inverse information a study reveals (to the aggregator, which publishes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -190,8 +191,9 @@ impl<C: Channel> SecureAggregation<C> {
         let mut shares = Vec::with_capacity(replies.len());
         for (i, reply) in replies.iter().enumerate() {
             let node = i + 1;
-            let at =
-                |e| SecureError::io(format!("aggregator, reading Node {node}'s evaluation"), e);
+            let at = |e| {
+                SecureError::io(Role::Aggregator, "reading the evaluation of", e).with_node(node)
+            };
             let mut r = Reader::new(reply);
             let v = EncryptedVector::from_bytes(&self.key, r.bytes().map_err(at)?)?;
             shape.check(&v, &format!("Node {node}'s evaluation sums"))?;
@@ -217,7 +219,11 @@ impl<C: Channel> SecureAggregation<C> {
         if total > MAX_RANKED_ROWS {
             return Err(SecureError::invalid_plan(
                 "test_party",
-                format!("{total} held-out rows to rank (at most {MAX_RANKED_ROWS})"),
+                PlanReason::TooMany {
+                    what: "held-out rows to rank",
+                    count: total as u64,
+                    limit: MAX_RANKED_ROWS as u64,
+                },
             ));
         }
         let mut w = crate::secure::wire::Writer::new().u64(shares.len() as u64);
@@ -233,7 +239,7 @@ impl<C: Channel> SecureAggregation<C> {
             w = w.u64(s.rows() as u64).bytes(&seed);
         }
         let session = self.config.session;
-        let at = |e| SecureError::io("aggregator, the ranking circuit".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "the ranking circuit", e);
         crate::secure::wire::send(self.keyholder()?, session, Step::Rank, &w.finish())
             .map_err(at)?;
         let own: Vec<Vec<u64>> = shares.into_iter().map(|s| s.shares).collect();
@@ -251,7 +257,7 @@ impl<C: Channel> SecureAggregation<C> {
         steps: (Step, Step),
         payload: &[u8],
         shape: &crate::secure::shapes::Shape,
-        what: &str,
+        what: &'static str,
     ) -> Result<Vec<f64>, SecureError> {
         let replies = self.ask_nodes(steps.0, payload, steps.1)?;
         let sums = self.read_each(&replies, &[shape], what)?;

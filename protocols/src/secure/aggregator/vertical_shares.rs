@@ -15,7 +15,7 @@ use crate::paillier::{EncryptedVector, PublicKey};
 use crate::secure::solver::LinearAlgebra;
 use crate::secure::vertical_rounds::{self as v, CircuitSide, KeyholderPart, Layout, send_ring};
 use crate::secure::wire::{self, Reader, Step, Writer};
-use crate::secure::{SecureConfig, SecureError};
+use crate::secure::{Breach, Overflow, SecureConfig, SecureError};
 use crate::transport::Role;
 use crate::vertical::ring::Side;
 use crate::vertical::shares::ServerShares;
@@ -63,7 +63,7 @@ impl<C: Channel> SecureAggregation<C> {
         let seeds: Vec<EncryptedVector> = parts.iter().map(|p| p.seed.clone()).collect();
         let payload = layout.write(&seeds, &me.key);
         let session = me.config.session;
-        let at = |e| SecureError::io("aggregator, the vertical setup".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "the vertical setup", e);
         let ch = me.keyholder()?;
         wire::send(ch, session, Step::VerticalSetup, &payload).map_err(at)?;
         for part in &parts {
@@ -89,7 +89,7 @@ impl<C: Channel> SecureAggregation<C> {
     fn vertical_bound_with(&mut self, state: &Vertical) -> Result<EncryptedVector, SecureError> {
         let session = self.config.session;
         let (rows, p) = (state.shares.rows(), state.shares.features());
-        let at = |e| SecureError::io("aggregator, the vertical bound".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "the vertical bound", e);
         wire::send(self.keyholder()?, session, Step::VerticalBound, &[]).map_err(at)?;
         let mut blocks = Vec::with_capacity(state.columns.len());
         for k in 0..state.columns.len() {
@@ -135,16 +135,14 @@ impl<C: Channel> SecureAggregation<C> {
         let round = state.next_round;
         let (dealt, newton_dealt) = state.dealt;
         if round >= dealt || (newton && round >= newton_dealt) {
-            return Err(SecureError::Range(format!(
-                "round {} needs products the parties did not deal: they dealt {} rounds, {} of \
-                 them secure Newton's",
-                round + 1,
+            return Err(SecureError::Range(Overflow::Undealt {
+                round: round + 1,
                 dealt,
-                newton_dealt
-            )));
+                newton: newton_dealt,
+            }));
         }
         state.next_round += 1;
-        let at = |e| SecureError::io("aggregator, a vertical round".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "a vertical round", e);
         let payload = Writer::new()
             .u64(round)
             .u64(u64::from(newton))
@@ -177,11 +175,13 @@ impl<C: Channel> SecureAggregation<C> {
                 Side::Aggregator,
                 "a gradient opening",
             )?;
-            let block = state.shares.gradient_block(k, round, &e).ok_or_else(|| {
-                SecureError::Range(format!(
-                    "round {round} is beyond the rounds the parties dealt"
-                ))
-            })?;
+            let block = state
+                .shares
+                .gradient_block(k, round, &e)
+                .ok_or(SecureError::Range(Overflow::BeyondDeal {
+                    round,
+                    newton: false,
+                }))?;
             gradient[columns.clone()].copy_from_slice(&block);
         }
         let frac = self.config.frac;
@@ -221,15 +221,18 @@ impl<C: Channel> SecureAggregation<C> {
     fn read_encrypted(
         &mut self,
         count: usize,
-        what: &str,
+        what: &'static str,
     ) -> Result<Vec<EncryptedVector>, SecureError> {
         let session = self.config.session;
         let (_, payload) = wire::recv(self.keyholder()?, session, &[Step::VerticalShares])
             .map_err(|e| {
-                SecureError::io(format!("aggregator, the key holder's {what} shares"), e)
+                SecureError::io(Role::Aggregator, "receiving the key holder's shares", e)
+                    .with_what(what)
             })?;
         let mut r = Reader::new(&payload);
-        let bad = |e| SecureError::io(format!("aggregator, the key holder's {what} shares"), e);
+        let bad = |e| {
+            SecureError::io(Role::Aggregator, "reading the key holder's shares", e).with_what(what)
+        };
         let out = (0..count)
             .map(|_| {
                 Ok(EncryptedVector::from_bytes(
@@ -250,10 +253,24 @@ impl<C: Channel> SecureAggregation<C> {
         own: &[BigInt],
         scale: u32,
     ) -> Result<EncryptedVector, SecureError> {
-        if theirs.len() != own.len() || theirs.scale() != scale {
+        if theirs.len() != own.len() {
             return Err(SecureError::violation(
                 Role::KeyHolder,
-                "vertical shares of the wrong length or scale",
+                Breach::WrongLength {
+                    what: "vertical shares",
+                    got: theirs.len() as u64,
+                    expected: own.len() as u64,
+                },
+            ));
+        }
+        if theirs.scale() != scale {
+            return Err(SecureError::violation(
+                Role::KeyHolder,
+                Breach::Mismatch {
+                    what: "the scale of vertical shares",
+                    got: u64::from(theirs.scale()),
+                    expected: u64::from(scale),
+                },
             ));
         }
         let sum = theirs.add_plain(&self.key, own)?;

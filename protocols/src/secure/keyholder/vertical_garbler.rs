@@ -10,7 +10,7 @@ use rand::CryptoRng;
 use super::super::gc::KeyholderGc;
 use super::super::vertical_rounds::{self as v, CircuitSide, Layout, RoundMasks, recv_ring};
 use super::super::wire::{self, Reader, Step, Writer};
-use super::super::{SecureConfig, SecureError};
+use super::super::{Breach, SecureConfig, SecureError};
 use crate::paillier::{DjnNoise, SecretKey};
 use crate::transport::Role;
 use crate::vertical::ring::{self, Side};
@@ -30,7 +30,7 @@ fn channel<C: Channel, R: CryptoRng>(party: &mut KeyholderGc<C, R>) -> Result<&m
     party
         .session
         .channel()
-        .map_err(|e| SecureError::io("key holder, a vertical request".into(), e))
+        .map_err(|e| SecureError::io(Role::KeyHolder, "a vertical request", e))
 }
 
 impl KeyholderVertical {
@@ -89,7 +89,10 @@ impl KeyholderVertical {
         if !payload.is_empty() || std::mem::replace(&mut self.bound_formed, true) {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                "a second vertical bound, or one with a payload (each party's mask is opened once)",
+                Breach::OutOfOrder {
+                    what: "a second vertical bound, or one with a payload (each party's mask is \
+                           opened once)",
+                },
             ));
         }
         let (rows, p) = (self.shares.rows(), self.shares.features());
@@ -116,7 +119,7 @@ impl KeyholderVertical {
             Step::VerticalShares,
             &payload,
         )
-        .map_err(|e| SecureError::io("key holder, its bound shares".into(), e))
+        .map_err(|e| SecureError::io(Role::KeyHolder, "its bound shares", e))
     }
 
     /// One round at the coefficients in `payload`: the circuit, the openings, its encrypted
@@ -129,21 +132,30 @@ impl KeyholderVertical {
         config: &SecureConfig,
         noise: &DjnNoise,
     ) -> Result<(), SecureError> {
-        let io = |e| SecureError::io("key holder, a vertical round".into(), e);
+        let io = |e| SecureError::io(Role::KeyHolder, "a vertical round", e);
         let mut r = Reader::new(payload);
         let round = r.u64().map_err(io)?;
         let newton = r.u64().map_err(io)? == 1;
         let beta = r.f64s().map_err(io)?;
         r.end().map_err(io)?;
-        if round != self.next_round || beta.len() != config.dimension {
+        if round != self.next_round {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                format!(
-                    "vertical round {round} with {} coefficients (expected round {} with {})",
-                    beta.len(),
-                    self.next_round,
-                    config.dimension
-                ),
+                Breach::Mismatch {
+                    what: "vertical round",
+                    got: round,
+                    expected: self.next_round,
+                },
+            ));
+        }
+        if beta.len() != config.dimension {
+            return Err(SecureError::violation(
+                Role::Aggregator,
+                Breach::WrongLength {
+                    what: "a vertical round's coefficients",
+                    got: beta.len() as u64,
+                    expected: config.dimension as u64,
+                },
             ));
         }
         self.next_round += 1;
@@ -166,7 +178,7 @@ impl KeyholderVertical {
             None,
             newton,
         )
-        .map_err(|e| SecureError::io("key holder, the logistic circuit".into(), e))?;
+        .map_err(|e| SecureError::io(Role::KeyHolder, "the logistic circuit", e))?;
         let (residual, weights, objective) = masks.shares();
         let mut gradient = vec![0u128; config.dimension];
         for (k, columns) in self.columns.iter().enumerate() {
@@ -180,7 +192,10 @@ impl KeyholderVertical {
             let block = self.shares.gradient_block(k, round, &e).ok_or_else(|| {
                 SecureError::violation(
                     Role::Aggregator,
-                    format!("vertical round {round} beyond the rounds the parties dealt"),
+                    Breach::Unknown {
+                        what: "dealt vertical round",
+                        id: round,
+                    },
                 )
             })?;
             gradient[columns.clone()].copy_from_slice(&block);
@@ -213,6 +228,6 @@ impl KeyholderVertical {
             Step::VerticalShares,
             &payload,
         )
-        .map_err(|e| SecureError::io("key holder, its round shares".into(), e))
+        .map_err(|e| SecureError::io(Role::KeyHolder, "its round shares", e))
     }
 }

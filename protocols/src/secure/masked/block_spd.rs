@@ -25,8 +25,8 @@ use privlogit_circuits::channel::Channel;
 use super::cross::Zeros;
 use super::engine::{MaskedEngine, Shared, bound_bits, to_integer};
 use super::msgs::LeafKind;
-use crate::secure::SecureError;
 use crate::secure::gc::AggregatorGc;
+use crate::secure::{PlanReason, SecureError};
 
 /// What is publicly known of a symmetric positive-definite matrix.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,11 +69,10 @@ impl SpdBounds {
         {
             return Err(SecureError::invalid_plan(
                 "lambda",
-                format!(
-                    "masked linear algebra needs a positive entry bound and a positive smallest \
-                     eigenvalue (lambda > 0); got {} and {}",
-                    self.entry, self.min_eigenvalue
-                ),
+                PlanReason::SpdBounds {
+                    entry: self.entry,
+                    min_eigenvalue: self.min_eigenvalue,
+                },
             ));
         }
         Ok(())

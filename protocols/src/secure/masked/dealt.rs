@@ -35,7 +35,7 @@ use crate::paillier::{DjnNoise, EncryptedVector, PublicKey};
 use crate::secure::gc::{SIGMA, random_mask};
 use crate::secure::seed::encrypt_seed;
 use crate::secure::wire::{self, Reader, Step, Writer};
-use crate::secure::{SecureError, bits_for};
+use crate::secure::{Breach, Party, SecureError, bits_for};
 use crate::transport::Role;
 
 /// The widths of one oblivious linear evaluation `P Q` (`rows x inner` times `inner x cols`),
@@ -239,21 +239,30 @@ impl<C: Channel + Send> ChannelDealer<C> {
         session: u64,
         key: &PublicKey,
     ) -> Result<(Self, Seed, EncryptedVector), SecureError> {
-        let at = |e| SecureError::io("aggregator, setting the dealer up".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "setting the dealer up", e);
         wire::send(&mut channel, session, Step::DealerSetup, &key.to_bytes()).map_err(at)?;
         let (_, payload) =
             wire::recv(&mut channel, session, &[Step::DealerSetupReply]).map_err(at)?;
         let mut r = Reader::new(&payload);
         let bytes = r.bytes().map_err(at)?;
-        let seed: [u8; 32] = bytes
-            .try_into()
-            .map_err(|_| SecureError::violation(Role::Node, "the dealer's seed is not 32 bytes"))?;
+        let seed: [u8; 32] = bytes.try_into().map_err(|_| {
+            SecureError::violation(
+                Role::Node,
+                Breach::Malformed {
+                    what: "the dealer's seed is not 32 bytes",
+                },
+            )
+        })?;
         let sealed = EncryptedVector::from_bytes(key, r.bytes().map_err(at)?)?;
         r.end().map_err(at)?;
         if sealed.len() != 1 {
             return Err(SecureError::violation(
                 Role::Node,
-                "the dealer sealed more than one seed",
+                Breach::WrongLength {
+                    what: "the dealer's sealed seed",
+                    got: sealed.len() as u64,
+                    expected: 1,
+                },
             ));
         }
         Ok((Self { channel, session }, Seed::new(seed), sealed))
@@ -300,7 +309,7 @@ impl<C: Channel + Send> Dealer for ChannelDealer<C> {
         index: u64,
         shapes: &ProductShapes,
     ) -> Result<(IntMatrix, IntMatrix), SecureError> {
-        let at = |e| SecureError::io("aggregator, asking the dealer".into(), e);
+        let at = |e| SecureError::io(Role::Aggregator, "asking the dealer", e);
         let payload = write_shapes(Writer::new(), index, shapes).finish();
         wire::send(&mut self.channel, self.session, Step::Deal, &payload).map_err(at)?;
         let (_, payload) =
@@ -311,13 +320,17 @@ impl<C: Channel + Send> Dealer for ChannelDealer<C> {
         let left = IntMatrix::read(&mut r, m * n, bits(&shapes.left)).map_err(at)?;
         let right = IntMatrix::read(&mut r, m * n, bits(&shapes.right)).map_err(at)?;
         r.end().map_err(at)?;
-        if [&left, &right]
+        if let Some(w) = [&left, &right]
             .iter()
-            .any(|w| (w.rows(), w.cols()) != (m, n))
+            .find(|w| (w.rows(), w.cols()) != (m, n))
         {
             return Err(SecureError::violation(
                 Role::Node,
-                "the dealer dealt the wrong shape",
+                Breach::WrongShape {
+                    what: "a dealt correlation",
+                    got: (w.rows(), w.cols()),
+                    expected: (m, n),
+                },
             ));
         }
         Ok((left, right))
@@ -348,7 +361,7 @@ pub fn serve<C: Channel>(
     min_key_bits: u32,
     reproducible: Option<u64>,
 ) -> Result<(), SecureError> {
-    let at = |e| SecureError::io("the dealer".into(), e);
+    let at = |e| SecureError::io(Party::Dealer, "serving the aggregator", e);
     let (step, payload) = match wire::recv(&mut channel, session, &[Step::DealerSetup, Step::Done])
     {
         Ok(frame) => frame,
@@ -366,10 +379,12 @@ pub fn serve<C: Channel>(
     if key.bits() < u64::from(min_key_bits) {
         return Err(SecureError::violation(
             Role::Aggregator,
-            format!(
-                "a {}-bit key for the dealer (at least {min_key_bits})",
-                key.bits()
-            ),
+            Breach::OutOfRange {
+                what: "the dealer's key size (bits)",
+                value: key.bits(),
+                min: u64::from(min_key_bits),
+                max: u64::MAX,
+            },
         ));
     }
     let (keyholder, aggregator) = match reproducible {
@@ -397,7 +412,11 @@ pub fn serve<C: Channel>(
         if index != next {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                format!("dealt correlation {index} asked out of order (next is {next})"),
+                Breach::Mismatch {
+                    what: "dealt correlation asked out of order",
+                    got: index,
+                    expected: next,
+                },
             ));
         }
         next += 1;

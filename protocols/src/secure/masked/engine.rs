@@ -46,7 +46,7 @@ use super::wide;
 use crate::paillier::{DjnNoise, EncryptedVector, NoiseSource, Packing, PublicKey};
 use crate::secure::gc::{AggregatorGc, SIGMA, random_mask};
 use crate::secure::wire::{self, Reader, Step};
-use crate::secure::{SecureError, bits_for};
+use crate::secure::{Breach, Overflow, SecureError, bits_for};
 use crate::transport::Role;
 
 /// A secret matrix: the aggregator's mask of it, its public bound and zeros, and encryptions
@@ -391,16 +391,17 @@ impl MaskedEngine {
         let ch = gc
             .session
             .channel()
-            .map_err(|e| SecureError::io("aggregator, masked arithmetic".into(), e))?;
+            .map_err(|e| SecureError::io(Role::Aggregator, "masked arithmetic", e))?;
         wire::send(ch, self.session, Step::Masked, &payload)
-            .map_err(|e| SecureError::io("aggregator, a masked request".into(), e))
+            .map_err(|e| SecureError::io(Role::Aggregator, "a masked request", e))
     }
 
     fn reply<C: Channel>(&mut self, gc: &mut AggregatorGc<C>) -> Result<Vec<u8>, SecureError> {
         let start = Instant::now();
         let at = |e| {
             SecureError::io(
-                "aggregator, waiting for the key holder's masked reply".into(),
+                Role::Aggregator,
+                "waiting for the key holder's masked reply",
                 e,
             )
         };
@@ -815,18 +816,28 @@ impl MaskedEngine {
         let side = x.rows.max(x.cols);
         let views = PackedMatrix::read(&self.key, &mut r, side * side)?;
         r.end()
-            .map_err(|e| SecureError::io("aggregator, reading an encryption".into(), e))?;
+            .map_err(|e| SecureError::io(Role::Aggregator, "reading an encryption", e))?;
         let (rows, cols) = if want.transpose {
             (x.cols, x.rows)
         } else {
             (x.rows, x.cols)
         };
-        if (views.rows(), views.cols(), views.packing(), views.offset())
-            != (rows, cols, want.packing, want.offset)
-        {
+        if (views.rows(), views.cols()) != (rows, cols) {
             return Err(SecureError::violation(
                 Role::KeyHolder,
-                "the key holder encrypted the wrong shape",
+                Breach::WrongShape {
+                    what: "the key holder's encryption",
+                    got: (views.rows(), views.cols()),
+                    expected: (rows, cols),
+                },
+            ));
+        }
+        if (views.packing(), views.offset()) != (want.packing, want.offset) {
+            return Err(SecureError::violation(
+                Role::KeyHolder,
+                Breach::Malformed {
+                    what: "the key holder encrypted with the wrong packing",
+                },
             ));
         }
         let masks = if want.transpose {
@@ -1002,18 +1013,22 @@ impl MaskedEngine {
         let side = x.rows.max(y.cols);
         let values = IntMatrix::read(&mut r, side * side, u64::from(widths.mask) + 2)
             .and_then(|v| r.end().map(|()| v))
-            .map_err(|e| SecureError::io("aggregator, reading a revealed product".into(), e))?;
+            .map_err(|e| SecureError::io(Role::Aggregator, "reading a revealed product", e))?;
         if values.rows() != x.rows || values.cols() != y.cols {
             return Err(SecureError::violation(
                 Role::KeyHolder,
-                "the key holder revealed the wrong shape",
+                Breach::WrongShape {
+                    what: "the key holder's revealed product",
+                    got: (values.rows(), values.cols()),
+                    expected: (x.rows, y.cols),
+                },
             ));
         }
         let exact = IntMatrix::combine(&[(&values, false), (&masks, true)], &BigInt::zero());
         if exact.max_bits() > u64::from(bound) {
-            return Err(SecureError::Range(
-                "a revealed product left its public bound".into(),
-            ));
+            return Err(SecureError::Range(Overflow::Bound(
+                "a revealed product left its public bound",
+            )));
         }
         Ok(exact.floor_shift(self.frac))
     }
@@ -1162,14 +1177,18 @@ impl MaskedEngine {
         let widest = |mask: u32, a: u32| u64::from(mask.max(a)) + 3;
         let read = |r: &mut Reader<'_>, rows, cols, bits| {
             IntMatrix::read(r, rows * cols, bits)
-                .map_err(|e| SecureError::io("aggregator, reading a dealt product".into(), e))
+                .map_err(|e| SecureError::io(Role::Aggregator, "reading a dealt product", e))
                 .and_then(|v| {
                     if (v.rows(), v.cols()) == (rows, cols) {
                         Ok(v)
                     } else {
                         Err(SecureError::violation(
                             Role::KeyHolder,
-                            "the key holder answered a dealt product with the wrong shape",
+                            Breach::WrongShape {
+                                what: "the key holder's dealt product",
+                                got: (v.rows(), v.cols()),
+                                expected: (rows, cols),
+                            },
                         ))
                     }
                 })
@@ -1187,7 +1206,7 @@ impl MaskedEngine {
             widest(y.mask_bits, shapes.right.keyholder_bits),
         )?;
         r.end()
-            .map_err(|e| SecureError::io("aggregator, reading a dealt product".into(), e))?;
+            .map_err(|e| SecureError::io(Role::Aggregator, "reading a dealt product", e))?;
         let (left, right) = rayon::join(
             || wide::product(&e_left, &y.masks),
             || wide::product(&x.masks, &e_right),
@@ -1276,17 +1295,14 @@ impl MaskedEngine {
             Some(x.masks.get(0, 0)),
             Some(&output_masks),
         )
-        .map_err(|e| SecureError::io("aggregator, a pivot circuit".into(), e))?;
+        .map_err(|e| SecureError::io(Role::Aggregator, "a pivot circuit", e))?;
         self.stats.leaf_seconds += start.elapsed().as_secs_f64();
         self.stats.leaves += 1;
         if result.admitted != Some(true) {
-            return Err(SecureError::Range(format!(
-                "a pivot fell below its public threshold {:.3e} or past its bound {:.3e}: the \
-                 matrix is not positive definite at working precision (raise lambda, or remove \
-                 collinear columns)",
-                to_f64(threshold, self.frac),
-                f64::from(x.bound).exp2() * f64::from(self.frac).exp2().recip(),
-            )));
+            return Err(SecureError::Range(Overflow::Pivot {
+                threshold: to_f64(threshold, self.frac),
+                bound: f64::from(x.bound).exp2() * f64::from(self.frac).exp2().recip(),
+            }));
         }
         Ok(fresh
             .into_iter()
@@ -1347,13 +1363,13 @@ impl MaskedEngine {
             Some(&lower(&x.masks)),
             Some(&lower(&masks)),
         )
-        .map_err(|e| SecureError::io("aggregator, a block circuit".into(), e))?;
+        .map_err(|e| SecureError::io(Role::Aggregator, "a block circuit", e))?;
         self.stats.leaf_seconds += start.elapsed().as_secs_f64();
         self.stats.leaves += k as u64;
         if result.in_range != Some(true) {
-            return Err(SecureError::Range(
-                "a block of a matrix left its public bound".into(),
-            ));
+            return Err(SecureError::Range(Overflow::Bound(
+                "a block of a matrix left its public bound",
+            )));
         }
         let pivots = result.pivots.unwrap_or_default();
         if let Some(column) = pivots.iter().position(|admitted| !admitted) {

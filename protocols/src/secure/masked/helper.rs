@@ -25,9 +25,9 @@ use super::msgs::{
 use super::packed::{PackedMatrix, packing_of};
 use super::wide;
 use crate::paillier::{DjnNoise, EncryptedVector, SecretKey};
-use crate::secure::SecureError;
 use crate::secure::gc::{KeyholderGc, SIGMA};
 use crate::secure::wire::{self, Step, Writer};
+use crate::secure::{Breach, Overflow, SecureError};
 use crate::transport::Role;
 
 /// Most view entries the key holder keeps at once (bounds its memory whatever it is asked).
@@ -82,8 +82,8 @@ impl std::fmt::Debug for MaskedHelper {
 }
 
 /// A request of the aggregator's that breaks the protocol.
-fn protocol(message: String) -> SecureError {
-    SecureError::violation(Role::Aggregator, message)
+fn protocol(breach: Breach) -> SecureError {
+    SecureError::violation(Role::Aggregator, breach)
 }
 
 impl MaskedHelper {
@@ -123,15 +123,17 @@ impl MaskedHelper {
     fn get(&self, id: u64) -> Result<&IntMatrix, SecureError> {
         self.views
             .get(&id)
-            .ok_or_else(|| protocol(format!("masked request names unknown view {id}")))
+            .ok_or_else(|| protocol(Breach::Unknown { what: "view", id }))
     }
 
     fn insert(&mut self, id: u64, view: IntMatrix) -> Result<(), SecureError> {
         let size = view.rows() * view.cols();
         if self.entries + size > MAX_ENTRIES {
-            return Err(protocol(format!(
-                "masked arithmetic would keep more than {MAX_ENTRIES} values"
-            )));
+            return Err(protocol(Breach::TooMany {
+                what: "values kept by masked arithmetic",
+                count: (self.entries + size) as u64,
+                limit: MAX_ENTRIES as u64,
+            }));
         }
         if let Some(old) = self.views.insert(id, view) {
             self.entries -= old.rows() * old.cols();
@@ -142,21 +144,26 @@ impl MaskedHelper {
 
     /// Refuses a mask narrower than sigma bits past its bound, and values outside
     /// `(-2^bound, 2^mask + 2^bound)`.
-    fn check(&mut self, what: &str, widths: Widths, values: &IntMatrix) -> Result<(), SecureError> {
+    fn check(
+        &mut self,
+        what: &'static str,
+        widths: Widths,
+        values: &IntMatrix,
+    ) -> Result<(), SecureError> {
         if widths.mask < widths.bound + SIGMA {
-            return Err(protocol(format!(
-                "{what}: a mask of {} bits for a bound of {} bits (sigma = {SIGMA})",
-                widths.mask, widths.bound
-            )));
+            return Err(protocol(Breach::NarrowMask {
+                what,
+                mask: widths.mask,
+                bound: widths.bound,
+            }));
         }
         let low = -pow2(widths.bound);
         let high = pow2(widths.mask) + pow2(widths.bound);
         if values.data().iter().any(|v| v <= &low || v >= &high) {
-            return Err(SecureError::Range(format!(
-                "{what}: a masked value is outside the range its public bound 2^{} allows \
-                 (a value outgrew the bound its format assumes)",
-                widths.bound
-            )));
+            return Err(SecureError::Range(Overflow::Masked {
+                what,
+                bits: widths.bound,
+            }));
         }
         if let Some(audit) = self.audit.as_mut() {
             audit.push(ViewRecord {
@@ -220,7 +227,9 @@ impl MaskedHelper {
             } => {
                 let source = self.get(from)?;
                 if r0 + rows > source.rows() || c0 + cols > source.cols() {
-                    return Err(protocol("a block outside its matrix".into()));
+                    return Err(protocol(Breach::Malformed {
+                        what: "a block outside its matrix",
+                    }));
                 }
                 let block = source.slice(r0, c0, rows, cols);
                 self.insert(id, block)
@@ -235,11 +244,15 @@ impl MaskedHelper {
                     .map(|(t, n)| Ok((self.get(*t)?, *n)))
                     .collect::<Result<Vec<_>, SecureError>>()?;
                 let first = views[0].0;
-                if views
+                if let Some((v, _)) = views
                     .iter()
-                    .any(|(v, _)| v.rows() != first.rows() || v.cols() != first.cols())
+                    .find(|(v, _)| v.rows() != first.rows() || v.cols() != first.cols())
                 {
-                    return Err(protocol("combined views differ in shape".into()));
+                    return Err(protocol(Breach::WrongShape {
+                        what: "a combined view",
+                        got: (v.rows(), v.cols()),
+                        expected: (first.rows(), first.cols()),
+                    }));
                 }
                 let combined = IntMatrix::combine(&views, &offset);
                 self.insert(id, combined)
@@ -254,7 +267,11 @@ impl MaskedHelper {
             Request::Trace { id, from } => {
                 let v = self.get(from)?;
                 if v.rows() != v.cols() {
-                    return Err(protocol("the trace of a non-square view".into()));
+                    return Err(protocol(Breach::WrongShape {
+                        what: "a view to trace",
+                        got: (v.rows(), v.cols()),
+                        expected: (v.rows(), v.rows()),
+                    }));
                 }
                 let sum: BigInt = (0..v.rows()).map(|i| v.get(i, i)).sum();
                 self.insert(id, IntMatrix::from_vec(1, 1, vec![sum]))
@@ -293,11 +310,17 @@ impl MaskedHelper {
                     .dealt
                     .as_mut()
                     .and_then(|side| side.pending.take())
-                    .ok_or_else(|| protocol("a dealt share without its product".into()))?;
+                    .ok_or_else(|| {
+                        protocol(Breach::Malformed {
+                            what: "a dealt share without its product",
+                        })
+                    })?;
                 if (share.rows(), share.cols()) != (mine.rows(), mine.cols())
                     || (need != Need::All && mine.rows() != mine.cols())
                 {
-                    return Err(protocol("a dealt share of the wrong shape".into()));
+                    return Err(protocol(Breach::Malformed {
+                        what: "a dealt share of the wrong shape",
+                    }));
                 }
                 let mine = mine.floor_shift(frac);
                 self.finish_product(&mine, &share, id, need, out, party, session)
@@ -352,18 +375,24 @@ impl MaskedHelper {
                 (v.rows(), v.cols())
             };
             if r0 + br > rows || c0 + bc > cols {
-                return Err(protocol("a block outside the assembled matrix".into()));
+                return Err(protocol(Breach::Malformed {
+                    what: "a block outside the assembled matrix",
+                }));
             }
             for i in *r0..r0 + br {
                 for j in *c0..c0 + bc {
                     if std::mem::replace(&mut covered[i * cols + j], true) {
-                        return Err(protocol("assembled blocks overlap".into()));
+                        return Err(protocol(Breach::Malformed {
+                            what: "assembled blocks overlap",
+                        }));
                     }
                 }
             }
         }
         if covered.iter().any(|c| !c) {
-            return Err(protocol("assembled blocks leave a gap".into()));
+            return Err(protocol(Breach::Malformed {
+                what: "assembled blocks leave a gap",
+            }));
         }
         let assembled = IntMatrix::assemble(rows, cols, &parts);
         self.insert(id, assembled)
@@ -422,7 +451,9 @@ impl MaskedHelper {
             || (share.rows(), share.cols()) != (m, n)
             || (need != Need::All && m != n)
         {
-            return Err(protocol("a masked product of mismatched shapes".into()));
+            return Err(protocol(Breach::Malformed {
+                what: "a masked product of mismatched shapes",
+            }));
         }
         let start = Instant::now();
         let product = wide::product(vx, vy);
@@ -457,7 +488,9 @@ impl MaskedHelper {
         secret: &SecretKey,
     ) -> Result<(), SecureError> {
         if self.dealt.is_some() {
-            return Err(protocol("a second dealer's seed".into()));
+            return Err(protocol(Breach::OutOfOrder {
+                what: "a second dealer's seed",
+            }));
         }
         let start = Instant::now();
         let seed = crate::secure::seed::decrypt_seed(seed, secret)?;
@@ -489,17 +522,22 @@ impl MaskedHelper {
             || (f_left.rows(), f_left.cols()) != (k, n)
             || (f_right.rows(), f_right.cols()) != (m, k)
         {
-            return Err(protocol("a dealt product of mismatched shapes".into()));
+            return Err(protocol(Breach::Malformed {
+                what: "a dealt product of mismatched shapes",
+            }));
         }
         let Some(side) = self.dealt.as_ref() else {
-            return Err(protocol("a dealt product before the dealer's seed".into()));
+            return Err(protocol(Breach::OutOfOrder {
+                what: "a dealt product before the dealer's seed",
+            }));
         };
         // A correlation used twice would tell the aggregator V - V' of two views.
         if index != side.next || side.pending.is_some() {
-            return Err(protocol(format!(
-                "dealt correlation {index} out of order (next is {})",
-                side.next
-            )));
+            return Err(protocol(Breach::Mismatch {
+                what: "dealt correlation asked out of order",
+                got: index,
+                expected: side.next,
+            }));
         }
         let start = Instant::now();
         let shapes = ProductShapes::new(m, k, n, bx, by);
@@ -544,17 +582,18 @@ impl MaskedHelper {
         let view = self.get(x)?;
         let k = shape.size;
         if view.rows() != k || view.cols() != k {
-            return Err(protocol(format!(
-                "a block circuit of side {k} on a {} x {} view",
-                view.rows(),
-                view.cols()
-            )));
+            return Err(protocol(Breach::WrongShape {
+                what: "a block circuit's view",
+                got: (view.rows(), view.cols()),
+                expected: (k, k),
+            }));
         }
         if shape.output.mask < shape.output.bound + SIGMA {
-            return Err(protocol(format!(
-                "a block's inverse masked with {} bits for a bound of {} bits",
-                shape.output.mask, shape.output.bound
-            )));
+            return Err(protocol(Breach::NarrowMask {
+                what: "a block's inverse",
+                mask: shape.output.mask,
+                bound: shape.output.bound,
+            }));
         }
         let lower: Vec<BigInt> = (0..k)
             .flat_map(|i| (0..=i).map(move |j| (i, j)))
@@ -564,13 +603,13 @@ impl MaskedHelper {
             .iter()
             .any(|v| v.bits() > u64::from(shape.input.mask) + 1)
         {
-            return Err(SecureError::Range(
-                "a block's view is wider than its declared mask".into(),
-            ));
+            return Err(SecureError::Range(Overflow::Bound(
+                "a block's view is wider than its declared mask",
+            )));
         }
         let start = Instant::now();
         let result = block_leaf::run(party, shape, Some(&lower), None, None)
-            .map_err(|e| SecureError::io("key holder, a block circuit".into(), e))?;
+            .map_err(|e| SecureError::io(Role::KeyHolder, "a block circuit", e))?;
         self.stats.leaf_seconds += start.elapsed().as_secs_f64();
         let views = result.views.expect("the key holder learns its views");
         let value = IntMatrix::from_lower(k, &views);
@@ -600,20 +639,25 @@ impl MaskedHelper {
 
         let view = self.get(x)?;
         if view.rows() != 1 || view.cols() != 1 {
-            return Err(protocol("a leaf of more than one value".into()));
+            return Err(protocol(Breach::WrongShape {
+                what: "a pivot leaf",
+                got: (view.rows(), view.cols()),
+                expected: (1, 1),
+            }));
         }
         let v = view.get(0, 0).clone();
         if input.bound > input.mask || v.bits() > u64::from(input.mask) + 1 {
-            return Err(SecureError::Range(
-                "a pivot's view is wider than its declared mask".into(),
-            ));
+            return Err(SecureError::Range(Overflow::Bound(
+                "a pivot's view is wider than its declared mask",
+            )));
         }
         for (_, w) in &outputs {
             if w.mask < w.bound + SIGMA {
-                return Err(protocol(format!(
-                    "a pivot output masked with {} bits for a bound of {} bits",
-                    w.mask, w.bound
-                )));
+                return Err(protocol(Breach::NarrowMask {
+                    what: "a pivot output",
+                    mask: w.mask,
+                    bound: w.bound,
+                }));
             }
         }
         let shape = LeafShape {
@@ -625,7 +669,7 @@ impl MaskedHelper {
         };
         let start = Instant::now();
         let result = leaf::run(party, &shape, Some(&v), None, None)
-            .map_err(|e| SecureError::io("key holder, a pivot circuit".into(), e))?;
+            .map_err(|e| SecureError::io(Role::KeyHolder, "a pivot circuit", e))?;
         self.stats.leaf_seconds += start.elapsed().as_secs_f64();
         let views = result.views.expect("the key holder learns its views");
         for ((id, widths), value) in outputs.into_iter().zip(views) {
@@ -649,7 +693,7 @@ fn reply<C: Channel, R: CryptoRng>(
     session: u64,
     payload: &[u8],
 ) -> Result<(), SecureError> {
-    let at = |e| SecureError::io("key holder, a masked reply".into(), e);
+    let at = |e| SecureError::io(Role::KeyHolder, "a masked reply", e);
     let ch = party.session.channel().map_err(at)?;
     wire::send(ch, session, Step::MaskedReply, payload).map_err(at)
 }

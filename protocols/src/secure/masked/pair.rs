@@ -44,7 +44,7 @@ pub fn run<T>(
         let keyholder = scope.spawn(move || serve(k, secret, audit));
         let outcome = (|| {
             let session = EvaluatorSession::new(a, &mut rand::rng())
-                .map_err(|e| SecureError::io("aggregator, base OT".into(), e))?;
+                .map_err(|e| SecureError::io(Role::Aggregator, "base OT", e))?;
             let mut gc = AggregatorGc::new(session, &key);
             let mut engine = MaskedEngine::new(&key, SESSION, frac);
             if audit {
@@ -54,9 +54,9 @@ pub fn run<T>(
             let ch = gc
                 .session
                 .channel()
-                .map_err(|e| SecureError::io("aggregator, ending".into(), e))?;
+                .map_err(|e| SecureError::io(Role::Aggregator, "ending", e))?;
             wire::send(ch, SESSION, Step::Done, &[])
-                .map_err(|e| SecureError::io("aggregator, ending".into(), e))?;
+                .map_err(|e| SecureError::io(Role::Aggregator, "ending", e))?;
             Ok((value, engine))
         })();
         let end = keyholder
@@ -79,7 +79,7 @@ fn serve(
     secret: &SecretKey,
     audit: bool,
 ) -> Result<KeyholderEnd, SecureError> {
-    let at = |e| SecureError::io("key holder".into(), e);
+    let at = |e| SecureError::io(Role::KeyHolder, "running", e);
     let session = GarblerSession::new(channel, &mut rand::rng()).map_err(at)?;
     let mut party = KeyholderGc {
         session,
