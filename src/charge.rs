@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::data::LoadOptions;
 use crate::dp::ledger::{Charge, Guarantee, Ledger};
-use crate::error::Error;
+use crate::error::{Error, PlanError};
 use crate::output;
 use crate::progress::Say;
 
@@ -120,9 +120,10 @@ pub fn publish_charged(
     charges: &[Charge],
     say: Say<'_>,
 ) -> Result<(), Error> {
-    let rendered = serde_json::to_string_pretty(report)
-        .map_err(|e| Error::plan(format!("cannot render the result: {e}")))?
-        + "\n";
+    let rendered = serde_json::to_string_pretty(report).map_err(|source| PlanError::Render {
+        what: "result",
+        source,
+    })? + "\n";
     let staged = match out {
         Some(path) => Some(
             output::Staged::write(path, |o| o.write_all(rendered.as_bytes()))

@@ -23,7 +23,7 @@ use privlogit_protocols::disclosure::Disclosure;
 use privlogit_protocols::secure::aggregator::Protocol;
 use toml::Value;
 
-use crate::error::Error;
+use crate::error::{Error, SettingProblem};
 
 /// Who reads a setting: the plaintext fit or one of a secure study's roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -201,12 +201,12 @@ pub fn refuse_role_seed(reader: Reader, name: &str, origin: Origin<'_>) -> Resul
         "both servers' noise shares: with it each server knows the other's noise"
     };
     Err(Error::Setting {
-        origin: origin_text(origin, name),
-        why: format!(
-            "refused by `{}`: it would seed {what}. Seeds are for one-process runs \
-             (`privlogit study`) and tests only",
-            reader.command()
-        ),
+        key: if name == "seed" { "seed" } else { "noise_seed" },
+        origin: origin.into(),
+        problem: SettingProblem::RoleSeed {
+            command: reader.command(),
+            seeds: what,
+        },
     })
 }
 
@@ -273,13 +273,19 @@ pub fn did_you_mean(name: &str, also: &[&str]) -> String {
 /// `"; did you mean `x`?"` for the candidate closest to `name` (at most two edits, or a third
 /// of its length), else "".
 pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> String {
+    closest_name(name, candidates).map_or(String::new(), |k| format!("; did you mean `{k}`?"))
+}
+
+/// The candidate closest to `name` (at most two edits, or a third of its length), if any: an
+/// error carries it as a fact, its message words it.
+pub fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (name.len() / 3).max(2);
     let wanted = name.replace('-', "_");
     candidates
         .map(|k| (strsim::damerau_levenshtein(&wanted, k), k))
         .filter(|(d, _)| *d <= limit)
         .min()
-        .map_or(String::new(), |(_, k)| format!("; did you mean `{k}`?"))
+        .map(|(_, k)| k)
 }
 
 /// Where a value came from, for messages: a study file or the command line / caller.
@@ -318,25 +324,29 @@ impl Spec {
         refuse_role_seed(self.reader, key.name, origin)?;
         if !key.readers.contains(&self.reader) {
             return Err(Error::Setting {
-                origin: origin_text(origin, name),
-                why: format!(
-                    "is not a setting of `{}` (it is read by {})",
-                    self.reader.command(),
-                    key.readers
-                        .iter()
-                        .map(|r| format!("`{}`", r.command()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                key: key.name,
+                origin: origin.into(),
+                problem: SettingProblem::NotRead {
+                    command: self.reader.command(),
+                    readers: key.readers.iter().map(|r| r.command()).collect(),
+                },
             });
         }
+        // The value's reader words its refusal (the one String left: see `values`).
         let at = |why: String| Error::Setting {
-            origin: origin_text(origin, name),
-            why,
+            key: key.name,
+            origin: origin.into(),
+            problem: SettingProblem::Invalid { why },
         };
         if let Value::Array(items) = value {
             if !key.many {
-                return Err(at("takes one value, not a list".into()));
+                return Err(Error::Setting {
+                    key: key.name,
+                    origin: origin.into(),
+                    problem: SettingProblem::Refused {
+                        why: "takes one value, not a list",
+                    },
+                });
             }
             for item in items {
                 self.set(name, item, origin)?;
@@ -371,12 +381,12 @@ impl Spec {
     }
 
     fn unknown(&self, name: &str, origin: Origin<'_>) -> Error {
-        Error::Setting {
-            origin: origin_text(origin, name),
-            why: format!(
-                "is not a setting of any study command{}",
-                did_you_mean(name, &[])
-            ),
+        let settings = KEYS.iter().filter(|k| !k.hidden).map(|k| k.name);
+        Error::UnknownSetting {
+            name: name.to_string(),
+            origin: origin.into(),
+            what: "a setting of any study command",
+            suggestion: closest_name(name, settings),
         }
     }
 
@@ -436,13 +446,6 @@ pub fn format_number(x: f64) -> String {
         format!("{x:e}")
     } else {
         format!("{x}")
-    }
-}
-
-fn origin_text(origin: Origin<'_>, name: &str) -> String {
-    match origin {
-        Origin::File(path) => format!("{}: {name}", path.display()),
-        Origin::Given => format!("setting `{name}`"),
     }
 }
 

@@ -20,7 +20,7 @@ use privlogit_protocols::secure::vertical_rounds::gradient_floor;
 use privlogit_protocols::vertical::psi;
 
 use crate::data::{self, Dataset, LoadOptions};
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
 use crate::settings::{Reader, Spec};
 use crate::study::StudyResult;
 use crate::study::result::Shown;
@@ -97,19 +97,27 @@ impl Joined {
 /// the other columns but `--exclude`d ones as features.
 pub fn table(path: &Path, spec: &Spec) -> Result<VerticalTable, Error> {
     let id = spec.id.clone().ok_or_else(|| {
-        Error::setting(
-            "setting `id`",
-            "a vertical study needs the identifier column",
-        )
+        Error::from(PlanError::Missing {
+            setting: "id",
+            value: "COLUMN",
+            why: "a vertical study needs the identifier column",
+        })
     })?;
     let label = spec.label.clone().ok_or_else(|| {
-        Error::setting("setting `label`", "a vertical study needs the label column")
+        Error::from(PlanError::Missing {
+            setting: "label",
+            value: "COLUMN",
+            why: "a vertical study needs the label column",
+        })
     })?;
     let columns = header(path)?;
     if !columns.contains(&id) {
-        return Err(Error::setting(
-            "setting `id`",
-            format!("{}: no column {id:?}", path.display()),
+        return Err(Error::bad(
+            "id",
+            SettingProblem::NoColumn {
+                column: id,
+                path: Some(path.to_path_buf()),
+            },
         ));
     }
     let has_label = columns.contains(&label);
@@ -132,13 +140,14 @@ pub fn table(path: &Path, spec: &Spec) -> Result<VerticalTable, Error> {
     let mut seen: HashMap<&str, usize> = HashMap::with_capacity(ids.len());
     for (row, person) in ids.iter().enumerate() {
         if let Some(first) = seen.insert(person.as_str(), row) {
-            return Err(Error::plan(format!(
-                "{}:{}: the identifier {person:?} in column {id:?} appears again (first on line \
-                 {}): every person once per file",
-                path.display(),
-                row + 2,
-                first + 2
-            )));
+            return Err(PlanError::Identifier {
+                path: path.to_path_buf(),
+                line: row + 2,
+                person: person.clone(),
+                column: id.clone(),
+                first: first + 2,
+            }
+            .into());
         }
     }
     let data = loaded.data;
@@ -156,9 +165,12 @@ pub fn table(path: &Path, spec: &Spec) -> Result<VerticalTable, Error> {
 /// one with the label column, every `--exclude` a column of some file.
 pub fn tables(spec: &Spec) -> Result<Vec<VerticalTable>, Error> {
     if spec.party.len() < 2 {
-        return Err(Error::plan(
-            "a vertical study joins the columns of at least two parties: give setting `party` FILE for each",
-        ));
+        return Err(PlanError::TooFew {
+            what: "a vertical study (it joins the parties' columns)",
+            least: 2,
+            of: "parties: give setting `party` FILE for each",
+        }
+        .into());
     }
     let headers = spec
         .party
@@ -170,9 +182,12 @@ pub fn tables(spec: &Spec) -> Result<Vec<VerticalTable>, Error> {
         .iter()
         .find(|c| !headers.iter().any(|h| h.contains(*c)))
     {
-        return Err(Error::setting(
-            "setting `exclude`",
-            format!("{missing:?} is a column of no party's file"),
+        return Err(Error::bad(
+            "exclude",
+            SettingProblem::NoColumn {
+                column: missing.clone(),
+                path: None,
+            },
         ));
     }
     let label = spec.label.clone().unwrap_or_default();
@@ -184,21 +199,12 @@ pub fn tables(spec: &Spec) -> Result<Vec<VerticalTable>, Error> {
         .map(|(p, _)| p)
         .collect();
     if labelled.len() != 1 {
-        return Err(Error::setting(
-            "setting `label`",
-            format!(
-                "exactly one party's file must have the label column {label:?}; {} {}",
-                if labelled.is_empty() {
-                    "none".to_string()
-                } else {
-                    labelled
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                },
-                if labelled.len() == 1 { "does" } else { "do" }
-            ),
+        return Err(Error::bad(
+            "label",
+            SettingProblem::LabelParties {
+                label,
+                files: labelled.into_iter().cloned().collect(),
+            },
         ));
     }
     spec.party.iter().map(|p| table(p, spec)).collect()
@@ -213,14 +219,14 @@ pub fn join(spec: &Spec) -> Result<Joined, Error> {
         .iter()
         .map(|t| t.ids.iter().map(String::as_str).collect())
         .collect();
-    let intersection = psi::intersect_in_process(&ids, &mut rand::rng())
-        .map_err(|e| Error::plan(e.to_string()))?;
+    let intersection =
+        psi::intersect_in_process(&ids, &mut rand::rng()).map_err(PlanError::Intersection)?;
     let rows = intersection.rows[0].len();
     if rows == 0 {
-        return Err(Error::plan(format!(
-            "the parties' files share no {:?}: the intersection is empty",
-            spec.id.as_deref().unwrap_or_default()
-        )));
+        return Err(PlanError::NoIntersection {
+            column: spec.id.clone().unwrap_or_default(),
+        }
+        .into());
     }
     let label_party = tables
         .iter()
@@ -280,7 +286,7 @@ fn header(path: &Path) -> Result<Vec<String>, Error> {
 /// channels.
 pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<StudyResult, Error> {
     if spec.reader != Reader::Study {
-        return Err(Error::plan(
+        return Err(Error::refused(
             "a vertical study runs as a `study` with setting `vertical`",
         ));
     }

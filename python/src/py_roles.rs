@@ -157,7 +157,7 @@ pub fn study(
     let (spec, _) = spec(Reader::Study, study, given)?;
     if spec.vertical {
         if parties.is_some() {
-            return Err(raise(privlogit::error::Error::plan(
+            return Err(raise(privlogit::error::Error::refused(
                 "a vertical study reads each party's file (its --id column matches the rows): \
                  give the parties as file paths",
             )));
@@ -247,7 +247,7 @@ pub fn node<'py>(
     let (spec, file) = spec(Reader::Node, Some(study), given)?;
     if spec.vertical {
         if data.is_some() {
-            return Err(raise(privlogit::error::Error::plan(
+            return Err(raise(privlogit::error::Error::refused(
                 "a vertical Node reads its file (its id column matches the rows): give data as \
                  a file path",
             )));

@@ -287,9 +287,68 @@ pub enum ReleaseError {
     /// A parameter out of range.
     #[error(transparent)]
     Parameter(#[from] DpError),
-    /// Data or settings that do not fit the method.
+    /// A method called through the wrong entry point, for a reason fixed in the code.
     #[error("{0}")]
-    Setting(String),
+    Refused(&'static str),
+    /// A method given a source data set it does not take, or none where it needs one.
+    #[error("method {} {} a source data set", method.name(), if *needs { "needs" } else { "does not take" })]
+    Source {
+        /// The method.
+        method: Method,
+        /// Whether it needs one (else it takes none).
+        needs: bool,
+    },
+    /// Data of a number of features other than the target's.
+    #[error("{what} has {features} features, the target {target}")]
+    Features {
+        /// "the source", "the public set", or a source's name.
+        what: std::borrow::Cow<'static, str>,
+        /// Its features.
+        features: usize,
+        /// The target's.
+        target: usize,
+    },
+    /// Fewer sources than DPHTL weighs against each other.
+    #[error(
+        "dphtl needs at least two sources (eq. 4.2 weighs hypotheses against each other), not \
+         {given}"
+    )]
+    Sources {
+        /// How many were given.
+        given: usize,
+    },
+    /// A source too small to halve into labelled and unlabelled rows.
+    #[error("{name}: a source needs at least 4 rows (half labelled, half unlabelled), not {rows}")]
+    SmallSource {
+        /// The source's name.
+        name: String,
+        /// Its rows.
+        rows: usize,
+    },
+    /// A source's published hypothesis that could not be made.
+    #[error("source {name}: {source}")]
+    Publish {
+        /// The source's name.
+        name: String,
+        /// The cause.
+        source: DpError,
+    },
+    /// Feature scores of a number other than the features'.
+    #[error("{scores} feature scores for {features} features")]
+    Scores {
+        /// How many scores.
+        scores: usize,
+        /// How many features.
+        features: usize,
+    },
+    /// Group importances of a number no split can have.
+    #[error("invalid K = {groups}: must be between 1 and the number of features ({features})")]
+    Groups {
+        /// How many groups.
+        groups: usize,
+        /// How many features.
+        features: usize,
+    },
 }
 
 /// A fitted model of any method.
@@ -346,30 +405,25 @@ pub fn fit(
     rng: &mut dyn CryptoRng,
 ) -> Result<Release, ReleaseError> {
     if method == Method::Dphtl {
-        return Err(ReleaseError::Setting(
-            "dphtl learns from several sources and a public set: call release::dphtl".into(),
+        return Err(ReleaseError::Refused(
+            "dphtl learns from several sources and a public set: call release::dphtl",
         ));
     }
     let cost = Cost::of(method, settings, usize::from(source.is_some()));
     if method.is_transfer() != source.is_some() {
-        return Err(ReleaseError::Setting(format!(
-            "method {} {} a source data set",
-            method.name(),
-            if method.is_transfer() {
-                "needs"
-            } else {
-                "does not take"
-            }
-        )));
+        return Err(ReleaseError::Source {
+            method,
+            needs: method.is_transfer(),
+        });
     }
     if let Some(s) = &source
         && s.x.ncols() != target.x.ncols()
     {
-        return Err(ReleaseError::Setting(format!(
-            "the source has {} features, the target {}",
-            s.x.ncols(),
-            target.x.ncols()
-        )));
+        return Err(ReleaseError::Features {
+            what: "the source".into(),
+            features: s.x.ncols(),
+            target: target.x.ncols(),
+        });
     }
     let d = target.x.ncols();
     let split = if method.splits_features() {
@@ -488,10 +542,9 @@ pub fn dphtl(
     rng: &mut dyn CryptoRng,
 ) -> Result<DphtlRelease, ReleaseError> {
     if sources.len() < 2 {
-        return Err(ReleaseError::Setting(
-            "dphtl needs at least two sources (eq. 4.2 weighs hypotheses against each other)"
-                .to_string(),
-        ));
+        return Err(ReleaseError::Sources {
+            given: sources.len(),
+        });
     }
     let d = target.x.ncols();
     for (what, cols) in std::iter::once(("the public set", public.ncols()))
@@ -502,9 +555,11 @@ pub fn dphtl(
         .chain(sources.iter().map(|s| (s.name, s.rows.x.ncols())))
     {
         if cols != d {
-            return Err(ReleaseError::Setting(format!(
-                "{what}: {cols} features, the target has {d}"
-            )));
+            return Err(ReleaseError::Features {
+                what: what.to_string().into(),
+                features: cols,
+                target: d,
+            });
         }
     }
     let scaled = |x: ArrayView2<'_, f64>| RowScaling::Normalize.apply(x, 1.0);
@@ -513,10 +568,10 @@ pub fn dphtl(
     for source in sources {
         let rows = source.rows.x.nrows();
         if rows < 4 {
-            return Err(ReleaseError::Setting(format!(
-                "{}: a source needs at least 4 rows (half labelled, half unlabelled)",
-                source.name
-            )));
+            return Err(ReleaseError::SmallSource {
+                name: source.name.to_string(),
+                rows,
+            });
         }
         let half = rows.div_ceil(2);
         let x = scaled(source.rows.x);
@@ -526,8 +581,12 @@ pub fn dphtl(
             unlabelled: x.slice(s![half.., ..]).to_owned(),
         };
         published.push(
-            dphtl::end_to_end::publish(&rows, public.view(), settings, rng)
-                .map_err(|e| ReleaseError::Setting(format!("source {}: {e}", source.name)))?,
+            dphtl::end_to_end::publish(&rows, public.view(), settings, rng).map_err(|e| {
+                ReleaseError::Publish {
+                    name: source.name.to_string(),
+                    source: e,
+                }
+            })?,
         );
     }
     let fitted = dphtl::end_to_end::fit_target(
@@ -566,19 +625,20 @@ fn feature_split_of(
     Ok(match choice {
         SplitChoice::Scores(scores) => {
             if scores.len() != d {
-                return Err(ReleaseError::Setting(format!(
-                    "{} feature scores for {d} features",
-                    scores.len()
-                )));
+                return Err(ReleaseError::Scores {
+                    scores: scores.len(),
+                    features: d,
+                });
             }
             FeatureSplit::by_importance(scores, k)?
         }
         SplitChoice::GroupImportance(importance) => {
             let k = importance.len();
             if k == 0 || k > d {
-                return Err(ReleaseError::Setting(format!(
-                    "invalid K = {k}: must be between 1 and the number of features ({d})"
-                )));
+                return Err(ReleaseError::Groups {
+                    groups: k,
+                    features: d,
+                });
             }
             let groups = (0..k)
                 .map(|i| (i * d / k..(i + 1) * d / k).collect())

@@ -9,12 +9,13 @@ use serde::Serialize;
 
 use super::{Fitted, Preparation, Prepared};
 use crate::data::{self, Dataset, LoadOptions, partition};
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
 use crate::evaluation::Evaluation;
 use crate::inference::estimability::DesignError;
 use crate::inference::{Goodness, LikelihoodRatio, Wald, normal_quantile};
 use crate::model::{Model, Standardization};
 use crate::settings::{Reader, Spec};
+use crate::study::nested::LR_PENALISED;
 
 /// A fit, validated and its parties loaded, ready to run.
 #[derive(Debug)]
@@ -71,7 +72,11 @@ impl FitJob {
     /// and prepared.
     pub fn new(spec: &Spec) -> Result<Self, Error> {
         if spec.reader != Reader::Fit {
-            return Err(Error::plan("a spec read for a study cannot run as a fit"));
+            return Err(PlanError::Reader {
+                read: spec.reader.command(),
+                run: Reader::Fit.command(),
+            }
+            .into());
         }
         let (optimizer, options, asked) = plan(spec)?;
         let mut parties = if spec.vertical {
@@ -123,22 +128,24 @@ impl FitJob {
             .find(|(k, c)| asked.drop[..*k].contains(c))
             .map(|(_, c)| c)
         {
-            return Err(Error::setting(
-                "setting `drop`",
-                format!(
-                    "{twice:?} is given twice (each column counts once in the test's degrees of freedom)"
-                ),
+            return Err(Error::bad(
+                "drop",
+                SettingProblem::Twice {
+                    value: twice.clone(),
+                    why: " (each column counts once in the test's degrees of freedom)",
+                },
             ));
         }
         for column in &asked.drop {
             if !prepared.names.iter().any(|n| n == column) || column == crate::model::INTERCEPT {
-                return Err(Error::setting(
-                    "setting `drop`",
-                    format!(
-                        "{column:?} is not a feature of the model; the features are {}",
-                        prepared.names[usize::from(prepared.names[0] == crate::model::INTERCEPT)..]
-                            .join(", ")
-                    ),
+                return Err(Error::bad(
+                    "drop",
+                    SettingProblem::NotAFeature {
+                        column: column.clone(),
+                        features: prepared.names
+                            [usize::from(prepared.names[0] == crate::model::INTERCEPT)..]
+                            .to_vec(),
+                    },
                 ));
             }
         }
@@ -198,11 +205,11 @@ impl FitJob {
             let reduced = self.reduced()?;
             let nested = self.fitted(&reduced, &mut |_| {})?;
             if !nested.report.converged() {
-                return Err(Error::plan(format!(
-                    "the nested model without {} did not converge ({}): raise setting `max_iter`",
-                    self.asked.drop.join(", "),
-                    nested.report.status.name()
-                )));
+                return Err(PlanError::NotConverged {
+                    model: "nested",
+                    status: nested.report.status.name(),
+                }
+                .into());
             }
             // The models' log-likelihoods as reported (the Gaussian's maximised over its
             // dispersion too), not the fit's scale-free objective.
@@ -303,16 +310,20 @@ fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
     optimizer.validate()?;
     let options = spec.fit_options(false)?;
     normal_quantile(spec.ci_level).map_err(|_| {
-        Error::setting(
-            "setting `ci_level`",
-            format!("must lie strictly between 0 and 1, got {}", spec.ci_level),
+        Error::bad(
+            "ci_level",
+            SettingProblem::OutOfRange {
+                value: spec.ci_level,
+                low: 0.0,
+                high: 1.0,
+                closed: false,
+            },
         )
     })?;
     if !spec.drop.is_empty() && (options.lambda != 0.0 || options.centre.is_some()) {
-        return Err(Error::setting(
-            "setting `drop`",
-            "a likelihood-ratio test compares maximum-likelihood fits: give setting `lambda` 0 (the \
-             chi-square law does not hold for penalised fits)",
+        return Err(Error::bad(
+            "drop",
+            SettingProblem::Refused { why: LR_PENALISED },
         ));
     }
     let asked = Asked {
@@ -351,13 +362,14 @@ fn held_out(
         return Ok(Vec::new());
     }
     if spec.family != privlogit_protocols::Family::Binomial {
-        return Err(Error::setting(
-            "setting `test_party`",
-            format!(
-                "held-out evaluation (AUC, log-loss, accuracy, Brier score, calibration) is for a \
-                 logistic model, not the {} family",
-                spec.family
-            ),
+        return Err(Error::bad(
+            "test_party",
+            SettingProblem::Family {
+                given: None,
+                family: spec.family,
+                why: ": held-out evaluation (AUC, log-loss, accuracy, Brier score, calibration) \
+                      is for a logistic model",
+            },
         ));
     }
     let options = load_options(spec)?;
@@ -370,12 +382,13 @@ fn held_out(
         // Party k's held-out rows carry party k's indicators.
         let k = prepared.parties.len();
         if parties.len() != k {
-            return Err(Error::setting(
-                "setting `test_party`",
-                format!(
-                    "with setting `site_intercepts` give one held-out file per party ({k}), in order, not {}",
-                    parties.len()
-                ),
+            return Err(Error::bad(
+                "test_party",
+                SettingProblem::PerParty {
+                    given: parties.len(),
+                    parties: k,
+                    of: "parties",
+                },
             ));
         }
         parties = parties
@@ -394,8 +407,10 @@ fn held_out(
 
 /// How the spec's files are read.
 fn load_options(spec: &Spec) -> Result<LoadOptions, Error> {
-    let label = spec.label.clone().ok_or_else(|| {
-        Error::plan("setting `label` COLUMN is needed: the name of the label column")
+    let label = spec.label.clone().ok_or_else(|| PlanError::Missing {
+        setting: "label",
+        value: "COLUMN",
+        why: "the name of the label column",
     })?;
     Ok(LoadOptions {
         label,
@@ -410,16 +425,22 @@ fn load_parties(spec: &Spec) -> Result<Vec<Dataset>, Error> {
     let options = load_options(spec)?;
     if let Some(path) = &spec.data {
         if !spec.party.is_empty() {
-            return Err(Error::plan(
-                "give either setting `data` FILE or setting `party` FILE..., not both",
-            ));
+            return Err(PlanError::Conflict {
+                first: "data",
+                second: "party",
+                why: ": give one file, or each party's files",
+            }
+            .into());
         }
         let table = data::load(path, &options)?;
         return Ok(match (spec.split, &table.groups) {
             (Some(_), Some(_)) => {
-                return Err(Error::plan(
-                    "setting `split` and setting `group_by` cannot go together",
-                ));
+                return Err(PlanError::Conflict {
+                    first: "split",
+                    second: "group_by",
+                    why: "",
+                }
+                .into());
             }
             (Some(k), _) => match spec.shuffle_seed {
                 Some(seed) => partition::split_shuffled(&table.data, k, seed)?,
@@ -430,14 +451,18 @@ fn load_parties(spec: &Spec) -> Result<Vec<Dataset>, Error> {
         });
     }
     if spec.split.is_some() || spec.group_by.is_some() || spec.shuffle_seed.is_some() {
-        return Err(Error::plan(
+        return Err(Error::refused(
             "setting `split`, setting `shuffle_seed` and setting `group_by` apply to setting `data` FILE",
         ));
     }
     if spec.party.is_empty() {
-        return Err(Error::plan(
-            "give the parties' files with setting `party` FILE (repeated) or one file with setting `data` FILE",
-        ));
+        return Err(PlanError::Missing {
+            setting: "party",
+            value: "FILE",
+            why: "give the parties' files with setting `party` FILE (repeated) or one file with \
+                  setting `data` FILE",
+        }
+        .into());
     }
     spec.party
         .iter()

@@ -12,7 +12,7 @@ use privlogit_protocols::rows::RowSource;
 use privlogit_protocols::rows::constant::WithConstants;
 
 use crate::data::{Dataset, DatasetView};
-use crate::error::Error;
+use crate::error::{Error, SettingProblem};
 
 /// The indicator columns' names for `parties` parties.
 pub fn names(parties: usize) -> Vec<String> {
@@ -30,21 +30,28 @@ pub fn indicators(k: usize, parties: usize) -> Vec<f64> {
 /// already bears an indicator's name.
 pub fn check(parties: usize, intercept: bool, features: &[String]) -> Result<(), Error> {
     if parties < 2 {
-        return Err(Error::setting(
-            "setting `site_intercepts`",
-            "needs at least two parties (one party has one baseline: the intercept)",
+        return Err(Error::bad(
+            "site_intercepts",
+            SettingProblem::Refused {
+                why: "needs at least two parties (one party has one baseline: the intercept)",
+            },
         ));
     }
     if !intercept {
-        return Err(Error::setting(
-            "setting `site_intercepts`",
-            "needs the intercept (the first party's baseline; the others are differences from it)",
+        return Err(Error::bad(
+            "site_intercepts",
+            SettingProblem::Refused {
+                why: "needs the intercept (the first party's baseline; the others are \
+                      differences from it)",
+            },
         ));
     }
     if let Some(clash) = names(parties).iter().find(|n| features.contains(n)) {
-        return Err(Error::setting(
-            "setting `site_intercepts`",
-            format!("the data already has a column {clash:?}: rename it"),
+        return Err(Error::bad(
+            "site_intercepts",
+            SettingProblem::ColumnClash {
+                column: clash.clone(),
+            },
         ));
     }
     Ok(())

@@ -23,7 +23,7 @@ use crate::dp::scaling::RowScaling;
 use crate::dp::stacking::Combiner;
 use crate::dp::transfer::Labelled;
 use crate::dp::{DpError, ledger};
-use crate::error::Error;
+use crate::error::{Error, Origin, PlanError, SettingProblem};
 use crate::metrics;
 use crate::progress::Say;
 use crate::settings;
@@ -109,21 +109,23 @@ impl Request {
     /// [`Request::settings`]. A switch set to false is as if not given.
     pub fn set(&mut self, name: &str, value: &Value) -> Result<(), Error> {
         let Some(key) = dp_keys::find(name) else {
-            return Err(Error::Setting {
-                origin: format!("setting `{name}`"),
-                why: format!(
-                    "is not an option of a DP fit{}",
-                    settings::closest(name, DP_KEYS.iter().map(|k| k.name))
-                ),
+            return Err(Error::UnknownSetting {
+                name: name.to_string(),
+                origin: Origin::Given,
+                what: "an option of a DP fit",
+                suggestion: settings::closest_name(name, DP_KEYS.iter().map(|k| k.name)),
             });
         };
-        let at = |why: String| Error::Setting {
-            origin: format!("setting `{}`", key.name),
-            why,
-        };
+        // The value's reader words its refusal.
+        let at = |why: String| Error::bad(key.name, SettingProblem::Invalid { why });
         if let Value::Array(items) = value {
             if !key.many {
-                return Err(at("takes one value, not a list".into()));
+                return Err(Error::bad(
+                    key.name,
+                    SettingProblem::Refused {
+                        why: "takes one value, not a list",
+                    },
+                ));
             }
             return items.iter().try_for_each(|item| self.set(key.name, item));
         }
@@ -188,8 +190,15 @@ impl Request {
     pub fn settings(&self, public: bool, unlabelled: bool) -> Result<MethodSettings, Error> {
         let m = self.method;
         let combiner = match self.text("combiner") {
-            Some(name) => CombinerChoice::parse(&name)
-                .map_err(|why| Error::setting("setting `combiner`", why))?,
+            Some(name) => CombinerChoice::parse(&name).map_err(|_| {
+                Error::bad(
+                    "combiner",
+                    SettingProblem::NotAChoice {
+                        given: name.clone(),
+                        choices: &["stacking", "majority-vote", "weighted-vote"],
+                    },
+                )
+            })?,
             None => CombinerChoice::Stacking,
         };
         let stacking = combiner == CombinerChoice::Stacking;
@@ -199,27 +208,34 @@ impl Request {
             .chain(data.iter().filter(|(_, set)| *set).map(|(name, _)| *name));
         for option in given {
             if let Err(why) = m.takes(option, stacking) {
-                // The method as earlier releases named it in this message (`psth`).
-                let name = format!("{m:?}").to_lowercase();
-                return Err(Error::plan(format!(
-                    "setting `{option}` does not apply to setting `method` {name}: {why}"
-                )));
+                return Err(PlanError::MethodOption {
+                    option,
+                    method: m,
+                    why,
+                }
+                .into());
             }
         }
         let k = self.count("k").unwrap_or(DEFAULT_K as u64);
         if k == 0 {
-            return Err(Error::setting(
-                "setting `k` 0:",
-                "K, the number of groups, must be at least 1",
+            return Err(Error::bad(
+                "k",
+                SettingProblem::BelowLeast {
+                    value: 0.0,
+                    least: 1.0,
+                    note: " (K, the number of groups)",
+                },
             ));
         }
         let k = usize::try_from(k)
-            .map_err(|_| Error::setting("setting `k`", format!("{k} groups is too many")))?;
+            .map_err(|_| Error::bad("k", SettingProblem::TooLarge { value: k }))?;
         if self.switch("plr_as_printed") && self.given.contains_key("noise_share") {
-            return Err(Error::plan(
-                "setting `plr_as_printed` and setting `noise_share`: give one of them (the \
-                 printed constants fix the share at the switch)",
-            ));
+            return Err(PlanError::Conflict {
+                first: "plr_as_printed",
+                second: "noise_share",
+                why: ": give one of them (the printed constants fix the share at the switch)",
+            }
+            .into());
         }
         let share = self.number("noise_share");
         let private = |epsilon| match share {
@@ -230,34 +246,46 @@ impl Request {
             _ => Privacy::Epsilon(epsilon),
         };
         if let Some(share) = share.filter(|s| !(*s > 0.0 && *s < 1.0)) {
-            return Err(Error::setting(
-                "setting `noise_share`",
-                format!("{share} must lie in (0, 1)"),
+            return Err(Error::bad(
+                "noise_share",
+                SettingProblem::OutOfRange {
+                    value: share,
+                    low: 0.0,
+                    high: 1.0,
+                    closed: false,
+                },
             ));
         }
         let privacy = private(self.epsilon);
         privacy
             .epsilon()
-            .map_err(|e| Error::setting("setting `epsilon`", e.to_string()))?;
+            .map_err(|e| Error::bad("epsilon", e.into()))?;
         let source_privacy = private(self.number("source_epsilon").unwrap_or(self.epsilon));
         source_privacy
             .epsilon()
-            .map_err(|e| Error::setting("setting `source_epsilon`", e.to_string()))?;
+            .map_err(|e| Error::bad("source_epsilon", e.into()))?;
         let feature_scores = self.numbers("feature_scores");
         let group_importance = self.numbers("group_importance");
         let split = if !feature_scores.is_empty() {
             if !group_importance.is_empty() {
-                return Err(Error::plan(
-                    "setting `feature_scores` and setting `group_importance`: give one of them",
-                ));
+                return Err(PlanError::Conflict {
+                    first: "feature_scores",
+                    second: "group_importance",
+                    why: ": give one of them",
+                }
+                .into());
             }
             SplitChoice::Scores(feature_scores)
         } else if !group_importance.is_empty() {
             let groups = group_importance.len();
             if self.given.contains_key("k") && groups != k {
-                return Err(Error::plan(format!(
-                    "setting `group_importance` has {groups} values but setting `k` is {k}"
-                )));
+                return Err(PlanError::Values {
+                    setting: "group_importance",
+                    given: groups,
+                    expected: k,
+                    of: "groups (setting `k`)",
+                }
+                .into());
             }
             SplitChoice::GroupImportance(group_importance)
         } else {
@@ -342,11 +370,11 @@ impl FileJob {
     fn load_like(&self, path: &Path, target: &Dataset) -> Result<Dataset, Error> {
         let d = self.load(path)?;
         if d.names != target.names {
-            return Err(Error::plan(format!(
-                "{}: columns differ from {}",
-                path.display(),
-                self.data.display()
-            )));
+            return Err(PlanError::ColumnsDiffer {
+                path: path.to_path_buf(),
+                reference: self.data.clone(),
+            }
+            .into());
         }
         Ok(d)
     }
@@ -359,31 +387,27 @@ impl FileJob {
         let settings = r.settings(self.public.is_some(), self.target_unlabelled.is_some())?;
         if r.method == Method::Dphtl {
             if self.source.len() < 2 {
-                return Err(Error::plan(
-                    "setting `method` dphtl needs at least two setting `source` files (eq. 4.2 weighs hypotheses \
-                     against each other)",
-                ));
+                return Err(PlanError::TooFew {
+                    what: "setting `method` dphtl",
+                    least: 2,
+                    of: "setting `source` files (eq. 4.2 weighs hypotheses against each other)",
+                }
+                .into());
             }
             if self.public.is_none() {
-                return Err(Error::plan(
-                    "setting `method` dphtl needs setting `public` FILE",
-                ));
-            }
-        } else if self.source.len() > 1 {
-            return Err(Error::plan(format!(
-                "setting `method` {:?} takes one setting `source`",
-                r.method
-            )));
-        } else if r.method.is_transfer() == self.source.is_empty() {
-            return Err(Error::plan(format!(
-                "setting `method` {:?} {} setting `source`",
-                r.method,
-                if r.method.is_transfer() {
-                    "needs"
-                } else {
-                    "does not take"
+                return Err(PlanError::Missing {
+                    setting: "public",
+                    value: "FILE",
+                    why: "setting `method` dphtl reads its public rows there",
                 }
-            )));
+                .into());
+            }
+        } else if self.source.len() > 1 || r.method.is_transfer() == self.source.is_empty() {
+            return Err(PlanError::Sources {
+                method: r.method,
+                given: self.source.len(),
+            }
+            .into());
         }
         self.refuse_training_rows_as_test()?;
         if let Some(out) = &self.out {
@@ -493,7 +517,7 @@ impl FileJob {
         let epsilon = settings
             .privacy
             .epsilon()
-            .map_err(|e| Error::setting("setting `epsilon`", e.to_string()))?;
+            .map_err(|e| Error::bad("epsilon", e.into()))?;
         let dphtl_settings = crate::dp::dphtl::end_to_end::Settings {
             epsilon,
             lambda_iw: settings.lambda_iw,
@@ -571,14 +595,12 @@ impl FileJob {
             let trained = key.print_file(training, &options)?;
             let share = tested.share_of_rows_in(&trained);
             if tested == trained || share >= ledger::print::SAME_PEOPLE {
-                return Err(Error::plan(format!(
-                    "setting `test` {}: about {:.0} % of its rows are rows of the training file {}: exact \
-                     metrics on training rows are not private; test on rows the model was not \
-                     fitted on",
-                    test.display(),
-                    100.0 * share,
-                    training.display()
-                )));
+                return Err(PlanError::TestOnTraining {
+                    test: test.clone(),
+                    training: training.clone(),
+                    share,
+                }
+                .into());
             }
         }
         Ok(())

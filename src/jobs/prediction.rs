@@ -7,7 +7,7 @@ use privlogit_protocols::objective::Family;
 
 use crate::data::{self, LoadOptions};
 use crate::dp::release_file::{self, Released};
-use crate::error::Error;
+use crate::error::{Error, PlanError};
 use crate::model::Model;
 
 /// A model applied to the rows of a data file ([`score_file`]).
@@ -75,11 +75,13 @@ impl ModelFile {
 /// The model in the JSON file at `path` (see [`ModelFile`]).
 pub fn read_model(path: &Path) -> Result<ModelFile, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
-    parse_model(&text).map_err(|e| {
-        Error::setting(
-            path.display().to_string(),
-            format!("is not a model file: {e}"),
-        )
+    parse_model(&text).map_err(|why| {
+        PlanError::Model {
+            path: path.to_path_buf(),
+            what: " is not a model file",
+            why,
+        }
+        .into()
     })
 }
 
@@ -107,11 +109,11 @@ pub fn score_file(model: &ModelFile, data: &Path, label: Option<&str>) -> Result
     let mut columns = Vec::with_capacity(features.len());
     for name in features {
         let j = table.names.iter().position(|n| n == name).ok_or_else(|| {
-            Error::plan(format!(
-                "{}: no column {name:?}, a feature of the model (its features: {})",
-                data.display(),
-                features.join(", ")
-            ))
+            PlanError::MissingFeature {
+                path: data.to_path_buf(),
+                column: name.clone(),
+                features: features.to_vec(),
+            }
         })?;
         columns.push(j);
     }

@@ -18,7 +18,7 @@ use crate::charge;
 use crate::data::{self, LoadOptions};
 use crate::dp::ledger::Guarantee;
 use crate::dp::noise::Randomness;
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
 use crate::hybrid::secure_plr;
 use crate::hybrid::stacking_pipeline::{self, Published};
 use crate::output;
@@ -46,10 +46,19 @@ impl LowLevel {
     /// The low level's grouping for `d` features, refused when the scores do not fit.
     fn grouping(&self, d: usize) -> Result<stacking_pipeline::Grouping, Error> {
         Ok(match (self.groups, self.feature_scores.as_slice()) {
-            (0, _) => return Err(Error::setting("setting `groups`", "must be at least 1")),
+            (0, _) => {
+                return Err(Error::bad(
+                    "groups",
+                    SettingProblem::BelowLeast {
+                        value: 0.0,
+                        least: 1.0,
+                        note: "",
+                    },
+                ));
+            }
             (1, []) => stacking_pipeline::Grouping::Single,
             (1, _) => {
-                return Err(Error::plan(
+                return Err(Error::refused(
                     "setting `feature_scores` needs setting `groups` G > 1",
                 ));
             }
@@ -58,10 +67,13 @@ impl LowLevel {
                 stacking_pipeline::Grouping::ByScore(g, scores.to_vec())
             }
             (_, scores) => {
-                return Err(Error::plan(format!(
-                    "setting `feature_scores` has {} values for {d} features",
-                    scores.len()
-                )));
+                return Err(PlanError::Values {
+                    setting: "feature_scores",
+                    given: scores.len(),
+                    expected: d,
+                    of: "features",
+                }
+                .into());
             }
         })
     }
@@ -103,7 +115,12 @@ fn stage_one(
     let mut rng = seed.map_or(Randomness::Os, Randomness::Seeded).rng();
     let halves =
         stacking_pipeline::halves(data.x.view(), data.y.view(), low.low_fraction, &mut rng)
-            .map_err(|e| Error::plan(format!("splitting {}: {e}", data.source)))?;
+            .map_err(|source| PlanError::Step {
+                step: "splitting",
+                name: data.source.clone(),
+                what: "",
+                source,
+            })?;
     let model = stacking_pipeline::publish(
         name,
         &data.names,
@@ -113,7 +130,12 @@ fn stage_one(
         low.grouping(data.names.len())?,
         &mut rng,
     )
-    .map_err(|e| Error::plan(format!("fitting {name}'s low-level model: {e}")))?;
+    .map_err(|source| PlanError::Step {
+        step: "fitting",
+        name: name.to_string(),
+        what: "'s low-level model",
+        source,
+    })?;
     Ok((halves, model))
 }
 
@@ -158,8 +180,10 @@ pub fn publish(
     let (xh, yh) = &halves.high;
     output::write_text(high_out, &csv_text(&data.names, label, xh, yh))
         .map_err(|e| Error::write(high_out, e))?;
-    let text = serde_json::to_string_pretty(&model)
-        .map_err(|e| Error::plan(format!("cannot render the model: {e}")))?;
+    let text = serde_json::to_string_pretty(&model).map_err(|source| PlanError::Render {
+        what: "model",
+        source,
+    })?;
     output::write_text(out, &(text + "\n")).map_err(|e| Error::write(out, e))?;
     say(&format!(
         "{name}: low-level PLR (epsilon {}) on {} rows written to {} (publish it); {} D^h rows \
@@ -176,8 +200,14 @@ pub fn publish(
 /// A published low-level model.
 pub fn read_model(path: &Path) -> Result<Published, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::plan(format!("{} is not a published model: {e}", path.display())))
+    serde_json::from_str(&text).map_err(|source| {
+        PlanError::NotJson {
+            path: path.to_path_buf(),
+            what: "a published model",
+            source,
+        }
+        .into()
+    })
 }
 
 /// Stage 2 at one organization: the meta rows of its D^h (`high`) from every published model,
@@ -195,8 +225,11 @@ pub fn meta(
         .map(|p| read_model(p))
         .collect::<Result<Vec<_>, _>>()?;
     for (m, path) in published.iter().zip(models) {
-        m.check(&high.names)
-            .map_err(|e| Error::plan(format!("{}: {e}", path.display())))?;
+        m.check(&high.names).map_err(|why| PlanError::Model {
+            path: path.clone(),
+            what: "",
+            why,
+        })?;
     }
     let rows = stacking_pipeline::meta_features(&published, high.x.view());
     let names = stacking_pipeline::meta_names(&published);
@@ -224,9 +257,12 @@ pub fn run(
     say: Say<'_>,
 ) -> Result<String, Error> {
     if parties.len() < 2 {
-        return Err(Error::plan(
-            "stacking across organizations needs at least two setting `party` files",
-        ));
+        return Err(PlanError::TooFew {
+            what: "stacking across organizations",
+            least: 2,
+            of: "setting `party` files",
+        }
+        .into());
     }
     let datasets = parties
         .iter()

@@ -7,14 +7,17 @@ use std::path::Path;
 
 use ndarray::Array1;
 
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
 
 type Result<T> = std::result::Result<T, Error>;
 
-macro_rules! bail {
-    ($($arg:tt)*) => {
-        return Err(Error::plan(format!($($arg)*)))
-    };
+/// A refusal of the file `path` for a reason fixed in the code.
+fn refuse<T>(path: &Path, why: &'static str) -> Result<T> {
+    Err(PlanError::File {
+        path: path.to_path_buf(),
+        why,
+    }
+    .into())
 }
 
 /// The centre in `path`, every entry a finite number.
@@ -34,15 +37,19 @@ pub fn read(path: &Path) -> Result<Array1<f64>> {
         let column = line.find(value).unwrap_or(0) + 1;
         match value.parse::<f64>() {
             Ok(v) if v.is_finite() => values.push(v),
-            _ => bail!(
-                "{}:{}:{column}: `{value}` is not a finite number",
-                path.display(),
-                number + 1
-            ),
+            _ => {
+                return Err(PlanError::CentreValue {
+                    path: path.to_path_buf(),
+                    line: number + 1,
+                    column,
+                    given: value.to_string(),
+                }
+                .into());
+            }
         }
     }
     if values.is_empty() {
-        bail!("{}: the penalty centre has no values", path.display());
+        return refuse(path, "the penalty centre has no values");
     }
     Ok(Array1::from(values))
 }
@@ -53,15 +60,27 @@ pub fn read(path: &Path) -> Result<Array1<f64>> {
 /// `stack publish`. Returns `(1 - eta) w_src` and the source's feature names.
 pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String>)> {
     if !(0.0..=1.0).contains(&eta) {
-        bail!("setting `eta` {eta} is outside [0, 1]");
+        return Err(Error::bad(
+            "eta",
+            SettingProblem::OutOfRange {
+                value: eta,
+                low: 0.0,
+                high: 1.0,
+                closed: true,
+            },
+        ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
         what: "cannot read the source model",
         path: path.to_path_buf(),
         source: e,
     })?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::plan(format!("{} is not JSON: {e}", path.display())))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|source| PlanError::NotJson {
+            path: path.to_path_buf(),
+            what: "JSON",
+            source,
+        })?;
     let strings = |v: &serde_json::Value| -> Option<Vec<String>> {
         v.as_array()?
             .iter()
@@ -76,46 +95,48 @@ pub fn transfer_centre(path: &Path, eta: f64) -> Result<(Array1<f64>, Vec<String
     };
     let (w, names) = if v["format"] == crate::hybrid::stacking_pipeline::PUBLISHED_FORMAT {
         let model: crate::hybrid::stacking_pipeline::Published = serde_json::from_value(v.clone())
-            .map_err(|e| {
-                Error::plan(format!("{} is not a published model: {e}", path.display()))
+            .map_err(|source| PlanError::NotJson {
+                path: path.to_path_buf(),
+                what: "a published model",
+                source,
             })?;
         let Some(w) = model.single() else {
-            bail!(
-                "{}: a model over feature groups (PLR-FS) has no single coefficient vector to \
+            return refuse(
+                path,
+                "a model over feature groups (PLR-FS) has no single coefficient vector to \
                  centre a study at; publish a plain PLR (setting `groups` 1)",
-                path.display()
             );
         };
         (Some(w.to_vec()), Some(model.names.clone()))
     } else if v["method"] == "plr" {
         if v["model"]["row_scaling"] != "normalize" || v["model"]["row_norm"] != 1.0 {
-            bail!(
-                "{}: the source model was fitted on rows scaled otherwise than to norm 1 (a \
+            return refuse(
+                path,
+                "the source model was fitted on rows scaled otherwise than to norm 1 (a \
                  secure PLR study's rows); refit it without setting `row_bound`",
-                path.display()
             );
         }
         (numbers(&v["model"]["w"]), strings(&v["features"]))
     } else {
-        bail!(
-            "{}: not a source model (the output of a `dp fit` of method plr with setting `out`, or of `stack \
-             publish`)",
-            path.display()
+        return refuse(
+            path,
+            "not a source model (the output of a `dp fit` of method plr with setting `out`, or \
+             of `stack publish`)",
         );
     };
     let (Some(w), Some(names)) = (w, names) else {
-        bail!(
-            "{}: the model's coefficients or feature names are missing",
-            path.display()
+        return refuse(
+            path,
+            "the model's coefficients or feature names are missing",
         );
     };
     if w.len() != names.len() || w.iter().any(|x| !x.is_finite()) {
-        bail!(
-            "{}: {} coefficients for {} features",
-            path.display(),
-            w.len(),
-            names.len()
-        );
+        return Err(PlanError::Coefficients {
+            path: path.to_path_buf(),
+            coefficients: w.len(),
+            features: names.len(),
+        }
+        .into());
     }
     Ok((Array1::from(w) * (1.0 - eta), names))
 }

@@ -10,24 +10,29 @@ use privlogit_protocols::rows::reordered::Reordered;
 use privlogit_protocols::secure::study_protocol::StudyPlan;
 
 use super::result::StudyResult;
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
+
+/// Why setting `drop` refuses a penalised fit (the plaintext fit and the study say it alike).
+pub(crate) const LR_PENALISED: &str = "a likelihood-ratio test compares maximum-likelihood \
+    fits: give setting `lambda` 0 (the chi-square law does not hold for penalised fits)";
 use crate::inference::{LikelihoodRatio, Reveal};
 
 /// Refuses a plan the test does not hold for: a penalised fit (the chi-square law is for
 /// maximum likelihood) or one that keeps the log-likelihood secret.
 pub fn check_plan(plan: &StudyPlan) -> Result<(), Error> {
     if plan.options.lambda != 0.0 || plan.options.centre.is_some() {
-        return Err(Error::setting(
-            "setting `drop`",
-            "a likelihood-ratio test compares maximum-likelihood fits: give setting `lambda` 0 (the \
-             chi-square law does not hold for penalised fits)",
+        return Err(Error::bad(
+            "drop",
+            SettingProblem::Refused { why: LR_PENALISED },
         ));
     }
     if plan.reveal == Reveal::Coefficients {
-        return Err(Error::setting(
-            "setting `drop`",
-            "the test needs both models' log-likelihoods, which setting `reveal` coefficients keeps \
-             secret: reveal standard-errors (the default)",
+        return Err(Error::bad(
+            "drop",
+            SettingProblem::Refused {
+                why: "the test needs both models' log-likelihoods, which setting `reveal` \
+                      coefficients keeps secret: reveal standard-errors (the default)",
+            },
         ));
     }
     Ok(())
@@ -39,20 +44,21 @@ pub fn columns(drop: &[String], features: &[String]) -> Result<Vec<(usize, Strin
     let mut out: Vec<(usize, String)> = Vec::with_capacity(drop.len());
     for column in drop {
         let Some(j) = features.iter().position(|f| f == column) else {
-            return Err(Error::setting(
-                "setting `drop`",
-                format!(
-                    "{column:?} is not a feature of the model; the features are {}",
-                    features.join(", ")
-                ),
+            return Err(Error::bad(
+                "drop",
+                SettingProblem::NotAFeature {
+                    column: column.clone(),
+                    features: features.to_vec(),
+                },
             ));
         };
         if out.iter().any(|(k, _)| *k == j) {
-            return Err(Error::setting(
-                "setting `drop`",
-                format!(
-                    "{column:?} is given twice (each column counts once in the test's degrees of freedom)"
-                ),
+            return Err(Error::bad(
+                "drop",
+                SettingProblem::Twice {
+                    value: column.clone(),
+                    why: " (each column counts once in the test's degrees of freedom)",
+                },
             ));
         }
         out.push((j, column.clone()));
@@ -89,13 +95,12 @@ pub fn test(
     reduced: &StudyResult,
     dropped: Vec<String>,
 ) -> Result<LikelihoodRatio, Error> {
-    let log_likelihood = |r: &StudyResult, which: &str| {
+    let log_likelihood = |r: &StudyResult, which: &'static str| {
         r.inference().map(|(g, _)| g.log_likelihood).ok_or_else(|| {
-            Error::plan(format!(
-                "the {which} model did not converge with its log-likelihood revealed ({}): \
-                 raise setting `max_iter`",
-                r.outcome.fit.status.name()
-            ))
+            Error::from(PlanError::NotConverged {
+                model: which,
+                status: r.outcome.fit.status.name(),
+            })
         })
     };
     Ok(LikelihoodRatio::new(

@@ -11,7 +11,7 @@ use privlogit_protocols::transport::roster::Side;
 use privlogit_protocols::transport::{Identity, Member, Network, Role, Roster, Security, Timing};
 
 use super::file::StudyFile;
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
 use crate::progress::Say;
 
 /// How long a party waits for the others to connect.
@@ -61,9 +61,14 @@ impl Party {
     ) -> Result<Self, Error> {
         let deadline = connection.deadline;
         if !(deadline.is_finite() && (0.5..=3600.0).contains(&deadline)) {
-            return Err(Error::setting(
-                "setting `deadline`",
-                format!("{deadline} is outside 0.5 to 3600 seconds"),
+            return Err(Error::bad(
+                "deadline",
+                SettingProblem::OutOfRange {
+                    value: deadline,
+                    low: 0.5,
+                    high: 3600.0,
+                    closed: true,
+                },
             ));
         }
         let timing = Timing::with_deadline(Duration::from_secs_f64(deadline));
@@ -72,7 +77,7 @@ impl Party {
         let roster = parties.map(|f| Arc::new(f.roster));
         if connection.insecure_plaintext {
             if roster.as_ref().is_some_and(|r| r.pinned()) {
-                return Err(Error::plan(
+                return Err(Error::refused(
                     "setting `insecure_plaintext` is refused: the study file names certificates for its \
                      parties, so they connect over TLS (drop the flag)",
                 ));
@@ -98,7 +103,7 @@ impl Party {
             });
         }
         let Some(roster) = roster.filter(|r| r.pinned()) else {
-            return Err(Error::plan(
+            return Err(Error::refused(
                 "no party certificates: name every party in the study file ([keyholder], \
                  [aggregator] and [[node]] tables with fingerprint = \"sha256:...\", see \
                  `privlogit identity new`) and pass setting `study` FILE setting `identity` PREFIX, or pass \
@@ -106,9 +111,11 @@ impl Party {
             ));
         };
         let prefix = connection.identity.ok_or_else(|| {
-            Error::plan(
-                "setting `identity` PREFIX is needed: this party's PREFIX.crt and PREFIX.key",
-            )
+            Error::from(PlanError::Missing {
+                setting: "identity",
+                value: "PREFIX",
+                why: "this party's PREFIX.crt and PREFIX.key",
+            })
         })?;
         let identity = Identity::load(prefix).map_err(|e| Error::Io {
             what: "cannot load the identity",
@@ -118,15 +125,14 @@ impl Party {
         let fingerprint = identity.fingerprint();
         let me = roster
             .identify(identity.certificate(), &[], Side::Client)
-            .map_err(|why| {
-                Error::plan(format!(
-                    "this party's certificate is not named in the study file: {why}"
-                ))
-            })?;
+            .map_err(|why| PlanError::Unnamed { why })?;
         if me.role != role {
-            return Err(Error::plan(format!(
-                "this party's certificate {fingerprint} is {me}'s in the study file, not a {role}'s"
-            )));
+            return Err(PlanError::OtherRole {
+                fingerprint: fingerprint.to_string(),
+                named: me.to_string(),
+                role,
+            }
+            .into());
         }
         let name = me.name.clone();
         let identity = Arc::new(identity);
@@ -206,14 +212,10 @@ impl Party {
 pub fn address_of(
     given: Option<&String>,
     member: Option<&Member>,
-    flag: &str,
+    flag: &'static str,
 ) -> Result<String, Error> {
     given
         .cloned()
         .or_else(|| member.and_then(|m| m.address.clone()))
-        .ok_or_else(|| {
-            Error::plan(format!(
-                "{flag} ADDR is needed (or an address for it in the study file)"
-            ))
-        })
+        .ok_or_else(|| PlanError::Address { naming: flag }.into())
 }

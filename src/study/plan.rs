@@ -10,7 +10,7 @@ use privlogit_protocols::secure::study_protocol::StudyPlan;
 use privlogit_protocols::{FitOptions, Initial};
 
 use super::centre;
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
 use crate::settings::Spec;
 
 /// Paillier modulus sizes a key holder makes.
@@ -37,14 +37,15 @@ impl Spec {
             .into_iter()
             .find(|(name, other, _)| *other && (self.given(name) || self.given("accelerate")));
             if let Some((name, _, value)) = chosen {
-                return Err(Error::setting(
-                    format!("setting `{name}`"),
-                    format!(
-                        "{value} does not fit the {} family, which is fitted by Newton's method \
-                         (PrivLogit's constant bound on the information exists for the binomial \
-                         only): give newton or leave it out",
-                        self.family
-                    ),
+                return Err(Error::bad(
+                    name,
+                    SettingProblem::Family {
+                        given: Some(value),
+                        family: self.family,
+                        why: ", which is fitted by Newton's method (PrivLogit's constant bound \
+                              on the information exists for the binomial only): give newton or \
+                              leave it out",
+                    },
                 ));
             }
             return Ok((Protocol::Newton, Optimizer::Newton));
@@ -61,13 +62,16 @@ impl Spec {
         let (protocol_rank, optimizer_rank) = (self.rank("protocol"), self.rank("optimizer"));
         if protocol_rank == optimizer_rank && protocol_rank > 0 {
             return Err(if self.given("accelerate") && newton_protocol {
-                Error::plan("setting `accelerate` applies to hessian and local only")
+                Error::refused("setting `accelerate` applies to hessian and local only")
             } else {
-                Error::plan(format!(
-                    "setting `optimizer` {} does not go with setting `protocol` {} (Newton is its own protocol)",
-                    self.optimizer.name(),
-                    Spec::protocol_name(self.protocol)
-                ))
+                PlanError::NotWith {
+                    setting: "optimizer",
+                    value: self.optimizer.name(),
+                    other: "protocol",
+                    other_value: Spec::protocol_name(self.protocol),
+                    why: " (Newton is its own protocol)",
+                }
+                .into()
             });
         }
         Ok(if protocol_rank > optimizer_rank {
@@ -106,9 +110,13 @@ impl Spec {
         };
         for (name, value) in [("tol", self.tol), ("gradient_tol", self.gradient_tol)] {
             if !(value.is_finite() && value >= 0.0) {
-                return Err(Error::setting(
-                    format!("setting `{name}`"),
-                    format!("{value} must be finite and at least 0 (0 turns the rule off)"),
+                return Err(Error::bad(
+                    name,
+                    SettingProblem::BelowLeast {
+                        value,
+                        least: 0.0,
+                        note: " and finite (0 turns the rule off)",
+                    },
                 ));
             }
         }
@@ -149,16 +157,22 @@ impl Spec {
         let spec = self;
         if spec.given("protocol") && !matches!(spec.protocol, Protocol::Hessian | Protocol::Newton)
         {
-            return Err(Error::setting(
-                "setting `protocol`",
-                "a vertical study runs PrivLogit-Hessian (the bound formed between the two servers) \
-                 or secure Newton; PrivLogit-Local would need each party's rows whole",
+            return Err(Error::bad(
+                "protocol",
+                SettingProblem::Refused {
+                    why: "is refused: a vertical study runs PrivLogit-Hessian (the bound formed \
+                          between the two servers) or secure Newton; PrivLogit-Local would need \
+                          each party's rows whole",
+                },
             ));
         }
         if spec.given("reveal") && spec.reveal != crate::inference::Reveal::Coefficients {
-            return Err(Error::setting(
-                "setting `reveal`",
-                "a vertical study reveals its coefficients only (its standard errors are not built)",
+            return Err(Error::bad(
+                "reveal",
+                SettingProblem::Refused {
+                    why: "is refused: a vertical study reveals its coefficients only (its \
+                          standard errors are not built)",
+                },
             ));
         }
         let mut plan = spec.study_plan(parties)?;
@@ -186,17 +200,15 @@ impl Spec {
         let (protocol, optimizer) = self.resolved_optimizer(true)?;
         optimizer.validate()?;
         if !KEY_SIZES.contains(&self.key_bits) {
-            return Err(Error::setting(
-                "setting `key_bits`",
-                if self.key_bits < 2048 {
-                    format!("{} is below 2048, which is not secure", self.key_bits)
-                } else {
-                    format!("{}: 2048, 3072 or 4096 are supported", self.key_bits)
+            return Err(Error::bad(
+                "key_bits",
+                SettingProblem::KeyBits {
+                    bits: u64::from(self.key_bits),
                 },
             ));
         }
         if self.free_intercept && self.intercept() {
-            return Err(Error::plan(
+            return Err(Error::refused(
                 "a secure study penalises every coefficient (its widths assume lambda on each): \
                  setting `free_intercept` is for the plaintext fit",
             ));
@@ -244,21 +256,23 @@ impl Spec {
     /// the inference round is left out (refused when asked for by name).
     fn check_two_nodes(&self, plan: &mut StudyPlan) -> Result<(), Error> {
         let d = &self.disclosure();
-        let refuse = |setting: &str, what: &str| match d.check_two_nodes(plan.parties, what) {
-            Some(why) => Err(Error::setting(setting, why)),
+        let refuse = |setting: &'static str, what: &'static str| match d
+            .check_two_nodes(plan.parties, what)
+        {
+            Some(_) => Err(Error::bad(setting, SettingProblem::TwoNodes { what })),
             None => Ok(()),
         };
         if plan.standardize {
-            refuse("setting `standardize`", "the pooled means and scales")?;
+            refuse("standardize", "the pooled means and scales")?;
         }
         if plan.evaluate {
-            refuse("setting `evaluate`", "a held-out evaluation")?;
+            refuse("evaluate", "a held-out evaluation")?;
         }
         if plan.reveal != crate::inference::Reveal::Coefficients
             && d.check_two_nodes(plan.parties, "").is_some()
         {
             if self.given("reveal") {
-                refuse("setting `reveal`", "standard errors and the likelihood")?;
+                refuse("reveal", "standard errors and the likelihood")?;
             }
             plan.reveal = crate::inference::Reveal::Coefficients;
         }

@@ -12,7 +12,7 @@ use privlogit_protocols::secure::round_trips::{RoundTrips, Trips};
 use privlogit_protocols::secure::study_protocol::{StudyOutcome, StudyPlan};
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
 use crate::inference::{GlmSums, Goodness, InferenceError, Reveal, Wald};
 use crate::model::{INTERCEPT, Model, Standardization};
 use crate::settings::Spec;
@@ -53,19 +53,22 @@ impl Shown {
     /// The settings of `spec`, checked.
     pub fn of(spec: &Spec) -> Result<Self, Error> {
         crate::inference::normal_quantile(spec.ci_level).map_err(|_| {
-            Error::setting(
-                "setting `ci_level`",
-                format!("must lie strictly between 0 and 1, got {}", spec.ci_level),
+            Error::bad(
+                "ci_level",
+                SettingProblem::OutOfRange {
+                    value: spec.ci_level,
+                    low: 0.0,
+                    high: 1.0,
+                    closed: false,
+                },
             )
         })?;
         if spec.covariance && spec.reveal != Reveal::Covariance {
-            return Err(Error::setting(
-                "setting `covariance`",
-                format!(
-                    "prints the covariance matrix, which this study does not reveal (setting `reveal` {}): \
-                     add setting `reveal` covariance",
-                    spec.reveal.name()
-                ),
+            return Err(Error::bad(
+                "covariance",
+                SettingProblem::NotRevealed {
+                    reveal: spec.reveal.name(),
+                },
             ));
         }
         Ok(Self {
@@ -207,8 +210,13 @@ impl StudyResult {
 
     /// The whole report as one JSON value (`study --json`; Python's result).
     pub fn json(&self) -> Result<serde_json::Value, Error> {
-        serde_json::to_value(self.report()?)
-            .map_err(|e| Error::plan(format!("cannot render the result: {e}")))
+        serde_json::to_value(self.report()?).map_err(|source| {
+            PlanError::Render {
+                what: "result",
+                source,
+            }
+            .into()
+        })
     }
 
     /// The fit measures and the Wald table from what the inference round revealed (`None`
@@ -380,8 +388,12 @@ impl StudyResult {
     /// apart from the cost report.
     pub fn render(&self, json: bool) -> Result<Rendered, Error> {
         let full = if json {
-            let mut s = serde_json::to_string_pretty(&self.report()?)
-                .map_err(|e| Error::plan(format!("cannot render the result: {e}")))?;
+            let mut s = serde_json::to_string_pretty(&self.report()?).map_err(|source| {
+                PlanError::Render {
+                    what: "result",
+                    source,
+                }
+            })?;
             s.push('\n');
             s
         } else {
@@ -587,7 +599,10 @@ impl StudyResult {
         s.push_str(&coefficient_table(&o.names, &r.beta.to_vec(), raw.as_ref()));
         if self.plan.reveal != Reveal::Coefficients {
             s.push('\n');
-            s.push_str(&crate::inference::summary::render(&self.json()?).map_err(Error::plan)?);
+            s.push_str(
+                &crate::inference::summary::render(&self.json()?)
+                    .map_err(|why| PlanError::Output { why })?,
+            );
         }
         Ok(s)
     }

@@ -31,7 +31,7 @@ use super::state::{self, FileKeyStore, StateDir};
 use crate::charge;
 use crate::data::{self, LoadOptions};
 use crate::dp::ledger::Guarantee;
-use crate::error::Error;
+use crate::error::{Error, PlanError, SettingProblem};
 use crate::hybrid::secure_plr::PlrNoiseShare;
 use crate::output;
 use crate::progress::Say;
@@ -115,8 +115,10 @@ fn held_out_rows(
     columns: &GlmColumns,
     site: Option<(usize, usize)>,
 ) -> Result<Arc<dyn RowSource>, Error> {
-    let label = spec.label.clone().ok_or_else(|| {
-        Error::plan("setting `label` COLUMN is needed: the name of the label column")
+    let label = spec.label.clone().ok_or_else(|| PlanError::Missing {
+        setting: "label",
+        value: "COLUMN",
+        why: "the name of the label column",
     })?;
     let rows = NodeRows::File {
         path: path.to_path_buf(),
@@ -125,20 +127,22 @@ fn held_out_rows(
     };
     let opened = rows.open(columns, site)?;
     if opened.names != names {
-        return Err(Error::plan(format!(
-            "{}: held-out rows with features {} where the training rows have {}",
-            opened.source,
-            opened.names.join(", "),
-            names.join(", ")
-        )));
+        return Err(PlanError::HeldOutFeatures {
+            source_name: opened.source.to_string(),
+            found: opened.names.clone(),
+            expected: names.to_vec(),
+        }
+        .into());
     }
     Ok(opened.rows)
 }
 
 /// The Nodes' rows a spec names: its `party` files with its `label`.
 pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
-    let label = spec.label.clone().ok_or_else(|| {
-        Error::plan("setting `label` COLUMN is needed: the name of the 0/1 label column")
+    let label = spec.label.clone().ok_or_else(|| PlanError::Missing {
+        setting: "label",
+        value: "COLUMN",
+        why: "the name of the 0/1 label column",
     })?;
     Ok(spec
         .party
@@ -156,12 +160,12 @@ pub fn files_of(spec: &Spec) -> Result<Vec<NodeRows>, Error> {
 fn check_width(source: &str, names: &[String]) -> Result<(), Error> {
     let most = privlogit_protocols::secure::MAX_DIMENSION;
     if names.len() + 1 > most {
-        return Err(Error::plan(format!(
-            "{source}: {} feature columns; a study takes at most {} coefficients, the intercept \
-             counted",
-            names.len(),
-            most
-        )));
+        return Err(PlanError::TooManyFeatures {
+            source_name: source.to_string(),
+            features: names.len(),
+            most,
+        }
+        .into());
     }
     Ok(())
 }
@@ -171,9 +175,14 @@ fn check_width(source: &str, names: &[String]) -> Result<(), Error> {
 fn check_held_out_total(rows: usize) -> Result<(), Error> {
     let most = privlogit_protocols::secure::ranking::MAX_RANKED_ROWS;
     if rows > most {
-        return Err(Error::setting(
-            "setting `test_party`",
-            format!("{rows} held-out rows: a study ranks at most {most} for its AUC"),
+        return Err(Error::bad(
+            "test_party",
+            SettingProblem::TooMany {
+                given: rows as u64,
+                most: most as u64,
+                what: "held-out rows",
+                why: " (a study ranks them for its AUC)",
+            },
         ));
     }
     Ok(())
@@ -186,10 +195,12 @@ fn site_of(
     roster: Option<&privlogit_protocols::transport::Roster>,
 ) -> Result<(usize, usize), Error> {
     let roster = roster.ok_or_else(|| {
-        Error::setting(
-            "setting `site_intercepts`",
-            "a Node numbers its site by its place among the study file's [[node]] tables: give \
-             setting `study` with them",
+        Error::bad(
+            "site_intercepts",
+            SettingProblem::Refused {
+                why: "needs the study file: a Node numbers its site by its place among the study \
+                      file's [[node]] tables; give setting `study` with them",
+            },
         )
     })?;
     let k = roster
@@ -197,9 +208,11 @@ fn site_of(
         .iter()
         .position(|m| m.name == name)
         .ok_or_else(|| {
-            Error::setting(
-                "setting `site_intercepts`",
-                format!("this Node ({name:?}) is not among the study file's [[node]] tables"),
+            Error::bad(
+                "site_intercepts",
+                SettingProblem::NotInRoster {
+                    name: name.to_string(),
+                },
             )
         })?;
     Ok((k, roster.nodes.len()))
@@ -232,9 +245,12 @@ impl InProcess {
             None => files_of(spec)?,
         };
         if nodes.is_empty() {
-            return Err(Error::plan(
-                "a study needs at least one Node: setting `party` FILE (repeated)",
-            ));
+            return Err(PlanError::Missing {
+                setting: "party",
+                value: "FILE",
+                why: "a study needs at least one Node (repeat it, one FILE per Node)",
+            }
+            .into());
         }
         let plan = spec.in_process_plan(nodes.len())?;
         let columns = crate::fit::GlmColumns::of(spec);
@@ -263,20 +279,23 @@ impl InProcess {
             .collect();
         data::partition::check_names(&named)?;
         if spec.evaluate && spec.test_party.is_empty() {
-            return Err(Error::setting(
-                "setting `evaluate`",
-                "a study in one process evaluates on setting `test_party` FILE, one per setting `party` (the \
-                 held-out rows each Node keeps); give them (they imply setting `evaluate`)",
+            return Err(Error::bad(
+                "evaluate",
+                SettingProblem::Refused {
+                    why: "needs setting `test_party`: a study in one process evaluates on setting \
+                          `test_party` FILE, one per setting `party` (the held-out rows each Node \
+                          keeps); give them (they imply setting `evaluate`)",
+                },
             ));
         }
         if !spec.test_party.is_empty() && spec.test_party.len() != opened.len() {
-            return Err(Error::setting(
-                "setting `test_party`",
-                format!(
-                    "{} held-out files for {} Nodes: give one per setting `party`, in order",
-                    spec.test_party.len(),
-                    opened.len()
-                ),
+            return Err(Error::bad(
+                "test_party",
+                SettingProblem::PerParty {
+                    given: spec.test_party.len(),
+                    parties: opened.len(),
+                    of: "Nodes",
+                },
             ));
         }
         let held_out = spec
@@ -296,19 +315,18 @@ impl InProcess {
         if let Some(model) = &spec.transfer_from {
             let (_, source) = super::centre::transfer_centre(model, spec.eta)?;
             if source != names[0] {
-                return Err(Error::plan(format!(
-                    "{}: the source model's features differ from {}'s (the centre must be in the \
-                     target's coordinates)",
-                    model.display(),
-                    opened[0].source
-                )));
+                return Err(PlanError::CentreFeatures {
+                    model: model.clone(),
+                    target: opened[0].source.to_string(),
+                }
+                .into());
             }
         }
         let ledger = match &spec.ledger {
             None => None,
             Some(path) => {
                 if plan.release.is_none() {
-                    return Err(Error::plan(
+                    return Err(Error::refused(
                         "setting `ledger` applies to a differentially private study (setting `dp_epsilon`)",
                     ));
                 }
@@ -316,10 +334,10 @@ impl InProcess {
                     .iter()
                     .map(|n| match n {
                         NodeRows::File { path, .. } => Ok(path.clone()),
-                        NodeRows::Rows { source, .. } => Err(Error::plan(format!(
-                            "{source}: the ledger knows data sets by their files here; charge \
-                             rows in memory with privlogit.dp's ledger"
-                        ))),
+                        NodeRows::Rows { source, .. } => Err(Error::from(PlanError::LedgerRows {
+                            source_name: source.to_string(),
+                            why: "; charge rows in memory with privlogit.dp's ledger",
+                        })),
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 let label = spec.label.clone().unwrap_or_default();
@@ -533,7 +551,7 @@ impl Keyholder {
                 .map_err(Error::Network)?;
             let channel = channels
                 .pop()
-                .ok_or_else(|| Error::plan("the aggregator did not connect"))?;
+                .ok_or_else(|| Error::refused("the aggregator did not connect"))?;
             say(&format!(
                 "{} connected from {}",
                 channel.pipe().peer(),
@@ -621,21 +639,25 @@ impl Aggregator {
         let roster = party.roster();
         let parties = match (spec.parties, roster) {
             (Some(n), Some(r)) if n != r.nodes.len() => {
-                return Err(Error::plan(format!(
-                    "setting `parties` {n} but the study file names {} Nodes",
-                    r.nodes.len()
-                )));
+                return Err(PlanError::Parties {
+                    given: n,
+                    named: r.nodes.len(),
+                }
+                .into());
             }
             (Some(n), _) => n,
             (None, Some(r)) => r.nodes.len(),
             (None, None) => {
-                return Err(Error::plan(
-                    "setting `parties` N is needed (or [[node]] tables in the study file)",
-                ));
+                return Err(PlanError::Missing {
+                    setting: "parties",
+                    value: "N",
+                    why: "the number of Nodes (or [[node]] tables in the study file)",
+                }
+                .into());
             }
         };
         if spec.vertical && (spec.resume || !spec.drop.is_empty()) {
-            return Err(Error::plan(
+            return Err(Error::refused(
                 "a vertical study can neither be resumed (setting `resume`) nor fit a nested model \
                  (setting `drop`) yet: start it again",
             ));
@@ -667,7 +689,7 @@ impl Aggregator {
             party.network.study(),
         )?;
         if plan.release.is_some() && spec.resume {
-            return Err(Error::plan(
+            return Err(Error::refused(
                 "setting `resume`: a differentially private study cannot be resumed (its noise is not \
                  kept, and drawing it again would show the participants a second noisy \
                  trajectory); start it again, charged again",
@@ -891,9 +913,17 @@ fn keep_result(result: &StudyResult, json: bool, kept: &Path, e: Error, say: Say
                  study need not run again",
                 kept.display()
             ));
-            Error::plan(format!("{e} (the result is kept at {})", kept.display()))
+            PlanError::Kept {
+                source: Box::new(e),
+                kept: kept.to_path_buf(),
+            }
+            .into()
         }
-        Err(also) => Error::plan(format!("{e}; keeping the result failed too: {also}")),
+        Err(also) => PlanError::NotKept {
+            source: Box::new(e),
+            also: Box::new(also),
+        }
+        .into(),
     }
 }
 
@@ -933,7 +963,11 @@ impl Node {
             None => {
                 // The last `party` given: the command line's over a study file's.
                 files_of(spec)?.pop().ok_or_else(|| {
-                    Error::plan("a Node needs its data file: setting `party` FILE")
+                    Error::from(PlanError::Missing {
+                        setting: "party",
+                        value: "FILE",
+                        why: "a Node needs its data file",
+                    })
                 })?
             }
         };
@@ -968,9 +1002,14 @@ impl Node {
                 Some(rows)
             }
             more => {
-                return Err(Error::setting(
-                    "setting `test_party`",
-                    format!("a Node holds one file of held-out rows, not {}", more.len()),
+                return Err(Error::bad(
+                    "test_party",
+                    SettingProblem::TooMany {
+                        given: more.len() as u64,
+                        most: 1,
+                        what: "files of held-out rows",
+                        why: " (a Node holds one)",
+                    },
                 ));
             }
         };
@@ -1052,9 +1091,10 @@ impl Node {
                         Guarantee::pure(release.epsilon),
                         say,
                     ),
-                    None => Err(Error::plan(format!(
-                        "{source}: the ledger knows data sets by their files here"
-                    ))),
+                    None => Err(Error::from(PlanError::LedgerRows {
+                        source_name: source.to_string(),
+                        why: "",
+                    })),
                 };
                 charged.map_err(|e| SecureError::Refused {
                     party: Role::Node,
@@ -1118,11 +1158,11 @@ pub fn refuse_repeated(files: &[(&str, &StudyFile)]) -> Result<(), Error> {
     for (label, file) in files {
         let Some(id) = file.id() else { continue };
         if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
-            return Err(Error::plan(format!(
-                "the studies [{first}] and [{label}] are one study (the same parties, addresses \
-                 and settings, so the same study id): give each its own study_id label or \
-                 addresses"
-            )));
+            return Err(PlanError::SameStudy {
+                first: first.to_string(),
+                second: label.to_string(),
+            }
+            .into());
         }
         seen.push((id, label));
     }
@@ -1133,11 +1173,11 @@ pub(crate) fn expect_reader(spec: &Spec, reader: Reader) -> Result<(), Error> {
     if spec.reader == reader {
         Ok(())
     } else {
-        Err(Error::plan(format!(
-            "a spec read for `{}` cannot run as `{}`",
-            spec.reader.command(),
-            reader.command()
-        )))
+        Err(PlanError::Reader {
+            read: spec.reader.command(),
+            run: reader.command(),
+        }
+        .into())
     }
 }
 

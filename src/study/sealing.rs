@@ -14,7 +14,7 @@ use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundK
 use ring::rand::{SecureRandom as _, SystemRandom};
 use zeroize::Zeroizing;
 
-use crate::error::Error;
+use crate::error::{Error, PlanError};
 use crate::output;
 
 /// What a sealed checkpoint starts with (an older, unsealed one starts with `PLCK`).
@@ -54,7 +54,7 @@ impl CheckpointSeal {
         let mut nonce = [0u8; NONCE_LEN];
         SystemRandom::new()
             .fill(&mut nonce)
-            .map_err(|_| Error::plan("the system's random source failed"))?;
+            .map_err(|_| Error::refused("the system's random source failed"))?;
         let mut body = plain.to_vec();
         self.cipher()
             .seal_in_place_append_tag(
@@ -62,7 +62,7 @@ impl CheckpointSeal {
                 Aad::from(self.study),
                 &mut body,
             )
-            .map_err(|_| Error::plan("cannot seal the checkpoint"))?;
+            .map_err(|_| Error::refused("cannot seal the checkpoint"))?;
         let mut sealed = Vec::with_capacity(MAGIC.len() + NONCE_LEN + body.len());
         sealed.extend_from_slice(MAGIC);
         sealed.extend_from_slice(&nonce);
@@ -73,11 +73,11 @@ impl CheckpointSeal {
     /// The checkpoint sealed in `sealed` (read from `path`), refused if anything in it changed,
     /// if another key sealed it or if it is of another study.
     pub fn open(&self, sealed: &[u8], path: &Path) -> Result<Zeroizing<Vec<u8>>, Error> {
-        let refuse = |why: &str| {
-            Error::plan(format!(
-                "{}: {why}; refused (remove it and start the study over)",
-                path.display()
-            ))
+        let refuse = |why: &'static str| {
+            Error::from(PlanError::Sealed {
+                path: path.to_path_buf(),
+                why,
+            })
         };
         if sealed.starts_with(b"PLCK") {
             return Err(refuse(
@@ -122,7 +122,7 @@ fn fallback_key(path: &Path) -> Result<Zeroizing<[u8; 32]>, Error> {
         let mut fresh = Zeroizing::new([0u8; 32]);
         SystemRandom::new()
             .fill(fresh.as_mut_slice())
-            .map_err(|_| Error::plan("the system's random source failed"))?;
+            .map_err(|_| Error::refused("the system's random source failed"))?;
         match output::create_private(path, fresh.as_slice()) {
             Ok(()) => return Ok(fresh),
             // Another study of this server made it first: read theirs.
@@ -132,10 +132,10 @@ fn fallback_key(path: &Path) -> Result<Zeroizing<[u8; 32]>, Error> {
     }
     let bytes = privlogit_protocols::secret_file::read(path).map_err(unreadable)?;
     let key: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
-        Error::plan(format!(
-            "{}: a checkpoint sealing key must be 32 bytes",
-            path.display()
-        ))
+        Error::from(PlanError::File {
+            path: path.to_path_buf(),
+            why: "a checkpoint sealing key must be 32 bytes",
+        })
     })?;
     Ok(Zeroizing::new(key))
 }

@@ -12,7 +12,7 @@ use privlogit_protocols::secure::keyholder::{
     DecryptionBudget, KeyStore, decode_kept, encode_kept,
 };
 
-use crate::error::Error;
+use crate::error::{Error, PlanError};
 use crate::output;
 use crate::progress::Say;
 use crate::study::sealing::CheckpointSeal;
@@ -78,7 +78,10 @@ pub fn read_checkpoint(path: &Path, seal: &CheckpointSeal) -> Result<Option<Chec
     let bytes = seal.open(&sealed, path)?;
     let checkpoint = Checkpoint::key_of(&bytes)
         .and_then(|key| Checkpoint::from_bytes(&bytes, &key))
-        .map_err(|e| Error::plan(format!("{}: {e}", path.display())))?;
+        .map_err(|source| PlanError::Checkpoint {
+            path: path.to_path_buf(),
+            source,
+        })?;
     Ok(Some(checkpoint))
 }
 
@@ -99,12 +102,11 @@ pub fn write_checkpoint(
 /// Refuses to start a study over a checkpoint of it that `resume` would continue.
 pub fn refuse_to_overwrite(path: &Path, seal: &CheckpointSeal) -> Result<(), Error> {
     if let Some(c) = read_checkpoint(path, seal)? {
-        return Err(Error::plan(format!(
-            "a checkpoint of this study exists ({}, after iteration {}): pass setting `resume` to continue \
-             it (restarting every party), or remove the file to start the study over",
-            path.display(),
-            c.progress.iterations()
-        )));
+        return Err(PlanError::CheckpointExists {
+            path: path.to_path_buf(),
+            iterations: c.progress.iterations(),
+        }
+        .into());
     }
     Ok(())
 }

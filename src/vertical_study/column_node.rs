@@ -7,7 +7,7 @@
 use privlogit_protocols::secure::vertical_roles::{self, NodeOutcome, VerticalTable};
 use privlogit_protocols::transport::Role;
 
-use crate::error::Error;
+use crate::error::{Error, PlanError};
 use crate::progress::Say;
 use crate::settings::{Reader, Spec};
 use crate::study::file::StudyFile;
@@ -28,10 +28,13 @@ impl VerticalNode {
     /// describe, over its `party` file (the last one given).
     pub fn new(spec: &Spec, file: Option<&StudyFile>, say: Say<'_>) -> Result<Self, Error> {
         expect_reader(spec, Reader::Node)?;
-        let path = spec
-            .party
-            .last()
-            .ok_or_else(|| Error::plan("a Node needs its data file: setting `party` FILE"))?;
+        let path = spec.party.last().ok_or_else(|| {
+            Error::from(PlanError::Missing {
+                setting: "party",
+                value: "FILE",
+                why: "a Node needs its data file",
+            })
+        })?;
         let table = super::table(path, spec)?;
         let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
         let aggregator = address_of(

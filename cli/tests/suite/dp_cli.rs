@@ -488,7 +488,7 @@ fn noise_share_is_plrs_and_checked() {
         ),
         (
             &["--noise-share", "0.5", "--plr-as-printed"][..],
-            "--plr-as-printed and --noise-share: give one of them",
+            "--plr-as-printed and --noise-share cannot go together: give one of them",
         ),
     ] {
         let out = run(extra);

@@ -177,8 +177,11 @@ fn serve(
     let aggregator = study::Aggregator::new(&spec, file, say)?;
     let (json, out, cost) = (spec.json, spec.out.clone(), spec.cost.clone());
     let mut write = |r: &StudyResult| {
-        deliver(r, json, out.as_deref(), cost.as_deref())
-            .map_err(|e| privlogit::error::Error::plan(crate::log::message(&e)))
+        deliver(r, json, out.as_deref(), cost.as_deref()).map_err(|e| {
+            privlogit::error::Error::from(privlogit::error::PlanError::Output {
+                why: crate::log::message(&e),
+            })
+        })
     };
     let result = aggregator.run(say, &mut write)?;
     Ok(ending(&result))
