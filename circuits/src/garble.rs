@@ -29,12 +29,34 @@ pub(crate) fn lsb(x: u128) -> u128 {
     x & 1
 }
 
+/// The permute bits of `word`'s active labels (0 for constants): what a role sends to reveal it.
+pub(crate) fn permute_bits(word: &[Bit<u128>]) -> Vec<u8> {
+    word.iter()
+        .map(|b| match b {
+            Bit::Const(_) => 0,
+            Bit::Wire(label) => lsb(*label) as u8,
+        })
+        .collect()
+}
+
+/// Decodes `word` from the other role's permute bits and the own active labels.
+pub(crate) fn decode(word: &[Bit<u128>], bits: Vec<u8>) -> Vec<bool> {
+    word.iter()
+        .zip(bits)
+        .map(|(b, p)| match b {
+            Bit::Const(v) => *v,
+            Bit::Wire(label) => (p & 1) as u128 != lsb(*label),
+        })
+        .collect()
+}
+
 /// All ones when `bit` is 1, else zero: for branch-free selection.
 #[inline(always)]
 pub(crate) fn mask(bit: u128) -> u128 {
     bit.wrapping_neg()
 }
 
+use crate::backend::Bit;
 use crate::circuit::{Circuit, Schedule};
 
 /// Runs the gates of a scheduled circuit over its slots, given the labels of the input wires,

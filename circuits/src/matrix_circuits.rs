@@ -51,6 +51,11 @@ impl<W: Clone> RangeCheck<W> {
     }
 }
 
+/// The `d` by `d` matrix of constant zeros.
+fn zero_matrix<W: Clone>(d: usize, format: FixedFormat) -> Matrix<W> {
+    vec![vec![constant_fixed(0.0, format); d]; d]
+}
+
 /// A dot product and a quotient, range-checked when a [`RangeCheck`] is given.
 fn dot_in<B: Backend>(
     b: &mut Builder<B>,
@@ -98,8 +103,7 @@ pub fn cholesky<B: Backend>(
     mut check: Option<&mut RangeCheck<B::Wire>>,
 ) -> Matrix<B::Wire> {
     let d = a.len();
-    let zero = constant_fixed(0.0, format);
-    let mut l: Matrix<B::Wire> = vec![vec![zero; d]; d];
+    let mut l = zero_matrix(d, format);
     for j in 0..d {
         // -L_jk, so that the sums are dot products with an addend.
         let negated: Vec<Word<B::Wire>> = (0..j).map(|k| neg(b, &l[j][k])).collect();
@@ -132,16 +136,9 @@ pub fn forward_substitution<B: Backend>(
     l: &Matrix<B::Wire>,
     v: &[Word<B::Wire>],
     format: FixedFormat,
-    mut check: Option<&mut RangeCheck<B::Wire>>,
+    check: Option<&mut RangeCheck<B::Wire>>,
 ) -> Vec<Word<B::Wire>> {
-    let d = l.len();
-    let mut y: Vec<Word<B::Wire>> = Vec::with_capacity(d);
-    for i in 0..d {
-        let terms: Vec<_> = (0..i).map(|k| (l[i][k].clone(), neg(b, &y[k]))).collect();
-        let t = dot_in(b, &mut check, Some(&v[i]), &terms, format);
-        y.push(div_in(b, &mut check, &t, &l[i][i], format));
-    }
-    y
+    substitute(b, l, v, format, check, false)
 }
 
 /// `x` with `L^T x = y` for lower-triangular `L`: `x_i = (y_i - sum_{k>i} L_ki x_k) / L_ii`.
@@ -152,15 +149,37 @@ pub fn back_substitution<B: Backend>(
     l: &Matrix<B::Wire>,
     y: &[Word<B::Wire>],
     format: FixedFormat,
+    check: Option<&mut RangeCheck<B::Wire>>,
+) -> Vec<Word<B::Wire>> {
+    substitute(b, l, y, format, check, true)
+}
+
+/// Solves `L x = v`, or `L^T x = v` when `transposed` (then from the last row up): each
+/// unknown is its right-hand side less the solved terms, divided by the diagonal.
+fn substitute<B: Backend>(
+    b: &mut Builder<B>,
+    l: &Matrix<B::Wire>,
+    v: &[Word<B::Wire>],
+    format: FixedFormat,
     mut check: Option<&mut RangeCheck<B::Wire>>,
+    transposed: bool,
 ) -> Vec<Word<B::Wire>> {
     let d = l.len();
+    let order: Vec<usize> = if transposed {
+        (0..d).rev().collect()
+    } else {
+        (0..d).collect()
+    };
     let mut x: Vec<Option<Word<B::Wire>>> = vec![None; d];
-    for i in (0..d).rev() {
-        let terms: Vec<_> = (i + 1..d)
-            .map(|k| (l[k][i].clone(), neg(b, x[k].as_ref().expect("solved"))))
+    for i in order {
+        let solved = if transposed { i + 1..d } else { 0..i };
+        let terms: Vec<_> = solved
+            .map(|k| {
+                let coefficient = if transposed { &l[k][i] } else { &l[i][k] };
+                (coefficient.clone(), neg(b, x[k].as_ref().expect("solved")))
+            })
             .collect();
-        let t = dot_in(b, &mut check, Some(&y[i]), &terms, format);
+        let t = dot_in(b, &mut check, Some(&v[i]), &terms, format);
         x[i] = Some(div_in(b, &mut check, &t, &l[i][i], format));
     }
     x.into_iter().map(|v| v.expect("solved")).collect()
@@ -175,9 +194,8 @@ pub fn triangular_inverse<B: Backend>(
     mut check: Option<&mut RangeCheck<B::Wire>>,
 ) -> Matrix<B::Wire> {
     let d = l.len();
-    let zero = constant_fixed(0.0, format);
     let one = constant_fixed(1.0, format);
-    let mut m: Matrix<B::Wire> = vec![vec![zero; d]; d];
+    let mut m = zero_matrix(d, format);
     for i in 0..d {
         m[i][i] = div_in(b, &mut check, &one, &l[i][i], format);
         let mut row: Vec<Word<B::Wire>> = Vec::with_capacity(i);
@@ -205,8 +223,7 @@ pub fn spd_inverse_from_cholesky<B: Backend>(
 ) -> Matrix<B::Wire> {
     let d = l.len();
     let m = triangular_inverse(b, l, format, check.as_deref_mut());
-    let zero = constant_fixed(0.0, format);
-    let mut inverse: Matrix<B::Wire> = vec![vec![zero; d]; d];
+    let mut inverse = zero_matrix(d, format);
     for i in 0..d {
         for j in 0..=i {
             let terms: Vec<_> = (i..d).map(|k| (m[k][i].clone(), m[k][j].clone())).collect();

@@ -39,31 +39,33 @@ pub fn add<B: Backend>(
     x: &[Bit<B::Wire>],
     y: &[Bit<B::Wire>],
 ) -> Word<B::Wire> {
-    assert_eq!(x.len(), y.len(), "operands of one width");
-    let n = x.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let (mut low, carry) = add_with_carry(b, &x[..n - 1], &y[..n - 1], Bit::Const(false));
-    let top = b.xor(&x[n - 1], &y[n - 1]);
-    low.push(b.xor(&top, &carry));
-    low
+    add_modular(b, x, y, Bit::Const(false))
 }
 
-/// `x - y` modulo `2^n`.
+/// `x - y` modulo `2^n`: `x + !y + 1`.
 pub fn sub<B: Backend>(
     b: &mut Builder<B>,
     x: &[Bit<B::Wire>],
     y: &[Bit<B::Wire>],
+) -> Word<B::Wire> {
+    let not_y: Word<B::Wire> = y.iter().map(|v| b.not(v)).collect();
+    add_modular(b, x, &not_y, Bit::Const(true))
+}
+
+/// `x + y + carry_in` modulo `2^n`, without forming the last carry (`n - 1` ANDs).
+fn add_modular<B: Backend>(
+    b: &mut Builder<B>,
+    x: &[Bit<B::Wire>],
+    y: &[Bit<B::Wire>],
+    carry_in: Bit<B::Wire>,
 ) -> Word<B::Wire> {
     assert_eq!(x.len(), y.len(), "operands of one width");
     let n = x.len();
     if n == 0 {
         return Vec::new();
     }
-    let not_y: Word<B::Wire> = y.iter().map(|v| b.not(v)).collect();
-    let (mut low, carry) = add_with_carry(b, &x[..n - 1], &not_y[..n - 1], Bit::Const(true));
-    let top = b.xor(&x[n - 1], &not_y[n - 1]);
+    let (mut low, carry) = add_with_carry(b, &x[..n - 1], &y[..n - 1], carry_in);
+    let top = b.xor(&x[n - 1], &y[n - 1]);
     low.push(b.xor(&top, &carry));
     low
 }

@@ -22,12 +22,11 @@ use privlogit::fit::{self, Preparation};
 use privlogit::protocols::optimizer::DEFAULT_ANDERSON_MEMORY;
 use privlogit::protocols::paillier::{KeyPair, KeySize};
 use privlogit::protocols::rows::{DesignRows, RowSource};
+use privlogit::protocols::secure::SecureError;
 use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
-use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study_protocol::StudyPlan;
-use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
 use privlogit::protocols::{FitOptions, FitReport, Optimizer, PartyData, PlaintextAggregation};
 use privlogit::synthetic::Simulation;
 
@@ -35,6 +34,7 @@ use self::paper::{Published, Row, Source, TABLE_5_1};
 use self::record::{Breakdown, Record, Run};
 use crate::bench::machine::machine;
 use crate::bench::node_round::peak_resident_bytes;
+use crate::bench::protocols::timed_plan;
 
 /// Arguments of `privlogit reproduce`.
 #[derive(Debug, Args)]
@@ -466,20 +466,8 @@ fn run_one(
         _ => Protocol::Local,
     };
     let plan = StudyPlan {
-        protocol,
-        optimizer,
-        options: options.clone(),
-        format: DEFAULT_FORMAT,
-        key_bits: 2048,
-        parties: args.parties,
         standardize: data.standardize,
-        intercept: true,
-        linear_algebra: LinearAlgebra::Masked,
-        mask_seed: None,
-        release: None,
-        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
-        glm: privlogit_protocols::Glm::logistic(),
-        evaluate: false,
+        ..timed_plan(protocol, optimizer, options.clone(), args.parties)
     };
     let nodes = data
         .sources

@@ -255,22 +255,30 @@ impl CsvRows {
     }
 }
 
+/// A file's [`RowSource`] shape: named by its path, with the row count and column names read
+/// when it was opened (the CSV and Parquet sources hold `path`, `rows` and `names` alike).
+macro_rules! file_source_shape {
+    () => {
+        fn describe(&self) -> String {
+            self.path.display().to_string()
+        }
+
+        fn rows(&self) -> usize {
+            self.rows
+        }
+
+        fn columns(&self) -> usize {
+            self.names.len()
+        }
+
+        fn names(&self) -> Vec<String> {
+            self.names.clone()
+        }
+    };
+}
+
 impl RowSource for CsvRows {
-    fn describe(&self) -> String {
-        self.path.display().to_string()
-    }
-
-    fn rows(&self) -> usize {
-        self.rows
-    }
-
-    fn columns(&self) -> usize {
-        self.names.len()
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.names.clone()
-    }
+    file_source_shape!();
 
     fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError> {
         if let Some(rows) = &self.cached {
@@ -446,21 +454,7 @@ fn read_column(
 }
 
 impl RowSource for ParquetRows {
-    fn describe(&self) -> String {
-        self.path.display().to_string()
-    }
-
-    fn rows(&self) -> usize {
-        self.rows
-    }
-
-    fn columns(&self) -> usize {
-        self.names.len()
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.names.clone()
-    }
+    file_source_shape!();
 
     fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError> {
         let fail = |reason: String| RowsError::new(self.describe(), reason);

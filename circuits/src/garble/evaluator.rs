@@ -10,7 +10,7 @@
 use std::io;
 
 use super::hash::{Hash, sigma};
-use super::{LABEL_BYTES, lsb, mask};
+use super::{LABEL_BYTES, decode, lsb, mask, permute_bits};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
 use crate::circuit::{Circuit, Schedule};
@@ -200,25 +200,12 @@ impl<C: Channel> Builder<Evaluator<C>> {
         e.check()?;
         let mut bits = vec![0u8; word.len()];
         e.channel.recv(&mut bits)?;
-        Ok(word
-            .iter()
-            .zip(bits)
-            .map(|(b, p)| match b {
-                Bit::Const(v) => *v,
-                Bit::Wire(label) => (p & 1) as u128 != lsb(*label),
-            })
-            .collect())
+        Ok(decode(word, bits))
     }
 
     /// Reveals `word` to the garbler: sends the permute bits of the active labels.
     pub fn reveal_to_garbler(&mut self, word: &[Bit<u128>]) -> io::Result<()> {
-        let bits: Vec<u8> = word
-            .iter()
-            .map(|b| match b {
-                Bit::Const(_) => 0,
-                Bit::Wire(label) => lsb(*label) as u8,
-            })
-            .collect();
+        let bits = permute_bits(word);
         let e = self.backend_mut();
         e.check()?;
         e.channel.send(&bits)?;

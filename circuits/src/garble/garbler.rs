@@ -18,7 +18,7 @@ use rand::CryptoRng;
 use zeroize::Zeroizing;
 
 use super::hash::{Hash, sigma};
-use super::{LABEL_BYTES, lsb, mask};
+use super::{LABEL_BYTES, decode, lsb, mask, permute_bits};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
 use crate::circuit::{Circuit, Schedule};
@@ -253,13 +253,7 @@ impl<C: Channel> Builder<Garbler<C>> {
 
     /// Reveals `word` to the evaluator: sends the permute bit of every zero-label.
     pub fn reveal_to_evaluator(&mut self, word: &[Bit<u128>]) -> io::Result<()> {
-        let bits: Vec<u8> = word
-            .iter()
-            .map(|b| match b {
-                Bit::Const(_) => 0,
-                Bit::Wire(z) => lsb(*z) as u8,
-            })
-            .collect();
+        let bits = permute_bits(word);
         let g = self.backend_mut();
         g.write_out();
         g.channel.send(&bits)?;
@@ -272,13 +266,6 @@ impl<C: Channel> Builder<Garbler<C>> {
         g.flush()?;
         let mut bits = vec![0u8; word.len()];
         g.channel.recv(&mut bits)?;
-        Ok(word
-            .iter()
-            .zip(bits)
-            .map(|(b, e)| match b {
-                Bit::Const(v) => *v,
-                Bit::Wire(z) => (e & 1) as u128 != lsb(*z),
-            })
-            .collect())
+        Ok(decode(word, bits))
     }
 }

@@ -10,11 +10,11 @@ use clap::Args;
 use privlogit::protocols::paillier::{KeyPair, KeySize};
 use privlogit::protocols::rows::{DesignRows, RowSource};
 use privlogit::protocols::secure::aggregator::{Protocol, Reveal};
-use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study_protocol::StudyPlan;
 use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
+use privlogit::protocols::secure::{inprocess, vertical_roles};
 use privlogit::protocols::{FitOptions, Optimizer, PartyData, PlaintextAggregation};
 use privlogit::synthetic::Simulation;
 use serde::Serialize;
@@ -193,20 +193,9 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
             "secure {protocol:?} with {optimizer}, {method} linear algebra, {transport:?} ..."
         );
         let plan = StudyPlan {
-            protocol,
-            optimizer,
-            options: options.clone(),
-            format: DEFAULT_FORMAT,
-            key_bits: 2048,
-            parties: args.parties,
-            standardize: false,
-            intercept: true,
             linear_algebra: method,
-            mask_seed: None,
-            release: None,
             reveal,
-            glm: privlogit_protocols::Glm::logistic(),
-            evaluate: false,
+            ..timed_plan(protocol, optimizer, options.clone(), args.parties)
         };
         let nodes = sources
             .iter()
@@ -378,4 +367,19 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
     }
     print!("{s}");
     Ok(())
+}
+
+/// A secure study as the timings run it (here and in `reproduce`): 2048-bit keys and otherwise
+/// the defaults of a vertical study's plan (default format, an intercept, masked linear algebra,
+/// the coefficients only, nothing released).
+pub(crate) fn timed_plan(
+    protocol: Protocol,
+    optimizer: Optimizer,
+    options: FitOptions,
+    parties: usize,
+) -> StudyPlan {
+    StudyPlan {
+        protocol,
+        ..vertical_roles::plan(optimizer, options, 2048, parties)
+    }
 }

@@ -91,24 +91,17 @@ pub fn run(input: &Input<'_>, out_dir: &Path, repeats: usize, seed: u64) -> Resu
     let mut csv = String::from("mixture,epsilon,mean_mse,sd_mse,repeats\n");
     let mut series = Vec::new();
     for (m, mix) in mixtures.weights.iter().enumerate() {
-        let mut points = Vec::new();
-        let mut errors = Vec::new();
-        for (i, &e) in EPSILONS.iter().enumerate() {
+        let mut stats = Vec::new();
+        for &e in &EPSILONS {
             let k = cells.iter().position(|c| *c == (m, e)).expect("cell");
             let (mean, sd) = ex::mean_sd(&mse[k]);
             csv += &format!(
                 "\"{mix:?}\",{},{mean:.3e},{sd:.3e},{repeats}\n",
                 eps_label(e)
             );
-            points.push((i as f64, mean));
-            errors.push(sd / (repeats as f64).sqrt());
+            stats.push((mean, sd));
         }
-        series.push(Series {
-            name: format!("{mix:?}"),
-            points,
-            errors: Some(errors),
-            mark: Mark::Line,
-        });
+        series.push(line_series(format!("{mix:?}"), &stats, repeats));
     }
     output::write_text(&out_dir.join("fig4_2.csv"), &csv)?;
     Chart {
@@ -140,9 +133,8 @@ pub fn run(input: &Input<'_>, out_dir: &Path, repeats: usize, seed: u64) -> Resu
     for &e in &fig_eps {
         let mut series = Vec::new();
         for (mi, method) in METHODS.iter().enumerate() {
-            let mut points = Vec::new();
-            let mut errors = Vec::new();
-            for (i, &l) in LABELLED.iter().enumerate() {
+            let mut stats = Vec::new();
+            for &l in &LABELLED {
                 let k = cells.iter().position(|c| *c == (e, l)).expect("cell");
                 let v: Vec<f64> = accs[k].iter().map(|a| a[mi]).collect();
                 let (mean, sd) = ex::mean_sd(&v);
@@ -150,15 +142,9 @@ pub fn run(input: &Input<'_>, out_dir: &Path, repeats: usize, seed: u64) -> Resu
                     "{},{l},{method},{mean:.4},{sd:.4},{repeats}\n",
                     eps_label(e)
                 );
-                points.push((i as f64, mean));
-                errors.push(sd / (repeats as f64).sqrt());
+                stats.push((mean, sd));
             }
-            series.push(Series {
-                name: method.to_string(),
-                points,
-                errors: Some(errors),
-                mark: Mark::Line,
-            });
+            series.push(line_series(method.to_string(), &stats, repeats));
         }
         Chart {
             title: format!(
@@ -227,4 +213,24 @@ pub fn run(input: &Input<'_>, out_dir: &Path, repeats: usize, seed: u64) -> Resu
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// A figure's line through `(mean, sd)` at positions 0, 1, ..., with error bars of one
+/// standard error over `repeats`.
+fn line_series(name: String, stats: &[(f64, f64)], repeats: usize) -> Series {
+    Series {
+        name,
+        points: stats
+            .iter()
+            .enumerate()
+            .map(|(i, &(mean, _))| (i as f64, mean))
+            .collect(),
+        errors: Some(
+            stats
+                .iter()
+                .map(|&(_, sd)| sd / (repeats as f64).sqrt())
+                .collect(),
+        ),
+        mark: Mark::Line,
+    }
 }
