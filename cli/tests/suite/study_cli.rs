@@ -364,13 +364,14 @@ fn killing_the_key_holder_in_setup_stops_the_study_and_resume_finishes_it() {
     lose_a_party(Loss::KeyholderInSetup, &["newton"]);
 }
 
-/// Every party of a successful study exits 0: 20 studies of each protocol as five processes
-/// over mutual TLS (a few iterations each; the end of the study is what is tested).
+/// Every party of a successful study exits 0: 8 studies of each protocol as five processes
+/// over mutual TLS (a few iterations each; the end of the study is what is tested; 20 each
+/// before CI's time was cut, so a race at the end shows less often per run).
 #[test]
 fn every_party_exits_zero_after_a_successful_study() {
     let d = Deployment::new("clean");
     for protocol in ["local", "hessian", "newton"] {
-        for run in 0..20 {
+        for run in 0..8 {
             let (keyholder, kh) = d.keyholder();
             let (aggregator, agg) = d.aggregator(&kh, &["--protocol", protocol, "--max-iter", "2"]);
             let nodes: Vec<Role> = HOSPITALS
