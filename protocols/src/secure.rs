@@ -41,7 +41,10 @@ pub mod vertical_roles;
 pub mod vertical_rounds;
 pub mod wire;
 
-pub use secure_error::{Breach, Overflow, Party, PlanReason, Refusal, ResumeMismatch, SecureError};
+pub use secure_error::{
+    Breach, CheckpointFault, Inconsistency, Overflow, Party, PlanReason, Refusal, ResumeMismatch,
+    SecureError, ShapeMismatch, Unendorsement,
+};
 
 use num_bigint::BigUint;
 use privlogit_circuits::fixed_format::FixedFormat;

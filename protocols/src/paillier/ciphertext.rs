@@ -8,11 +8,11 @@ use num_bigint::{BigInt, BigUint, Sign};
 use rand::CryptoRng;
 use rayon::prelude::*;
 
-use super::PaillierError;
 use super::inverse::invert_mod_odd;
 use super::keys::{PublicKey, SecretKey};
 use super::montgomery::{Residue, pad, u32_digits};
 use super::noise_source::NoiseSource;
+use super::{Malformed, PaillierError};
 
 /// A ciphertext, held as a Montgomery residue modulo `n^2` of the key it was made under.
 #[derive(Clone, PartialEq, Eq)]
@@ -64,11 +64,11 @@ impl Ciphertext {
             .into_iter()
             .map(|bytes| {
                 if bytes.len() != key.ciphertext_bytes() {
-                    return Err(PaillierError::Format(format!(
-                        "ciphertext of {} bytes, expected {}",
-                        bytes.len(),
-                        key.ciphertext_bytes()
-                    )));
+                    return Err(PaillierError::Format(Malformed::Length {
+                        what: "ciphertext bytes",
+                        got: bytes.len(),
+                        expected: key.ciphertext_bytes(),
+                    }));
                 }
                 Ok(BigUint::from_bytes_be(bytes))
             })
@@ -87,11 +87,11 @@ impl Ciphertext {
     /// Reads [`Self::to_bytes`] output, refusing any other length or an out-of-range value.
     pub fn from_bytes(key: &PublicKey, bytes: &[u8]) -> Result<Self, PaillierError> {
         if bytes.len() != key.ciphertext_bytes() {
-            return Err(PaillierError::Format(format!(
-                "ciphertext of {} bytes, expected {}",
-                bytes.len(),
-                key.ciphertext_bytes()
-            )));
+            return Err(PaillierError::Format(Malformed::Length {
+                what: "ciphertext bytes",
+                got: bytes.len(),
+                expected: key.ciphertext_bytes(),
+            }));
         }
         Self::from_value(key, &BigUint::from_bytes_be(bytes))
     }

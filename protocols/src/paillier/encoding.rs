@@ -19,10 +19,10 @@ use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::{Signed, ToPrimitive, Zero};
 use rand::CryptoRng;
 
-use super::PaillierError;
 use super::ciphertext::Ciphertext;
 use super::keys::{PublicKey, SecretKey};
 use super::noise_source::NoiseSource;
+use super::{PaillierError, Unencodable};
 
 /// Largest supported scale (fractional bits).
 pub const MAX_SCALE: u32 = 960;
@@ -40,7 +40,7 @@ impl Fixed {
     /// `x` rounded to `scale` fractional bits (ties away from zero).
     pub fn from_f64(x: f64, scale: u32) -> Result<Self, PaillierError> {
         if !x.is_finite() {
-            return Err(PaillierError::Encoding(format!("non-finite value {x}")));
+            return Err(PaillierError::Encoding(Unencodable::NonFinite(x)));
         }
         check_scale(scale)?;
         let (mantissa, exponent) = decompose(x);
@@ -56,7 +56,7 @@ impl Fixed {
     /// `x` exactly, at the smallest scale that represents it (like phe's float encoding).
     pub fn from_f64_exact(x: f64) -> Result<Self, PaillierError> {
         if !x.is_finite() {
-            return Err(PaillierError::Encoding(format!("non-finite value {x}")));
+            return Err(PaillierError::Encoding(Unencodable::NonFinite(x)));
         }
         let (_, exponent) = decompose(x);
         let scale = u32::try_from(-i64::from(exponent).min(0)).unwrap_or(u32::MAX);
@@ -95,10 +95,11 @@ impl Fixed {
     pub fn rescaled(&self, scale: u32) -> Result<Self, PaillierError> {
         check_scale(scale)?;
         if scale < self.scale {
-            return Err(PaillierError::Encoding(format!(
-                "cannot lower scale {} to {scale} without rounding",
-                self.scale
-            )));
+            return Err(PaillierError::Encoding(Unencodable::Lower {
+                from: self.scale,
+                to: scale,
+                homomorphic: false,
+            }));
         }
         Ok(Self {
             value: &self.value << (scale - self.scale),
@@ -109,7 +110,7 @@ impl Fixed {
     /// The bound `ceil(max_abs 2^scale)` for values of magnitude at most `max_abs`.
     pub fn bound_for(max_abs: f64, scale: u32) -> Result<BigUint, PaillierError> {
         if !(max_abs.is_finite() && max_abs >= 0.0) {
-            return Err(PaillierError::Encoding(format!("bound {max_abs}")));
+            return Err(PaillierError::Encoding(Unencodable::Bound(max_abs)));
         }
         let fixed = Self::from_f64(max_abs, scale)?;
         // Rounding may have gone down by at most one half: add one to stay an upper bound.
@@ -121,16 +122,17 @@ impl Fixed {
 pub(crate) fn add_scales(a: u32, b: u32) -> Result<u32, PaillierError> {
     let scale = a
         .checked_add(b)
-        .ok_or_else(|| PaillierError::Encoding(format!("scale {a} + {b}")))?;
+        .ok_or(PaillierError::Encoding(Unencodable::ScaleSum(a, b)))?;
     check_scale(scale)?;
     Ok(scale)
 }
 
 pub(crate) fn check_scale(scale: u32) -> Result<(), PaillierError> {
     if scale > MAX_SCALE {
-        return Err(PaillierError::Encoding(format!(
-            "scale {scale} above the supported {MAX_SCALE}"
-        )));
+        return Err(PaillierError::Encoding(Unencodable::Scale {
+            scale,
+            max: MAX_SCALE,
+        }));
     }
     Ok(())
 }
@@ -211,9 +213,7 @@ impl EncryptedNumber {
     {
         fits(key, bound)?;
         if x.value.magnitude() > bound {
-            return Err(PaillierError::Encoding(
-                "value exceeds its declared bound".to_string(),
-            ));
+            return Err(PaillierError::Encoding(Unencodable::AboveBound));
         }
         let m = key.encode_signed(&x.value)?;
         Ok(Self {
@@ -247,12 +247,15 @@ impl EncryptedNumber {
         exponent: i32,
     ) -> Result<Self, PaillierError> {
         if exponent > 0 {
-            return Err(PaillierError::Encoding(format!(
-                "phe exponent {exponent} > 0 (integers scaled up) is not supported"
-            )));
+            return Err(PaillierError::Encoding(Unencodable::PheExponent {
+                exponent: exponent.into(),
+            }));
         }
-        let scale = u32::try_from(-4 * i64::from(exponent))
-            .map_err(|_| PaillierError::Encoding(format!("phe exponent {exponent}")))?;
+        let scale = u32::try_from(-4 * i64::from(exponent)).map_err(|_| {
+            PaillierError::Encoding(Unencodable::PheExponent {
+                exponent: exponent.into(),
+            })
+        })?;
         Self::from_parts(
             key,
             Ciphertext::from_value(key, ciphertext)?,
@@ -312,10 +315,11 @@ impl EncryptedNumber {
     pub fn rescaled(&self, key: &PublicKey, scale: u32) -> Result<Self, PaillierError> {
         check_scale(scale)?;
         if scale < self.scale {
-            return Err(PaillierError::Encoding(format!(
-                "cannot lower scale {} to {scale} homomorphically",
-                self.scale
-            )));
+            return Err(PaillierError::Encoding(Unencodable::Lower {
+                from: self.scale,
+                to: scale,
+                homomorphic: true,
+            }));
         }
         if scale == self.scale {
             return Ok(self.clone());

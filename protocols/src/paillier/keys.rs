@@ -35,9 +35,9 @@ use num_traits::CheckedSub;
 use rand::CryptoRng;
 use zeroize::Zeroizing;
 
-use super::PaillierError;
 use super::montgomery::{Montgomery, pad};
 use super::prime::{is_probable_prime, random_prime};
+use super::{KeyFault, Malformed, PaillierError};
 
 /// Serialisation format version of keys.
 pub const KEY_FORMAT_VERSION: u16 = 1;
@@ -100,10 +100,10 @@ impl PublicKey {
     /// (python-paillier exports only `n`).
     pub fn from_modulus(n: BigUint) -> Result<Self, PaillierError> {
         if n.bits() < MIN_MODULUS_BITS {
-            return Err(PaillierError::InvalidKey(format!(
-                "modulus of {} bits: at least {MIN_MODULUS_BITS} are required",
-                n.bits()
-            )));
+            return Err(PaillierError::InvalidKey(KeyFault::ModulusTooShort {
+                bits: n.bits(),
+                min: MIN_MODULUS_BITS,
+            }));
         }
         Self::from_modulus_insecure_for_tests(n)
     }
@@ -112,10 +112,10 @@ impl PublicKey {
     /// **insecure below 2048 bits**, for tests and known-answer vectors only.
     pub fn from_modulus_insecure_for_tests(n: BigUint) -> Result<Self, PaillierError> {
         if !n.bit(0) || n.bits() <= 64 || n.bits() > MAX_MODULUS_BITS {
-            return Err(PaillierError::InvalidKey(format!(
-                "modulus must be odd with 65 to {MAX_MODULUS_BITS} bits, got {} bits",
-                n.bits()
-            )));
+            return Err(PaillierError::InvalidKey(KeyFault::ModulusOutOfRange {
+                bits: n.bits(),
+                max: MAX_MODULUS_BITS,
+            }));
         }
         let n_squared = &n * &n;
         Ok(Self {
@@ -257,16 +257,14 @@ impl SecretKey {
         let mut rng = rand::rng();
         for x in [p, q] {
             if x.bits() < 3 || !is_probable_prime(x, &mut rng) {
-                return Err(PaillierError::InvalidKey(
-                    "p and q must be primes".to_string(),
-                ));
+                return Err(PaillierError::InvalidKey(KeyFault::NotPrime));
             }
         }
         if (p * q).bits() < MIN_MODULUS_BITS {
-            return Err(PaillierError::InvalidKey(format!(
-                "modulus of {} bits: at least {MIN_MODULUS_BITS} are required",
-                (p * q).bits()
-            )));
+            return Err(PaillierError::InvalidKey(KeyFault::ModulusTooShort {
+                bits: (p * q).bits(),
+                min: MIN_MODULUS_BITS,
+            }));
         }
         Self::from_primes_insecure_for_tests(p, q)
     }
@@ -276,29 +274,30 @@ impl SecretKey {
     pub fn from_primes_insecure_for_tests(p: &BigUint, q: &BigUint) -> Result<Self, PaillierError> {
         let one = BigUint::from(1u8);
         if p == q || !p.bit(0) || !q.bit(0) || p.bits() < 8 || q.bits() < 8 || p.gcd(q) != one {
-            return Err(PaillierError::InvalidKey(
-                "p and q must be distinct odd primes".to_string(),
-            ));
+            return Err(PaillierError::InvalidKey(KeyFault::NotDistinctOddPrimes));
         }
         let public = PublicKey::from_modulus_insecure_for_tests(p * q)?;
         let (pm1, qm1) = (p - &one, q - &one);
         // gcd(n, (p-1)(q-1)) = 1 is what makes g = n + 1 a valid base.
         if !public.n().gcd(&(&pm1 * &qm1)).eq(&one) {
-            return Err(PaillierError::InvalidKey(
-                "gcd(pq, (p-1)(q-1)) must be 1".to_string(),
-            ));
+            return Err(PaillierError::InvalidKey(KeyFault::NotCoprime));
         }
-        let invalid =
-            || PaillierError::InvalidKey("p and q must be distinct odd primes".to_string());
+        let invalid = || PaillierError::InvalidKey(KeyFault::NotDistinctOddPrimes);
         let hp = h_constant(p, q).ok_or_else(invalid)?;
         let hq = h_constant(q, p).ok_or_else(invalid)?;
-        let p_inv_q = p.modinv(q).ok_or_else(|| {
-            PaillierError::InvalidKey("p must be invertible modulo q".to_string())
-        })?;
+        let p_inv_q = p
+            .modinv(q)
+            .ok_or(PaillierError::InvalidKey(KeyFault::NotInvertible {
+                what: "p",
+                modulo: "q",
+            }))?;
         let lambda = pm1.lcm(&qm1);
-        let mu = (&lambda % public.n()).modinv(public.n()).ok_or_else(|| {
-            PaillierError::InvalidKey("lambda must be invertible modulo n".to_string())
-        })?;
+        let mu = (&lambda % public.n())
+            .modinv(public.n())
+            .ok_or(PaillierError::InvalidKey(KeyFault::NotInvertible {
+                what: "lambda",
+                modulo: "n",
+            }))?;
         let (pm1, qm1) = (SecretInt(pm1), SecretInt(qm1));
         let (hp, hq, p_inv_q) = (SecretInt(hp), SecretInt(hq), SecretInt(p_inv_q));
         let (lambda, mu) = (SecretInt(lambda), SecretInt(mu));
@@ -310,9 +309,12 @@ impl SecretKey {
         };
         let (p_squared, q_squared) = (SecretInt(p * p), SecretInt(q * q));
         let q_squared_context = Montgomery::new(&q_squared);
-        let p_squared_inv = SecretInt(p_squared.modinv(&q_squared).ok_or_else(|| {
-            PaillierError::InvalidKey("p^2 must be invertible modulo q^2".to_string())
-        })?);
+        let p_squared_inv = SecretInt(p_squared.modinv(&q_squared).ok_or(
+            PaillierError::InvalidKey(KeyFault::NotInvertible {
+                what: "p^2",
+                modulo: "q^2",
+            }),
+        )?);
         Ok(Self {
             noise_exponent_p: noise_exponent(p),
             noise_exponent_q: noise_exponent(q),
@@ -573,21 +575,24 @@ struct FieldReader<'a> {
 
 impl<'a> FieldReader<'a> {
     fn new(bytes: &'a [u8], magic: &[u8; 4]) -> Result<Self, PaillierError> {
-        let bad = |m: &str| PaillierError::Format(m.to_string());
         if bytes.len() < 6 || &bytes[..4] != magic {
-            return Err(bad("not a privlogit key (wrong magic)"));
+            return Err(PaillierError::Format(Malformed::Magic {
+                what: "privlogit key",
+            }));
         }
         let version = u16::from_be_bytes([bytes[4], bytes[5]]);
         if version != KEY_FORMAT_VERSION {
-            return Err(PaillierError::Format(format!(
-                "key format version {version}, this build reads {KEY_FORMAT_VERSION}"
-            )));
+            return Err(PaillierError::Format(Malformed::Version {
+                what: "key format",
+                found: version.into(),
+                supported: KEY_FORMAT_VERSION.into(),
+            }));
         }
         Ok(Self { rest: &bytes[6..] })
     }
 
     fn number(&mut self) -> Result<BigUint, PaillierError> {
-        let bad = || PaillierError::Format("truncated key".to_string());
+        let bad = || PaillierError::Format(Malformed::Truncated { what: "key" });
         let len_bytes: [u8; 4] = self
             .rest
             .get(..4)
@@ -596,7 +601,10 @@ impl<'a> FieldReader<'a> {
             .map_err(|_| bad())?;
         let len = u32::from_be_bytes(len_bytes) as usize;
         if len == 0 || len as u64 > MAX_MODULUS_BITS / 8 {
-            return Err(PaillierError::Format(format!("key field of {len} bytes")));
+            return Err(PaillierError::Format(Malformed::Value {
+                what: "key field bytes",
+                value: len as u64,
+            }));
         }
         let value = self.rest.get(4..4 + len).ok_or_else(bad)?;
         self.rest = &self.rest[4 + len..];
@@ -607,10 +615,10 @@ impl<'a> FieldReader<'a> {
         if self.rest.is_empty() {
             Ok(())
         } else {
-            Err(PaillierError::Format(format!(
-                "{} unexpected bytes after the key",
-                self.rest.len()
-            )))
+            Err(PaillierError::Format(Malformed::Trailing {
+                what: "key",
+                bytes: self.rest.len(),
+            }))
         }
     }
 }

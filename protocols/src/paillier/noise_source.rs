@@ -22,10 +22,10 @@ use rayon::prelude::*;
 
 use zeroize::{Zeroize, Zeroizing};
 
-use super::PaillierError;
 use super::keys::{PublicKey, SecretKey};
 use super::montgomery::{Montgomery, Residue, bit_length};
 use super::prime::random_bits;
+use super::{KeyFault, PaillierError};
 
 /// A way to draw `r^n mod n^2` (as a Montgomery residue of the public key's context).
 pub trait NoiseSource: Sync {
@@ -258,14 +258,10 @@ impl DjnNoise {
     /// (a base of 1 would make encryption deterministic).
     pub fn from_base(key: &PublicKey, h_s: BigUint) -> Result<Self, PaillierError> {
         if h_s == BigUint::from(1u8) {
-            return Err(PaillierError::InvalidKey(
-                "DJN base must not be 1".to_string(),
-            ));
+            return Err(PaillierError::InvalidKey(KeyFault::DjnBaseOne));
         }
         if !key.is_unit_below_n_squared(&h_s) {
-            return Err(PaillierError::InvalidKey(
-                "DJN base must be a unit below n^2".to_string(),
-            ));
+            return Err(PaillierError::InvalidKey(KeyFault::DjnBaseNotUnit));
         }
         Ok(Self::with_base(key, h_s))
     }

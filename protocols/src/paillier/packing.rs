@@ -16,8 +16,8 @@ use num_bigint::{BigInt, BigUint};
 use num_integer::Integer;
 use num_traits::Zero;
 
-use super::PaillierError;
 use super::keys::PublicKey;
+use super::{PaillierError, Unencodable};
 
 /// Slot layout of packed plaintexts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +31,10 @@ impl Packing {
     pub fn new(key: &PublicKey, slot_bits: u32) -> Result<Self, PaillierError> {
         let usable = key.bits().saturating_sub(2);
         if slot_bits < 2 || u64::from(slot_bits) > usable {
-            return Err(PaillierError::Encoding(format!(
-                "slots of {slot_bits} bits do not fit a {}-bit modulus",
-                key.bits()
-            )));
+            return Err(PaillierError::Encoding(Unencodable::SlotWidth {
+                slot_bits,
+                modulus_bits: key.bits(),
+            }));
         }
         Ok(Self {
             slot_bits,
@@ -84,11 +84,10 @@ impl Packing {
     /// Packs up to [`Self::slots`] values, each within [`Self::max_slot`].
     pub fn pack(&self, key: &PublicKey, values: &[BigInt]) -> Result<BigInt, PaillierError> {
         if values.len() > self.slots {
-            return Err(PaillierError::Encoding(format!(
-                "{} values for {} slots",
-                values.len(),
-                self.slots
-            )));
+            return Err(PaillierError::Encoding(Unencodable::Slots {
+                values: values.len(),
+                slots: self.slots,
+            }));
         }
         let max = self.max_slot(key);
         let mut packed = BigInt::zero();

@@ -10,13 +10,13 @@ use ndarray::ArrayView2;
 use num_bigint::{BigInt, BigUint, Sign};
 use rayon::prelude::*;
 
-use super::PaillierError;
 use super::ciphertext::Ciphertext;
 use super::encoding::{EncryptedNumber, Fixed, add_scales, check_scale, fits};
 use super::keys::{PublicKey, SecretKey};
 use super::multiexp::multi_pow;
 use super::noise_source::NoiseSource;
 use super::packing::Packing;
+use super::{Malformed, Mismatch, PaillierError, Unencodable};
 
 /// Wire format version of encrypted tensors.
 pub const TENSOR_FORMAT_VERSION: u16 = 1;
@@ -48,9 +48,7 @@ impl EncryptedVector {
         let scale = common_scale(values)?;
         check_slot_bound(key, &packing, slot_bound)?;
         if values.iter().any(|v| v.value.magnitude() > slot_bound) {
-            return Err(PaillierError::Encoding(
-                "a value exceeds its declared bound".to_string(),
-            ));
+            return Err(PaillierError::Encoding(Unencodable::AboveBound));
         }
         let plaintexts = values
             .chunks(packing.slots())
@@ -103,10 +101,12 @@ impl EncryptedVector {
         check_scale(scale)?;
         check_slot_bound(key, &packing, &slot_bound)?;
         if blocks.len() != packing.plaintexts_for(len) {
-            return Err(PaillierError::Mismatch(format!(
-                "{} ciphertexts for {len} values",
-                blocks.len()
-            )));
+            return Err(PaillierError::Mismatch(Mismatch::Length {
+                what: "ciphertexts",
+                len: blocks.len(),
+                against: "values",
+                expected: len,
+            }));
         }
         Ok(Self {
             len,
@@ -174,12 +174,14 @@ impl EncryptedVector {
     pub fn sum(key: &PublicKey, vectors: &[&Self]) -> Result<Self, PaillierError> {
         let first = vectors
             .first()
-            .ok_or_else(|| PaillierError::Mismatch("no vectors to sum".to_string()))?;
+            .ok_or(PaillierError::Mismatch(Mismatch::Empty {
+                what: "vectors to sum",
+            }))?;
         for v in vectors {
             if v.len != first.len || v.packing != first.packing || v.scale != first.scale {
-                return Err(PaillierError::Mismatch(
-                    "vectors differ in length, packing or scale".to_string(),
-                ));
+                return Err(PaillierError::Mismatch(Mismatch::Layouts {
+                    what: "vectors",
+                }));
             }
         }
         let slot_bound = vectors.iter().map(|v| &v.slot_bound).sum::<BigUint>();
@@ -219,16 +221,17 @@ impl EncryptedVector {
     /// multi-exponentiation. Needs an unpacked vector: packed slots would be summed together.
     pub fn dot(&self, key: &PublicKey, v: &[Fixed]) -> Result<EncryptedNumber, PaillierError> {
         if self.packing.slots() != 1 {
-            return Err(PaillierError::Mismatch(
-                "a dot product needs an unpacked vector".to_string(),
-            ));
+            return Err(PaillierError::Mismatch(Mismatch::Packed {
+                what: "a dot product",
+            }));
         }
         if v.len() != self.len {
-            return Err(PaillierError::Mismatch(format!(
-                "vector of {} for an encrypted vector of {}",
-                v.len(),
-                self.len
-            )));
+            return Err(PaillierError::Mismatch(Mismatch::Length {
+                what: "values",
+                len: v.len(),
+                against: "encrypted values",
+                expected: self.len,
+            }));
         }
         let scale = add_scales(self.scale, common_scale(v)?)?;
         let weight: BigUint = v.iter().map(|x| x.value.magnitude()).sum();
@@ -244,11 +247,12 @@ impl EncryptedVector {
     /// Center masks a sum before the key holder decrypts it.
     pub fn add_plain(&self, key: &PublicKey, values: &[BigInt]) -> Result<Self, PaillierError> {
         if values.len() != self.len {
-            return Err(PaillierError::Mismatch(format!(
-                "{} plaintexts for an encrypted vector of {}",
-                values.len(),
-                self.len
-            )));
+            return Err(PaillierError::Mismatch(Mismatch::Length {
+                what: "plaintexts",
+                len: values.len(),
+                against: "encrypted values",
+                expected: self.len,
+            }));
         }
         let largest = values.iter().map(BigInt::magnitude).max().cloned();
         let slot_bound = &self.slot_bound + largest.unwrap_or_default();
@@ -333,7 +337,10 @@ impl EncryptedVector {
     fn read_body(key: &PublicKey, reader: &mut Reader<'_>) -> Result<Self, PaillierError> {
         let len = reader.u64()?;
         if len > MAX_WIRE_LEN {
-            return Err(format_error(format!("vector of {len} values")));
+            return Err(PaillierError::Format(Malformed::Value {
+                what: "vector length",
+                value: len,
+            }));
         }
         let scale = reader.u32()?;
         check_scale(scale)?;
@@ -345,20 +352,23 @@ impl EncryptedVector {
             Packing::new(key, slot_bits)?
         };
         if packing.slots() != slots {
-            return Err(format_error(format!(
-                "{slots} slots of {slot_bits} bits do not match the key"
-            )));
+            return Err(PaillierError::Format(Malformed::Slots { slots, slot_bits }));
         }
         let bound_len = reader.u32()? as u64;
         if bound_len > key.bits().div_ceil(8) {
-            return Err(format_error(format!("bound of {bound_len} bytes")));
+            return Err(PaillierError::Format(Malformed::Value {
+                what: "bound bytes",
+                value: bound_len,
+            }));
         }
         let slot_bound = BigUint::from_bytes_be(reader.take(bound_len as usize)?);
         check_slot_bound(key, &packing, &slot_bound)?;
         let count = packing.plaintexts_for(len as usize);
         let size = key.ciphertext_bytes();
         if reader.remaining() < count * size {
-            return Err(format_error("truncated ciphertexts".to_string()));
+            return Err(PaillierError::Format(Malformed::Truncated {
+                what: "ciphertexts",
+            }));
         }
         let chunks = (0..count)
             .map(|_| reader.take(size))
@@ -409,10 +419,12 @@ impl EncryptedMatrix {
     /// A matrix from its encrypted columns, each of `rows` values.
     pub fn from_columns(rows: usize, columns: Vec<EncryptedVector>) -> Result<Self, PaillierError> {
         if let Some(c) = columns.iter().find(|c| c.len != rows) {
-            return Err(PaillierError::Mismatch(format!(
-                "a column of {} values in a matrix of {rows} rows",
-                c.len
-            )));
+            return Err(PaillierError::Mismatch(Mismatch::Length {
+                what: "values in a column",
+                len: c.len,
+                against: "matrix rows",
+                expected: rows,
+            }));
         }
         Ok(Self { rows, columns })
     }
@@ -494,16 +506,19 @@ impl EncryptedMatrix {
         v: &[Fixed],
     ) -> Result<EncryptedVector, PaillierError> {
         if v.len() != self.cols() {
-            return Err(PaillierError::Mismatch(format!(
-                "vector of {} for a matrix with {} columns",
-                v.len(),
-                self.cols()
-            )));
+            return Err(PaillierError::Mismatch(Mismatch::Length {
+                what: "values",
+                len: v.len(),
+                against: "matrix columns",
+                expected: self.cols(),
+            }));
         }
         let first = self
             .columns
             .first()
-            .ok_or_else(|| PaillierError::Mismatch("empty matrix".to_string()))?;
+            .ok_or(PaillierError::Mismatch(Mismatch::Empty {
+                what: "matrix columns",
+            }))?;
         check_columns_agree(&self.columns)?;
         let v_scale = common_scale(v)?;
         let weight: BigUint = v.iter().map(|x| x.value.magnitude()).sum();
@@ -543,15 +558,17 @@ impl EncryptedMatrix {
         let rows = reader.u64()?;
         let cols = reader.u64()?;
         if rows > MAX_WIRE_LEN || cols > MAX_WIRE_LEN {
-            return Err(format_error(format!("matrix of {rows} x {cols}")));
+            return Err(PaillierError::Format(Malformed::TooLarge {
+                what: "matrix",
+                rows,
+                cols,
+            }));
         }
         let columns = (0..cols)
             .map(|_| EncryptedVector::read_body(key, &mut reader))
             .collect::<Result<Vec<_>, _>>()?;
         if columns.iter().any(|c| c.len as u64 != rows) {
-            return Err(format_error(
-                "column length differs from the row count".to_string(),
-            ));
+            return Err(PaillierError::Format(Malformed::Ragged));
         }
         check_columns_agree(&columns)?;
         reader.finish()?;
@@ -621,9 +638,9 @@ fn check_columns_agree(columns: &[EncryptedVector]) -> Result<(), PaillierError>
             .iter()
             .any(|c| c.len != first.len || c.packing != first.packing || c.scale != first.scale)
     {
-        return Err(PaillierError::Mismatch(
-            "matrix columns differ in length, packing or scale".to_string(),
-        ));
+        return Err(PaillierError::Mismatch(Mismatch::Layouts {
+            what: "matrix columns",
+        }));
     }
     Ok(())
 }
@@ -632,9 +649,7 @@ fn check_columns_agree(columns: &[EncryptedVector]) -> Result<(), PaillierError>
 fn common_scale(values: &[Fixed]) -> Result<u32, PaillierError> {
     let scale = values.first().map_or(0, |v| v.scale);
     if values.iter().any(|v| v.scale != scale) {
-        return Err(PaillierError::Mismatch(
-            "values of one tensor must share a scale".to_string(),
-        ));
+        return Err(PaillierError::Mismatch(Mismatch::Scales));
     }
     Ok(scale)
 }
@@ -656,10 +671,6 @@ fn check_slot_bound(
     Ok(())
 }
 
-fn format_error(message: String) -> PaillierError {
-    PaillierError::Format(message)
-}
-
 /// A bounds-checked reader over wire bytes.
 struct Reader<'a> {
     rest: &'a [u8],
@@ -668,20 +679,26 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn new(bytes: &'a [u8], magic: &[u8; 4]) -> Result<Self, PaillierError> {
         if bytes.len() < 6 || &bytes[..4] != magic {
-            return Err(format_error("wrong magic".to_string()));
+            return Err(PaillierError::Format(Malformed::Magic {
+                what: "privlogit tensor",
+            }));
         }
         let version = u16::from_be_bytes([bytes[4], bytes[5]]);
         if version != TENSOR_FORMAT_VERSION {
-            return Err(format_error(format!(
-                "version {version}, this build reads {TENSOR_FORMAT_VERSION}"
-            )));
+            return Err(PaillierError::Format(Malformed::Version {
+                what: "tensor format",
+                found: version.into(),
+                supported: TENSOR_FORMAT_VERSION.into(),
+            }));
         }
         Ok(Self { rest: &bytes[6..] })
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], PaillierError> {
         if self.rest.len() < n {
-            return Err(format_error("truncated".to_string()));
+            return Err(PaillierError::Format(Malformed::Truncated {
+                what: "tensor",
+            }));
         }
         let (head, tail) = self.rest.split_at(n);
         self.rest = tail;
@@ -708,7 +725,10 @@ impl<'a> Reader<'a> {
         if self.rest.is_empty() {
             Ok(())
         } else {
-            Err(format_error(format!("{} trailing bytes", self.rest.len())))
+            Err(PaillierError::Format(Malformed::Trailing {
+                what: "tensor",
+                bytes: self.rest.len(),
+            }))
         }
     }
 }

@@ -11,6 +11,7 @@ mod vertical_shares;
 
 pub use inference_round::{HeldOut, Reveal, Revealed};
 
+use crate::secure::{CheckpointFault, Inconsistency};
 use std::cell::{Cell, OnceCell};
 use std::sync::{Arc, Mutex};
 
@@ -266,19 +267,20 @@ impl<C: Channel> SecureAggregation<C> {
     ) -> Result<Self, SecureError> {
         let mut me = Self::base(nodes, keyholder, key, config, protocol, linear_algebra)?;
         if setup.rows == 0 || setup.rows as u64 > me.config.max_rows * me.config.parties as u64 {
-            return Err(SecureError::checkpoint(format!(
-                "a checkpoint with N = {}",
-                setup.rows
-            )));
+            return Err(SecureError::checkpoint(CheckpointFault::Rows {
+                rows: setup.rows as u64,
+            }));
         }
         me.rows = setup.rows;
         let payload = Writer::new().u64(me.rows as u64).finish();
         me.tell_nodes(Step::Total, &payload)?;
         if let Some((means, scales)) = &setup.standardization {
             if means.len() != names.len() || scales.len() != names.len() {
-                return Err(SecureError::checkpoint(
-                    "a checkpoint's standardisation does not match the features",
-                ));
+                return Err(SecureError::checkpoint(CheckpointFault::Standardization {
+                    means: means.len(),
+                    scales: scales.len(),
+                    features: names.len(),
+                }));
             }
             let payload = Writer::new().f64s(means).f64s(scales).finish();
             me.tell_nodes(Step::Standardize, &payload)?;
@@ -490,7 +492,7 @@ impl<C: Channel> SecureAggregation<C> {
         let mut out = Vec::with_capacity(shapes.len());
         for shape in shapes {
             let v = EncryptedVector::from_bytes(&self.key, r.bytes().map_err(at)?)?;
-            shape.check(&v, &format!("Node {node}'s {what}"))?;
+            shape.check(&v, node, what)?;
             out.push(v);
         }
         r.end().map_err(at)?;
@@ -527,10 +529,11 @@ impl<C: Channel> SecureAggregation<C> {
     ) -> Result<bool, SecureError> {
         let frac = self.config.frac;
         if gradient.gradient.scale() != frac {
-            return Err(SecureError::inconsistent(format!(
-                "the gradient is at {} fractional bits, the test expects {frac}",
-                gradient.gradient.scale()
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Count {
+                what: "fractional bits in the gradient (for the test)",
+                got: gradient.gradient.scale() as usize,
+                expected: frac as usize,
+            }));
         }
         let n = self.rows as f64;
         let threshold = ((tolerance / n).powi(2) * 2f64.powi(2 * (frac as i32))).ceil();
@@ -623,10 +626,11 @@ impl<C: Channel> SecureAggregation<C> {
         let d = g.len();
         let scale = weights.first().map_or(0, |w| w.scale);
         if weights.len() != d || weights.iter().any(|w| w.scale != scale) {
-            return Err(SecureError::inconsistent(format!(
-                "{} weights (of one scale) for a gradient of {d}",
-                weights.len()
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Count {
+                what: "weights (of one scale) for the gradient",
+                got: weights.len(),
+                expected: d,
+            }));
         }
         let at = self.shared_gradient(gradient)?;
         let engine = self.solver.engine().expect("shared above");
@@ -728,7 +732,7 @@ impl<C: Channel> SecureAggregation<C> {
             bound: perturbation::share_bound(&self.config),
             packing: crate::paillier::Packing::unpacked(&self.key),
         }
-        .check(&theirs, "the key holder's noise share")?;
+        .check_from(&theirs, Role::KeyHolder, None, "noise share")?;
         if penalty.len() != 1 || penalty[0].to_bits() != mine.penalty.to_bits() {
             return Err(SecureError::PlanMismatch {
                 with: Role::KeyHolder,
@@ -1043,10 +1047,10 @@ impl<C: Channel> SecureAggregation<C> {
     ) -> Result<EncryptedVector, SecureError> {
         let d = self.config.dimension;
         if lower.len() != d * (d + 1) / 2 || curvature.diagonal.len() != d {
-            return Err(SecureError::inconsistent(format!(
-                "a matrix of {} entries for {d} coefficients",
-                lower.len()
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Triangle {
+                entries: lower.len(),
+                dimension: d,
+            }));
         }
         let mut penalty = Vec::with_capacity(lower.len());
         for i in 0..d {

@@ -15,7 +15,7 @@ use ndarray::Array1;
 use super::masked::packed::PackedMatrix;
 use super::solver::SavedFactor;
 use super::wire::{Reader, Writer};
-use super::{MAX_DIMENSION, ResumeMismatch, SecureError};
+use super::{CheckpointFault, MAX_DIMENSION, ResumeMismatch, SecureError};
 use crate::optimizer::{IterationRecord, Progress, StepKind};
 use crate::paillier::{EncryptedVector, PublicKey};
 
@@ -117,16 +117,15 @@ impl Checkpoint {
 
     fn reader(bytes: &[u8]) -> Result<Reader<'_>, SecureError> {
         if bytes.len() < 4 || &bytes[..4] != MAGIC {
-            return Err(SecureError::checkpoint(
-                "not a privlogit checkpoint (bad magic)",
-            ));
+            return Err(SecureError::checkpoint(CheckpointFault::Magic));
         }
         let mut r = Reader::new(&bytes[4..]);
         let version = r.u64().map_err(bad)?;
         if version != VERSION {
-            return Err(SecureError::checkpoint(format!(
-                "a checkpoint of version {version}, this privlogit reads version {VERSION}"
-            )));
+            return Err(SecureError::checkpoint(CheckpointFault::Version {
+                found: version,
+                supported: VERSION,
+            }));
         }
         Ok(r)
     }
@@ -151,13 +150,13 @@ impl Checkpoint {
         let standardization = match r.u64().map_err(bad)? {
             0 => None,
             1 => Some((r.f64s().map_err(bad)?, r.f64s().map_err(bad)?)),
-            other => return Err(malformed(format!("standardisation flag {other}"))),
+            other => return Err(tag("standardisation flag", other)),
         };
         let bound = match r.u64().map_err(bad)? {
             0 => None,
             1 => {
-                let bits = u32::try_from(r.u64().map_err(bad)?)
-                    .map_err(|_| malformed("bound bits".into()))?;
+                let bits =
+                    u32::try_from(r.u64().map_err(bad)?).map_err(|_| malformed("bound bits"))?;
                 let packed = PackedMatrix::read(key, &mut r, MAX_DIMENSION * MAX_DIMENSION)?;
                 Some(SavedFactor::Inverse { packed, bits })
             }
@@ -165,7 +164,7 @@ impl Checkpoint {
                 key,
                 r.bytes().map_err(bad)?,
             )?)),
-            other => return Err(malformed(format!("factor kind {other}"))),
+            other => return Err(tag("factor kind", other)),
         };
         let beta = Array1::from(r.f64s().map_err(bad)?);
         let rounds = r.u64().map_err(bad)? as usize;
@@ -190,10 +189,10 @@ impl Checkpoint {
             let objective = read_optional(&mut r)?;
             let relative_change = read_optional(&mut r)?;
             if iteration != k + 1 {
-                return Err(malformed(format!(
-                    "iteration {iteration} recorded in place {}",
-                    k + 1
-                )));
+                return Err(SecureError::checkpoint(CheckpointFault::Order {
+                    iteration: iteration as u64,
+                    place: k + 1,
+                }));
             }
             history.push(IterationRecord {
                 iteration,
@@ -214,7 +213,7 @@ impl Checkpoint {
             || beta.iter().any(|b| !b.is_finite())
         {
             return Err(malformed(
-                "coefficient vectors of different lengths, or not finite".into(),
+                "coefficient vectors of different lengths, or not finite",
             ));
         }
         Ok(Self {
@@ -250,9 +249,9 @@ fn read_optional(r: &mut Reader<'_>) -> Result<Option<f64>, SecureError> {
         0 => Ok(None),
         1 => match r.f64s().map_err(bad)?.as_slice() {
             [x] => Ok(Some(*x)),
-            _ => Err(malformed("an optional value of several".into())),
+            _ => Err(malformed("an optional value of several")),
         },
-        other => Err(malformed(format!("optional flag {other}"))),
+        other => Err(tag("optional flag", other)),
     }
 }
 
@@ -269,28 +268,38 @@ fn step_of(c: u64) -> Result<StepKind, SecureError> {
         0 => Ok(StepKind::Newton),
         1 => Ok(StepKind::Bound),
         2 => Ok(StepKind::Accelerated),
-        other => Err(malformed(format!("step kind {other}"))),
+        other => Err(tag("step kind", other)),
     }
 }
 
-fn bounded(n: u64, most: usize, what: &str) -> Result<usize, SecureError> {
+fn bounded(n: u64, most: usize, what: &'static str) -> Result<usize, SecureError> {
     usize::try_from(n)
         .ok()
         .filter(|&n| n <= most)
-        .ok_or_else(|| malformed(format!("{n} {what} (at most {most})")))
+        .ok_or_else(|| {
+            SecureError::checkpoint(CheckpointFault::TooMany {
+                what,
+                count: n,
+                limit: most,
+            })
+        })
 }
 
 fn array32(b: &[u8]) -> Result<[u8; 32], SecureError> {
     b.try_into()
-        .map_err(|_| malformed(format!("an id of {} bytes", b.len())))
+        .map_err(|_| SecureError::checkpoint(CheckpointFault::Id { bytes: b.len() }))
 }
 
 fn bad(e: std::io::Error) -> SecureError {
-    malformed(e.to_string())
+    SecureError::checkpoint(CheckpointFault::Read(e))
 }
 
-fn malformed(m: String) -> SecureError {
-    SecureError::checkpoint(format!("a malformed checkpoint: {m}"))
+fn malformed(what: &'static str) -> SecureError {
+    SecureError::checkpoint(CheckpointFault::Malformed { what })
+}
+
+fn tag(what: &'static str, value: u64) -> SecureError {
+    SecureError::checkpoint(CheckpointFault::Tag { what, value })
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::transport::roster::Side;
 use crate::transport::{Fingerprint, Identity, Role, Roster};
 
-use super::{Refusal, SecureError};
+use super::{Refusal, SecureError, Unendorsement};
 
 /// What the key holder signs.
 fn message(study: &[u8; 32], session: u64, key: &[u8]) -> Vec<u8> {
@@ -100,26 +100,25 @@ impl KeyTrust {
         key: &[u8],
         endorsement: &Endorsement,
     ) -> Result<(), SecureError> {
-        let refuse = |why: String| SecureError::Refused {
-            party: Role::Node,
-            reason: Refusal::Unendorsed(why),
-        };
         if endorsement.certificate.is_empty() {
-            return Err(refuse("it comes without a signature".into()));
+            return Err(refuse(Unendorsement::Unsigned));
         }
         let got = Fingerprint::of(&endorsement.certificate);
         let der = rustls::pki_types::CertificateDer::from(endorsement.certificate.as_slice());
         match self.roster.identify(&der, &[], Side::Server) {
             Ok(m) if m.role == Role::KeyHolder => {}
             Ok(m) => {
-                return Err(refuse(format!(
-                    "signed with certificate {got}, which is {m}'s, expected the key holder's"
-                )));
+                return Err(refuse(Unendorsement::OtherSigner {
+                    certificate: got,
+                    signer: m.role,
+                    name: m.name.clone(),
+                }));
             }
             Err(why) => {
-                return Err(refuse(format!(
-                    "signed with certificate {got}, expected the key holder's: {why}"
-                )));
+                return Err(refuse(Unendorsement::UnknownSigner {
+                    certificate: got,
+                    why,
+                }));
             }
         }
         crate::transport::identity::verify(
@@ -127,7 +126,7 @@ impl KeyTrust {
             &message(&self.study, session, key),
             &endorsement.signature,
         )
-        .map_err(refuse)
+        .map_err(|why| refuse(Unendorsement::Signature(why)))
     }
 }
 
@@ -141,53 +140,65 @@ impl KeyTrust {
         own: &[u8],
         keys: &[([u8; 32], Endorsement)],
     ) -> Result<(), SecureError> {
-        let refuse = |why: String| SecureError::Refused {
-            party: Role::Node,
-            reason: Refusal::Unendorsed(format!("the PSI key's recipients: {why}")),
-        };
         let others = self.roster.nodes.len().saturating_sub(1);
         if keys.len() != others {
-            return Err(refuse(format!(
-                "{} keys relayed where the study file names {others} other Nodes",
-                keys.len()
-            )));
+            return Err(refuse(Unendorsement::RecipientCount {
+                relayed: keys.len(),
+                expected: others,
+            }));
         }
         let mut seen = std::collections::BTreeSet::new();
         for (public, endorsement) in keys {
             if endorsement.certificate.is_empty() {
-                return Err(refuse("a key comes without a signature".into()));
+                return Err(refuse(Unendorsement::RecipientUnsigned));
             }
             if endorsement.certificate == own {
-                return Err(refuse(
-                    "a key signed with this Node's own certificate".into(),
-                ));
+                return Err(refuse(Unendorsement::RecipientOwn));
             }
             let got = Fingerprint::of(&endorsement.certificate);
             let der = rustls::pki_types::CertificateDer::from(endorsement.certificate.as_slice());
             let member = match self.roster.identify(&der, &[], Side::Client) {
                 Ok(m) if m.role == Role::Node => m,
                 Ok(m) => {
-                    return Err(refuse(format!(
-                        "a key signed with certificate {got}, which is {m}'s, not a Node's"
-                    )));
+                    return Err(refuse(Unendorsement::RecipientNotNode {
+                        certificate: got,
+                        signer: m.role,
+                        name: m.name.clone(),
+                    }));
                 }
                 Err(why) => {
-                    return Err(refuse(format!(
-                        "a key signed with certificate {got}, no Node's: {why}"
-                    )));
+                    return Err(refuse(Unendorsement::RecipientUnknown {
+                        certificate: got,
+                        why,
+                    }));
                 }
             };
             if !seen.insert(member.name.clone()) {
-                return Err(refuse(format!("two keys signed by {member}")));
+                return Err(refuse(Unendorsement::RecipientRepeated {
+                    name: member.name.clone(),
+                }));
             }
             crate::transport::identity::verify(
                 &endorsement.certificate,
                 &recipient_message(&self.study, public),
                 &endorsement.signature,
             )
-            .map_err(|why| refuse(format!("{member}'s key: {why}")))?;
+            .map_err(|why| {
+                refuse(Unendorsement::RecipientSignature {
+                    name: member.name.clone(),
+                    why,
+                })
+            })?;
         }
         Ok(())
+    }
+}
+
+/// This Node's refusal of an endorsement.
+fn refuse(why: Unendorsement) -> SecureError {
+    SecureError::Refused {
+        party: Role::Node,
+        reason: Refusal::Unendorsed(why),
     }
 }
 

@@ -15,7 +15,7 @@ use super::wire::Step;
 use crate::objective::Family;
 use crate::optimizer::Optimizer;
 use crate::paillier::PaillierError;
-use crate::transport::{Role, TransportError};
+use crate::transport::{Fingerprint, Role, TransportError};
 use crate::vertical::deal::DealError;
 use crate::vertical::psi::PsiError;
 use crate::vertical::sealed::SealError;
@@ -61,14 +61,19 @@ pub enum SecureError {
     /// An encrypted vector whose public shape (length, scale, declared bound, packing) is not
     /// the one the study's parameters fix.
     #[error(
-        "protocol error: {what} has {mismatch}: refused (every width must follow the study's \
-         public parameters)"
+        "protocol error: {} has {mismatch}: refused (every width must follow the study's public \
+         parameters)",
+        shape_sender(*from, *node, what)
     )]
     Shape {
-        /// The vector and its sender (`Node 2's gradient`).
-        what: String,
-        /// The first difference (`a declared bound of 4 bits, the study's is 9 bits`).
-        mismatch: String,
+        /// The sender.
+        from: Role,
+        /// The sending Node (1-based), when a Node sent it.
+        node: Option<usize>,
+        /// The vector (`gradient`).
+        what: &'static str,
+        /// The first difference.
+        mismatch: ShapeMismatch,
     },
     /// Two parties hold different plans: a setting one derived differs from the other's.
     #[error("{setting} differs between this party and the {with}: {theirs} there, {ours} here")]
@@ -165,11 +170,8 @@ pub enum SecureError {
     Resume(#[from] ResumeMismatch),
     /// A checkpoint that cannot be read (bad magic, another version, malformed, or values it
     /// cannot hold).
-    #[error("{detail}")]
-    Checkpoint {
-        /// What was wrong, in a sentence.
-        detail: String,
-    },
+    #[error("{0}")]
+    Checkpoint(CheckpointFault),
     /// The key holder's key file could not be written or read.
     #[error("the key file {}: {detail}", path.display())]
     KeyStore {
@@ -221,7 +223,7 @@ pub enum SecureError {
     /// (or a user of this library): a matrix of the wrong shape, a factor that does not exist.
     /// A bug, not a peer's fault.
     #[error("inconsistent arguments: {0}")]
-    Inconsistent(String),
+    Inconsistent(Inconsistency),
     /// A thread running a party panicked.
     #[error("the {0}'s thread panicked")]
     Panicked(Role),
@@ -315,15 +317,13 @@ impl SecureError {
     }
 
     /// Inconsistent arguments.
-    pub(crate) fn inconsistent(detail: impl Into<String>) -> Self {
-        Self::Inconsistent(detail.into())
+    pub(crate) fn inconsistent(what: impl Into<Inconsistency>) -> Self {
+        Self::Inconsistent(what.into())
     }
 
     /// A checkpoint that cannot be used.
-    pub(crate) fn checkpoint(detail: impl Into<String>) -> Self {
-        Self::Checkpoint {
-            detail: detail.into(),
-        }
+    pub(crate) fn checkpoint(fault: CheckpointFault) -> Self {
+        Self::Checkpoint(fault)
     }
 }
 
@@ -557,6 +557,321 @@ impl fmt::Display for Breach {
             Self::Unknown { what, id } => write!(f, "no {what} {id} is known here"),
             Self::Psi(e) => write!(f, "{e}"),
             Self::Sealing(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// What this party's own code passed that does not fit together ([`SecureError::Inconsistent`]).
+/// A bug, not a peer's fault: the kinds carry the numbers a report needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Inconsistency {
+    /// A rule of the code, in a sentence that needs no value.
+    Rule(&'static str),
+    /// A count that differs from the one expected.
+    Count {
+        /// What is counted (`weights (of one scale) for the gradient`).
+        what: &'static str,
+        /// How many there are.
+        got: usize,
+        /// How many there should be.
+        expected: usize,
+    },
+    /// A vertical table whose values are not its rows times its columns.
+    VerticalTable {
+        /// Its rows.
+        rows: usize,
+        /// Its columns.
+        columns: usize,
+        /// Its values.
+        values: usize,
+    },
+    /// A lower triangle of the wrong size for the study's coefficients.
+    Triangle {
+        /// Its entries.
+        entries: usize,
+        /// The coefficients.
+        dimension: usize,
+    },
+    /// More of something than allowed.
+    TooMany {
+        /// What is counted.
+        what: &'static str,
+        /// How many.
+        count: usize,
+        /// The most allowed.
+        limit: usize,
+    },
+    /// A reference to something not held here.
+    Unknown {
+        /// What is referred to (`factor`).
+        what: &'static str,
+        /// Its number.
+        id: usize,
+    },
+    /// A matrix of the wrong shape, as (rows, columns).
+    Shape {
+        /// The matrix (`the matrix of a quadratic form`).
+        what: &'static str,
+        /// Its shape.
+        got: (usize, usize),
+        /// The shape expected.
+        expected: (usize, usize),
+    },
+    /// A block that does not lie inside its matrix.
+    Block {
+        /// The block's shape.
+        shape: (usize, usize),
+        /// Its first row and column.
+        at: (usize, usize),
+        /// The matrix's shape.
+        of: (usize, usize),
+    },
+    /// A product of matrices whose inner sides differ.
+    Product {
+        /// The left factor's shape.
+        left: (usize, usize),
+        /// The right one's.
+        right: (usize, usize),
+    },
+    /// A width in bits beyond the one allowed.
+    Bits {
+        /// What is measured (`a range check's bound`).
+        what: &'static str,
+        /// Its bits.
+        bits: u64,
+        /// The most allowed.
+        limit: u64,
+    },
+    /// Identifiers the private set intersection refuses.
+    Psi(PsiError),
+    /// A block circuit's shape refused by its own check.
+    BlockShape(super::masked::msgs::BlockFault),
+}
+
+impl From<&'static str> for Inconsistency {
+    fn from(rule: &'static str) -> Self {
+        Self::Rule(rule)
+    }
+}
+
+impl fmt::Display for Inconsistency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Rule(rule) => f.write_str(rule),
+            Self::Count {
+                what,
+                got,
+                expected,
+            } => write!(f, "{got} {what}, expected {expected}"),
+            Self::VerticalTable {
+                rows,
+                columns,
+                values,
+            } => write!(
+                f,
+                "a vertical table of {rows} rows and {columns} columns with {values} values"
+            ),
+            Self::Triangle { entries, dimension } => write!(
+                f,
+                "a lower triangle of {entries} entries for {dimension} coefficients"
+            ),
+            Self::TooMany { what, count, limit } => {
+                write!(f, "{count} {what}, at most {limit} allowed")
+            }
+            Self::Unknown { what, id } => write!(f, "no {what} {id}"),
+            Self::Shape {
+                what,
+                got,
+                expected,
+            } => write!(
+                f,
+                "{what} of {} x {}, expected {} x {}",
+                got.0, got.1, expected.0, expected.1
+            ),
+            Self::Block { shape, at, of } => write!(
+                f,
+                "a {} x {} block at ({}, {}) of a {} x {} matrix",
+                shape.0, shape.1, at.0, at.1, of.0, of.1
+            ),
+            Self::Product { left, right } => write!(
+                f,
+                "a {} x {} matrix times a {} x {} one",
+                left.0, left.1, right.0, right.1
+            ),
+            Self::Bits { what, bits, limit } => {
+                write!(f, "{what} of {bits} bits, beyond the {limit} allowed")
+            }
+            Self::Psi(e) => write!(f, "{e}"),
+            Self::BlockShape(fault) => write!(f, "{fault}"),
+        }
+    }
+}
+
+/// `Node 2's gradient`, `the key holder's noise share`.
+fn shape_sender(from: Role, node: Option<usize>, what: &str) -> String {
+    match node {
+        Some(node) => format!("Node {node}'s {what}"),
+        None => format!("the {from}'s {what}"),
+    }
+}
+
+/// The first way an encrypted vector differs from its public shape ([`SecureError::Shape`]),
+/// as the vector's value and the study's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShapeMismatch {
+    /// Its number of values.
+    #[error("{got} values, expected {expected}")]
+    Length {
+        /// The vector's.
+        got: usize,
+        /// The study's.
+        expected: usize,
+    },
+    /// Its fractional bits.
+    #[error("{got} fractional bits, expected {expected}")]
+    Scale {
+        /// The vector's.
+        got: u32,
+        /// The study's.
+        expected: u32,
+    },
+    /// Its declared bound, in bits.
+    #[error("a declared bound of {got} bits, the study's is {expected} bits")]
+    Bound {
+        /// The vector's.
+        got: u64,
+        /// The study's.
+        expected: u64,
+    },
+    /// Its slot width, in bits.
+    #[error("slots of {got} bits, the study's are {expected} bits")]
+    Slots {
+        /// The vector's.
+        got: u32,
+        /// The study's.
+        expected: u32,
+    },
+}
+
+/// Why a checkpoint cannot be used ([`SecureError::Checkpoint`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CheckpointFault {
+    /// Bytes that do not start with a checkpoint's magic.
+    Magic,
+    /// A checkpoint of another format version.
+    Version {
+        /// Its version.
+        found: u64,
+        /// The version this build reads.
+        supported: u64,
+    },
+    /// A flag or kind tag the format does not define.
+    Tag {
+        /// The tag (`factor kind`).
+        what: &'static str,
+        /// Its value.
+        value: u64,
+    },
+    /// Contents that cannot be what the format says (`bound bits`).
+    Malformed {
+        /// What was wrong.
+        what: &'static str,
+    },
+    /// An iteration recorded out of its place.
+    Order {
+        /// The iteration recorded.
+        iteration: u64,
+        /// Its place (1-based).
+        place: usize,
+    },
+    /// More of something than a checkpoint holds.
+    TooMany {
+        /// What is counted (`feature names`).
+        what: &'static str,
+        /// How many it declares.
+        count: u64,
+        /// The most allowed.
+        limit: usize,
+    },
+    /// An identifier of the wrong length.
+    Id {
+        /// Its bytes.
+        bytes: usize,
+    },
+    /// The reader's failure (truncated or invalid bytes), kept as it came.
+    Read(std::io::Error),
+    /// A row count the study cannot have.
+    Rows {
+        /// The N it records.
+        rows: u64,
+    },
+    /// Standardisation constants that do not match the features.
+    Standardization {
+        /// The means.
+        means: usize,
+        /// The scales.
+        scales: usize,
+        /// The features.
+        features: usize,
+    },
+    /// A saved inverse of the wrong shape.
+    SavedInverse {
+        /// Its shape.
+        shape: (usize, usize),
+        /// The coefficients.
+        dimension: usize,
+    },
+    /// A saved factor made by the other linear-algebra method.
+    FactorMethod {
+        /// This study's method.
+        method: super::solver::LinearAlgebra,
+    },
+}
+
+impl fmt::Display for CheckpointFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MALFORMED: &str = "a malformed checkpoint: ";
+        match self {
+            Self::Magic => f.write_str("not a privlogit checkpoint (bad magic)"),
+            Self::Version { found, supported } => write!(
+                f,
+                "a checkpoint of version {found}, this privlogit reads version {supported}"
+            ),
+            Self::Tag { what, value } => write!(f, "{MALFORMED}{what} {value}"),
+            Self::Malformed { what } => write!(f, "{MALFORMED}{what}"),
+            Self::Order { iteration, place } => {
+                write!(
+                    f,
+                    "{MALFORMED}iteration {iteration} recorded in place {place}"
+                )
+            }
+            Self::TooMany { what, count, limit } => {
+                write!(f, "{MALFORMED}{count} {what} (at most {limit})")
+            }
+            Self::Id { bytes } => write!(f, "{MALFORMED}an id of {bytes} bytes"),
+            Self::Read(e) => write!(f, "{MALFORMED}{e}"),
+            Self::Rows { rows } => write!(f, "a checkpoint with N = {rows}"),
+            Self::Standardization {
+                means,
+                scales,
+                features,
+            } => write!(
+                f,
+                "a checkpoint's standardisation ({means} means, {scales} scales) does not match \
+                 the {features} features"
+            ),
+            Self::SavedInverse { shape, dimension } => write!(
+                f,
+                "a saved inverse of {} x {} for {dimension} coefficients",
+                shape.0, shape.1
+            ),
+            Self::FactorMethod { method } => write!(
+                f,
+                "the saved factor was made by the other linear-algebra method than {method}"
+            ),
         }
     }
 }
@@ -963,8 +1278,8 @@ pub enum Refusal {
         required: u32,
     },
     /// The public key is not signed by the key holder the study file names, for this study and
-    /// session.
-    Unendorsed(String),
+    /// session (or the PSI key's recipients are not the study's Nodes).
+    Unendorsed(Unendorsement),
     /// The study is differentially private and this server has no noise share to draw.
     NoNoiseShare,
     /// The party's own rule (a Node's privacy ledger, ...), in its words.
@@ -988,6 +1303,138 @@ impl fmt::Display for Refusal {
                  draw (configure it for DP studies)",
             ),
             Self::Policy(why) => f.write_str(why),
+        }
+    }
+}
+
+/// How an endorsement fails ([`Refusal::Unendorsed`]): of the study's public key, or of the
+/// keys relayed as the PSI key's recipients. The transport's own reasons (an unknown
+/// certificate, a signature that does not verify) stay in its words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unendorsement {
+    /// The public key comes without a signature.
+    Unsigned,
+    /// Signed with the certificate of another member than the key holder.
+    OtherSigner {
+        /// The certificate's fingerprint.
+        certificate: Fingerprint,
+        /// The role of the member whose it is.
+        signer: Role,
+        /// That member's name in the study file.
+        name: String,
+    },
+    /// Signed with a certificate the study file does not name.
+    UnknownSigner {
+        /// The certificate's fingerprint.
+        certificate: Fingerprint,
+        /// Why the roster does not know it (the transport's words).
+        why: String,
+    },
+    /// A signature that does not verify (the transport's words).
+    Signature(String),
+    /// Not one relayed recipient key for each other Node.
+    RecipientCount {
+        /// Keys relayed.
+        relayed: usize,
+        /// Other Nodes the study file names.
+        expected: usize,
+    },
+    /// A recipient key without a signature.
+    RecipientUnsigned,
+    /// A recipient key signed with the checking Node's own certificate.
+    RecipientOwn,
+    /// A recipient key signed by a member that is not a Node.
+    RecipientNotNode {
+        /// The certificate's fingerprint.
+        certificate: Fingerprint,
+        /// The role of the member whose it is.
+        signer: Role,
+        /// That member's name in the study file.
+        name: String,
+    },
+    /// A recipient key signed with a certificate the study file does not name.
+    RecipientUnknown {
+        /// The certificate's fingerprint.
+        certificate: Fingerprint,
+        /// Why the roster does not know it (the transport's words).
+        why: String,
+    },
+    /// Two recipient keys signed by one Node.
+    RecipientRepeated {
+        /// The Node's name in the study file.
+        name: String,
+    },
+    /// A recipient key whose signature does not verify.
+    RecipientSignature {
+        /// The name of the Node that signed it.
+        name: String,
+        /// Why (the transport's words).
+        why: String,
+    },
+}
+
+impl fmt::Display for Unendorsement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const RECIPIENTS: &str = "the PSI key's recipients: ";
+        match self {
+            Self::Unsigned => f.write_str("it comes without a signature"),
+            Self::OtherSigner {
+                certificate,
+                signer,
+                name,
+            } => write!(
+                f,
+                "signed with certificate {certificate}, which is {}'s, expected the key holder's",
+                Signer(*signer, name)
+            ),
+            Self::UnknownSigner { certificate, why } => write!(
+                f,
+                "signed with certificate {certificate}, expected the key holder's: {why}"
+            ),
+            Self::Signature(why) => f.write_str(why),
+            Self::RecipientCount { relayed, expected } => write!(
+                f,
+                "{RECIPIENTS}{relayed} keys relayed where the study file names {expected} other \
+                 Nodes"
+            ),
+            Self::RecipientUnsigned => write!(f, "{RECIPIENTS}a key comes without a signature"),
+            Self::RecipientOwn => write!(
+                f,
+                "{RECIPIENTS}a key signed with this Node's own certificate"
+            ),
+            Self::RecipientNotNode {
+                certificate,
+                signer,
+                name,
+            } => write!(
+                f,
+                "{RECIPIENTS}a key signed with certificate {certificate}, which is {}'s, not a \
+                 Node's",
+                Signer(*signer, name)
+            ),
+            Self::RecipientUnknown { certificate, why } => write!(
+                f,
+                "{RECIPIENTS}a key signed with certificate {certificate}, no Node's: {why}"
+            ),
+            Self::RecipientRepeated { name } => {
+                write!(f, "{RECIPIENTS}two keys signed by Node {name}")
+            }
+            Self::RecipientSignature { name, why } => {
+                write!(f, "{RECIPIENTS}Node {name}'s key: {why}")
+            }
+        }
+    }
+}
+
+/// A member of the study file as the roster prints it (`Node a`, `the aggregator (agg)`).
+struct Signer<'a>(Role, &'a str);
+
+impl fmt::Display for Signer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Role::Node => write!(f, "Node {}", self.1),
+            role => write!(f, "the {role} ({})", self.1),
         }
     }
 }
@@ -1295,6 +1742,70 @@ mod tests {
         assert_eq!(
             beyond.to_string(),
             "out of range: Newton round 7 is beyond the rounds the parties dealt"
+        );
+    }
+
+    /// Inconsistent arguments, checkpoints and shapes print the numbers they carry.
+    #[test]
+    fn inconsistencies_checkpoints_and_shapes_print_their_facts() {
+        let triangle = SecureError::inconsistent(Inconsistency::Triangle {
+            entries: 5,
+            dimension: 3,
+        });
+        assert_eq!(
+            triangle.to_string(),
+            "inconsistent arguments: a lower triangle of 5 entries for 3 coefficients"
+        );
+        assert!(matches!(
+            triangle,
+            SecureError::Inconsistent(Inconsistency::Triangle { dimension: 3, .. })
+        ));
+        let rule = SecureError::inconsistent("an empty inverse");
+        assert_eq!(rule.to_string(), "inconsistent arguments: an empty inverse");
+        let product = Inconsistency::Product {
+            left: (2, 3),
+            right: (4, 5),
+        };
+        assert_eq!(product.to_string(), "a 2 x 3 matrix times a 4 x 5 one");
+        let version = SecureError::checkpoint(CheckpointFault::Version {
+            found: 9,
+            supported: 2,
+        });
+        assert_eq!(
+            version.to_string(),
+            "a checkpoint of version 9, this privlogit reads version 2"
+        );
+        let many = CheckpointFault::TooMany {
+            what: "feature names",
+            count: 5000,
+            limit: 4096,
+        };
+        assert_eq!(
+            many.to_string(),
+            "a malformed checkpoint: 5000 feature names (at most 4096)"
+        );
+        let shape = SecureError::Shape {
+            from: Role::KeyHolder,
+            node: None,
+            what: "noise share",
+            mismatch: ShapeMismatch::Length {
+                got: 3,
+                expected: 4,
+            },
+        };
+        assert!(
+            shape.to_string().starts_with(
+                "protocol error: the key holder's noise share has 3 values, expected 4"
+            ),
+            "{shape}"
+        );
+        let count = Unendorsement::RecipientCount {
+            relayed: 1,
+            expected: 2,
+        };
+        assert_eq!(
+            count.to_string(),
+            "the PSI key's recipients: 1 keys relayed where the study file names 2 other Nodes"
         );
     }
 }

@@ -11,8 +11,9 @@ use num_bigint::BigUint;
 use num_traits::One;
 
 use super::gc::SIGMA;
-use super::{SecureConfig, SecureError, bits_for, pow2};
+use super::{SecureConfig, SecureError, ShapeMismatch, bits_for, pow2};
 use crate::paillier::{EncryptedMatrix, EncryptedVector, Packing, PaillierError, PublicKey};
+use crate::transport::Role;
 
 /// Public bound (as a power of two) on a Node's feature sums divided by N (standardisation,
 /// and the mean squares of an unstandardised study's scaling): raw values up to about 1.8e19
@@ -39,34 +40,52 @@ pub struct Shape {
 
 impl Shape {
     /// Refuses `v` unless its length, scale, declared bound and packing are this shape's;
-    /// `what` names the vector and its sender in the error.
-    pub fn check(&self, v: &EncryptedVector, what: &str) -> Result<(), SecureError> {
+    /// `node` (1-based) and `what` name its sender and the vector in the error.
+    pub fn check(
+        &self,
+        v: &EncryptedVector,
+        node: usize,
+        what: &'static str,
+    ) -> Result<(), SecureError> {
+        self.check_from(v, Role::Node, Some(node), what)
+    }
+
+    /// [`Self::check`] for a vector another party than a Node sent (`node`: `None`).
+    pub fn check_from(
+        &self,
+        v: &EncryptedVector,
+        from: Role,
+        node: Option<usize>,
+        what: &'static str,
+    ) -> Result<(), SecureError> {
         let mismatch = if v.len() != self.len {
-            Some(format!("{} values, expected {}", v.len(), self.len))
+            Some(ShapeMismatch::Length {
+                got: v.len(),
+                expected: self.len,
+            })
         } else if v.scale() != self.scale {
-            Some(format!(
-                "{} fractional bits, expected {}",
-                v.scale(),
-                self.scale
-            ))
+            Some(ShapeMismatch::Scale {
+                got: v.scale(),
+                expected: self.scale,
+            })
         } else if v.slot_bound() != &self.bound {
-            Some(format!(
-                "a declared bound of {} bits, the study's is {} bits",
-                v.slot_bound().bits(),
-                self.bound.bits()
-            ))
+            Some(ShapeMismatch::Bound {
+                got: v.slot_bound().bits(),
+                expected: self.bound.bits(),
+            })
         } else if v.packing() != self.packing {
-            Some(format!(
-                "slots of {} bits, the study's are {} bits",
-                v.packing().slot_bits(),
-                self.packing.slot_bits()
-            ))
+            Some(ShapeMismatch::Slots {
+                got: v.packing().slot_bits(),
+                expected: self.packing.slot_bits(),
+            })
         } else {
             None
         };
         match mismatch {
             Some(mismatch) => Err(SecureError::Shape {
-                what: what.to_string(),
+                from,
+                node,
+                what,
                 mismatch,
             }),
             None => Ok(()),
@@ -221,15 +240,11 @@ mod tests {
         let frac = DEFAULT_FORMAT.frac();
         let good = EncryptedVector::encrypt(key, &at(frac), &shape.bound, shape.packing, &noise)
             .expect("encrypt");
-        shape
-            .check(&good, "Node 1's gradient")
-            .expect("the public shape");
+        shape.check(&good, 1, "gradient").expect("the public shape");
         let tiny = BigUint::from(8u8);
         let narrow = EncryptedVector::encrypt(key, &at(frac), &tiny, shape.packing, &noise)
             .expect("encrypt");
-        let e = shape
-            .check(&narrow, "Node 2's gradient")
-            .expect_err("narrow");
+        let e = shape.check(&narrow, 2, "gradient").expect_err("narrow");
         assert!(
             e.to_string()
                 .contains("Node 2's gradient has a declared bound of 4 bits"),
@@ -238,14 +253,14 @@ mod tests {
         let other_scale =
             EncryptedVector::encrypt(key, &at(frac - 1), &shape.bound, shape.packing, &noise)
                 .expect("encrypt");
-        assert!(shape.check(&other_scale, "x").is_err());
+        assert!(shape.check(&other_scale, 1, "x").is_err());
         let short =
             EncryptedVector::encrypt(key, &at(frac)[..3], &shape.bound, shape.packing, &noise)
                 .expect("encrypt");
-        assert!(shape.check(&short, "x").is_err());
+        assert!(shape.check(&short, 1, "x").is_err());
         let packed = Packing::new(key, 200).expect("packing");
         let repacked = EncryptedVector::encrypt(key, &at(frac), &shape.bound, packed, &noise)
             .expect("encrypt");
-        assert!(shape.check(&repacked, "x").is_err());
+        assert!(shape.check(&repacked, 1, "x").is_err());
     }
 }

@@ -11,6 +11,7 @@
 //!
 //! Both serve every protocol; the circuit method is kept as the cross-check.
 
+use crate::secure::{CheckpointFault, Inconsistency};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
@@ -225,10 +226,10 @@ impl Solver {
     ) -> Result<Factored, SecureError> {
         let d = config.dimension;
         if lower.len() != d * (d + 1) / 2 || bounds.dim != d {
-            return Err(SecureError::inconsistent(format!(
-                "a matrix of {} entries for {d} coefficients",
-                lower.len()
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Triangle {
+                entries: lower.len(),
+                dimension: d,
+            }));
         }
         let start = Instant::now();
         if let (Some(seed), Some(engine)) = (self.seed, self.engine.as_mut()) {
@@ -316,11 +317,10 @@ impl Solver {
             }
             (SavedFactor::Inverse { packed, bits }, LinearAlgebra::Masked) => {
                 if packed.rows() != d || packed.cols() != d {
-                    return Err(SecureError::checkpoint(format!(
-                        "a saved inverse of {} x {} for {d} coefficients",
-                        packed.rows(),
-                        packed.cols()
-                    )));
+                    return Err(SecureError::checkpoint(CheckpointFault::SavedInverse {
+                        shape: (packed.rows(), packed.cols()),
+                        dimension: d,
+                    }));
                 }
                 let engine = self
                     .engine
@@ -335,10 +335,9 @@ impl Solver {
                 (Held::Masked(shared), inverse)
             }
             _ => {
-                return Err(SecureError::checkpoint(format!(
-                    "the saved factor was made by the other linear-algebra method than {}",
-                    self.method
-                )));
+                return Err(SecureError::checkpoint(CheckpointFault::FactorMethod {
+                    method: self.method,
+                }));
             }
         };
         self.held.push(held);
@@ -356,10 +355,12 @@ impl Solver {
         gradient: &EncryptedVector,
     ) -> Result<Vec<f64>, SecureError> {
         let start = Instant::now();
-        let held = self
-            .held
-            .get_mut(index)
-            .ok_or_else(|| SecureError::inconsistent(format!("no factor {index}")))?;
+        let held = self.held.get_mut(index).ok_or_else(|| {
+            SecureError::inconsistent(Inconsistency::Unknown {
+                what: "factor",
+                id: index,
+            })
+        })?;
         match held {
             Held::Circuit(l) => {
                 let format = config.format;
@@ -411,9 +412,10 @@ impl Solver {
     ) -> Result<Vec<f64>, SecureError> {
         let start = Instant::now();
         let Some(Held::Masked(inverse)) = self.held.get_mut(index) else {
-            return Err(SecureError::inconsistent(format!(
-                "no masked factor {index} for a shared gradient"
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Unknown {
+                what: "masked factor (for a shared gradient)",
+                id: index,
+            }));
         };
         let engine = self
             .engine

@@ -7,6 +7,7 @@
 //! 3. The aggregator sends `Welcome` (the same parameters and the public key) to every Node.
 //! 4. Count round (N), secure standardisation when asked, then the optimiser.
 
+use crate::secure::CheckpointFault;
 use std::borrow::Borrow;
 use std::ops::Range;
 use std::time::Instant;
@@ -835,9 +836,8 @@ fn connect_or_resume<C: Channel>(
     Ok(match from {
         Some(f) => {
             let setup = SetupState {
-                rows: usize::try_from(f.rows).map_err(|_| {
-                    SecureError::checkpoint(format!("a checkpoint's N ({})", f.rows))
-                })?,
+                rows: usize::try_from(f.rows)
+                    .map_err(|_| SecureError::checkpoint(CheckpointFault::Rows { rows: f.rows }))?,
                 standardization: f.standardization.clone(),
                 bound: f.bound.clone(),
             };

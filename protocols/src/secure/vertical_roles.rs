@@ -23,6 +23,7 @@
 //!    every Node the model and ends the study. A Node stays connected until then, so a lost
 //!    party stops the others within the deadline, as in a horizontal study.
 
+use crate::secure::Inconsistency;
 use std::ops::Range;
 use std::time::Instant;
 
@@ -81,16 +82,18 @@ impl VerticalTable {
     fn check(&self) -> Result<(), SecureError> {
         let rows = self.ids.len();
         if self.x.len() != rows * self.names.len() {
-            return Err(SecureError::Inconsistent(format!(
-                "a vertical table of {rows} rows and {} columns with {} values",
-                self.names.len(),
-                self.x.len()
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::VerticalTable {
+                rows,
+                columns: self.names.len(),
+                values: self.x.len(),
+            }));
         }
-        if self.labels.as_ref().is_some_and(|y| y.len() != rows) {
-            return Err(SecureError::Inconsistent(format!(
-                "a vertical table of {rows} rows with a different number of labels"
-            )));
+        if let Some(y) = self.labels.as_ref().filter(|y| y.len() != rows) {
+            return Err(SecureError::inconsistent(Inconsistency::Count {
+                what: "labels for a vertical table's rows",
+                got: y.len(),
+                expected: rows,
+            }));
         }
         Ok(())
     }
@@ -1031,16 +1034,16 @@ fn shared_rows<C: Channel>(
                 second + 1
             ),
         )),
-        other => SecureError::Inconsistent(other.to_string()),
+        other => SecureError::inconsistent(Inconsistency::Psi(other)),
     })?;
     let bytes: Vec<u8> = tagged.tags().into_iter().flatten().collect();
     let limit = Step::VerticalTags.limit() as usize;
     if bytes.len() > limit {
-        return Err(SecureError::Inconsistent(format!(
-            "{} identifiers: a vertical study takes at most {} per party",
-            tagged.len(),
-            limit / TAG_BYTES
-        )));
+        return Err(SecureError::inconsistent(Inconsistency::TooMany {
+            what: "identifiers in a vertical study's party",
+            count: tagged.len(),
+            limit: limit / TAG_BYTES,
+        }));
     }
     let at = io_at(Role::Node, "the intersection");
     wire::send(channel, HANDSHAKE, Step::VerticalTags, &bytes).map_err(&at)?;

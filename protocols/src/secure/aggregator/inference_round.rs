@@ -7,6 +7,7 @@
 //! rows labelled 1 (the null model's deviance is a function of it), each in one masked
 //! product the key holder cannot read.
 
+use crate::secure::Inconsistency;
 use ndarray::{Array1, Array2};
 use num_bigint::{BigInt, BigUint};
 use privlogit_circuits::channel::Channel;
@@ -196,7 +197,7 @@ impl<C: Channel> SecureAggregation<C> {
             };
             let mut r = Reader::new(reply);
             let v = EncryptedVector::from_bytes(&self.key, r.bytes().map_err(at)?)?;
-            shape.check(&v, &format!("Node {node}'s evaluation sums"))?;
+            shape.check(&v, node, "evaluation sums")?;
             sums.push(v);
             shares.push(NodeShares::read(&mut r, &self.key, node, MAX_RANKED_ROWS)?);
             r.end().map_err(at)?;
@@ -493,11 +494,11 @@ fn quadratic_form<C: Channel>(
 ) -> Result<f64, SecureError> {
     let d = u.len();
     if m.rows() != d || m.cols() != d {
-        return Err(SecureError::inconsistent(format!(
-            "a quadratic form of {d} entries for a {} x {} matrix",
-            m.rows(),
-            m.cols()
-        )));
+        return Err(SecureError::inconsistent(Inconsistency::Shape {
+            what: "the matrix of a quadratic form",
+            got: (m.rows(), m.cols()),
+            expected: (d, d),
+        }));
     }
     let values = u
         .iter()

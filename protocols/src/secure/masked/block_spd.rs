@@ -19,6 +19,7 @@
 //! 2` (checked in its circuit): a pivot below that means the matrix is not positive definite at
 //! working precision, and the run stops with a named error instead of leaving the bounds.
 
+use crate::secure::Inconsistency;
 use num_bigint::BigInt;
 use privlogit_circuits::channel::Channel;
 
@@ -149,12 +150,11 @@ pub fn cholesky<C: Channel>(
 
 fn check_square(a: &Shared, bounds: &SpdBounds) -> Result<(), SecureError> {
     if a.rows() != a.cols() || a.rows() != bounds.dim {
-        return Err(SecureError::inconsistent(format!(
-            "a {} x {} matrix for an SPD algorithm of side {}",
-            a.rows(),
-            a.cols(),
-            bounds.dim
-        )));
+        return Err(SecureError::inconsistent(Inconsistency::Shape {
+            what: "the matrix of an SPD algorithm",
+            got: (a.rows(), a.cols()),
+            expected: (bounds.dim, bounds.dim),
+        }));
     }
     Ok(())
 }

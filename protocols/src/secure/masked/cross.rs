@@ -20,7 +20,9 @@ use super::matrix::IntMatrix;
 use super::packed::{PackedMatrix, packing_of, read_ciphertexts, write_ciphertexts};
 use crate::paillier::montgomery::{Montgomery, Residue};
 use crate::paillier::multiexp::digit;
-use crate::paillier::{Ciphertext, Packing, PaillierError, PublicKey, SecretKey};
+use crate::paillier::{
+    Ciphertext, Malformed, Mismatch, Packing, PaillierError, PublicKey, SecretKey,
+};
 use crate::secure::wire::{Reader, Writer};
 
 /// Public zeros of a matrix, by shape.
@@ -149,10 +151,17 @@ impl CrossTerm {
         r: &mut Reader<'_>,
         blocks: impl FnOnce(usize) -> usize,
     ) -> Result<Self, PaillierError> {
-        let slot_bits = r.u64().map_err(|e| PaillierError::Format(e.to_string()))?;
+        let slot_bits = r
+            .u64()
+            .map_err(|e| PaillierError::Format(Malformed::Read(e)))?;
         let packing = packing_of(
             key,
-            u32::try_from(slot_bits).map_err(|_| PaillierError::Format("slot width".into()))?,
+            u32::try_from(slot_bits).map_err(|_| {
+                PaillierError::Format(Malformed::Value {
+                    what: "slot width (bits)",
+                    value: slot_bits,
+                })
+            })?,
         )?;
         let count = blocks(packing.slots());
         Ok(Self {
@@ -195,7 +204,7 @@ pub fn times_plain(
 ) -> Result<CrossTerm, PaillierError> {
     let first = copies
         .first()
-        .ok_or_else(|| PaillierError::Mismatch("no operand".into()))?;
+        .ok_or(PaillierError::Mismatch(Mismatch::Empty { what: "operand" }))?;
     let (m, k) = (first.rows(), first.cols());
     if copies.len() != layout.copies
         || copies
@@ -204,18 +213,15 @@ pub fn times_plain(
         || r.rows() != k
         || (layout.rows, layout.cols) != (m, r.cols())
     {
-        return Err(PaillierError::Mismatch(format!(
-            "an encrypted {m} x {k} operand in {} copies for a {} x {} layout of {} copies",
-            copies.len(),
-            layout.rows,
-            layout.cols,
-            layout.copies
-        )));
+        return Err(PaillierError::Mismatch(Mismatch::Layout {
+            operand: (m, k),
+            copies: copies.len(),
+            layout: (layout.rows, layout.cols),
+            layout_copies: layout.copies,
+        }));
     }
     if r.data().iter().any(|v| v.sign() == Sign::Minus) {
-        return Err(PaillierError::Mismatch(
-            "exponents must be non-negative".into(),
-        ));
+        return Err(PaillierError::Mismatch(Mismatch::NegativeExponent));
     }
     let slots = first.packing().slots();
     // Bases: copy t, column l, block b at index (t * k + l) * per_column + b.

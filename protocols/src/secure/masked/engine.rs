@@ -24,6 +24,7 @@
 //! distance below `2^-40` per value); the aggregator: ciphertexts, and one admission bit per
 //! non-linear step ([`super::leaf`]).
 
+use crate::secure::Inconsistency;
 use std::time::Instant;
 
 use num_bigint::{BigInt, BigUint, Sign};
@@ -450,10 +451,10 @@ impl MaskedEngine {
         bound: u32,
     ) -> Result<Shared, SecureError> {
         if lower.len() != d * (d + 1) / 2 {
-            return Err(SecureError::inconsistent(format!(
-                "a lower triangle of {} values for {d} coefficients",
-                lower.len()
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Triangle {
+                entries: lower.len(),
+                dimension: d,
+            }));
         }
         let (masks, widths) = self.fresh_masks(lower.len(), 1, bound);
         let masked = pack_vector(
@@ -504,10 +505,11 @@ impl MaskedEngine {
         (rows, cols): (usize, usize),
     ) -> Result<Shared, SecureError> {
         if r0 + rows > x.rows || c0 + cols > x.cols || rows == 0 || cols == 0 {
-            return Err(SecureError::inconsistent(format!(
-                "a {rows} x {cols} block at ({r0}, {c0}) of a {} x {} matrix",
-                x.rows, x.cols
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Block {
+                shape: (rows, cols),
+                at: (r0, c0),
+                of: (x.rows, x.cols),
+            }));
         }
         let id = self.issue(gc, |id| Request::Slice {
             id,
@@ -682,10 +684,11 @@ impl MaskedEngine {
         bits: u32,
     ) -> Result<bool, SecureError> {
         if bits > x.mask_bits {
-            return Err(SecureError::inconsistent(format!(
-                "a range check up to 2^{bits} of a value masked with {} bits",
-                x.mask_bits
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Bits {
+                what: "a range check's bound (the value's mask)",
+                bits: u64::from(bits),
+                limit: u64::from(x.mask_bits),
+            }));
         }
         let probe = Shared {
             bound: bits,
@@ -727,9 +730,11 @@ impl MaskedEngine {
         bound: u32,
     ) -> Result<Shared, SecureError> {
         if values.max_bits() > u64::from(bound) {
-            return Err(SecureError::inconsistent(format!(
-                "a held matrix with an entry above its bound 2^{bound}"
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Bits {
+                what: "a held matrix's entry (its bound)",
+                bits: values.max_bits(),
+                limit: u64::from(bound),
+            }));
         }
         let (rows, cols) = (values.rows(), values.cols());
         let zeros = self.zeros(gc, (rows, cols))?;
@@ -1043,10 +1048,10 @@ impl MaskedEngine {
         out: Output<'_>,
     ) -> Result<(), SecureError> {
         if x.cols != y.rows {
-            return Err(SecureError::inconsistent(format!(
-                "a {} x {} matrix times a {} x {} one",
-                x.rows, x.cols, y.rows, y.cols
-            )));
+            return Err(SecureError::inconsistent(Inconsistency::Product {
+                left: (x.rows, x.cols),
+                right: (y.rows, y.cols),
+            }));
         }
         if self.dealt.is_some() {
             return self.dealt_product(gc, x, y, id, need, out);
@@ -1342,7 +1347,9 @@ impl MaskedEngine {
                 "a block circuit takes a square matrix",
             ));
         }
-        shape.check().map_err(SecureError::inconsistent)?;
+        shape
+            .check()
+            .map_err(|e| SecureError::inconsistent(Inconsistency::BlockShape(e)))?;
         self.record(out, &masks);
         let id = self.issue(gc, |id| Request::BlockLeaf {
             x: x.id,

@@ -14,7 +14,7 @@ use super::cross::CrossTerm;
 use super::layout::{Need, layout};
 use super::matrix::IntMatrix;
 use super::packed::PackedMatrix;
-use crate::paillier::{EncryptedVector, PaillierError, PublicKey};
+use crate::paillier::{EncryptedVector, Malformed, PaillierError, PublicKey};
 use crate::secure::wire::{Reader, Writer};
 
 /// Largest matrix side a request may name.
@@ -527,7 +527,10 @@ impl Request {
                 let id = r.u64().map_err(format)?;
                 let count = r.u64().map_err(format)?;
                 if count == 0 || count > 16 {
-                    return Err(PaillierError::Format(format!("{count} terms")));
+                    return Err(PaillierError::Format(Malformed::Value {
+                        what: "terms in a combination",
+                        value: count,
+                    }));
                 }
                 let terms = (0..count)
                     .map(|_| Ok((r.u64()?, r.u64()? == 1)))
@@ -542,7 +545,10 @@ impl Request {
                 let cols = side(r.u64().map_err(format)?).map_err(format)?;
                 let count = r.u64().map_err(format)?;
                 if count == 0 || count > 16 {
-                    return Err(PaillierError::Format(format!("{count} blocks")));
+                    return Err(PaillierError::Format(Malformed::Value {
+                        what: "blocks in an assembly",
+                        value: count,
+                    }));
                 }
                 let blocks = (0..count)
                     .map(|_| {
@@ -574,7 +580,10 @@ impl Request {
             DROP => {
                 let count = r.u64().map_err(format)?;
                 if count > 1 << 20 {
-                    return Err(PaillierError::Format(format!("dropping {count} views")));
+                    return Err(PaillierError::Format(Malformed::Value {
+                        what: "views dropped at once",
+                        value: count,
+                    }));
                 }
                 let ids = (0..count)
                     .map(|_| r.u64())
@@ -587,7 +596,10 @@ impl Request {
                 let transpose = r.u64().map_err(format)? == 1;
                 let slot_bits = r.u64().map_err(format)?;
                 if slot_bits < 2 || slot_bits > key.bits() {
-                    return Err(PaillierError::Format(format!("slots of {slot_bits} bits")));
+                    return Err(PaillierError::Format(Malformed::Value {
+                        what: "slot width (bits)",
+                        value: slot_bits,
+                    }));
                 }
                 let offset = offset(r.u64().map_err(format)?).map_err(format)?;
                 Request::Encrypt {
@@ -601,10 +613,11 @@ impl Request {
             DEALER_SEED => {
                 let seed = EncryptedVector::from_bytes(key, r.bytes().map_err(format)?)?;
                 if seed.len() != 1 {
-                    return Err(PaillierError::Format(format!(
-                        "a dealer's seed of {} values",
-                        seed.len()
-                    )));
+                    return Err(PaillierError::Format(Malformed::Length {
+                        what: "a dealer's seed (values)",
+                        got: seed.len(),
+                        expected: 1,
+                    }));
                 }
                 Request::DealerSeed { seed }
             }
@@ -632,9 +645,10 @@ impl Request {
             }
             LEAF => Request::Leaf(LeafRequest::read(r)?),
             other => {
-                return Err(PaillierError::Format(format!(
-                    "unknown masked request {other}"
-                )));
+                return Err(PaillierError::Format(Malformed::Value {
+                    what: "unknown masked request",
+                    value: other,
+                }));
             }
         })
     }
@@ -653,10 +667,11 @@ impl Masked {
         let d = side(lower).map_err(format)?;
         let v = EncryptedVector::from_bytes(key, r.bytes().map_err(format)?)?;
         if v.len() != d * (d + 1) / 2 {
-            return Err(PaillierError::Format(format!(
-                "{} values for the lower triangle of {d}",
-                v.len()
-            )));
+            return Err(PaillierError::Format(Malformed::Length {
+                what: "values of a lower triangle",
+                got: v.len(),
+                expected: d * (d + 1) / 2,
+            }));
         }
         Ok(Masked::Lower(d, v))
     }
@@ -692,7 +707,10 @@ impl ProductRequest {
         let need = need_from(r.u64().map_err(format)?).map_err(format)?;
         let frac = r.u64().map_err(format)?;
         if frac > u64::from(MAX_WIDTH) {
-            return Err(PaillierError::Format(format!("{frac} fractional bits")));
+            return Err(PaillierError::Format(Malformed::Value {
+                what: "fractional bits",
+                value: frac,
+            }));
         }
         let (left_need, right_need) = Request::needs(need);
         let left_cross = CrossTerm::read(key, r, |s| layout(m, n, s, left_need).blocks.len())?;
@@ -742,10 +760,11 @@ impl DealtProductRequest {
         let n = side(r.u64().map_err(format)?).map_err(format)?;
         let bx = r.u64().map_err(format)?;
         let by = r.u64().map_err(format)?;
-        if bx > u64::from(MAX_WIDTH) || by > u64::from(MAX_WIDTH) {
-            return Err(PaillierError::Format(format!(
-                "bounds of {bx} and {by} bits"
-            )));
+        if let Some((what, value)) = [("left bound (bits)", bx), ("right bound (bits)", by)]
+            .into_iter()
+            .find(|&(_, bits)| bits > u64::from(MAX_WIDTH))
+        {
+            return Err(PaillierError::Format(Malformed::Value { what, value }));
         }
         let index = r.u64().map_err(format)?;
         let f_left = IntMatrix::read(r, MAX_SIDE * MAX_SIDE, MAX_SHARE_BITS).map_err(format)?;
@@ -781,11 +800,17 @@ impl LeafRequest {
         let threshold = read_int(r).map_err(format)?;
         let frac = r.u64().map_err(format)?;
         if frac > u64::from(MAX_WIDTH) / 4 {
-            return Err(PaillierError::Format(format!("{frac} fractional bits")));
+            return Err(PaillierError::Format(Malformed::Value {
+                what: "fractional bits",
+                value: frac,
+            }));
         }
         let count = r.u64().map_err(format)?;
         if count != kind.outputs() as u64 {
-            return Err(PaillierError::Format(format!("{count} leaf outputs")));
+            return Err(PaillierError::Format(Malformed::Value {
+                what: "leaf outputs",
+                value: count,
+            }));
         }
         let outputs = (0..count)
             .map(|_| Ok((r.u64()?, read_widths(r)?)))
@@ -803,7 +828,7 @@ impl LeafRequest {
 }
 
 fn format(e: io::Error) -> PaillierError {
-    PaillierError::Format(e.to_string())
+    PaillierError::Format(Malformed::Read(e))
 }
 
 fn invalid(message: String) -> io::Error {
@@ -865,7 +890,7 @@ impl BlockShape {
             frac: frac as u32,
             output,
         };
-        shape.check().map_err(invalid)?;
+        shape.check().map_err(|e| invalid(e.to_string()))?;
         Ok(shape)
     }
 
@@ -875,29 +900,68 @@ impl BlockShape {
     }
 
     /// Whether the numbers are ones a circuit can be built for.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), BlockFault> {
         let w = self.width;
         if self.size == 0 || self.size > MAX_BLOCK {
-            return Err(format!(
-                "a block of side {} (at most {MAX_BLOCK})",
-                self.size
-            ));
+            return Err(BlockFault::Side {
+                size: self.size,
+                max: MAX_BLOCK,
+            });
         }
         if !(8..=512).contains(&w) || self.frac == 0 || 2 * self.frac + 2 > 4 * w {
-            return Err(format!(
-                "a block circuit of {w}-bit words at {} fractional bits",
-                self.frac
-            ));
+            return Err(BlockFault::Words {
+                width: w,
+                frac: self.frac,
+            });
         }
         if self.entry + 2 > w || self.input.bound + 2 > w || self.output.bound + 1 > w {
-            return Err(format!(
-                "{w}-bit words below the block's bounds ({}, {}, {})",
-                self.entry, self.input.bound, self.output.bound
-            ));
+            return Err(BlockFault::Bounds {
+                width: w,
+                entry: self.entry,
+                input: self.input.bound,
+                output: self.output.bound,
+            });
         }
         if self.input.mask < self.input.bound || self.output.mask < self.output.bound {
-            return Err("a mask narrower than its bound".into());
+            return Err(BlockFault::NarrowMask);
         }
         Ok(())
     }
+}
+
+/// Why no block circuit can be built for a [`BlockShape`], with its numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockFault {
+    /// A side of 0 or above the largest a circuit inverts.
+    #[error("a block of side {size} (at most {max})")]
+    Side {
+        /// The side.
+        size: usize,
+        /// The largest.
+        max: usize,
+    },
+    /// Words too narrow or too wide for the fractional bits.
+    #[error("a block circuit of {width}-bit words at {frac} fractional bits")]
+    Words {
+        /// The word width.
+        width: u32,
+        /// The fractional bits.
+        frac: u32,
+    },
+    /// Words too narrow for the block's bounds.
+    #[error("{width}-bit words below the block's bounds ({entry}, {input}, {output})")]
+    Bounds {
+        /// The word width.
+        width: u32,
+        /// Bits of the entry bound.
+        entry: u32,
+        /// Bits of the input bound.
+        input: u32,
+        /// Bits of the output bound.
+        output: u32,
+    },
+    /// A mask narrower than the bound it hides.
+    #[error("a mask narrower than its bound")]
+    NarrowMask,
 }

@@ -13,8 +13,8 @@ use super::matrix::IntMatrix;
 use num_bigint::BigUint;
 
 use crate::paillier::{
-    Ciphertext, EncryptedMatrix, EncryptedVector, NoiseSource, Packing, PaillierError, PublicKey,
-    SecretKey,
+    Ciphertext, EncryptedMatrix, EncryptedVector, Malformed, Mismatch, NoiseSource, Packing,
+    PaillierError, PublicKey, SecretKey,
 };
 use crate::secure::wire::{Reader, Writer};
 
@@ -83,13 +83,13 @@ pub fn read_ciphertexts(
 ) -> Result<Vec<Ciphertext>, PaillierError> {
     let bytes = r
         .bytes()
-        .map_err(|e| PaillierError::Format(e.to_string()))?;
+        .map_err(|e| PaillierError::Format(Malformed::Read(e)))?;
     let size = key.ciphertext_bytes();
     if bytes.len() != count * size {
-        return Err(PaillierError::Format(format!(
-            "{} bytes for {count} ciphertexts",
-            bytes.len()
-        )));
+        return Err(PaillierError::Format(Malformed::Ciphertexts {
+            bytes: bytes.len(),
+            count,
+        }));
     }
     Ciphertext::many_from_bytes(key, bytes.chunks(size))
 }
@@ -114,10 +114,11 @@ impl PackedMatrix {
         blocks: Vec<Ciphertext>,
     ) -> Result<Self, PaillierError> {
         if offset > 0 && offset + rows > packing.slots() {
-            return Err(PaillierError::Mismatch(format!(
-                "{rows} rows from slot {offset} of {}",
-                packing.slots()
-            )));
+            return Err(PaillierError::Mismatch(Mismatch::SlotRows {
+                rows,
+                offset,
+                slots: packing.slots(),
+            }));
         }
         let me = Self {
             rows,
@@ -127,11 +128,12 @@ impl PackedMatrix {
             blocks: Vec::new(),
         };
         if blocks.len() != cols * me.blocks_per_column() {
-            return Err(PaillierError::Mismatch(format!(
-                "{} ciphertexts for a {rows} x {cols} matrix of {} slots",
-                blocks.len(),
-                packing.slots()
-            )));
+            return Err(PaillierError::Mismatch(Mismatch::Blocks {
+                blocks: blocks.len(),
+                rows,
+                cols,
+                slots: packing.slots(),
+            }));
         }
         Ok(Self { blocks, ..me })
     }
@@ -226,9 +228,7 @@ impl PackedMatrix {
         bound: BigUint,
     ) -> Result<EncryptedMatrix, PaillierError> {
         if self.offset != 0 {
-            return Err(PaillierError::Mismatch(
-                "an offset matrix is not an encrypted matrix".into(),
-            ));
+            return Err(PaillierError::Mismatch(Mismatch::Offset));
         }
         let per_column = self.blocks_per_column();
         let columns = self
@@ -275,13 +275,10 @@ impl PackedMatrix {
     /// Adds the plaintext `values[i][j]` to every slot (no fresh randomness).
     pub fn add_plain(&self, key: &PublicKey, values: &IntMatrix) -> Result<Self, PaillierError> {
         if values.rows() != self.rows || values.cols() != self.cols {
-            return Err(PaillierError::Mismatch(format!(
-                "adding a {} x {} matrix to a {} x {} one",
-                values.rows(),
-                values.cols(),
-                self.rows,
-                self.cols
-            )));
+            return Err(PaillierError::Mismatch(Mismatch::Shapes {
+                left: (values.rows(), values.cols()),
+                right: (self.rows, self.cols),
+            }));
         }
         let per_column = self.blocks_per_column();
         let blocks = (0..self.blocks.len())
@@ -337,20 +334,30 @@ impl PackedMatrix {
         r: &mut Reader<'_>,
         max_entries: usize,
     ) -> Result<Self, PaillierError> {
-        let bad = |e: std::io::Error| PaillierError::Format(e.to_string());
+        let bad = |e: std::io::Error| PaillierError::Format(Malformed::Read(e));
         let rows = r.u64().map_err(bad)? as usize;
         let cols = r.u64().map_err(bad)? as usize;
         if rows.checked_mul(cols).is_none_or(|c| c > max_entries) {
-            return Err(PaillierError::Format(format!(
-                "a packed {rows} x {cols} matrix is too large"
-            )));
+            return Err(PaillierError::Format(Malformed::TooLarge {
+                what: "packed matrix",
+                rows: rows as u64,
+                cols: cols as u64,
+            }));
         }
-        let slot_bits = u32::try_from(r.u64().map_err(bad)?)
-            .map_err(|_| PaillierError::Format("slot width".into()))?;
+        let width = r.u64().map_err(bad)?;
+        let slot_bits = u32::try_from(width).map_err(|_| {
+            PaillierError::Format(Malformed::Value {
+                what: "slot width (bits)",
+                value: width,
+            })
+        })?;
         let packing = packing_of(key, slot_bits)?;
         let offset = r.u64().map_err(bad)?;
         if offset >= packing.slots() as u64 {
-            return Err(PaillierError::Format(format!("slot offset {offset}")));
+            return Err(PaillierError::Format(Malformed::Value {
+                what: "slot offset",
+                value: offset,
+            }));
         }
         let shape = Self::from_blocks_at(rows, 0, packing, offset as usize, Vec::new())?;
         let blocks = read_ciphertexts(key, r, cols * shape.blocks_per_column())?;
