@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ndarray::{Array1, Array2, Axis};
 use privlogit_protocols::optimizer::Initial;
 use privlogit_protocols::rows::reordered::Reordered;
-use privlogit_protocols::rows::{RowSource, RowsError};
+use privlogit_protocols::rows::{RowSource, RowsError, RowsProblem};
 use privlogit_protocols::secure::study_protocol::poisson_start;
 use privlogit_protocols::{
     Family, FitError, FitOptions, FitReport, Glm, IterationRecord, Optimizer, PartyData,
@@ -179,7 +179,10 @@ pub fn model_rows(
                     if !(w.is_finite() && *w > 0.0) {
                         return Err(RowsError::new(
                             source,
-                            format!("weight {w} in column {weights:?} is not a positive number"),
+                            RowsProblem::Weight {
+                                column: weights.clone(),
+                                value: *w,
+                            },
                         ));
                     }
                 }
@@ -188,7 +191,7 @@ pub fn model_rows(
             .map_err(|e| DataError::BadValue {
                 source_name: e.source_name,
                 row,
-                what: e.reason,
+                what: e.problem.to_string(),
             })?;
     }
     let features = trailing.names()[..names.len() - moved.len()].to_vec();

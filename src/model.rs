@@ -48,7 +48,7 @@ pub struct Model {
 pub enum ModelError {
     /// The output lacks a field or has one of the wrong type or length.
     #[error("not a model: {0}")]
-    Malformed(String),
+    Malformed(#[source] Malformed),
     /// A probability asked of a model whose label is not 0/1.
     #[error("a {0} model predicts a mean, not a probability: ask for its mean (predict)")]
     NotBinomial(&'static str),
@@ -64,6 +64,78 @@ pub enum ModelError {
     },
 }
 
+/// What is wrong with an output that does not make a model: typed, so a caller can tell a
+/// missing field from a mismatch without reading the message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Malformed {
+    /// A field the model needs is absent.
+    #[error("no {0:?} field")]
+    MissingField(&'static str),
+    /// A field that does not decode as the model needs.
+    #[error("{field:?}: {source}")]
+    Field {
+        /// The field.
+        field: &'static str,
+        /// The decoder's error.
+        #[source]
+        source: JsonError,
+    },
+    /// Names and coefficients of different lengths.
+    #[error("{names} names for {coefficients} coefficients")]
+    Lengths {
+        /// Names given.
+        names: usize,
+        /// Coefficients given.
+        coefficients: usize,
+    },
+    /// Standardisation statistics that do not match the model's features.
+    #[error("the standardisation's {columns} columns do not match the model's {features} features")]
+    Standardization {
+        /// Columns of the standardisation.
+        columns: usize,
+        /// Features of the model.
+        features: usize,
+    },
+    /// A family the model does not know (the JSON value, as written).
+    #[error("unknown \"family\" {0}")]
+    Family(serde_json::Value),
+}
+
+impl Malformed {
+    fn field(field: &'static str) -> impl Fn(serde_json::Error) -> ModelError {
+        move |e| {
+            ModelError::Malformed(Malformed::Field {
+                field,
+                source: JsonError(std::sync::Arc::new(e)),
+            })
+        }
+    }
+}
+
+/// A `serde_json` error, shared so that [`ModelError`] stays `Clone`; equal when the messages
+/// are (`serde_json::Error` is neither `Clone` nor `PartialEq`).
+#[derive(Debug, Clone)]
+pub struct JsonError(pub std::sync::Arc<serde_json::Error>);
+
+impl PartialEq for JsonError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for JsonError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
 impl Model {
     /// The model of coefficients `beta` named `names` (the intercept first, named
     /// [`INTERCEPT`], when one was fitted), found on features standardised by `standardization`
@@ -74,11 +146,10 @@ impl Model {
         standardization: Option<&Standardization>,
     ) -> Result<Self, ModelError> {
         if names.len() != beta.len() {
-            return Err(ModelError::Malformed(format!(
-                "{} names for {} coefficients",
-                names.len(),
-                beta.len()
-            )));
+            return Err(ModelError::Malformed(Malformed::Lengths {
+                names: names.len(),
+                coefficients: beta.len(),
+            }));
         }
         let has_intercept = names.first().is_some_and(|n| n == INTERCEPT);
         let skip = usize::from(has_intercept);
@@ -90,11 +161,10 @@ impl Model {
                 || s.means.len() != features.len()
                 || s.scales.len() != features.len()
             {
-                return Err(ModelError::Malformed(format!(
-                    "the standardisation's {} columns do not match the model's {} features",
-                    s.names.len(),
-                    features.len()
-                )));
+                return Err(ModelError::Malformed(Malformed::Standardization {
+                    columns: s.names.len(),
+                    features: features.len(),
+                }));
             }
             for ((w, m), sd) in weights.iter_mut().zip(&s.means).zip(&s.scales) {
                 *w /= sd;
@@ -118,20 +188,19 @@ impl Model {
     /// --json`, the aggregator's `--out` file, Python's result dict as JSON): `names`,
     /// `coefficients` and, when standardised, `standardization`.
     pub fn from_output(output: &serde_json::Value) -> Result<Self, ModelError> {
-        let field = |name: &str| {
+        let field = |name: &'static str| {
             output
                 .get(name)
-                .ok_or_else(|| ModelError::Malformed(format!("no {name:?} field")))
+                .ok_or(ModelError::Malformed(Malformed::MissingField(name)))
         };
-        let names: Vec<String> = serde_json::from_value(field("names")?.clone())
-            .map_err(|e| ModelError::Malformed(format!("\"names\": {e}")))?;
+        let names: Vec<String> =
+            serde_json::from_value(field("names")?.clone()).map_err(Malformed::field("names"))?;
         let beta: Vec<f64> = serde_json::from_value(field("coefficients")?.clone())
-            .map_err(|e| ModelError::Malformed(format!("\"coefficients\": {e}")))?;
+            .map_err(Malformed::field("coefficients"))?;
         let standardization: Option<Standardization> = match output.get("standardization") {
             None | Some(serde_json::Value::Null) => None,
             Some(v) => Some(
-                serde_json::from_value(v.clone())
-                    .map_err(|e| ModelError::Malformed(format!("\"standardization\": {e}")))?,
+                serde_json::from_value(v.clone()).map_err(Malformed::field("standardization"))?,
             ),
         };
         let family = match output.get("family") {
@@ -139,7 +208,7 @@ impl Model {
             Some(v) => v
                 .as_str()
                 .and_then(Family::parse)
-                .ok_or_else(|| ModelError::Malformed(format!("unknown \"family\" {v}")))?,
+                .ok_or_else(|| ModelError::Malformed(Malformed::Family(v.clone())))?,
         };
         Ok(Self::from_fit(&names, &beta, standardization.as_ref())?.with_family(family))
     }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use privlogit_protocols::PartyData;
 use privlogit_protocols::objective::{dot, sigmoid};
-use privlogit_protocols::rows::{ChunkVisitor, RowSource, RowsError};
+use privlogit_protocols::rows::{ChunkVisitor, RowSource, RowsError, RowsProblem};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
@@ -282,7 +282,11 @@ impl RowSource for SimulatedRows {
         if end > self.rows || x.len() != y.len() * p {
             return Err(RowsError::new(
                 self.describe(),
-                format!("rows {start}..{end} asked of {} rows", self.rows),
+                RowsProblem::OutOfRange {
+                    start,
+                    end,
+                    rows: self.rows,
+                },
             ));
         }
         let mut row = start;

@@ -1011,8 +1011,7 @@ fn participate(args: ParticipantArgs) -> Result<()> {
     let rows = d.rows();
     let network_io = &party.network;
     party.stop_peers_on_error(|| {
-        let mut link =
-            network_io.connect(&address, &party.server(Role::Aggregator), PATIENCE)?;
+        let mut link = network_io.connect(&address, &party.server(Role::Aggregator), PATIENCE)?;
         say!(
             "participant with {rows} rows joined {} at {}",
             link.pipe().peer(),
@@ -1022,22 +1021,25 @@ fn participate(args: ParticipantArgs) -> Result<()> {
         let mut consent = |plan: &Plan, network: &Network| {
             if !plan.settings.is_private() && !args.allow_non_private {
                 return Err(privlogit::dl::DlError::Budget(
-                    "this participant refuses the run: the server plans it without noise (not private); pass --allow-non-private to take part anyway".into(),
+                    privlogit::dl::BudgetProblem::RefusedNonPrivate {
+                        remedy: "pass --allow-non-private to take part anyway",
+                    },
                 ));
             }
             let spend = args
                 .privacy
                 .check(&plan.settings, network, plan.iterations)
                 .map_err(|e| {
-                    privlogit::dl::DlError::Budget(format!(
-                        "this participant refuses the run: {}",
-                        e
-                    ))
+                    privlogit::dl::DlError::Budget(privlogit::dl::BudgetProblem::Refused(e.into()))
                 })?;
             args.privacy
-                .charge(spend.as_ref(), std::slice::from_ref(&args.party), &args.label)
+                .charge(
+                    spend.as_ref(),
+                    std::slice::from_ref(&args.party),
+                    &args.label,
+                )
                 .map_err(|e| {
-                    privlogit::dl::DlError::Budget(format!("this participant refuses the run: {e}"))
+                    privlogit::dl::DlError::Budget(privlogit::dl::BudgetProblem::Refused(e.into()))
                 })?;
             spent_plan = Some((plan.clone(), spend, network.clone()));
             Ok(())

@@ -30,7 +30,7 @@ use ndarray::s;
 use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::compensated::CompensatedSum;
-use crate::rows::{MemoryRows, RowSource, RowsError};
+use crate::rows::{MemoryRows, RowSource, RowsError, RowsProblem};
 
 /// How many sums [`PartyData::constant_sums`] returns.
 pub const CONSTANT_SUMS: usize = 5;
@@ -102,7 +102,7 @@ impl PartyData {
             Ok(())
         })?;
         let x = Array2::from_shape_vec((ys.len(), p), xs)
-            .map_err(|e| RowsError::new(self.rows.describe(), e.to_string()))?;
+            .map_err(|e| RowsError::new(self.rows.describe(), RowsProblem::Shape(e)))?;
         Ok((x, Array1::from(ys)))
     }
 

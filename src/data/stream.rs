@@ -13,7 +13,9 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use parquet::column::reader::ColumnReader;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use privlogit_protocols::Family;
-use privlogit_protocols::rows::{ChunkVisitor, MemoryRows, RowSource, RowsError};
+use privlogit_protocols::rows::{
+    Cause, ChunkVisitor, MemoryRows, RowSource, RowsError, RowsProblem,
+};
 
 use super::binary::{self, Layout};
 use super::csv::RecordReader;
@@ -85,7 +87,7 @@ fn read_prefix(path: &Path, buf: &mut [u8]) -> Result<usize, DataError> {
 
 /// A failure met during a pass, as the Nodes' sums report it.
 fn rows_error(path: &Path, e: DataError) -> RowsError {
-    RowsError::new(path.display().to_string(), e.to_string())
+    RowsError::new(path.display().to_string(), RowsProblem::Data(Cause::new(e)))
 }
 
 /// A privlogit binary table: any run of rows is read at its offset, so blocks are read in
@@ -113,7 +115,7 @@ impl BinaryRows {
         this.scan(&mut |_, _| Ok(()))
             .map_err(|e| DataError::Binary {
                 path: path.to_path_buf(),
-                reason: e.reason,
+                reason: e.problem.to_string(),
             })?;
         Ok(this)
     }
@@ -138,7 +140,7 @@ impl BinaryRows {
         let mut bytes = vec![0u8; n * row_bytes];
         let offset = self.layout.data_offset + (start * row_bytes) as u64;
         self.read_at(offset, &mut bytes)
-            .map_err(|e| RowsError::new(self.describe(), e.to_string()))?;
+            .map_err(|e| RowsError::new(self.describe(), RowsProblem::Unreadable(Cause::new(e))))?;
         let mut values = Vec::with_capacity(n * self.layout.names.len());
         let mut labels = Vec::with_capacity(n);
         self.layout
@@ -186,7 +188,11 @@ impl RowSource for BinaryRows {
         if start + y.len() > self.rows() {
             return Err(RowsError::new(
                 self.describe(),
-                format!("rows {start}..{} asked of {}", start + y.len(), self.rows()),
+                RowsProblem::OutOfRange {
+                    start,
+                    end: start + y.len(),
+                    rows: self.rows(),
+                },
             ));
         }
         let (values, labels) = self.decode(start, y.len())?;
@@ -304,7 +310,10 @@ impl RowSource for CsvRows {
         if seen != self.rows {
             return Err(RowsError::new(
                 self.describe(),
-                format!("held {} rows when opened, {seen} now", self.rows),
+                RowsProblem::RowsChanged {
+                    then: self.rows,
+                    now: seen,
+                },
             ));
         }
         Ok(())
@@ -398,7 +407,8 @@ impl ParquetRows {
             rows,
             family: options.family,
         };
-        this.scan(&mut |_, _| Ok(())).map_err(|e| bad(e.reason))?;
+        this.scan(&mut |_, _| Ok(()))
+            .map_err(|e| bad(e.problem.to_string()))?;
         Ok(this)
     }
 
@@ -457,19 +467,22 @@ impl RowSource for ParquetRows {
     file_source_shape!();
 
     fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError> {
-        let fail = |reason: String| RowsError::new(self.describe(), reason);
-        let reader = Self::reader(&self.path).map_err(|e| fail(e.to_string()))?;
+        let fail = |problem: RowsProblem| RowsError::new(self.describe(), problem);
+        let unreadable =
+            |e: parquet::errors::ParquetError| fail(RowsProblem::Unreadable(Cause::new(e)));
+        let reader =
+            Self::reader(&self.path).map_err(|e| fail(RowsProblem::Data(Cause::new(e))))?;
         let p = self.names.len();
         let mut row_base = 0usize;
         let (mut x, mut y) = (Vec::new(), Vec::new());
         let mut column: Vec<Option<f64>> = Vec::new();
         for g in 0..reader.num_row_groups() {
-            let group = reader.get_row_group(g).map_err(|e| fail(e.to_string()))?;
+            let group = reader.get_row_group(g).map_err(unreadable)?;
             let group_rows = usize::try_from(group.metadata().num_rows()).unwrap_or(0);
             let mut readers = self
                 .columns
                 .iter()
-                .map(|&c| group.get_column_reader(c).map_err(|e| fail(e.to_string())))
+                .map(|&c| group.get_column_reader(c).map_err(unreadable))
                 .collect::<Result<Vec<_>, _>>()?;
             let mut done = 0;
             while done < group_rows {
@@ -480,28 +493,40 @@ impl RowSource for ParquetRows {
                 for (k, r) in readers.iter_mut().enumerate() {
                     column.clear();
                     let name = self.names.get(k).map_or("the label", String::as_str);
-                    let got = read_column(r, n, &mut column)
-                        .map_err(|e| fail(format!("column {name:?}: {e}")))?;
+                    let got = read_column(r, n, &mut column).map_err(|reason| {
+                        fail(RowsProblem::Column {
+                            column: name.into(),
+                            reason,
+                        })
+                    })?;
                     if got != n {
-                        return Err(fail(format!(
-                            "column {name:?} ends early in row group {g} ({got} of {n} rows)"
-                        )));
+                        return Err(fail(RowsProblem::ColumnEnds {
+                            column: name.into(),
+                            group: g,
+                            got,
+                            expected: n,
+                        }));
                     }
                     for (i, v) in column.iter().enumerate() {
                         let row = row_base + done + i + 1;
                         let v = v.ok_or_else(|| {
-                            fail(format!("row {row}, column {name:?}: missing value"))
+                            fail(RowsProblem::MissingValue {
+                                row,
+                                column: name.into(),
+                            })
                         })?;
                         if k < p {
                             if !v.is_finite() {
-                                return Err(fail(format!(
-                                    "row {row}, column {name:?}: {v} is not a finite number"
-                                )));
+                                return Err(fail(RowsProblem::ValueNotFinite {
+                                    row,
+                                    column: name.into(),
+                                    value: v,
+                                }));
                             }
                             x[i * p + k] = v;
                         } else {
                             if let Some(why) = self.family.label_problem(v) {
-                                return Err(fail(format!("row {row}, label: {v} {why}")));
+                                return Err(fail(RowsProblem::RowLabel { row, label: v, why }));
                             }
                             y.push(v);
                         }
@@ -514,10 +539,10 @@ impl RowSource for ParquetRows {
             row_base += group_rows;
         }
         if row_base != self.rows {
-            return Err(fail(format!(
-                "row groups hold {row_base} rows, the footer says {}",
-                self.rows
-            )));
+            return Err(fail(RowsProblem::RowGroups {
+                held: row_base,
+                footer: self.rows,
+            }));
         }
         Ok(())
     }

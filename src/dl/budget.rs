@@ -16,8 +16,8 @@
 //! Both are computed with [`crate::dp::accounting`], which `privlogit dp account` exposes and
 //! the dp-accounting tests check.
 
-use super::DlError;
 use super::participant::Settings;
+use super::{BudgetProblem, DlError};
 use crate::dp::accounting::EpsDelta;
 
 /// Which composition to charge by.
@@ -52,8 +52,8 @@ impl Spend {
     }
 }
 
-fn accounting_error(e: impl std::fmt::Display) -> DlError {
-    DlError::Budget(format!("cannot account for this run: {e}"))
+fn accounting_error(e: impl std::error::Error + Send + Sync + 'static) -> DlError {
+    DlError::Budget(BudgetProblem::Accounting(Box::new(e)))
 }
 
 /// The spend of `iterations` iterations of Algorithm 2 on a network of `dim` parameters, with
@@ -219,18 +219,14 @@ pub fn check(
     budget: f64,
 ) -> Result<Spend, DlError> {
     let Some(spend) = spend(settings, dim, iterations, delta)? else {
-        return Err(DlError::Budget(
-            "a run without noise is not differentially private: no budget covers it".into(),
-        ));
+        return Err(DlError::Budget(BudgetProblem::NotPrivate));
     };
     if accounting == Accounting::Dissertation && !accept_unsound {
-        return Err(DlError::Budget(format!(
-            "the dissertation's accounting (Theorem 3.3.2) is not a privacy bound: this run \
-             spends epsilon {:.4} by it but {:.4} soundly (delta {:.1e}); decide by the sound \
-             figure, or acknowledge the unsound one explicitly (setting `accept_unsound_accounting`; \
-             Python: accept_unsound_accounting=True)",
-            spend.total_dissertation.epsilon, spend.total_sound.epsilon, spend.total_sound.delta
-        )));
+        return Err(DlError::Budget(BudgetProblem::Unsound {
+            dissertation: spend.total_dissertation.epsilon,
+            sound: spend.total_sound.epsilon,
+            delta: spend.total_sound.delta,
+        }));
     }
     let total = spend.total(accounting);
     if total.epsilon > budget {
@@ -256,16 +252,18 @@ pub fn check(
             }
         }
         let affordable = lo;
-        return Err(DlError::Budget(format!(
-            "{iterations} iterations would spend epsilon {:.4} (delta {:.1e}, {} accounting; {:.4} per iteration), past the budget {budget}: at most {affordable} iterations fit",
-            total.epsilon,
-            total.delta,
-            match accounting {
+        return Err(DlError::Budget(BudgetProblem::OverBudget {
+            iterations,
+            epsilon: total.epsilon,
+            delta: total.delta,
+            accounting: match accounting {
                 Accounting::Dissertation => "dissertation",
                 Accounting::Sound => "sound",
             },
-            per
-        )));
+            per,
+            budget,
+            affordable,
+        }));
     }
     Ok(spend)
 }
@@ -373,6 +371,16 @@ mod tests {
         let err = check(&s, dim, 10_000, 0.0, Accounting::Sound, false, 1.0).expect_err("refused");
         let text = err.to_string();
         assert!(text.contains("past the budget 1"), "{text}");
+        assert!(
+            matches!(
+                err,
+                DlError::Budget(BudgetProblem::OverBudget {
+                    iterations: 10_000,
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
         let fits: u64 = text
             .rsplit("at most ")
             .next()
@@ -386,6 +394,10 @@ mod tests {
         // The dissertation's figure decides only when acknowledged.
         let e = check(&s, dim, 10, 0.0, Accounting::Dissertation, false, 1e9).expect_err("unsound");
         assert!(e.to_string().contains("not a privacy bound"), "{e}");
+        assert!(
+            matches!(e, DlError::Budget(BudgetProblem::Unsound { .. })),
+            "{e:?}"
+        );
         assert!(check(&s, dim, 10, 0.0, Accounting::Dissertation, true, 1e9).is_ok());
     }
 }

@@ -10,9 +10,9 @@
 //! experiment's settings (5 participants, 10 % of 40,312 parameters a visit) a visit downloads
 //! four uploads of about 4 KB instead of 322 KB of parameters.
 
-use super::DlError;
 use super::sparse;
 use super::upload::Upload;
+use super::{DlError, ServerProblem};
 
 /// A grid upload the server applied: when, whose, and its bytes as they came.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,16 +129,15 @@ impl Replay {
         entries: &[(u64, usize, Vec<u8>)],
         expected: u64,
     ) -> Result<(), DlError> {
-        let fail = |why: String| DlError::Server(format!("replaying the uploads: {why}"));
         for (iteration, position, bytes) in entries {
-            let upload = Upload::decode(bytes, self.dim).map_err(&fail)?;
+            let upload = Upload::decode(bytes, self.dim)
+                .map_err(|why| DlError::Server(ServerProblem::ReplayUpload(why)))?;
             if !matches!(upload, Upload::Grid { .. }) || upload.len() != self.n {
-                return Err(fail(format!(
-                    "an upload of {} {} coordinates, the plan's are {} grid counts",
-                    upload.len(),
-                    upload.kind(),
-                    self.n
-                )));
+                return Err(DlError::Server(ServerProblem::ReplayKind {
+                    len: upload.len(),
+                    kind: upload.kind(),
+                    n: self.n,
+                }));
             }
             let selection = sparse::selection(
                 self.seed, self.dim, self.n, self.head, *iteration, *position,
@@ -147,10 +146,7 @@ impl Replay {
         }
         let got = checksum(params);
         if got != expected {
-            return Err(fail(format!(
-                "the parameters differ from the server's (checksum {got:016x}, the server's \
-                 {expected:016x})"
-            )));
+            return Err(DlError::Server(ServerProblem::Checksum { got, expected }));
         }
         Ok(())
     }
@@ -233,5 +229,9 @@ mod tests {
             .apply(&mut copy, &entries, checksum(&server))
             .expect_err("refused");
         assert!(e.to_string().contains("checksum"), "{e}");
+        assert!(
+            matches!(e, DlError::Server(ServerProblem::Checksum { .. })),
+            "{e:?}"
+        );
     }
 }

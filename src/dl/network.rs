@@ -17,7 +17,7 @@
 use ndarray::{ArrayView1, ArrayView2};
 use rand::{Rng, RngExt};
 
-use super::DlError;
+use super::{DlError, SettingReason};
 use crate::metrics;
 
 /// The hidden layers of section 3.4.2.
@@ -65,7 +65,7 @@ impl Network {
             ));
         }
         if let Some(w) = hidden.iter().find(|&&w| w == 0) {
-            return Err(DlError::setting("hidden width", w, "must be at least 1"));
+            return Err(DlError::setting("hidden width", *w, "must be at least 1"));
         }
         let mut sizes = vec![inputs];
         sizes.extend_from_slice(hidden);
@@ -79,8 +79,10 @@ impl Network {
             Some(c) if c <= MAX_PARAMETERS => Ok(Self { sizes }),
             _ => Err(DlError::setting(
                 "network",
-                format!("{sizes:?}"),
-                &format!("more than {MAX_PARAMETERS} parameters"),
+                sizes,
+                SettingReason::TooManyParameters {
+                    most: MAX_PARAMETERS,
+                },
             )),
         }
     }
@@ -139,11 +141,10 @@ impl Network {
             Err(DlError::setting(
                 "parameters",
                 params.len(),
-                &format!(
-                    "the network {:?} has {} parameters",
-                    self.sizes,
-                    self.parameter_count()
-                ),
+                SettingReason::ParameterCount {
+                    sizes: self.sizes.clone(),
+                    count: self.parameter_count(),
+                },
             ))
         }
     }

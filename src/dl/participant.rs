@@ -17,11 +17,11 @@
 use ndarray::{Array2, ArrayView1};
 use rand::{RngExt, SeedableRng};
 
-use super::DlError;
 use super::network::Network;
 use super::rntn;
 use super::sparse::{self, Sparse};
 use super::upload::Upload;
+use super::{DlError, SettingReason};
 use crate::dp::accounting::EpsDelta;
 use crate::dp::noise::CryptoRngBox;
 
@@ -237,11 +237,13 @@ impl Trainer {
             return Err(DlError::setting(
                 "features",
                 x.ncols(),
-                &format!("the network reads {}", network.inputs()),
+                SettingReason::Inputs {
+                    inputs: network.inputs(),
+                },
             ));
         }
         if x.nrows() == 0 {
-            return Err(DlError::setting("rows", 0, "a participant needs rows"));
+            return Err(DlError::setting("rows", 0usize, "a participant needs rows"));
         }
         let dim = network.parameter_count();
         let public_rows = match settings.sparse {
@@ -364,7 +366,7 @@ impl Trainer {
                         range,
                         &mut self.rng,
                     )
-                    .map_err(|e| DlError::setting("noise", epsilon, &e.to_string()))?,
+                    .map_err(|e| DlError::setting("noise", epsilon, SettingReason::Noise(e)))?,
                 };
                 entries.push((j as u32, v));
             }

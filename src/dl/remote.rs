@@ -14,13 +14,13 @@ use privlogit_circuits::channel::Channel;
 use privlogit_protocols::secure::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use rand::RngExt;
 
-use super::DlError;
 use super::download::{self, Applied, Replay};
 use super::network::Network;
 use super::participant::{Settings, Trainer};
 use super::server::Participant;
 use super::sparse::Sparse;
 use super::upload::Upload;
+use super::{DlError, ParticipantProblem, ServerProblem};
 
 /// A `Gradient` message's kinds: the whole parameter vector, or the uploads since the
 /// participant's last visit ([`super::download`]).
@@ -71,18 +71,17 @@ impl<C: Channel> std::fmt::Debug for RemoteParticipant<C> {
 
 /// Reads a participant's join on `channel`; `label` names the connection in errors.
 pub fn read_join<C: Channel>(channel: &mut C, label: &str) -> Result<Joined, DlError> {
-    let fail = |reason: String| DlError::Participant {
-        participant: label.to_string(),
-        reason: format!("joining: {reason}"),
+    let fail = |e: std::io::Error| DlError::Participant {
+        participant: label.into(),
+        reason: ParticipantProblem::Joining(e),
     };
-    let (_, payload) =
-        wire::recv(channel, HANDSHAKE, &[Step::Join]).map_err(|e| fail(io_err(e)))?;
+    let (_, payload) = wire::recv(channel, HANDSHAKE, &[Step::Join]).map_err(fail)?;
     let mut r = Reader::new(&payload);
     let joined = Joined {
-        name: r.string().map_err(|e| fail(io_err(e)))?,
-        features: r.u64().map_err(|e| fail(io_err(e)))? as usize,
+        name: r.string().map_err(fail)?,
+        features: r.u64().map_err(fail)? as usize,
     };
-    r.end().map_err(|e| fail(io_err(e)))?;
+    r.end().map_err(fail)?;
     Ok(joined)
 }
 
@@ -100,11 +99,10 @@ impl<C: Channel> RemoteParticipant<C> {
         if joined.features != network.inputs() {
             return Err(DlError::Participant {
                 participant: joined.name.clone(),
-                reason: format!(
-                    "joining: it has {} features, the network reads {}",
-                    joined.features,
-                    network.inputs()
-                ),
+                reason: ParticipantProblem::Features {
+                    features: joined.features,
+                    network: network.inputs(),
+                },
             });
         }
         let session: u64 = rand::rng().random::<u64>() | 1;
@@ -135,7 +133,7 @@ impl<C: Channel> RemoteParticipant<C> {
         wire::send(&mut channel, HANDSHAKE, Step::Welcome, &w.finish()).map_err(|e| {
             DlError::Participant {
                 participant: joined.name.clone(),
-                reason: format!("welcoming: {e}"),
+                reason: ParticipantProblem::Welcoming(e),
             }
         })?;
         Ok(Self {
@@ -163,9 +161,18 @@ impl<C: Channel> Participant for RemoteParticipant<C> {
         iteration: u64,
         since: Option<&[Applied]>,
     ) -> Result<Upload, DlError> {
-        let fail = |what: &str, e: String| DlError::Participant {
+        let fail = |reason: ParticipantProblem| DlError::Participant {
             participant: self.joined.name.clone(),
-            reason: format!("iteration {iteration}, {what}: {e}"),
+            reason,
+        };
+        let link = |step: &'static str| {
+            move |source: std::io::Error| {
+                fail(ParticipantProblem::Link {
+                    iteration,
+                    step,
+                    source,
+                })
+            }
         };
         let payload = match since {
             None => Writer::new().u64(iteration).u64(FULL).f64s(params).finish(),
@@ -182,10 +189,11 @@ impl<C: Channel> Participant for RemoteParticipant<C> {
             }
         };
         wire::send(&mut self.channel, self.session, Step::Gradient, &payload)
-            .map_err(|e| fail("sending the parameters", io_err(e)))?;
+            .map_err(link("sending the parameters"))?;
         let (_, reply) = wire::recv(&mut self.channel, self.session, &[Step::GradientReply])
-            .map_err(|e| fail("waiting for its upload", io_err(e)))?;
-        Upload::decode(&reply, self.dim).map_err(|e| fail("reading its upload", e))
+            .map_err(link("waiting for its upload"))?;
+        Upload::decode(&reply, self.dim)
+            .map_err(|reason| fail(ParticipantProblem::Upload { iteration, reason }))
     }
 
     fn finish(&mut self, params: &[f64]) -> Result<(), DlError> {
@@ -193,7 +201,7 @@ impl<C: Channel> Participant for RemoteParticipant<C> {
         wire::send(&mut self.channel, self.session, Step::Done, &payload).map_err(|e| {
             DlError::Participant {
                 participant: self.joined.name.clone(),
-                reason: format!("sending the final parameters: {e}"),
+                reason: ParticipantProblem::Finishing(e),
             }
         })
     }
@@ -219,15 +227,18 @@ pub fn serve<C: Channel>(
     consent: &mut Consent<'_>,
     on_step: &mut dyn FnMut(u64),
 ) -> Result<Vec<f64>, DlError> {
-    let fail = |what: &str, e: String| DlError::Server(format!("{what}: {e}"));
+    let fail = |step: &'static str| {
+        move |source: std::io::Error| DlError::Server(ServerProblem::Link { step, source })
+    };
+    let refuse = |problem: ServerProblem| DlError::Server(problem);
     // No row count: under the add/remove relation the sparse mechanism accounts, an exact
     // count would tell D from D +- 1 row.
     let join = Writer::new().string(name).u64(x.ncols() as u64).finish();
-    wire::send(channel, HANDSHAKE, Step::Join, &join).map_err(|e| fail("joining", io_err(e)))?;
+    wire::send(channel, HANDSHAKE, Step::Join, &join).map_err(fail("joining"))?;
     let (_, welcome) = wire::recv(channel, HANDSHAKE, &[Step::Welcome])
-        .map_err(|e| fail("waiting for the welcome", io_err(e)))?;
+        .map_err(fail("waiting for the welcome"))?;
     let (session, plan, position) =
-        read_welcome(&welcome).map_err(|e| fail("reading the welcome", e))?;
+        read_welcome(&welcome).map_err(|e| refuse(ServerProblem::Welcome(e)))?;
     let network = Network::new(x.ncols(), &plan.hidden)?;
     consent(&plan, &network)?;
     let dim = network.parameter_count();
@@ -245,38 +256,28 @@ pub fn serve<C: Channel>(
     let mut served = 0u64;
     loop {
         let (step, payload) = wire::recv(channel, session, &[Step::Gradient, Step::Done])
-            .map_err(|e| fail("waiting for parameters", io_err(e)))?;
+            .map_err(fail("waiting for parameters"))?;
         let mut r = Reader::new(&payload);
         if step == Step::Done {
-            let params = r
-                .f64s()
-                .map_err(|e| fail("reading the final parameters", io_err(e)))?;
-            r.end()
-                .map_err(|e| fail("reading the final parameters", io_err(e)))?;
+            let params = r.f64s().map_err(fail("reading the final parameters"))?;
+            r.end().map_err(fail("reading the final parameters"))?;
             if params.len() != dim {
-                return Err(fail(
-                    "the final parameters",
-                    format!("{} values for {dim} parameters", params.len()),
-                ));
+                return Err(refuse(ServerProblem::FinalParameters {
+                    got: params.len(),
+                    dim,
+                }));
             }
             return Ok(params);
         }
-        let iteration = r.u64().map_err(|e| fail("reading parameters", io_err(e)))?;
-        let kind = r.u64().map_err(|e| fail("reading parameters", io_err(e)))?;
+        let iteration = r.u64().map_err(fail("reading parameters"))?;
+        let kind = r.u64().map_err(fail("reading parameters"))?;
         match kind {
             FULL => {
-                copy = r
-                    .f64s()
-                    .map_err(|e| fail("reading parameters", io_err(e)))?;
+                copy = r.f64s().map_err(fail("reading parameters"))?;
             }
             DELTA => {
                 let (Some(replay), false) = (replay, copy.is_empty()) else {
-                    return Err(fail(
-                        &format!("iteration {iteration}"),
-                        "uploads to replay before any parameters (or in a run without grid \
-                         uploads)"
-                            .into(),
-                    ));
+                    return Err(refuse(ServerProblem::ReplayFirst { iteration }));
                 };
                 let read = |r: &mut Reader<'_>| -> std::io::Result<_> {
                     let expected = r.u64()?;
@@ -293,45 +294,36 @@ pub fn serve<C: Channel>(
                     Ok((expected, entries))
                 };
                 let (expected, entries) =
-                    read(&mut r).map_err(|e| fail("reading the uploads since", io_err(e)))?;
+                    read(&mut r).map_err(fail("reading the uploads since"))?;
                 replay.apply(&mut copy, &entries, expected)?;
             }
             other => {
-                return Err(fail(
-                    &format!("iteration {iteration}"),
-                    format!("a message of unknown kind {other}"),
-                ));
+                return Err(refuse(ServerProblem::UnknownKind {
+                    iteration,
+                    kind: other,
+                }));
             }
         }
-        r.end().map_err(|e| fail("reading parameters", io_err(e)))?;
+        r.end().map_err(fail("reading parameters"))?;
         let params = copy.clone();
         if iteration != served + 1 || iteration > plan.iterations {
-            return Err(fail(
-                &format!("iteration {iteration}"),
-                format!(
-                    "asked for an upload out of turn (expected iteration {} of the {} agreed): refused, the budget covers no more",
-                    served + 1,
-                    plan.iterations
-                ),
-            ));
+            return Err(refuse(ServerProblem::OutOfTurn {
+                iteration,
+                expected: served + 1,
+                agreed: plan.iterations,
+            }));
         }
         served = iteration;
         if params.len() != dim || params.iter().any(|v| !v.is_finite()) {
-            return Err(fail(
-                &format!("iteration {iteration}"),
-                format!(
-                    "{} parameters (not all finite?) for a network of {dim}",
-                    params.len()
-                ),
-            ));
+            return Err(refuse(ServerProblem::Parameters {
+                iteration,
+                got: params.len(),
+                dim,
+            }));
         }
         let upload = trainer.step(&params, iteration)?;
-        wire::send(channel, session, Step::GradientReply, &upload.encode()).map_err(|e| {
-            fail(
-                &format!("iteration {iteration}, sending the upload"),
-                io_err(e),
-            )
-        })?;
+        wire::send(channel, session, Step::GradientReply, &upload.encode())
+            .map_err(|source| refuse(ServerProblem::Reply { iteration, source }))?;
         on_step(iteration);
     }
 }

@@ -23,7 +23,7 @@
 
 use rand::{Rng, RngExt};
 
-use super::DlError;
+use super::{DlError, SettingReason};
 
 /// `Lap(scale)` as `scale (E1 - E2)` with `E = -ln(1 - U)`, `U` uniform in `[0, 1)`.
 pub fn laplace<R: Rng + ?Sized>(scale: f64, rng: &mut R) -> f64 {
@@ -58,7 +58,9 @@ pub fn report_noisy_top_n<R: Rng + ?Sized>(
         return Err(DlError::setting(
             "n",
             n,
-            &format!("cannot select more than the {} coordinates", scores.len()),
+            SettingReason::Selection {
+                coordinates: scores.len(),
+            },
         ));
     }
     let noisy_scores = scores

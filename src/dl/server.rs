@@ -2,11 +2,11 @@
 //! turn (round robin); each gets the current parameters, runs Algorithm 2, and its upload
 //! updates the parameters by eq. (3.1), `W := W - r G~`, before the next one is contacted.
 
-use super::DlError;
 use super::download::{self, Applied, Log, Seen};
 use super::network::Network;
 use super::participant::Trainer;
 use super::upload::Upload;
+use super::{DlError, ParticipantProblem};
 
 /// A participant as the server sees it: in this process, or across a connection.
 pub trait Participant {
@@ -66,7 +66,7 @@ impl Participant for LocalParticipant {
             .step(params, iteration)
             .map_err(|e| DlError::Participant {
                 participant: self.name.clone(),
-                reason: e.to_string(),
+                reason: ParticipantProblem::Training(Box::new(e)),
             })?;
         // What the transport would carry: the parameters (or the uploads since the last visit)
         // down, the encoded upload up.
@@ -115,7 +115,7 @@ pub fn train(
     if participants.is_empty() {
         return Err(DlError::setting(
             "participants",
-            0,
+            0usize,
             "training needs at least one",
         ));
     }
@@ -129,15 +129,16 @@ pub fn train(
     for t in 1..=schedule.iterations {
         for (position, p) in participants.iter_mut().enumerate() {
             let upload = p.train(&params, t, log.since(seen[position]))?;
-            let refuse = |why: String| DlError::Participant {
-                participant: p.name().to_string(),
-                reason: format!("iteration {t}: {why}"),
+            let refuse = |reason: ParticipantProblem| DlError::Participant {
+                participant: p.name().into(),
+                reason,
             };
             if upload.dim() != dim {
-                return Err(refuse(format!(
-                    "an upload for {} parameters, the network has {dim}",
-                    upload.dim(),
-                )));
+                return Err(refuse(ParticipantProblem::UploadSize {
+                    iteration: t,
+                    got: upload.dim(),
+                    dim,
+                }));
             }
             let expected = match (schedule.settings.sparse, schedule.settings.ternary) {
                 (Some(s), _) if s.noise_multiplier.is_some() => "grid",
@@ -147,11 +148,13 @@ pub fn train(
             let grid = matches!(upload, Upload::Grid { .. });
             if upload.kind() != expected || upload.len() > limit || (grid && upload.len() != limit)
             {
-                return Err(refuse(format!(
-                    "an upload of {} {} coordinates, the plan allows at most {limit} {expected}",
-                    upload.len(),
-                    upload.kind(),
-                )));
+                return Err(refuse(ParticipantProblem::UploadKind {
+                    iteration: t,
+                    len: upload.len(),
+                    kind: upload.kind(),
+                    limit,
+                    expected,
+                }));
             }
             let selection = match schedule.settings.sparse {
                 Some(s) if grid => super::sparse::selection(s.seed, dim, limit, head, t, position),
@@ -231,7 +234,7 @@ pub fn train_in_process(
         )
         .map_err(|e| DlError::Participant {
             participant: p.name.clone(),
-            reason: e.to_string(),
+            reason: ParticipantProblem::Training(Box::new(e)),
         })?
         .at_position(k);
         participants.push(Box::new(LocalParticipant::new(p.name.clone(), trainer)));

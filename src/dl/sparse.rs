@@ -51,9 +51,9 @@ use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::DlError;
 use super::network::Network;
 use super::upload::Upload;
+use super::{BudgetProblem, DlError, SettingReason};
 use crate::dp::accounting::{EpsDelta, Rdp, default_orders};
 use crate::dp::lattice_gaussian;
 use crate::dp::noise::CryptoRngBox;
@@ -121,8 +121,8 @@ pub fn upload_grid(z: f64, clip: f64) -> f64 {
     2f64.powi((UPLOAD_GRID_SHARE * z * clip).log2().floor() as i32)
 }
 
-fn accounting_error(e: impl std::fmt::Display) -> DlError {
-    DlError::Budget(format!("cannot account for this run: {e}"))
+fn accounting_error(e: impl std::error::Error + Send + Sync + 'static) -> DlError {
+    DlError::Budget(BudgetProblem::Accounting(Box::new(e)))
 }
 
 /// A participant's row count as it may be used and shown: `rows` plus a discrete Gaussian of
@@ -130,7 +130,7 @@ fn accounting_error(e: impl std::fmt::Display) -> DlError {
 pub fn noisy_count(rows: usize, rng: &mut (dyn CryptoRngBox + Send)) -> Result<f64, DlError> {
     let variance = (COUNT_NOISE * COUNT_NOISE) as u64;
     let noise = lattice_gaussian::sample(variance, rng)
-        .map_err(|e| DlError::setting("noise", COUNT_NOISE, &e.to_string()))?;
+        .map_err(|e| DlError::setting("noise", COUNT_NOISE, SettingReason::Noise(e)))?;
     Ok((rows as i64).saturating_add(noise).max(1) as f64)
 }
 
@@ -160,10 +160,12 @@ pub fn spend(z: f64, q: f64, iterations: u64, delta: f64, n: usize) -> Result<Ep
 /// Python refuse alike.
 pub fn check_budget(total: EpsDelta, iterations: u64, budget: Option<f64>) -> Result<(), DlError> {
     match budget {
-        Some(b) if total.epsilon > b => Err(DlError::Budget(format!(
-            "{iterations} iterations would spend epsilon {:.4} (delta {:.1e}), past the budget {b}",
-            total.epsilon, total.delta
-        ))),
+        Some(b) if total.epsilon > b => Err(DlError::Budget(BudgetProblem::Exceeded {
+            iterations,
+            epsilon: total.epsilon,
+            delta: total.delta,
+            budget: b,
+        })),
         _ => Ok(()),
     }
 }
@@ -190,10 +192,12 @@ pub fn calibrate(
         lo = hi;
         hi *= 2.0;
         if hi > 1e6 {
-            return Err(DlError::Budget(format!(
-                "no noise multiplier up to 1e6 keeps {iterations} iterations at q {q} within \
-                 epsilon {epsilon} (delta {delta:e})"
-            )));
+            return Err(DlError::Budget(BudgetProblem::NoMultiplier {
+                iterations,
+                q,
+                epsilon,
+                delta,
+            }));
         }
     }
     if lo == hi {
@@ -272,7 +276,7 @@ pub(crate) fn step(
         let steps = (s / fine).round() as i64;
         let noisy = steps
             + lattice_gaussian::sample(variance, rng)
-                .map_err(|e| DlError::setting("noise", z, &e.to_string()))?;
+                .map_err(|e| DlError::setting("noise", z, SettingReason::Noise(e)))?;
         // Post-processing of the integer: onto the coarse grid.
         counts.push((noisy as f64 * fine / coarse).round() as i64);
     }

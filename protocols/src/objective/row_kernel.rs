@@ -11,7 +11,7 @@ use crate::rows::partitioned::{
     self, BlockPartial, Bytes, Read, answer_partition, answer_rows, asks_rows, read_request,
     write_request,
 };
-use crate::rows::{MemoryRows, RowSource, RowsError};
+use crate::rows::{MemoryRows, RowSource, RowsError, RowsProblem};
 use ndarray::{Array1, Array2};
 
 /// A kind of per-row sum.
@@ -220,7 +220,7 @@ impl RowJob {
             0 => super::Family::Binomial,
             1 => super::Family::Poisson,
             2 => super::Family::Gaussian,
-            f => return Err(input.malformed(&format!("unknown family {f}"))),
+            f => return Err(input.unknown("family", f)),
         };
         let flags = input.u8()?;
         let glm = Glm {
@@ -244,7 +244,7 @@ impl RowJob {
             5 => RowKernel::Misclassified(needs(values)?),
             6 => RowKernel::Classes,
             7 => RowKernel::BadWeights,
-            t => return Err(input.malformed(&format!("unknown kernel {t}"))),
+            t => return Err(input.unknown("kernel", t)),
         };
         Ok(Self { glm, kernel })
     }
@@ -266,23 +266,22 @@ pub fn answer(
     if x.nrows() != y.len() || names.len() != x.ncols() {
         return Err(RowsError::new(
             source,
-            format!(
-                "a partition of {} x {} with {} labels and {} names",
-                x.nrows(),
-                x.ncols(),
-                y.len(),
-                names.len()
-            ),
+            RowsProblem::PartitionShape {
+                rows: x.nrows(),
+                columns: x.ncols(),
+                labels: y.len(),
+                names: names.len(),
+            },
         ));
     }
     for (i, row) in x.rows().into_iter().enumerate() {
         if let Some(j) = row.iter().position(|v| !v.is_finite()) {
             return Err(RowsError::new(
                 at(i),
-                format!(
-                    "column {:?} is {} (every value must be a finite number)",
-                    names[j], row[j]
-                ),
+                RowsProblem::NotFinite {
+                    column: names[j].clone(),
+                    value: row[j],
+                },
             ));
         }
     }
@@ -297,7 +296,7 @@ pub fn answer(
         .map_or(super::Family::Gaussian, |(_, j)| j.glm.family);
     for (i, &label) in y.iter().enumerate() {
         if let Some(why) = family.label_problem(label) {
-            return Err(RowsError::new(at(i), format!("the label {label} {why}")));
+            return Err(RowsError::new(at(i), RowsProblem::Label { label, why }));
         }
     }
     let raw = MemoryRows::new(x, y).with_names(names);

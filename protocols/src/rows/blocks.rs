@@ -10,7 +10,7 @@
 use ndarray::{ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::{RowSource, RowsError};
+use super::{RowSource, RowsError, RowsProblem};
 
 /// Rows per block: large enough that a block's `p x p` product runs at matrix-multiply speed
 /// and merging its partial into the running sums costs little beside it.
@@ -43,12 +43,12 @@ where
         if x.ncols() != p || x.nrows() != y.len() {
             return Err(RowsError::new(
                 source.describe(),
-                format!(
-                    "a chunk of {} x {} with {} labels, expected {p} columns",
-                    x.nrows(),
-                    x.ncols(),
-                    y.len()
-                ),
+                RowsProblem::ChunkShape {
+                    rows: x.nrows(),
+                    columns: x.ncols(),
+                    labels: y.len(),
+                    expected: p,
+                },
             ));
         }
         let x = x.as_standard_layout();

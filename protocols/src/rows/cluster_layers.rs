@@ -7,7 +7,7 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use super::RowsError;
+use super::{RowsError, RowsProblem};
 
 /// Runs a request on every partition of a cluster's rows, where the rows are.
 pub trait PartitionEngine: Send + Sync + Debug {
@@ -131,7 +131,7 @@ impl Layer {
                     unit_norm: flags & 2 != 0,
                 }
             }
-            tag => return Err(input.malformed(&format!("unknown layer {tag}"))),
+            tag => return Err(input.unknown("layer", tag)),
         })
     }
 }
@@ -170,8 +170,13 @@ impl<'a> Read<'a> {
     }
 
     /// An error naming what is read.
-    pub fn malformed(&self, why: &str) -> RowsError {
-        RowsError::new(self.what, format!("malformed: {why}"))
+    pub fn malformed(&self, why: &'static str) -> RowsError {
+        RowsError::new(self.what, RowsProblem::Malformed(why))
+    }
+
+    /// An error naming what is read: a tag of `what` that names nothing known.
+    pub fn unknown(&self, what: &'static str, tag: u8) -> RowsError {
+        RowsError::new(self.what, RowsProblem::UnknownTag { what, tag })
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], RowsError> {

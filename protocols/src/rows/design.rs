@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ndarray::{Array2, Axis};
 
-use super::{ChunkVisitor, RowSource, RowsError, unit_norm};
+use super::{ChunkVisitor, RowSource, RowsError, RowsProblem, unit_norm};
 
 /// Name of the intercept column.
 pub const INTERCEPT: &str = "intercept";
@@ -71,7 +71,7 @@ impl DesignRows {
         {
             return Err(RowsError::new(
                 self.raw.describe(),
-                format!("unusable standardisation statistics for {p} features"),
+                RowsProblem::Standardization { features: p },
             ));
         }
         self.standardize = Some((means, scales));
@@ -81,10 +81,7 @@ impl DesignRows {
     fn not_finite(&self, row: usize) -> RowsError {
         RowsError::new(
             self.raw.describe(),
-            format!(
-                "row {} has an entry that is not finite: it cannot be scaled to unit norm",
-                row + 1
-            ),
+            RowsProblem::RowNotFinite { row: row + 1 },
         )
     }
 

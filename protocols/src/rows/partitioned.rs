@@ -34,7 +34,7 @@ pub use super::cluster_layers::{Bytes, Layer, PartitionEngine, Partitioned, Read
 use super::constant::WithConstants;
 use super::design::DesignRows;
 use super::reordered::Reordered;
-use super::{MemoryRows, RowSource, RowsError};
+use super::{MemoryRows, RowSource, RowsError, RowsProblem};
 use crate::compensated::CompensatedSum;
 
 /// One block's partial sums, merged into the running accumulators as the local Node merges
@@ -82,7 +82,7 @@ impl BlockPartial {
                 }
                 BlockPartial::Compensated(CompensatedSum::from_parts(hi, lo))
             }
-            tag => return Err(input.malformed(&format!("unknown partial {tag}"))),
+            tag => return Err(input.unknown("partial", tag)),
         })
     }
 }
@@ -116,7 +116,8 @@ pub fn wrapped(raw: Arc<dyn RowSource>, layers: &[Layer]) -> Result<Arc<dyn RowS
 
 /// `inner` wrapped as `layer` describes.
 fn wrap(layer: &Layer, inner: Arc<dyn RowSource>) -> Result<Arc<dyn RowSource>, RowsError> {
-    let malformed = |what: &str| RowsError::new(inner.describe(), what.to_string());
+    let malformed =
+        |what: &'static str| RowsError::new(inner.describe(), RowsProblem::Malformed(what));
     Ok(match layer {
         Layer::Reordered(order) => {
             if order.iter().any(|&j| j >= inner.columns()) {
@@ -180,7 +181,7 @@ pub fn answer_partition(
     if offset > 1 << 62 {
         return Err(RowsError::new(
             "a partition",
-            format!("its first row {offset} is beyond any source's rows"),
+            RowsProblem::OffsetBeyond { offset },
         ));
     }
     let block = BLOCK_ROWS as u64;
@@ -350,7 +351,8 @@ pub fn combine(
                 "block {index} formed from {n} rows where it has {due}"
             )));
         }
-        let x = Array2::from_shape_vec((n, width), xs).map_err(|e| wrong(e.to_string()))?;
+        let x = Array2::from_shape_vec((n, width), xs)
+            .map_err(|e| RowsError::new(engine.describe(), RowsProblem::Shape(e)))?;
         let rows = MemoryRows::new(x, Array1::from(ys)).with_names(names.clone());
         let rows = wrapped(Arc::new(rows), layers)?;
         let mut formed = Vec::with_capacity(1);
@@ -428,7 +430,10 @@ pub fn rows_of(answers: &[Vec<u8>], width: usize) -> Result<Vec<Labelled>, RowsE
             if e.start != next {
                 return Err(RowsError::new(
                     "a cluster's rows",
-                    format!("rows from {} where row {next} was due", e.start),
+                    RowsProblem::OutOfOrder {
+                        got: e.start,
+                        due: next,
+                    },
                 ));
             }
             next += e.y.len() as u64;
@@ -436,7 +441,7 @@ pub fn rows_of(answers: &[Vec<u8>], width: usize) -> Result<Vec<Labelled>, RowsE
                 continue;
             }
             let x = Array2::from_shape_vec((e.y.len(), width), e.x)
-                .map_err(|err| RowsError::new("a cluster's rows", err.to_string()))?;
+                .map_err(|err| RowsError::new("a cluster's rows", RowsProblem::Shape(err)))?;
             out.push((x, Array1::from(e.y)));
         }
     }
@@ -482,10 +487,10 @@ impl RowSource for ClusterRows {
         if total != self.rows() {
             return Err(RowsError::new(
                 self.describe(),
-                format!(
-                    "the partitions hold {total} rows, {} when they were counted",
-                    self.rows()
-                ),
+                RowsProblem::PartitionRows {
+                    counted: self.rows(),
+                    now: total,
+                },
             ));
         }
         for (x, y) in rows {
