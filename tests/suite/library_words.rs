@@ -163,3 +163,109 @@ fn the_scanner_finds_literals_and_skips_comments() {
     assert!(names_a_flag("--{name}"));
     assert!(!names_a_flag("a -- b, x--y, ---"));
 }
+
+/// Errors carry values a caller can match, not sentences built where they are raised (issue
+/// 52: at most 100 such constructions in the library crates; about 450 before it). A
+/// construction is `SomeError::Variant(..)` or `{ .. }` (or a constructor function of an error
+/// type, or of a payload enum such as `Breach`) whose arguments build a `String` with
+/// `format!`, `String::from("..")` or a literal's `.into()`/`.to_string()`/`.to_owned()`.
+/// Data a user gave (a column's name) converted with `.to_string()` does not count.
+#[test]
+fn errors_are_built_from_values_not_sentences() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "protocols/src", "circuits/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut built = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).expect("source");
+        let code = source.split("#[cfg(test)]\nmod ").next().unwrap_or("");
+        for (at, kind) in string_built_errors(code) {
+            let line = code[..at].lines().count();
+            built.push(format!("{}:{line}: {kind}", file.display()));
+        }
+    }
+    assert!(
+        built.len() <= 100,
+        "{} errors built from strings (at most 100):\n{}",
+        built.len(),
+        built.join("\n")
+    );
+}
+
+/// The payload enums of the error types, matched like them.
+const ERROR_PAYLOADS: [&str; 5] = [
+    "Breach",
+    "Overflow",
+    "PlanReason",
+    "SettingProblem",
+    "Refusal",
+];
+
+/// Where `code` constructs an error from a built string: (byte offset, `Type::Variant`).
+fn string_built_errors(code: &str) -> Vec<(usize, String)> {
+    let bytes = code.as_bytes();
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(k) = code[from..].find("::") {
+        let sep = from + k;
+        from = sep + 2;
+        let start = code[..sep]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |p| p + 1);
+        let ty = &code[start..sep];
+        let is_error = (ty.ends_with("Error") && !code[..start].ends_with("io::"))
+            || ERROR_PAYLOADS.contains(&ty);
+        if !is_error {
+            continue;
+        }
+        let name_end = code[from..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(code.len(), |p| from + p);
+        let open = code[name_end..].trim_start();
+        let Some(opening) = open.chars().next().filter(|c| *c == '(' || *c == '{') else {
+            continue;
+        };
+        let body_start = code.len() - open.len() + 1;
+        let (mut depth, mut end) = (1, body_start);
+        while depth > 0 && end < bytes.len() {
+            match bytes[end] {
+                b'(' | b'{' | b'[' => depth += 1,
+                b')' | b'}' | b']' => depth -= 1,
+                _ => {}
+            }
+            end += 1;
+        }
+        let body = &code[body_start..end.saturating_sub(1)];
+        let is_pattern =
+            code[end..].trim_start().starts_with("=>") || code[..start].trim_end().ends_with("fn");
+        let _ = opening;
+        if !is_pattern && builds_a_string(body) {
+            found.push((start, format!("{ty}::{}", &code[from..name_end])));
+        }
+    }
+    found
+}
+
+fn builds_a_string(body: &str) -> bool {
+    body.contains("format!(")
+        || body.contains("String::from(\"")
+        || ["\".into()", "\".to_string()", "\".to_owned()"]
+            .iter()
+            .any(|p| body.contains(p))
+}
+
+#[test]
+fn the_error_scanner_finds_built_messages_only() {
+    let code = "Err(SecureError::violation(Role::Node, format!(\"x {n}\")));\n\
+                Err(DataError::UnknownColumn { column: name.to_string() });\n\
+                Err(PlanError::Missing(\"why\".into()));\n\
+                match e { SecureError::Io { .. } => {} }\n\
+                std::io::Error::other(format!(\"y\"));";
+    let found: Vec<String> = string_built_errors(code)
+        .into_iter()
+        .map(|(_, k)| k)
+        .collect();
+    assert_eq!(found, ["SecureError::violation", "PlanError::Missing"]);
+}
