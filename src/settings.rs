@@ -434,6 +434,25 @@ impl Spec {
         !self.no_intercept
     }
 
+    /// The intervals' confidence level, refused unless strictly between 0 and 1 (a fit and a
+    /// study check it before any work).
+    pub fn checked_ci_level(&self) -> Result<f64, Error> {
+        let level = self.ci_level;
+        if level > 0.0 && level < 1.0 {
+            Ok(level)
+        } else {
+            Err(Error::bad(
+                "ci_level",
+                SettingProblem::OutOfRange {
+                    value: level,
+                    low: 0.0,
+                    high: 1.0,
+                    closed: false,
+                },
+            ))
+        }
+    }
+
     /// The default of `name` as help shows it (`None` for switches and unset options).
     pub fn default_text(name: &str) -> Option<String> {
         default_text(find(name)?)

@@ -12,7 +12,7 @@ use crate::data::{self, Dataset, LoadOptions, partition};
 use crate::error::{Error, PlanError, SettingProblem};
 use crate::evaluation::Evaluation;
 use crate::inference::estimability::DesignError;
-use crate::inference::{Goodness, LikelihoodRatio, Wald, normal_quantile};
+use crate::inference::{Goodness, LikelihoodRatio, Wald};
 use crate::model::{Model, Standardization};
 use crate::settings::{Reader, Spec};
 use crate::study::nested::LR_PENALISED;
@@ -309,17 +309,7 @@ fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
     let (_, optimizer) = spec.resolved_optimizer(false)?;
     optimizer.validate()?;
     let options = spec.fit_options(false)?;
-    normal_quantile(spec.ci_level).map_err(|_| {
-        Error::bad(
-            "ci_level",
-            SettingProblem::OutOfRange {
-                value: spec.ci_level,
-                low: 0.0,
-                high: 1.0,
-                closed: false,
-            },
-        )
-    })?;
+    spec.checked_ci_level()?;
     if !spec.drop.is_empty() && (options.lambda != 0.0 || options.centre.is_some()) {
         return Err(Error::bad(
             "drop",

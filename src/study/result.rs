@@ -52,17 +52,7 @@ pub struct Shown {
 impl Shown {
     /// The settings of `spec`, checked.
     pub fn of(spec: &Spec) -> Result<Self, Error> {
-        crate::inference::normal_quantile(spec.ci_level).map_err(|_| {
-            Error::bad(
-                "ci_level",
-                SettingProblem::OutOfRange {
-                    value: spec.ci_level,
-                    low: 0.0,
-                    high: 1.0,
-                    closed: false,
-                },
-            )
-        })?;
+        spec.checked_ci_level()?;
         if spec.covariance && spec.reveal != Reveal::Covariance {
             return Err(Error::bad(
                 "covariance",
