@@ -6,10 +6,13 @@
 //! sees only ciphertexts otherwise; the masks it draws hide every value it hands to the key
 //! holder.
 
+mod early_step;
 mod inference_round;
 mod vertical_shares;
 
 pub use inference_round::{HeldOut, Reveal, Revealed};
+
+use early_step::{AskedDecryption, EarlyStep};
 
 use crate::secure::{CheckpointFault, Inconsistency};
 use std::cell::{Cell, OnceCell};
@@ -24,7 +27,6 @@ use super::gc::{self, AggregatorGc, Comparison};
 use super::masked::Shared;
 use super::masked::SpdBounds;
 use super::masked::dealt::ChannelDealer;
-use super::masked::engine::to_f64;
 use super::masked::matrix::IntMatrix;
 use super::masked::packed::PackedMatrix;
 use super::perturbation::{self, NoiseShare, Release};
@@ -152,6 +154,9 @@ pub struct SecureAggregation<C: Channel> {
     shared_gradients: Vec<(u64, Shared)>,
     /// The round trips waited for, by phase.
     trips: Ledger,
+    /// PrivLogit-Local's step at the latest evaluated point, decrypted with its acceptance
+    /// test.
+    early: EarlyStep,
 }
 
 /// How many shared gradients the aggregator keeps: an iteration looks at its base gradient,
@@ -230,6 +235,7 @@ impl<C: Channel> SecureAggregation<C> {
             next_gradient: Cell::new(0),
             shared_gradients: Vec::new(),
             trips: Ledger::default(),
+            early: EarlyStep::default(),
         })
     }
 
@@ -669,7 +675,13 @@ impl<C: Channel> SecureAggregation<C> {
         if let Some(plain) = gradient.plain_step.get() {
             return Ok(Some(plain.clone()));
         }
-        let plain = self.decrypt_masked(step)?;
+        if self.early.is_in_flight(gradient.serial) {
+            self.read_early_step()?;
+        }
+        let plain = match self.early.take(gradient.serial) {
+            Some(early) => early,
+            None => self.decrypt_masked(step)?,
+        };
         let _ = gradient.plain_step.set(plain.clone());
         Ok(Some(plain))
     }
@@ -781,42 +793,46 @@ impl<C: Channel> SecureAggregation<C> {
     /// masked with a fresh integer sigma bits wider than its public bound, and the aggregator
     /// removes the mask from the plaintext the key holder returns.
     fn decrypt_masked(&mut self, v: &EncryptedVector) -> Result<Vec<f64>, SecureError> {
+        let (payload, asked) = AskedDecryption::ask(&self.key, v, &self.gc.noise)?;
+        self.send_decryption(Step::DecryptPublic, &payload)?;
+        self.read_decryption(asked)
+    }
+
+    fn send_decryption(&mut self, step: Step, payload: &[u8]) -> Result<(), SecureError> {
         let session = self.config.session;
-        let bound = v.slot_bound().clone();
-        let bits = bound.bits();
-        let (masked, masks, _) = gc::mask(&self.key, v, bits, &self.gc.noise)?;
-        let payload = Writer::new().bytes(&masked.to_bytes(&self.key)).finish();
-        let ch = self.keyholder()?;
         let at = |e| SecureError::io(Role::Aggregator, "a masked decryption", e);
-        wire::send(ch, session, Step::DecryptPublic, &payload).map_err(at)?;
-        let (_, reply) = wire::recv(ch, session, &[Step::DecryptPublicReply]).map_err(at)?;
-        let mut r = Reader::new(&reply);
-        let values = IntMatrix::read(&mut r, v.len(), bits + u64::from(gc::SIGMA) + 2)
-            .and_then(|m| r.end().map(|()| m))
-            .map_err(at)?;
-        if values.rows() != 1 || values.cols() != v.len() {
-            return Err(SecureError::violation(
-                Role::KeyHolder,
-                Breach::WrongLength {
-                    what: "the key holder's answer to a decryption",
-                    got: (values.rows() * values.cols()) as u64,
-                    expected: v.len() as u64,
-                },
-            ));
+        wire::send(self.keyholder()?, session, step, payload).map_err(at)
+    }
+
+    fn read_decryption(&mut self, asked: AskedDecryption) -> Result<Vec<f64>, SecureError> {
+        let session = self.config.session;
+        let at = |e| SecureError::io(Role::Aggregator, "a masked decryption", e);
+        let (_, reply) =
+            wire::recv(self.keyholder()?, session, &[Step::DecryptPublicReply]).map_err(at)?;
+        asked.read(&reply)
+    }
+
+    /// Sends the decryption of the latest evaluated point's PrivLogit-Local step, to be
+    /// answered after the request that follows (the acceptance test), whose circuit then
+    /// carries it in its round trip ([`early_step`]).
+    fn ask_step_early(&mut self) -> Result<(), SecureError> {
+        let Some((serial, step)) = self.early.unasked() else {
+            return Ok(());
+        };
+        let (payload, asked) = AskedDecryption::ask(&self.key, &step, &self.gc.noise)?;
+        self.send_decryption(Step::DecryptPublicAfterNext, &payload)?;
+        self.early.asked(serial, asked);
+        Ok(())
+    }
+
+    /// Reads the answer to a decryption asked early, if one is in flight (the key holder
+    /// sends it right after its answer to the request that followed it).
+    fn read_early_step(&mut self) -> Result<(), SecureError> {
+        if let Some((serial, asked)) = self.early.in_flight() {
+            let step = self.read_decryption(asked)?;
+            self.early.answered(serial, step);
         }
-        let bound = BigInt::from_biguint(num_bigint::Sign::Plus, bound);
-        (0..v.len())
-            .map(|k| {
-                let plain = values.get(0, k)
-                    - BigInt::from_biguint(num_bigint::Sign::Plus, masks[k].clone());
-                if plain.magnitude() > bound.magnitude() {
-                    return Err(SecureError::Range(Overflow::Bound(
-                        "a decrypted value outside its public bound",
-                    )));
-                }
-                Ok(to_f64(&plain, v.scale()))
-            })
-            .collect()
+        Ok(())
     }
 
     /// Factors the SPD matrix with lower triangle `lower` (the bound or a Newton Hessian, with
@@ -1091,6 +1107,7 @@ impl<C: Channel> SecureAggregation<C> {
         let bit = gc::compare_circuit(&mut self.gc, kind, None, Some(&masks), masked, width)
             .map_err(at)?;
         self.gc_seconds += start.elapsed().as_secs_f64();
+        self.read_early_step()?;
         bit.expect("the aggregator learns the bit")
             .map_err(|gc::OutOfRange| SecureError::Range(Overflow::Comparison { kind, width }))
     }
@@ -1251,6 +1268,9 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         penalty: Penalty<'_>,
     ) -> Result<(SecureGradient, EncryptedVector), SecureError> {
         let (gradient, objective, _) = self.gather(beta, penalty, false)?;
+        if let Some(step) = &gradient.step {
+            self.early.evaluated(gradient.serial, step);
+        }
         Ok((gradient, objective))
     }
 
@@ -1402,6 +1422,8 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         // The comparison's second operand is unused: an encrypted 0, not `excess` again (two
         // masked views of one value would double the key holder's statistical advantage).
         let zero = excess.mul_scalar(&self.key, &Fixed::integer(0))?;
+        // The candidate's step goes with its test: one round trip for both.
+        self.ask_step_early()?;
         self.compare(Comparison::NonNegative, &excess, &zero)
     }
 

@@ -54,7 +54,8 @@ pub struct DecryptionBudget {
     pub raw_moments: usize,
     /// Values per moments round.
     pub features: usize,
-    /// PrivLogit-Local: one step of `dimension` values per iteration, at most this many.
+    /// PrivLogit-Local: one step of `dimension` values per evaluated point (at most two an
+    /// iteration), at most this many.
     pub steps: usize,
     /// Values per step.
     pub dimension: usize,
@@ -77,12 +78,14 @@ impl DecryptionBudget {
             moments: if standardize { 2 } else { 0 },
             raw_moments: usize::from(!standardize),
             features,
-            // One step an iteration, and the one at the final coefficients, which the
-            // aggregator decrypts to see whether the gradient-norm test can be skipped; and
-            // those of an unpenalised study's separation probe, Newton steps after the last
-            // iteration (`secure::SEPARATION_PROBE`).
+            // One step per point the Nodes evaluate: an accelerated candidate's goes with its
+            // acceptance test, kept or not (`aggregator::early_step`), and a rejected one's is
+            // followed by the plain point's, so at most two an iteration; the one at the final
+            // coefficients, which the aggregator decrypts to see whether the gradient-norm test
+            // can be skipped; and those of an unpenalised study's separation probe, Newton
+            // steps after the last iteration (`secure::SEPARATION_PROBE`).
             steps: if local {
-                max_iterations + 1 + super::SEPARATION_PROBE
+                2 * max_iterations + 1 + super::SEPARATION_PROBE
             } else {
                 0
             },
@@ -91,13 +94,13 @@ impl DecryptionBudget {
         }
     }
 
-    /// The budget of a study taken up again after a lost party: the PrivLogit-Local step that
-    /// was decrypted while the lost iteration was in flight (after the last checkpoint) is
-    /// given back, since the resumed study repeats that iteration. Each resume can so add
-    /// one step; a resume needs every party restarted.
+    /// The budget of a study taken up again after a lost party: the PrivLogit-Local steps
+    /// that were decrypted while the lost iteration was in flight (after the last checkpoint;
+    /// a candidate's and the plain point's) are given back, since the resumed study repeats
+    /// that iteration. Each resume can so add two steps; a resume needs every party restarted.
     pub fn resumed(mut self) -> Self {
         if self.local && self.count == 0 && self.moments == 0 {
-            self.steps += 1;
+            self.steps += 2;
         }
         self
     }
@@ -253,6 +256,7 @@ pub fn serve<C: Channel>(
         vertical: None,
         paillier_seconds: 0.0,
         gc_seconds: 0.0,
+        deferred: None,
     };
     loop {
         let ch = keyholder.party.session.channel().map_err(at("flushing"))?;
@@ -273,18 +277,25 @@ pub fn serve<C: Channel>(
                     .masked
                     .handle(request, secret, &mut keyholder.party, config.session)?;
             }
-            Step::DecryptPublic => keyholder.decrypt_public(r)?,
+            Step::DecryptPublic => keyholder.decrypt_public(r, false)?,
+            Step::DecryptPublicAfterNext => keyholder.decrypt_public(r, true)?,
             Step::Factor => keyholder.factor(r)?,
             Step::Solve => keyholder.solve(r)?,
             Step::Compare => keyholder.compare(r)?,
             other => unreachable!("{other:?} was not expected"),
         }
+        if step != Step::DecryptPublicAfterNext
+            && let Some(answer) = keyholder.deferred.take()
+        {
+            keyholder.reply(Step::DecryptPublicReply, &answer, "replying")?;
+        }
     }
 }
 
 /// The requests the key holder answers.
-const REQUESTS: [Step; 11] = [
+const REQUESTS: [Step; 12] = [
     Step::DecryptPublic,
+    Step::DecryptPublicAfterNext,
     Step::Factor,
     Step::Solve,
     Step::Compare,
@@ -320,6 +331,9 @@ struct Session<'a, 'f, 's, C: Channel> {
     masked: MaskedHelper,
     paillier_seconds: f64,
     gc_seconds: f64,
+    /// A decryption's answer held until the next request is answered
+    /// ([`Step::DecryptPublicAfterNext`]).
+    deferred: Option<Vec<u8>>,
 }
 
 impl<C: Channel> Session<'_, '_, '_, C> {
@@ -468,19 +482,29 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         Ok(())
     }
 
-    /// Values the protocol reveals to the aggregator, decrypted against the budget.
-    fn decrypt_public(&mut self, mut r: Reader<'_>) -> Result<(), SecureError> {
+    /// Values the protocol reveals to the aggregator, decrypted against the budget; answered
+    /// now, or (`after_next`) once the next request is answered.
+    fn decrypt_public(&mut self, mut r: Reader<'_>, after_next: bool) -> Result<(), SecureError> {
         let v = EncryptedVector::from_bytes(self.key, r.bytes().map_err(at("reading a request"))?)?;
         r.end().map_err(at("reading a request"))?;
         self.budget.spend(v.len())?;
         (self.spent)(&self.budget)?;
         let values = self.decrypt(&v)?;
-        let reply = IntMatrix::from_vec(1, values.len(), values);
-        self.reply(
-            Step::DecryptPublicReply,
-            &reply.write(Writer::new()).finish(),
-            "replying",
-        )
+        let reply = IntMatrix::from_vec(1, values.len(), values)
+            .write(Writer::new())
+            .finish();
+        if after_next {
+            if self.deferred.replace(reply).is_some() {
+                return Err(SecureError::violation(
+                    Role::Aggregator,
+                    Breach::OutOfOrder {
+                        what: "a second decryption deferred before the first was answered",
+                    },
+                ));
+            }
+            return Ok(());
+        }
+        self.reply(Step::DecryptPublicReply, &reply, "replying")
     }
 
     /// The circuit method's factorisation (and, for PrivLogit-Local, the inverse it encrypts
@@ -756,8 +780,10 @@ mod tests {
         b.spend(3).expect("means");
         b.spend(3).expect("variances");
         assert!(b.clone().spend(3).is_err(), "a third moments round");
-        b.spend(4).expect("step 1");
-        b.spend(4).expect("step 2");
+        for k in 0..4 {
+            b.spend(4)
+                .unwrap_or_else(|e| panic!("step {k} of two iterations' four points: {e}"));
+        }
         b.spend(4).expect("the step at the final coefficients");
         for k in 0..crate::secure::SEPARATION_PROBE {
             b.spend(4)
@@ -765,9 +791,10 @@ mod tests {
         }
         let e = b.clone().spend(4).expect_err("past the iterations");
         assert!(e.to_string().contains("nothing more"), "{e}");
-        // A resume gives back the step of the iteration in flight, one per resume.
+        // A resume gives back the steps of the iteration in flight, two per resume.
         let mut b = b.resumed();
-        b.spend(4).expect("the repeated step");
+        b.spend(4).expect("the repeated candidate's step");
+        b.spend(4).expect("the repeated plain step");
         assert!(b.spend(4).is_err());
         let mut hessian = DecryptionBudget::new(3, 4, false, false, 100);
         hessian.spend(1).expect("N");

@@ -147,11 +147,14 @@ pub enum Step {
     Deal,
     /// Dealer to aggregator: `W` of both evaluations.
     DealReply,
+    /// Aggregator to key holder: decrypt these public-by-design values (a PrivLogit-Local
+    /// step), and answer after the next request's answer, so that both cost one round trip.
+    DecryptPublicAfterNext,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 49] = [
+    const ALL: [Step; 50] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -201,6 +204,7 @@ impl Step {
         Step::DealerSetupReply,
         Step::Deal,
         Step::DealReply,
+        Step::DecryptPublicAfterNext,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {
