@@ -238,15 +238,6 @@ impl Origin {
     }
 }
 
-impl From<crate::settings::Origin<'_>> for Origin {
-    fn from(origin: crate::settings::Origin<'_>) -> Self {
-        match origin {
-            crate::settings::Origin::File(path) => Origin::File(path.to_path_buf()),
-            crate::settings::Origin::Given => Origin::Given,
-        }
-    }
-}
-
 fn suggest(suggestion: Option<&str>) -> String {
     suggestion.map_or(String::new(), |s| format!("; did you mean `{s}`?"))
 }
@@ -329,6 +320,12 @@ pub enum SettingProblem {
         /// Why, from the value's parser.
         why: String,
     },
+    /// A likelihood-ratio test (setting `drop`) asked of a penalised fit or study.
+    #[error(
+        "a likelihood-ratio test compares maximum-likelihood fits: give setting `lambda` 0 (the \
+         chi-square law does not hold for penalised fits)"
+    )]
+    PenalisedLikelihoodRatio,
     /// Refused where it is given, for a reason fixed in the code.
     #[error("{why}")]
     Refused {

@@ -459,6 +459,15 @@ impl Spec {
     }
 }
 
+impl From<Origin<'_>> for crate::error::Origin {
+    fn from(origin: Origin<'_>) -> Self {
+        match origin {
+            Origin::File(path) => crate::error::Origin::File(path.to_path_buf()),
+            Origin::Given => crate::error::Origin::Given,
+        }
+    }
+}
+
 /// A number as a person writes it (`1`, `0.01`, `1e-6`).
 pub fn format_number(x: f64) -> String {
     if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e6) {

@@ -15,7 +15,6 @@ use crate::inference::estimability::DesignError;
 use crate::inference::{Goodness, LikelihoodRatio, Wald};
 use crate::model::{Model, Standardization};
 use crate::settings::{Reader, Spec};
-use crate::study::nested::LR_PENALISED;
 
 /// A fit, validated and its parties loaded, ready to run.
 #[derive(Debug)]
@@ -311,10 +310,7 @@ fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
     let options = spec.fit_options(false)?;
     spec.checked_ci_level()?;
     if !spec.drop.is_empty() && (options.lambda != 0.0 || options.centre.is_some()) {
-        return Err(Error::bad(
-            "drop",
-            SettingProblem::Refused { why: LR_PENALISED },
-        ));
+        return Err(Error::bad("drop", SettingProblem::PenalisedLikelihoodRatio));
     }
     let asked = Asked {
         label: spec.label.clone(),

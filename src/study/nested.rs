@@ -12,19 +12,13 @@ use privlogit_protocols::secure::study_protocol::StudyPlan;
 use super::result::StudyResult;
 use crate::error::{Error, PlanError, SettingProblem};
 
-/// Why setting `drop` refuses a penalised fit (the plaintext fit and the study say it alike).
-pub(crate) const LR_PENALISED: &str = "a likelihood-ratio test compares maximum-likelihood \
-    fits: give setting `lambda` 0 (the chi-square law does not hold for penalised fits)";
 use crate::inference::{LikelihoodRatio, Reveal};
 
 /// Refuses a plan the test does not hold for: a penalised fit (the chi-square law is for
 /// maximum likelihood) or one that keeps the log-likelihood secret.
 pub fn check_plan(plan: &StudyPlan) -> Result<(), Error> {
     if plan.options.lambda != 0.0 || plan.options.centre.is_some() {
-        return Err(Error::bad(
-            "drop",
-            SettingProblem::Refused { why: LR_PENALISED },
-        ));
+        return Err(Error::bad("drop", SettingProblem::PenalisedLikelihoodRatio));
     }
     if plan.reveal == Reveal::Coefficients {
         return Err(Error::bad(

@@ -57,6 +57,17 @@ pub enum Protocol {
     Newton,
 }
 
+impl Protocol {
+    /// Its name in messages (as `Debug` prints it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Hessian => "Hessian",
+            Protocol::Local => "Local",
+            Protocol::Newton => "Newton",
+        }
+    }
+}
+
 /// The aggregator's view of an aggregated gradient.
 #[derive(Debug, Clone)]
 pub struct SecureGradient {

@@ -461,23 +461,19 @@ impl<C: Channel> Session<'_, '_, '_, C> {
             ));
         };
         let t = std::time::Instant::now();
-        if bound {
-            state.bound(
-                payload,
-                &mut self.party,
-                self.secret,
-                self.config,
-                &self.noise,
-            )?;
+        let serve = if bound {
+            KeyholderVertical::bound
         } else {
-            state.round(
-                payload,
-                &mut self.party,
-                self.secret,
-                self.config,
-                &self.noise,
-            )?;
-        }
+            KeyholderVertical::round
+        };
+        serve(
+            state,
+            payload,
+            &mut self.party,
+            self.secret,
+            self.config,
+            &self.noise,
+        )?;
         self.gc_seconds += t.elapsed().as_secs_f64();
         Ok(())
     }

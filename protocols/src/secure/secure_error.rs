@@ -8,8 +8,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::aggregator::Protocol;
-use super::aggregator::Reveal;
 use super::gc::Comparison;
 use super::wire::Step;
 use crate::objective::Family;
@@ -646,7 +644,7 @@ pub enum Inconsistency {
     /// Identifiers the private set intersection refuses.
     Psi(PsiError),
     /// A block circuit's shape refused by its own check.
-    BlockShape(super::masked::msgs::BlockFault),
+    BlockShape(BlockFault),
 }
 
 impl From<&'static str> for Inconsistency {
@@ -826,8 +824,8 @@ pub enum CheckpointFault {
     },
     /// A saved factor made by the other linear-algebra method.
     FactorMethod {
-        /// This study's method.
-        method: super::solver::LinearAlgebra,
+        /// This study's method (`masked`; the solver's `LinearAlgebra` is a layer above).
+        method: &'static str,
     },
 }
 
@@ -915,15 +913,15 @@ pub enum PlanReason {
     Optimizer {
         /// The optimiser.
         optimizer: Optimizer,
-        /// The protocol.
-        protocol: Protocol,
+        /// The protocol's name (`Local`): the aggregator's `Protocol` is a layer above.
+        protocol: &'static str,
     },
     /// A family PrivLogit's constant bound does not cover.
     Family(Family),
     /// A `reveal` setting the study cannot honour.
     Reveal {
-        /// The setting's value.
-        reveal: Reveal,
+        /// The setting's value (`covariance`).
+        reveal: &'static str,
         /// Why not.
         why: &'static str,
     },
@@ -971,7 +969,7 @@ impl fmt::Display for PlanReason {
                 protocol,
             } => write!(
                 f,
-                "optimizer {optimizer} does not go with protocol {protocol:?}"
+                "optimizer {optimizer} does not go with protocol {protocol}"
             ),
             Self::Family(family) => write!(
                 f,
@@ -980,8 +978,7 @@ impl fmt::Display for PlanReason {
             ),
             Self::Reveal { reveal, why } => write!(
                 f,
-                "setting `reveal` {}: {why}, or setting `reveal` coefficients",
-                reveal.name()
+                "setting `reveal` {reveal}: {why}, or setting `reveal` coefficients"
             ),
             Self::LabelHolders(nodes) if nodes.is_empty() => f.write_str(
                 "a vertical study needs exactly one Node with the label column; none has it",
@@ -1541,6 +1538,43 @@ fn budget_message(asked: usize, allowed: usize, what: &str) -> String {
         "the aggregator asked the key holder to decrypt {asked} values where the study's budget \
          allows {allows} (refused: outside the decryption budget)"
     )
+}
+
+/// Why no block circuit can be built for a block shape (`masked::msgs::BlockShape`), with its numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockFault {
+    /// A side of 0 or above the largest a circuit inverts.
+    #[error("a block of side {size} (at most {max})")]
+    Side {
+        /// The side.
+        size: usize,
+        /// The largest.
+        max: usize,
+    },
+    /// Words too narrow or too wide for the fractional bits.
+    #[error("a block circuit of {width}-bit words at {frac} fractional bits")]
+    Words {
+        /// The word width.
+        width: u32,
+        /// The fractional bits.
+        frac: u32,
+    },
+    /// Words too narrow for the block's bounds.
+    #[error("{width}-bit words below the block's bounds ({entry}, {input}, {output})")]
+    Bounds {
+        /// The word width.
+        width: u32,
+        /// Bits of the entry bound.
+        entry: u32,
+        /// Bits of the input bound.
+        input: u32,
+        /// Bits of the output bound.
+        output: u32,
+    },
+    /// A mask narrower than the bound it hides.
+    #[error("a mask narrower than its bound")]
+    NarrowMask,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use num_bigint::{BigInt, BigUint, Sign};
 use zeroize::Zeroizing;
 
-use super::SecureError;
+use super::secure_error::SecureError;
 use crate::paillier::{DjnNoise, EncryptedVector, Fixed, Packing, PublicKey, SecretKey};
 
 /// A 256-bit seed.

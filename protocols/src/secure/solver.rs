@@ -336,7 +336,7 @@ impl Solver {
             }
             _ => {
                 return Err(SecureError::checkpoint(CheckpointFault::FactorMethod {
-                    method: self.method,
+                    method: self.method.name(),
                 }));
             }
         };

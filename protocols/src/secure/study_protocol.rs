@@ -98,7 +98,7 @@ impl StudyPlan {
                 "optimizer",
                 PlanReason::Optimizer {
                     optimizer: self.optimizer,
-                    protocol: self.protocol,
+                    protocol: self.protocol.name(),
                 },
             ));
         }
@@ -185,7 +185,7 @@ impl StudyPlan {
                 return Err(SecureError::invalid_plan(
                     "reveal",
                     PlanReason::Reveal {
-                        reveal: self.reveal,
+                        reveal: self.reveal.name(),
                         why,
                     },
                 ));

@@ -15,6 +15,7 @@ use super::layout::{Need, layout};
 use super::matrix::IntMatrix;
 use super::packed::PackedMatrix;
 use crate::paillier::{EncryptedVector, Malformed, PaillierError, PublicKey};
+use crate::secure::BlockFault;
 use crate::secure::wire::{Reader, Writer};
 
 /// Largest matrix side a request may name.
@@ -927,41 +928,4 @@ impl BlockShape {
         }
         Ok(())
     }
-}
-
-/// Why no block circuit can be built for a [`BlockShape`], with its numbers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum BlockFault {
-    /// A side of 0 or above the largest a circuit inverts.
-    #[error("a block of side {size} (at most {max})")]
-    Side {
-        /// The side.
-        size: usize,
-        /// The largest.
-        max: usize,
-    },
-    /// Words too narrow or too wide for the fractional bits.
-    #[error("a block circuit of {width}-bit words at {frac} fractional bits")]
-    Words {
-        /// The word width.
-        width: u32,
-        /// The fractional bits.
-        frac: u32,
-    },
-    /// Words too narrow for the block's bounds.
-    #[error("{width}-bit words below the block's bounds ({entry}, {input}, {output})")]
-    Bounds {
-        /// The word width.
-        width: u32,
-        /// Bits of the entry bound.
-        entry: u32,
-        /// Bits of the input bound.
-        input: u32,
-        /// Bits of the output bound.
-        output: u32,
-    },
-    /// A mask narrower than the bound it hides.
-    #[error("a mask narrower than its bound")]
-    NarrowMask,
 }
