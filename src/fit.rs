@@ -4,6 +4,7 @@
 
 pub mod job;
 pub mod sites;
+pub mod vertical_join;
 
 use std::sync::Arc;
 

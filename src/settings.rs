@@ -468,14 +468,8 @@ impl From<Origin<'_>> for crate::error::Origin {
     }
 }
 
-/// A number as a person writes it (`1`, `0.01`, `1e-6`).
-pub fn format_number(x: f64) -> String {
-    if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e6) {
-        format!("{x:e}")
-    } else {
-        format!("{x}")
-    }
-}
+/// A number as a person writes it (the tables' convention, [`crate::inference::summary`]).
+pub use crate::inference::summary::format_number;
 
 #[cfg(test)]
 mod tests {

@@ -81,7 +81,7 @@ impl FitJob {
         let mut parties = if spec.vertical {
             // The parties' columns joined on their shared identifiers: the pooled reference of
             // a vertical study.
-            vec![crate::vertical_study::join(spec)?.dataset()]
+            vec![crate::fit::vertical_join::join(spec)?.dataset()]
         } else {
             load_parties(spec)?
         };

@@ -317,10 +317,7 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
             "Iterations:",
             f.iterations.map_or("-".into(), |i| i.to_string()),
         ),
-        (
-            "Lambda:",
-            f.lambda.map_or("-".into(), crate::settings::format_number),
-        ),
+        ("Lambda:", f.lambda.map_or("-".into(), format_number)),
         (
             "Revealed:",
             f.reveal.clone().unwrap_or_else(|| match f.protocol {
@@ -435,7 +432,7 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
         let _ = writeln!(
             s,
             "t statistics: the dispersion is estimated, so p-values and intervals use Student's t with {} df.",
-            crate::settings::format_number(df)
+            format_number(df)
         );
     }
     if let Some(note) = &f.two_nodes_learn {
@@ -464,5 +461,15 @@ fn number(x: f64) -> String {
         format!("{x:.3e}")
     } else {
         format!("{x:.4}")
+    }
+}
+
+/// A number as a person writes it (`1`, `0.01`, `1e-6`): in the tables and in the settings'
+/// defaults alike.
+pub fn format_number(x: f64) -> String {
+    if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e6) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
     }
 }

@@ -12,7 +12,7 @@ use super::inverse::invert_mod_odd;
 use super::keys::{PublicKey, SecretKey};
 use super::montgomery::{Residue, pad, u32_digits};
 use super::noise_source::NoiseSource;
-use super::{Malformed, PaillierError};
+use super::paillier_error::{Malformed, PaillierError};
 
 /// A ciphertext, held as a Montgomery residue modulo `n^2` of the key it was made under.
 #[derive(Clone, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use rand::CryptoRng;
 use super::ciphertext::Ciphertext;
 use super::keys::{PublicKey, SecretKey};
 use super::noise_source::NoiseSource;
-use super::{PaillierError, Unencodable};
+use super::paillier_error::{PaillierError, Unencodable};
 
 /// Largest supported scale (fractional bits).
 pub const MAX_SCALE: u32 = 960;

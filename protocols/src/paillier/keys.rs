@@ -36,8 +36,8 @@ use rand::CryptoRng;
 use zeroize::Zeroizing;
 
 use super::montgomery::{Montgomery, pad};
+use super::paillier_error::{KeyFault, Malformed, PaillierError};
 use super::prime::{is_probable_prime, random_prime};
-use super::{KeyFault, Malformed, PaillierError};
 
 /// Serialisation format version of keys.
 pub const KEY_FORMAT_VERSION: u16 = 1;

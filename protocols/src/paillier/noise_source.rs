@@ -24,8 +24,8 @@ use zeroize::{Zeroize, Zeroizing};
 
 use super::keys::{PublicKey, SecretKey};
 use super::montgomery::{Montgomery, Residue, bit_length};
+use super::paillier_error::{KeyFault, PaillierError};
 use super::prime::random_bits;
-use super::{KeyFault, PaillierError};
 
 /// A way to draw `r^n mod n^2` (as a Montgomery residue of the public key's context).
 pub trait NoiseSource: Sync {

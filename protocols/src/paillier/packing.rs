@@ -17,7 +17,7 @@ use num_integer::Integer;
 use num_traits::Zero;
 
 use super::keys::PublicKey;
-use super::{PaillierError, Unencodable};
+use super::paillier_error::{PaillierError, Unencodable};
 
 /// Slot layout of packed plaintexts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use super::keys::{PublicKey, SecretKey};
 use super::multiexp::multi_pow;
 use super::noise_source::NoiseSource;
 use super::packing::Packing;
-use super::{Malformed, Mismatch, PaillierError, Unencodable};
+use super::paillier_error::{Malformed, Mismatch, PaillierError, Unencodable};
 
 /// Wire format version of encrypted tensors.
 pub const TENSOR_FORMAT_VERSION: u16 = 1;
