@@ -322,7 +322,7 @@ pub enum SettingProblem {
     },
     /// A likelihood-ratio test (setting `drop`) asked of a penalised fit or study.
     #[error(
-        "a likelihood-ratio test compares maximum-likelihood fits: give setting `lambda` 0 (the \
+        "is refused: a likelihood-ratio test compares maximum-likelihood fits: give setting `lambda` 0 (the \
          chi-square law does not hold for penalised fits)"
     )]
     PenalisedLikelihoodRatio,
