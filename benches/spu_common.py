@@ -2,12 +2,16 @@
 SGD LogisticRegression, the SS-LR of SecretFlow's tutorials, trained in SPU's in-process
 simulator (two parties, SEMI2K over the 64-bit ring, SPU's default 18 fractional bits)."""
 
+import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
+
+# The repository, above benches/.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def missing(binary):
@@ -30,6 +34,57 @@ def refuse_or_skip(why, allow_skip):
     skip; says why on standard error either way."""
     print(f"{why}: {'skipped' if allow_skip else 'cannot run'}", file=sys.stderr)
     return 0 if allow_skip else 2
+
+
+def arguments(doc):
+    """The options both scripts take (--runs, --privlogit, --lambda, --json, --allow-skip); a
+    script adds its own before `parse`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--privlogit", default=os.path.join(ROOT, "target", "release", "privlogit"))
+    parser.add_argument("--lambda", dest="lam", type=float, default=1.0)
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--allow-skip", action="store_true",
+                        help="exit 0 when the side by side cannot run here (default: an error)")
+    return parser
+
+
+def parse(parser):
+    """The options, and the exit status of a run that cannot measure anything here (None when
+    it can)."""
+    a = parser.parse_args()
+    why = missing(a.privlogit)
+    return a, (refuse_or_skip(why, a.allow_skip) if why else None)
+
+
+def optima(fit, names):
+    """The coefficients of privlogit's optimum with the intercept penalised and without (sml's
+    objective); `fit(extra)` runs `privlogit fit` with `extra` arguments."""
+    import numpy as np
+
+    _, reference = fit([])
+    if reference["names"][1:] != names:
+        raise SystemExit(f"column order differs from privlogit's: {reference['names']} vs {names}")
+    _, free = fit(["--free-intercept"])
+    return np.array(reference["coefficients"]), np.array(free["coefficients"])
+
+
+def alternate(runs, ours, configs, run_ours, run_spu):
+    """Runs each privlogit command of `ours` (`run_ours(args)`) and each SPU configuration of
+    `configs` (`run_spu(config)`) `runs` times, alternating; returns each one's seconds and its
+    last result."""
+    times = {k: [] for k in ours}
+    times.update({k: [] for k in configs})
+    results = {}
+    for r in range(runs):
+        print(f"run {r + 1} of {runs} ...", file=sys.stderr)
+        for key, args in ours.items():
+            seconds, results[key] = run_ours(args)
+            times[key].append(seconds)
+        for label, c in configs.items():
+            seconds, results[label] = run_spu(c)
+            times[label].append(seconds)
+    return times, results
 
 
 def timed_json(cmd):

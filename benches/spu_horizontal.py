@@ -26,20 +26,17 @@ binary it exits 2 naming what is missing (0 with `--allow-skip`).
     python benches/spu_horizontal.py [--runs 3] [--party FILE ...] [--privlogit target/release/privlogit]
 """
 
-import argparse
 import csv
 import os
 import sys
 
-from spu_common import missing, refuse_or_skip, report, spu_fit, timed_json
+from spu_common import ROOT, alternate, arguments, optima, parse, report, spu_fit, timed_json
 
 try:
     import numpy as np
 except ImportError:  # reported by main() with the other requirements
     np = None
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 DEMO = [os.path.join(ROOT, "data", "demo", f"hospital_{h}.csv") for h in "abc"]
 
 
@@ -72,30 +69,19 @@ def privlogit(binary, args, files, label, lam):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser = arguments(__doc__)
     parser.add_argument("--party", action="append", help="a site's file (default: the demo's three)")
     parser.add_argument("--label", default="label")
-    parser.add_argument("--privlogit", default=os.path.join(ROOT, "target", "release", "privlogit"))
-    parser.add_argument("--lambda", dest="lam", type=float, default=1.0)
     parser.add_argument("--epochs", type=int, default=1000, help="full-batch SPU run's epochs")
-    parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--allow-skip", action="store_true",
-                        help="exit 0 when the side by side cannot run here (default: an error)")
-    a = parser.parse_args()
-    why = missing(a.privlogit)
-    if why:
-        return refuse_or_skip(why, a.allow_skip)
+    a, refused = parse(parser)
+    if refused is not None:
+        return refused
 
     files = a.party or DEMO
     names, x, y = pooled(files, a.label)
     tight = ["fit", "--optimizer", "newton", "--gradient-tol", "1e-12"]
-    _, reference = privlogit(a.privlogit, tight, files, a.label, a.lam)
-    optimum = np.array(reference["coefficients"])
-    if reference["names"][1:] != names:
-        raise SystemExit(f"column order differs from privlogit's: {reference['names']} vs {names}")
-    _, free = privlogit(a.privlogit, tight + ["--free-intercept"], files, a.label, a.lam)
-    free_optimum = np.array(free["coefficients"])
+    optimum, free_optimum = optima(
+        lambda extra: privlogit(a.privlogit, tight + extra, files, a.label, a.lam), names)
     n, p = x.shape
     # SPU settings: sml's defaults, and full-batch gradient descent at the largest safe step
     # (2 / L for the averaged objective, L <= lambda_max(X^T X) / (4 n) + lambda / n) with the
@@ -114,27 +100,24 @@ def main():
             ["study", "--no-newton-finish"],
         "privlogit study --protocol newton (secure Newton)": ["study", "--protocol", "newton"],
     }
-    times = {k: [] for k in ours}
-    times.update({k: [] for k in configs})
-    results = {}
-    for r in range(a.runs):
-        print(f"run {r + 1} of {a.runs} ...", file=sys.stderr)
-        for key, args in ours.items():
-            seconds, out = privlogit(a.privlogit, args, files, a.label, a.lam)
-            times[key].append(seconds)
-            results[key] = dict(
-                iterations=out["iterations"],
-                rounds=out["rounds"],
-                error=float(np.abs(np.array(out["coefficients"]) - optimum).max()),
-            )
-        for label, c in configs.items():
-            seconds, w = spu_fit(x, y, a.lam, **c)
-            times[label].append(seconds)
-            results[label] = dict(
-                iterations=c["epochs"],
-                rounds=None,
-                error=float(np.abs(w - free_optimum).max()),
-            )
+
+    def run_ours(args):
+        seconds, out = privlogit(a.privlogit, args, files, a.label, a.lam)
+        return seconds, dict(
+            iterations=out["iterations"],
+            rounds=out["rounds"],
+            error=float(np.abs(np.array(out["coefficients"]) - optimum).max()),
+        )
+
+    def run_spu(c):
+        seconds, w = spu_fit(x, y, a.lam, **c)
+        return seconds, dict(
+            iterations=c["epochs"],
+            rounds=None,
+            error=float(np.abs(w - free_optimum).max()),
+        )
+
+    times, results = alternate(a.runs, ours, configs, run_ours, run_spu)
     print(f"horizontal {', '.join(os.path.relpath(f, ROOT) for f in files)} ({n} rows, {p} "
           f"features, {len(files)} sites), lambda {a.lam}; medians of {a.runs} alternated runs; "
           f"the two objectives' optima (intercept penalised or not) are "

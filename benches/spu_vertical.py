@@ -23,20 +23,17 @@ sf-sml` (sml pins an older spu and imports pandas); a release build of privlogit
     python benches/spu_vertical.py [--runs 3] [--privlogit target/release/privlogit]
 """
 
-import argparse
 import csv
 import os
 import sys
 
-from spu_common import missing, refuse_or_skip, report, spu_fit, timed_json
+from spu_common import ROOT, alternate, arguments, optima, parse, report, spu_fit, timed_json
 
 try:
     import numpy as np
 except ImportError:  # reported by main() with the other requirements
     np = None
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 FILES = ["outcomes.csv", "imaging.csv", "registry.csv"]
 
 
@@ -75,25 +72,14 @@ def privlogit(binary, args, lam):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--privlogit", default=os.path.join(ROOT, "target", "release", "privlogit"))
-    parser.add_argument("--lambda", dest="lam", type=float, default=1.0)
-    parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--allow-skip", action="store_true",
-                        help="exit 0 when the side by side cannot run here (default: an error)")
-    a = parser.parse_args()
-    why = missing(a.privlogit)
-    if why:
-        return refuse_or_skip(why, a.allow_skip)
+    a, refused = parse(arguments(__doc__))
+    if refused is not None:
+        return refused
 
     names, x, y = joined(os.path.join(ROOT, "data", "vertical"), "label")
-    _, reference = privlogit(a.privlogit, ["fit", "--gradient-tol", "1e-10"], a.lam)
-    optimum = np.array(reference["coefficients"])
-    if reference["names"][1:] != names:
-        raise SystemExit(f"column order differs from privlogit's: {reference['names']} vs {names}")
-    _, free = privlogit(a.privlogit, ["fit", "--gradient-tol", "1e-10", "--free-intercept"], a.lam)
-    free_optimum = np.array(free["coefficients"])
+    optimum, free_optimum = optima(
+        lambda extra: privlogit(a.privlogit, ["fit", "--gradient-tol", "1e-10", *extra], a.lam),
+        names)
     n, p = x.shape
     # SPU settings: sml's defaults, and full-batch gradient descent at the largest safe step
     # (2 / L for the averaged objective, L <= lambda_max(X^T X) / (4 n) + lambda / n) with
@@ -112,27 +98,24 @@ def main():
         "privlogit study --vertical --optimizer newton (secure Newton)":
             ["study", "--optimizer", "newton"],
     }
-    times = {k: [] for k in ours}
-    times.update({k: [] for k in configs})
-    results = {}
-    for r in range(a.runs):
-        print(f"run {r + 1} of {a.runs} ...", file=sys.stderr)
-        for key, args in ours.items():
-            seconds, out = privlogit(a.privlogit, args, a.lam)
-            times[key].append(seconds)
-            results[key] = dict(
-                iterations=out["iterations"],
-                error=float(np.abs(np.array(out["coefficients"]) - optimum).max()),
-                bytes=out["bytes_aggregator_to_keyholder"] + out["bytes_keyholder_to_aggregator"],
-            )
-        for label, c in configs.items():
-            seconds, w = spu_fit(x, y, a.lam, **c)
-            times[label].append(seconds)
-            results[label] = dict(
-                iterations=c["epochs"] * -(-n // c["batch_size"]),
-                error=float(np.abs(w - free_optimum).max()),
-                bytes=None,
-            )
+
+    def run_ours(args):
+        seconds, out = privlogit(a.privlogit, args, a.lam)
+        return seconds, dict(
+            iterations=out["iterations"],
+            error=float(np.abs(np.array(out["coefficients"]) - optimum).max()),
+            bytes=out["bytes_aggregator_to_keyholder"] + out["bytes_keyholder_to_aggregator"],
+        )
+
+    def run_spu(c):
+        seconds, w = spu_fit(x, y, a.lam, **c)
+        return seconds, dict(
+            iterations=c["epochs"] * -(-n // c["batch_size"]),
+            error=float(np.abs(w - free_optimum).max()),
+            bytes=None,
+        )
+
+    times, results = alternate(a.runs, ours, configs, run_ours, run_spu)
     print(f"vertical breast_cancer (data/vertical: {n} shared rows, {p} features, 3 parties), "
           f"lambda {a.lam}; medians of {a.runs} alternated runs; the two objectives' optima "
           f"(intercept penalised or not) are {np.abs(optimum - free_optimum).max():.2e} apart")

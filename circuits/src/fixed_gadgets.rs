@@ -33,6 +33,16 @@ fn rounding<W>(format: FixedFormat) -> Vec<(usize, Bit<W>)> {
     }
 }
 
+/// A gadget's word and flag from its compiled outputs (the word, then the flag as a word).
+fn with_flag<W>(mut out: Vec<Word<W>>) -> (Word<W>, Bit<W>) {
+    let flag = out.pop().expect("two outputs").remove(0);
+    (out.remove(0), flag)
+}
+
+// Every gadget below first tries the builder's compiled gate lists ([`Builder::compiled`]),
+// recording itself on the recorder (which has none, so the gadget builds its gates there), and
+// otherwise builds its gates directly.
+
 /// `round(x y)`.
 pub fn mul<B: Backend>(
     b: &mut Builder<B>,
@@ -41,20 +51,9 @@ pub fn mul<B: Backend>(
     format: FixedFormat,
 ) -> Word<B::Wire> {
     let key = || format!("mul {} {} {}", format.width(), format.frac(), x.len());
-    match b.compiled(key, &[x, y], |r, i| {
-        vec![mul_built(r, &i[0], &i[1], format)]
-    }) {
-        Some(mut out) => out.remove(0),
-        None => mul_built(b, x, y, format),
+    if let Some(mut out) = b.compiled(key, &[x, y], |r, i| vec![mul(r, &i[0], &i[1], format)]) {
+        return out.remove(0);
     }
-}
-
-fn mul_built<B: Backend>(
-    b: &mut Builder<B>,
-    x: &[Bit<B::Wire>],
-    y: &[Bit<B::Wire>],
-    format: FixedFormat,
-) -> Word<B::Wire> {
     let (w, f) = (format.width() as usize, format.frac() as usize);
     let wide = mul_columns(b, x, y, true, w + f, rounding(format));
     wide[f..f + w].to_vec()
@@ -69,11 +68,35 @@ pub fn dot<B: Backend>(
     format: FixedFormat,
 ) -> Word<B::Wire> {
     let key = format!("dot {} {}", format.width(), format.frac());
-    let mut out = dot_through_cache(b, &key, addend, terms, |r, a, t| {
-        vec![dot_built(r, a, t, format)]
-    })
-    .unwrap_or_else(|| vec![dot_built(b, addend, terms, format)]);
-    out.remove(0)
+    if let Some(mut out) =
+        dot_through_cache(b, &key, addend, terms, |r, a, t| vec![dot(r, a, t, format)])
+    {
+        return out.remove(0);
+    }
+    let (w, f) = (format.width() as usize, format.frac() as usize);
+    let columns = w + f;
+    let mut sum = ColumnSum::new(columns);
+    if let Some(a) = addend {
+        assert_eq!(a.len(), w, "addend of the format's width");
+        for (i, bit) in a.iter().enumerate() {
+            sum.push(f + i, bit.clone());
+        }
+    }
+    if f > 0 {
+        sum.push_one(f - 1);
+    }
+    // Term by term: its partial products (one batch of ANDs) join the columns, which are then
+    // reduced back to two bits each, so the columns stay small whatever the number of terms.
+    for (x, y) in terms {
+        let n = x.len();
+        assert!(n == w && y.len() == w, "operands of the format's width");
+        sum.add_product(b, x, y, |i, j| (i == n - 1) != (j == n - 1));
+        // Baugh-Wooley constant 2^n per term (2^(2n-1) is beyond the columns).
+        sum.push_one(w);
+        sum.reduce(b);
+    }
+    let wide = sum.finish(b);
+    wide[f..f + w].to_vec()
 }
 
 /// A dot product through the builder's compiled gadgets ([`Builder::compiled`]), keyed by
@@ -116,52 +139,12 @@ fn dot_operands(addend: bool, words: &[Word<u32>]) -> (Option<&[Bit<u32>]>, Vec<
     (a, terms)
 }
 
-fn dot_built<B: Backend>(
-    b: &mut Builder<B>,
-    addend: Option<&[Bit<B::Wire>]>,
-    terms: &[WordPair<B::Wire>],
-    format: FixedFormat,
-) -> Word<B::Wire> {
-    let (w, f) = (format.width() as usize, format.frac() as usize);
-    let columns = w + f;
-    let mut sum = ColumnSum::new(columns);
-    if let Some(a) = addend {
-        assert_eq!(a.len(), w, "addend of the format's width");
-        for (i, bit) in a.iter().enumerate() {
-            sum.push(f + i, bit.clone());
-        }
-    }
-    if f > 0 {
-        sum.push_one(f - 1);
-    }
-    // Term by term: its partial products (one batch of ANDs) join the columns, which are then
-    // reduced back to two bits each, so the columns stay small whatever the number of terms.
-    for (x, y) in terms {
-        let n = x.len();
-        assert!(n == w && y.len() == w, "operands of the format's width");
-        sum.add_product(b, x, y, |i, j| (i == n - 1) != (j == n - 1));
-        // Baugh-Wooley constant 2^n per term (2^(2n-1) is beyond the columns).
-        sum.push_one(w);
-        sum.reduce(b);
-    }
-    let wide = sum.finish(b);
-    wide[f..f + w].to_vec()
-}
-
 /// `round(x / y)` for `y != 0` (a zero divisor gives an unspecified value): signs split off,
 /// non-restoring division of `|x| 2^frac` by `|y|`, rounding by comparing twice the remainder
-/// with the divisor, sign restored.
+/// with the divisor, sign restored. With `checked`, also an overflow bit, set when the rounded
+/// quotient does not fit the format's word (or `y` is zero, whose quotient is all ones), for
+/// about `frac` more AND gates; otherwise the bit is the constant 0.
 pub fn div<B: Backend>(
-    b: &mut Builder<B>,
-    x: &[Bit<B::Wire>],
-    y: &[Bit<B::Wire>],
-    format: FixedFormat,
-) -> Word<B::Wire> {
-    div_compiled(b, x, y, format, false).0
-}
-
-/// [`div_inner`] through the builder's compiled gadgets.
-fn div_compiled<B: Backend>(
     b: &mut Builder<B>,
     x: &[Bit<B::Wire>],
     y: &[Bit<B::Wire>],
@@ -177,36 +160,12 @@ fn div_compiled<B: Backend>(
         )
     };
     let build = |r: &mut Builder<Recorder>, i: &[Word<u32>]| {
-        let (q, flag) = div_inner(r, &i[0], &i[1], format, checked);
+        let (q, flag) = div(r, &i[0], &i[1], format, checked);
         vec![q, vec![flag]]
     };
-    match b.compiled(key, &[x, y], build) {
-        Some(mut out) => {
-            let flag = out.pop().expect("two outputs").remove(0);
-            (out.remove(0), flag)
-        }
-        None => div_inner(b, x, y, format, checked),
+    if let Some(out) = b.compiled(key, &[x, y], build) {
+        return with_flag(out);
     }
-}
-
-/// [`div`] and an overflow bit, set when the rounded quotient does not fit the format's word
-/// (or `y` is zero, whose quotient is all ones). About `frac` more AND gates.
-pub fn div_checked<B: Backend>(
-    b: &mut Builder<B>,
-    x: &[Bit<B::Wire>],
-    y: &[Bit<B::Wire>],
-    format: FixedFormat,
-) -> (Word<B::Wire>, Bit<B::Wire>) {
-    div_compiled(b, x, y, format, true)
-}
-
-fn div_inner<B: Backend>(
-    b: &mut Builder<B>,
-    x: &[Bit<B::Wire>],
-    y: &[Bit<B::Wire>],
-    format: FixedFormat,
-    checked: bool,
-) -> (Word<B::Wire>, Bit<B::Wire>) {
     let (w, f) = (format.width() as usize, format.frac() as usize);
     let sign = b.xor(&x[w - 1], &y[w - 1]);
     let ax = crate::word::abs(b, x);
@@ -252,26 +211,12 @@ pub fn dot_checked<B: Backend>(
     extend: usize,
 ) -> (Word<B::Wire>, Bit<B::Wire>) {
     let key = format!("dot_checked {} {} {extend}", format.width(), format.frac());
-    let out = dot_through_cache(b, &key, addend, terms, |r, a, t| {
-        let (v, flag) = dot_checked_built(r, a, t, format, extend);
+    if let Some(out) = dot_through_cache(b, &key, addend, terms, |r, a, t| {
+        let (v, flag) = dot_checked(r, a, t, format, extend);
         vec![v, vec![flag]]
-    });
-    match out {
-        Some(mut out) => {
-            let flag = out.pop().expect("two outputs").remove(0);
-            (out.remove(0), flag)
-        }
-        None => dot_checked_built(b, addend, terms, format, extend),
+    }) {
+        return with_flag(out);
     }
-}
-
-fn dot_checked_built<B: Backend>(
-    b: &mut Builder<B>,
-    addend: Option<&[Bit<B::Wire>]>,
-    terms: &[WordPair<B::Wire>],
-    format: FixedFormat,
-    extend: usize,
-) -> (Word<B::Wire>, Bit<B::Wire>) {
     let (w, f) = (format.width() as usize, format.frac() as usize);
     let n = w + extend;
     let columns = 2 * n;
@@ -342,17 +287,9 @@ pub fn sqrt<B: Backend>(
     format: FixedFormat,
 ) -> Word<B::Wire> {
     let key = || format!("sqrt {} {} {}", format.width(), format.frac(), x.len());
-    match b.compiled(key, &[x], |r, i| vec![sqrt_built(r, &i[0], format)]) {
-        Some(mut out) => out.remove(0),
-        None => sqrt_built(b, x, format),
+    if let Some(mut out) = b.compiled(key, &[x], |r, i| vec![sqrt(r, &i[0], format)]) {
+        return out.remove(0);
     }
-}
-
-fn sqrt_built<B: Backend>(
-    b: &mut Builder<B>,
-    x: &[Bit<B::Wire>],
-    format: FixedFormat,
-) -> Word<B::Wire> {
     let (w, f) = (format.width() as usize, format.frac() as usize);
     let negative = x[w - 1].clone();
     let x = select(b, &negative, &constant(0, w), x);
@@ -441,7 +378,7 @@ mod tests {
                 prop_assert!((i128::from(raw(&p)) * (1 << 32) - rx * ry).abs() <= 1 << 31);
             }
             prop_assume!(ry != 0);
-            let q = div(&mut b, &wx, &wy, F);
+            let (q, _) = div(&mut b, &wx, &wy, F, false);
             let magnitude = round_div(rx.abs() << 32, ry.abs());
             let expected = if (rx < 0) != (ry < 0) { -magnitude } else { magnitude };
             if expected.abs() < 1 << 62 {
@@ -466,7 +403,7 @@ mod tests {
                 prop_assert_eq!(i128::from(raw(&d)), rounded);
             }
             let wy = input(&mut b, y);
-            let (q, overflow) = div_checked(&mut b, &wa, &wy, F);
+            let (q, overflow) = div(&mut b, &wa, &wy, F, true);
             let (rx, ry) = (i128::from(raw(&wa)), i128::from(raw(&wy)));
             if ry == 0 {
                 prop_assert_eq!(Builder::<Plain>::value(&[overflow]), 1);
@@ -514,10 +451,10 @@ mod tests {
         assert_eq!(out(&mul(&mut b, &z, &m, F)), 0.0);
         assert_eq!(out(&mul(&mut b, &m, &m, F)), 6.25);
         assert_eq!(
-            out(&div(&mut b, &one, &m, F)),
+            out(&div(&mut b, &one, &m, F, false).0),
             F.decode(F.encode(-0.4).expect("in range"))
         );
-        assert_eq!(out(&div(&mut b, &m, &one, F)), -2.5);
+        assert_eq!(out(&div(&mut b, &m, &one, F, false).0), -2.5);
         assert_eq!(out(&sqrt(&mut b, &z, F)), 0.0);
         assert_eq!(out(&sqrt(&mut b, &m, F)), 0.0, "negative inputs give 0");
         let four = input(&mut b, 4.0);
@@ -540,7 +477,7 @@ mod tests {
             mul(c, x, y, F);
         });
         let d = count(&|c, x, y| {
-            div(c, x, y, F);
+            div(c, x, y, F, false);
         });
         let s = count(&|c, x, _| {
             sqrt(c, x, F);

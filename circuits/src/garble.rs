@@ -11,6 +11,89 @@
 //! offset `delta` with its lowest bit set; the one-label is `zero ^ delta`, and the lowest bit
 //! of a label is its permute bit.
 
+/// What the garbler and the evaluator share but for the role: a `Debug` showing the gate count
+/// only (never a label or `delta`), the accessors, and the [`Backend`](crate::Backend) on
+/// labels, with its scheduled-circuit runner named and documented by the role. A role supplies
+/// `one` (its label of the constant true, which NOT adds) and `and_into` (a batch of AND gates).
+macro_rules! label_role {
+    ($role:ident, $(#[$doc:meta])* $run:ident) => {
+        impl<C: Channel> std::fmt::Debug for $role<C> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!(stringify!($role), " {{ ands: {} }}"), self.ands)
+            }
+        }
+
+        impl<C: Channel> $role<C> {
+            /// AND gates processed so far.
+            pub fn and_gates(&self) -> u64 {
+                self.ands
+            }
+
+            /// The channel.
+            pub fn channel_mut(&mut self) -> &mut C {
+                &mut self.channel
+            }
+
+            $(#[$doc])*
+            pub fn $run(
+                &mut self,
+                circuit: &Circuit,
+                schedule: &Schedule,
+                inputs: &[u128],
+            ) -> Vec<u128> {
+                let one = self.one();
+                $crate::garble::run_scheduled(circuit, schedule, inputs, one, |pairs, outputs| {
+                    self.and_into(pairs, outputs)
+                })
+            }
+        }
+
+        impl<C: Channel> Backend for $role<C> {
+            type Wire = u128;
+
+            fn xor(&mut self, a: &u128, b: &u128) -> u128 {
+                a ^ b
+            }
+
+            fn not(&mut self, a: &u128) -> u128 {
+                a ^ self.one()
+            }
+
+            fn and(&mut self, a: &u128, b: &u128) -> u128 {
+                // A lone AND (a ripple carry) reuses a buffer rather than allocating one.
+                let mut single = std::mem::take(&mut self.single);
+                self.and_into(&[(*a, *b)], &mut single);
+                let out = single[0];
+                self.single = single;
+                out
+            }
+
+            fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
+                let mut outputs = Vec::new();
+                self.and_into(pairs, &mut outputs);
+                outputs
+            }
+
+            fn and_many_into(&mut self, pairs: &[(u128, u128)], out: &mut Vec<u128>) {
+                self.and_into(pairs, out);
+            }
+
+            fn run_compiled(
+                &mut self,
+                circuit: &Circuit,
+                schedule: &Schedule,
+                inputs: &[u128],
+            ) -> Option<Vec<u128>> {
+                Some(self.$run(circuit, schedule, inputs))
+            }
+
+            fn runs_compiled(&self) -> bool {
+                true
+            }
+        }
+    };
+}
+
 pub mod aesni;
 pub mod evaluator;
 pub mod garbler;
@@ -39,15 +122,22 @@ pub(crate) fn permute_bits(word: &[Bit<u128>]) -> Vec<u8> {
         .collect()
 }
 
-/// Decodes `word` from the other role's permute bits and the own active labels.
-pub(crate) fn decode(word: &[Bit<u128>], bits: Vec<u8>) -> Vec<bool> {
-    word.iter()
+/// Learns `word`: receives the other role's permute bits from `channel` and decodes them
+/// against the own labels.
+pub(crate) fn receive_decoded<C: Channel>(
+    channel: &mut C,
+    word: &[Bit<u128>],
+) -> io::Result<Vec<bool>> {
+    let mut bits = vec![0u8; word.len()];
+    channel.recv(&mut bits)?;
+    Ok(word
+        .iter()
         .zip(bits)
         .map(|(b, p)| match b {
             Bit::Const(v) => *v,
             Bit::Wire(label) => (p & 1) as u128 != lsb(*label),
         })
-        .collect()
+        .collect())
 }
 
 /// All ones when `bit` is 1, else zero: for branch-free selection.
@@ -56,7 +146,10 @@ pub(crate) fn mask(bit: u128) -> u128 {
     bit.wrapping_neg()
 }
 
+use std::io;
+
 use crate::backend::Bit;
+use crate::channel::Channel;
 use crate::circuit::{Circuit, Schedule};
 
 /// Runs the gates of a scheduled circuit over its slots, given the labels of the input wires,

@@ -9,7 +9,7 @@
 
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::fixed_format::FixedFormat;
-use crate::fixed_gadgets::{WordPair, constant_fixed, div, div_checked, dot, dot_checked, sqrt};
+use crate::fixed_gadgets::{WordPair, constant_fixed, div, dot, dot_checked, sqrt};
 use crate::word::{lt_signed, neg};
 
 /// A matrix of fixed-point words, by rows.
@@ -51,188 +51,167 @@ impl<W: Clone> RangeCheck<W> {
     }
 }
 
-/// The `d` by `d` matrix of constant zeros.
-fn zero_matrix<W: Clone>(d: usize, format: FixedFormat) -> Matrix<W> {
-    vec![vec![constant_fixed(0.0, format); d]; d]
+/// The circuits above on one builder, in one format, range-checked when a [`RangeCheck`] is
+/// given: what every step of a factorisation, inverse or solve shares.
+#[derive(Debug)]
+pub struct MatrixCircuit<'a, B: Backend> {
+    b: &'a mut Builder<B>,
+    format: FixedFormat,
+    check: Option<&'a mut RangeCheck<B::Wire>>,
 }
 
-/// A dot product and a quotient, range-checked when a [`RangeCheck`] is given.
-fn dot_in<B: Backend>(
-    b: &mut Builder<B>,
-    check: &mut Option<&mut RangeCheck<B::Wire>>,
-    addend: Option<&[crate::backend::Bit<B::Wire>]>,
-    terms: &[WordPair<B::Wire>],
-    format: FixedFormat,
-) -> Word<B::Wire> {
-    match check {
-        Some(c) => {
-            let (v, overflow) = dot_checked(b, addend, terms, format, c.extend);
-            c.note(b, &overflow);
-            v
-        }
-        None => dot(b, addend, terms, format),
+impl<'a, B: Backend> MatrixCircuit<'a, B> {
+    /// Circuits built on `b` in `format`; with `check`, range checks too (a circuit's pivots at
+    /// least its `min_pivot`, quotients and sums within the format).
+    pub fn new(
+        b: &'a mut Builder<B>,
+        format: FixedFormat,
+        check: Option<&'a mut RangeCheck<B::Wire>>,
+    ) -> Self {
+        Self { b, format, check }
     }
-}
 
-fn div_in<B: Backend>(
-    b: &mut Builder<B>,
-    check: &mut Option<&mut RangeCheck<B::Wire>>,
-    x: &[crate::backend::Bit<B::Wire>],
-    y: &[crate::backend::Bit<B::Wire>],
-    format: FixedFormat,
-) -> Word<B::Wire> {
-    match check {
-        Some(c) => {
-            let (v, overflow) = div_checked(b, x, y, format);
-            c.note(b, &overflow);
-            v
-        }
-        None => div(b, x, y, format),
+    /// The `d` by `d` matrix of constant zeros.
+    fn zero_matrix(&self, d: usize) -> Matrix<B::Wire> {
+        vec![vec![constant_fixed(0.0, self.format); d]; d]
     }
-}
 
-/// The lower-triangular `L` with `L L^T = A` for a symmetric positive-definite `A` (only the
-/// lower triangle of `A` is read): for each column `j`, `L_jj = sqrt(A_jj - sum_k L_jk^2)` and
-/// `L_ij = (A_ij - sum_k L_ik L_jk) / L_jj`. Entries above the diagonal are the constant 0.
-/// With `check`, range checks too (a circuit's pivots at least its `min_pivot`, quotients
-/// and sums within the format).
-pub fn cholesky<B: Backend>(
-    b: &mut Builder<B>,
-    a: &Matrix<B::Wire>,
-    format: FixedFormat,
-    mut check: Option<&mut RangeCheck<B::Wire>>,
-) -> Matrix<B::Wire> {
-    let d = a.len();
-    let mut l = zero_matrix(d, format);
-    for j in 0..d {
-        // -L_jk, so that the sums are dot products with an addend.
-        let negated: Vec<Word<B::Wire>> = (0..j).map(|k| neg(b, &l[j][k])).collect();
-        let terms: Vec<_> = (0..j)
-            .map(|k| (l[j][k].clone(), negated[k].clone()))
-            .collect();
-        let s = dot_in(b, &mut check, Some(&a[j][j]), &terms, format);
-        if let Some(c) = check.as_mut() {
-            let low = lt_signed(b, &s, &c.min_pivot);
-            c.note(b, &low);
+    /// A dot product, range-checked when there is a check.
+    fn dot(
+        &mut self,
+        addend: Option<&[Bit<B::Wire>]>,
+        terms: &[WordPair<B::Wire>],
+    ) -> Word<B::Wire> {
+        match self.check.as_deref_mut() {
+            Some(c) => {
+                let (v, overflow) = dot_checked(self.b, addend, terms, self.format, c.extend);
+                c.note(self.b, &overflow);
+                v
+            }
+            None => dot(self.b, addend, terms, self.format),
         }
-        let diagonal = sqrt(b, &s, format);
-        for i in j + 1..d {
+    }
+
+    /// A quotient, range-checked when there is a check.
+    fn div(&mut self, x: &[Bit<B::Wire>], y: &[Bit<B::Wire>]) -> Word<B::Wire> {
+        let (v, overflow) = div(self.b, x, y, self.format, self.check.is_some());
+        if let Some(c) = self.check.as_deref_mut() {
+            c.note(self.b, &overflow);
+        }
+        v
+    }
+
+    /// The lower-triangular `L` with `L L^T = A` for a symmetric positive-definite `A` (only
+    /// the lower triangle of `A` is read): for each column `j`,
+    /// `L_jj = sqrt(A_jj - sum_k L_jk^2)` and `L_ij = (A_ij - sum_k L_ik L_jk) / L_jj`. Entries
+    /// above the diagonal are the constant 0.
+    pub fn cholesky(&mut self, a: &Matrix<B::Wire>) -> Matrix<B::Wire> {
+        let d = a.len();
+        let mut l = self.zero_matrix(d);
+        for j in 0..d {
+            // -L_jk, so that the sums are dot products with an addend.
+            let negated: Vec<Word<B::Wire>> = (0..j).map(|k| neg(self.b, &l[j][k])).collect();
             let terms: Vec<_> = (0..j)
-                .map(|k| (l[i][k].clone(), negated[k].clone()))
+                .map(|k| (l[j][k].clone(), negated[k].clone()))
                 .collect();
-            let t = dot_in(b, &mut check, Some(&a[i][j]), &terms, format);
-            l[i][j] = div_in(b, &mut check, &t, &diagonal, format);
+            let s = self.dot(Some(&a[j][j]), &terms);
+            if let Some(c) = self.check.as_deref_mut() {
+                let low = lt_signed(self.b, &s, &c.min_pivot);
+                c.note(self.b, &low);
+            }
+            let diagonal = sqrt(self.b, &s, self.format);
+            for i in j + 1..d {
+                let terms: Vec<_> = (0..j)
+                    .map(|k| (l[i][k].clone(), negated[k].clone()))
+                    .collect();
+                let t = self.dot(Some(&a[i][j]), &terms);
+                l[i][j] = self.div(&t, &diagonal);
+            }
+            l[j][j] = diagonal;
         }
-        l[j][j] = diagonal;
+        l
     }
-    l
-}
 
-/// `y` with `L y = v` for lower-triangular `L`: `y_i = (v_i - sum_{k<i} L_ik y_k) / L_ii`.
-/// With `check`, range checks too (a circuit's pivots at least its `min_pivot`, quotients
-/// and sums within the format).
-pub fn forward_substitution<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    v: &[Word<B::Wire>],
-    format: FixedFormat,
-    check: Option<&mut RangeCheck<B::Wire>>,
-) -> Vec<Word<B::Wire>> {
-    substitute(b, l, v, format, check, false)
-}
-
-/// `x` with `L^T x = y` for lower-triangular `L`: `x_i = (y_i - sum_{k>i} L_ki x_k) / L_ii`.
-/// With `check`, range checks too (a circuit's pivots at least its `min_pivot`, quotients
-/// and sums within the format).
-pub fn back_substitution<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    y: &[Word<B::Wire>],
-    format: FixedFormat,
-    check: Option<&mut RangeCheck<B::Wire>>,
-) -> Vec<Word<B::Wire>> {
-    substitute(b, l, y, format, check, true)
-}
-
-/// Solves `L x = v`, or `L^T x = v` when `transposed` (then from the last row up): each
-/// unknown is its right-hand side less the solved terms, divided by the diagonal.
-fn substitute<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    v: &[Word<B::Wire>],
-    format: FixedFormat,
-    mut check: Option<&mut RangeCheck<B::Wire>>,
-    transposed: bool,
-) -> Vec<Word<B::Wire>> {
-    let d = l.len();
-    let order: Vec<usize> = if transposed {
-        (0..d).rev().collect()
-    } else {
-        (0..d).collect()
-    };
-    let mut x: Vec<Option<Word<B::Wire>>> = vec![None; d];
-    for i in order {
-        let solved = if transposed { i + 1..d } else { 0..i };
-        let terms: Vec<_> = solved
-            .map(|k| {
-                let coefficient = if transposed { &l[k][i] } else { &l[i][k] };
-                (coefficient.clone(), neg(b, x[k].as_ref().expect("solved")))
-            })
-            .collect();
-        let t = dot_in(b, &mut check, Some(&v[i]), &terms, format);
-        x[i] = Some(div_in(b, &mut check, &t, &l[i][i], format));
+    /// `x` with `L L^T x = v` for lower-triangular `L`: forward substitution (`L y = v`), then
+    /// back substitution (`L^T x = y`).
+    pub fn cholesky_solve(
+        &mut self,
+        l: &Matrix<B::Wire>,
+        v: &[Word<B::Wire>],
+    ) -> Vec<Word<B::Wire>> {
+        let y = self.substitute(l, v, false);
+        self.substitute(l, &y, true)
     }
-    x.into_iter().map(|v| v.expect("solved")).collect()
-}
 
-/// `M = L^-1` for lower-triangular `L`: `M_ii = 1 / L_ii` and, below the diagonal,
-/// `M_ij = -(sum_{k=j}^{i-1} L_ik M_kj) / L_ii`.
-pub fn triangular_inverse<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    format: FixedFormat,
-    mut check: Option<&mut RangeCheck<B::Wire>>,
-) -> Matrix<B::Wire> {
-    let d = l.len();
-    let one = constant_fixed(1.0, format);
-    let mut m = zero_matrix(d, format);
-    for i in 0..d {
-        m[i][i] = div_in(b, &mut check, &one, &l[i][i], format);
-        let mut row: Vec<Word<B::Wire>> = Vec::with_capacity(i);
-        #[allow(clippy::needless_range_loop)] // j indexes m[k][j] for every k
-        for j in 0..i {
-            let terms: Vec<_> = (j..i).map(|k| (l[i][k].clone(), m[k][j].clone())).collect();
-            let s = dot_in(b, &mut check, None, &terms, format);
-            let negated = neg(b, &s);
-            row.push(div_in(b, &mut check, &negated, &l[i][i], format));
+    /// Solves `L x = v`, or `L^T x = v` when `transposed` (then from the last row up): each
+    /// unknown is its right-hand side less the solved terms, divided by the diagonal.
+    fn substitute(
+        &mut self,
+        l: &Matrix<B::Wire>,
+        v: &[Word<B::Wire>],
+        transposed: bool,
+    ) -> Vec<Word<B::Wire>> {
+        let d = l.len();
+        let order: Vec<usize> = if transposed {
+            (0..d).rev().collect()
+        } else {
+            (0..d).collect()
+        };
+        let mut x: Vec<Option<Word<B::Wire>>> = vec![None; d];
+        for i in order {
+            let solved = if transposed { i + 1..d } else { 0..i };
+            let terms: Vec<_> = solved
+                .map(|k| {
+                    let coefficient = if transposed { &l[k][i] } else { &l[i][k] };
+                    (
+                        coefficient.clone(),
+                        neg(self.b, x[k].as_ref().expect("solved")),
+                    )
+                })
+                .collect();
+            let t = self.dot(Some(&v[i]), &terms);
+            x[i] = Some(self.div(&t, &l[i][i]));
         }
-        m[i][..i].clone_from_slice(&row);
+        x.into_iter().map(|v| v.expect("solved")).collect()
     }
-    m
-}
 
-/// `A^-1 = L^-T L^-1` from the Cholesky factor `L` of `A`: with `M = L^-1`,
-/// `(A^-1)_ij = sum_{k >= max(i, j)} M_ki M_kj` (computed for `i >= j` and mirrored).
-/// With `check`, range checks too (a circuit's pivots at least its `min_pivot`, quotients
-/// and sums within the format).
-pub fn spd_inverse_from_cholesky<B: Backend>(
-    b: &mut Builder<B>,
-    l: &Matrix<B::Wire>,
-    format: FixedFormat,
-    mut check: Option<&mut RangeCheck<B::Wire>>,
-) -> Matrix<B::Wire> {
-    let d = l.len();
-    let m = triangular_inverse(b, l, format, check.as_deref_mut());
-    let mut inverse = zero_matrix(d, format);
-    for i in 0..d {
-        for j in 0..=i {
-            let terms: Vec<_> = (i..d).map(|k| (m[k][i].clone(), m[k][j].clone())).collect();
-            let v = dot_in(b, &mut check, None, &terms, format);
-            inverse[j][i] = v.clone();
-            inverse[i][j] = v;
+    /// `M = L^-1` for lower-triangular `L`: `M_ii = 1 / L_ii` and, below the diagonal,
+    /// `M_ij = -(sum_{k=j}^{i-1} L_ik M_kj) / L_ii`.
+    pub fn triangular_inverse(&mut self, l: &Matrix<B::Wire>) -> Matrix<B::Wire> {
+        let d = l.len();
+        let one = constant_fixed(1.0, self.format);
+        let mut m = self.zero_matrix(d);
+        for i in 0..d {
+            m[i][i] = self.div(&one, &l[i][i]);
+            let mut row: Vec<Word<B::Wire>> = Vec::with_capacity(i);
+            #[allow(clippy::needless_range_loop)] // j indexes m[k][j] for every k
+            for j in 0..i {
+                let terms: Vec<_> = (j..i).map(|k| (l[i][k].clone(), m[k][j].clone())).collect();
+                let s = self.dot(None, &terms);
+                let negated = neg(self.b, &s);
+                row.push(self.div(&negated, &l[i][i]));
+            }
+            m[i][..i].clone_from_slice(&row);
         }
+        m
     }
-    inverse
+
+    /// `A^-1 = L^-T L^-1` from the Cholesky factor `L` of `A`: with `M = L^-1`,
+    /// `(A^-1)_ij = sum_{k >= max(i, j)} M_ki M_kj` (computed for `i >= j` and mirrored).
+    pub fn spd_inverse_from_cholesky(&mut self, l: &Matrix<B::Wire>) -> Matrix<B::Wire> {
+        let d = l.len();
+        let m = self.triangular_inverse(l);
+        let mut inverse = self.zero_matrix(d);
+        for i in 0..d {
+            for j in 0..=i {
+                let terms: Vec<_> = (i..d).map(|k| (m[k][i].clone(), m[k][j].clone())).collect();
+                let v = self.dot(None, &terms);
+                inverse[j][i] = v.clone();
+                inverse[i][j] = v;
+            }
+        }
+        inverse
+    }
 }
 
 /// `sum_k x_k y_k`, rounded once.

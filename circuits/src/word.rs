@@ -75,8 +75,9 @@ pub fn neg<B: Backend>(b: &mut Builder<B>, x: &[Bit<B::Wire>]) -> Word<B::Wire> 
     sub(b, &constant(0, x.len()), x)
 }
 
-/// The carry out of `x + !y + 1`: 1 exactly when `x >= y` as unsigned numbers (`n` ANDs).
-fn no_borrow<B: Backend>(
+/// `x < y` as unsigned numbers: the carry out of `x + !y + 1` (1 exactly when `x >= y`),
+/// negated (`n` ANDs).
+pub fn lt_unsigned<B: Backend>(
     b: &mut Builder<B>,
     x: &[Bit<B::Wire>],
     y: &[Bit<B::Wire>],
@@ -90,17 +91,7 @@ fn no_borrow<B: Backend>(
         let t = b.and(&xc, &yc);
         c = b.xor(&t, &c);
     }
-    c
-}
-
-/// `x < y` as unsigned numbers.
-pub fn lt_unsigned<B: Backend>(
-    b: &mut Builder<B>,
-    x: &[Bit<B::Wire>],
-    y: &[Bit<B::Wire>],
-) -> Bit<B::Wire> {
-    let ge = no_borrow(b, x, y);
-    b.not(&ge)
+    b.not(&c)
 }
 
 /// `x < y` as two's-complement numbers (flip both signs, compare unsigned).
@@ -398,15 +389,7 @@ impl<W: Clone> ColumnSum<W> {
             }
             carry = total >> 1;
         }
-        reduce_columns(b, &mut columns);
-        let row = |i: usize| -> Word<W> {
-            columns
-                .iter()
-                .map(|c| c.get(i).cloned().unwrap_or(Bit::Const(false)))
-                .collect()
-        };
-        let (first, second) = (row(0), row(1));
-        add(b, &first, &second)
+        add_reduced(b, columns)
     }
 
     /// Adds the product `x y`: partial product `x_i y_j` at column `i + j`, entering negated
@@ -467,6 +450,14 @@ pub fn finish_columns<B: Backend>(
             column.push(Bit::Const(true));
         }
     }
+    add_reduced(b, columns)
+}
+
+/// Reduces the columns to two bits each and adds the two rows.
+fn add_reduced<B: Backend>(
+    b: &mut Builder<B>,
+    mut columns: Vec<Vec<Bit<B::Wire>>>,
+) -> Word<B::Wire> {
     reduce_columns(b, &mut columns);
     let row = |i: usize| -> Word<B::Wire> {
         columns

@@ -19,7 +19,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use self::dp_papers::{self as experiment, ExperimentSettings, Results, Selection, epsilon_label};
+use self::dp_papers::{
+    self as experiment, ExperimentSettings, Paper, Results, Selection, epsilon_label,
+};
 use crate::figures::{Chart, Corner, Mark, Series};
 use privlogit::data;
 use privlogit::dp::mnist::Digits;
@@ -189,13 +191,14 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         })
     });
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let name = match args.which {
-        Which::Stacking => "stacking",
-        Which::Transfer => "transfer",
+    let paper = match args.which {
+        Which::Stacking => Paper::Stacking,
+        Which::Transfer => Paper::Transfer,
         Which::Hybrid => return run_hybrid(&args, &settings, &digits, &out_dir),
         Which::Dpstgd => unreachable!("run by dl_experiment above"),
         Which::Dphtl => unreachable!("run by dphtl_experiment above"),
     };
+    let name = paper.name();
     let file = format!("{name}{}", args.suffix);
     eprintln!(
         "{name} experiment: {} repeats x {} budgets, seeds {}..{} (seeded noise: reproducible, not for release)",
@@ -210,13 +213,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             .progress_chars("=> "),
     );
     let started = std::time::Instant::now();
-    let results = match args.which {
-        Which::Stacking => experiment::stacking(&digits, &settings, &|| bar.inc(1))?,
-        Which::Transfer => experiment::transfer(&digits, &settings, &|| bar.inc(1))?,
-        Which::Hybrid => unreachable!("run by run_hybrid above"),
-        Which::Dpstgd => unreachable!("run by dl_experiment above"),
-        Which::Dphtl => unreachable!("run by dphtl_experiment above"),
-    };
+    let results = experiment::run(paper, &digits, &settings, &|| bar.inc(1))?;
     bar.finish_and_clear();
     write_results(&results, &out_dir, &file, started)
 }

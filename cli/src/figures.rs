@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 /// Pixel size of every figure.
@@ -114,6 +115,11 @@ fn register_font() {
 trait Draw {
     fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 }
+
+/// A y axis both figures draw on, linear or logarithmic.
+trait YAxis: AsRangedCoord<Value = f64, CoordDescType: ValueFormatter<f64>> {}
+
+impl<Y: AsRangedCoord<Value = f64, CoordDescType: ValueFormatter<f64>>> YAxis for Y {}
 
 fn failed<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
@@ -270,18 +276,13 @@ impl Chart {
         })
     }
 
-    fn draw_with<DB, Y>(
+    fn draw_with<DB: DrawingBackend, Y: YAxis>(
         &self,
         root: &DrawingArea<DB, Shift>,
         x: std::ops::Range<f64>,
         y: Y,
         (y_lo, y_hi): (f64, f64),
-    ) -> Result<(), String>
-    where
-        DB: DrawingBackend,
-        Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
-        Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
-    {
+    ) -> Result<(), String> {
         let mut chart = builder(root, &self.title)
             .build_cartesian_2d(x.clone(), y)
             .map_err(failed)?;
@@ -388,18 +389,13 @@ impl Bars {
         save(self, stem)
     }
 
-    fn draw_with<DB, Y>(
+    fn draw_with<DB: DrawingBackend, Y: YAxis>(
         &self,
         root: &DrawingArea<DB, Shift>,
         y: Y,
         base: f64,
         x_end: f64,
-    ) -> Result<(), String>
-    where
-        DB: DrawingBackend,
-        Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
-        Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
-    {
+    ) -> Result<(), String> {
         let mut chart = builder(root, &self.title)
             .build_cartesian_2d(-0.5..x_end, y)
             .map_err(failed)?;

@@ -14,6 +14,39 @@
 //! Every method that asks the Nodes for something is one aggregation round; the optimisers count
 //! them.
 
+/// The revealed decisions of [`Aggregation`] (`increased`, `sufficient_increase`, `peek`) for a
+/// backend that holds its sums in the clear (`Scalar = f64`, `Vector = Array1<f64>`): written
+/// once, so that the plaintext backend and the optimisers' test aggregations decide alike.
+macro_rules! plain_decisions {
+    () => {
+        fn increased(
+            &mut self,
+            candidate: &f64,
+            base: &f64,
+            slack: f64,
+        ) -> Result<bool, Self::Error> {
+            Ok(*candidate >= base - slack * base.abs())
+        }
+
+        fn sufficient_increase(
+            &mut self,
+            candidate: &f64,
+            base: &f64,
+            base_gradient: &::ndarray::Array1<f64>,
+            step: &::ndarray::Array1<f64>,
+            slack: f64,
+        ) -> Result<bool, Self::Error> {
+            let rows = self.sample_count() as f64;
+            Ok(*candidate >= base + 0.5 * step.dot(base_gradient) - slack * rows)
+        }
+
+        fn peek(&self, value: &f64) -> Option<f64> {
+            Some(*value)
+        }
+    };
+}
+pub(crate) use plain_decisions;
+
 mod plaintext;
 
 pub use plaintext::PlaintextAggregation;

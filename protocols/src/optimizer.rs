@@ -21,6 +21,7 @@ pub use fit_state::{Checkpoints, Progress, SaveProgress};
 use options::backend;
 pub use options::{FitError, FitOptions, Initial};
 pub use privlogit::ACCEPTANCE_SLACK;
+use report::Trace;
 pub use report::{DivergenceReason, FitReport, IterationRecord, Status, StepKind};
 
 use std::fmt;
@@ -85,7 +86,7 @@ impl Optimizer {
         aggregation: &mut A,
         options: &FitOptions,
         observer: &mut dyn FnMut(&IterationRecord),
-        checkpoints: Checkpoints<'_>,
+        mut checkpoints: Checkpoints<'_>,
     ) -> Result<FitReport, FitError> {
         self.validate()?;
         options.validate()?;
@@ -108,17 +109,37 @@ impl Optimizer {
             }
             None => options.initial_beta(aggregation.dimension())?,
         };
+        // Where the fit starts from, and its trace so far.
+        let from = checkpoints.from.take();
+        let trace = match &from {
+            Some(p) => Trace::resume(observer, p),
+            None => Trace::new(observer),
+        };
         match *self {
-            Optimizer::Newton => newton::fit(aggregation, options, beta, observer, checkpoints),
-            Optimizer::PrivLogit => {
-                privlogit::fit(aggregation, options, beta, None, observer, checkpoints)
-            }
+            Optimizer::Newton => newton::fit(
+                aggregation,
+                options,
+                beta,
+                trace,
+                from.is_some(),
+                checkpoints,
+            ),
+            Optimizer::PrivLogit => privlogit::fit(
+                aggregation,
+                options,
+                beta,
+                None,
+                trace,
+                from.as_ref(),
+                checkpoints,
+            ),
             Optimizer::AcceleratedPrivLogit { memory } => privlogit::fit(
                 aggregation,
                 options,
                 beta,
                 Some(memory),
-                observer,
+                trace,
+                from.as_ref(),
                 checkpoints,
             ),
         }

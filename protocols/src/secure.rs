@@ -42,8 +42,8 @@ pub mod vertical_rounds;
 pub mod wire;
 
 pub use secure_error::{
-    BlockFault, Breach, CheckpointFault, Inconsistency, Overflow, Party, PlanReason, Refusal,
-    ResumeMismatch, SecureError, ShapeMismatch, Unendorsement,
+    BlockFault, Breach, CheckpointFault, Inconsistency, MatrixShapes, Overflow, Party, PlanReason,
+    Refusal, ResumeMismatch, SecureError, ShapeMismatch, Unendorsement,
 };
 
 use num_bigint::BigUint;

@@ -134,11 +134,7 @@ pub fn dpstgd(
     accounting: &str,
     accept_unsound_accounting: bool,
 ) -> PyResult<PyDeepModel> {
-    if epsilon.is_some() == non_private {
-        return Err(PrivlogitError::new_err(
-            "give epsilon, or non_private=True for the non-private baseline (not both)",
-        ));
-    }
+    either_budget(epsilon, non_private)?;
     let accounting = match accounting {
         "sound" => Accounting::Sound,
         "dissertation" => Accounting::Dissertation,
@@ -176,19 +172,12 @@ pub fn dpstgd(
         ),
         None => budget::spend(&settings, dim, iterations, delta).map_err(error)?,
     };
-    if let Some(p) = &init {
-        network.check_parameters(p).map_err(error)?;
-    }
     let schedule = Schedule {
         iterations,
         learning_rate,
         settings,
     };
-    let (params, traffic) = py
-        .allow_threads(|| {
-            server::train_in_process(&network, &rows, schedule, seed, init, &mut |_, _| Ok(()))
-        })
-        .map_err(error)?;
+    let (params, traffic) = train(py, &network, &rows, schedule, seed, init)?;
     Ok(PyDeepModel {
         network,
         params,
@@ -220,11 +209,7 @@ pub fn sparse_gaussian(
     init: Option<Vec<f64>>,
     budget: Option<f64>,
 ) -> PyResult<PyDeepModel> {
-    if epsilon.is_some() == non_private {
-        return Err(PrivlogitError::new_err(
-            "give epsilon, or non_private=True for the non-private baseline (not both)",
-        ));
-    }
+    either_budget(epsilon, non_private)?;
     let rows = rows_of(&parties)?;
     let network = Network::new(rows[0].x.ncols(), &hidden).map_err(error)?;
     let request = privlogit::dl::participant::SparseRequest {
@@ -238,19 +223,12 @@ pub fn sparse_gaussian(
     if let Some(t) = total {
         privlogit::dl::sparse::check_budget(t, request.iterations, budget).map_err(error)?;
     }
-    if let Some(p) = &init {
-        network.check_parameters(p).map_err(error)?;
-    }
     let schedule = Schedule {
         iterations: request.iterations,
         learning_rate,
         settings,
     };
-    let (params, traffic) = py
-        .allow_threads(|| {
-            server::train_in_process(&network, &rows, schedule, seed, init, &mut |_, _| Ok(()))
-        })
-        .map_err(error)?;
+    let (params, traffic) = train(py, &network, &rows, schedule, seed, init)?;
     let spend = total.map(|total| Spent::Sparse {
         total,
         noise_multiplier: settings
@@ -264,6 +242,35 @@ pub fn sparse_gaussian(
         spend,
         traffic,
     })
+}
+
+/// Refuses a run given both a budget and `non_private=True`, or neither.
+fn either_budget(epsilon: Option<f64>, non_private: bool) -> PyResult<()> {
+    if epsilon.is_some() == non_private {
+        return Err(PrivlogitError::new_err(
+            "give epsilon, or non_private=True for the non-private baseline (not both)",
+        ));
+    }
+    Ok(())
+}
+
+/// Trains `network` with every participant in this process (the GIL released), from `init`
+/// once checked against the network.
+fn train(
+    py: Python<'_>,
+    network: &Network,
+    rows: &[Rows],
+    schedule: Schedule,
+    seed: Option<u64>,
+    init: Option<Vec<f64>>,
+) -> PyResult<(Vec<f64>, Vec<server::Traffic>)> {
+    if let Some(p) = &init {
+        network.check_parameters(p).map_err(error)?;
+    }
+    py.allow_threads(|| {
+        server::train_in_process(network, rows, schedule, seed, init, &mut |_, _| Ok(()))
+    })
+    .map_err(error)
 }
 
 /// The participants' rows, each checked, all with the first one's features.

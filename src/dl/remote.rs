@@ -14,10 +14,10 @@ use privlogit_circuits::channel::Channel;
 use privlogit_protocols::secure::wire::{self, HANDSHAKE, Reader, Step, Writer};
 use rand::RngExt;
 
-use super::download::{self, Applied, Replay};
+use super::download::{self, Replay};
 use super::network::Network;
 use super::participant::{Settings, Trainer};
-use super::server::Participant;
+use super::server::{Participant, Turn};
 use super::sparse::Sparse;
 use super::upload::Upload;
 use super::{DlError, ParticipantProblem, ServerProblem};
@@ -155,12 +155,8 @@ impl<C: Channel> Participant for RemoteParticipant<C> {
         &self.joined.name
     }
 
-    fn train(
-        &mut self,
-        params: &[f64],
-        iteration: u64,
-        since: Option<&[Applied]>,
-    ) -> Result<Upload, DlError> {
+    fn train(&mut self, turn: Turn<'_>) -> Result<Upload, DlError> {
+        let iteration = turn.iteration;
         let fail = |reason: ParticipantProblem| DlError::Participant {
             participant: self.joined.name.clone(),
             reason,
@@ -174,20 +170,7 @@ impl<C: Channel> Participant for RemoteParticipant<C> {
                 })
             }
         };
-        let payload = match since {
-            None => Writer::new().u64(iteration).u64(FULL).f64s(params).finish(),
-            Some(entries) => {
-                let mut w = Writer::new()
-                    .u64(iteration)
-                    .u64(DELTA)
-                    .u64(download::checksum(params))
-                    .u64(entries.len() as u64);
-                for e in entries {
-                    w = w.u64(e.iteration).u64(e.position as u64).bytes(&e.bytes);
-                }
-                w.finish()
-            }
-        };
+        let payload = turn_payload(turn);
         wire::send(&mut self.channel, self.session, Step::Gradient, &payload)
             .map_err(link("sending the parameters"))?;
         let (_, reply) = wire::recv(&mut self.channel, self.session, &[Step::GradientReply])
@@ -208,6 +191,29 @@ impl<C: Channel> Participant for RemoteParticipant<C> {
 
     fn traffic(&self) -> (u64, u64) {
         (self.channel.bytes_sent(), self.channel.bytes_received())
+    }
+}
+
+/// A turn as it crosses the wire: the parameters, or the uploads applied since the
+/// participant's last one with a checksum of the parameters they lead to.
+fn turn_payload(turn: Turn<'_>) -> Vec<u8> {
+    match turn.since {
+        None => Writer::new()
+            .u64(turn.iteration)
+            .u64(FULL)
+            .f64s(turn.params)
+            .finish(),
+        Some(entries) => {
+            let mut w = Writer::new()
+                .u64(turn.iteration)
+                .u64(DELTA)
+                .u64(download::checksum(turn.params))
+                .u64(entries.len() as u64);
+            for e in entries {
+                w = w.u64(e.iteration).u64(e.position as u64).bytes(&e.bytes);
+            }
+            w.finish()
+        }
     }
 }
 
@@ -430,12 +436,28 @@ mod tests {
             let mut remote = RemoteParticipant::welcome(server_end, joined, &network, &plan(2), 0)
                 .expect("welcome");
             let params = vec![0.1; network.parameter_count()];
-            assert!(remote.train(&params, asked[0], None).is_ok());
+            assert!(
+                remote
+                    .train(Turn {
+                        params: &params,
+                        iteration: asked[0],
+                        since: None
+                    })
+                    .is_ok()
+            );
             // The second ask: fine if it is iteration 2, refused if it repeats iteration 1.
-            let second = remote.train(&params, asked[1], None);
-            let third = second
-                .is_ok()
-                .then(|| remote.train(&params, asked[2], None));
+            let second = remote.train(Turn {
+                params: &params,
+                iteration: asked[1],
+                since: None,
+            });
+            let third = second.is_ok().then(|| {
+                remote.train(Turn {
+                    params: &params,
+                    iteration: asked[2],
+                    since: None,
+                })
+            });
             let outcome = worker.join().expect("thread");
             let text = format!("{}", outcome.expect_err("refused"));
             assert!(text.contains("out of turn"), "{text}");

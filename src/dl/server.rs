@@ -8,19 +8,24 @@ use super::participant::Trainer;
 use super::upload::Upload;
 use super::{DlError, ParticipantProblem};
 
+/// What the server hands a participant for one turn of Algorithm 1.
+#[derive(Debug, Clone, Copy)]
+pub struct Turn<'a> {
+    /// The current parameters `W`.
+    pub params: &'a [f64],
+    /// The iteration, from 1.
+    pub iteration: u64,
+    /// The uploads applied since the participant's own last one (that one first), when it may
+    /// be sent those instead of the parameters ([`super::download`]).
+    pub since: Option<&'a [Applied]>,
+}
+
 /// A participant as the server sees it: in this process, or across a connection.
 pub trait Participant {
     /// Its name, for messages.
     fn name(&self) -> &str;
-    /// Runs Algorithm 2 at `params` and returns the upload. `since`: the uploads applied since
-    /// the participant's own last one (that one first), when it may be sent those instead of
-    /// the parameters ([`super::download`]).
-    fn train(
-        &mut self,
-        params: &[f64],
-        iteration: u64,
-        since: Option<&[Applied]>,
-    ) -> Result<Upload, DlError>;
+    /// Runs Algorithm 2 at the turn's parameters and returns the upload.
+    fn train(&mut self, turn: Turn<'_>) -> Result<Upload, DlError>;
     /// Hands over the final parameters (Algorithm 1 returns `W` to everyone).
     fn finish(&mut self, _params: &[f64]) -> Result<(), DlError> {
         Ok(())
@@ -55,12 +60,12 @@ impl Participant for LocalParticipant {
         &self.name
     }
 
-    fn train(
-        &mut self,
-        params: &[f64],
-        iteration: u64,
-        since: Option<&[Applied]>,
-    ) -> Result<Upload, DlError> {
+    fn train(&mut self, turn: Turn<'_>) -> Result<Upload, DlError> {
+        let Turn {
+            params,
+            iteration,
+            since,
+        } = turn;
         let upload = self
             .trainer
             .step(params, iteration)
@@ -128,7 +133,11 @@ pub fn train(
     let mut seen = vec![Seen::default(); participants.len()];
     for t in 1..=schedule.iterations {
         for (position, p) in participants.iter_mut().enumerate() {
-            let upload = p.train(&params, t, log.since(seen[position]))?;
+            let upload = p.train(Turn {
+                params: &params,
+                iteration: t,
+                since: log.since(seen[position]),
+            })?;
             let refuse = |reason: ParticipantProblem| DlError::Participant {
                 participant: p.name().into(),
                 reason,
@@ -260,7 +269,7 @@ mod tests {
         fn name(&self) -> &str {
             "rogue"
         }
-        fn train(&mut self, _: &[f64], _: u64, _: Option<&[Applied]>) -> Result<Upload, DlError> {
+        fn train(&mut self, _: Turn<'_>) -> Result<Upload, DlError> {
             Ok(self.0.clone())
         }
         fn traffic(&self) -> (u64, u64) {

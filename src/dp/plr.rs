@@ -480,29 +480,22 @@ mod tests {
         let x = ndarray::array![[0.3, -0.2], [0.1, 0.5], [-0.4, 0.2], [0.2, 0.2]];
         let y = ndarray::array![1.0, 0.0, 1.0, 0.0];
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        let mut fit_at = |eps, output| {
+            let (x, y, privacy) = (x.view(), y.view(), Privacy::Epsilon(eps));
+            let scaling = RowScaling::Normalize;
+            if output {
+                crate::dp::output_perturbation::fit(x, y, privacy, 0.1, scaling, &mut rng)
+            } else {
+                fit(x, y, privacy, 0.1, scaling, None, &mut rng)
+            }
+        };
         for eps in [1e-308, 1e-320] {
-            let e = fit(
-                x.view(),
-                y.view(),
-                Privacy::Epsilon(eps),
-                0.1,
-                RowScaling::Normalize,
-                None,
-                &mut rng,
-            )
-            .expect_err("refused");
+            let e = fit_at(eps, false).expect_err("PLR refused");
             assert!(!e.reason.is_empty(), "{e}");
+            let e = fit_at(eps, true).expect_err("output perturbation refused");
+            assert_eq!(e.name, "epsilon", "{e}");
         }
-        let m = fit(
-            x.view(),
-            y.view(),
-            Privacy::Epsilon(1.0),
-            0.1,
-            RowScaling::Normalize,
-            None,
-            &mut rng,
-        )
-        .expect("fits");
+        let m = fit_at(1.0, false).expect("fits");
         assert!(m.w.iter().all(|v| v.is_finite()));
     }
 

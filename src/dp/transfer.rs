@@ -73,14 +73,17 @@ impl TransferSettings {
     }
 }
 
-/// SimComb's output: the source model and the target model transferred from it.
+/// A transfer's output: the source's model and the target's, transferred from it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SimComb {
-    /// `w_s` (eps_src-private).
-    pub source: LinearModel,
-    /// `w_t` (eps_tgt-private).
-    pub target: LinearModel,
+pub struct Transferred<S, T> {
+    /// The source's model (eps_src-private).
+    pub source: S,
+    /// The target's model (eps_tgt-private).
+    pub target: T,
 }
+
+/// SimComb's output: `w_s` and `w_t`.
+pub type SimComb = Transferred<LinearModel, LinearModel>;
 
 /// SimComb (transfer Algorithm 2): PLR on the source, then PLR on the target regularised
 /// towards the source model.
@@ -117,14 +120,9 @@ pub fn simcomb<R: Rng + ?Sized>(
     })
 }
 
-/// PPTL-FS's output.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TransferStacked {
-    /// The source's per-group models (eps_src-private).
-    pub source: SplitModel,
-    /// The target's level-0 models and level-1 combiner (eps_tgt-private).
-    pub target: Stacked,
-}
+/// PPTL-FS's output: the source's per-group models, the target's level-0 models and level-1
+/// combiner.
+pub type TransferStacked = Transferred<SplitModel, Stacked>;
 
 /// PPTL-FS (transfer Algorithm 4): PLR-FS on the source (step 1), then on half the target
 /// PLR-FS regularised towards the source group models (steps 2-3), and a level-1 PLR on the

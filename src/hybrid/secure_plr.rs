@@ -3,7 +3,11 @@
 //! CSPRNG; the study adds both under encryption (see `privlogit_protocols::secure::perturbation`
 //! for why the sum keeps the guarantee from every server's view).
 
+use privlogit_protocols::secure::aggregator::Protocol;
 use privlogit_protocols::secure::perturbation::{NoiseDraw, NoiseShare, NoiseShares, Release};
+use privlogit_protocols::secure::solver::LinearAlgebra;
+use privlogit_protocols::secure::study_protocol::StudyPlan;
+use privlogit_protocols::{FitOptions, Optimizer};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -85,6 +89,35 @@ pub fn seeded_noise(
     Ok(a.noise + k.noise)
 }
 
+/// The plan of a secure PLR study releasing under `release`: rows the Nodes prepared (neither
+/// standardised nor given an intercept), masked linear algebra, the default fixed-point format,
+/// the coefficients revealed.
+pub fn study_plan(
+    protocol: Protocol,
+    optimizer: Optimizer,
+    options: FitOptions,
+    key_bits: u32,
+    parties: usize,
+    release: Release,
+) -> StudyPlan {
+    StudyPlan {
+        protocol,
+        optimizer,
+        options,
+        format: privlogit_protocols::secure::DEFAULT_FORMAT,
+        key_bits,
+        parties,
+        standardize: false,
+        intercept: false,
+        linear_algebra: LinearAlgebra::Masked,
+        mask_seed: None,
+        release: Some(release),
+        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
+        glm: privlogit_protocols::Glm::logistic(),
+        evaluate: false,
+    }
+}
+
 /// A secure PLR study over in-memory channels on rows held here (pipelines and experiments:
 /// every party in this process). `parts` are the Nodes' feature rows and 0/1 labels; secure
 /// Newton (few rounds on the small designs pipelines fit), masked linear algebra, the default
@@ -102,27 +135,15 @@ pub fn study_in_process(
     privlogit_protocols::secure::study_protocol::StudyError,
 > {
     use privlogit_circuits::channel::MemoryChannel;
-    use privlogit_protocols::secure::aggregator::Protocol;
     use privlogit_protocols::secure::node::NodeData;
-    use privlogit_protocols::secure::solver::LinearAlgebra;
-    use privlogit_protocols::secure::study_protocol::StudyPlan;
-    use privlogit_protocols::{FitOptions, Optimizer};
-    let plan = StudyPlan {
-        protocol: Protocol::Newton,
-        optimizer: Optimizer::Newton,
-        options: FitOptions::new().max_iterations(200),
-        format: privlogit_protocols::secure::DEFAULT_FORMAT,
-        key_bits: secret.public_key().bits() as u32,
-        parties: parts.len(),
-        standardize: false,
-        intercept: false,
-        linear_algebra: LinearAlgebra::Masked,
-        mask_seed: None,
-        release: Some(release),
-        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
-        glm: privlogit_protocols::Glm::logistic(),
-        evaluate: false,
-    };
+    let plan = study_plan(
+        Protocol::Newton,
+        Optimizer::Newton,
+        FitOptions::new().max_iterations(200),
+        secret.public_key().bits() as u32,
+        parts.len(),
+        release,
+    );
     let nodes = parts
         .into_iter()
         .map(|(x, y)| (names.to_vec(), NodeData::new(x, y, false)))

@@ -178,9 +178,9 @@ pub fn publish<R: Rng + ?Sized>(
     grouping: Grouping,
     rng: &mut R,
 ) -> Result<Published, DpError> {
-    let (x, y) = &halves.low;
+    let (x, y) = (halves.low.0.view(), halves.low.1.view());
     let d = x.ncols();
-    let privacy = Privacy::Epsilon(epsilon);
+    let (privacy, scaling) = (Privacy::Epsilon(epsilon), RowScaling::Normalize);
     let split = match grouping {
         Grouping::Single => None,
         Grouping::Random(g) => Some(FeatureSplit::random(d, g, rng)?),
@@ -188,13 +188,13 @@ pub fn publish<R: Rng + ?Sized>(
     };
     let fitted = if let Some(split) = split {
         let models = feature_split::plr_fs(
-            x.view(),
-            y.view(),
+            x,
+            y,
             &split,
             privacy,
             &vec![lambda; split.k()],
             None,
-            RowScaling::Normalize,
+            scaling,
             rng,
         )?;
         split
@@ -209,15 +209,7 @@ pub fn publish<R: Rng + ?Sized>(
             })
             .collect()
     } else {
-        let model = plr::fit(
-            x.view(),
-            y.view(),
-            privacy,
-            lambda,
-            RowScaling::Normalize,
-            None,
-            rng,
-        )?;
+        let model = plr::fit(x, y, privacy, lambda, scaling, None, rng)?;
         vec![GroupModel {
             features: (0..d).collect(),
             importance: 1.0,

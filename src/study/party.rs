@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use privlogit_protocols::secure::endorsement::{Endorser, KeyTrust};
 use privlogit_protocols::transport::roster::Side;
-use privlogit_protocols::transport::{Identity, Member, Network, Role, Roster, Security, Timing};
+use privlogit_protocols::transport::{
+    Identity, Link, Member, Network, Role, Roster, Security, Timing,
+};
 
 use super::file::StudyFile;
 use crate::error::{Error, PlanError, SettingProblem};
@@ -185,6 +187,24 @@ impl Party {
             self.network.abort(&e.to_string());
         }
         result
+    }
+
+    /// Dials the aggregator at `address`, waiting up to [`PATIENCE`] for it.
+    pub fn dial_aggregator(&self, address: &str) -> Result<Link, Error> {
+        self.network
+            .connect(address, &self.server(Role::Aggregator), PATIENCE)
+            .map_err(Error::Network)
+    }
+
+    /// Dials the aggregator at `address` and says that `who` joined it.
+    pub fn join_aggregator(&self, address: &str, who: &str, say: Say<'_>) -> Result<Link, Error> {
+        let channel = self.dial_aggregator(address)?;
+        say(&format!(
+            "{who} joined {} at {}",
+            channel.pipe().peer(),
+            channel.pipe().peer_address()
+        ));
+        Ok(channel)
     }
 
     /// The server this party dials in `role`: from the roster, or an anonymous one in

@@ -483,8 +483,7 @@ impl Keyholder {
     /// The key holder `spec` (read with [`Reader::KeyHolder`]) and the study file describe:
     /// its identity and the roster checked, its address found.
     pub fn new(spec: &Spec, file: Option<&StudyFile>, say: Say<'_>) -> Result<Self, Error> {
-        expect_reader(spec, Reader::KeyHolder)?;
-        let party = Party::new(&connection(spec, file), Role::KeyHolder, "keyholder", say)?;
+        let party = server_party(spec, file, Role::KeyHolder, say)?;
         let listen = address_of(
             spec.listen.as_ref(),
             party.roster().map(|r| &r.keyholder),
@@ -634,8 +633,7 @@ impl Aggregator {
     /// its plan validated, its identity and the roster checked, the checkpoint it continues
     /// from read (`resume`) or refused to overwrite.
     pub fn new(spec: &Spec, file: Option<&StudyFile>, say: Say<'_>) -> Result<Self, Error> {
-        expect_reader(spec, Reader::Aggregator)?;
-        let party = Party::new(&connection(spec, file), Role::Aggregator, "aggregator", say)?;
+        let party = server_party(spec, file, Role::Aggregator, say)?;
         let roster = party.roster();
         let parties = match (spec.parties, roster) {
             (Some(n), Some(r)) if n != r.nodes.len() => {
@@ -752,34 +750,18 @@ impl Aggregator {
         say: Say<'_>,
         deliver: &mut dyn FnMut(&StudyResult) -> Result<(), Error>,
     ) -> Result<StudyResult, Error> {
-        let Self {
-            party,
-            plan,
-            parties,
-            listen,
-            keyholder,
-            checkpoint,
-            seal,
-            kept_result,
-            json,
-            from,
-            noise_seed,
-            shown,
-            dropped,
-            vertical,
-        } = self;
         // The output can still fail at the end (a full disk): the result is then kept in the
         // state directory, so the study need not run again.
         let mut deliver = |result: &StudyResult| {
-            deliver(result).map_err(|e| keep_result(result, json, &kept_result, e, say))
+            deliver(result).map_err(|e| keep_result(result, self.json, &self.kept_result, e, say))
         };
-        let network = &party.network;
-        let roster = party.roster();
+        let network = &self.party.network;
+        let roster = self.party.roster();
         let expected = match roster {
             Some(r) => Expected::Members(r.nodes.clone()),
             None => Expected::Anyone {
                 role: Role::Node,
-                count: parties,
+                count: self.parties,
             },
         };
         // Admits the Nodes on `listener`, then dials the key holder.
@@ -796,51 +778,56 @@ impl Aggregator {
                 ));
             }
             let keyholder = network
-                .connect(&keyholder, &party.server(Role::KeyHolder), PATIENCE)
+                .connect(
+                    &self.keyholder,
+                    &self.party.server(Role::KeyHolder),
+                    PATIENCE,
+                )
                 .map_err(Error::Network)?;
             Ok::<_, Error>((nodes, keyholder))
         };
-        party.stop_peers_on_error(|| {
-            let listener = network.listen(&listen).map_err(Error::Network)?;
+        self.party.stop_peers_on_error(|| {
+            let listener = network.listen(&self.listen).map_err(Error::Network)?;
             let bound = listener.local_addr().map_err(Error::Network)?;
             say(&format!(
-                "aggregator listening on {bound}, waiting for {parties} Nodes"
+                "aggregator listening on {bound}, waiting for {} Nodes",
+                self.parties
             ));
             let (nodes, keyholder) = join(listener)?;
             let mut progress = |r: &IterationRecord| say(&progress_line(r));
-            if vertical {
+            if self.vertical {
                 say("vertical study: the Nodes' private set intersection, then their deals");
                 let outcome = privlogit_protocols::secure::vertical_roles::run_aggregator(
                     nodes,
                     keyholder,
-                    &plan,
+                    &self.plan,
                     &mut progress,
                 )?;
-                let result = StudyResult::of_aggregator(outcome, plan.clone(), shown);
+                let result = StudyResult::of_aggregator(outcome, self.plan.clone(), self.shown);
                 deliver(&result)?;
                 return Ok(result);
             }
             let mut saved_iterations = None;
             let mut save = |c: &Checkpoint| {
-                state::write_checkpoint(&checkpoint, &seal, c)?;
+                state::write_checkpoint(&self.checkpoint, &self.seal, c)?;
                 saved_iterations = Some(c.progress.iterations());
                 Ok(())
             };
             // A differentially private study keeps no checkpoint: it cannot be resumed (its
             // noise would be drawn again), so a kept one would only mislead.
-            let continuity = plan.release.is_none().then_some(Continuity {
+            let continuity = self.plan.release.is_none().then_some(Continuity {
                 study: network.study(),
-                from,
+                from: self.from,
                 save: &mut save,
             });
-            let mut share = noise_share(noise_seed, 0);
+            let mut share = noise_share(self.noise_seed, 0);
             let outcome = study_protocol::run_aggregator(
                 nodes,
                 keyholder,
-                &plan,
+                &self.plan,
                 &mut progress,
                 continuity,
-                plan.release.map(|_| &mut share as &mut dyn NoiseShare),
+                self.plan.release.map(|_| &mut share as &mut dyn NoiseShare),
             );
             let outcome = match outcome {
                 Ok(o) => o,
@@ -850,26 +837,26 @@ impl Aggregator {
                             "checkpoint kept at {} (after iteration {k}): restart every party, \
                              the aggregator and the key holder with setting `resume`, to continue from \
                              there",
-                            checkpoint.display()
+                            self.checkpoint.display()
                         ));
                     }
                     return Err(e.into());
                 }
             };
-            let mut result = StudyResult::of_aggregator(outcome, plan.clone(), shown);
-            if !dropped.is_empty() {
+            let mut result = StudyResult::of_aggregator(outcome, self.plan.clone(), self.shown);
+            if !self.dropped.is_empty() {
                 let reduced = (|| {
                     // The same listening address (the port actually bound): admitting closed
                     // the socket, and the Nodes dial it again.
                     let listener = network.listen(&bound.to_string()).map_err(Error::Network)?;
-                    let features = &result.outcome.names[usize::from(plan.intercept)..];
-                    let columns = nested::columns(&dropped, features)?;
+                    let features = &result.outcome.names[usize::from(self.plan.intercept)..];
+                    let columns = nested::columns(&self.dropped, features)?;
                     say(&format!(
                         "nested model without {}: a second secure study, waiting for the Nodes",
-                        dropped.join(", ")
+                        self.dropped.join(", ")
                     ));
                     let (nodes, keyholder) = join(listener)?;
-                    let nested_plan = nested::plan(&plan);
+                    let nested_plan = nested::plan(&self.plan);
                     let outcome = study_protocol::run_aggregator(
                         nodes,
                         keyholder,
@@ -888,13 +875,13 @@ impl Aggregator {
                     Err(e) => {
                         // The full model stands: it is written before the error is reported.
                         deliver(&result)?;
-                        state::remove(&checkpoint, say);
+                        state::remove(&self.checkpoint, say);
                         return Err(e);
                     }
                 }
             }
             deliver(&result)?;
-            state::remove(&checkpoint, say);
+            state::remove(&self.checkpoint, say);
             Ok(result)
         })
     }
@@ -971,12 +958,7 @@ impl Node {
                 })?
             }
         };
-        let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
-        let aggregator = address_of(
-            spec.aggregator.as_ref(),
-            party.roster().map(|r| &r.aggregator),
-            "setting `aggregator`",
-        )?;
+        let (party, aggregator) = node_party(spec, file, say)?;
         let columns = crate::fit::GlmColumns::of(spec);
         let glm = columns.glm();
         let site = if spec.site_intercepts {
@@ -1061,18 +1043,11 @@ impl Node {
             dropped,
             disclosure,
         } = self;
-        let network = &party.network;
         let count = rows.rows();
         let reduced = (!dropped.is_empty()).then(|| nested::without(&names, &rows, &dropped));
         party.stop_peers_on_error(|| {
-            let channel = network
-                .connect(&aggregator, &party.server(Role::Aggregator), PATIENCE)
-                .map_err(Error::Network)?;
-            say(&format!(
-                "Node with {count} rows joined {} at {}",
-                channel.pipe().peer(),
-                channel.pipe().peer_address()
-            ));
+            let channel =
+                party.join_aggregator(&aggregator, &format!("Node with {count} rows"), say)?;
             let mut consent = |release: &Release| {
                 say(&format!(
                     "the study publishes an epsilon = {} differentially private model (secure \
@@ -1131,9 +1106,7 @@ impl Node {
                 "nested model without {}: joining the second study",
                 dropped.join(", ")
             ));
-            let channel = network
-                .connect(&aggregator, &party.server(Role::Aggregator), PATIENCE)
-                .map_err(Error::Network)?;
+            let channel = party.dial_aggregator(&aggregator)?;
             let stats = study_protocol::run_node(
                 channel,
                 &names,
@@ -1167,6 +1140,37 @@ pub fn refuse_repeated(files: &[(&str, &StudyFile)]) -> Result<(), Error> {
         seen.push((id, label));
     }
     Ok(())
+}
+
+/// The party of a study's server (`role`: the key holder or the aggregator), `spec` checked to
+/// be read for it.
+fn server_party(
+    spec: &Spec,
+    file: Option<&StudyFile>,
+    role: Role,
+    say: Say<'_>,
+) -> Result<Party, Error> {
+    let (reader, name) = match role {
+        Role::KeyHolder => (Reader::KeyHolder, "keyholder"),
+        _ => (Reader::Aggregator, "aggregator"),
+    };
+    expect_reader(spec, reader)?;
+    Party::new(&connection(spec, file), role, name, say)
+}
+
+/// A Node's party and the address of the aggregator it dials.
+pub(crate) fn node_party(
+    spec: &Spec,
+    file: Option<&StudyFile>,
+    say: Say<'_>,
+) -> Result<(Party, String), Error> {
+    let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
+    let aggregator = address_of(
+        spec.aggregator.as_ref(),
+        party.roster().map(|r| &r.aggregator),
+        "setting `aggregator`",
+    )?;
+    Ok((party, aggregator))
 }
 
 pub(crate) fn expect_reader(spec: &Spec, reader: Reader) -> Result<(), Error> {

@@ -146,8 +146,7 @@ impl KeyStore for FileKeyStore {
     fn save(
         &mut self,
         session: u64,
-        secret: &SecretKey,
-        budget: &DecryptionBudget,
+        (secret, budget): (&SecretKey, &DecryptionBudget),
     ) -> Result<(), SecureError> {
         let bytes = encode_kept(session, secret, budget);
         output::write_private(&self.path, &bytes).map_err(|e| store_error(&self.path, e))

@@ -5,15 +5,14 @@
 //! holder are the horizontal study's roles, run from a study file that says `vertical = true`.
 
 use privlogit_protocols::secure::vertical_roles::{self, NodeOutcome, VerticalTable};
-use privlogit_protocols::transport::Role;
 
 use crate::error::{Error, PlanError};
 use crate::progress::Say;
 use crate::settings::{Reader, Spec};
 use crate::study::file::StudyFile;
-use crate::study::party::{PATIENCE, Party, address_of};
+use crate::study::party::Party;
 use crate::study::result::human_bytes;
-use crate::study::roles::{connection, expect_reader};
+use crate::study::roles::{expect_reader, node_party};
 
 /// A vertical study's Node, its table read and its connection checked, ready to join.
 #[derive(Debug)]
@@ -36,12 +35,7 @@ impl VerticalNode {
             })
         })?;
         let table = super::table(path, spec)?;
-        let party = Party::new(&connection(spec, file), Role::Node, &spec.name, say)?;
-        let aggregator = address_of(
-            spec.aggregator.as_ref(),
-            party.roster().map(|r| &r.aggregator),
-            "setting `aggregator`",
-        )?;
+        let (party, aggregator) = node_party(spec, file, say)?;
         Ok(Self {
             party,
             aggregator,
@@ -57,34 +51,25 @@ impl VerticalNode {
     /// Joins the aggregator's study, deals its columns over the shared rows and waits for the
     /// model.
     pub fn run(self, say: Say<'_>) -> Result<NodeOutcome, Error> {
-        let Self {
-            party,
-            aggregator,
-            table,
-        } = self;
-        let network = &party.network;
-        party.stop_peers_on_error(|| {
-            let channel = network
-                .connect(&aggregator, &party.server(Role::Aggregator), PATIENCE)
-                .map_err(Error::Network)?;
-            say(&format!(
-                "vertical Node with {} rows and {} columns{} joined {} at {}",
+        let table = &self.table;
+        self.party.stop_peers_on_error(|| {
+            let who = format!(
+                "vertical Node with {} rows and {} columns{}",
                 table.ids.len(),
                 table.names.len(),
                 if table.labels.is_some() {
                     " and the labels"
                 } else {
                     ""
-                },
-                channel.pipe().peer(),
-                channel.pipe().peer_address()
-            ));
+                }
+            );
+            let channel = self.party.join_aggregator(&self.aggregator, &who, say)?;
             let outcome = vertical_roles::run_node(
                 channel,
-                &table,
+                table,
                 2048,
-                party.key_trust(),
-                party.endorser(),
+                self.party.key_trust(),
+                self.party.endorser(),
             )?;
             say(&format!(
                 "study done ({}): N = {} rows shared, {} sent",

@@ -39,8 +39,7 @@ impl KeyStore for MemoryStore {
     fn save(
         &mut self,
         session: u64,
-        secret: &SecretKey,
-        budget: &DecryptionBudget,
+        (secret, budget): (&SecretKey, &DecryptionBudget),
     ) -> Result<(), SecureError> {
         let bytes = secret.export_secret();
         self.0

@@ -10,7 +10,7 @@
 use std::io;
 
 use super::hash::{Hash, sigma};
-use super::{LABEL_BYTES, decode, lsb, mask, permute_bits};
+use super::{LABEL_BYTES, lsb, mask, permute_bits, receive_decoded};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
 use crate::circuit::{Circuit, Schedule};
@@ -28,13 +28,16 @@ pub struct Evaluator<C: Channel> {
     position: usize,
     /// Reused buffer for the two hashes of every gate in a batch.
     scratch: Vec<u128>,
+    /// Reused output buffer of lone ANDs.
+    single: Vec<u128>,
     error: Option<io::Error>,
 }
 
-impl<C: Channel> std::fmt::Debug for Evaluator<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Evaluator {{ ands: {} }}", self.ands)
-    }
+label_role! {
+    Evaluator,
+    /// Evaluates a gate-list circuit stage by stage given the active labels of its input wires
+    /// (constants have active label 0); returns the active labels of its output wires.
+    evaluate_circuit
 }
 
 impl<C: Channel> Evaluator<C> {
@@ -48,18 +51,9 @@ impl<C: Channel> Evaluator<C> {
             tables: Vec::new(),
             position: 0,
             scratch: Vec::new(),
+            single: Vec::new(),
             error: None,
         }
-    }
-
-    /// AND gates evaluated so far.
-    pub fn and_gates(&self) -> u64 {
-        self.ands
-    }
-
-    /// The channel.
-    pub fn channel_mut(&mut self) -> &mut C {
-        &mut self.channel
     }
 
     /// Reports the first channel error, if any.
@@ -101,41 +95,14 @@ impl<C: Channel> Evaluator<C> {
     }
 }
 
-impl<C: Channel> Backend for Evaluator<C> {
-    type Wire = u128;
-
-    fn xor(&mut self, a: &u128, b: &u128) -> u128 {
-        a ^ b
+impl<C: Channel> Evaluator<C> {
+    /// The active label of the constant true: NOT is free and changes no label.
+    fn one(&self) -> u128 {
+        0
     }
 
-    fn not(&mut self, a: &u128) -> u128 {
-        *a
-    }
-
-    fn and(&mut self, a: &u128, b: &u128) -> u128 {
-        self.and_many(&[(*a, *b)])[0]
-    }
-
-    fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
-        let mut out = Vec::new();
-        self.and_many_into(pairs, &mut out);
-        out
-    }
-
-    fn run_compiled(
-        &mut self,
-        circuit: &Circuit,
-        schedule: &Schedule,
-        inputs: &[u128],
-    ) -> Option<Vec<u128>> {
-        Some(self.evaluate_circuit(circuit, schedule, inputs))
-    }
-
-    fn runs_compiled(&self) -> bool {
-        true
-    }
-
-    fn and_many_into(&mut self, pairs: &[(u128, u128)], out: &mut Vec<u128>) {
+    /// Evaluates a batch of AND gates, their active labels replacing `out`.
+    fn and_into(&mut self, pairs: &[(u128, u128)], out: &mut Vec<u128>) {
         let first = self.gate;
         self.gate += pairs.len() as u128;
         let mut h = std::mem::take(&mut self.scratch);
@@ -168,21 +135,6 @@ impl<C: Channel> Backend for Evaluator<C> {
     }
 }
 
-impl<C: Channel> Evaluator<C> {
-    /// Evaluates a gate-list circuit stage by stage given the active labels of its input wires
-    /// (constants have active label 0); returns the active labels of its output wires.
-    pub fn evaluate_circuit(
-        &mut self,
-        circuit: &Circuit,
-        schedule: &Schedule,
-        inputs: &[u128],
-    ) -> Vec<u128> {
-        crate::garble::run_scheduled(circuit, schedule, inputs, 0, |pairs, outputs| {
-            *outputs = self.and_many(pairs)
-        })
-    }
-}
-
 impl<C: Channel> Builder<Evaluator<C>> {
     /// Input wires whose labels the garbler sends (the garbler's inputs).
     pub fn garbler_input(&mut self, width: usize) -> io::Result<Word<u128>> {
@@ -198,9 +150,7 @@ impl<C: Channel> Builder<Evaluator<C>> {
     pub fn reveal_to_evaluator(&mut self, word: &[Bit<u128>]) -> io::Result<Vec<bool>> {
         let e = self.backend_mut();
         e.check()?;
-        let mut bits = vec![0u8; word.len()];
-        e.channel.recv(&mut bits)?;
-        Ok(decode(word, bits))
+        receive_decoded(&mut e.channel, word)
     }
 
     /// Reveals `word` to the garbler: sends the permute bits of the active labels.

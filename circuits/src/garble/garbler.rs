@@ -18,7 +18,7 @@ use rand::CryptoRng;
 use zeroize::Zeroizing;
 
 use super::hash::{Hash, sigma};
-use super::{LABEL_BYTES, decode, lsb, mask, permute_bits};
+use super::{LABEL_BYTES, lsb, mask, permute_bits, receive_decoded};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
 use crate::circuit::{Circuit, Schedule};
@@ -42,10 +42,12 @@ pub struct Garbler<C: Channel> {
     error: Option<io::Error>,
 }
 
-impl<C: Channel> std::fmt::Debug for Garbler<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Garbler {{ ands: {} }}", self.ands)
-    }
+label_role! {
+    Garbler,
+    /// Garbles a gate-list circuit stage by stage (its AND gates batched) given the zero-labels
+    /// of its input wires; returns the zero-labels of its output wires. Constant wires get the
+    /// zero-label `value * delta`, so their active label is 0 for the evaluator.
+    garble_circuit
 }
 
 impl<C: Channel> Garbler<C> {
@@ -75,16 +77,6 @@ impl<C: Channel> Garbler<C> {
     /// The global offset (secret).
     pub fn delta(&self) -> u128 {
         *self.delta
-    }
-
-    /// AND gates garbled so far.
-    pub fn and_gates(&self) -> u64 {
-        self.ands
-    }
-
-    /// The channel.
-    pub fn channel_mut(&mut self) -> &mut C {
-        &mut self.channel
     }
 
     /// Fresh zero-labels for `width` wires from `rng`.
@@ -120,51 +112,12 @@ impl<C: Channel> Garbler<C> {
     }
 }
 
-impl<C: Channel> Backend for Garbler<C> {
-    type Wire = u128;
-
-    fn xor(&mut self, a: &u128, b: &u128) -> u128 {
-        a ^ b
-    }
-
-    fn not(&mut self, a: &u128) -> u128 {
-        a ^ *self.delta
-    }
-
-    fn and(&mut self, a: &u128, b: &u128) -> u128 {
-        // A lone AND (a ripple carry) reuses a buffer rather than allocating one.
-        let mut single = std::mem::take(&mut self.single);
-        self.and_into(&[(*a, *b)], &mut single);
-        let out = single[0];
-        self.single = single;
-        out
-    }
-
-    fn and_many(&mut self, pairs: &[(u128, u128)]) -> Vec<u128> {
-        let mut outputs = Vec::new();
-        self.and_into(pairs, &mut outputs);
-        outputs
-    }
-
-    fn and_many_into(&mut self, pairs: &[(u128, u128)], out: &mut Vec<u128>) {
-        self.and_into(pairs, out);
-    }
-
-    fn run_compiled(
-        &mut self,
-        circuit: &Circuit,
-        schedule: &Schedule,
-        inputs: &[u128],
-    ) -> Option<Vec<u128>> {
-        Some(self.garble_circuit(circuit, schedule, inputs))
-    }
-
-    fn runs_compiled(&self) -> bool {
-        true
-    }
-}
-
 impl<C: Channel> Garbler<C> {
+    /// The zero-label of the constant true, which NOT adds.
+    fn one(&self) -> u128 {
+        *self.delta
+    }
+
     /// Garbles a batch of AND gates, their output zero-labels replacing `outputs` (a buffer the
     /// gate-list path reuses from stage to stage).
     fn and_into(&mut self, pairs: &[(u128, u128)], outputs: &mut Vec<u128>) {
@@ -215,21 +168,6 @@ impl<C: Channel> Garbler<C> {
             self.write_out();
         }
     }
-
-    /// Garbles a gate-list circuit stage by stage (its AND gates batched) given the zero-labels
-    /// of its input wires; returns the zero-labels of its output wires. Constant wires get the
-    /// zero-label `value * delta`, so their active label is 0 for the evaluator.
-    pub fn garble_circuit(
-        &mut self,
-        circuit: &Circuit,
-        schedule: &Schedule,
-        inputs: &[u128],
-    ) -> Vec<u128> {
-        let d = *self.delta;
-        crate::garble::run_scheduled(circuit, schedule, inputs, d, |pairs, outputs| {
-            self.and_into(pairs, outputs)
-        })
-    }
 }
 
 impl<C: Channel> Builder<Garbler<C>> {
@@ -264,8 +202,6 @@ impl<C: Channel> Builder<Garbler<C>> {
     pub fn reveal_to_garbler(&mut self, word: &[Bit<u128>]) -> io::Result<Vec<bool>> {
         let g = self.backend_mut();
         g.flush()?;
-        let mut bits = vec![0u8; word.len()];
-        g.channel.recv(&mut bits)?;
-        Ok(decode(word, bits))
+        receive_decoded(&mut g.channel, word)
     }
 }

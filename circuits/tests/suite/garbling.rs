@@ -156,7 +156,7 @@ fn builder_circuits_garble_correctly() {
     let mut rec = Builder::recorder();
     let (x, y) = (rec.input(64), rec.input(64));
     let p = privlogit_circuits::fixed_gadgets::mul(&mut rec, &x, &y, format);
-    let q = privlogit_circuits::fixed_gadgets::div(&mut rec, &x, &y, format);
+    let (q, _) = privlogit_circuits::fixed_gadgets::div(&mut rec, &x, &y, format, false);
     let circuit = rec.finish(&[p, q]).expect("valid");
     let (a, b) = (
         format.encode(-3.25).expect("in range"),

@@ -3,10 +3,7 @@
 
 use privlogit_circuits::backend::{Bit, Builder, Plain};
 use privlogit_circuits::fixed_format::FixedFormat;
-use privlogit_circuits::matrix_circuits::{
-    Matrix, back_substitution, cholesky, dot_product, forward_substitution,
-    spd_inverse_from_cholesky,
-};
+use privlogit_circuits::matrix_circuits::{Matrix, MatrixCircuit, dot_product};
 
 const F: FixedFormat = FixedFormat::DEFAULT;
 
@@ -111,7 +108,7 @@ fn cholesky_and_inverse_match_f64() {
         let a = spd(d, d as u64);
         let mut b = Builder::plain();
         let wa = encode(&mut b, &a);
-        let l = cholesky(&mut b, &wa, F, None);
+        let l = MatrixCircuit::new(&mut b, F, None).cholesky(&wa);
         let got: Vec<Vec<f64>> = l
             .iter()
             .map(|r| r.iter().map(|w| decode(w)).collect())
@@ -120,7 +117,7 @@ fn cholesky_and_inverse_match_f64() {
         eprintln!("d = {d}: Cholesky max abs error / max entry = {error:.2e}");
         assert!(error <= 1e-6, "Cholesky d = {d}: {error:e}");
 
-        let inv = spd_inverse_from_cholesky(&mut b, &l, F, None);
+        let inv = MatrixCircuit::new(&mut b, F, None).spd_inverse_from_cholesky(&l);
         let got: Vec<Vec<f64>> = inv
             .iter()
             .map(|r| r.iter().map(|w| decode(w)).collect())
@@ -132,8 +129,7 @@ fn cholesky_and_inverse_match_f64() {
         // Solving A x = v by substitution agrees with the inverse.
         let v: Vec<f64> = (0..d).map(|i| (i as f64 * 0.37).sin()).collect();
         let wv: Vec<_> = encode(&mut b, std::slice::from_ref(&v)).remove(0);
-        let y = forward_substitution(&mut b, &l, &wv, F, None);
-        let x = back_substitution(&mut b, &l, &y, F, None);
+        let x = MatrixCircuit::new(&mut b, F, None).cholesky_solve(&l, &wv);
         let want: Vec<f64> = inverse_f64(&a)
             .iter()
             .map(|r| r.iter().zip(&v).map(|(p, q)| p * q).sum())
@@ -154,7 +150,7 @@ fn cholesky_ands(d: usize) -> u64 {
     let a: Matrix<()> = (0..d)
         .map(|_| (0..d).map(|_| c.input(64)).collect())
         .collect();
-    cholesky(&mut c, &a, F, None);
+    MatrixCircuit::new(&mut c, F, None).cholesky(&a);
     c.counts().and
 }
 

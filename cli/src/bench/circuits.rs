@@ -12,7 +12,7 @@ use privlogit_circuits::channel::{Channel, Discard, MemoryChannel};
 use privlogit_circuits::circuit::Schedule;
 use privlogit_circuits::fixed_gadgets::mul;
 use privlogit_circuits::garble::{Evaluator, Garbler};
-use privlogit_circuits::matrix_circuits::cholesky;
+use privlogit_circuits::matrix_circuits::MatrixCircuit;
 use privlogit_circuits::ot::{CotReceiver, CotSender};
 use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
 use rand::SeedableRng;
@@ -251,7 +251,7 @@ fn secure_cholesky(d: usize) -> Result<CholeskyRun> {
             .chunks(64 * d)
             .map(|row| row.chunks(64).map(<[_]>::to_vec).collect())
             .collect();
-        let l = cholesky(s.builder(), &m, format, None);
+        let l = MatrixCircuit::new(s.builder(), format, None).cholesky(&m);
         for row in &l {
             for w in row {
                 s.reveal_to_evaluator(w)?;
@@ -268,7 +268,7 @@ fn secure_cholesky(d: usize) -> Result<CholeskyRun> {
         .chunks(64 * d)
         .map(|row| row.chunks(64).map(<[_]>::to_vec).collect())
         .collect();
-    let l = cholesky(s.builder(), &m, format, None);
+    let l = MatrixCircuit::new(s.builder(), format, None).cholesky(&m);
     let mut first = 0.0;
     for (i, row) in l.iter().enumerate() {
         for (j, w) in row.iter().enumerate() {

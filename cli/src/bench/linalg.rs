@@ -47,20 +47,29 @@ enum Operation {
     Inverse,
 }
 
+/// The Center's linear algebra a benchmark times: `--linear-algebra masked,circuit` (or
+/// `--method`, its older name) runs both side by side on the same data, alternating.
+#[derive(Debug, Args)]
+pub struct LinearAlgebraChoice {
+    /// masked, circuit, or both (`masked,circuit`), alternated run by run.
+    #[arg(
+        long = "linear-algebra",
+        visible_alias = "method",
+        value_name = "METHOD",
+        value_delimiter = ',',
+        default_value = "masked"
+    )]
+    pub methods: Vec<LinearAlgebra>,
+}
+
 /// Arguments of `privlogit bench linalg`.
 #[derive(Debug, Args)]
 pub struct LinalgBenchArgs {
     /// Matrix sides (repeat the flag for several).
     #[arg(long = "dim", value_name = "D", default_values_t = [100usize])]
     dims: Vec<usize>,
-    /// masked, circuit, or both (`masked,circuit`), alternated run by run.
-    #[arg(
-        long,
-        value_name = "METHOD",
-        value_delimiter = ',',
-        default_value = "masked"
-    )]
-    method: Vec<LinearAlgebra>,
+    #[command(flatten)]
+    method: LinearAlgebraChoice,
     /// cholesky, inverse, or both.
     #[arg(
         long = "op",
@@ -154,22 +163,23 @@ pub fn run(args: LinalgBenchArgs) -> Result<()> {
     for &d in &args.dims {
         let a = matrix(d, args.lambda / args.rows as f64, &mut rng);
         for &op in &args.ops {
-            let mut samples: Vec<Vec<Sample>> = args.method.iter().map(|_| Vec::new()).collect();
+            let mut samples: Vec<Vec<Sample>> =
+                args.method.methods.iter().map(|_| Vec::new()).collect();
             for r in 0..runs {
                 // Alternate the order of the methods, so drift on a shared machine hits both.
-                let mut order: Vec<usize> = (0..args.method.len()).collect();
+                let mut order: Vec<usize> = (0..args.method.methods.len()).collect();
                 if r % 2 == 1 {
                     order.reverse();
                 }
                 for k in order {
-                    let method = args.method[k];
+                    let method = args.method.methods[k];
                     eprintln!("d = {d}, {op:?}, {method}, run {} of {runs} ...", r + 1);
                     let s = time_one(&pair.secret, &a, &args, op, method)?;
                     eprintln!("  {:.2} s, relative error {:.1e}", s.seconds, s.error);
                     samples[k].push(s);
                 }
             }
-            for (method, s) in args.method.iter().zip(samples) {
+            for (method, s) in args.method.methods.iter().zip(samples) {
                 let seconds: Vec<f64> = s.iter().map(|x| x.seconds).collect();
                 let last = s.last().expect("at least one run");
                 results.push(Row {
@@ -424,7 +434,8 @@ fn circuit_cholesky_error(a: &Array2<f64>, lower: &[Fixed], config: &SecureConfi
     let words: Vec<Word<bool>> = lower.iter().map(|v| word(&mut b, v)).collect();
     let at = |i: usize, j: usize| words[i.max(j) * (i.max(j) + 1) / 2 + i.min(j)].clone();
     let m: Vec<Vec<Word<bool>>> = (0..d).map(|i| (0..d).map(|j| at(i, j)).collect()).collect();
-    let l = privlogit_circuits::matrix_circuits::cholesky(&mut b, &m, format, None);
+    let l =
+        privlogit_circuits::matrix_circuits::MatrixCircuit::new(&mut b, format, None).cholesky(&m);
     let value =
         |w: &[Bit<bool>]| format.decode(format.from_word(Builder::<Plain>::value(w) as u64));
     let got = Array2::from_shape_fn((d, d), |(i, j)| if j <= i { value(&l[i][j]) } else { 0.0 });

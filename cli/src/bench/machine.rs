@@ -44,3 +44,35 @@ pub(crate) fn median(samples: &[f64]) -> f64 {
     sorted.sort_by(f64::total_cmp);
     sorted[sorted.len() / 2]
 }
+
+/// The options of a bench timed over several runs that prints a table or JSON.
+#[derive(Debug, clap::Args)]
+pub struct Timing {
+    /// Timed runs (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Timing {
+    /// The runs to time (at least one).
+    pub(crate) fn runs(&self) -> usize {
+        self.runs.max(1)
+    }
+
+    /// Prints `report` as JSON, or else as `table` renders it.
+    pub(crate) fn print<R: serde::Serialize>(
+        &self,
+        report: &R,
+        table: impl FnOnce(&R),
+    ) -> anyhow::Result<()> {
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(report)?);
+        } else {
+            table(report);
+        }
+        Ok(())
+    }
+}

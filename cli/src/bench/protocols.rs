@@ -12,6 +12,8 @@ use privlogit::protocols::rows::{DesignRows, RowSource};
 use privlogit::protocols::secure::aggregator::{Protocol, Reveal};
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::solver::LinearAlgebra;
+
+use super::linalg::LinearAlgebraChoice;
 use privlogit::protocols::secure::study_protocol::StudyPlan;
 use privlogit::protocols::secure::{DEFAULT_FORMAT, SecureError};
 use privlogit::protocols::secure::{inprocess, vertical_roles};
@@ -40,15 +42,8 @@ pub struct ProtocolBenchArgs {
     /// Skip secure Newton (the slowest).
     #[arg(long)]
     no_newton: bool,
-    /// The Center's linear algebra: masked, circuit, or both (`masked,circuit`) to time them
-    /// side by side on the same data, alternating.
-    #[arg(
-        long = "linear-algebra",
-        value_name = "METHOD",
-        value_delimiter = ',',
-        default_value = "masked"
-    )]
-    methods: Vec<LinearAlgebra>,
+    #[command(flatten)]
+    linear_algebra: LinearAlgebraChoice,
     /// How the in-process parties connect: plain (loopback TCP), tls (mutual TLS 1.3 with
     /// fresh identities), or both (`plain,tls`) side by side, alternating.
     #[arg(
@@ -171,7 +166,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
         return Err(anyhow!("--repeats must be at least 1"));
     }
     let mut variants: Vec<(LinearAlgebra, Transport)> = Vec::new();
-    for &m in &args.methods {
+    for &m in &args.linear_algebra.methods {
         for &t in &args.transport {
             variants.push((m, t));
         }

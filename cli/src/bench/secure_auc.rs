@@ -18,7 +18,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
-use crate::bench::machine::{machine, median};
+use crate::bench::machine::{Timing, machine, median};
 
 /// Arguments of `privlogit bench ranking`.
 #[derive(Debug, Args)]
@@ -32,12 +32,8 @@ pub struct RankingBenchArgs {
     /// Distinct score values (0: continuous scores, few ties); a small count makes many ties.
     #[arg(long, default_value_t = 0)]
     levels: u32,
-    /// Timed runs (the median is reported).
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    timing: Timing,
 }
 
 #[derive(Serialize)]
@@ -97,8 +93,8 @@ pub fn run(args: RankingBenchArgs) -> Result<()> {
         .unzip();
     let pooled = privlogit::metrics::auc(ArrayView1::from(&scores), ArrayView1::from(&labels));
     let mut runs = Vec::new();
-    for k in 0..args.runs.max(1) {
-        eprintln!("run {} of {} ...", k + 1, args.runs.max(1));
+    for k in 0..args.timing.runs() {
+        eprintln!("run {} of {} ...", k + 1, args.timing.runs());
         let r = once(&pair, &nodes)?;
         if r.auc != pooled {
             bail!(
@@ -121,9 +117,7 @@ pub fn run(args: RankingBenchArgs) -> Result<()> {
         total_seconds: med(|r| r.node + r.keyholder + r.circuit),
         auc: pooled.unwrap_or(f64::NAN),
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
+    args.timing.print(&report, |report| {
         println!("Secure AUC (exact), {}", report.machine);
         println!(
             "{} held-out rows at {} Nodes: {:.1} s in all (median of {}): Nodes {:.3} s, key \
@@ -143,8 +137,7 @@ pub fn run(args: RankingBenchArgs) -> Result<()> {
             report.bytes_keyholder_to_aggregator as f64 / 1e9,
             report.auc
         );
-    }
-    Ok(())
+    })
 }
 
 /// One ranking, timed by phase.

@@ -22,7 +22,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 
-use crate::bench::machine::{machine, median};
+use crate::bench::machine::{Timing, machine, median};
 
 /// Arguments of `privlogit bench vertical`.
 #[derive(Debug, Args)]
@@ -49,12 +49,9 @@ pub struct VerticalBenchArgs {
     /// `--gradient-tol`, raised to the circuit's floor); 0 runs all `--iterations`.
     #[arg(long, default_value_t = 1e-6)]
     gradient_tol: f64,
-    /// Timed runs of the intersection (the median is reported).
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
-    json: bool,
+    /// The intersection's runs (the secure fit runs once) and the output.
+    #[command(flatten)]
+    timing: Timing,
 }
 
 #[derive(Serialize)]
@@ -110,8 +107,8 @@ pub fn run(args: VerticalBenchArgs) -> Result<()> {
     let mut times = Vec::new();
     let mut found = 0;
     let mut bytes = 0;
-    for k in 0..args.runs.max(1) {
-        eprintln!("intersection, run {} of {} ...", k + 1, args.runs.max(1));
+    for k in 0..args.timing.runs() {
+        eprintln!("intersection, run {} of {} ...", k + 1, args.timing.runs());
         let start = Instant::now();
         let out = psi::intersect_in_process(&lists, &mut rand::rng())?;
         times.push(start.elapsed().as_secs_f64());
@@ -137,9 +134,7 @@ pub fn run(args: VerticalBenchArgs) -> Result<()> {
         bytes_to_aggregator: bytes,
         fit,
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
+    args.timing.print(&report, |report| {
         println!("Vertical study, {}", report.machine);
         println!(
             "  intersection: {} parties x {} identifiers, {} shared: {:.2} s (median of {}), \
@@ -148,7 +143,7 @@ pub fn run(args: VerticalBenchArgs) -> Result<()> {
             report.ids_per_party,
             report.intersection,
             report.psi_seconds,
-            args.runs.max(1),
+            args.timing.runs(),
             report.bytes_to_aggregator
         );
         if let Some(f) = &report.fit {
@@ -174,8 +169,7 @@ pub fn run(args: VerticalBenchArgs) -> Result<()> {
                 f.bytes_from_keyholder
             );
         }
-    }
-    Ok(())
+    })
 }
 
 /// The secure fit on simulated standardised rows.

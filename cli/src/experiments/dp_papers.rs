@@ -371,46 +371,69 @@ fn pairs(a: &[f64], b: &[f64]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The stacking paper's MNIST experiment (section 4.1, Figure 1): PLR, output perturbation,
-/// PST-S, PST-F(U) and PST-F(W) on digits 0 vs 8. `progress` is called after each repeat.
-pub fn stacking(
+/// One of the papers' MNIST experiments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paper {
+    /// The stacking paper's (section 4.1, Figure 1): PLR, output perturbation, PST-S,
+    /// PST-F(U) and PST-F(W) on digits 0 vs 8.
+    Stacking,
+    /// The transfer paper's (section 4, Table 1): PPTL-FS(W), PPTL-FS(R), SimComb, SourceD and
+    /// Direct; source 0 vs 8, target 0 vs 9.
+    Transfer,
+}
+
+impl Paper {
+    /// The experiment's name in CSVs and file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Paper::Stacking => "stacking",
+            Paper::Transfer => "transfer",
+        }
+    }
+
+    fn methods(self) -> [&'static str; 5] {
+        match self {
+            Paper::Stacking => ["PLR", "Output", "PST-S", "PST-F(U)", "PST-F(W)"],
+            Paper::Transfer => ["PPTL-FS(W)", "PPTL-FS(R)", "SimComb", "SourceD", "Direct"],
+        }
+    }
+}
+
+/// Runs `paper`'s experiment: validates, runs every repeat (in parallel; each is seeded, so the
+/// order does not matter), and regroups the AUCs by method and budget. `progress` is called
+/// after each repeat.
+pub fn run(
+    paper: Paper,
     digits: &Digits,
     settings: &ExperimentSettings,
     progress: &(dyn Fn() + Sync),
-) -> Result<Results, DpError> {
-    let methods = ["PLR", "Output", "PST-S", "PST-F(U)", "PST-F(W)"];
-    run("stacking", methods, settings, progress, |r| {
-        stacking_repeat(digits, settings, r)
-    })
-}
-
-/// Validates, runs every repeat (in parallel; each is seeded, so the order does not matter),
-/// and regroups the AUCs by method and budget.
-fn run(
-    experiment: &'static str,
-    methods: [&'static str; 5],
-    settings: &ExperimentSettings,
-    progress: &(dyn Fn() + Sync),
-    repeat: impl Fn(u64) -> Result<Vec<Vec<Cell>>, DpError> + Sync,
 ) -> Result<Results, DpError> {
     settings.validate()?;
     let per_repeat: Vec<Vec<Vec<Cell>>> = (0..settings.repeats)
         .into_par_iter()
         .map(|r| {
-            let out = repeat(r as u64);
+            let rng = ChaCha20Rng::seed_from_u64(settings.seed.wrapping_add(r as u64));
+            let out = match paper {
+                Paper::Stacking => stacking_repeat(digits, settings, rng),
+                Paper::Transfer => transfer_repeat(digits, settings, rng),
+            };
             progress();
             out
         })
         .collect::<Result<_, _>>()?;
-    Ok(collect(experiment, &methods, per_repeat, settings))
+    Ok(collect(
+        paper.name(),
+        &paper.methods(),
+        per_repeat,
+        settings,
+    ))
 }
 
 fn stacking_repeat(
     digits: &Digits,
     settings: &ExperimentSettings,
-    repeat: u64,
+    mut rng: ChaCha20Rng,
 ) -> Result<Vec<Vec<Cell>>, DpError> {
-    let mut rng = ChaCha20Rng::seed_from_u64(settings.seed.wrapping_add(repeat));
     let mut rows: Vec<usize> = digits
         .rows_of(0)
         .into_iter()
@@ -514,19 +537,6 @@ fn stacking_repeat(
     Ok(out)
 }
 
-/// The transfer paper's MNIST experiment (section 4, Table 1): PPTL-FS(W), PPTL-FS(R),
-/// SimComb, SourceD and Direct; source 0 vs 8, target 0 vs 9.
-pub fn transfer(
-    digits: &Digits,
-    settings: &ExperimentSettings,
-    progress: &(dyn Fn() + Sync),
-) -> Result<Results, DpError> {
-    let methods = ["PPTL-FS(W)", "PPTL-FS(R)", "SimComb", "SourceD", "Direct"];
-    run("transfer", methods, settings, progress, |r| {
-        transfer_repeat(digits, settings, r)
-    })
-}
-
 /// Settings of one transfer candidate: `(lambda, eta, mu)` with `lambda` shared by source and
 /// target.
 fn transfer_settings(
@@ -549,9 +559,8 @@ fn transfer_settings(
 fn transfer_repeat(
     digits: &Digits,
     settings: &ExperimentSettings,
-    repeat: u64,
+    mut rng: ChaCha20Rng,
 ) -> Result<Vec<Vec<Cell>>, DpError> {
-    let mut rng = ChaCha20Rng::seed_from_u64(settings.seed.wrapping_add(repeat));
     let mut zeros = digits.rows_of(0);
     zeros.shuffle(&mut rng);
     let target_zeros = zeros.split_off(zeros.len() / 2);
@@ -603,24 +612,19 @@ fn transfer_repeat(
                 2 => Scorer::Linear(
                     transfer::simcomb(source.labelled(), tgt.labelled(), &s, rng)?.target,
                 ),
-                3 => Scorer::Linear(plr::fit(
-                    source.x.view(),
-                    source.y.view(),
-                    privacy,
-                    c.0,
-                    SCALING,
-                    None,
-                    rng,
-                )?),
-                _ => Scorer::Linear(plr::fit(
-                    tgt.x.view(),
-                    tgt.y.view(),
-                    privacy,
-                    c.0,
-                    SCALING,
-                    None,
-                    rng,
-                )?),
+                _ => {
+                    // SourceD fits the source alone, Direct the target alone.
+                    let own = if m == 3 { &source } else { tgt };
+                    Scorer::Linear(plr::fit(
+                        own.x.view(),
+                        own.y.view(),
+                        privacy,
+                        c.0,
+                        SCALING,
+                        None,
+                        rng,
+                    )?)
+                }
             })
         };
         let mut cells = Vec::with_capacity(5);

@@ -12,7 +12,9 @@ use privlogit::dp::scaling::RowScaling;
 use privlogit::dp::stacking::{self, Combiner, StackingSettings};
 use privlogit::dp::transfer::{self, Labelled, TransferSettings};
 use privlogit::pca::{self, Pca};
-use privlogit_cli::experiments::dp_papers::{self as experiment, ExperimentSettings, Selection};
+use privlogit_cli::experiments::dp_papers::{
+    self as experiment, ExperimentSettings, Paper, Selection,
+};
 
 fn breast_cancer() -> (Array2<f64>, Array1<f64>) {
     let d = common::load_shared("breast_cancer.csv");
@@ -383,7 +385,7 @@ fn experiments_run_end_to_end() {
         epsilons: vec![Privacy::Epsilon(1.0), Privacy::Off],
         ..ExperimentSettings::papers(11)
     };
-    let s = experiment::stacking(&digits, &settings, &|| {}).expect("runs");
+    let s = experiment::run(Paper::Stacking, &digits, &settings, &|| {}).expect("runs");
     assert_eq!(s.outcomes.len(), 5 * 2);
     assert!(s.outcomes.iter().all(|o| (0.0..=1.0).contains(&o.mean())));
     assert!(s.get("PLR", f64::INFINITY).expect("cell").mean() > 0.99);
@@ -401,7 +403,8 @@ fn experiments_run_end_to_end() {
     ] {
         assert!(spend.contains(line), "{line}\n{spend}");
     }
-    let winners = experiment::stacking(
+    let winners = experiment::run(
+        Paper::Stacking,
         &digits,
         &ExperimentSettings {
             epsilons: vec![Privacy::Epsilon(1.0)],
@@ -417,7 +420,7 @@ fn experiments_run_end_to_end() {
         epsilons: vec![Privacy::Epsilon(2.0)],
         ..settings
     };
-    let t = experiment::transfer(&digits, &settings, &|| {}).expect("runs");
+    let t = experiment::run(Paper::Transfer, &digits, &settings, &|| {}).expect("runs");
     assert_eq!(t.outcomes.len(), 5);
     // PPTL-FS: 24 settings x 3 folds + 1 refit read the source 73 times, a target record 24 x 2
     // + 1 = 49 times (it is in 2 of 3 folds); SimComb 8 settings: 25 and 17; SourceD 4

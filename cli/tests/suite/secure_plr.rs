@@ -16,7 +16,6 @@ use privlogit::protocols::secure::aggregator::Protocol;
 use privlogit::protocols::secure::inprocess;
 use privlogit::protocols::secure::node::NodeData;
 use privlogit::protocols::secure::perturbation::Release;
-use privlogit::protocols::secure::solver::LinearAlgebra;
 use privlogit::protocols::secure::study_protocol::StudyPlan;
 use privlogit::protocols::{FitOptions, Optimizer, PartyData, Status};
 use privlogit_circuits::channel::MemoryChannel;
@@ -44,22 +43,8 @@ fn parties(name: &str, parties: usize) -> Vec<PartyData> {
 }
 
 fn plan(protocol: Protocol, optimizer: Optimizer, release: Release, parties: usize) -> StudyPlan {
-    StudyPlan {
-        protocol,
-        optimizer,
-        options: FitOptions::new().max_iterations(500),
-        format: privlogit::protocols::secure::DEFAULT_FORMAT,
-        key_bits: 1024,
-        parties,
-        standardize: false,
-        intercept: false,
-        linear_algebra: LinearAlgebra::Masked,
-        mask_seed: None,
-        release: Some(release),
-        reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
-        glm: privlogit_protocols::Glm::logistic(),
-        evaluate: false,
-    }
+    let options = FitOptions::new().max_iterations(500);
+    secure_plr::study_plan(protocol, optimizer, options, 1024, parties, release)
 }
 
 /// The secure PLR study's coefficients with both servers' noise from `seed`.

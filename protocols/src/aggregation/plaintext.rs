@@ -142,23 +142,5 @@ impl Aggregation for PlaintextAggregation<'_> {
         Ok(by_objective || by_gradient)
     }
 
-    fn increased(&mut self, candidate: &f64, base: &f64, slack: f64) -> Result<bool, RowsError> {
-        Ok(*candidate >= base - slack * base.abs())
-    }
-
-    fn sufficient_increase(
-        &mut self,
-        candidate: &f64,
-        base: &f64,
-        base_gradient: &Array1<f64>,
-        step: &Array1<f64>,
-        slack: f64,
-    ) -> Result<bool, RowsError> {
-        let rows = self.sample_count() as f64;
-        Ok(*candidate >= base + 0.5 * step.dot(base_gradient) - slack * rows)
-    }
-
-    fn peek(&self, value: &f64) -> Option<f64> {
-        Some(*value)
-    }
+    super::plain_decisions!();
 }

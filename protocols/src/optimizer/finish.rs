@@ -261,29 +261,7 @@ mod tests {
             Ok(gradient.dot(gradient).sqrt() < rule.gradient_tolerance.unwrap_or(0.0))
         }
 
-        fn increased(
-            &mut self,
-            candidate: &f64,
-            base: &f64,
-            slack: f64,
-        ) -> Result<bool, Self::Error> {
-            Ok(*candidate >= base - slack * base.abs())
-        }
-
-        fn sufficient_increase(
-            &mut self,
-            candidate: &f64,
-            base: &f64,
-            base_gradient: &Array1<f64>,
-            step: &Array1<f64>,
-            slack: f64,
-        ) -> Result<bool, Self::Error> {
-            Ok(*candidate >= base + 0.5 * step.dot(base_gradient) - slack)
-        }
-
-        fn peek(&self, value: &f64) -> Option<f64> {
-            Some(*value)
-        }
+        crate::aggregation::plain_decisions!();
     }
 
     fn run(newton_scale: f64) -> (crate::optimizer::FitReport, Quadratic) {

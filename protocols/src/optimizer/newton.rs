@@ -11,8 +11,8 @@ use ndarray::Array1;
 use super::options::MAX_HALVINGS;
 use super::report::Trace;
 use super::{
-    Checkpoints, DivergenceReason, FitError, FitOptions, FitReport, IterationRecord, Optimizer,
-    Status, StepKind, backend,
+    Checkpoints, DivergenceReason, FitError, FitOptions, FitReport, Optimizer, Status, StepKind,
+    backend,
 };
 use crate::aggregation::{Aggregation, NewtonSystem};
 
@@ -25,16 +25,12 @@ pub(super) fn fit<A: Aggregation>(
     aggregation: &mut A,
     options: &FitOptions,
     mut beta: Array1<f64>,
-    observer: &mut dyn FnMut(&IterationRecord),
+    mut trace: Trace<'_>,
+    resumed: bool,
     mut checkpoints: Checkpoints<'_>,
 ) -> Result<FitReport, FitError> {
     let penalty = options.penalty();
     let rule = &options.stopping;
-    let from = checkpoints.from.take();
-    let mut trace = match &from {
-        Some(p) => Trace::resume(observer, p),
-        None => Trace::new(observer),
-    };
 
     let NewtonSystem {
         mut gradient,
@@ -42,7 +38,7 @@ pub(super) fn fit<A: Aggregation>(
         mut factor,
     } = aggregation.newton_system(&beta, penalty).map_err(backend)?;
     trace.round();
-    if from.is_none() {
+    if !resumed {
         trace.start(aggregation.peek(&objective));
     }
     checkpoints.keep(|| trace.progress(&beta, Vec::new(), 0))?;

@@ -47,8 +47,7 @@ use super::finish::{self, Finish};
 pub const ACCEPTANCE_SLACK: f64 = 1e-12;
 use super::report::Trace;
 use super::{
-    Checkpoints, FitError, FitOptions, FitReport, IterationRecord, Optimizer, Status, StepKind,
-    backend,
+    Checkpoints, FitError, FitOptions, FitReport, Optimizer, Progress, Status, StepKind, backend,
 };
 use crate::aggregation::Aggregation;
 use crate::penalty::Penalty;
@@ -58,24 +57,19 @@ pub(super) fn fit<A: Aggregation>(
     options: &FitOptions,
     mut beta: Array1<f64>,
     acceleration_memory: Option<usize>,
-    observer: &mut dyn FnMut(&IterationRecord),
+    mut trace: Trace<'_>,
+    from: Option<&Progress>,
     mut checkpoints: Checkpoints<'_>,
 ) -> Result<FitReport, FitError> {
     let penalty = options.penalty();
     let rule = &options.stopping;
-    let from = checkpoints.from.take();
     let resumed = from.is_some();
-    let (mut trace, mut anderson, mut rejected) = match &from {
+    let (mut anderson, mut rejected) = match from {
         Some(p) => (
-            Trace::resume(observer, p),
             acceleration_memory.map(|m| Anderson::with_window(m, p.window.clone())),
             p.rejected,
         ),
-        None => (
-            Trace::new(observer),
-            acceleration_memory.map(Anderson::new),
-            0,
-        ),
+        None => (acceleration_memory.map(Anderson::new), 0),
     };
 
     // Setup (eq. 5.5): one round, one factorisation, reused by every iteration (a resumed

@@ -66,28 +66,6 @@ impl EncryptedVector {
         })
     }
 
-    /// Encrypts reals at `scale` fractional bits, declaring `|v| <= max_abs`.
-    pub fn encrypt_f64<S: NoiseSource>(
-        key: &PublicKey,
-        values: &[f64],
-        scale: u32,
-        max_abs: f64,
-        packing: Packing,
-        source: &S,
-    ) -> Result<Self, PaillierError> {
-        let fixed = values
-            .iter()
-            .map(|&v| Fixed::from_f64(v, scale))
-            .collect::<Result<Vec<_>, _>>()?;
-        Self::encrypt(
-            key,
-            &fixed,
-            &Fixed::bound_for(max_abs, scale)?,
-            packing,
-            source,
-        )
-    }
-
     /// A vector from its ciphertexts, checked against the layout: `len` values at `scale`,
     /// each below `slot_bound`, packed by `packing`.
     pub(crate) fn from_parts(
@@ -406,8 +384,12 @@ impl EncryptedMatrix {
             .columns()
             .into_iter()
             .map(|col| {
-                let values: Vec<f64> = col.iter().copied().collect();
-                EncryptedVector::encrypt_f64(key, &values, scale, max_abs, packing, source)
+                let fixed = col
+                    .iter()
+                    .map(|&v| Fixed::from_f64(v, scale))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let bound = Fixed::bound_for(max_abs, scale)?;
+                EncryptedVector::encrypt(key, &fixed, &bound, packing, source)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
@@ -469,13 +451,7 @@ impl EncryptedMatrix {
         key: &PublicKey,
         v: &[Fixed],
     ) -> Result<EncryptedVector, PaillierError> {
-        let template = self.product_template(key, v)?;
-        let blocks_per_column = self.columns.first().map_or(0, |c| c.blocks.len());
-        let groups: Vec<Vec<&Ciphertext>> = (0..blocks_per_column)
-            .map(|b| self.columns.iter().map(|c| &c.blocks[b]).collect())
-            .collect();
-        let blocks = signed_products(key, &groups, v)?;
-        Ok(EncryptedVector { blocks, ..template })
+        self.product(key, v, |groups| signed_products(key, groups, v))
     }
 
     /// The same product by one scalar multiplication per ciphertext and a sum per block: the
@@ -485,25 +461,28 @@ impl EncryptedMatrix {
         key: &PublicKey,
         v: &[Fixed],
     ) -> Result<EncryptedVector, PaillierError> {
-        let template = self.product_template(key, v)?;
-        let blocks_per_column = self.columns.first().map_or(0, |c| c.blocks.len());
-        let blocks = (0..blocks_per_column)
-            .into_par_iter()
-            .map(|b| {
-                let terms: Vec<Ciphertext> = (0..self.cols())
-                    .map(|j| key.mul_scalar(&self.columns[j].blocks[b], &v[j].value))
-                    .collect();
-                key.sum(&terms)
-            })
-            .collect();
-        Ok(EncryptedVector { blocks, ..template })
+        self.product(key, v, |groups| {
+            Ok(groups
+                .par_iter()
+                .map(|group| {
+                    let terms: Vec<Ciphertext> = group
+                        .iter()
+                        .zip(v)
+                        .map(|(c, x)| key.mul_scalar(c, &x.value))
+                        .collect();
+                    key.sum(&terms)
+                })
+                .collect())
+        })
     }
 
-    /// Shape, scale and bound of `M v`, checked.
-    fn product_template(
+    /// `M v` with shape, scale and bound checked: `blocks` maps the ciphertexts of every packed
+    /// block of rows (one per column) to the product's blocks.
+    fn product(
         &self,
         key: &PublicKey,
         v: &[Fixed],
+        blocks: impl FnOnce(&[Vec<&Ciphertext>]) -> Result<Vec<Ciphertext>, PaillierError>,
     ) -> Result<EncryptedVector, PaillierError> {
         if v.len() != self.cols() {
             return Err(PaillierError::Mismatch(Mismatch::Length {
@@ -530,12 +509,16 @@ impl EncryptedMatrix {
             .expect("non-empty")
             * weight;
         check_slot_bound(key, &first.packing, &slot_bound)?;
+        let scale = add_scales(first.scale, v_scale)?;
+        let groups: Vec<Vec<&Ciphertext>> = (0..first.blocks.len())
+            .map(|b| self.columns.iter().map(|c| &c.blocks[b]).collect())
+            .collect();
         Ok(EncryptedVector {
             len: self.rows,
-            scale: add_scales(first.scale, v_scale)?,
+            scale,
             slot_bound,
             packing: first.packing,
-            blocks: Vec::new(),
+            blocks: blocks(&groups)?,
         })
     }
 

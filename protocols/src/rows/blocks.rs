@@ -30,7 +30,7 @@ where
     M: FnMut(T),
 {
     if source.random_access() {
-        return for_each_block_at_random(source, partial, merge);
+        return for_each_block_at_random(source, &partial, &mut merge);
     }
     let p = source.columns();
     let mut carry_x: Vec<f64> = Vec::with_capacity(BLOCK_ROWS * p);
@@ -91,18 +91,16 @@ where
     Ok(())
 }
 
+/// A block's partial result from its rows and labels.
+type Partial<'a, T> = dyn Fn(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> T + Sync + 'a;
+
 /// Blocks a batch at a time: read (or regenerated) and summed in the same task, in parallel,
-/// merged in order.
-fn for_each_block_at_random<T, P, M>(
+/// merged in order. The closures go by reference: one dynamic call per block costs nothing.
+fn for_each_block_at_random<T: Send>(
     source: &dyn RowSource,
-    partial: P,
-    mut merge: M,
-) -> Result<(), RowsError>
-where
-    T: Send,
-    P: Fn(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> T + Sync,
-    M: FnMut(T),
-{
+    partial: &Partial<'_, T>,
+    merge: &mut dyn FnMut(T),
+) -> Result<(), RowsError> {
     let (n, p) = (source.rows(), source.columns());
     let blocks = n.div_ceil(BLOCK_ROWS);
     let batch = 16 * rayon::current_num_threads().max(1);

@@ -58,17 +58,22 @@ pub enum Layer {
     Reordered(Vec<usize>),
     /// [`super::constant::WithConstants`]: these values appended to every row.
     Constants(Vec<f64>),
-    /// [`super::design::DesignRows`]: its intercept, trailing columns, standardisation and unit norm.
-    Design {
-        /// An intercept column first.
-        intercept: bool,
-        /// Trailing columns passed through.
-        trailing: usize,
-        /// Pooled means and scales.
-        standardize: Option<(Vec<f64>, Vec<f64>)>,
-        /// Each row scaled to norm 1.
-        unit_norm: bool,
-    },
+    /// [`super::design::DesignRows`]: its settings.
+    Design(DesignLayer),
+}
+
+/// What a [`super::design::DesignRows`] does to its rows: intercept, trailing columns,
+/// standardisation and unit norm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesignLayer {
+    /// An intercept column first.
+    pub intercept: bool,
+    /// Trailing columns passed through.
+    pub trailing: usize,
+    /// Pooled means and scales.
+    pub standardize: Option<(Vec<f64>, Vec<f64>)>,
+    /// Each row scaled to norm 1.
+    pub unit_norm: bool,
 }
 
 impl Layer {
@@ -84,16 +89,11 @@ impl Layer {
                 out.u8(1);
                 out.f64s(values);
             }
-            Layer::Design {
-                intercept,
-                trailing,
-                standardize,
-                unit_norm,
-            } => {
+            Layer::Design(design) => {
                 out.u8(2);
-                out.u8(u8::from(*intercept) | (u8::from(*unit_norm) << 1));
-                out.u64(*trailing as u64);
-                match standardize {
+                out.u8(u8::from(design.intercept) | (u8::from(design.unit_norm) << 1));
+                out.u64(design.trailing as u64);
+                match &design.standardize {
                     Some((means, scales)) => {
                         out.u8(1);
                         out.f64s(means);
@@ -124,12 +124,12 @@ impl Layer {
                     0 => None,
                     _ => Some((input.f64s()?, input.f64s()?)),
                 };
-                Layer::Design {
+                Layer::Design(DesignLayer {
                     intercept: flags & 1 != 0,
                     trailing,
                     standardize,
                     unit_norm: flags & 2 != 0,
-                }
+                })
             }
             tag => return Err(input.unknown("layer", tag)),
         })

@@ -119,12 +119,12 @@ impl RowSource for DesignRows {
 
     fn partitioned(&self) -> Option<super::cluster_layers::Partitioned> {
         let inner = self.raw.partitioned()?;
-        let layer = super::cluster_layers::Layer::Design {
+        let layer = super::cluster_layers::Layer::Design(super::cluster_layers::DesignLayer {
             intercept: self.intercept,
             trailing: self.trailing,
             standardize: self.standardize.clone(),
             unit_norm: self.unit_norm,
-        };
+        });
         Some(inner.with(layer))
     }
 

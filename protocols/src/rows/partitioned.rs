@@ -30,7 +30,7 @@ use std::sync::Arc;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
 use super::blocks::{BLOCK_ROWS, for_each_block};
-pub use super::cluster_layers::{Bytes, Layer, PartitionEngine, Partitioned, Read};
+pub use super::cluster_layers::{Bytes, DesignLayer, Layer, PartitionEngine, Partitioned, Read};
 use super::constant::WithConstants;
 use super::design::DesignRows;
 use super::reordered::Reordered;
@@ -129,20 +129,16 @@ fn wrap(layer: &Layer, inner: Arc<dyn RowSource>) -> Result<Arc<dyn RowSource>, 
             let names = (1..=values.len()).map(|k| format!("c{k}")).collect();
             Arc::new(WithConstants::new(inner, names, values.clone()))
         }
-        Layer::Design {
-            intercept,
-            trailing,
-            standardize,
-            unit_norm,
-        } => {
-            if *trailing > inner.columns() {
+        Layer::Design(settings) => {
+            if settings.trailing > inner.columns() {
                 return Err(malformed("more trailing columns than columns"));
             }
-            let mut design = DesignRows::new(inner, *intercept).with_trailing(*trailing);
-            if let Some((means, scales)) = standardize {
+            let mut design =
+                DesignRows::new(inner, settings.intercept).with_trailing(settings.trailing);
+            if let Some((means, scales)) = &settings.standardize {
                 design = design.standardized(means.clone(), scales.clone())?;
             }
-            if *unit_norm {
+            if settings.unit_norm {
                 design = design.unit_norm();
             }
             Arc::new(design)

@@ -24,11 +24,11 @@ use privlogit_circuits::channel::Channel;
 use privlogit_circuits::session::EvaluatorSession;
 
 use super::gc::{self, AggregatorGc, Comparison};
-use super::masked::Shared;
 use super::masked::SpdBounds;
 use super::masked::dealt::ChannelDealer;
 use super::masked::matrix::IntMatrix;
 use super::masked::packed::PackedMatrix;
+use super::masked::{ProductKind, Shared};
 use super::perturbation::{self, NoiseShare, Release};
 use super::round_trips::{Ledger, Phase, Reading, RoundTrips};
 use super::shapes::Shape;
@@ -126,6 +126,23 @@ pub struct SetupState {
     pub bound: Option<SavedFactor>,
 }
 
+/// What an aggregator starts from: its links to the Nodes and the key holder, the study's key,
+/// and the protocol it runs.
+pub struct AggregatorSetup<C: Channel> {
+    /// A link to every Node (none in a vertical study).
+    pub nodes: Vec<C>,
+    /// The link to the key holder.
+    pub keyholder: C,
+    /// The study's key.
+    pub key: PublicKey,
+    /// The study's public numbers.
+    pub config: SecureConfig,
+    /// The secure protocol.
+    pub protocol: Protocol,
+    /// How the secret curvature matrices are factored.
+    pub linear_algebra: LinearAlgebra,
+}
+
 /// The aggregator, connected to every Node and to the key holder.
 pub struct SecureAggregation<C: Channel> {
     nodes: Vec<C>,
@@ -183,15 +200,8 @@ const WEIGHT_BITS: u32 = 32;
 impl<C: Channel> SecureAggregation<C> {
     /// Connects: runs the base OTs with the key holder, then the count round (the Nodes'
     /// encrypted row counts are summed and N alone is decrypted).
-    pub fn connect(
-        nodes: Vec<C>,
-        keyholder: C,
-        key: PublicKey,
-        config: SecureConfig,
-        protocol: Protocol,
-        linear_algebra: LinearAlgebra,
-    ) -> Result<Self, SecureError> {
-        let mut me = Self::base(nodes, keyholder, key, config, protocol, linear_algebra)?;
+    pub fn connect(setup: AggregatorSetup<C>) -> Result<Self, SecureError> {
+        let mut me = Self::base(setup)?;
         let replies = me.ask_nodes(Step::Count, &[], Step::CountReply)?;
         let shape = me.config.count_shape(&me.key);
         let counts = me.read_each(&replies, &[&shape], "row count")?;
@@ -211,14 +221,15 @@ impl<C: Channel> SecureAggregation<C> {
     }
 
     /// Connected, after the base OTs, before any round.
-    fn base(
-        nodes: Vec<C>,
-        keyholder: C,
-        key: PublicKey,
-        config: SecureConfig,
-        protocol: Protocol,
-        linear_algebra: LinearAlgebra,
-    ) -> Result<Self, SecureError> {
+    fn base(setup: AggregatorSetup<C>) -> Result<Self, SecureError> {
+        let AggregatorSetup {
+            nodes,
+            keyholder,
+            key,
+            config,
+            protocol,
+            linear_algebra,
+        } = setup;
         let session = EvaluatorSession::new(keyholder, &mut rand::rng())
             .map_err(|e| SecureError::io(Role::Aggregator, "base OT with the key holder", e))?;
         // One noise table for the circuits' inputs and the masked engine.
@@ -268,21 +279,15 @@ impl<C: Channel> SecureAggregation<C> {
         self.trips.enter(phase, now);
     }
 
-    /// Connects to a study that is resumed from `setup`: tells the Nodes N and the
+    /// Connects from `start` to a study that is resumed from `setup`: tells the Nodes N and the
     /// standardisation statistics again (nothing of them is recomputed), and holds the bound's
     /// factor again (for PrivLogit-Local the Nodes get `Enc((B/N)^-1)` again, the same values).
-    #[allow(clippy::too_many_arguments)]
     pub fn resume(
-        nodes: Vec<C>,
-        keyholder: C,
-        key: PublicKey,
-        config: SecureConfig,
-        protocol: Protocol,
-        linear_algebra: LinearAlgebra,
+        start: AggregatorSetup<C>,
         setup: &SetupState,
         names: &[String],
     ) -> Result<Self, SecureError> {
-        let mut me = Self::base(nodes, keyholder, key, config, protocol, linear_algebra)?;
+        let mut me = Self::base(start)?;
         if setup.rows == 0 || setup.rows as u64 > me.config.max_rows * me.config.parties as u64 {
             return Err(SecureError::checkpoint(CheckpointFault::Rows {
                 rows: setup.rows as u64,
@@ -578,7 +583,13 @@ impl<C: Channel> SecureAggregation<C> {
         // Entries of G below 2^bound: G^T G below 2^(2 bound + bits(d)).
         let square_bits = 2 * bound + (64 - d.leading_zeros()) + 1;
         let mut row = engine.transpose(&mut self.gc, column)?;
-        let square = engine.product_exact(&mut self.gc, &mut row, column, square_bits)?;
+        let square = engine.product(
+            &mut self.gc,
+            &mut row,
+            column,
+            square_bits,
+            ProductKind::Exact,
+        )?;
         engine.release(&mut self.gc, &[&row])?;
         let bits = square.mask_bits().min(square_bits + 1);
         let large = engine.check_range(&mut self.gc, &square, &threshold, bits)?;
@@ -661,7 +672,7 @@ impl<C: Channel> SecureAggregation<C> {
         let column = &mut self.shared_gradients[at].1;
         let bound = weight_bits + column.bound() + super::bits_for(d as u64);
         let mut row = engine.held(&mut self.gc, &values, weight_bits)?;
-        let dot = engine.product_exact(&mut self.gc, &mut row, column, bound)?;
+        let dot = engine.product(&mut self.gc, &mut row, column, bound, ProductKind::Exact)?;
         let encrypted = engine.encrypted(&mut self.gc, &dot, Packing::unpacked(&self.key));
         engine.release(&mut self.gc, &[&row, &dot])?;
         let block = encrypted?.blocks().first().cloned().ok_or_else(|| {
@@ -1024,11 +1035,7 @@ impl<C: Channel> SecureAggregation<C> {
         if gradient.len() != self.config.dimension {
             return Err(SecureError::violation(
                 Role::Node,
-                Breach::WrongLength {
-                    what: "a gradient",
-                    got: gradient.len() as u64,
-                    expected: self.config.dimension as u64,
-                },
+                Breach::wrong_length("a gradient", gradient.len(), self.config.dimension),
             ));
         }
         let serial = self.next_gradient.get();
@@ -1504,14 +1511,14 @@ mod tests {
         let (a, k) = MemoryChannel::pair();
         let seen = std::thread::scope(|scope| {
             let keyholder = scope.spawn(|| recording_keyholder(k, &pair.secret, 9));
-            let mut me = SecureAggregation::base(
-                Vec::<MemoryChannel>::new(),
-                a,
-                key.clone(),
+            let mut me = SecureAggregation::base(AggregatorSetup {
+                nodes: Vec::<MemoryChannel>::new(),
+                keyholder: a,
+                key: key.clone(),
                 config,
-                Protocol::Local,
-                LinearAlgebra::Masked,
-            )
+                protocol: Protocol::Local,
+                linear_algebra: LinearAlgebra::Masked,
+            })
             .expect("connects");
             let values: Vec<Fixed> = [569i64, -3, 0].into_iter().map(Fixed::integer).collect();
             let bound = BigUint::from(1u32 << 12);

@@ -21,10 +21,7 @@ use privlogit_circuits::channel::Channel;
 use privlogit_circuits::fixed_format::FixedFormat;
 use privlogit_circuits::fixed_gadgets::constant_fixed;
 use privlogit_circuits::garble::{Evaluator, Garbler};
-use privlogit_circuits::matrix_circuits::{
-    Matrix, RangeCheck, back_substitution, cholesky, forward_substitution,
-    spd_inverse_from_cholesky,
-};
+use privlogit_circuits::matrix_circuits::{Matrix, MatrixCircuit, RangeCheck};
 use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
 use privlogit_circuits::word::{abs, add, lt_signed, sign_extend, sub, zero_extend};
 use rand::CryptoRng;
@@ -325,10 +322,11 @@ pub fn factor_circuit<P: GcParty>(
     let a = symmetric(lower, d);
     let mut check = RangeCheck::new(d, pivot_word(min_pivot, format));
     check.note(party.builder(), &wrapped);
-    let l = cholesky(party.builder(), &a, format, Some(&mut check));
+    let l = MatrixCircuit::new(party.builder(), format, Some(&mut check)).cholesky(&a);
     let mut masked_inverse = None;
     if local {
-        let inverse = spd_inverse_from_cholesky(party.builder(), &l, format, Some(&mut check));
+        let inverse = MatrixCircuit::new(party.builder(), format, Some(&mut check))
+            .spd_inverse_from_cholesky(&l);
         let flat: Vec<Word<u128>> = inverse.into_iter().flatten().collect();
         masked_inverse = reveal_masked(party, &flat, inverse_masks, width)?;
     }
@@ -360,8 +358,7 @@ pub fn solve_circuit<P: GcParty>(
     let (g, wrapped) = unmask(party, d, masked_values, masks, masked, width)?;
     let mut check = RangeCheck::new(d, pivot_word(0.0, format));
     check.note(party.builder(), &wrapped);
-    let y = forward_substitution(party.builder(), l, &g, format, Some(&mut check));
-    let x = back_substitution(party.builder(), l, &y, format, Some(&mut check));
+    let x = MatrixCircuit::new(party.builder(), format, Some(&mut check)).cholesky_solve(l, &g);
     let mut flat: Vec<Bit<u128>> = x.into_iter().flatten().collect();
     flat.push(check.flag().clone());
     Ok(party.reveal_to_aggregator(&flat)?.map(|bits| {

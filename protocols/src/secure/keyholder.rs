@@ -22,7 +22,7 @@ use crate::transport::Role;
 
 mod vertical_garbler;
 
-use vertical_garbler::KeyholderVertical;
+use vertical_garbler::{KeyholderVertical, Serving};
 
 /// What the key holder did, for the cost report.
 #[derive(Debug, Clone, Default)]
@@ -164,13 +164,13 @@ impl DecryptionBudget {
 /// that a restarted key holder continues the study (`--resume`) with the same key, and a
 /// restart does not refill the budget.
 pub trait KeyStore {
-    /// Keeps `secret` and `budget` for the study `session` (called with a new key before its
-    /// public half leaves the key holder, and after every decryption the budget counts).
+    /// Keeps the secret key and its budget for the study `session` (called with a new key
+    /// before its public half leaves the key holder, and after every decryption the budget
+    /// counts): what [`Self::load`] gives back.
     fn save(
         &mut self,
         session: u64,
-        secret: &SecretKey,
-        budget: &DecryptionBudget,
+        kept: (&SecretKey, &DecryptionBudget),
     ) -> Result<(), SecureError>;
     /// The key and budget kept for `session`, if any.
     fn load(&mut self, session: u64) -> Result<Option<(SecretKey, DecryptionBudget)>, SecureError>;
@@ -181,7 +181,7 @@ pub trait KeyStore {
 pub struct NoKeyStore;
 
 impl KeyStore for NoKeyStore {
-    fn save(&mut self, _: u64, _: &SecretKey, _: &DecryptionBudget) -> Result<(), SecureError> {
+    fn save(&mut self, _: u64, _: (&SecretKey, &DecryptionBudget)) -> Result<(), SecureError> {
         Ok(())
     }
 
@@ -466,14 +466,13 @@ impl<C: Channel> Session<'_, '_, '_, C> {
         } else {
             KeyholderVertical::round
         };
-        serve(
-            state,
-            payload,
-            &mut self.party,
-            self.secret,
-            self.config,
-            &self.noise,
-        )?;
+        let at = Serving {
+            party: &mut self.party,
+            secret: self.secret,
+            config: self.config,
+            noise: &self.noise,
+        };
+        serve(state, payload, at)?;
         self.gc_seconds += t.elapsed().as_secs_f64();
         Ok(())
     }
@@ -737,11 +736,7 @@ fn check_request(
     if got != want {
         return Err(SecureError::violation(
             Role::Aggregator,
-            Breach::WrongLength {
-                what: "malformed request",
-                got: got as u64,
-                expected: want as u64,
-            },
+            Breach::wrong_length("malformed request", got, want),
         ));
     }
     let least = u64::from(config.format.width() + gc::SIGMA);

@@ -29,5 +29,5 @@ pub mod pair;
 mod wide;
 
 pub use block_spd::SpdBounds;
-pub use engine::{MaskedEngine, MaskedStats, Shared};
+pub use engine::{MaskedEngine, MaskedStats, ProductKind, Shared};
 pub use helper::{HelperStats, MaskedHelper};

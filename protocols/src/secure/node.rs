@@ -227,11 +227,7 @@ impl NodeData {
         if means.is_some_and(|m| m.len() != p) {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                Breach::WrongLength {
-                    what: "means",
-                    got: means.map_or(0, <[f64]>::len) as u64,
-                    expected: p as u64,
-                },
+                Breach::wrong_length("means", means.map_or(0, <[f64]>::len), p),
             ));
         }
         let kernel = RowKernel::Moments(means.map(<[f64]>::to_vec));
@@ -572,11 +568,7 @@ impl Session<'_> {
         if !(means.is_empty() || means.len() == data.features()) {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                Breach::WrongLength {
-                    what: "the aggregator's means",
-                    got: means.len() as u64,
-                    expected: data.features() as u64,
-                },
+                Breach::wrong_length("the aggregator's means", means.len(), data.features()),
             ));
         }
         if means.iter().any(|m| !m.is_finite()) {
@@ -681,11 +673,7 @@ fn read_beta(mut reader: Reader<'_>, columns: usize) -> Result<Array1<f64>, Secu
     if beta.len() != columns {
         return Err(SecureError::violation(
             Role::Aggregator,
-            Breach::WrongLength {
-                what: "beta",
-                got: beta.len() as u64,
-                expected: columns as u64,
-            },
+            Breach::wrong_length("beta", beta.len(), columns),
         ));
     }
     Ok(beta)

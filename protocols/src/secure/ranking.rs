@@ -169,11 +169,11 @@ impl NodeShares {
         let seed = r.bytes().map_err(at)?;
         let shares = r.bytes().map_err(at)?;
         if shares.len() != 8 * rows {
-            return Err(bad(Breach::WrongLength {
-                what: "ranking shares in bytes",
-                got: shares.len() as u64,
-                expected: 8 * rows as u64,
-            }));
+            return Err(bad(Breach::wrong_length(
+                "ranking shares in bytes",
+                shares.len(),
+                8 * rows,
+            )));
         }
         let shares: Vec<u64> = shares
             .chunks_exact(8)

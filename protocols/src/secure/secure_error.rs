@@ -403,15 +403,8 @@ pub enum Breach {
         /// The study's value.
         expected: u64,
     },
-    /// A matrix of the wrong shape, as (rows, columns).
-    WrongShape {
-        /// The matrix.
-        what: &'static str,
-        /// Its shape.
-        got: (usize, usize),
-        /// The shape the request fixes.
-        expected: (usize, usize),
-    },
+    /// A matrix of the wrong shape (the one the request fixes expected).
+    WrongShape(MatrixShapes),
     /// A number outside its allowed range (`min..=max`).
     OutOfRange {
         /// The number.
@@ -484,6 +477,30 @@ pub enum Breach {
     Sealing(SealError),
 }
 
+impl Breach {
+    /// [`Breach::WrongShape`].
+    pub(crate) fn wrong_shape(
+        what: &'static str,
+        got: (usize, usize),
+        expected: (usize, usize),
+    ) -> Self {
+        Self::WrongShape(MatrixShapes {
+            what,
+            got,
+            expected,
+        })
+    }
+
+    /// [`Breach::WrongLength`] of lengths counted here.
+    pub(crate) fn wrong_length(what: &'static str, got: usize, expected: usize) -> Self {
+        Self::WrongLength {
+            what,
+            got: got as u64,
+            expected: expected as u64,
+        }
+    }
+}
+
 impl fmt::Display for Breach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -512,15 +529,7 @@ impl fmt::Display for Breach {
                 got,
                 expected,
             } => write!(f, "{what}: {got}, expected {expected}"),
-            Self::WrongShape {
-                what,
-                got,
-                expected,
-            } => write!(
-                f,
-                "{what} of shape {} x {}, expected {} x {}",
-                got.0, got.1, expected.0, expected.1
-            ),
+            Self::WrongShape(shapes) => shapes.describe(f, "of shape"),
             Self::OutOfRange {
                 what,
                 value,
@@ -556,6 +565,30 @@ impl fmt::Display for Breach {
             Self::Psi(e) => write!(f, "{e}"),
             Self::Sealing(e) => write!(f, "{e}"),
         }
+    }
+}
+
+/// A matrix's shape against the one expected, as (rows, columns): a peer's
+/// ([`Breach::WrongShape`]) or this party's own ([`Inconsistency::Shape`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MatrixShapes {
+    /// The matrix (`the matrix of a quadratic form`).
+    pub what: &'static str,
+    /// Its shape.
+    pub got: (usize, usize),
+    /// The shape expected.
+    pub expected: (usize, usize),
+}
+
+impl MatrixShapes {
+    /// `{what} {of} r x c, expected r' x c'`.
+    fn describe(&self, f: &mut fmt::Formatter<'_>, of: &str) -> fmt::Result {
+        let (what, got, expected) = (self.what, self.got, self.expected);
+        write!(
+            f,
+            "{what} {of} {} x {}, expected {} x {}",
+            got.0, got.1, expected.0, expected.1
+        )
     }
 }
 
@@ -607,15 +640,8 @@ pub enum Inconsistency {
         /// Its number.
         id: usize,
     },
-    /// A matrix of the wrong shape, as (rows, columns).
-    Shape {
-        /// The matrix (`the matrix of a quadratic form`).
-        what: &'static str,
-        /// Its shape.
-        got: (usize, usize),
-        /// The shape expected.
-        expected: (usize, usize),
-    },
+    /// A matrix of the wrong shape.
+    Shape(MatrixShapes),
     /// A block that does not lie inside its matrix.
     Block {
         /// The block's shape.
@@ -678,15 +704,7 @@ impl fmt::Display for Inconsistency {
                 write!(f, "{count} {what}, at most {limit} allowed")
             }
             Self::Unknown { what, id } => write!(f, "no {what} {id}"),
-            Self::Shape {
-                what,
-                got,
-                expected,
-            } => write!(
-                f,
-                "{what} of {} x {}, expected {} x {}",
-                got.0, got.1, expected.0, expected.1
-            ),
+            Self::Shape(shapes) => shapes.describe(f, "of"),
             Self::Block { shape, at, of } => write!(
                 f,
                 "a {} x {} block at ({}, {}) of a {} x {} matrix",
@@ -938,6 +956,17 @@ pub enum PlanReason {
         /// The smallest eigenvalue.
         min_eigenvalue: f64,
     },
+}
+
+impl PlanReason {
+    /// [`PlanReason::TooMany`] of a count kept here.
+    pub(crate) fn too_many(what: &'static str, count: usize, limit: usize) -> Self {
+        Self::TooMany {
+            what,
+            count: count as u64,
+            limit: limit as u64,
+        }
+    }
 }
 
 impl From<&'static str> for PlanReason {
@@ -1731,11 +1760,7 @@ mod tests {
             range.to_string(),
             "malformed request: mask width (bits) 9, outside 64 to 4096"
         );
-        let shape = Breach::WrongShape {
-            what: "an inverse",
-            got: (2, 3),
-            expected: (3, 3),
-        };
+        let shape = Breach::wrong_shape("an inverse", (2, 3), (3, 3));
         assert_eq!(
             shape.to_string(),
             "an inverse of shape 2 x 3, expected 3 x 3"

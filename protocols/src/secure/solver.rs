@@ -487,11 +487,7 @@ fn circuit_factor<C: Channel>(
     if m.rows() != d || m.cols() != d {
         return Err(SecureError::violation(
             Role::KeyHolder,
-            Breach::WrongShape {
-                what: "an inverse",
-                got: (m.rows(), m.cols()),
-                expected: (d, d),
-            },
+            Breach::wrong_shape("an inverse", (m.rows(), m.cols()), (d, d)),
         ));
     }
     // Unmask column by column; the result is a fixed-point word, below 2^(width - 1).

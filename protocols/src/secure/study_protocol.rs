@@ -17,7 +17,7 @@ use privlogit_circuits::fixed_format::FixedFormat;
 use sha2::{Digest, Sha256};
 
 use super::aggregator::{
-    AggregatorStats, Protocol, Reveal, Revealed, SecureAggregation, SetupState,
+    AggregatorSetup, AggregatorStats, Protocol, Reveal, Revealed, SecureAggregation, SetupState,
 };
 use super::checkpoint::Checkpoint;
 use super::endorsement::{Endorsement, Endorser, KeyTrust};
@@ -155,11 +155,11 @@ impl StudyPlan {
         if self.options.stopping.max_iterations > MAX_ITERATIONS {
             return Err(SecureError::invalid_plan(
                 "max_iterations",
-                PlanReason::TooMany {
-                    what: "iterations",
-                    count: self.options.stopping.max_iterations as u64,
-                    limit: MAX_ITERATIONS as u64,
-                },
+                PlanReason::too_many(
+                    "iterations",
+                    self.options.stopping.max_iterations,
+                    MAX_ITERATIONS,
+                ),
             ));
         }
         if self.parties == 0 {
@@ -472,7 +472,7 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
             max_iterations,
         );
         let made = make_key(bits)?;
-        store.save(config.session, made.borrow(), &budget)?;
+        store.save(config.session, (made.borrow(), &budget))?;
         (Some(made), None, budget)
     } else {
         let (secret, budget) = store
@@ -499,7 +499,7 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
     wire::send(&mut channel, HANDSHAKE, Step::PublicKey, &payload)
         .map_err(io_at(Role::KeyHolder, "sending the public key"))?;
     let session = config.session;
-    let mut spent = |b: &DecryptionBudget| store.save(session, secret, b);
+    let mut spent = |b: &DecryptionBudget| store.save(session, (secret, b));
     keyholder::serve(channel, secret, &config, budget, &mut spent, share)
 }
 
@@ -833,6 +833,14 @@ fn connect_or_resume<C: Channel>(
     from: Option<&Checkpoint>,
     features: &[String],
 ) -> Result<(SecureAggregation<C>, Option<(Vec<f64>, Vec<f64>)>), StudyError> {
+    let start = AggregatorSetup {
+        nodes,
+        keyholder,
+        key: key.clone(),
+        config,
+        protocol: plan.protocol,
+        linear_algebra: plan.linear_algebra,
+    };
     Ok(match from {
         Some(f) => {
             let setup = SetupState {
@@ -841,27 +849,11 @@ fn connect_or_resume<C: Channel>(
                 standardization: f.standardization.clone(),
                 bound: f.bound.clone(),
             };
-            let aggregation = SecureAggregation::resume(
-                nodes,
-                keyholder,
-                key.clone(),
-                config,
-                plan.protocol,
-                plan.linear_algebra,
-                &setup,
-                features,
-            )?;
+            let aggregation = SecureAggregation::resume(start, &setup, features)?;
             (aggregation, f.standardization.clone())
         }
         None => {
-            let mut aggregation = SecureAggregation::connect(
-                nodes,
-                keyholder,
-                key.clone(),
-                config,
-                plan.protocol,
-                plan.linear_algebra,
-            )?;
+            let mut aggregation = SecureAggregation::connect(start)?;
             let standardization = if plan.standardize {
                 Some(aggregation.standardize(features)?)
             } else if plan.release.is_some() {

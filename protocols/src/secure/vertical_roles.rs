@@ -388,11 +388,7 @@ fn intersect<C: Channel>(nodes: &mut [C]) -> Result<(usize, Vec<usize>), StudyEr
     if rows > MAX_ROWS {
         return Err(SecureError::invalid_plan(
             "id",
-            PlanReason::TooMany {
-                what: "rows in the intersection",
-                count: rows as u64,
-                limit: MAX_ROWS as u64,
-            },
+            PlanReason::too_many("rows in the intersection", rows, MAX_ROWS),
         )
         .into());
     }

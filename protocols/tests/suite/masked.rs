@@ -15,7 +15,7 @@ use privlogit_protocols::secure::masked::dealt;
 use privlogit_protocols::secure::masked::matrix::IntMatrix;
 use privlogit_protocols::secure::masked::packed::PackedMatrix;
 use privlogit_protocols::secure::masked::pair::{self, KeyholderEnd};
-use privlogit_protocols::secure::masked::{MaskedEngine, Shared};
+use privlogit_protocols::secure::masked::{MaskedEngine, ProductKind, Shared};
 use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -75,7 +75,7 @@ proptest! {
         let ((xs, ys, z), _, keyholder) = pair::run(secret(), FRAC, false, |e, gc| {
             let mut xs = e.share(gc, &ex, bound)?;
             let mut ys = e.share(gc, &ey, bound)?;
-            let z = e.product(gc, &mut xs, &mut ys, product_bound)?;
+            let z = e.product(gc, &mut xs, &mut ys, product_bound, ProductKind::Truncated)?;
             Ok((xs, ys, z))
         }).expect("runs");
         prop_assert_eq!(reveal(&xs, &keyholder), x.clone());
@@ -271,7 +271,7 @@ fn held_weights_times_a_shared_column_is_exact() {
             }
             let mut column = e.share(gc, &enc, 56)?;
             let mut row = e.held(gc, &w, 46)?;
-            let dot = e.product_exact(gc, &mut row, &mut column, 56 + 46 + 3)?;
+            let dot = e.product(gc, &mut row, &mut column, 56 + 46 + 3, ProductKind::Exact)?;
             let encrypted = e.encrypted(gc, &dot, Packing::unpacked(key))?;
             Ok((row, dot, encrypted))
         })
@@ -300,7 +300,7 @@ fn dealt_product_without_a_seed_is_refused() {
         // A dealer the key holder has no seed for: the engine asks, the key holder refuses.
         let dealer = dealt::LocalDealer::new(dealt::fresh_seed(), dealt::fresh_seed());
         e.set_dealer_for_tests(dealt::fresh_seed(), Box::new(dealer));
-        e.product(gc, &mut a, &mut b, 20)
+        e.product(gc, &mut a, &mut b, 20, ProductKind::Truncated)
     })
     .expect_err("refused");
     assert!(
@@ -440,7 +440,7 @@ fn a_value_far_past_its_bound_is_refused() {
     let error = pair::run(secret(), FRAC, false, |e: &mut MaskedEngine, gc| {
         let mut xs = e.share(gc, &enc, 10)?;
         let mut ys = e.share(gc, &enc, 70)?;
-        e.product(gc, &mut xs, &mut ys, 100)
+        e.product(gc, &mut xs, &mut ys, 100, ProductKind::Truncated)
     })
     .expect_err("refused");
     assert!(matches!(error, SecureError::Range(_)), "{error}");

@@ -10,7 +10,7 @@
 //!   practice: the ceiling).
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis, concatenate};
-use rand::Rng;
+use rand::CryptoRng;
 
 use super::dpiw::{self, ImportanceWeights};
 use super::mixture::{self, HypothesisWeights};
@@ -56,11 +56,11 @@ pub struct Settings {
 
 /// Steps 1-2 at one source: eps-DP for its labelled rows and, separately, for its unlabelled
 /// rows (Theorem 4.3.1: disjoint rows, no composition), so each source is charged epsilon once.
-pub fn publish<R: Rng + ?Sized>(
+pub fn publish(
     source: &Source,
     public: ArrayView2<'_, f64>,
     settings: &Settings,
-    rng: &mut R,
+    rng: &mut dyn CryptoRng,
 ) -> Result<Published, DpError> {
     let privacy = settings.epsilon.map_or(Privacy::Off, Privacy::Epsilon);
     let model = crate::dp::output_perturbation::fit(

@@ -63,11 +63,11 @@ impl AskedDecryption {
         if values.rows() != 1 || values.cols() != len {
             return Err(SecureError::violation(
                 Role::KeyHolder,
-                Breach::WrongLength {
-                    what: "the key holder's answer to a decryption",
-                    got: (values.rows() * values.cols()) as u64,
-                    expected: len as u64,
-                },
+                Breach::wrong_length(
+                    "the key holder's answer to a decryption",
+                    values.rows() * values.cols(),
+                    len,
+                ),
             ));
         }
         let bound = BigInt::from_biguint(Sign::Plus, self.bound);

@@ -7,7 +7,7 @@
 //! rows labelled 1 (the null model's deviance is a function of it), each in one masked
 //! product the key holder cannot read.
 
-use crate::secure::Inconsistency;
+use crate::secure::{Inconsistency, MatrixShapes};
 use ndarray::{Array1, Array2};
 use num_bigint::{BigInt, BigUint};
 use privlogit_circuits::channel::Channel;
@@ -19,7 +19,7 @@ use crate::penalty::Penalty;
 use crate::secure::masked::Shared;
 use crate::secure::masked::block_spd;
 use crate::secure::masked::cross::Zeros;
-use crate::secure::masked::engine::{MaskedEngine, to_f64};
+use crate::secure::masked::engine::{MaskedEngine, ProductKind, to_f64};
 use crate::secure::masked::matrix::IntMatrix;
 use crate::secure::masked::packed::PackedMatrix;
 use crate::secure::ranking::{MAX_RANKED_ROWS, NodeShares, auc as ranking_auc, rank_circuit};
@@ -220,11 +220,7 @@ impl<C: Channel> SecureAggregation<C> {
         if total > MAX_RANKED_ROWS {
             return Err(SecureError::invalid_plan(
                 "test_party",
-                PlanReason::TooMany {
-                    what: "held-out rows to rank",
-                    count: total as u64,
-                    limit: MAX_RANKED_ROWS as u64,
-                },
+                PlanReason::too_many("held-out rows to rank", total, MAX_RANKED_ROWS),
             ));
         }
         let mut w = crate::secure::wire::Writer::new().u64(shares.len() as u64);
@@ -494,11 +490,13 @@ fn quadratic_form<C: Channel>(
 ) -> Result<f64, SecureError> {
     let d = u.len();
     if m.rows() != d || m.cols() != d {
-        return Err(SecureError::inconsistent(Inconsistency::Shape {
-            what: "the matrix of a quadratic form",
-            got: (m.rows(), m.cols()),
-            expected: (d, d),
-        }));
+        return Err(SecureError::inconsistent(Inconsistency::Shape(
+            MatrixShapes {
+                what: "the matrix of a quadratic form",
+                got: (m.rows(), m.cols()),
+                expected: (d, d),
+            },
+        )));
     }
     let values = u
         .iter()
@@ -510,7 +508,7 @@ fn quadratic_form<C: Channel>(
     let mut column = engine.held(gc, &IntMatrix::from_vec(d, 1, values), bits)?;
     let mut m = m.clone();
     let bound = bits + m.bound() + crate::secure::bits_for(d as u64);
-    let mut um = engine.product_exact(gc, &mut row, &mut m, bound)?;
+    let mut um = engine.product(gc, &mut row, &mut m, bound, ProductKind::Exact)?;
     // u^T M at twice the fractional bits, times u at `frac`, floored by 2^frac: 2 frac.
     let value = engine.product_revealed(gc, &mut um, &mut column)?;
     engine.release(gc, &[&row, &column, &um])?;

@@ -10,7 +10,7 @@ use ndarray::Array1;
 use num_bigint::BigInt;
 use privlogit_circuits::channel::Channel;
 
-use super::{Protocol, SecureAggregation};
+use super::{AggregatorSetup, Protocol, SecureAggregation};
 use crate::paillier::{EncryptedVector, PublicKey};
 use crate::secure::solver::LinearAlgebra;
 use crate::secure::vertical_rounds::{self as v, CircuitSide, KeyholderPart, Layout, send_ring};
@@ -51,14 +51,14 @@ impl<C: Channel> SecureAggregation<C> {
         layout: &Layout,
         parts: Vec<KeyholderPart>,
     ) -> Result<Self, SecureError> {
-        let mut me = Self::base(
-            Vec::new(),
+        let mut me = Self::base(AggregatorSetup {
+            nodes: Vec::new(),
             keyholder,
             key,
             config,
-            Protocol::Hessian,
+            protocol: Protocol::Hessian,
             linear_algebra,
-        )?;
+        })?;
         me.rows = shares.rows();
         let seeds: Vec<EncryptedVector> = parts.iter().map(|p| p.seed.clone()).collect();
         let payload = layout.write(&seeds, &me.key);
@@ -256,11 +256,7 @@ impl<C: Channel> SecureAggregation<C> {
         if theirs.len() != own.len() {
             return Err(SecureError::violation(
                 Role::KeyHolder,
-                Breach::WrongLength {
-                    what: "vertical shares",
-                    got: theirs.len() as u64,
-                    expected: own.len() as u64,
-                },
+                Breach::wrong_length("vertical shares", theirs.len(), own.len()),
             ));
         }
         if theirs.scale() != scale {

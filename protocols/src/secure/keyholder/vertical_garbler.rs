@@ -33,6 +33,19 @@ fn channel<C: Channel, R: CryptoRng>(party: &mut KeyholderGc<C, R>) -> Result<&m
         .map_err(|e| SecureError::io(Role::KeyHolder, "a vertical request", e))
 }
 
+/// What the key holder serves a vertical request with: its end of the circuits, its key, the
+/// study's numbers and its encryption noise.
+pub struct Serving<'a, C: Channel, R: CryptoRng> {
+    /// Its end of the circuits (and the channel).
+    pub party: &'a mut KeyholderGc<C, R>,
+    /// The study's key.
+    pub secret: &'a SecretKey,
+    /// The study's public numbers.
+    pub config: &'a SecureConfig,
+    /// Encryption noise.
+    pub noise: &'a DjnNoise,
+}
+
 impl KeyholderVertical {
     /// Reads the setup: decrypts each party's seed, receives its opened columns.
     pub fn setup<C: Channel, R: CryptoRng>(
@@ -81,10 +94,7 @@ impl KeyholderVertical {
     pub fn bound<C: Channel, R: CryptoRng>(
         &mut self,
         payload: &[u8],
-        party: &mut KeyholderGc<C, R>,
-        secret: &SecretKey,
-        config: &SecureConfig,
-        noise: &DjnNoise,
+        at: Serving<'_, C, R>,
     ) -> Result<(), SecureError> {
         if !payload.is_empty() || std::mem::replace(&mut self.bound_formed, true) {
             return Err(SecureError::violation(
@@ -99,8 +109,8 @@ impl KeyholderVertical {
         let mut blocks = Vec::with_capacity(self.columns.len());
         for k in 0..self.columns.len() {
             let e = v::open(
-                channel(party)?,
-                config.session,
+                channel(at.party)?,
+                at.config.session,
                 self.shares.bound_opening(k),
                 Side::KeyHolder,
                 "a bound opening",
@@ -108,14 +118,14 @@ impl KeyholderVertical {
             blocks.push(self.shares.bound_block(k, &e));
         }
         let lower = v::lower_triangle(&blocks, &self.columns, p);
-        let ints = v::bound_shares(&lower, Side::KeyHolder, rows, config.frac);
-        let encrypted = v::encrypt_shares(secret.public_key(), &ints, config.frac, noise)?;
+        let ints = v::bound_shares(&lower, Side::KeyHolder, rows, at.config.frac);
+        let encrypted = v::encrypt_shares(at.secret.public_key(), &ints, at.config.frac, at.noise)?;
         let payload = Writer::new()
-            .bytes(&encrypted.to_bytes(secret.public_key()))
+            .bytes(&encrypted.to_bytes(at.secret.public_key()))
             .finish();
         wire::send(
-            channel(party)?,
-            config.session,
+            channel(at.party)?,
+            at.config.session,
             Step::VerticalShares,
             &payload,
         )
@@ -127,10 +137,7 @@ impl KeyholderVertical {
     pub fn round<C: Channel, R: CryptoRng>(
         &mut self,
         payload: &[u8],
-        party: &mut KeyholderGc<C, R>,
-        secret: &SecretKey,
-        config: &SecureConfig,
-        noise: &DjnNoise,
+        at: Serving<'_, C, R>,
     ) -> Result<(), SecureError> {
         let io = |e| SecureError::io(Role::KeyHolder, "a vertical round", e);
         let mut r = Reader::new(payload);
@@ -148,25 +155,25 @@ impl KeyholderVertical {
                 },
             ));
         }
-        if beta.len() != config.dimension {
+        if beta.len() != at.config.dimension {
             return Err(SecureError::violation(
                 Role::Aggregator,
-                Breach::WrongLength {
-                    what: "a vertical round's coefficients",
-                    got: beta.len() as u64,
-                    expected: config.dimension as u64,
-                },
+                Breach::wrong_length(
+                    "a vertical round's coefficients",
+                    beta.len(),
+                    at.config.dimension,
+                ),
             ));
         }
         self.next_round += 1;
         let rows = self.shares.rows();
         let fixed = v::fixed_beta(&beta)?;
         let words = v::circuit_words(&self.shares.linear_predictor(&fixed));
-        let masks = RoundMasks::draw(rows, newton, &mut party.rng);
+        let masks = RoundMasks::draw(rows, newton, &mut at.party.rng);
         let shares = &self.shares;
         let labels = |i: usize| shares.label(i);
         v::logistic_round(
-            party,
+            at.party,
             rows,
             Some((
                 CircuitSide {
@@ -180,11 +187,11 @@ impl KeyholderVertical {
         )
         .map_err(|e| SecureError::io(Role::KeyHolder, "the logistic circuit", e))?;
         let (residual, weights, objective) = masks.shares();
-        let mut gradient = vec![0u128; config.dimension];
+        let mut gradient = vec![0u128; at.config.dimension];
         for (k, columns) in self.columns.iter().enumerate() {
             let e = v::open(
-                channel(party)?,
-                config.session,
+                channel(at.party)?,
+                at.config.session,
                 self.shares.gradient_opening(k, round, &residual),
                 Side::KeyHolder,
                 "a gradient opening",
@@ -200,31 +207,31 @@ impl KeyholderVertical {
             })?;
             gradient[columns.clone()].copy_from_slice(&block);
         }
-        let key = secret.public_key();
-        let g = v::gradient_shares(&gradient, Side::KeyHolder, rows, config.frac);
-        let l = v::objective_share(&objective, rows, config.frac);
-        let g = v::encrypt_shares(key, &g, config.frac, noise)?;
-        let l = v::encrypt_shares(key, &[l], 2 * config.frac, noise)?;
+        let key = at.secret.public_key();
+        let g = v::gradient_shares(&gradient, Side::KeyHolder, rows, at.config.frac);
+        let l = v::objective_share(&objective, rows, at.config.frac);
+        let g = v::encrypt_shares(key, &g, at.config.frac, at.noise)?;
+        let l = v::encrypt_shares(key, &[l], 2 * at.config.frac, at.noise)?;
         let mut payload = Writer::new()
             .bytes(&g.to_bytes(key))
             .bytes(&l.to_bytes(key));
         if newton {
             let lower = v::information(
-                channel(party)?,
-                config.session,
+                channel(at.party)?,
+                at.config.session,
                 &self.shares,
                 round,
                 &weights,
                 Side::KeyHolder,
             )?;
-            let h = v::information_shares(&lower, Side::KeyHolder, rows, config.frac);
-            let h = v::encrypt_shares(key, &h, config.frac, noise)?;
+            let h = v::information_shares(&lower, Side::KeyHolder, rows, at.config.frac);
+            let h = v::encrypt_shares(key, &h, at.config.frac, at.noise)?;
             payload = payload.bytes(&h.to_bytes(key));
         }
         let payload = payload.finish();
         wire::send(
-            channel(party)?,
-            config.session,
+            channel(at.party)?,
+            at.config.session,
             Step::VerticalShares,
             &payload,
         )

@@ -19,12 +19,12 @@
 //! 2` (checked in its circuit): a pivot below that means the matrix is not positive definite at
 //! working precision, and the run stops with a named error instead of leaving the bounds.
 
-use crate::secure::Inconsistency;
+use crate::secure::{Inconsistency, MatrixShapes};
 use num_bigint::BigInt;
 use privlogit_circuits::channel::Channel;
 
 use super::cross::Zeros;
-use super::engine::{MaskedEngine, Shared, bound_bits, to_integer};
+use super::engine::{MaskedEngine, ProductKind, Shared, bound_bits, to_integer};
 use super::msgs::LeafKind;
 use crate::secure::gc::AggregatorGc;
 use crate::secure::{PlanReason, SecureError};
@@ -150,11 +150,13 @@ pub fn cholesky<C: Channel>(
 
 fn check_square(a: &Shared, bounds: &SpdBounds) -> Result<(), SecureError> {
     if a.rows() != a.cols() || a.rows() != bounds.dim {
-        return Err(SecureError::inconsistent(Inconsistency::Shape {
-            what: "the matrix of an SPD algorithm",
-            got: (a.rows(), a.cols()),
-            expected: (bounds.dim, bounds.dim),
-        }));
+        return Err(SecureError::inconsistent(Inconsistency::Shape(
+            MatrixShapes {
+                what: "the matrix of an SPD algorithm",
+                got: (a.rows(), a.cols()),
+                expected: (bounds.dim, bounds.dim),
+            },
+        )));
     }
     Ok(())
 }
@@ -215,15 +217,15 @@ fn inverse<C: Channel>(
     }
     let (n1, a11, mut a21, a22) = blocks(e, gc, a)?;
     let mut x = inverse(e, gc, &a11, bits, at)?;
-    let mut t = e.product(gc, &mut a21, &mut x, bits.gain)?;
+    let mut t = e.product(gc, &mut a21, &mut x, bits.gain, ProductKind::Truncated)?;
     let mut a12 = e.transpose(gc, &a21)?;
-    let p = e.symmetric_product(gc, &mut t, &mut a12, bits.entry)?;
+    let p = e.product(gc, &mut t, &mut a12, bits.entry, ProductKind::Symmetric)?;
     let s = e.combine(gc, &[(&a22, false), (&p, true)], bits.entry)?;
     e.release(gc, &[&a11, &a21, &a12, &a22, &p])?;
     let mut y = inverse(e, gc, &s, bits, at + n1)?;
-    let mut u = e.product(gc, &mut y, &mut t, bits.inverse)?;
+    let mut u = e.product(gc, &mut y, &mut t, bits.inverse, ProductKind::Truncated)?;
     let mut tt = e.transpose(gc, &t)?;
-    let q0 = e.symmetric_product(gc, &mut tt, &mut u, bits.inverse)?;
+    let q0 = e.product(gc, &mut tt, &mut u, bits.inverse, ProductKind::Symmetric)?;
     let q = e.combine(gc, &[(&x, false), (&q0, false)], bits.inverse)?;
     let minus_u = e.combine(gc, &[(&u, true)], bits.inverse)?;
     let out = e.assemble(
@@ -267,9 +269,9 @@ fn factor<C: Channel>(
     let mut m11 = m11.expect("asked for the inverse");
     let mut m11t = e.transpose(gc, &m11)?;
     // L21 = A21 L11^-T; S = A22 - L21 L21^T.
-    let mut l21 = e.product(gc, &mut a21, &mut m11t, bits.root)?;
+    let mut l21 = e.product(gc, &mut a21, &mut m11t, bits.root, ProductKind::Truncated)?;
     let mut l21t = e.transpose(gc, &l21)?;
-    let p = e.symmetric_product(gc, &mut l21, &mut l21t, bits.entry)?;
+    let p = e.product(gc, &mut l21, &mut l21t, bits.entry, ProductKind::Symmetric)?;
     let s = e.combine(gc, &[(&a22, false), (&p, true)], bits.entry)?;
     e.release(gc, &[&a11, &a21, &a22, &m11t, &l21t, &p])?;
     let (l22, m22) = factor(e, gc, &s, bits, with_inverse)?;
@@ -288,8 +290,14 @@ fn factor<C: Channel>(
     let m = match m22 {
         Some(mut m22) => {
             // L^-1 = [M11 0; -M22 L21 M11  M22], with L21 M11 = T.
-            let mut gain = e.product(gc, &mut l21, &mut m11, bits.gain)?;
-            let m21 = e.product(gc, &mut m22, &mut gain, bits.inverse_root)?;
+            let mut gain = e.product(gc, &mut l21, &mut m11, bits.gain, ProductKind::Truncated)?;
+            let m21 = e.product(
+                gc,
+                &mut m22,
+                &mut gain,
+                bits.inverse_root,
+                ProductKind::Truncated,
+            )?;
             let minus = e.combine(gc, &[(&m21, true)], bits.inverse_root)?;
             let m = e.assemble(
                 gc,

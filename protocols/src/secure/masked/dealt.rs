@@ -258,11 +258,7 @@ impl<C: Channel + Send> ChannelDealer<C> {
         if sealed.len() != 1 {
             return Err(SecureError::violation(
                 Role::Node,
-                Breach::WrongLength {
-                    what: "the dealer's sealed seed",
-                    got: sealed.len() as u64,
-                    expected: 1,
-                },
+                Breach::wrong_length("the dealer's sealed seed", sealed.len(), 1),
             ));
         }
         Ok((Self { channel, session }, Seed::new(seed), sealed))
@@ -326,11 +322,7 @@ impl<C: Channel + Send> Dealer for ChannelDealer<C> {
         {
             return Err(SecureError::violation(
                 Role::Node,
-                Breach::WrongShape {
-                    what: "a dealt correlation",
-                    got: (w.rows(), w.cols()),
-                    expected: (m, n),
-                },
+                Breach::wrong_shape("a dealt correlation", (w.rows(), w.cols()), (m, n)),
             ));
         }
         Ok((left, right))

@@ -40,7 +40,8 @@ use super::layout::{Layout, Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
 use super::msgs::{
-    DealtProductRequest, LeafKind, LeafRequest, Masked, ProductOut, ProductRequest, Request, Widths,
+    DealtProductRequest, Finish, LeafKind, LeafRequest, Masked, ProductOut, ProductRequest,
+    Request, Widths, Window,
 };
 use super::packed::{self, PackedMatrix};
 use super::wide;
@@ -504,7 +505,8 @@ impl MaskedEngine {
         (r0, c0): (usize, usize),
         (rows, cols): (usize, usize),
     ) -> Result<Shared, SecureError> {
-        if r0 + rows > x.rows || c0 + cols > x.cols || rows == 0 || cols == 0 {
+        let window = Window { r0, c0, rows, cols };
+        if !window.inside((x.rows, x.cols)) || rows == 0 || cols == 0 {
             return Err(SecureError::inconsistent(Inconsistency::Block {
                 shape: (rows, cols),
                 at: (r0, c0),
@@ -514,14 +516,11 @@ impl MaskedEngine {
         let id = self.issue(gc, |id| Request::Slice {
             id,
             from: x.id,
-            r0,
-            c0,
-            rows,
-            cols,
+            window,
         })?;
         // A diagonal block keeps a triangle's zeros; an off-diagonal one is dense below it.
         let zeros = if r0 == c0 { x.zeros } else { Zeros::None };
-        let masks = x.masks.slice(r0, c0, rows, cols);
+        let masks = window.of(&x.masks);
         Ok(Shared::new(id, (rows, cols), x.widths(), masks, zeros))
     }
 
@@ -775,16 +774,6 @@ impl MaskedEngine {
             packing,
             offset: 0,
         };
-        self.fetch(gc, x, want)
-    }
-
-    /// `Enc(x)` (or `Enc(x^T)`) packed by columns in `packing` from slot `offset`.
-    fn fetch<C: Channel>(
-        &mut self,
-        gc: &mut AggregatorGc<C>,
-        x: &Shared,
-        want: Want,
-    ) -> Result<PackedMatrix, SecureError> {
         self.ask_encryption(gc, x, want)?;
         self.take_encryption(gc, x, want)
     }
@@ -830,11 +819,11 @@ impl MaskedEngine {
         if (views.rows(), views.cols()) != (rows, cols) {
             return Err(SecureError::violation(
                 Role::KeyHolder,
-                Breach::WrongShape {
-                    what: "the key holder's encryption",
-                    got: (views.rows(), views.cols()),
-                    expected: (rows, cols),
-                },
+                Breach::wrong_shape(
+                    "the key holder's encryption",
+                    (views.rows(), views.cols()),
+                    (rows, cols),
+                ),
             ));
         }
         if (views.packing(), views.offset()) != (want.packing, want.offset) {
@@ -935,57 +924,26 @@ impl MaskedEngine {
             .collect()
     }
 
-    /// `floor(x y / 2^frac)` (or one less), as a new shared matrix whose entries the caller
-    /// knows to be below `2^bound`.
+    /// `x y` as `kind` says, as a new shared matrix whose entries the caller knows to be below
+    /// `2^bound`.
     pub fn product<C: Channel>(
         &mut self,
         gc: &mut AggregatorGc<C>,
         x: &mut Shared,
         y: &mut Shared,
         bound: u32,
+        kind: ProductKind,
     ) -> Result<Shared, SecureError> {
-        self.shared_product(gc, x, y, bound, Need::All, self.frac)
-    }
-
-    /// `x y` exactly, at twice the fractional bits (nothing dropped, so no rounding: a square
-    /// compared with a small threshold, a dot product compared with an objective's change), as
-    /// a new shared matrix whose entries the caller knows to be below `2^bound`.
-    pub fn product_exact<C: Channel>(
-        &mut self,
-        gc: &mut AggregatorGc<C>,
-        x: &mut Shared,
-        y: &mut Shared,
-        bound: u32,
-    ) -> Result<Shared, SecureError> {
-        self.shared_product(gc, x, y, bound, Need::All, 0)
-    }
-
-    /// [`Self::product`] for a product the caller knows to be symmetric (`A21 X A21^T`, `L21
-    /// L21^T`): only the lower triangle is computed, and mirrored.
-    pub fn symmetric_product<C: Channel>(
-        &mut self,
-        gc: &mut AggregatorGc<C>,
-        x: &mut Shared,
-        y: &mut Shared,
-        bound: u32,
-    ) -> Result<Shared, SecureError> {
-        if x.rows != y.cols {
-            return Err(SecureError::inconsistent(
-                "a symmetric product must be square",
-            ));
-        }
-        self.shared_product(gc, x, y, bound, Need::Lower, self.frac)
-    }
-
-    fn shared_product<C: Channel>(
-        &mut self,
-        gc: &mut AggregatorGc<C>,
-        x: &mut Shared,
-        y: &mut Shared,
-        bound: u32,
-        need: Need,
-        drop: u32,
-    ) -> Result<Shared, SecureError> {
+        let (need, drop) = match kind {
+            ProductKind::Truncated => (Need::All, self.frac),
+            ProductKind::Exact => (Need::All, 0),
+            ProductKind::Symmetric if x.rows != y.cols => {
+                return Err(SecureError::inconsistent(
+                    "a symmetric product must be square",
+                ));
+            }
+            ProductKind::Symmetric => (Need::Lower, self.frac),
+        };
         let (masks, out) = self.fresh_masks(x.rows, y.cols, bound);
         // A symmetric result gets a symmetric mask: the key holder mirrors its view.
         let masks = if need == Need::Lower {
@@ -1022,11 +980,11 @@ impl MaskedEngine {
         if values.rows() != x.rows || values.cols() != y.cols {
             return Err(SecureError::violation(
                 Role::KeyHolder,
-                Breach::WrongShape {
-                    what: "the key holder's revealed product",
-                    got: (values.rows(), values.cols()),
-                    expected: (x.rows, y.cols),
-                },
+                Breach::wrong_shape(
+                    "the key holder's revealed product",
+                    (values.rows(), values.cols()),
+                    (x.rows, y.cols),
+                ),
             ));
         }
         let exact = IntMatrix::combine(&[(&values, false), (&masks, true)], &BigInt::zero());
@@ -1109,33 +1067,23 @@ impl MaskedEngine {
         let rr = wide::product(&x_masks_t.transpose(), &y_masks);
         let m2 = m2t.transpose();
         let share = IntMatrix::combine(&[(&m1, false), (&m2, false), (&rr, true)], &BigInt::zero());
-        let (share, frac) = out.masked_share(&share);
-        self.stats.cross_seconds += start.elapsed().as_secs_f64();
-        self.stats.products += 1;
+        let finish = out.finish(id, need, &share);
         if self.audit.is_some() {
             self.record(left, &restrict(&m1, &left_layout));
             self.record(right, &restrict(&m2t, &right_layout));
-            let (Output::Kept(masks, widths, _) | Output::Revealed(masks, widths)) = out;
-            self.record(widths, masks);
         }
+        self.count_product(out, start);
         self.send(
             gc,
             &Request::Product(ProductRequest {
                 x: x.id,
                 y: y.id,
-                id,
                 shape: (m, k, n),
-                need,
-                frac,
                 left_cross,
                 left_widths: left,
                 right_cross,
                 right_widths: right,
-                share,
-                out: match out {
-                    Output::Kept(_, w, _) => ProductOut::Keep(w),
-                    Output::Revealed(_, w) => ProductOut::Reveal(w),
-                },
+                finish,
             }),
         )
     }
@@ -1189,11 +1137,11 @@ impl MaskedEngine {
                     } else {
                         Err(SecureError::violation(
                             Role::KeyHolder,
-                            Breach::WrongShape {
-                                what: "the key holder's dealt product",
-                                got: (v.rows(), v.cols()),
-                                expected: (rows, cols),
-                            },
+                            Breach::wrong_shape(
+                                "the key holder's dealt product",
+                                (v.rows(), v.cols()),
+                                (rows, cols),
+                            ),
                         ))
                     }
                 })
@@ -1227,26 +1175,17 @@ impl MaskedEngine {
             ],
             &BigInt::zero(),
         );
-        let (share, frac) = out.masked_share(&share);
+        let finish = out.finish(id, need, &share);
+        self.count_product(out, start);
+        self.send(gc, &Request::DealtShare(finish))
+    }
+
+    /// Counts a product (its share timed from `start`) and keeps its output's mask (auditing).
+    fn count_product(&mut self, out: Output<'_>, start: Instant) {
         self.stats.cross_seconds += start.elapsed().as_secs_f64();
         self.stats.products += 1;
-        if self.audit.is_some() {
-            let (Output::Kept(masks, widths, _) | Output::Revealed(masks, widths)) = out;
-            self.record(widths, masks);
-        }
-        self.send(
-            gc,
-            &Request::DealtShare {
-                id,
-                need,
-                frac,
-                share,
-                out: match out {
-                    Output::Kept(_, w, _) => ProductOut::Keep(w),
-                    Output::Revealed(_, w) => ProductOut::Reveal(w),
-                },
-            },
-        )
+        let (Output::Kept(masks, widths, _) | Output::Revealed(masks, widths)) = out;
+        self.record(widths, masks);
     }
 
     /// A non-linear step on the 1 x 1 `x` in a garbled circuit ([`super::leaf`]): the outputs,
@@ -1386,6 +1325,19 @@ impl MaskedEngine {
     }
 }
 
+/// What a masked product keeps of `x y`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProductKind {
+    /// `floor(x y / 2^frac)` (or one less).
+    Truncated,
+    /// `x y` exactly, at twice the fractional bits (nothing dropped, so no rounding: a square
+    /// compared with a small threshold, a dot product compared with an objective's change).
+    Exact,
+    /// [`ProductKind::Truncated`] of a product the caller knows to be symmetric (`A21 X
+    /// A21^T`, `L21 L21^T`): only the lower triangle is computed, and mirrored.
+    Symmetric,
+}
+
 /// Where a masked product goes.
 #[derive(Clone, Copy)]
 enum Output<'a> {
@@ -1397,22 +1349,31 @@ enum Output<'a> {
 }
 
 impl Output<'_> {
-    /// The aggregator's `share` as it goes to the key holder, with the fractional bits the key
-    /// holder drops from its own: truncated plus the new view's mask, or (revealed) whole plus
-    /// the reply's mask, the key holder then truncating nothing.
-    fn masked_share(&self, share: &IntMatrix) -> (IntMatrix, u32) {
-        match self {
-            Output::Kept(masks, _, drop) => (
+    /// The end of product `id` as it goes to the key holder: the aggregator's `share`
+    /// truncated plus the new view's mask, or (revealed) whole plus the reply's mask, the key
+    /// holder then truncating nothing.
+    fn finish(&self, id: u64, need: Need, share: &IntMatrix) -> Finish {
+        let (share, frac, out) = match *self {
+            Output::Kept(masks, widths, drop) => (
                 IntMatrix::combine(
-                    &[(&share.floor_shift(*drop), false), (masks, false)],
+                    &[(&share.floor_shift(drop), false), (masks, false)],
                     &BigInt::zero(),
                 ),
-                *drop,
+                drop,
+                ProductOut::Keep(widths),
             ),
-            Output::Revealed(masks, _) => (
+            Output::Revealed(masks, widths) => (
                 IntMatrix::combine(&[(share, false), (masks, false)], &BigInt::zero()),
                 0,
+                ProductOut::Reveal(widths),
             ),
+        };
+        Finish {
+            id,
+            need,
+            frac,
+            share,
+            out,
         }
     }
 }

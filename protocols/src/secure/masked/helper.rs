@@ -19,8 +19,8 @@ use super::layout::{Need, layout};
 use super::leaf::{self, LeafShape};
 use super::matrix::{IntMatrix, pow2};
 use super::msgs::{
-    BlockShape, DealtProductRequest, LeafRequest, Masked, ProductOut, ProductRequest, Request,
-    Widths,
+    BlockShape, DealtProductRequest, Finish, LeafRequest, Masked, ProductOut, ProductRequest,
+    Request, Widths,
 };
 use super::packed::{PackedMatrix, packing_of};
 use super::wide;
@@ -174,30 +174,28 @@ impl MaskedHelper {
         Ok(())
     }
 
-    /// A product's last step on either path: the key holder's (truncated) share plus the
-    /// aggregator's, mirrored when only the lower triangle was formed, kept as a view or sent
-    /// back.
-    #[allow(clippy::too_many_arguments)]
+    /// A product's last step on either path: the key holder's share `mine` (truncated here)
+    /// plus the aggregator's, mirrored when only the lower triangle was formed, kept as a view
+    /// or sent back.
     fn finish_product<C: Channel, R: CryptoRng>(
         &mut self,
         mine: &IntMatrix,
-        share: &IntMatrix,
-        id: u64,
-        need: Need,
-        out: ProductOut,
+        finish: Finish,
         party: &mut KeyholderGc<C, R>,
         session: u64,
     ) -> Result<(), SecureError> {
-        let mut value = IntMatrix::combine(&[(mine, false), (share, false)], &BigInt::zero());
-        if need != Need::All {
+        let mine = mine.floor_shift(finish.frac);
+        let mut value =
+            IntMatrix::combine(&[(&mine, false), (&finish.share, false)], &BigInt::zero());
+        if finish.need != Need::All {
             // Only the lower triangle was formed: mirror it.
             let n = value.cols();
             value = IntMatrix::from_fn(n, n, |i, j| value.get(i.max(j), i.min(j)).clone());
         }
-        match out {
+        match finish.out {
             ProductOut::Keep(widths) => {
                 self.check("a product", widths, &value)?;
-                self.insert(id, value)
+                self.insert(finish.id, value)
             }
             ProductOut::Reveal(widths) => {
                 self.check("a revealed product", widths, &value)?;
@@ -217,21 +215,14 @@ impl MaskedHelper {
     ) -> Result<(), SecureError> {
         match request {
             Request::View { id, widths, masked } => self.decrypt_view(id, widths, masked, secret),
-            Request::Slice {
-                id,
-                from,
-                r0,
-                c0,
-                rows,
-                cols,
-            } => {
+            Request::Slice { id, from, window } => {
                 let source = self.get(from)?;
-                if r0 + rows > source.rows() || c0 + cols > source.cols() {
+                if !window.inside((source.rows(), source.cols())) {
                     return Err(protocol(Breach::Malformed {
                         what: "a block outside its matrix",
                     }));
                 }
-                let block = source.slice(r0, c0, rows, cols);
+                let block = window.of(source);
                 self.insert(id, block)
             }
             Request::Transpose { id, from } => {
@@ -248,11 +239,11 @@ impl MaskedHelper {
                     .iter()
                     .find(|(v, _)| v.rows() != first.rows() || v.cols() != first.cols())
                 {
-                    return Err(protocol(Breach::WrongShape {
-                        what: "a combined view",
-                        got: (v.rows(), v.cols()),
-                        expected: (first.rows(), first.cols()),
-                    }));
+                    return Err(protocol(Breach::wrong_shape(
+                        "a combined view",
+                        (v.rows(), v.cols()),
+                        (first.rows(), first.cols()),
+                    )));
                 }
                 let combined = IntMatrix::combine(&views, &offset);
                 self.insert(id, combined)
@@ -267,11 +258,11 @@ impl MaskedHelper {
             Request::Trace { id, from } => {
                 let v = self.get(from)?;
                 if v.rows() != v.cols() {
-                    return Err(protocol(Breach::WrongShape {
-                        what: "a view to trace",
-                        got: (v.rows(), v.cols()),
-                        expected: (v.rows(), v.rows()),
-                    }));
+                    return Err(protocol(Breach::wrong_shape(
+                        "a view to trace",
+                        (v.rows(), v.cols()),
+                        (v.rows(), v.rows()),
+                    )));
                 }
                 let sum: BigInt = (0..v.rows()).map(|i| v.get(i, i)).sum();
                 self.insert(id, IntMatrix::from_vec(1, 1, vec![sum]))
@@ -299,13 +290,7 @@ impl MaskedHelper {
                 let payload = self.dealt_product(request)?;
                 reply(party, session, &payload)
             }
-            Request::DealtShare {
-                id,
-                need,
-                frac,
-                share,
-                out,
-            } => {
+            Request::DealtShare(finish) => {
                 let mine = self
                     .dealt
                     .as_mut()
@@ -315,15 +300,15 @@ impl MaskedHelper {
                             what: "a dealt share without its product",
                         })
                     })?;
+                let share = &finish.share;
                 if (share.rows(), share.cols()) != (mine.rows(), mine.cols())
-                    || (need != Need::All && mine.rows() != mine.cols())
+                    || (finish.need != Need::All && mine.rows() != mine.cols())
                 {
                     return Err(protocol(Breach::Malformed {
                         what: "a dealt share of the wrong shape",
                     }));
                 }
-                let mine = mine.floor_shift(frac);
-                self.finish_product(&mine, &share, id, need, out, party, session)
+                self.finish_product(&mine, finish, party, session)
             }
             Request::BlockLeaf { x, shape, output } => self.block_leaf(x, &shape, output, party),
             Request::Leaf(request) => self.leaf(request, party),
@@ -434,17 +419,14 @@ impl MaskedHelper {
         let ProductRequest {
             x,
             y,
-            id,
             shape: (m, k, n),
-            need,
-            frac,
             left_cross,
             left_widths,
             right_cross,
             right_widths,
-            share,
-            out,
+            finish,
         } = request;
+        let (need, share) = (finish.need, &finish.share);
 
         let (vx, vy) = (self.get(x)?, self.get(y)?);
         if (vx.rows(), vx.cols(), vy.rows(), vy.cols()) != (m, k, k, n)
@@ -476,9 +458,8 @@ impl MaskedHelper {
         let mine = IntMatrix::combine(
             &[(&product, false), (&d1, true), (&d2, true)],
             &BigInt::zero(),
-        )
-        .floor_shift(frac);
-        self.finish_product(&mine, &share, id, need, out, party, session)
+        );
+        self.finish_product(&mine, finish, party, session)
     }
 
     /// The dealer's seed, once.
@@ -582,11 +563,11 @@ impl MaskedHelper {
         let view = self.get(x)?;
         let k = shape.size;
         if view.rows() != k || view.cols() != k {
-            return Err(protocol(Breach::WrongShape {
-                what: "a block circuit's view",
-                got: (view.rows(), view.cols()),
-                expected: (k, k),
-            }));
+            return Err(protocol(Breach::wrong_shape(
+                "a block circuit's view",
+                (view.rows(), view.cols()),
+                (k, k),
+            )));
         }
         if shape.output.mask < shape.output.bound + SIGMA {
             return Err(protocol(Breach::NarrowMask {
@@ -639,11 +620,11 @@ impl MaskedHelper {
 
         let view = self.get(x)?;
         if view.rows() != 1 || view.cols() != 1 {
-            return Err(protocol(Breach::WrongShape {
-                what: "a pivot leaf",
-                got: (view.rows(), view.cols()),
-                expected: (1, 1),
-            }));
+            return Err(protocol(Breach::wrong_shape(
+                "a pivot leaf",
+                (view.rows(), view.cols()),
+                (1, 1),
+            )));
         }
         let v = view.get(0, 0).clone();
         if input.bound > input.mask || v.bits() > u64::from(input.mask) + 1 {

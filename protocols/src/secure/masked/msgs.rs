@@ -7,6 +7,7 @@
 //! declared ranges, so a bound that was wrong is a named error rather than a leak.
 
 use std::io;
+use std::ops::RangeInclusive;
 
 use num_bigint::BigInt;
 
@@ -84,20 +85,14 @@ pub enum Request {
         /// `Enc(X + R)`, re-randomised.
         masked: Masked,
     },
-    /// View `id` is the block of view `from` of `rows x cols` at `(r0, c0)`.
+    /// View `id` is the block `window` of view `from`.
     Slice {
         /// New view.
         id: u64,
         /// Source.
         from: u64,
-        /// Top row.
-        r0: usize,
-        /// Left column.
-        c0: usize,
-        /// Rows.
-        rows: usize,
-        /// Columns.
-        cols: usize,
+        /// The block.
+        window: Window,
     },
     /// View `id` is the transpose of view `from`.
     Transpose {
@@ -172,18 +167,7 @@ pub enum Request {
     DealtProduct(DealtProductRequest),
     /// The second half: the aggregator's share plus the output's mask (as in
     /// [`Request::Product`]); the key holder adds its own.
-    DealtShare {
-        /// New view of the truncated product (when not revealed).
-        id: u64,
-        /// All entries, or only the lower triangle of a product known to be symmetric.
-        need: Need,
-        /// Fractional bits dropped from the product.
-        frac: u32,
-        /// The aggregator's share plus the output's mask.
-        share: IntMatrix,
-        /// Where the product goes, and the widths of its mask.
-        out: ProductOut,
-    },
+    DealtShare(Finish),
     /// A non-linear step on the 1 x 1 view `x` in a garbled circuit: fails (one bit to the
     /// aggregator) unless `threshold <= x < 2^input.bound`; the outputs become views `outputs`.
     Leaf(LeafRequest),
@@ -199,6 +183,64 @@ pub enum Request {
     },
 }
 
+/// A block of a matrix: `rows x cols` at `(r0, c0)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Top row.
+    pub r0: usize,
+    /// Left column.
+    pub c0: usize,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+}
+
+impl Window {
+    /// Whether the block lies inside a matrix of `(rows, cols)`.
+    pub fn inside(&self, (rows, cols): (usize, usize)) -> bool {
+        self.r0 + self.rows <= rows && self.c0 + self.cols <= cols
+    }
+
+    /// The block of `m`.
+    pub fn of(&self, m: &IntMatrix) -> IntMatrix {
+        m.slice(self.r0, self.c0, self.rows, self.cols)
+    }
+
+    fn write(&self, w: Writer) -> Writer {
+        w.u64(self.r0 as u64)
+            .u64(self.c0 as u64)
+            .u64(self.rows as u64)
+            .u64(self.cols as u64)
+    }
+
+    fn read(r: &mut Reader<'_>) -> io::Result<Self> {
+        Ok(Window {
+            r0: offset(r.u64()?)?,
+            c0: offset(r.u64()?)?,
+            rows: side(r.u64()?)?,
+            cols: side(r.u64()?)?,
+        })
+    }
+}
+
+/// How a product ends, under Paillier or dealt correlations alike: the aggregator's share and
+/// where the sum goes.
+#[derive(Debug, Clone)]
+pub struct Finish {
+    /// New view of the truncated product (when not revealed).
+    pub id: u64,
+    /// All entries, or only the lower triangle of a product known to be symmetric.
+    pub need: Need,
+    /// Fractional bits dropped from the product.
+    pub frac: u32,
+    /// The aggregator's share plus the output's mask: truncated for a new view, whole
+    /// (with `frac` 0) for a product sent back.
+    pub share: IntMatrix,
+    /// Where the product goes, and the widths of its mask.
+    pub out: ProductOut,
+}
+
 /// The fields of [`Request::Product`].
 #[derive(Debug, Clone)]
 pub struct ProductRequest {
@@ -206,14 +248,8 @@ pub struct ProductRequest {
     pub x: u64,
     /// Right operand.
     pub y: u64,
-    /// New view of the truncated product (when not revealed).
-    pub id: u64,
     /// Rows of `x`, columns of `x` (rows of `y`), columns of `y`.
     pub shape: (usize, usize, usize),
-    /// All entries, or only the lower triangle of a product known to be symmetric.
-    pub need: Need,
-    /// Fractional bits dropped from the product.
-    pub frac: u32,
     /// `Enc(X R_y + M1)`, laid out by [`Request::layouts`].
     pub left_cross: CrossTerm,
     /// Its widths.
@@ -222,11 +258,8 @@ pub struct ProductRequest {
     pub right_cross: CrossTerm,
     /// Its widths.
     pub right_widths: Widths,
-    /// The aggregator's share plus the output's mask: truncated for a new view, whole
-    /// (with `frac` 0) for a product sent back.
-    pub share: IntMatrix,
-    /// Where the product goes, and the widths of its mask.
-    pub out: ProductOut,
+    /// The share and where the product goes.
+    pub finish: Finish,
 }
 
 /// The fields of [`Request::DealtProduct`].
@@ -406,22 +439,9 @@ impl Request {
                     Masked::Lower(d, v) => w.u64(*d as u64).bytes(&v.to_bytes(key)).finish(),
                 }
             }
-            Request::Slice {
-                id,
-                from,
-                r0,
-                c0,
-                rows,
-                cols,
-            } => w
-                .u64(SLICE)
-                .u64(*id)
-                .u64(*from)
-                .u64(*r0 as u64)
-                .u64(*c0 as u64)
-                .u64(*rows as u64)
-                .u64(*cols as u64)
-                .finish(),
+            Request::Slice { id, from, window } => {
+                window.write(w.u64(SLICE).u64(*id).u64(*from)).finish()
+            }
             Request::Transpose { id, from } => w.u64(TRANSPOSE).u64(*id).u64(*from).finish(),
             Request::Combine { id, terms, offset } => {
                 let mut w = w.u64(COMBINE).u64(*id).u64(terms.len() as u64);
@@ -476,19 +496,13 @@ impl Request {
             Request::Product(p) => p.write(key, w.u64(PRODUCT)).finish(),
             Request::DealerSeed { seed } => w.u64(DEALER_SEED).bytes(&seed.to_bytes(key)).finish(),
             Request::DealtProduct(p) => p.write(w.u64(DEALT_PRODUCT)).finish(),
-            Request::DealtShare {
-                id,
-                need,
-                frac,
-                share,
-                out,
-            } => {
+            Request::DealtShare(f) => {
                 let w = w
                     .u64(DEALT_SHARE)
-                    .u64(*id)
-                    .u64(need_code(*need))
-                    .u64(u64::from(*frac));
-                product_out(share.write(w), out).finish()
+                    .u64(f.id)
+                    .u64(need_code(f.need))
+                    .u64(u64::from(f.frac));
+                product_out(f.share.write(w), &f.out).finish()
             }
             Request::BlockLeaf { x, shape, output } => {
                 shape.write(w.u64(BLOCK_LEAF).u64(*x).u64(*output)).finish()
@@ -515,10 +529,7 @@ impl Request {
             SLICE => Request::Slice {
                 id: r.u64().map_err(format)?,
                 from: r.u64().map_err(format)?,
-                r0: offset(r.u64().map_err(format)?).map_err(format)?,
-                c0: offset(r.u64().map_err(format)?).map_err(format)?,
-                rows: side(r.u64().map_err(format)?).map_err(format)?,
-                cols: side(r.u64().map_err(format)?).map_err(format)?,
+                window: Window::read(r).map_err(format)?,
             },
             TRANSPOSE => Request::Transpose {
                 id: r.u64().map_err(format)?,
@@ -526,13 +537,7 @@ impl Request {
             },
             COMBINE => {
                 let id = r.u64().map_err(format)?;
-                let count = r.u64().map_err(format)?;
-                if count == 0 || count > 16 {
-                    return Err(PaillierError::Format(Malformed::Value {
-                        what: "terms in a combination",
-                        value: count,
-                    }));
-                }
+                let count = read_within(r, "terms in a combination", 1..=16)?;
                 let terms = (0..count)
                     .map(|_| Ok((r.u64()?, r.u64()? == 1)))
                     .collect::<io::Result<Vec<_>>>()
@@ -544,13 +549,7 @@ impl Request {
                 let id = r.u64().map_err(format)?;
                 let rows = side(r.u64().map_err(format)?).map_err(format)?;
                 let cols = side(r.u64().map_err(format)?).map_err(format)?;
-                let count = r.u64().map_err(format)?;
-                if count == 0 || count > 16 {
-                    return Err(PaillierError::Format(Malformed::Value {
-                        what: "blocks in an assembly",
-                        value: count,
-                    }));
-                }
+                let count = read_within(r, "blocks in an assembly", 1..=16)?;
                 let blocks = (0..count)
                     .map(|_| {
                         Ok((
@@ -579,13 +578,7 @@ impl Request {
                 cols: side(r.u64().map_err(format)?).map_err(format)?,
             },
             DROP => {
-                let count = r.u64().map_err(format)?;
-                if count > 1 << 20 {
-                    return Err(PaillierError::Format(Malformed::Value {
-                        what: "views dropped at once",
-                        value: count,
-                    }));
-                }
+                let count = read_within(r, "views dropped at once", 0..=1 << 20)?;
                 let ids = (0..count)
                     .map(|_| r.u64())
                     .collect::<io::Result<Vec<_>>>()
@@ -595,13 +588,7 @@ impl Request {
             ENCRYPT => {
                 let id = r.u64().map_err(format)?;
                 let transpose = r.u64().map_err(format)? == 1;
-                let slot_bits = r.u64().map_err(format)?;
-                if slot_bits < 2 || slot_bits > key.bits() {
-                    return Err(PaillierError::Format(Malformed::Value {
-                        what: "slot width (bits)",
-                        value: slot_bits,
-                    }));
-                }
+                let slot_bits = read_within(r, "slot width (bits)", 2..=key.bits())?;
                 let offset = offset(r.u64().map_err(format)?).map_err(format)?;
                 Request::Encrypt {
                     id,
@@ -630,13 +617,13 @@ impl Request {
                 let share =
                     IntMatrix::read(r, MAX_SIDE * MAX_SIDE, MAX_SHARE_BITS).map_err(format)?;
                 let out = read_product_out(r).map_err(format)?;
-                Request::DealtShare {
+                Request::DealtShare(Finish {
                     id,
                     need,
                     frac,
                     share,
                     out,
-                }
+                })
             }
             BLOCK_LEAF => {
                 let x = r.u64().map_err(format)?;
@@ -684,18 +671,19 @@ const MAX_SHARE_BITS: u64 = 2 * MAX_WIDTH as u64;
 impl ProductRequest {
     fn write(&self, key: &PublicKey, w: Writer) -> Writer {
         let (m, k, n) = self.shape;
+        let f = &self.finish;
         let w = w
             .u64(self.x)
             .u64(self.y)
-            .u64(self.id)
+            .u64(f.id)
             .u64(m as u64)
             .u64(k as u64)
             .u64(n as u64)
-            .u64(need_code(self.need))
-            .u64(u64::from(self.frac));
+            .u64(need_code(f.need))
+            .u64(u64::from(f.frac));
         let w = widths(self.left_cross.write(key, w), self.left_widths);
         let w = widths(self.right_cross.write(key, w), self.right_widths);
-        product_out(self.share.write(w), &self.out)
+        product_out(f.share.write(w), &f.out)
     }
 
     fn read(key: &PublicKey, r: &mut Reader<'_>) -> Result<Self, PaillierError> {
@@ -706,13 +694,7 @@ impl ProductRequest {
         let k = side(r.u64().map_err(format)?).map_err(format)?;
         let n = side(r.u64().map_err(format)?).map_err(format)?;
         let need = need_from(r.u64().map_err(format)?).map_err(format)?;
-        let frac = r.u64().map_err(format)?;
-        if frac > u64::from(MAX_WIDTH) {
-            return Err(PaillierError::Format(Malformed::Value {
-                what: "fractional bits",
-                value: frac,
-            }));
-        }
+        let frac = read_within(r, "fractional bits", 0..=u64::from(MAX_WIDTH))?;
         let (left_need, right_need) = Request::needs(need);
         let left_cross = CrossTerm::read(key, r, |s| layout(m, n, s, left_need).blocks.len())?;
         let left_widths = read_widths(r).map_err(format)?;
@@ -723,16 +705,18 @@ impl ProductRequest {
         Ok(ProductRequest {
             x,
             y,
-            id,
             shape: (m, k, n),
-            need,
-            frac: frac as u32,
             left_cross,
             left_widths,
             right_cross,
             right_widths,
-            share,
-            out,
+            finish: Finish {
+                id,
+                need,
+                frac: frac as u32,
+                share,
+                out,
+            },
         })
     }
 }
@@ -799,20 +783,9 @@ impl LeafRequest {
         let x = r.u64().map_err(format)?;
         let input = read_widths(r).map_err(format)?;
         let threshold = read_int(r).map_err(format)?;
-        let frac = r.u64().map_err(format)?;
-        if frac > u64::from(MAX_WIDTH) / 4 {
-            return Err(PaillierError::Format(Malformed::Value {
-                what: "fractional bits",
-                value: frac,
-            }));
-        }
-        let count = r.u64().map_err(format)?;
-        if count != kind.outputs() as u64 {
-            return Err(PaillierError::Format(Malformed::Value {
-                what: "leaf outputs",
-                value: count,
-            }));
-        }
+        let frac = read_within(r, "fractional bits", 0..=u64::from(MAX_WIDTH) / 4)?;
+        let outputs = kind.outputs() as u64;
+        let count = read_within(r, "leaf outputs", outputs..=outputs)?;
         let outputs = (0..count)
             .map(|_| Ok((r.u64()?, read_widths(r)?)))
             .collect::<io::Result<Vec<_>>>()
@@ -825,6 +798,20 @@ impl LeafRequest {
             frac: frac as u32,
             outputs,
         })
+    }
+}
+
+/// The next number, refused by name unless within `range`.
+fn read_within(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    range: RangeInclusive<u64>,
+) -> Result<u64, PaillierError> {
+    let value = r.u64().map_err(format)?;
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(PaillierError::Format(Malformed::Value { what, value }))
     }
 }
 

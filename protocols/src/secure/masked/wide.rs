@@ -56,9 +56,9 @@ fn dot_i128(a: &[i128], b: &[i128]) -> BigInt {
     for (&x, &y) in a.iter().zip(b) {
         let (hi, lo) = mul_u128(x.unsigned_abs(), y.unsigned_abs());
         if (x < 0) != (y < 0) {
-            sub_256(&mut acc, hi, lo);
+            apply_256(&mut acc, hi, lo, u64::overflowing_sub);
         } else {
-            add_256(&mut acc, hi, lo);
+            apply_256(&mut acc, hi, lo, u64::overflowing_add);
         }
     }
     let negative = acc[4] >> 63 == 1;
@@ -93,7 +93,10 @@ fn mul_u128(a: u128, b: u128) -> (u128, u128) {
     (hi, lo)
 }
 
-fn add_256(acc: &mut [u64; 5], hi: u128, lo: u128) {
+/// Adds `hi:lo` to the accumulator (`op`: `u64::overflowing_add`) or subtracts it
+/// (`u64::overflowing_sub`), carrying or borrowing across the limbs.
+#[inline(always)]
+fn apply_256(acc: &mut [u64; 5], hi: u128, lo: u128, op: fn(u64, u64) -> (u64, bool)) {
     let parts = [
         lo as u64,
         (lo >> 64) as u64,
@@ -103,27 +106,10 @@ fn add_256(acc: &mut [u64; 5], hi: u128, lo: u128) {
     ];
     let mut carry = false;
     for (limb, part) in acc.iter_mut().zip(parts) {
-        let (v, c1) = limb.overflowing_add(part);
-        let (v, c2) = v.overflowing_add(u64::from(carry));
+        let (v, c1) = op(*limb, part);
+        let (v, c2) = op(v, u64::from(carry));
         *limb = v;
         carry = c1 || c2;
-    }
-}
-
-fn sub_256(acc: &mut [u64; 5], hi: u128, lo: u128) {
-    let parts = [
-        lo as u64,
-        (lo >> 64) as u64,
-        hi as u64,
-        (hi >> 64) as u64,
-        0,
-    ];
-    let mut borrow = false;
-    for (limb, part) in acc.iter_mut().zip(parts) {
-        let (v, b1) = limb.overflowing_sub(part);
-        let (v, b2) = v.overflowing_sub(u64::from(borrow));
-        *limb = v;
-        borrow = b1 || b2;
     }
 }
 
