@@ -118,7 +118,7 @@ impl FitReport {
         match self.status {
             Status::Diverged(reason) => {
                 let hint = match reason {
-                    crate::DivergenceReason::HessianNotPositiveDefinite => "",
+                    DivergenceReason::HessianNotPositiveDefinite => "",
                     _ => "; PrivLogit converges from any start",
                 };
                 Some(format!(
