@@ -23,13 +23,12 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use privlogit_circuits::channel::ChunkChannel;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::runtime::Runtime;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 pub use identity::{Fingerprint, Identity};
@@ -38,25 +37,12 @@ pub use roster::{Member, Role, Roster};
 pub use transport_error::TransportError;
 
 use link::{
-    Admission, Kind, LinkPipe as Pipe, MAX_CONTROL, read_record, stopped, truncated, write_record,
+    Admission, Kind, LinkPipe as Pipe, MAX_CONTROL, read_record, runtime, stopped, truncated,
+    write_record,
 };
 
 /// One end of a connection to another party.
 pub type Link = ChunkChannel<LinkPipe>;
-
-/// The runtime every connection's tasks run on (one worker: it only moves bytes).
-fn runtime() -> &'static Runtime {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("privlogit-net")
-            .enable_io()
-            .enable_time()
-            .build()
-            .expect("the network runtime starts")
-    })
-}
 
 /// How a party's connections are protected.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@ Rust accountant's): composition, amplification by sampling, and RDP and zCDP of 
 mechanisms. Every call returns the guarantee; none changes a ledger."""
 from __future__ import annotations
 
-from . import _native
+import privlogit._native as _native
 
 __all__ = ["basic_composition", "advanced_composition", "amplified", "gaussian_rdp", "gaussian_zcdp"]
 

@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from . import _native
+import privlogit._native as _native
 from ._native import DataError, PrivlogitError
 
 __all__ = ["partitions", "sums", "SparkPartitions", "DaskPartitions"]
@@ -160,7 +160,7 @@ class SparkPartitions(_Partitions):
             import pyarrow as pa
             from pyspark import TaskContext
 
-            from privlogit import _native
+            import privlogit._native as _native
 
             part = TaskContext.get().partitionId()
             x, y = _arrow_rows(list(batches), len(names))
@@ -241,7 +241,7 @@ class DaskPartitions(_Partitions):
 
 
 def _dask_answer(request, offset, frame, names, label, source):
-    from privlogit import _native
+    import privlogit._native as _native
 
     columns = [np.ascontiguousarray(frame[c].to_numpy(dtype=np.float64, na_value=np.nan)) for c in names]
     y = np.ascontiguousarray(frame[label].to_numpy(dtype=np.float64, na_value=np.nan))

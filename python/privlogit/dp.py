@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from . import _native
+import privlogit._native as _native
 
 __all__ = [
     "Model", "Ledger", "fit", "plr", "output_perturbation", "pst_s", "pst_f", "plr_fs",
@@ -44,6 +44,44 @@ def _vector(a, what):
     if arr.ndim != 1:
         raise _native.PrivlogitError(f"{what}: expected a 1-D array, got {arr.ndim} dimensions")
     return arr
+
+
+# A DataFrame's columns by name, for a DP model here and for `privlogit.predict_proba` (kept
+# in this module since a DP model is one of the models it reads).
+_INTERCEPT = "intercept"
+
+
+def _features_of(model):
+    """The feature names a model reads, in order (a DP model read from a file knows them)."""
+    if isinstance(model, Model):
+        return model.features
+    return [n for n in model["names"] if n != _INTERCEPT]
+
+
+def _rows(model, X):
+    """`X` as float64 rows in the model's column order: a pandas DataFrame's columns are taken
+    by name (reordered as the model reads them; a missing or an extra column is refused by
+    name), as `privlogit predict` takes a file's; other arrays must already be in that order."""
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        features = _features_of(model)
+        if features is None:
+            raise _native.PrivlogitError("X: this model does not know its features' names; pass an array in its column order")
+        columns = [str(c) for c in X.columns]
+        missing = [f for f in features if f not in columns]
+        extra = [c for c in columns if c not in features]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing {', '.join(missing)}")
+            if extra:
+                parts.append(f"not features of the model: {', '.join(extra)}")
+            raise _native.PrivlogitError(f"X: the columns do not match the model's features ({'; '.join(parts)}); "
+                                         f"the model reads {', '.join(features)}")
+        try:
+            X = X[[X.columns[columns.index(f)] for f in features]].to_numpy(dtype=np.float64)
+        except (TypeError, ValueError) as bad:
+            raise _native.DataError(f"X: a column is not numeric ({bad})") from None
+    return _matrix(X, "X")
 
 
 class Ledger:
@@ -102,7 +140,6 @@ class Model:
 
     def predict_proba(self, X):
         if self.features is not None and hasattr(X, "columns"):
-            from . import _rows  # a DataFrame's columns by name, as privlogit.predict_proba
             X = _rows(self, X)
         return np.asarray(self._native.predict_proba(_matrix(X, "X")))
 
@@ -213,7 +250,6 @@ class DeepModel:
 
     def predict_proba(self, X):
         if self.features is not None and hasattr(X, "columns"):
-            from . import _rows  # a DataFrame's columns by name, as privlogit.predict_proba
             X = _rows(self, X)
         return np.asarray(self._native.predict_proba(_matrix(X, "X")))
 

@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import fit as _fit
+from ._fit_and_study import fit as _fit
 
 
 class PrivLogitRegression(ClassifierMixin, BaseEstimator):

@@ -16,127 +16,24 @@
 //! with its key, a data set changed in more than half of its rows, the same people in another
 //! ledger.
 
+mod epsilon;
+mod ledger_error;
 pub mod print;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::RngExt as _;
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
 /// The ledger format's name, first in the file.
 const FORMAT: &str = "privlogit privacy ledger v4";
 
+pub use epsilon::Epsilon;
+pub use ledger_error::LedgerError;
 pub use print::{DataPrint, LedgerKey};
-
-/// An amount of epsilon in whole micro-epsilons (1e-6), exact under addition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct Epsilon(u64);
-
-/// How a decimal finer than a micro-epsilon is rounded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Round {
-    /// Charges: never under-count what a fit spent.
-    Up,
-    /// Totals: never allow more than was set.
-    Down,
-}
-
-impl Epsilon {
-    /// Micro-epsilons in one epsilon.
-    const SCALE: u64 = 1_000_000;
-    /// The largest amount kept (about 1.8e13 epsilon, far past any meaningful budget).
-    const MAX: Epsilon = Epsilon(u64::MAX);
-
-    /// Whole micro-epsilons.
-    pub fn micros(self) -> u64 {
-        self.0
-    }
-
-    /// A charge: `value` rounded up to a micro-epsilon. Exact for every decimal with at most
-    /// six places (the value is read through its shortest decimal form, so `0.1` is 100,000
-    /// micro-epsilons, not the binary fraction just above it).
-    pub fn charge(value: f64) -> Option<Epsilon> {
-        Self::from_f64(value, Round::Up)
-    }
-
-    /// A total: `value` rounded down to a micro-epsilon; `None` unless it is positive after
-    /// rounding.
-    pub fn total(value: f64) -> Option<Epsilon> {
-        Self::from_f64(value, Round::Down).filter(|e| e.0 > 0)
-    }
-
-    fn from_f64(value: f64, round: Round) -> Option<Epsilon> {
-        if !(value.is_finite() && value >= 0.0) {
-            return None;
-        }
-        // Rust prints an f64 in its shortest round-trip decimal form, never in exponent form.
-        Self::parse(&format!("{value}"), round)
-    }
-
-    fn parse(text: &str, round: Round) -> Option<Epsilon> {
-        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-        if whole.is_empty() && fraction.is_empty()
-            || !whole
-                .bytes()
-                .chain(fraction.bytes())
-                .all(|b| b.is_ascii_digit())
-        {
-            return None;
-        }
-        let whole: u64 = if whole.is_empty() {
-            0
-        } else {
-            whole.parse().ok()?
-        };
-        let (kept, rest) = fraction.split_at(fraction.len().min(6));
-        let kept: u64 = format!("{kept:0<6}").parse().ok()?;
-        let finer = rest.bytes().any(|b| b != b'0');
-        let micros = whole.checked_mul(Self::SCALE)?.checked_add(kept)?;
-        let micros = match (finer, round) {
-            (true, Round::Up) => micros.checked_add(1)?,
-            _ => micros,
-        };
-        Some(Epsilon(micros))
-    }
-
-    fn saturating_add(self, other: Epsilon) -> Epsilon {
-        Epsilon(self.0.saturating_add(other.0))
-    }
-}
-
-impl fmt::Display for Epsilon {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (whole, fraction) = (self.0 / Self::SCALE, self.0 % Self::SCALE);
-        if fraction == 0 {
-            write!(f, "{whole}")
-        } else {
-            let digits = format!("{fraction:06}");
-            write!(f, "{whole}.{}", digits.trim_end_matches('0'))
-        }
-    }
-}
-
-impl Serialize for Epsilon {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for Epsilon {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        Epsilon::parse(&text, Round::Up).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "{text:?} is not a decimal epsilon (digits, at most one '.')"
-            ))
-        })
-    }
-}
 
 /// The neighbouring relation a release's guarantee is stated under: recorded with each charge,
 /// as sums under one relation do not carry over to the other unchanged.
@@ -209,103 +106,6 @@ impl Charge {
             relation: cost.relation,
         }
     }
-}
-
-/// Why a fit was refused or the ledger could not be used.
-#[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum LedgerError {
-    /// The fit would exceed the total.
-    #[error(
-        "privacy budget exceeded on {file} ({dataset}): {spent} already spent + {asked} asked > total {total}"
-    )]
-    Exceeded {
-        /// The data set's account (and, when recognised by shared rows, which one).
-        dataset: String,
-        /// The file it was read from.
-        file: String,
-        /// Spent before this fit.
-        spent: Epsilon,
-        /// This fit's charge.
-        asked: Epsilon,
-        /// The ledger's total.
-        total: Epsilon,
-    },
-    /// A charge that cannot be recorded.
-    #[error("cannot charge {epsilon} to {file}: a charge must be finite and non-negative")]
-    Charge {
-        /// The file.
-        file: String,
-        /// The charge.
-        epsilon: f64,
-    },
-    /// The total is not a positive number.
-    #[error("invalid privacy total {0}: must be at least 0.000001 and finite")]
-    Total(f64),
-    /// The ledger's total is stored; another one was asked.
-    #[error(
-        "{path}: this ledger's total is {stored}; setting `budget` {asked} differs (a total is fixed when the ledger is created; start a new ledger for a new total)"
-    )]
-    TotalChanged {
-        /// The ledger.
-        path: PathBuf,
-        /// Its stored total.
-        stored: Epsilon,
-        /// The total asked for.
-        asked: Epsilon,
-    },
-    /// A new ledger needs a total.
-    #[error("{0}: no ledger there yet; give its total with setting `budget`")]
-    NoTotal(PathBuf),
-    /// The ledger file could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The ledger.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The ledger file is not a ledger.
-    #[error("{path}:{line}:{column}: not a privacy ledger: {message}")]
-    Parse {
-        /// The ledger.
-        path: PathBuf,
-        /// Line of the fault.
-        line: usize,
-        /// Column of the fault.
-        column: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// The ledger's key file is missing or unusable.
-    #[error("{path}: {message}")]
-    Key {
-        /// The key file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-    /// The ledger was changed by something other than privlogit.
-    #[error(
-        "{0}: the ledger was changed outside privlogit (its seal does not match its key file): refused; restore it from a copy"
-    )]
-    Tampered(PathBuf),
-    /// An older copy of the ledger was put back (its save count is behind its head file's).
-    #[error(
-        "{path}: an older copy of the ledger (save {saves}; its head file says {head} saves): \
-         refused, as it would forget what was spent since; put the latest copy back"
-    )]
-    RolledBack {
-        /// The ledger.
-        path: PathBuf,
-        /// Its save count.
-        saves: u64,
-        /// The head file's.
-        head: u64,
-    },
-    /// A data set could not be read to know it by its rows.
-    #[error("{0}")]
-    Data(String),
 }
 
 /// What one data set has spent.
@@ -592,7 +392,7 @@ impl Ledger {
                 head,
             });
         }
-        if stored.total.0 == 0 {
+        if stored.total.micros() == 0 {
             return Err(parse(1, 1, "its total is 0".into()));
         }
         if let Some((name, _)) = stored
@@ -947,29 +747,6 @@ mod tests {
                 ..c
             }])
             .is_err()
-        );
-    }
-
-    #[test]
-    fn amounts_finer_than_a_micro_epsilon_round_against_the_spender() {
-        assert_eq!(Epsilon::charge(0.1).map(Epsilon::micros), Some(100_000));
-        assert_eq!(Epsilon::charge(1e-7).map(Epsilon::micros), Some(1));
-        assert_eq!(
-            Epsilon::charge(0.1234561).map(Epsilon::micros),
-            Some(123_457)
-        );
-        assert_eq!(
-            Epsilon::total(0.1234569).map(Epsilon::micros),
-            Some(123_456)
-        );
-        assert_eq!(Epsilon::charge(1e300), None, "past u64 micro-epsilons");
-        assert_eq!(
-            Epsilon::charge(2.5).map(|e| e.to_string()).as_deref(),
-            Some("2.5")
-        );
-        assert_eq!(
-            Epsilon::charge(3.0).map(|e| e.to_string()).as_deref(),
-            Some("3")
         );
     }
 

@@ -7,7 +7,7 @@
 //! The method, the target's epsilon and the files (data, sources, public set, ledger, output)
 //! are not options: every DP fit has them, as arguments of its own.
 
-use super::{Key, Kind, Preset, Reader, key, many};
+use super::setting_key::{Key, Kind, Preset, Reader, key, many};
 use crate::dp::release::{
     DEFAULT_ETA, DEFAULT_HIGH_LAMBDA, DEFAULT_K, DEFAULT_LAMBDA, DEFAULT_LAMBDA_IW,
     DEFAULT_LOW_FRACTION, DEFAULT_PRIOR_SD_FLOOR,

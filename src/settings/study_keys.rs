@@ -21,8 +21,8 @@ use privlogit_protocols::secure::aggregator::Protocol;
 use privlogit_protocols::secure::solver::LinearAlgebra;
 use toml::Value;
 
+use super::setting_key::{Key, Preset, Reader};
 use super::values::{SettingValue, Share};
-use super::{Key, Preset, Reader};
 use Reader::{Aggregator as A, Fit as F, KeyHolder as K, Node as N, Study as S};
 
 /// The most Newton steps a plaintext fit's separation probe takes by default (breast_cancer's

@@ -12,7 +12,16 @@ use privlogit_protocols::secure::aggregator::{Protocol, Reveal};
 use privlogit_protocols::secure::solver::LinearAlgebra;
 use toml::Value;
 
-use super::{FAMILIES, Kind, LINEAR_ALGEBRA, OPTIMIZERS, PROTOCOLS};
+use super::setting_key::Kind;
+
+/// The names of [`Family`](privlogit_protocols::Family) values.
+pub const FAMILIES: &[&str] = &["binomial", "gaussian", "poisson"];
+/// The names of [`Protocol`]s.
+pub const PROTOCOLS: &[&str] = &["auto", "local", "hessian", "newton"];
+/// The names of [`Optimizer`]s.
+pub const OPTIMIZERS: &[&str] = &["privlogit-accel", "privlogit", "newton"];
+/// The names of [`LinearAlgebra`](privlogit_protocols::secure::solver::LinearAlgebra) methods.
+pub const LINEAR_ALGEBRA: &[&str] = &["masked", "circuit"];
 
 /// A type a setting's field may have.
 pub trait SettingValue {
@@ -209,8 +218,17 @@ choice!(
         "newton" => Some(Protocol::Newton),
         _ => None,
     },
-    |p| super::Spec::protocol_name(*p)
+    |p| protocol_name(*p)
 );
+
+/// A protocol's name as a study file writes it (`auto` is no protocol: it is the one left out).
+pub fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Local => "local",
+        Protocol::Hessian => "hessian",
+        Protocol::Newton => "newton",
+    }
+}
 choice!(Optimizer, OPTIMIZERS, |s| s.parse().ok(), |o| o.name());
 choice!(LinearAlgebra, LINEAR_ALGEBRA, |s| s.parse().ok(), |m| m
     .name());

@@ -10,7 +10,7 @@
 use std::io;
 
 use super::hash::{Hash, sigma};
-use super::{LABEL_BYTES, lsb, mask, permute_bits, receive_decoded};
+use super::labels::{LABEL_BYTES, label_role, lsb, mask, permute_bits, receive_decoded};
 use crate::backend::{Backend, Bit, Builder, Word};
 use crate::channel::Channel;
 use crate::circuit::{Circuit, Schedule};

@@ -5,7 +5,7 @@
 
 use ndarray::{Array1, Array2};
 
-use super::{Aggregation, NewtonSystem};
+use super::center_access::{Aggregation, NewtonSystem, plain_decisions};
 use crate::cholesky::Cholesky;
 use crate::compensated::CompensatedSum;
 use crate::objective::{PartyData, unpack_lower};
@@ -142,5 +142,5 @@ impl Aggregation for PlaintextAggregation<'_> {
         Ok(by_objective || by_gradient)
     }
 
-    super::plain_decisions!();
+    plain_decisions!();
 }

@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use super::row_terms::{log_likelihood_term, sigmoid};
+
 /// The distribution of the label given the linear predictor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Family {
@@ -59,7 +61,7 @@ impl Family {
     #[inline]
     pub fn mean(self, eta: f64) -> f64 {
         match self {
-            Family::Binomial => super::sigmoid(eta),
+            Family::Binomial => sigmoid(eta),
             Family::Poisson => eta.exp(),
             Family::Gaussian => eta,
         }
@@ -81,7 +83,7 @@ impl Family {
     #[inline]
     pub fn log_likelihood_term(self, eta: f64, y: f64) -> f64 {
         match self {
-            Family::Binomial => super::log_likelihood_term(eta, y),
+            Family::Binomial => log_likelihood_term(eta, y),
             Family::Poisson => y * eta - eta.exp() - ln_factorial(y),
             Family::Gaussian => -0.5 * (y - eta) * (y - eta),
         }

@@ -6,7 +6,7 @@
 
 use ndarray::{ArrayView1, ArrayView2};
 
-use super::{dot, log_likelihood_term, sigmoid};
+use super::row_terms::{dot, log_likelihood_term, sigmoid};
 use crate::compensated::CompensatedSum;
 
 /// Compensated sums of `x_i (y_i - sigmoid(x_i beta))` (entries `0..p`) and of the rows'

@@ -4,7 +4,10 @@
 
 use ndarray::{ArrayView1, ArrayView2};
 
-use super::{Glm, design_gram, dot, kernels, lower_gram};
+use super::family::{Family, Glm};
+use super::gram::{design_gram, lower_gram};
+use super::kernels;
+use super::row_terms::dot;
 use crate::compensated::CompensatedSum;
 use crate::rows::blocks::for_each_block;
 use crate::rows::partitioned::{
@@ -14,13 +17,16 @@ use crate::rows::partitioned::{
 use crate::rows::{MemoryRows, RowSource, RowsError, RowsProblem};
 use ndarray::{Array1, Array2};
 
+/// How many sums [`PartyData::constant_sums`](crate::objective::PartyData::constant_sums) returns.
+pub const CONSTANT_SUMS: usize = 5;
+
 /// A kind of per-row sum.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RowKernel {
     /// The gradient `X^T (y - mu)` and the log-likelihood at `beta` (`p + 1` sums).
     Gradient(Vec<f64>),
     /// The goodness-of-fit sums that do not depend on the coefficients
-    /// ([`super::CONSTANT_SUMS`]).
+    /// ([`CONSTANT_SUMS`]).
     Constants,
     /// The lower triangle of `X^T A X` at `beta`.
     Information(Vec<f64>),
@@ -57,7 +63,7 @@ impl RowJob {
         let p = width.saturating_sub(self.glm.trailing());
         match &self.kernel {
             RowKernel::Gradient(_) => p + 1,
-            RowKernel::Constants => super::CONSTANT_SUMS,
+            RowKernel::Constants => CONSTANT_SUMS,
             RowKernel::Information(_) | RowKernel::Bound => p * (p + 1) / 2,
             RowKernel::Moments(_) => p,
             RowKernel::Misclassified(_) => 1,
@@ -108,7 +114,7 @@ impl RowJob {
                 BlockPartial::Compensated(acc)
             }
             RowKernel::Constants => {
-                let mut acc = CompensatedSum::zeros(super::CONSTANT_SUMS);
+                let mut acc = CompensatedSum::zeros(CONSTANT_SUMS);
                 for (row, label) in rows() {
                     let (offset, weight) = glm.offset_and_weight(row, p);
                     acc.add_scaled(0, &glm.family.null_terms(label, offset, weight), 1.0);
@@ -217,9 +223,9 @@ impl RowJob {
     fn read(bytes: &[u8]) -> Result<Self, RowsError> {
         let mut input = Read::new(bytes, "a partition request's kernel");
         let family = match input.u8()? {
-            0 => super::Family::Binomial,
-            1 => super::Family::Poisson,
-            2 => super::Family::Gaussian,
+            0 => Family::Binomial,
+            1 => Family::Poisson,
+            2 => Family::Gaussian,
             f => return Err(input.unknown("family", f)),
         };
         let flags = input.u8()?;
@@ -291,9 +297,7 @@ pub fn answer(
         let (layers, kernel) = read_request(request)?;
         Some((layers, RowJob::read(kernel)?))
     };
-    let family = job
-        .as_ref()
-        .map_or(super::Family::Gaussian, |(_, j)| j.glm.family);
+    let family = job.as_ref().map_or(Family::Gaussian, |(_, j)| j.glm.family);
     for (i, &label) in y.iter().enumerate() {
         if let Some(why) = family.label_problem(label) {
             return Err(RowsError::new(at(i), RowsProblem::Label { label, why }));

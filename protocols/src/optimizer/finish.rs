@@ -28,7 +28,8 @@ use ndarray::Array1;
 
 use super::newton::NEWTON_ROUND_OFF_SLACK;
 use super::options::{FitError, backend};
-use super::report::{StepKind, Trace};
+use super::report::StepKind;
+use super::trace::Trace;
 use crate::aggregation::{Aggregation, NewtonSystem};
 use crate::penalty::Penalty;
 use crate::stopping::StoppingRule;

@@ -6,7 +6,8 @@
 
 use ndarray::Array1;
 
-use super::{FitError, IterationRecord};
+use super::options::FitError;
+use super::report::IterationRecord;
 
 /// A fit at the end of an iteration (or of its setup: no history yet; the default is a fit
 /// not started).

@@ -8,12 +8,11 @@
 
 use ndarray::Array1;
 
-use super::options::MAX_HALVINGS;
-use super::report::Trace;
-use super::{
-    Checkpoints, DivergenceReason, FitError, FitOptions, FitReport, Optimizer, Status, StepKind,
-    backend,
-};
+use super::fit_state::Checkpoints;
+use super::options::{FitError, FitOptions, MAX_HALVINGS, backend};
+use super::report::{DivergenceReason, FitReport, Status, StepKind};
+use super::trace::Trace;
+use super::update_rule::Optimizer;
 use crate::aggregation::{Aggregation, NewtonSystem};
 
 /// Relative fall of the objective tolerated as round-off before Newton is called divergent.

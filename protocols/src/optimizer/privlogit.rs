@@ -45,10 +45,11 @@ use super::finish::{self, Finish};
 /// objectives carry its logistic circuit's error, about 1e-9 per row, so its aggregation
 /// raises the slack above that.)
 pub const ACCEPTANCE_SLACK: f64 = 1e-12;
-use super::report::Trace;
-use super::{
-    Checkpoints, FitError, FitOptions, FitReport, Optimizer, Progress, Status, StepKind, backend,
-};
+use super::fit_state::{Checkpoints, Progress};
+use super::options::{FitError, FitOptions, backend};
+use super::report::{FitReport, Status, StepKind};
+use super::trace::Trace;
+use super::update_rule::Optimizer;
 use crate::aggregation::Aggregation;
 use crate::penalty::Penalty;
 

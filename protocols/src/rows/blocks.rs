@@ -10,7 +10,8 @@
 use ndarray::{ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::{RowSource, RowsError, RowsProblem};
+use super::row_source::RowSource;
+use super::rows_error::{RowsError, RowsProblem};
 
 /// Rows per block: large enough that a block's `p x p` product runs at matrix-multiply speed
 /// and merging its partial into the running sums costs little beside it.
@@ -131,7 +132,8 @@ fn for_each_block_at_random<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rows::{ChunkVisitor, MemoryRows};
+    use crate::rows::memory::MemoryRows;
+    use crate::rows::row_source::ChunkVisitor;
     use ndarray::{Array1, Array2, s};
 
     /// The same rows handed over in ragged chunks.

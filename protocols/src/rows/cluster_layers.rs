@@ -7,7 +7,7 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use super::{RowsError, RowsProblem};
+use super::rows_error::{RowsError, RowsProblem};
 
 /// Runs a request on every partition of a cluster's rows, where the rows are.
 pub trait PartitionEngine: Send + Sync + Debug {

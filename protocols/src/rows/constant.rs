@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use ndarray::Array2;
 
-use super::{ChunkVisitor, RowSource, RowsError};
+use super::row_source::{ChunkVisitor, RowSource};
+use super::rows_error::RowsError;
 
 /// `inner`'s rows, each followed by the same `values` (named `names`).
 #[derive(Debug, Clone)]
@@ -87,7 +88,7 @@ impl RowSource for WithConstants {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rows::MemoryRows;
+    use crate::rows::memory::MemoryRows;
     use ndarray::array;
 
     #[test]

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use ndarray::{Array2, Axis};
 
-use super::{ChunkVisitor, RowSource, RowsError, RowsProblem, unit_norm};
+use super::row_source::{ChunkVisitor, RowSource};
+use super::rows_error::{RowsError, RowsProblem};
+use super::unit_norm;
 
 /// Name of the intercept column.
 pub const INTERCEPT: &str = "intercept";

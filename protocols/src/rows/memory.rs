@@ -2,7 +2,8 @@
 
 use ndarray::{Array1, Array2, s};
 
-use super::{ChunkVisitor, RowSource, RowsError};
+use super::row_source::{ChunkVisitor, RowSource};
+use super::rows_error::RowsError;
 
 /// Rows per chunk handed to a scan: a multiple of [`super::blocks::BLOCK_ROWS`], so no block
 /// straddles two chunks and nothing is copied.

@@ -33,8 +33,10 @@ use super::blocks::{BLOCK_ROWS, for_each_block};
 pub use super::cluster_layers::{Bytes, DesignLayer, Layer, PartitionEngine, Partitioned, Read};
 use super::constant::WithConstants;
 use super::design::DesignRows;
+use super::memory::MemoryRows;
 use super::reordered::Reordered;
-use super::{MemoryRows, RowSource, RowsError, RowsProblem};
+use super::row_source::{ChunkVisitor, RowSource};
+use super::rows_error::{RowsError, RowsProblem};
 use crate::compensated::CompensatedSum;
 
 /// One block's partial sums, merged into the running accumulators as the local Node merges
@@ -476,7 +478,7 @@ impl RowSource for ClusterRows {
         self.engine.names()
     }
 
-    fn scan(&self, visit: &mut super::ChunkVisitor<'_>) -> Result<(), RowsError> {
+    fn scan(&self, visit: &mut ChunkVisitor<'_>) -> Result<(), RowsError> {
         let answers = self.engine.run(&rows_request())?;
         let rows = rows_of(&answers, self.columns())?;
         let total: usize = rows.iter().map(|(_, y)| y.len()).sum();

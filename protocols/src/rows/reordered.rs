@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use ndarray::Array2;
 
-use super::{ChunkVisitor, RowSource, RowsError};
+use super::row_source::{ChunkVisitor, RowSource};
+use super::rows_error::RowsError;
 
 /// `inner`'s rows with their columns in another order, some perhaps left out.
 #[derive(Debug, Clone)]
@@ -123,7 +124,7 @@ impl RowSource for Reordered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rows::MemoryRows;
+    use crate::rows::memory::MemoryRows;
     use ndarray::array;
 
     #[test]

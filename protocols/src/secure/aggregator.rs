@@ -8,9 +8,11 @@
 
 mod early_step;
 mod inference_round;
+mod revealed;
 mod vertical_shares;
+mod vertical_state;
 
-pub use inference_round::{HeldOut, Reveal, Revealed};
+pub use revealed::{HeldOut, Reveal, Revealed};
 
 use early_step::{AskedDecryption, EarlyStep};
 
@@ -174,7 +176,7 @@ pub struct SecureAggregation<C: Channel> {
     gc_seconds: f64,
     node_wait_seconds: f64,
     /// A vertical study's shares (its sums come from the servers, not from Nodes).
-    vertical: Option<vertical_shares::Vertical>,
+    vertical: Option<vertical_state::Vertical>,
     /// The serial the next gradient gets.
     next_gradient: Cell<u64>,
     /// The latest gradients shared in masked arithmetic, oldest first (a round's solve,
@@ -1399,7 +1401,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
             // round-off would let the error call a step near the optimum a fall.
             let change = self.difference(candidate, base)?.add_plain(
                 &self.key,
-                &[Self::fixed(vertical_shares::OBJECTIVE_SLACK, 2 * frac)?.value],
+                &[Self::fixed(vertical_state::OBJECTIVE_SLACK, 2 * frac)?.value],
             )?;
             let zero = change.mul_scalar(&self.key, &Fixed::integer(0))?;
             return self.compare(Comparison::NonNegative, &change, &zero);
@@ -1424,7 +1426,7 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
         // loss within ERROR_BOUND, so each objective / N too): a slack below twice that would
         // let the error decide, and reject good candidates near the optimum.
         let slack = if self.vertical.is_some() {
-            slack.max(vertical_shares::OBJECTIVE_SLACK)
+            slack.max(vertical_state::OBJECTIVE_SLACK)
         } else {
             slack
         };

@@ -22,15 +22,29 @@
 use std::collections::HashSet;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use privlogit_circuits::channel::{CHUNK, ChunkPipe, IN_FLIGHT};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::TransportError;
-use super::runtime;
+use super::transport_error::TransportError;
+
+/// The runtime every connection's tasks run on (one worker: it only moves bytes).
+pub(super) fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("privlogit-net")
+            .enable_io()
+            .enable_time()
+            .build()
+            .expect("the network runtime starts")
+    })
+}
 
 /// Largest body of a control record (hello, welcome, abort).
 pub(crate) const MAX_CONTROL: u32 = 4096;

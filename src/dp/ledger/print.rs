@@ -31,7 +31,7 @@ use privlogit_protocols::rows::{RowSource, RowsError};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use super::LedgerError;
+use super::ledger_error::LedgerError;
 use crate::data::{self, LoadOptions};
 
 /// The row hashes a sketch keeps.

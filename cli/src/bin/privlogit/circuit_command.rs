@@ -12,7 +12,7 @@ use privlogit_circuits::channel::{Channel, MemoryChannel};
 use privlogit_circuits::circuit::Circuit;
 use privlogit_circuits::session::{EvaluatorSession, GarblerSession};
 
-use crate::Outcome;
+use crate::outcome::Outcome;
 
 /// Arguments of `privlogit circuit`.
 #[derive(Debug, Args)]

@@ -10,8 +10,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use privlogit::dp::release::Method;
 use privlogit::jobs::dp_fit::{FileJob, Request};
 
-use crate::Outcome;
 use crate::log::line;
+use crate::outcome::Outcome;
 
 /// `privlogit dp ...`.
 #[derive(Debug, Args)]

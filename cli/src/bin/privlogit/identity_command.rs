@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use privlogit::protocols::transport::Identity;
 
-use crate::Outcome;
+use crate::outcome::Outcome;
 
 /// Arguments of `privlogit identity`.
 #[derive(Debug, Args)]

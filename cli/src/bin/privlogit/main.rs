@@ -6,6 +6,7 @@ mod circuit_command;
 mod dp_command;
 mod identity_command;
 mod log;
+mod outcome;
 mod predict_command;
 mod settings_args;
 mod simulate;
@@ -14,7 +15,8 @@ mod study_commands;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use outcome::Outcome;
 use privlogit_protocols::transport::shape;
 
 /// Privacy-preserving logistic regression across organizations.
@@ -117,14 +119,8 @@ fn failure_status(e: &anyhow::Error) -> ExitCode {
     }
 }
 
-/// How a command that did not fail outright ended.
-enum Outcome {
-    Success,
-    Diverged,
-}
-
 fn main() -> ExitCode {
-    let cli = match stack::expand_study_file(std::env::args_os().collect()) {
+    let cli = match stack::expand_study_file(std::env::args_os().collect(), Cli::command) {
         Ok(args) => Cli::parse_from(args),
         Err(e) => {
             eprintln!("error: {}", log::message(&e));

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use privlogit::jobs::prediction;
 
-use crate::Outcome;
+use crate::outcome::Outcome;
 
 /// Arguments of `privlogit predict`.
 #[derive(Debug, Args)]

@@ -10,7 +10,7 @@ use privlogit::data::binary;
 use privlogit::output;
 use privlogit::synthetic::{self, LABEL, Simulation};
 
-use crate::Outcome;
+use crate::outcome::Outcome;
 
 /// Arguments of `privlogit simulate`.
 #[derive(Debug, Args)]

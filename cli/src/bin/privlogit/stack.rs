@@ -8,12 +8,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use clap::{Args, CommandFactory, Subcommand};
+use clap::{Args, Subcommand};
 use privlogit::jobs::stacking_job::{self as stages, LowLevel};
 use privlogit::study::StudyFile;
 
-use crate::Outcome;
 use crate::log::line;
+use crate::outcome::Outcome;
 
 /// Arguments of `privlogit stack`.
 #[derive(Debug, Args)]
@@ -187,7 +187,8 @@ const STAGES: [&str; 3] = ["publish", "meta", "run"];
 
 /// `privlogit stack STAGE --study FILE ...` with the file's settings for the stage placed
 /// before the command line's flags (which override them); other command lines unchanged.
-pub fn expand_study_file(args: Vec<OsString>) -> Result<Vec<OsString>> {
+/// `cli` builds the whole command line's definition, whose stages say which flags they take.
+pub fn expand_study_file(args: Vec<OsString>, cli: fn() -> clap::Command) -> Result<Vec<OsString>> {
     let Some(stack) = args.iter().position(|a| a == "stack") else {
         return Ok(args);
     };
@@ -206,7 +207,7 @@ pub fn expand_study_file(args: Vec<OsString>) -> Result<Vec<OsString>> {
         bail!("--study needs a file: --study FILE");
     };
     let file = StudyFile::read(std::path::Path::new(path))?;
-    let command = super::Cli::command();
+    let command = cli();
     let stack_command = command
         .find_subcommand("stack")
         .expect("stack is a command");

@@ -10,8 +10,8 @@ use privlogit::settings::Reader;
 use privlogit::study::file::{self, StudyFile};
 use privlogit::study::{self, Ending, StudyResult};
 
-use crate::Outcome;
 use crate::log::{line, say};
+use crate::outcome::Outcome;
 use crate::settings_args::Given;
 
 /// Settings only a single study's command line may give (each study file names its own).

@@ -4,12 +4,11 @@
 //! gradient and objective reach the solver as `Enc(B/N)`, `Enc(g/N)`, `Enc(l/N)` like a
 //! horizontal study's sums.
 
-use std::ops::Range;
-
 use ndarray::Array1;
 use num_bigint::BigInt;
 use privlogit_circuits::channel::Channel;
 
+use super::vertical_state::Vertical;
 use super::{AggregatorSetup, Protocol, SecureAggregation};
 use crate::paillier::{EncryptedVector, PublicKey};
 use crate::secure::solver::LinearAlgebra;
@@ -20,23 +19,9 @@ use crate::transport::Role;
 use crate::vertical::ring::Side;
 use crate::vertical::shares::ServerShares;
 
-/// The accelerated safeguard's slack per row in a vertical study: two objectives, each within
-/// the circuit's [`ERROR_BOUND`](privlogit_circuits::logistic::ERROR_BOUND) per row, so their
-/// difference within twice that; doubled again for margin (3.7e-9).
-pub(super) const OBJECTIVE_SLACK: f64 = 4.0 * privlogit_circuits::logistic::ERROR_BOUND;
-
 /// A vertical round's encrypted sums: `g/N`, `l/N` and (Newton) the information's lower
 /// triangle.
 pub(super) type VerticalSums = (EncryptedVector, EncryptedVector, Option<EncryptedVector>);
-
-/// The aggregator's state in a vertical study.
-pub struct Vertical {
-    shares: ServerShares,
-    columns: Vec<Range<usize>>,
-    next_round: u64,
-    /// Rounds the parties dealt, and Newton rounds among them.
-    dealt: (u64, u64),
-}
 
 impl<C: Channel> SecureAggregation<C> {
     /// Connects a vertical study: base OTs with the key holder, then the setup (each party's
