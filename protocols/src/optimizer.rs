@@ -18,6 +18,7 @@ mod newton;
 mod options;
 mod privlogit;
 mod report;
+pub mod separation_probe;
 mod trace;
 mod update_rule;
 

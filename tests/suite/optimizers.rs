@@ -414,3 +414,38 @@ fn newton_finish_halves_the_rounds_on_breast_cancer() {
         run.report.iterations
     );
 }
+
+/// Unpenalised breast_cancer is separable (statsmodels' Newton does not converge there). With
+/// the separation watch on, every optimiser stops with `FitError::Separated` in tens of
+/// iterations, where the bound alone would crawl to its limit (rows are still on the wrong
+/// side after 2,000 PrivLogit iterations): PrivLogit after its probe's Newton steps (due at
+/// twice `price_in_rounds(31)` = 38 iterations), Newton once its steps stop shrinking. On
+/// winequality_red, whose unpenalised maximum exists, the watched runs land on unwatched
+/// Newton's optimum (1e-8, the gradient rule's reach).
+#[test]
+fn the_separation_watch_refuses_separated_classes_early() {
+    use privlogit::protocols::FitError;
+    use privlogit::protocols::optimizer::finish;
+    let unpenalised = || tight().lambda(0.0).max_iterations(1_000);
+    let p = prepared("breast_cancer.csv", 3);
+    for optimizer in [Optimizer::Newton, Optimizer::PrivLogit, ACCEL] {
+        let options = unpenalised().separation_watch(true);
+        let refused = fit::fit(&p, optimizer, &options, &mut |_| {});
+        let iterations = match refused {
+            Err(FitError::Separated { iterations }) => iterations,
+            other => panic!("{optimizer}: {:?}", other.map(|f| f.report.status)),
+        };
+        eprintln!("{optimizer}: separated after {iterations} iterations");
+        let limit = 2 * finish::price_in_rounds(p.names.len()) + 30;
+        assert!(iterations <= limit, "{optimizer}: {iterations} iterations");
+    }
+    let wine = prepared("winequality_red.csv", 3);
+    let newton = fit::fit(&wine, Optimizer::Newton, &unpenalised(), &mut |_| {}).expect("fits");
+    for optimizer in [Optimizer::Newton, Optimizer::PrivLogit, ACCEL] {
+        let options = unpenalised().separation_watch(true);
+        let watched = fit::fit(&wine, optimizer, &options, &mut |_| {}).expect("fits");
+        assert_eq!(watched.report.status, Status::Converged, "{optimizer}");
+        let diff = max_abs_diff(&watched.report.beta, &newton.report.beta);
+        assert!(diff <= 1e-8, "{optimizer}: {diff:e}");
+    }
+}

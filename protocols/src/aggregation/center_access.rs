@@ -134,6 +134,14 @@ pub trait Aggregation {
     fn newton_finish(&self) -> bool {
         true
     }
+
+    /// Whether every row lies strictly on its label's side at `beta` (the classes completely
+    /// separated), for a backend that can tell (a secure study: the Nodes' encrypted counts and
+    /// one comparison, one revealed bit); `None` for one that cannot. Asked only in
+    /// unpenalised logistic runs ([`crate::optimizer::FitOptions::separation_watch`]).
+    fn separates(&mut self, _beta: &Array1<f64>) -> Result<Option<bool>, Self::Error> {
+        Ok(None)
+    }
 }
 
 /// What one Newton round yields: gradient, objective and the factored negative Hessian (`None`

@@ -8,7 +8,7 @@ use ndarray::{Array1, Array2};
 use super::center_access::{Aggregation, NewtonSystem, plain_decisions};
 use crate::cholesky::Cholesky;
 use crate::compensated::CompensatedSum;
-use crate::objective::{PartyData, unpack_lower};
+use crate::objective::{PartyData, RowKernel, unpack_lower};
 use crate::penalty::Penalty;
 use crate::rows::RowsError;
 use crate::stopping::StoppingRule;
@@ -143,4 +143,11 @@ impl Aggregation for PlaintextAggregation<'_> {
     }
 
     plain_decisions!();
+
+    /// Every row strictly on its label's side, counted in the clear (the Nodes' count in a
+    /// secure study).
+    fn separates(&mut self, beta: &Array1<f64>) -> Result<Option<bool>, RowsError> {
+        let wrong = self.merged(|party| party.sums(RowKernel::Misclassified(beta.to_vec())))?;
+        Ok(Some(wrong[0] == 0.0))
+    }
 }

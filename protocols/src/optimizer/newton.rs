@@ -42,6 +42,9 @@ pub(super) fn fit<A: Aggregation>(
     }
     checkpoints.keep(|| trace.progress(&beta, Vec::new(), 0))?;
 
+    // The last step's length: Newton's steps shrink fast towards a maximum, and a step that
+    // does not halve is when an unpenalised logistic run asks whether its classes separate.
+    let mut last_step = f64::INFINITY;
     let status = loop {
         if trace.iterations() >= rule.max_iterations {
             break Status::MaxIterations;
@@ -88,6 +91,16 @@ pub(super) fn fit<A: Aggregation>(
         if converged {
             break Status::Converged;
         }
+        let length = step.dot(&step).sqrt();
+        if options.separation_watch
+            && length > last_step / 2.0
+            && aggregation.separates(&beta).map_err(backend)? == Some(true)
+        {
+            return Err(FitError::Separated {
+                iterations: trace.iterations(),
+            });
+        }
+        last_step = length;
         checkpoints.keep(|| trace.progress(&beta, Vec::new(), 0))?;
     };
     Ok(trace.finish(Optimizer::Newton, beta, status))

@@ -54,6 +54,17 @@ pub enum FitError {
     /// A fit was asked to continue from progress that does not fit it.
     #[error("cannot resume: {0}")]
     Resume(String),
+    /// An unpenalised logistic run found its classes separated: every row strictly on its
+    /// label's side after `iterations` (the backend's test, [`FitOptions::separation_watch`]),
+    /// so the likelihood has no maximum. The caller says so in its own words, with N.
+    #[error(
+        "the classes are completely separated: after {iterations} iterations every row is on \
+         its label's side, so the likelihood has no maximum"
+    )]
+    Separated {
+        /// Iterations run (the Newton steps of the probe included).
+        iterations: usize,
+    },
 }
 
 /// Wraps a backend error so the optimisers can use `?` on aggregation calls.
@@ -98,6 +109,12 @@ pub struct FitOptions {
     /// Accelerated PrivLogit may finish with Newton systems where the bound makes it crawl
     /// ([`crate::optimizer::finish`]); off, it is the bound's iteration throughout.
     pub newton_finish: bool,
+    /// An unpenalised logistic run watches for separated classes: PrivLogit probes with Newton
+    /// steps when it crawls ([`crate::optimizer::separation_probe`]) and Newton asks the
+    /// backend's separation test when its step stops shrinking, so a likelihood without a
+    /// maximum is found in tens of iterations, not at the iteration limit. Off by default; a
+    /// secure study sets it when its penalty is 0.
+    pub separation_watch: bool,
 }
 
 /// The most times Newton halves one step before it is declared divergent.
@@ -114,6 +131,7 @@ impl Default for FitOptions {
             weights: None,
             step_halving: false,
             newton_finish: true,
+            separation_watch: false,
         }
     }
 }
@@ -151,6 +169,13 @@ impl FitOptions {
     /// Sets [`FitOptions::newton_finish`].
     pub fn newton_finish(mut self, on: bool) -> Self {
         self.newton_finish = on;
+        self
+    }
+
+    /// Watches an unpenalised logistic run for separated classes
+    /// ([`FitOptions::separation_watch`]).
+    pub fn separation_watch(mut self, on: bool) -> Self {
+        self.separation_watch = on;
         self
     }
 

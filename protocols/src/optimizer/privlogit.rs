@@ -34,6 +34,7 @@ use ndarray::Array1;
 
 use super::anderson::Anderson;
 use super::finish::{self, Finish};
+use super::separation_probe;
 
 /// How far below the guaranteed increase a candidate may fall and still be accepted, per row
 /// (the objective is a sum over the N rows): far above the rounding of a secure objective
@@ -97,25 +98,38 @@ pub(super) fn fit<A: Aggregation>(
     let finish_allowed =
         acceleration_memory.is_some() && options.newton_finish && aggregation.newton_finish();
     let mut next_finish = 0;
+    // An unpenalised logistic run probes for separated classes once, when it crawls.
+    let mut probe_due = options.separation_watch && aggregation.newton_finish();
     let status = loop {
         if trace.iterations() >= rule.max_iterations {
             break Status::MaxIterations;
         }
         // eq. 5.6: beta - H~^{-1} g = beta + B^{-1} g.
         let step = aggregation.solve_step(&bound, &gradient).map_err(backend)?;
-        if finish_allowed
+        // Newton steps inside the run: the separation probe (once, when an unpenalised
+        // logistic run crawls) or the finish (when the bound crawls near the maximum).
+        let probe =
+            probe_due && separation_probe::due(trace.iterations(), aggregation.dimension(), &step);
+        let finish = !probe
+            && finish_allowed
             && trace.iterations() >= next_finish
-            && finish::due(trace.iterations(), aggregation.dimension(), &step)
-        {
-            match finish::run(
-                aggregation,
-                penalty,
-                rule,
-                &mut trace,
-                beta,
-                gradient,
-                objective,
-            )? {
+            && finish::due(trace.iterations(), aggregation.dimension(), &step);
+        if probe || finish {
+            probe_due &= !probe;
+            let outcome = if probe {
+                separation_probe::run(aggregation, penalty, rule, &mut trace, beta)?
+            } else {
+                finish::run(
+                    aggregation,
+                    penalty,
+                    rule,
+                    &mut trace,
+                    beta,
+                    gradient,
+                    objective,
+                )?
+            };
+            match outcome {
                 Finish::Done {
                     beta: last,
                     max_iterations,

@@ -1455,6 +1455,13 @@ impl<C: Channel> Aggregation for SecureAggregation<C> {
     fn newton_finish(&self) -> bool {
         self.vertical.is_none()
     }
+
+    fn separates(&mut self, beta: &Array1<f64>) -> Result<Option<bool>, SecureError> {
+        if self.vertical.is_some() {
+            return Ok(None);
+        }
+        self.classes_separated(beta).map(Some)
+    }
 }
 
 #[cfg(test)]

@@ -941,6 +941,14 @@ fn study_options<C: Channel>(
     } else {
         options
     };
+    // An unpenalised logistic study watches for separated classes as it runs (one revealed
+    // bit a test; see the security model), rather than crawl to its iteration limit.
+    let options = FitOptions {
+        separation_watch: options.lambda == 0.0
+            && plan.release.is_none()
+            && plan.glm.family == crate::objective::Family::Binomial,
+        ..options
+    };
     // The penalty weighed by `1/s_j^2` (and a centre scaled alike) is the raw coefficients'
     // penalty, so the estimator is the one asked for.
     Ok(match raw_scales {
@@ -998,6 +1006,16 @@ fn refuse_separation<C: Channel>(
     let binomial = plan.glm.family == crate::objective::Family::Binomial;
     let fit = match fitted {
         Ok(fit) => fit,
+        // The optimiser's own watch (an unpenalised logistic run's separation probe, or
+        // Newton's test when its step stops shrinking) found every row on its label's side.
+        Err(FitError::Separated { iterations }) => {
+            return Err(SecureError::Separated {
+                rows,
+                iterations,
+                complete: true,
+            }
+            .into());
+        }
         // Separated classes drive the information to 0 along the separating direction, so an
         // unpenalised Newton study stops at a pivot: say why when it is separation.
         Err(e) => {
@@ -1007,7 +1025,7 @@ fn refuse_separation<C: Channel>(
             if let (true, Some((iterations, beta))) = (unpenalised && binomial, &last)
                 && is_singular(&e)
             {
-                let complete = aggregation.separates(beta)?;
+                let complete = aggregation.classes_separated(beta)?;
                 return Err(SecureError::Separated {
                     rows,
                     iterations: *iterations,
@@ -1031,8 +1049,8 @@ fn refuse_separation<C: Channel>(
         // Complete separation at Newton's coefficients, or its information losing rank on the
         // way (quasi-separation, as a secure Newton study reports it).
         let verdict = match (&newton, &at) {
-            (Ok(n), _) => aggregation.separates(&n.beta)?.then_some(true),
-            (Err(e), Some(beta)) if is_singular(e) => Some(aggregation.separates(beta)?),
+            (Ok(n), _) => aggregation.classes_separated(&n.beta)?.then_some(true),
+            (Err(e), Some(beta)) if is_singular(e) => Some(aggregation.classes_separated(beta)?),
             _ => None,
         };
         if let Some(complete) = verdict {
@@ -1049,7 +1067,7 @@ fn refuse_separation<C: Channel>(
     };
     // Without a penalty the likelihood has no maximum when the classes are separated: one
     // revealed bit, before anything is published.
-    if unpenalised && binomial && aggregation.separates(&fit.beta)? {
+    if unpenalised && binomial && aggregation.classes_separated(&fit.beta)? {
         return Err(SecureError::Separated {
             rows,
             iterations: fit.iterations,

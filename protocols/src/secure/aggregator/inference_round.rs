@@ -34,7 +34,7 @@ impl<C: Channel> SecureAggregation<C> {
     /// side): the Nodes count their rows that are not, encrypted; the Center sums the counts and
     /// learns one bit from a comparison circuit, "none". In an unpenalised study that means the
     /// likelihood has no maximum.
-    pub fn separates(&mut self, beta: &Array1<f64>) -> Result<bool, SecureError> {
+    pub fn classes_separated(&mut self, beta: &Array1<f64>) -> Result<bool, SecureError> {
         let payload = crate::secure::wire::Writer::new()
             .f64s(beta.as_slice().expect("contiguous"))
             .finish();
