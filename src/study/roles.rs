@@ -832,7 +832,15 @@ impl Aggregator {
             let outcome = match outcome {
                 Ok(o) => o,
                 Err(e) => {
-                    if let Some(k) = saved_iterations {
+                    // A verdict on the data ends the study: resuming would reach it again, so
+                    // the checkpoint goes rather than invite a resume.
+                    let verdict = matches!(
+                        e,
+                        study_protocol::StudyError::Secure(SecureError::Separated { .. })
+                    );
+                    if verdict {
+                        state::remove(&self.checkpoint, say);
+                    } else if let Some(k) = saved_iterations {
                         say(&format!(
                             "checkpoint kept at {} (after iteration {k}): restart every party, \
                              the aggregator and the key holder with setting `resume`, to continue from \
