@@ -3,10 +3,10 @@
 //! A product `Z = X Y` needs the two cross terms `V_x R_y` (the key holder's view times the
 //! aggregator's mask) and `R_x V_y`. Under Paillier ([`super::cross`]) each costs a
 //! multi-exponentiation per block and a decryption per packed ciphertext, about `5 d^2 / 8`
-//! decryptions for a `d x d` inverse. Here a dealer, a party colluding with neither server
-//! (in a study in one process, a thread of its own; between organizations no party deals
-//! yet), hands out one-use correlations, and each cross term is an oblivious
-//! linear evaluation in Beaver's style over the integers:
+//! decryptions for a `d x d` inverse. Here a dealer, an optional party colluding with neither
+//! server (`privlogit dealer` between organizations, a thread of its own in one process; [`serve`]
+//! either way), hands out one-use correlations, and each cross term is an oblivious linear
+//! evaluation in Beaver's style over the integers:
 //!
 //! - the key holder draws `A` and `Z` from a seed it shares with the dealer, the aggregator `B`
 //!   from a seed it shares with the dealer, and the dealer sends the aggregator `W = A B - Z`;
@@ -171,14 +171,15 @@ pub fn deal(
     (left, right)
 }
 
-/// Where the aggregator's engine gets the dealer's messages.
+/// Where the aggregator's engine gets the dealer's messages: asked first, taken once the key
+/// holder has answered, so that a dealer on the network costs no round trip of its own (its
+/// reply travels while the key holder's does).
 pub trait Dealer: Send {
-    /// `W` of both evaluations of correlation `index`.
-    fn correlations(
-        &mut self,
-        index: u64,
-        shapes: &ProductShapes,
-    ) -> Result<(IntMatrix, IntMatrix), SecureError>;
+    /// Asks for `W` of both evaluations of correlation `index`.
+    fn ask(&mut self, index: u64, shapes: &ProductShapes) -> Result<(), SecureError>;
+
+    /// `W` of both evaluations of the correlation asked last.
+    fn take(&mut self) -> Result<(IntMatrix, IntMatrix), SecureError>;
 }
 
 /// A dealer computing in this process from both seeds (tests and `bench linalg`; in a
@@ -187,6 +188,7 @@ pub trait Dealer: Send {
 pub struct LocalDealer {
     keyholder: Seed,
     aggregator: Seed,
+    asked: Option<(IntMatrix, IntMatrix)>,
 }
 
 /// The seeds are secret: they expand into every correlation.
@@ -202,17 +204,21 @@ impl LocalDealer {
         Self {
             keyholder,
             aggregator,
+            asked: None,
         }
     }
 }
 
 impl Dealer for LocalDealer {
-    fn correlations(
-        &mut self,
-        index: u64,
-        shapes: &ProductShapes,
-    ) -> Result<(IntMatrix, IntMatrix), SecureError> {
-        Ok(deal(&self.keyholder, &self.aggregator, index, shapes))
+    fn ask(&mut self, index: u64, shapes: &ProductShapes) -> Result<(), SecureError> {
+        self.asked = Some(deal(&self.keyholder, &self.aggregator, index, shapes));
+        Ok(())
+    }
+
+    fn take(&mut self) -> Result<(IntMatrix, IntMatrix), SecureError> {
+        self.asked.take().ok_or_else(|| {
+            SecureError::inconsistent("a dealt correlation taken before it was asked")
+        })
     }
 }
 
@@ -223,12 +229,14 @@ pub fn fresh_seed() -> Seed {
     seed
 }
 
-/// The dealer as a party of its own, asked over a channel (an in-process study's dealer
-/// thread: [`serve`]).
+/// The dealer as a party of its own, asked over a channel (a `privlogit dealer` process or an
+/// in-process study's dealer thread, both running [`serve`]).
 #[derive(Debug)]
 pub struct ChannelDealer<C: Channel> {
     channel: C,
     session: u64,
+    /// The shapes of the correlation asked and not yet taken.
+    asked: Option<ProductShapes>,
 }
 
 impl<C: Channel + Send> ChannelDealer<C> {
@@ -261,7 +269,15 @@ impl<C: Channel + Send> ChannelDealer<C> {
                 Breach::wrong_length("the dealer's sealed seed", sealed.len(), 1),
             ));
         }
-        Ok((Self { channel, session }, Seed::new(seed), sealed))
+        Ok((
+            Self {
+                channel,
+                session,
+                asked: None,
+            },
+            Seed::new(seed),
+            sealed,
+        ))
     }
 }
 
@@ -300,14 +316,20 @@ fn read_shapes(r: &mut Reader<'_>) -> std::io::Result<(u64, ProductShapes)> {
 }
 
 impl<C: Channel + Send> Dealer for ChannelDealer<C> {
-    fn correlations(
-        &mut self,
-        index: u64,
-        shapes: &ProductShapes,
-    ) -> Result<(IntMatrix, IntMatrix), SecureError> {
+    fn ask(&mut self, index: u64, shapes: &ProductShapes) -> Result<(), SecureError> {
         let at = |e| SecureError::io(Role::Aggregator, "asking the dealer", e);
         let payload = write_shapes(Writer::new(), index, shapes).finish();
         wire::send(&mut self.channel, self.session, Step::Deal, &payload).map_err(at)?;
+        self.asked = Some(*shapes);
+        Ok(())
+    }
+
+    fn take(&mut self) -> Result<(IntMatrix, IntMatrix), SecureError> {
+        let at = |e| SecureError::io(Role::Aggregator, "asking the dealer", e);
+        let shapes = self.asked.take().ok_or_else(|| {
+            SecureError::inconsistent("a dealt correlation taken before it was asked")
+        })?;
+        let shapes = &shapes;
         let (_, payload) =
             wire::recv(&mut self.channel, self.session, &[Step::DealReply]).map_err(at)?;
         let mut r = Reader::new(&payload);

@@ -1106,7 +1106,8 @@ impl MaskedEngine {
         let state = self.dealt.as_mut().expect("checked by the caller");
         let index = state.next;
         state.next += 1;
-        let (w_left, w_right) = state.dealer.correlations(index, &shapes)?;
+        // The dealer's answer travels while the key holder's does.
+        state.dealer.ask(index, &shapes)?;
         let (b_left, b_right) = dealt::aggregator_part(&state.seed, index, &shapes);
         let f_left = IntMatrix::combine(&[(&y.masks, false), (&b_left, true)], &BigInt::zero());
         let f_right = IntMatrix::combine(&[(&x.masks, false), (&b_right, true)], &BigInt::zero());
@@ -1124,6 +1125,12 @@ impl MaskedEngine {
             }),
         )?;
         let payload = self.reply(gc)?;
+        let (w_left, w_right) = self
+            .dealt
+            .as_mut()
+            .expect("checked by the caller")
+            .dealer
+            .take()?;
         let start = Instant::now();
         let mut r = Reader::new(&payload);
         // E = V - A: below 2^(max(mask + 1, bits of A) + 1) in magnitude.
