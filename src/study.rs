@@ -7,6 +7,7 @@
 //! - [`nested`]: the nested model of a likelihood-ratio test (`--drop`).
 //! - [`party`]: a party's network, identity and roster.
 //! - [`roles`]: [`InProcess`], [`Keyholder`], [`Aggregator`], [`Node`].
+//! - [`dealer_role`]: [`Dealer`], the optional third server dealing masked products.
 //! - [`result`]: what a study reports, as text or JSON.
 //! - [`state`]: checkpoints and key files that let a study resume.
 //! - [`centre`]: the penalty's public centre (hypothesis transfer).
@@ -25,6 +26,7 @@
 //! ```
 
 pub mod centre;
+pub mod dealer_role;
 pub mod file;
 pub mod nested;
 pub mod party;
@@ -34,6 +36,7 @@ pub mod roles;
 pub mod sealing;
 pub mod state;
 
+pub use dealer_role::Dealer;
 pub use file::StudyFile;
 pub use result::{Ending, Rendered, StudyResult};
 pub use roles::{Aggregator, InProcess, Keyholder, Node, NodeRows};

@@ -29,6 +29,12 @@ pub fn run_study(spec: &Spec, say: Option<&dyn Fn(&str)>) -> Result<StudyResult,
             "a vertical study runs as a `study` with setting `vertical`",
         ));
     }
+    if spec.dealer_thread {
+        return Err(Error::refused(
+            "setting `dealer_thread` applies to horizontal studies: a vertical study's Nodes deal \
+             its products themselves",
+        ));
+    }
     let tables = tables(spec)?;
     let plan = spec.vertical_plan(tables.len())?;
     let shown = Shown::of(spec)?;

@@ -487,6 +487,7 @@ fn run_one(
         },
         &mut observer,
         None,
+        inprocess::Products::Paillier,
     )
     .map_err(|e| anyhow!("{} {}: {e}", row.name, run.name()))?;
     let mut rec = base(&outcome.fit, outcome.seconds, outcome.setup_seconds);

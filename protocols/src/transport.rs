@@ -958,6 +958,7 @@ pub fn tls_loopback_pair() -> io::Result<(Link, Link)> {
         ),
         aggregator: member(Role::Aggregator, "aggregator", &server_id),
         nodes: vec![member(Role::Node, "node", &client_id)],
+        dealer: None,
         ca: None,
     });
     let study = roster.study_id("", "");
@@ -1079,6 +1080,7 @@ mod tests {
             keyholder: member(0, Role::KeyHolder),
             aggregator: member(1, Role::Aggregator),
             nodes: vec![member(2, Role::Node), member(3, Role::Node)],
+            dealer: None,
             ca: None,
         });
         Study { roster, ids }

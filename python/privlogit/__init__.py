@@ -13,8 +13,9 @@ refuses.
   process (settings, defaults and checks are the library's, as on the command line);
   `study` and `node` take Spark and Dask DataFrames, summed on their partitions
   (`privlogit.cluster`);
-- `keyholder`, `aggregator`, `node`: the roles of a study between organizations, from its
-  study file over mutual TLS (a notebook can be a Node with a pandas DataFrame);
+- `keyholder`, `aggregator`, `node`, `dealer`: the roles of a study between organizations,
+  from its study file over mutual TLS (a notebook can be a Node with a pandas DataFrame;
+  `dealer` is the optional third server of a study file's `[dealer]` table);
 - `predict_proba`, `predict`: a fit's or a study's model applied to raw rows (a DataFrame's
   columns by name); `load_model`: any model file the project writes;
 - `PrivLogitRegression`: the scikit-learn estimator (needs scikit-learn);
@@ -25,13 +26,13 @@ refuses.
 from __future__ import annotations
 
 from . import _native, accounting, cluster, dp, paillier
-from ._fit_and_study import aggregator, fit, keyholder, node, study
+from ._fit_and_study import aggregator, dealer, fit, keyholder, node, study
 from ._native import BudgetExceeded, DataError, EstimationError, NetworkError, PrivlogitError, SettingError
 from ._parties import _by_name, _party, load  # noqa: F401  (the two private names: for the tests)
 from ._predict_rows import load_model, predict, predict_proba
 from ._results import Result
 
-__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "SettingError", "NetworkError", "EstimationError", "BudgetExceeded", "dp", "paillier", "accounting", "cluster"]
+__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "dealer", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "SettingError", "NetworkError", "EstimationError", "BudgetExceeded", "dp", "paillier", "accounting", "cluster"]
 
 
 def __getattr__(name):

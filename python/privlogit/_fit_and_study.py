@@ -169,6 +169,15 @@ def keyholder(study_file, identity=None, **settings):
     return _native.keyholder(os.fspath(study_file), _settings(identity=identity, **settings))
 
 
+def dealer(study_file, identity=None, **settings):
+    """Serve as the optional dealer of masked products of the study in `study_file`
+    (`privlogit dealer`: its `[dealer]` table), with this party's `identity`: a third server
+    trusted to collude with neither the key holder nor the aggregator, whose correlations
+    replace the masked products' Paillier work. Other settings by their names (`listen`,
+    `deadline`). Blocks until the study ends."""
+    _native.dealer(os.fspath(study_file), _settings(identity=identity, **settings))
+
+
 def aggregator(study_file, identity=None, **settings):
     """Drive the study in `study_file` as its aggregator (`privlogit aggregator`), with this
     party's `identity`; the study's settings come from the file, keywords override them

@@ -359,6 +359,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_roles::fit, m)?)?;
     m.add_function(wrap_pyfunction!(py_roles::study, m)?)?;
     m.add_function(wrap_pyfunction!(py_roles::keyholder, m)?)?;
+    m.add_function(wrap_pyfunction!(py_roles::dealer, m)?)?;
     m.add_function(wrap_pyfunction!(py_roles::aggregator, m)?)?;
     m.add_function(wrap_pyfunction!(py_roles::node, m)?)?;
     m.add_function(wrap_pyfunction!(py_cluster::partition_answer, m)?)?;

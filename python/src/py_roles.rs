@@ -14,7 +14,7 @@ use privlogit::protocols::Family;
 use privlogit::protocols::rows::MemoryRows;
 use privlogit::protocols::transport::Network;
 use privlogit::settings::Reader;
-use privlogit::study::{Aggregator, InProcess, Keyholder, Node, NodeRows, StudyResult};
+use privlogit::study::{Aggregator, Dealer, InProcess, Keyholder, Node, NodeRows, StudyResult};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -206,6 +206,18 @@ pub fn keyholder<'py>(
     out.set_item("paillier_seconds", stats.paillier_seconds)?;
     out.set_item("bytes_sent", stats.bytes_sent)?;
     Ok(out)
+}
+
+/// The dealer of masked products of the study in the study file `study` (its `[dealer]`
+/// table), with the settings `given`: waits for the aggregator and deals until the study ends.
+#[pyfunction]
+#[pyo3(signature = (study, given))]
+pub fn dealer(py: Python<'_>, study: PathBuf, given: &Bound<'_, PyDict>) -> PyResult<()> {
+    let (spec, file) = spec(Reader::Dealer, Some(study), given)?;
+    let say = say(false);
+    let role = Dealer::new(&spec, file.as_ref(), &say).map_err(raise)?;
+    let network = role.network();
+    interruptible(py, network, || role.run(&say))
 }
 
 /// The aggregator of the study in the study file `study`, with the settings `given`: waits for

@@ -132,6 +132,7 @@ pub fn defaults<'py>(py: Python<'py>, reader: &str) -> PyResult<Bound<'py, PyDic
         "keyholder" => Reader::KeyHolder,
         "aggregator" => Reader::Aggregator,
         "node" => Reader::Node,
+        "dealer" => Reader::Dealer,
         "dp" => Reader::DpFit,
         other => {
             return Err(crate::errors::PrivlogitError::new_err(format!(

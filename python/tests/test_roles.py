@@ -6,6 +6,7 @@ import os
 import pathlib
 import queue
 import re
+import socket
 import subprocess
 import threading
 
@@ -117,6 +118,49 @@ def test_a_python_node_with_a_dataframe_joins_cli_servers_over_tls(cli, tmp_path
     diff = np.max(np.abs(np.asarray(distributed["coefficients"]) - local["coef"]))
     # The same plan and mask seed: the same rounding, so the same model to the last bits.
     assert diff <= 1e-12, diff
+
+
+def test_a_python_dealer_serves_cli_servers_as_a_dealer_thread_would(cli, tmp_path):
+    """`privlogit.dealer` (a study file's optional third server) beside CLI servers and Nodes:
+    the model equals the in-process study's with a dealer thread (`dealer_thread=True`) to
+    1e-9. Not bit for bit: the Python dealer draws its correlations from the OS (a role takes
+    no seed in this process), so the masked rounding differs in the last bits."""
+    import json
+    binary = ROOT / "target" / "release" / "privlogit"
+    narrow_hospitals(tmp_path)
+    study = study_file(cli, tmp_path, 'label = "label"\nstandardize = true\noptimizer = "privlogit-accel"\n'
+                                      'gradient_tol = 1e-8\n')
+    fingerprint = cli("identity", "new", "--name", "dealer", "--out", tmp_path).stdout.strip()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open(study, "a") as f:
+        f.write(f'[dealer]\naddress = "127.0.0.1:{port}"\nfingerprint = "{fingerprint}"\n')
+    failure = []
+
+    def deal():
+        try:
+            privlogit.dealer(study, tmp_path / "dealer")
+        except Exception as e:  # reported by the main thread
+            failure.append(e)
+
+    dealer = threading.Thread(target=deal)
+    dealer.start()
+    keyholder, aggregator, address, result = servers(binary, study, tmp_path)
+    nodes = [Process(binary, "node", "--study", study, "--identity", tmp_path / h, "--aggregator", address,
+                     "--party", tmp_path / f"hospital_{h[-1]}.csv") for h in HOSPITALS]
+    for p in [*nodes, aggregator, keyholder]:
+        p.finish()
+    dealer.join(timeout=60)
+    assert not dealer.is_alive() and not failure, failure
+    assert "masked products from the dealer" in "".join(aggregator.seen)
+    distributed = json.loads(result.read_text())
+    local = privlogit.study([tmp_path / f"hospital_{h}.csv" for h in "abc"], label="label", standardize=True,
+                            optimizer="privlogit-accel", gradient_tol=1e-8, seed=7, dealer_thread=True)
+    assert distributed["iterations"] == local["iterations"]
+    assert distributed["round_trips"] == local["round_trips"]
+    diff = np.max(np.abs(np.asarray(distributed["coefficients"]) - local["coef"]))
+    assert diff <= 1e-9, diff
 
 
 def test_a_node_refuses_bad_rows_before_it_connects(tmp_path):

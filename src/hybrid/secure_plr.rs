@@ -157,6 +157,7 @@ pub fn study_in_process(
             |_| Ok(secret),
             &mut |_| {},
             noise,
+            privlogit_protocols::secure::inprocess::Products::Paillier,
         )?
     } else {
         privlogit_protocols::secure::inprocess::run_study(
@@ -166,6 +167,7 @@ pub fn study_in_process(
             |_| Ok(secret),
             &mut |_| {},
             noise,
+            privlogit_protocols::secure::inprocess::Products::Paillier,
         )?
     };
     Ok(run.outcome)

@@ -16,6 +16,8 @@ pub enum Reader {
     Aggregator,
     /// A Node of a study between organizations.
     Node,
+    /// The optional dealer of masked products of a study between organizations.
+    Dealer,
     /// `privlogit dp fit` and Python's `privlogit.dp.fit` (a differentially private fit's
     /// options, [`DP_KEYS`](super::dp_keys::DP_KEYS)).
     DpFit,
@@ -30,6 +32,7 @@ impl Reader {
             Reader::KeyHolder => "keyholder",
             Reader::Aggregator => "aggregator",
             Reader::Node => "node",
+            Reader::Dealer => "dealer",
             Reader::DpFit => "dp fit",
         }
     }
@@ -37,7 +40,10 @@ impl Reader {
     /// A process that plays one part of a study between organizations (not the one-process
     /// `study`, nor `fit`).
     pub fn is_role(self) -> bool {
-        matches!(self, Reader::KeyHolder | Reader::Aggregator | Reader::Node)
+        matches!(
+            self,
+            Reader::KeyHolder | Reader::Aggregator | Reader::Node | Reader::Dealer
+        )
     }
 
     /// The roles of a secure study (every reader but the plaintext fit).

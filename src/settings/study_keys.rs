@@ -23,7 +23,7 @@ use toml::Value;
 
 use super::setting_key::{Key, Preset, Reader};
 use super::values::{SettingValue, Share};
-use Reader::{Aggregator as A, Fit as F, KeyHolder as K, Node as N, Study as S};
+use Reader::{Aggregator as A, Dealer as D, Fit as F, KeyHolder as K, Node as N, Study as S};
 
 /// The most Newton steps a plaintext fit's separation probe takes by default (breast_cancer's
 /// Newton separates its classes in 13 from zero; `crate::fit::job`).
@@ -193,7 +193,7 @@ settings! {
         rows); 0 reports the fit as it stopped.";
     init: Option<f64> = None, "V", [F], own,
         "Start with every coefficient equal to V (default: all zero).";
-    key_bits: u32 = 2048, "BITS", [S, A], shared,
+    key_bits: u32 = 2048, "BITS", [S, A, D], shared,
         "Paillier modulus bits: 2048, 3072 or 4096.";
     fixed: FixedFormat = DEFAULT_FORMAT, "W/F", [S, A], shared,
         "Fixed-point format of the garbled circuits, WIDTH/FRACTION bits (more fraction: closer \
@@ -264,6 +264,10 @@ settings! {
         nested model is fitted too, in a study as a second secure study (unpenalised fits \
         only); between organizations every party reads it from the study file and serves both \
         studies.";
+    dealer_thread: bool = false, "", [S], own,
+        "Take the masked products' cross terms from a dealer thread (a party colluding with \
+        neither server, as `privlogit dealer` is between organizations) instead of Paillier \
+        ciphertexts; the Nodes then pack their gradients. Faster, under a third party's trust.";
     // Output.
     json: bool = false, "", [F, S, A], own,
         "Print one JSON object instead of a table.";
@@ -281,24 +285,25 @@ settings! {
     budget: Option<f64> = None, "TOTAL", [S, N], own,
         "Total epsilon each data set may spend (needed to create the ledger).";
     // Seeds (reproducible runs only).
-    seed: Option<u64> = None, "SEED", [S, A], own,
-        "Reproducible runs (tests, benchmarks): the aggregator's masks from SEED, so a run repeats \
-        another's rounding bit for bit. Whoever knows SEED and the key holder's view can unmask \
-        everything, so the aggregator refuses it (in a study file always).";
+    seed: Option<u64> = None, "SEED", [S, A, D], own,
+        "Reproducible runs (tests, benchmarks): the aggregator's masks (and a dealer's \
+        correlations) from SEED, so a run repeats another's rounding bit for bit. Whoever knows \
+        SEED and the key holder's view can unmask everything, so the aggregator and the dealer \
+        refuse it (in a study file always).";
     noise_seed: Option<u64> = None, "SEED", [S, K, A], own,
         "Reproducible differentially private runs (tests): the servers' noise shares from SEED. \
         Whoever knows SEED knows the noise, so the key holder and the aggregator refuse it \
         (in a study file always).";
     // How a party of a study between organizations connects.
-    identity: Option<PathBuf> = None, "PREFIX", [K, A, N], own,
+    identity: Option<PathBuf> = None, "PREFIX", [K, A, N, D], own,
         "This party's identity: PREFIX.crt and PREFIX.key, from `privlogit identity new`.";
-    insecure_plaintext: bool = false, "", [K, A, N], own,
+    insecure_plaintext: bool = false, "", [K, A, N, D], own,
         "Connect over plain TCP: anyone on the path reads the traffic and anyone may claim a \
         party's place. Refused when the study file names certificates.";
-    deadline: f64 = 6.0, "SECONDS", [K, A, N], own,
+    deadline: f64 = 6.0, "SECONDS", [K, A, N, D], own,
         "Seconds without any sign of life (data or heartbeat) after which a peer counts as lost \
         and the study stops.";
-    listen: Option<String> = None, "ADDR", [K, A], own,
+    listen: Option<String> = None, "ADDR", [K, A, D], own,
         "Address to listen on, e.g. 0.0.0.0:7000 (default: the study file's address of this \
         party).";
     state: PathBuf = PathBuf::from("privlogit-state"), "DIR", [K, A], own,

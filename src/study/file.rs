@@ -14,6 +14,9 @@
 //! [[node]]
 //! name = "hospital-a"
 //! fingerprint = "sha256:..."
+//! [dealer]                            # optional: a third server dealing masked products
+//! address = "10.0.0.3:7200"
+//! fingerprint = "sha256:..."
 //! ```
 //!
 //! Instead of a fingerprint per party, a study may name a consortium certificate authority,
@@ -34,8 +37,21 @@ use privlogit_protocols::transport::{Fingerprint, Member, Role, Roster};
 use crate::error::Error;
 use crate::settings::{self, Origin, Reader, Spec};
 
-/// Keys of the file that name parties or the stacking stages' table, not settings.
-const PARTY_KEYS: [&str; 6] = ["keyholder", "aggregator", "node", "study_id", "ca", "stack"];
+/// Keys of the file that name the study's parties (and its id and authority), not settings.
+const ROSTER_KEYS: [&str; 6] = [
+    "keyholder",
+    "aggregator",
+    "node",
+    "dealer",
+    "study_id",
+    "ca",
+];
+
+/// [`ROSTER_KEYS`] and the stacking stages' table: every key that is not a setting.
+const PARTY_KEYS: [&str; 7] = {
+    let r = ROSTER_KEYS;
+    [r[0], r[1], r[2], r[3], r[4], r[5], "stack"]
+};
 
 /// A study file, read and checked.
 #[derive(Debug, Clone)]
@@ -195,7 +211,7 @@ fn roster(path: &Path, table: &toml::Table) -> Result<Option<StudyParties>, Erro
         .into_iter()
         .filter(|k| table.contains_key(*k))
         .collect();
-    if present.is_empty() {
+    if present.is_empty() && !table.contains_key("dealer") {
         return Ok(None);
     }
     if present.len() < 3 {
@@ -297,10 +313,15 @@ fn roster(path: &Path, table: &toml::Table) -> Result<Option<StudyParties>, Erro
             )));
         }
     };
+    let dealer = table
+        .get("dealer")
+        .map(|v| member(v, Role::Dealer, "dealer", "[dealer]"))
+        .transpose()?;
     let roster = Roster {
         keyholder,
         aggregator,
         nodes,
+        dealer,
         ca,
     };
     roster.validate().map_err(fail)?;
@@ -315,8 +336,7 @@ fn shared_settings(table: &toml::Table) -> String {
     let shared: toml::Table = table
         .iter()
         .filter(|(k, _)| {
-            !["keyholder", "aggregator", "node", "study_id", "ca"].contains(&k.as_str())
-                && settings::find(k).is_none_or(|key| key.shared)
+            !ROSTER_KEYS.contains(&k.as_str()) && settings::find(k).is_none_or(|key| key.shared)
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();

@@ -89,6 +89,7 @@ impl Party {
                 .and_then(|r| match role {
                     Role::KeyHolder => Some(r.keyholder.name.clone()),
                     Role::Aggregator => Some(r.aggregator.name.clone()),
+                    Role::Dealer => r.dealer.as_ref().map(|d| d.name.clone()),
                     Role::Node => None,
                 })
                 .unwrap_or_else(|| name.to_string());
@@ -210,16 +211,17 @@ impl Party {
     /// The server this party dials in `role`: from the roster, or an anonymous one in
     /// plaintext.
     pub fn server(&self, role: Role) -> Member {
-        let from_roster = self.roster().map(|r| match role {
-            Role::KeyHolder => r.keyholder.clone(),
-            _ => r.aggregator.clone(),
+        let from_roster = self.roster().and_then(|r| match role {
+            Role::KeyHolder => Some(r.keyholder.clone()),
+            Role::Dealer => r.dealer.clone(),
+            _ => Some(r.aggregator.clone()),
         });
         from_roster.unwrap_or_else(|| Member {
             role,
-            name: if role == Role::KeyHolder {
-                "keyholder"
-            } else {
-                "aggregator"
+            name: match role {
+                Role::KeyHolder => "keyholder",
+                Role::Dealer => "dealer",
+                _ => "aggregator",
             }
             .into(),
             address: None,

@@ -18,7 +18,7 @@ use privlogit_protocols::secure::node::{NodeData, NodeStats};
 use privlogit_protocols::secure::perturbation::{NoiseShare, Release};
 use privlogit_protocols::secure::study_protocol::{self, Continuity, StudyPlan};
 use privlogit_protocols::secure::{Refusal, SecureError};
-use privlogit_protocols::transport::{Expected, Network, Role};
+use privlogit_protocols::transport::{Expected, Link, Network, Role};
 use privlogit_protocols::{Glm, IterationRecord, StepKind};
 
 use super::file::StudyFile;
@@ -232,6 +232,8 @@ pub struct InProcess {
     shown: Shown,
     /// The counts under which a Node refuses (each checks its own).
     disclosure: Disclosure,
+    /// Masked products from a dealer thread (setting `dealer_thread`).
+    dealer: bool,
 }
 
 impl InProcess {
@@ -353,6 +355,7 @@ impl InProcess {
             noise_seed: spec.noise_seed,
             shown,
             disclosure: spec.disclosure(),
+            dealer: spec.dealer_thread,
         })
     }
 
@@ -368,7 +371,11 @@ impl InProcess {
         let quiet = |_: &str| {};
         let say: Say<'_> = say.unwrap_or(&quiet);
         let plan = self.plan;
-        say(&describe(&plan, self.nodes.len()));
+        let mut described = describe(&plan, self.nodes.len());
+        if self.dealer {
+            described.push_str("; masked products from a dealer thread");
+        }
+        say(&described);
         if let (Some((path, budget, files, label)), Some(release)) = (&self.ledger, &plan.release) {
             charge::files(
                 path,
@@ -405,7 +412,9 @@ impl InProcess {
         let noise = plan
             .release
             .map(|_| crate::hybrid::secure_plr::shares(self.noise_seed));
-        let mut result = run_here(plan, nodes, noise, self.shown.clone(), say)?;
+        let here =
+            |plan, nodes, noise, shown| run_here(plan, nodes, noise, shown, self.dealer, say);
+        let mut result = here(plan, nodes, noise, self.shown.clone())?;
         if !reduced.is_empty() {
             let dropped: Vec<String> = self.dropped.into_iter().map(|(_, n)| n).collect();
             say(&format!(
@@ -423,22 +432,29 @@ impl InProcess {
                 })
                 .collect();
             let shown = result.shown.clone();
-            let nested_result = run_here(plan, nodes, None, shown, say)?;
+            let nested_result = here(plan, nodes, None, shown)?;
             result.likelihood_ratio = Some(nested::test(&result, &nested_result, dropped)?);
         }
         Ok(result)
     }
 }
 
-/// One secure study with every party in this process over loopback, its progress to `say`.
+/// One secure study with every party in this process over loopback (and a dealer thread when
+/// `dealer`), its progress to `say`.
 fn run_here(
     plan: StudyPlan,
     nodes: Vec<(Vec<String>, NodeData)>,
     noise: Option<privlogit_protocols::secure::perturbation::NoiseShares>,
     shown: Shown,
+    dealer: bool,
     say: Say<'_>,
 ) -> Result<StudyResult, Error> {
     let mut progress = |r: &IterationRecord| say(&progress_line(r));
+    let products = if dealer {
+        inprocess::Products::DealerThread
+    } else {
+        inprocess::Products::Paillier
+    };
     let run = inprocess::run_study(
         inprocess::loopback_pair,
         nodes,
@@ -446,6 +462,7 @@ fn run_here(
         make_key,
         &mut progress,
         noise,
+        products,
     )?;
     Ok(StudyResult {
         outcome: run.outcome,
@@ -538,24 +555,7 @@ impl Keyholder {
         let party = &self.party;
         let network = &party.network;
         {
-            let expected = match party.roster() {
-                Some(r) if r.pinned() => Expected::Members(vec![r.aggregator.clone()]),
-                _ => Expected::Anyone {
-                    role: Role::Aggregator,
-                    count: 1,
-                },
-            };
-            let mut channels = listener
-                .admit(&expected, PATIENCE, &mut |m| say(m))
-                .map_err(Error::Network)?;
-            let channel = channels
-                .pop()
-                .ok_or_else(|| Error::refused("the aggregator did not connect"))?;
-            say(&format!(
-                "{} connected from {}",
-                channel.pipe().peer(),
-                channel.pipe().peer_address()
-            ));
+            let channel = admit_aggregator(party, listener, say)?;
             let key_file = self.state.key_file(&network.study())?;
             let mut kept = FileKeyStore::new(key_file.clone(), self.resume);
             let mut in_memory = NoKeyStore;
@@ -794,8 +794,15 @@ impl Aggregator {
                 self.parties
             ));
             let (nodes, keyholder) = join(listener)?;
+            let dealer = dial_dealer(&self.party, say)?;
             let mut progress = |r: &IterationRecord| say(&progress_line(r));
             if self.vertical {
+                if dealer.is_some() {
+                    return Err(Error::refused(
+                        "a vertical study takes no dealer: its products are dealt by its Nodes \
+                         (remove the study file's [dealer] table)",
+                    ));
+                }
                 say("vertical study: the Nodes' private set intersection, then their deals");
                 let outcome = privlogit_protocols::secure::vertical_roles::run_aggregator(
                     nodes,
@@ -821,13 +828,14 @@ impl Aggregator {
                 save: &mut save,
             });
             let mut share = noise_share(self.noise_seed, 0);
-            let outcome = study_protocol::run_aggregator(
+            let outcome = study_protocol::run_aggregator_with(
                 nodes,
                 keyholder,
                 &self.plan,
                 &mut progress,
                 continuity,
                 self.plan.release.map(|_| &mut share as &mut dyn NoiseShare),
+                dealer,
             );
             let outcome = match outcome {
                 Ok(o) => o,
@@ -893,6 +901,57 @@ impl Aggregator {
             Ok(result)
         })
     }
+}
+
+/// The aggregator, admitted on a server's `listener`: the study file's (by certificate) or,
+/// in a plaintext study, whoever says it is one.
+pub(crate) fn admit_aggregator(
+    party: &Party,
+    listener: privlogit_protocols::transport::Listener,
+    say: Say<'_>,
+) -> Result<Link, Error> {
+    let expected = match party.roster() {
+        Some(r) if r.pinned() => Expected::Members(vec![r.aggregator.clone()]),
+        _ => Expected::Anyone {
+            role: Role::Aggregator,
+            count: 1,
+        },
+    };
+    let channel = listener
+        .admit(&expected, PATIENCE, &mut |m| say(m))
+        .map_err(Error::Network)?
+        .pop()
+        .ok_or_else(|| Error::refused("the aggregator did not connect"))?;
+    say(&format!(
+        "{} connected from {}",
+        channel.pipe().peer(),
+        channel.pipe().peer_address()
+    ));
+    Ok(channel)
+}
+
+/// The study file's dealer, dialled by the aggregator `party` (after the key holder), if the
+/// file names one.
+fn dial_dealer(party: &Party, say: Say<'_>) -> Result<Option<Link>, Error> {
+    let Some(dealer) = party.roster().and_then(|r| r.dealer.clone()) else {
+        return Ok(None);
+    };
+    let address = dealer.address.clone().ok_or_else(|| {
+        Error::refused(
+            "the study file's [dealer] table names no address (address = \"HOST:PORT\"): the \
+             aggregator dials the dealer there",
+        )
+    })?;
+    let link = party
+        .network
+        .connect(&address, &dealer, PATIENCE)
+        .map_err(Error::Network)?;
+    say(&format!(
+        "masked products from {} at {}",
+        link.pipe().peer(),
+        link.pipe().peer_address()
+    ));
+    Ok(Some(link))
 }
 
 /// The error of an output that could not take `result`, after keeping the result (rendered as
@@ -1150,9 +1209,9 @@ pub fn refuse_repeated(files: &[(&str, &StudyFile)]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The party of a study's server (`role`: the key holder or the aggregator), `spec` checked to
-/// be read for it.
-fn server_party(
+/// The party of a study's server (`role`: the key holder, the aggregator or the dealer),
+/// `spec` checked to be read for it.
+pub(crate) fn server_party(
     spec: &Spec,
     file: Option<&StudyFile>,
     role: Role,
@@ -1160,6 +1219,7 @@ fn server_party(
 ) -> Result<Party, Error> {
     let (reader, name) = match role {
         Role::KeyHolder => (Reader::KeyHolder, "keyholder"),
+        Role::Dealer => (Reader::Dealer, "dealer"),
         _ => (Reader::Aggregator, "aggregator"),
     };
     expect_reader(spec, reader)?;

@@ -214,6 +214,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
                 }
             },
             None,
+            inprocess::Products::Paillier,
         )?;
         let reference = if protocol == Protocol::Newton {
             &plain_newton.beta

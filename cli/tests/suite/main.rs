@@ -9,6 +9,7 @@ mod common;
 
 mod circuit_cli;
 mod cli;
+mod dealer;
 mod dl_cli;
 mod dp;
 mod dp_accounting;

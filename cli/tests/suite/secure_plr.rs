@@ -66,6 +66,7 @@ fn secure(
         |_| Ok(&key.secret),
         &mut |_| {},
         Some(secure_plr::shares(Some(seed))),
+        inprocess::Products::Paillier,
     )
     .expect("secure PLR study")
     .outcome

@@ -330,6 +330,7 @@ fn secure_standardisation_over_tcp_matches_plaintext() {
         |_| Ok(&key.secret),
         &mut |_| {},
         None,
+        inprocess::Products::Paillier,
     )
     .expect("secure study")
     .outcome;
@@ -387,6 +388,7 @@ fn mismatched_columns_are_refused() {
         },
         &mut |_| {},
         None,
+        inprocess::Products::Paillier,
     )
     .expect_err("refused");
     let message = error.to_string();
@@ -490,6 +492,7 @@ fn a_node_killed_mid_run_stops_the_study_with_a_named_error() {
         |_| Ok(&key.secret),
         &mut |_| {},
         None,
+        inprocess::Products::Paillier,
     )
     .expect_err("the study fails");
     let message = error.to_string();

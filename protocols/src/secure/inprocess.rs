@@ -83,6 +83,7 @@ pub fn run(
         |_| Ok(secret),
         observer,
         None,
+        Products::Paillier,
     )?;
     Ok(SecureReport {
         fit: outcome.fit,
@@ -90,6 +91,18 @@ pub fn run(
         keyholder,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// Where a study in one process takes its masked products' cross terms from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Products {
+    /// Paillier ciphertexts: the protocol of the two servers alone (the default).
+    #[default]
+    Paillier,
+    /// A dealer on a thread of its own: the protocol of a study between organizations with a
+    /// `privlogit dealer` ([`super::masked::dealt`]), a third party trusted to collude with
+    /// neither server; the Nodes then pack their gradients.
+    DealerThread,
 }
 
 /// Everything a study in one process reports.
@@ -107,7 +120,9 @@ pub struct StudyRun {
 /// the aggregator on the caller's, each link a pair from `make_pair` (in-memory or
 /// [`loopback_pair`]). Nodes are `(feature names, rows)`; `make_key` gives the key holder its
 /// key for the modulus size the plan asks; `noise` gives a differentially private plan's
-/// servers their noise shares. On failure, reports the party that caused it.
+/// servers their noise shares; `products` says where the masked products come from. On
+/// failure, reports the party that caused it.
+#[allow(clippy::too_many_arguments)]
 pub fn run_study<C, K>(
     mut make_pair: impl FnMut() -> io::Result<(C, C)>,
     nodes: Vec<(Vec<String>, NodeData)>,
@@ -115,6 +130,7 @@ pub fn run_study<C, K>(
     make_key: impl FnOnce(u32) -> Result<K, SecureError> + Send,
     observer: &mut dyn FnMut(&IterationRecord),
     noise: Option<NoiseShares>,
+    products: Products,
 ) -> Result<StudyRun, StudyError>
 where
     C: Channel + Send + 'static,
@@ -126,6 +142,13 @@ where
     for _ in &nodes {
         links.push(make_pair().map_err(link)?);
     }
+    // Made last, so the links keep their order (key holder, then Nodes).
+    let (to_dealer, dealer_end) = if products == Products::DealerThread {
+        let (a, b) = make_pair().map_err(link)?;
+        (Some(a), Some(b))
+    } else {
+        (None, None)
+    };
     let (mut aggregator_noise, mut keyholder_noise) = match noise {
         Some(n) => (Some(n.aggregator), Some(n.keyholder)),
         None => (None, None),
@@ -151,6 +174,12 @@ where
                 study_protocol::run_node(node_end, &names, data, min_key_bits, None, None)
             }));
         }
+        let mask_seed = plan.mask_seed;
+        let dealer = dealer_end.map(|end| {
+            scope.spawn(move || {
+                super::masked::dealt::serve(end, super::wire::HANDSHAKE, min_key_bits, mask_seed)
+            })
+        });
         let driven = study_protocol::run_aggregator_with(
             node_ends,
             to_keyholder,
@@ -160,9 +189,7 @@ where
             aggregator_noise
                 .as_deref_mut()
                 .map(|n| n as &mut dyn NoiseShare),
-            // The same protocol as between organizations: no dealer, so that what a user
-            // times here is what they deploy.
-            None::<C>,
+            to_dealer,
         );
         // The aggregator's channels are dropped by now, so every serving thread ends.
         let keyholder = keyholder
@@ -176,9 +203,17 @@ where
                     .map_err(|_| StudyError::Panicked(format!("Node {}", i + 1)))
             })
             .collect::<Result<_, _>>()?;
-        let outcome = match driven {
-            Ok(v) => v,
-            Err(e) => return Err(root_cause(e, keyholder, node_results)),
+        let dealer = dealer
+            .map(|d| d.join().map_err(|_| StudyError::Panicked("dealer".into())))
+            .transpose()?;
+        let outcome = match (driven, dealer) {
+            (Ok(v), _) => v,
+            // A dealer that failed for a cause of its own names it (the aggregator saw only
+            // the hang-up).
+            (Err(_), Some(Err(d))) if !d.is_disconnection() => {
+                return Err(StudyError::Party("dealer".into(), d));
+            }
+            (Err(e), _) => return Err(root_cause(e, keyholder, node_results)),
         };
         let keyholder = keyholder?;
         let nodes = node_results.into_iter().collect::<Result<Vec<_>, _>>()?;

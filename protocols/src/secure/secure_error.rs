@@ -348,6 +348,7 @@ impl From<Role> for Party {
             Role::KeyHolder => Self::KeyHolder,
             Role::Aggregator => Self::Aggregator,
             Role::Node => Self::Node,
+            Role::Dealer => Self::Dealer,
         }
     }
 }

@@ -600,9 +600,10 @@ pub fn run_aggregator<C: Channel>(
     )
 }
 
-/// [`run_aggregator`] with a dealer of masked products on `dealer` (an in-process study's
-/// dealer thread, [`crate::secure::masked::dealt::serve`]): the masked linear algebra's cross
-/// terms come from its correlations instead of Paillier ciphertexts.
+/// [`run_aggregator`] with a dealer of masked products on `dealer` (a `privlogit dealer`
+/// process or an in-process study's dealer thread, both running
+/// [`crate::secure::masked::dealt::serve`]): the masked linear algebra's cross terms come from
+/// its correlations instead of Paillier ciphertexts, and the Nodes pack their gradients.
 pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
     mut nodes: Vec<C>,
     mut keyholder: C,

@@ -20,6 +20,9 @@ pub enum Role {
     Aggregator,
     /// Holds rows.
     Node,
+    /// Optional: hands the aggregator one-use correlations for its masked products (colludes
+    /// with neither server).
+    Dealer,
 }
 
 impl Role {
@@ -29,12 +32,13 @@ impl Role {
             Role::KeyHolder => 1,
             Role::Aggregator => 2,
             Role::Node => 3,
+            Role::Dealer => 4,
         }
     }
 
     /// The role of a wire code.
     pub(crate) fn from_code(code: u8) -> Option<Self> {
-        [Role::KeyHolder, Role::Aggregator, Role::Node]
+        [Role::KeyHolder, Role::Aggregator, Role::Node, Role::Dealer]
             .into_iter()
             .find(|r| r.code() == code)
     }
@@ -46,6 +50,7 @@ impl fmt::Display for Role {
             Role::KeyHolder => "key holder",
             Role::Aggregator => "aggregator",
             Role::Node => "Node",
+            Role::Dealer => "dealer",
         })
     }
 }
@@ -81,6 +86,8 @@ pub struct Roster {
     pub aggregator: Member,
     /// The Nodes, in the study's order (Node 1 first).
     pub nodes: Vec<Member>,
+    /// The dealer of masked products, if the study has one.
+    pub dealer: Option<Member>,
     /// A consortium's certificate authority (its certificate, DER): a party named without a
     /// fingerprint is known by a certificate this authority issued for its name.
     pub ca: Option<Vec<u8>>,
@@ -139,11 +146,12 @@ impl Roster {
         Ok(())
     }
 
-    /// Every party: key holder, aggregator, then the Nodes.
+    /// Every party: key holder, aggregator, the Nodes, then the dealer if there is one.
     pub fn members(&self) -> impl Iterator<Item = &Member> {
         [&self.keyholder, &self.aggregator]
             .into_iter()
             .chain(&self.nodes)
+            .chain(&self.dealer)
     }
 
     /// Whether the parties are named by certificate (a TLS study: fingerprints, or a
@@ -275,6 +283,7 @@ mod tests {
                 member(Role::Node, "a", Some(3)),
                 member(Role::Node, "b", Some(4)),
             ],
+            dealer: None,
             ca: None,
         };
         ok.validate().expect("valid");
@@ -330,6 +339,7 @@ mod tests {
                 named(Role::Node, "hospital-a"),
                 named(Role::Node, "hospital-b"),
             ],
+            dealer: None,
             ca: Some(ca.certificate().to_vec()),
         };
         roster.validate().expect("valid");

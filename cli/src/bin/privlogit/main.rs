@@ -79,6 +79,9 @@ enum Command {
     Aggregator(settings_args::AggregatorArgs),
     /// Take part in a secure study as a Node with one data file.
     Node(settings_args::NodeArgs),
+    /// Serve as a study's optional dealer of masked products (a third server the study file's
+    /// [dealer] table names, trusted to collude with neither the key holder nor the aggregator).
+    Dealer(settings_args::DealerArgs),
     /// Make or show a party's key pair and certificate for studies over mutual TLS.
     Identity(identity_command::IdentityArgs),
     /// Differentially private models: fit one, or run the papers' experiments.
@@ -143,6 +146,7 @@ fn main() -> ExitCode {
         Command::Study(a) => study_commands::run_study(a.0),
         Command::Keyholder(a) => study_commands::run_keyholder(a.0),
         Command::Aggregator(a) => study_commands::run_aggregator(a.0),
+        Command::Dealer(a) => study_commands::run_dealer(a.0),
         Command::Node(a) => study_commands::run_node(a.0),
         Command::Identity(a) => identity_command::run(a),
         Command::Dp(a) => dp_command::run(a),

@@ -148,6 +148,7 @@ reader_args!(StudyArgs, Reader::Study);
 reader_args!(KeyholderArgs, Reader::KeyHolder);
 reader_args!(AggregatorArgs, Reader::Aggregator);
 reader_args!(NodeArgs, Reader::Node);
+reader_args!(DealerArgs, Reader::Dealer);
 reader_args!(DpOptions, Reader::DpFit);
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `fit`, `study`, `keyholder`, `aggregator` and `node`: the settings the user gave, over the
+//! `fit`, `study`, `keyholder`, `aggregator`, `node` and `dealer`: the settings the user gave, over the
 //! study file's, handed to the library's roles; the result printed.
 
 use std::io::Write as _;
@@ -93,6 +93,22 @@ pub fn run_node(given: Given) -> Result<Outcome> {
         return Ok(Outcome::Success);
     }
     study::Node::new(&spec, file.as_ref(), None, &print)?.run(&print)?;
+    Ok(Outcome::Success)
+}
+
+/// `privlogit dealer`: one study's dealer of masked products.
+pub fn run_dealer(given: Given) -> Result<Outcome> {
+    if given.studies.len() > 1 {
+        anyhow::bail!("--study: a dealer serves one study (run one dealer per study file)");
+    }
+    let file = given
+        .studies
+        .first()
+        .map(|p| StudyFile::read(p))
+        .transpose()?;
+    let spec = file::spec(Reader::Dealer, file.as_ref(), &given.settings)?;
+    let print = |m: &str| line(m);
+    study::Dealer::new(&spec, file.as_ref(), &print)?.run(&print)?;
     Ok(Outcome::Success)
 }
 
