@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::fit::GlmColumns;
+use privlogit_circuits::channel::Channel as _;
 use privlogit_protocols::disclosure::Disclosure;
 use privlogit_protocols::paillier::{KeyPair, KeySize, SecretKey};
 use privlogit_protocols::rows::RowSource;
@@ -794,7 +795,15 @@ impl Aggregator {
                 self.parties
             ));
             let (nodes, keyholder) = join(listener)?;
-            let dealer = dial_dealer(&self.party, say)?;
+            let dealer = match dial_dealer(&self.party, say) {
+                Ok(dealer) => dealer,
+                Err(e) => {
+                    // Told to the joined parties with the links still open (dropped first,
+                    // they would show only a hang-up).
+                    keyholder.abort(&e.to_string());
+                    return Err(e);
+                }
+            };
             let mut progress = |r: &IterationRecord| say(&progress_line(r));
             if self.vertical {
                 if dealer.is_some() {

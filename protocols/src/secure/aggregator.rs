@@ -443,7 +443,6 @@ impl<C: Channel> SecureAggregation<C> {
             .map_err(|e| SecureError::io(Role::Aggregator, "talking to the key holder", e))
     }
 
-    /// Sends `payload` to every Node.
     /// Computes the masked products' cross terms from correlations the dealer on `channel`
     /// hands out ([`super::masked::dealt`]); nothing to deal under the circuit method.
     pub fn use_dealer<D: Channel + Send + 'static>(
@@ -458,6 +457,20 @@ impl<C: Channel> SecureAggregation<C> {
         engine.use_dealer(&mut self.gc, seed, Box::new(dealer), sealed)
     }
 
+    /// Stops the study on every connection, telling the peers `reason` (a network party's
+    /// connections stop together; memory channels ignore it).
+    pub fn abort(&mut self, reason: &str) {
+        match self.gc.session.channel() {
+            Ok(keyholder) => keyholder.abort(reason),
+            Err(_) => {
+                if let Some(node) = self.nodes.first() {
+                    node.abort(reason);
+                }
+            }
+        }
+    }
+
+    /// Sends `payload` to every Node.
     fn tell_nodes(&mut self, step: Step, payload: &[u8]) -> Result<(), SecureError> {
         let session = self.config.session;
         for (i, node) in self.nodes.iter_mut().enumerate() {

@@ -636,7 +636,7 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         continuity.is_some(),
     )?;
     let session = config.session;
-    let (mut aggregation, standardization) = connect_or_resume(
+    let (aggregation, standardization) = connect_or_resume(
         nodes,
         keyholder,
         &key,
@@ -645,114 +645,125 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         from.as_ref(),
         &features,
     )?;
-    if let Some(dealer) = dealer {
-        aggregation.use_dealer(dealer)?;
-    }
-    if let Some(seed) = plan.mask_seed {
-        aggregation.seed_masks(Sha256::digest(seed.to_le_bytes()).into());
-    }
-    // An unstandardised study fits `c_j = s_j b_j` on features scaled by `1/s_j`; the result
-    // is turned back into raw units below.
-    let raw_scales = match (&standardization, plan.standardize) {
-        (Some((_, scales)), false) => Some(scales.clone()),
-        _ => None,
-    };
-    let options = study_options(
-        &mut aggregation,
-        plan,
-        noise,
-        from.is_none(),
-        &features,
-        raw_scales.as_deref(),
-    )?;
-    let mut names = features.clone();
-    if plan.intercept {
-        names.insert(0, "intercept".to_string());
-    }
-    let setup_seconds = start.elapsed().as_secs_f64();
-    let rows = crate::Aggregation::sample_count(&aggregation);
-    let resumed_from = from.as_ref().map(|f| f.progress.iterations());
-    let named = |e: FitError| name_singular(e, &names);
-    // The last coefficients, for the separation check of an unpenalised study that fails.
-    let mut last: Option<(usize, ndarray::Array1<f64>)> = None;
-    let mut watch = |r: &IterationRecord| {
-        last = Some((r.iteration, r.beta.clone()));
-        observer(r);
-    };
-    let observer = &mut watch;
-    let fitted = match continuity {
-        None => plan
-            .optimizer
-            .fit(&mut aggregation, &options, observer)
-            .map_err(named),
-        Some(c) => {
-            let template = Checkpoint {
-                study: c.study,
-                plan: digest,
-                session,
-                key: key.to_bytes(),
-                names: features,
-                rows: rows as u64,
-                standardization: standardization.clone(),
-                bound: None,
-                progress: Progress::default(),
-            };
-            fit_checkpointed(
-                &mut aggregation,
+    // Held outside the run, so that a failure reaches every peer with its reason: the links
+    // are aborted with it before they are dropped (dropping them alone would end each
+    // connection cleanly, and the peers would see only a hang-up).
+    let mut held = Some(aggregation);
+    let outcome: Result<StudyOutcome, StudyError> = (|| {
+        let aggregation = held.as_mut().expect("held until the end");
+        if let Some(dealer) = dealer {
+            aggregation.use_dealer(dealer)?;
+        }
+        if let Some(seed) = plan.mask_seed {
+            aggregation.seed_masks(Sha256::digest(seed.to_le_bytes()).into());
+        }
+        // An unstandardised study fits `c_j = s_j b_j` on features scaled by `1/s_j`; the result
+        // is turned back into raw units below.
+        let raw_scales = match (&standardization, plan.standardize) {
+            (Some((_, scales)), false) => Some(scales.clone()),
+            _ => None,
+        };
+        let options = study_options(
+            &mut *aggregation,
+            plan,
+            noise,
+            from.is_none(),
+            &features,
+            raw_scales.as_deref(),
+        )?;
+        let mut names = features.clone();
+        if plan.intercept {
+            names.insert(0, "intercept".to_string());
+        }
+        let setup_seconds = start.elapsed().as_secs_f64();
+        let rows = crate::Aggregation::sample_count(&*aggregation);
+        let resumed_from = from.as_ref().map(|f| f.progress.iterations());
+        let named = |e: FitError| name_singular(e, &names);
+        // The last coefficients, for the separation check of an unpenalised study that fails.
+        let mut last: Option<(usize, ndarray::Array1<f64>)> = None;
+        let mut watch = |r: &IterationRecord| {
+            last = Some((r.iteration, r.beta.clone()));
+            observer(r);
+        };
+        let observer = &mut watch;
+        let fitted = match continuity {
+            None => plan
+                .optimizer
+                .fit(&mut *aggregation, &options, observer)
+                .map_err(named),
+            Some(c) => {
+                let template = Checkpoint {
+                    study: c.study,
+                    plan: digest,
+                    session,
+                    key: key.to_bytes(),
+                    names: features,
+                    rows: rows as u64,
+                    standardization: standardization.clone(),
+                    bound: None,
+                    progress: Progress::default(),
+                };
+                fit_checkpointed(
+                    &mut *aggregation,
+                    plan,
+                    &options,
+                    observer,
+                    c.save,
+                    from,
+                    template,
+                )
+                .map_err(named)
+            }
+        };
+        aggregation.enter(crate::secure::round_trips::Phase::Closing);
+        let fit = refuse_separation(&mut *aggregation, plan, &options, fitted, last, rows)?;
+        let (inference, inference_failed) = if fit.converged() {
+            infer(
+                &mut *aggregation,
                 plan,
                 &options,
-                observer,
-                c.save,
-                from,
-                template,
-            )
-            .map_err(named)
-        }
-    };
-    aggregation.enter(crate::secure::round_trips::Phase::Closing);
-    let fit = refuse_separation(&mut aggregation, plan, &options, fitted, last, rows)?;
-    let (inference, inference_failed) = if fit.converged() {
-        infer(
-            &mut aggregation,
-            plan,
-            &options,
-            &fit,
-            standardization.as_ref(),
-            &names,
-        )?
-    } else {
-        (None, None)
-    };
-    // The model as published, on the held-out rows: evaluated whenever there is a model (a
-    // diverged study has none).
-    let evaluation =
-        if plan.evaluate && !matches!(fit.status, crate::optimizer::Status::Diverged(_)) {
-            Some(aggregation.evaluate(&fit.beta)?)
+                &fit,
+                standardization.as_ref(),
+                &names,
+            )?
         } else {
-            None
+            (None, None)
         };
-    let aggregator = aggregation.finish()?;
-    let setup_seconds = setup_seconds + aggregator.bound_seconds;
-    // An unstandardised study's coefficients and table back in raw units (its scales are no
-    // standardisation to report).
-    let (fit, inference, standardization) = match raw_scales {
-        Some(scales) => raw_units(&scales, plan.intercept, fit, inference),
-        None => (fit, inference, standardization),
-    };
-    Ok(StudyOutcome {
-        fit,
-        names,
-        standardization,
-        rows,
-        aggregator,
-        setup_seconds,
-        seconds: start.elapsed().as_secs_f64(),
-        resumed_from,
-        inference,
-        inference_failed,
-        evaluation,
-        vertical: None,
-    })
+        // The model as published, on the held-out rows: evaluated whenever there is a model (a
+        // diverged study has none).
+        let evaluation =
+            if plan.evaluate && !matches!(fit.status, crate::optimizer::Status::Diverged(_)) {
+                Some(aggregation.evaluate(&fit.beta)?)
+            } else {
+                None
+            };
+        let aggregator = held.take().expect("held until here").finish()?;
+        let setup_seconds = setup_seconds + aggregator.bound_seconds;
+        // An unstandardised study's coefficients and table back in raw units (its scales are no
+        // standardisation to report).
+        let (fit, inference, standardization) = match raw_scales {
+            Some(scales) => raw_units(&scales, plan.intercept, fit, inference),
+            None => (fit, inference, standardization),
+        };
+        Ok(StudyOutcome {
+            fit,
+            names,
+            standardization,
+            rows,
+            aggregator,
+            setup_seconds,
+            seconds: start.elapsed().as_secs_f64(),
+            resumed_from,
+            inference,
+            inference_failed,
+            evaluation,
+            vertical: None,
+        })
+    })();
+    if let (Err(e), Some(aggregation)) = (&outcome, held.as_mut()) {
+        aggregation.abort(&e.to_string());
+    }
+    outcome
 }
 
 /// The study's public parameters and key: a session id (the checkpoint's when resuming), the
