@@ -1,7 +1,8 @@
 //! A study between organizations as its operators run it: Nodes started minutes apart, a Node
 //! restarted while others join, a flood of idle connections against a server with few open
 //! files, a party lost while the aggregator waits for the key holder, key files others can
-//! read, and two studies with the same parties on one pair of servers.
+//! read, two studies with the same parties on one pair of servers, and a refusal by the
+//! aggregator told to every peer.
 
 use std::time::{Duration, Instant};
 
@@ -230,5 +231,56 @@ fn two_studies_with_the_same_roster_stay_apart() {
             .map(|(x, y)| (x - y).abs())
             .fold(0.0, f64::max);
         assert!(diff <= 1e-6, "study {s}: {diff:e}");
+    }
+}
+
+/// A study the aggregator itself refuses after the Nodes joined (here unpenalised, with a
+/// column that copies another: a pivot of the bound falls below its threshold) stops every
+/// other party with the aggregator's reason, not with a bare hang-up: the links are aborted
+/// with the error before they are dropped.
+#[test]
+fn a_refusal_by_the_aggregator_reaches_every_peer_with_its_reason() {
+    let d = Deployment::new("refusal-reason");
+    let file = std::fs::read_to_string(&d.study).expect("study file");
+    std::fs::write(&d.study, format!("lambda = 0.0\n{file}")).expect("study file");
+    for h in ['a', 'b', 'c'] {
+        let path = d.hospital(h);
+        let text = std::fs::read_to_string(&path).expect("hospital");
+        let copied: Vec<String> = text
+            .lines()
+            .enumerate()
+            .map(|(i, line)| {
+                let first = line.split(',').next().expect("a column");
+                let copy = if i == 0 { "radius_copy" } else { first };
+                format!("{copy},{line}")
+            })
+            .collect();
+        std::fs::write(&path, copied.join("\n") + "\n").expect("hospital");
+    }
+    let (keyholder, kh) = d.keyholder();
+    let (aggregator, agg) = d.aggregator(&kh, &[]);
+    let nodes: Vec<Role> = HOSPITALS
+        .iter()
+        .zip(['a', 'b', 'c'])
+        .map(|(h, c)| d.node(h, c, &agg))
+        .collect();
+    let (ok, aggregator_log) = aggregator.end(Duration::from_secs(120));
+    assert!(
+        !ok,
+        "the aggregator accepted the copied column: {aggregator_log}"
+    );
+    let reason = aggregator_log
+        .lines()
+        .find_map(|l| l.strip_prefix("error: "))
+        .expect("the aggregator's error");
+    assert!(reason.contains("singular"), "{reason}");
+    let telling: String = reason.chars().take(60).collect();
+    for peer in nodes.into_iter().chain([keyholder]) {
+        let (ok, log) = peer.end(Duration::from_secs(60));
+        assert!(!ok, "{log}");
+        assert!(
+            log.contains("the aggregator (aggregator) stopped the study") && log.contains(&telling),
+            "the peer was not told {telling:?}: {log}"
+        );
     }
 }
