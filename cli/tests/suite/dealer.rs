@@ -3,12 +3,9 @@
 //! a dealer thread runs (the same coefficients and round trips under one seed), lands on the
 //! plaintext optimum, and a dealer admits only the study file's aggregator.
 
-use std::process::Command;
 use std::time::Duration;
 
-use super::common::deployment::{
-    Deployment, HOSPITALS, coefficients, free_port, json, plaintext_fit,
-};
+use super::common::deployment::{Deployment, coefficients, free_port, json, plaintext_fit};
 use super::common::process::{Role, all_succeed, new_identity};
 
 /// The deployment's study file with a `[dealer]` table (the dealer's certificate, listening on
@@ -52,38 +49,29 @@ fn a_dealer_process_runs_what_a_dealer_thread_runs() {
     let out = d.dir.join("roles.json").display().to_string();
     let (keyholder, kh) = d.keyholder();
     let (aggregator, agg) = d.aggregator(&kh, &["--seed", "7", "--json", "--out", &out]);
-    let nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, c)| d.node(h, c, &agg))
-        .collect();
+    let nodes = d.hospital_nodes(&agg);
     all_succeed(
         [aggregator, keyholder, dealer].into_iter().chain(nodes),
         Duration::from_secs(120),
     );
     let roles = json(&std::fs::read(&out).expect("the aggregator's result"));
 
-    let mut one = Command::new(env!("CARGO_BIN_EXE_privlogit"));
-    one.args(["study", "--label", "label", "--standardize", "--seed", "7"]);
-    one.args([
+    let alone = d.one_process_study(&[
+        "--label",
+        "label",
+        "--standardize",
+        "--seed",
+        "7",
         "--optimizer",
         "privlogit-accel",
         "--tol",
         "1e-6",
         "--gradient-tol",
         "0",
+        "--dealer-thread",
+        "--json",
+        "--quiet",
     ]);
-    one.args(["--dealer-thread", "--json", "--quiet"]);
-    for h in ['a', 'b', 'c'] {
-        one.args(["--party", &d.hospital(h)]);
-    }
-    let output = one.output().expect("runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let alone = json(&output.stdout);
 
     let (secure, reference) = (coefficients(&roles), coefficients(&alone));
     let diff = secure

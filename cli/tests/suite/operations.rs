@@ -65,11 +65,7 @@ fn idle_connections_do_not_stop_a_server_with_few_open_files() {
         .filter_map(|_| std::net::TcpStream::connect(&agg).ok())
         .collect();
     assert!(idle.len() > 100, "{} connections", idle.len());
-    let nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, data)| d.node(h, data, &agg))
-        .collect();
+    let nodes = d.hospital_nodes(&agg);
     let (ok, log) = aggregator.end(Duration::from_secs(180));
     assert!(ok, "{log}");
     assert!(log.contains("cannot accept a connection"), "{log}");
@@ -89,11 +85,7 @@ fn a_node_lost_while_waiting_for_the_key_holder_stops_the_aggregator() {
     let d = Deployment::new("waitkh");
     let nowhere = format!("127.0.0.1:{}", free_port());
     let (mut aggregator, agg) = d.aggregator(&nowhere, &[]);
-    let mut nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, data)| d.node(h, data, &agg))
-        .collect();
+    let mut nodes = d.hospital_nodes(&agg);
     aggregator.wait_for("(3 of 3)", Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(500));
     let lost = nodes.remove(0);
@@ -259,11 +251,7 @@ fn a_refusal_by_the_aggregator_reaches_every_peer_with_its_reason() {
     }
     let (keyholder, kh) = d.keyholder();
     let (aggregator, agg) = d.aggregator(&kh, &[]);
-    let nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, c)| d.node(h, c, &agg))
-        .collect();
+    let nodes = d.hospital_nodes(&agg);
     let (ok, aggregator_log) = aggregator.end(Duration::from_secs(120));
     assert!(
         !ok,

@@ -141,11 +141,7 @@ fn tls_admits_only_the_named_parties() {
     let (ok, log) = plain.end(Duration::from_secs(30));
     assert!(!ok);
     assert!(log.contains("--insecure-plaintext is refused"), "{log}");
-    let nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, c)| d.node(h, c, &agg))
-        .collect();
+    let nodes = d.hospital_nodes(&agg);
     let (ok, log) = aggregator.end(Duration::from_secs(120));
     assert!(ok, "{log}");
     assert!(log.contains("Node 1 is Node hospital-a"), "{log}");
@@ -203,11 +199,7 @@ fn lose_a_party(loss: Loss, protocol: &[&str]) {
     args.extend(["--json", "--out", &result_path]);
     let (mut keyholder, kh) = d.keyholder();
     let (mut aggregator, agg) = d.aggregator(&kh, &args);
-    let mut nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, c)| d.node(h, c, &agg))
-        .collect();
+    let mut nodes = d.hospital_nodes(&agg);
     // The lost party, its name in the others' errors, how soon they must stop, and the rest.
     let (victim, lost_name, patience, others) = match loss {
         Loss::Killed | Loss::Frozen => {
@@ -270,11 +262,7 @@ fn lose_a_party(loss: Loss, protocol: &[&str]) {
     let (keyholder, kh) = d.keyholder_with(&["--resume"]);
     args.push("--resume");
     let (aggregator, agg) = d.aggregator(&kh, &args);
-    let nodes: Vec<Role> = HOSPITALS
-        .iter()
-        .zip(['a', 'b', 'c'])
-        .map(|(h, c)| d.node(h, c, &agg))
-        .collect();
+    let nodes = d.hospital_nodes(&agg);
     let (ok, log) = aggregator.end(Duration::from_secs(120));
     if !ok {
         let (_, k) = keyholder.end(Duration::from_secs(30));
@@ -374,11 +362,7 @@ fn every_party_exits_zero_after_a_successful_study() {
         for run in 0..6 {
             let (keyholder, kh) = d.keyholder();
             let (aggregator, agg) = d.aggregator(&kh, &["--protocol", protocol, "--max-iter", "2"]);
-            let nodes: Vec<Role> = HOSPITALS
-                .iter()
-                .zip(['a', 'b', 'c'])
-                .map(|(h, c)| d.node(h, c, &agg))
-                .collect();
+            let nodes = d.hospital_nodes(&agg);
             for (who, role) in [("aggregator", aggregator), ("key holder", keyholder)]
                 .into_iter()
                 .chain(HOSPITALS.iter().copied().zip(nodes))

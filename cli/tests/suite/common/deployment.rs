@@ -161,16 +161,38 @@ impl Deployment {
         )
     }
 
+    /// The three hospitals as Node processes dialling `aggregator`, in Node order.
+    pub fn hospital_nodes(&self, aggregator: &str) -> Vec<Role> {
+        HOSPITALS
+            .iter()
+            .zip(['a', 'b', 'c'])
+            .map(|(h, c)| self.node(h, c, aggregator))
+            .collect()
+    }
+
+    /// `privlogit study ARGS` in one process over the three hospitals' files: its JSON result
+    /// (it must succeed).
+    pub fn one_process_study(&self, args: &[&str]) -> serde_json::Value {
+        let mut one = Command::new(env!("CARGO_BIN_EXE_privlogit"));
+        one.arg("study").args(args);
+        for c in ['a', 'b', 'c'] {
+            one.args(["--party", &self.hospital(c)]);
+        }
+        let out = one.output().expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out.stdout)
+    }
+
     /// The whole study run once: the key holder (with `keyholder` arguments), the aggregator
     /// (with `aggregator`) and the three hospitals, every one exiting 0 within `patience`.
     pub fn run_all(&self, keyholder: &[&str], aggregator: &[&str], patience: Duration) {
         let (keyholder, kh) = self.keyholder_with(keyholder);
         let (aggregator, agg) = self.aggregator(&kh, aggregator);
-        let nodes: Vec<Role> = HOSPITALS
-            .iter()
-            .zip(['a', 'b', 'c'])
-            .map(|(h, c)| self.node(h, c, &agg))
-            .collect();
+        let nodes = self.hospital_nodes(&agg);
         super::process::all_succeed([aggregator, keyholder].into_iter().chain(nodes), patience);
     }
 
