@@ -613,14 +613,7 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
     noise: Option<&mut dyn NoiseShare>,
     dealer: Option<D>,
 ) -> Result<StudyOutcome, StudyError> {
-    plan.validate()?;
-    if plan.release.is_some() && noise.is_none() {
-        return Err(SecureError::Refused {
-            party: Role::Aggregator,
-            reason: Refusal::NoNoiseShare,
-        }
-        .into());
-    }
+    check_plan(plan, noise.is_some())?;
     let start = Instant::now();
     let digest = plan_digest(plan);
     let from = checkpoint_to_resume(plan, &mut continuity, digest)?;
@@ -717,26 +710,15 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         };
         aggregation.enter(crate::secure::round_trips::Phase::Closing);
         let fit = refuse_separation(&mut *aggregation, plan, &options, fitted, last, rows)?;
-        let (inference, inference_failed) = if fit.converged() {
-            infer(
-                &mut *aggregation,
-                plan,
-                &options,
-                &fit,
-                standardization.as_ref(),
-                &names,
-            )?
-        } else {
-            (None, None)
-        };
-        // The model as published, on the held-out rows: evaluated whenever there is a model (a
-        // diverged study has none).
-        let evaluation =
-            if plan.evaluate && !matches!(fit.status, crate::optimizer::Status::Diverged(_)) {
-                Some(aggregation.evaluate(&fit.beta)?)
-            } else {
-                None
-            };
+        let (inference, inference_failed) = infer(
+            &mut *aggregation,
+            plan,
+            &options,
+            &fit,
+            standardization.as_ref(),
+            &names,
+        )?;
+        let evaluation = evaluate(&mut *aggregation, plan, &fit)?;
         let aggregator = held.take().expect("held until here").finish()?;
         let setup_seconds = setup_seconds + aggregator.bound_seconds;
         // An unstandardised study's coefficients and table back in raw units (its scales are no
@@ -764,6 +746,34 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         aggregation.abort(&e.to_string());
     }
     outcome
+}
+
+/// Refuses a plan that is not runnable, or a differentially private one without the
+/// aggregator's noise share.
+fn check_plan(plan: &StudyPlan, noise: bool) -> Result<(), StudyError> {
+    plan.validate()?;
+    if plan.release.is_some() && !noise {
+        return Err(SecureError::Refused {
+            party: Role::Aggregator,
+            reason: Refusal::NoNoiseShare,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The model as published, on the Nodes' held-out rows: evaluated when asked and there is a
+/// model (a diverged study has none).
+fn evaluate<C: Channel>(
+    aggregation: &mut SecureAggregation<C>,
+    plan: &StudyPlan,
+    fit: &FitReport,
+) -> Result<Option<crate::secure::aggregator::HeldOut>, StudyError> {
+    if plan.evaluate && !matches!(fit.status, crate::optimizer::Status::Diverged(_)) {
+        Ok(Some(aggregation.evaluate(&fit.beta)?))
+    } else {
+        Ok(None)
+    }
 }
 
 /// The study's public parameters and key: a session id (the checkpoint's when resuming), the
@@ -1091,7 +1101,8 @@ fn refuse_separation<C: Channel>(
 }
 
 /// The table's numbers at the optimum, or why the round failed on the numbers (a pivot or a
-/// value out of its public range costs the table, not the model).
+/// value out of its public range costs the table, not the model); none when the study did not
+/// converge.
 fn infer<C: Channel>(
     aggregation: &mut SecureAggregation<C>,
     plan: &StudyPlan,
@@ -1100,6 +1111,9 @@ fn infer<C: Channel>(
     standardization: Option<&(Vec<f64>, Vec<f64>)>,
     names: &[String],
 ) -> Result<(Option<Revealed>, Option<String>), StudyError> {
+    if !fit.converged() {
+        return Ok((None, None));
+    }
     // A standardised study's raw intercept, `(1, -m_1/s_1, ...) . c`: its variance too.
     let raw_row: Option<Vec<f64>> = match (standardization, plan.standardize) {
         (Some((means, scales)), true) if plan.intercept => Some(
