@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 use common::deployment::{
-    Deployment, HOSPITALS, coefficients, demo, free_port, json, node_process, plaintext_fit,
+    Deployment, HOSPITALS, coefficients, demo, free_port, free_ports, json, node_process,
+    plaintext_fit,
 };
 use common::process::{Role, all_succeed, privlogit};
 
@@ -156,9 +157,9 @@ fn two_studies_with_the_same_roster_stay_apart() {
         std::fs::write(&path, out).expect("study file");
         path.display().to_string()
     };
-    let (kh_a, agg_a) = (free_port(), free_port());
+    let [kh_a, agg_a, kh_b, agg_b] = free_ports();
     let study_a = write("a", with_addresses(kh_a, agg_a));
-    let study_b = write("b", with_addresses(free_port(), free_port()));
+    let study_b = write("b", with_addresses(kh_b, agg_b));
     let same = write("a-again", with_addresses(kh_a, agg_a));
 
     let server = |role: &str, files: [&str; 2]| {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 use common::deployment::{
-    DEPLOYMENT_FEATURES, Deployment, HOSPITALS, coefficients, demo, free_port, json,
+    DEPLOYMENT_FEATURES, Deployment, HOSPITALS, coefficients, demo, free_ports, json,
     narrow_hospitals, node_process, plaintext_fit,
 };
 use common::process::{Role, address, all_succeed, fresh_dir, privlogit, privlogit_ok};
@@ -486,19 +486,20 @@ fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
     let model_b = d.dir.join("model-b.json");
     let study_a = d.dir.join("study-a.toml");
     let study_b = d.dir.join("study-b.toml");
+    let [kh_a, agg_a, kh_b, agg_b] = free_ports();
     std::fs::write(
         &study_a,
         format!(
             "study_id = \"a\"\nprotocol = \"local\"\naccelerate = true\njson = true\nout = \"{}\"\n{}",
             model_a.display(),
-            addresses(&first, free_port(), free_port())
+            addresses(&first, kh_a, agg_a)
         ),
     )
     .expect("study a");
     let mut b = format!(
         "study_id = \"b\"\nprotocol = \"hessian\"\naccelerate = true\njson = true\nout = \"{}\"\n{}",
         model_b.display(),
-        addresses(&servers, free_port(), free_port())
+        addresses(&servers, kh_b, agg_b)
     );
     for (h, fp) in &second {
         b.push_str(&format!(

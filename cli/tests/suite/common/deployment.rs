@@ -234,11 +234,17 @@ impl Drop for Deployment {
 
 /// A free loopback port (bound, then released for a server to take).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("address")
-        .port()
+    free_ports::<1>()[0]
+}
+
+/// `N` distinct free loopback ports: every listener is held until all are bound, so the kernel
+/// cannot hand the same released port out twice (two calls to `free_port` once returned the
+/// same port and a study's aggregator found its address taken by the other study's).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().expect("address").port())
 }
 
 /// The plaintext fit of the demo files with this optimiser (the reference of a secure study).
