@@ -17,6 +17,7 @@ mod fit_state;
 mod newton;
 mod options;
 mod privlogit;
+mod recession;
 mod report;
 pub mod separation_probe;
 mod trace;

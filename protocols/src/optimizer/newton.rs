@@ -10,6 +10,7 @@ use ndarray::Array1;
 
 use super::fit_state::Checkpoints;
 use super::options::{FitError, FitOptions, MAX_HALVINGS, backend};
+use super::recession;
 use super::report::{DivergenceReason, FitReport, Status, StepKind};
 use super::trace::Trace;
 use super::update_rule::Optimizer;
@@ -54,6 +55,21 @@ pub(super) fn fit<A: Aggregation>(
         };
         // eq. 2.11 with H = -(X^T A X + lambda I): beta + (X^T A X + lambda I)^{-1} g.
         let mut step = aggregation.solve_step(f, &gradient).map_err(backend)?;
+        // A step that does not halve in an unpenalised logistic run may be running along a
+        // separating direction: go as far as the objective keeps rising. Pushed past where
+        // Newton's model holds, the next full step can overshoot: such a run halves it (in
+        // rounds, before its system) as a damped Newton would.
+        if options.separation_watch && step.dot(&step).sqrt() > last_step / 2.0 {
+            let chosen = recession::furthest_rise(
+                aggregation,
+                penalty,
+                &mut trace,
+                (&beta, &step, &objective),
+                MAX_HALVINGS,
+            )?;
+            step = chosen - &beta;
+        }
+        let may_halve = options.step_halving || options.separation_watch;
         let mut halvings = 0;
         let (next, next_system, rose) = loop {
             let next = &beta + &step;
@@ -65,7 +81,7 @@ pub(super) fn fit<A: Aggregation>(
             let rose = aggregation
                 .increased(&system.objective, &objective, NEWTON_ROUND_OFF_SLACK)
                 .map_err(backend)?;
-            if rose || !options.step_halving || halvings == MAX_HALVINGS {
+            if rose || !may_halve || halvings == MAX_HALVINGS {
                 break (next, Some(system), rose);
             }
             step *= 0.5;
@@ -88,9 +104,8 @@ pub(super) fn fit<A: Aggregation>(
         if !rose {
             break Status::Diverged(DivergenceReason::ObjectiveDecreased);
         }
-        if converged {
-            break Status::Converged;
-        }
+        // Separation first: pushed along a separating direction, the gradient vanishes too, and
+        // a "maximum" at infinity is no convergence.
         let length = step.dot(&step).sqrt();
         if options.separation_watch
             && length > last_step / 2.0
@@ -99,6 +114,9 @@ pub(super) fn fit<A: Aggregation>(
             return Err(FitError::Separated {
                 iterations: trace.iterations(),
             });
+        }
+        if converged {
+            break Status::Converged;
         }
         last_step = length;
         checkpoints.keep(|| trace.progress(&beta, Vec::new(), 0))?;

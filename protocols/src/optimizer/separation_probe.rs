@@ -15,10 +15,13 @@
 //! count, `d`, the step), so every party decides alike.
 //!
 //! **How it tells.** Newton steps from the current iterate (each an iteration, as the finish's
-//! are), each followed by the backend's separation test ([`Aggregation::separates`]: every row
-//! strictly on its label's side; one revealed bit in a secure study). Separated: the run ends
-//! with [`FitError::Separated`]. Converged: the run ends there. A step that lowers the objective,
-//! a Hessian that is not definite, or [`PROBE_STEPS`] steps without a verdict hand the run back
+//! are), each pushed further while the objective keeps rising, or halved when it falls
+//! ([`recession`]), each followed by the backend's separation test
+//! ([`Aggregation::separates`]: every row strictly on its label's side; one revealed bit in a
+//! secure study). Separated: the run ends with [`FitError::Separated`] (tested before
+//! convergence: pushed along a separating direction, the gradient vanishes too). Converged: the
+//! run ends there. A step that still lowers the objective after [`PROBE_HALVINGS`] halvings, a
+//! Hessian that is not definite, or [`PROBE_STEPS`] steps without a verdict hand the run back
 //! to PrivLogit at the last accepted iterate (a backend's error, such as a secure pivot lost
 //! as the information loses rank, goes to the caller, which reads it as quasi-separation).
 
@@ -27,6 +30,7 @@ use ndarray::Array1;
 use super::finish::{FAR, Finish, price_in_rounds};
 use super::newton::NEWTON_ROUND_OFF_SLACK;
 use super::options::{FitError, backend};
+use super::recession;
 use super::report::StepKind;
 use super::trace::Trace;
 use crate::aggregation::Aggregation;
@@ -35,6 +39,10 @@ use crate::stopping::StoppingRule;
 
 /// The most Newton steps one probe takes (breast_cancer needs 9).
 pub const PROBE_STEPS: usize = 30;
+
+/// The most halvings of one probe step that lowers the objective (one round each) before the
+/// probe hands the run back.
+pub const PROBE_HALVINGS: usize = 10;
 
 /// Whether PrivLogit, after `iterations` with plain step `step` on `d` coefficients, probes.
 pub fn due(iterations: usize, d: usize, step: &Array1<f64>) -> bool {
@@ -62,10 +70,16 @@ pub(super) fn run<A: Aggregation>(
         }
         let Some(f) = at.factor.as_ref() else { break };
         let step = aggregation.solve_step(f, &at.gradient).map_err(backend)?;
-        let next = &beta + &step;
-        if next.iter().any(|v| !v.is_finite()) {
+        if step.iter().any(|v| !v.is_finite()) {
             break;
         }
+        let next = recession::furthest_rise(
+            aggregation,
+            penalty,
+            trace,
+            (&beta, &step, &at.objective),
+            PROBE_HALVINGS,
+        )?;
         let system = aggregation.newton_system(&next, penalty).map_err(backend)?;
         trace.round();
         if !aggregation
@@ -79,15 +93,16 @@ pub(super) fn run<A: Aggregation>(
             .map_err(backend)?;
         trace.record(&next, aggregation.peek(&system.objective), StepKind::Newton);
         (beta, at) = (next, system);
+        // Separation first: pushed along a separating direction, the gradient vanishes too.
+        if aggregation.separates(&beta).map_err(backend)? == Some(true) {
+            return Err(FitError::Separated {
+                iterations: trace.iterations(),
+            });
+        }
         if converged {
             return Ok(Finish::Done {
                 beta,
                 max_iterations: false,
-            });
-        }
-        if aggregation.separates(&beta).map_err(backend)? == Some(true) {
-            return Err(FitError::Separated {
-                iterations: trace.iterations(),
             });
         }
     }
