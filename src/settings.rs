@@ -249,6 +249,28 @@ impl Spec {
         Ok(())
     }
 
+    /// Refuses one file named for two parties (`party`, `test_party`): a copied line that
+    /// would count one site's rows twice. Files are compared by their canonical path, so
+    /// `./a.csv` and `a.csv` are one; a file that does not exist is left to the reader's error.
+    pub fn check_distinct_parties(&self) -> Result<(), Error> {
+        for (key, paths) in [("party", &self.party), ("test_party", &self.test_party)] {
+            let mut seen = std::collections::BTreeSet::new();
+            for path in paths {
+                let same = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+                if !seen.insert(same) {
+                    return Err(Error::bad(
+                        key,
+                        SettingProblem::Twice {
+                            value: path.display().to_string(),
+                            why: " (each file is one party's rows: twice would count them twice)",
+                        },
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether `name` was set by a file or the caller (not left at its default).
     pub fn given(&self, name: &str) -> bool {
         self.explicit.contains(name)

@@ -285,7 +285,7 @@ fn assign_roles(
                 line,
                 role: what,
                 name: name.to_string(),
-                available: header.join(", "),
+                available: header_for_message(&header),
             })?;
         if roles[index] != Role::Feature {
             return Err(DataError::ColumnRoleClash {
@@ -364,5 +364,22 @@ impl Problem {
                 value,
             },
         }
+    }
+}
+
+/// The header as a missing column's message lists it; a header read as one column that holds
+/// another usual delimiter is named as the likely cause (a file saved with `;` or tabs).
+fn header_for_message(header: &[String]) -> String {
+    let listed = header.join(", ");
+    match header {
+        [only] => match [';', '\t', '|'].into_iter().find(|d| only.contains(*d)) {
+            Some(d) => format!(
+                "{listed} (one column: the file looks delimited by {:?}; privlogit reads \
+                 comma-separated values)",
+                d
+            ),
+            None => listed,
+        },
+        _ => listed,
     }
 }

@@ -450,6 +450,7 @@ fn load_parties(spec: &Spec) -> Result<Vec<Dataset>, Error> {
         }
         .into());
     }
+    spec.check_distinct_parties()?;
     spec.party
         .iter()
         .map(|p| Ok(data::load(p, &options)?.data))

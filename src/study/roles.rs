@@ -245,7 +245,10 @@ impl InProcess {
         let shown = Shown::of(spec)?;
         let nodes = match nodes {
             Some(n) => n,
-            None => files_of(spec)?,
+            None => {
+                spec.check_distinct_parties()?;
+                files_of(spec)?
+            }
         };
         if nodes.is_empty() {
             return Err(PlanError::Missing {

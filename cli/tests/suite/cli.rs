@@ -129,6 +129,12 @@ fn malformed_csv_is_refused_with_position_and_no_output() {
             ":1: label column \"outcome\" not found; the columns are a, b, y",
         ),
         (
+            "semicolons",
+            "a;b;y\n1;2;0\n",
+            "y",
+            ":1: label column \"y\" not found; the columns are a;b;y (one column: the file looks delimited by ';'",
+        ),
+        (
             "duplicate",
             "a,b,a,y\n1,2,3,0\n",
             "y",
@@ -237,6 +243,36 @@ fn parties_must_agree_on_features() {
         "{}",
         stderr(&out)
     );
+}
+
+/// One file named for two parties (a copied flag) would count its rows twice: the fit and the
+/// study refuse it, naming the file, whichever way the path is spelt.
+#[test]
+fn one_file_for_two_parties_is_refused() {
+    let dir = Scratch::new("twice");
+    let a = dir.file("a.csv", "x,y\n1,0\n2,1\n3,0\n4,1\n");
+    let b = dir.file("b.csv", "x,y\n5,0\n6,1\n7,0\n8,1\n");
+    let again = dir.path("./a.csv");
+    for command in ["fit", "study"] {
+        let out = privlogit(&[
+            command,
+            "--party",
+            s(&a),
+            "--party",
+            s(&b),
+            "--party",
+            s(&again),
+            "--label",
+            "y",
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        assert!(
+            err.contains("is given twice (each file is one party's rows"),
+            "{command}: {err}"
+        );
+        assert!(err.contains("a.csv"), "{command}: {err}");
+    }
 }
 
 /// `--json` prints one object with the documented fields, intercept first; progress goes to

@@ -207,7 +207,10 @@ fn two_studies_with_the_same_roster_stay_apart() {
     assert!(log.contains("another study"), "{log}");
 
     let data_a = d.hospitals.clone();
-    let data_b = [d.hospital('a'), d.hospital('a'), d.hospital('b')];
+    // Study b's first two Nodes hold the same rows (a copy: one file for two parties is refused).
+    let copy = d.dir.join("hospital_a_copy.csv");
+    std::fs::copy(d.hospital('a'), &copy).expect("copy");
+    let data_b = [d.hospital('a'), copy.display().to_string(), d.hospital('b')];
     let mut roles = vec![aggregator, keyholder];
     for (study, data) in [(&study_a, &data_a), (&study_b, &data_b)] {
         for (h, file) in HOSPITALS.iter().zip(data) {
