@@ -584,6 +584,17 @@ impl StudyResult {
         }
         if let Some(why) = &o.inference_failed {
             let _ = writeln!(s, "inference       none: {why}");
+        } else if self.plan.parties == 2
+            && o.vertical.is_none()
+            && !self.shown.disclosure.two_nodes
+            && self.plan.reveal == Reveal::Coefficients
+        {
+            // The plan dropped the inference round without being asked: say so and how.
+            let _ = writeln!(
+                s,
+                "inference       none: with two Nodes, standard errors and likelihoods would tell \
+                 each Node the other's sums (setting `two_node_disclosure` publishes them)"
+            );
         }
         let raw = self.raw_model()?;
         s.push_str(&coefficient_table(&o.names, &r.beta.to_vec(), raw.as_ref()));
