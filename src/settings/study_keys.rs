@@ -171,8 +171,8 @@ settings! {
         "Leave the intercept out of the penalty, as scikit-learn's LogisticRegression and R's glm \
         fit it (the dissertation's eq. 2.10 penalises it).";
     lambda: f64 = 1.0, "L", [F, S, A], shared,
-        "l2 penalty lambda of eq. 2.10 (every coefficient, the intercept too unless \
-        setting `free_intercept`).";
+        "l2 penalty lambda of eq. 2.10 (every coefficient, the intercept too; a plaintext fit \
+        can leave the intercept out with setting `free_intercept`, a secure study cannot).";
     penalty_centre: Option<PathBuf> = None, "FILE", [F, S, A], shared,
         "Centre the penalty at this public vector, lambda/2 ||beta - c||^2 (hypothesis \
         transfer): a file with one coefficient per line in the model's order (intercept first, \
