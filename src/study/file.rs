@@ -77,20 +77,8 @@ impl StudyFile {
     /// every key is a setting of some study command, and its parties (certificates read
     /// relative to the file).
     pub fn read(path: &Path) -> Result<Self, Error> {
-        let table = parse(path)?;
-        for name in table.keys() {
-            if !PARTY_KEYS.contains(&name.as_str()) && settings::find(name).is_none() {
-                return Err(Error::StudyFile {
-                    path: path.to_path_buf(),
-                    line: None,
-                    column: None,
-                    why: format!(
-                        "{name} is not a setting of any study command{}",
-                        settings::did_you_mean(name, &PARTY_KEYS)
-                    ),
-                });
-            }
-        }
+        let (table, text) = parse(path)?;
+        unknown_keys(path, &text, &table)?;
         let parties = roster(path, &table)?;
         Ok(Self {
             path: path.to_path_buf(),
@@ -166,10 +154,73 @@ pub fn spec(
     Ok(spec)
 }
 
-/// The file's TOML, with parse errors at their line and column.
-fn parse(path: &Path) -> Result<toml::Table, Error> {
+/// Refuses the top-level keys that are no setting, all at once (a user fixing typos one run at
+/// a time finds the next only after the last), the first at its line and column, each with the
+/// setting it is closest to.
+fn unknown_keys(path: &Path, text: &str, table: &toml::Table) -> Result<(), Error> {
+    let mut unknown: Vec<(&String, Option<(usize, usize)>)> = table
+        .keys()
+        .filter(|name| !PARTY_KEYS.contains(&name.as_str()) && settings::find(name).is_none())
+        .map(|name| (name, key_position(text, name)))
+        .collect();
+    // In the file's order (a table's keys come sorted); keys not found at the top last.
+    unknown.sort_by_key(|(_, at)| at.map_or(usize::MAX, |(line, _)| line));
+    let Some(&(first, at)) = unknown.first() else {
+        return Ok(());
+    };
+    let why = if unknown.len() == 1 {
+        let hint = settings::did_you_mean(first, &PARTY_KEYS);
+        format!("{first} is not a setting of any study command{hint}")
+    } else {
+        let each: Vec<String> = unknown
+            .iter()
+            .map(|(name, at)| {
+                let line = at.map_or(String::new(), |(line, _)| format!("line {line}: "));
+                let hint = settings::did_you_mean(name, &PARTY_KEYS);
+                let hint = hint.trim_start_matches("; ");
+                if hint.is_empty() {
+                    format!("{line}{name}")
+                } else {
+                    format!("{line}{name} ({hint})")
+                }
+            })
+            .collect();
+        format!(
+            "{} keys are not settings of any study command: {}",
+            unknown.len(),
+            each.join(", ")
+        )
+    };
+    Err(Error::StudyFile {
+        path: path.to_path_buf(),
+        line: at.map(|(line, _)| line),
+        column: at.map(|(_, column)| column),
+        why,
+    })
+}
+
+/// Line and column (1-based) of the line that assigns top-level `key` (`key = ...`, the key
+/// bare or quoted), before any table header.
+fn key_position(text: &str, key: &str) -> Option<(usize, usize)> {
+    for (i, line) in text.lines().enumerate() {
+        let body = line.trim_start();
+        if body.starts_with('[') {
+            return None;
+        }
+        let name = body
+            .strip_prefix(key)
+            .or_else(|| body.strip_prefix(&format!("\"{key}\"")));
+        if name.is_some_and(|rest| rest.trim_start().starts_with('=')) {
+            return Some((i + 1, line.len() - body.len() + 1));
+        }
+    }
+    None
+}
+
+/// The file's TOML, with parse errors at their line and column, and its text.
+fn parse(path: &Path) -> Result<(toml::Table, String), Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
-    text.parse().map_err(|e: toml::de::Error| {
+    let table = text.parse().map_err(|e: toml::de::Error| {
         let (line, column) = e.span().map_or((None, None), |span| {
             let before = &text[..span.start];
             let line = before.matches('\n').count() + 1;
@@ -182,7 +233,8 @@ fn parse(path: &Path) -> Result<toml::Table, Error> {
             column,
             why: e.message().to_string(),
         }
-    })
+    })?;
+    Ok((table, text))
 }
 
 fn file_error(path: &Path, why: String) -> Error {

@@ -275,6 +275,26 @@ fn one_file_for_two_parties_is_refused() {
     }
 }
 
+/// Every key of a study file that is no setting is named in one error, in the file's order,
+/// each at its line with the closest setting; the first at its line and column.
+#[test]
+fn a_study_files_unknown_keys_are_named_together_with_their_lines() {
+    let dir = Scratch::new("typos");
+    let file = dir.file(
+        "study.toml",
+        "label = \"y\"\n  standardise = true\nlamda = 2.0\n[[node]]\nname = \"a\"\n",
+    );
+    let out = privlogit(&["study", "--study", s(&file)]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let expected = format!(
+        "{}:2:3: 2 keys are not settings of any study command: line 2: standardise (did you \
+         mean `standardize`?), line 3: lamda (did you mean `lambda`?)",
+        file.display()
+    );
+    assert!(err.contains(&expected), "{err}");
+}
+
 /// `--json` prints one object with the documented fields, intercept first; progress goes to
 /// standard error.
 #[test]
