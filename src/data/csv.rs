@@ -285,7 +285,7 @@ fn assign_roles(
                 line,
                 role: what,
                 name: name.to_string(),
-                available: header_for_message(&header),
+                available: header_for_message(header),
             })?;
         if roles[index] != Role::Feature {
             return Err(DataError::ColumnRoleClash {
