@@ -223,10 +223,33 @@ impl Spec {
             }
         }
         self.explicit.insert(key.name);
-        if matches!(origin, Origin::Given) {
-            self.from_caller.insert(key.name);
+        match origin {
+            Origin::Given => {
+                self.from_caller.insert(key.name);
+                self.from_file.remove(key.name);
+            }
+            Origin::File(path) => {
+                self.from_file.insert(key.name, path.to_path_buf());
+            }
         }
         Ok(())
+    }
+
+    /// A refusal of the setting `key` named where its value came from: the study file's line
+    /// (`study.toml: key_bits`) when the file set it and the caller did not, else the caller's
+    /// setting (`--key-bits` on the command line).
+    pub fn bad(&self, key: &'static str, problem: SettingProblem) -> Error {
+        let origin = match self.from_file.get(key) {
+            Some(path) if !self.from_caller.contains(key) => {
+                crate::error::Origin::File(path.clone())
+            }
+            _ => crate::error::Origin::Given,
+        };
+        Error::Setting {
+            key,
+            origin,
+            problem,
+        }
     }
 
     fn unknown(&self, name: &str, origin: Origin<'_>) -> Error {
@@ -258,7 +281,7 @@ impl Spec {
             for path in paths {
                 let same = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
                 if !seen.insert(same) {
-                    return Err(Error::bad(
+                    return Err(self.bad(
                         key,
                         SettingProblem::Twice {
                             value: path.display().to_string(),
@@ -312,7 +335,7 @@ impl Spec {
         if level > 0.0 && level < 1.0 {
             Ok(level)
         } else {
-            Err(Error::bad(
+            Err(self.bad(
                 "ci_level",
                 SettingProblem::OutOfRange {
                     value: level,

@@ -63,6 +63,8 @@ macro_rules! settings {
             pub explicit: BTreeSet<&'static str>,
             /// Keys the caller (command line, Python) set, which override the study file's.
             pub from_caller: BTreeSet<&'static str>,
+            /// The study file each key left to a file came from, for errors that name it there.
+            pub from_file: std::collections::BTreeMap<&'static str, PathBuf>,
             $(
                 #[doc = $help]
                 pub $name: $ty,
@@ -78,6 +80,7 @@ macro_rules! settings {
                     reader: Reader::Study,
                     explicit: BTreeSet::new(),
                     from_caller: BTreeSet::new(),
+                    from_file: std::collections::BTreeMap::new(),
                     $($name: $default,)*
                 }
             }

@@ -37,7 +37,7 @@ impl Spec {
             .into_iter()
             .find(|(name, other, _)| *other && (self.given(name) || self.given("accelerate")));
             if let Some((name, _, value)) = chosen {
-                return Err(Error::bad(
+                return Err(self.bad(
                     name,
                     SettingProblem::Family {
                         given: Some(value),
@@ -110,7 +110,7 @@ impl Spec {
         };
         for (name, value) in [("tol", self.tol), ("gradient_tol", self.gradient_tol)] {
             if !(value.is_finite() && value >= 0.0) {
-                return Err(Error::bad(
+                return Err(self.bad(
                     name,
                     SettingProblem::BelowLeast {
                         value,
@@ -157,7 +157,7 @@ impl Spec {
         let spec = self;
         if spec.given("protocol") && !matches!(spec.protocol, Protocol::Hessian | Protocol::Newton)
         {
-            return Err(Error::bad(
+            return Err(self.bad(
                 "protocol",
                 SettingProblem::Refused {
                     why: "is refused: a vertical study runs PrivLogit-Hessian (the bound formed \
@@ -167,7 +167,7 @@ impl Spec {
             ));
         }
         if spec.given("reveal") && spec.reveal != crate::inference::Reveal::Coefficients {
-            return Err(Error::bad(
+            return Err(self.bad(
                 "reveal",
                 SettingProblem::Refused {
                     why: "is refused: a vertical study reveals its coefficients only (its \
@@ -200,7 +200,7 @@ impl Spec {
         let (protocol, optimizer) = self.resolved_optimizer(true)?;
         optimizer.validate()?;
         if !KEY_SIZES.contains(&self.key_bits) {
-            return Err(Error::bad(
+            return Err(self.bad(
                 "key_bits",
                 SettingProblem::KeyBits {
                     bits: u64::from(self.key_bits),
@@ -259,7 +259,7 @@ impl Spec {
         let refuse = |setting: &'static str, what: &'static str| match d
             .check_two_nodes(plan.parties, what)
         {
-            Some(_) => Err(Error::bad(setting, SettingProblem::TwoNodes { what })),
+            Some(_) => Err(self.bad(setting, SettingProblem::TwoNodes { what })),
             None => Ok(()),
         };
         if plan.standardize {

@@ -295,6 +295,25 @@ fn a_study_files_unknown_keys_are_named_together_with_their_lines() {
     assert!(err.contains(&expected), "{err}");
 }
 
+/// A plan's refusal of a value names where the value came from: the study file's key when
+/// the file set it, the flag when the command line did.
+#[test]
+fn a_refused_value_is_named_where_it_was_given() {
+    let dir = Scratch::new("origin");
+    let a = dir.file("a.csv", "x,y\n1,0\n2,1\n3,0\n4,1\n");
+    let file = dir.file(
+        "study.toml",
+        &format!("label = \"y\"\nkey_bits = 1024\nparty = [{:?}]\n", s(&a)),
+    );
+    let out = privlogit(&["study", "--study", s(&file)]);
+    let err = stderr(&out);
+    let in_file = format!("{}: key_bits 1024 is below 2048", file.display());
+    assert!(err.contains(&in_file), "{err}");
+    let out = privlogit(&["study", "--study", s(&file), "--key-bits", "1000"]);
+    let err = stderr(&out);
+    assert!(err.contains("--key-bits 1000 is below 2048"), "{err}");
+}
+
 /// `--json` prints one object with the documented fields, intercept first; progress goes to
 /// standard error.
 #[test]
