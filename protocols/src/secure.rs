@@ -117,6 +117,10 @@ pub struct SecureConfig {
     /// are taken; otherwise unpacked, for dot products under encryption. Packed where masked
     /// products are cheap (dealt, in one process); see [`Self::gradient_shape`].
     pub packed_gradient: bool,
+    /// The aggregator's side of the masked inverse's circuit blocks
+    /// ([`StudyPlan::circuit_block`](study_protocol::StudyPlan::circuit_block)); not sent to
+    /// the key holder, which reads each block's side from its request.
+    pub circuit_block: usize,
 }
 
 impl SecureConfig {
@@ -133,6 +137,7 @@ impl SecureConfig {
             value_bits: integer_bits.saturating_sub(bits_for(parties as u64 + 1)),
             max_rows: 1 << 40,
             center_terms: 1,
+            circuit_block: masked::engine::DEFAULT_BLOCK,
             packed_gradient: false,
         }
     }

@@ -110,6 +110,7 @@ pub fn study_plan(
         standardize: false,
         intercept: false,
         linear_algebra: LinearAlgebra::Masked,
+        circuit_block: privlogit_protocols::secure::masked::engine::DEFAULT_BLOCK,
         mask_seed: None,
         release: Some(release),
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,

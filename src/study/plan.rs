@@ -229,6 +229,7 @@ impl Spec {
             // PLR has no intercept: its rows are scaled onto the unit sphere.
             intercept: self.intercept() && release.is_none(),
             linear_algebra: self.linear_algebra,
+            circuit_block: self.checked_circuit_block()?,
             mask_seed: self.seed,
             // Standard errors by default, where they can be had: a DP release publishes its
             // coefficients only, and the circuit method has no masked inverse.
@@ -248,6 +249,23 @@ impl Spec {
             self.check_two_nodes(&mut plan)?;
         }
         Ok(plan)
+    }
+
+    /// The circuit blocks' side, refused outside 1 to the largest block the key holder serves.
+    fn checked_circuit_block(&self) -> Result<usize, Error> {
+        let most = privlogit_protocols::secure::masked::block_leaf::MAX_BLOCK;
+        if (1..=most).contains(&self.circuit_block) {
+            return Ok(self.circuit_block);
+        }
+        Err(self.bad(
+            "circuit_block",
+            SettingProblem::OutOfRange {
+                value: self.circuit_block as f64,
+                low: 1.0,
+                high: most as f64,
+                closed: true,
+            },
+        ))
     }
 
     /// With two Nodes each learns the other's sums from anything pooled it sees beyond the

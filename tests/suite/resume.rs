@@ -140,6 +140,7 @@ fn plan(protocol: Protocol, optimizer: Optimizer, method: LinearAlgebra) -> Stud
         standardize: true,
         intercept: true,
         linear_algebra: method,
+        circuit_block: privlogit_protocols::secure::masked::engine::DEFAULT_BLOCK,
         release: None,
         reveal: privlogit_protocols::secure::aggregator::Reveal::Coefficients,
         glm: privlogit_protocols::Glm::logistic(),

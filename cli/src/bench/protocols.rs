@@ -189,6 +189,7 @@ pub fn run(args: ProtocolBenchArgs) -> Result<()> {
         );
         let plan = StudyPlan {
             linear_algebra: method,
+            circuit_block: privlogit_protocols::secure::masked::engine::DEFAULT_BLOCK,
             reveal,
             ..timed_plan(protocol, optimizer, options.clone(), args.parties)
         };

@@ -314,6 +314,79 @@ fn a_refused_value_is_named_where_it_was_given() {
     assert!(err.contains("--key-bits 1000 is below 2048"), "{err}");
 }
 
+/// `--circuit-block` trades round trips for garbled tables and nothing else: blocks of 1, 2
+/// and 4 give the same coefficients (the block circuit computes the masked recursion's integers,
+/// up to its rounding: 1e-9), 1 waits for more round trips between the servers than 4, and a
+/// side the key holder does not serve is refused by name.
+#[test]
+fn circuit_blocks_change_round_trips_not_the_model() {
+    let dir = Scratch::new("blocks");
+    let mut parties = Vec::new();
+    for k in 0..3u32 {
+        let mut text = String::from("x1,x2,x3,y\n");
+        for i in 0..40u32 {
+            let (a, b, c) = (
+                f64::from((i * 7 + k) % 13) / 6.0 - 1.0,
+                f64::from((i * 5 + 2 * k) % 11) / 5.0 - 1.0,
+                f64::from(i % 3),
+            );
+            let y = u8::from(a - b + 0.2 * c + f64::from((i * 3 + k) % 5) / 4.0 > 1.0);
+            text.push_str(&format!("{a},{b},{c},{y}\n"));
+        }
+        parties.push(dir.file(&format!("p{k}.csv"), &text));
+    }
+    let run = |block: &str| {
+        let mut args = vec![
+            "study",
+            "--label",
+            "y",
+            "--json",
+            "--quiet",
+            "--circuit-block",
+            block,
+        ];
+        for p in &parties {
+            args.extend(["--party", s(p)]);
+        }
+        privlogit(&args)
+    };
+    let outcome = |block: &str| {
+        let out = run(block);
+        assert_eq!(out.status.code(), Some(0), "{block}: {}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let coefficients: Vec<f64> = json["coefficients"]
+            .as_array()
+            .expect("coefficients")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect();
+        let servers = json["round_trips"]["total"][0]
+            .as_u64()
+            .expect("round trips");
+        (coefficients, servers)
+    };
+    let (four, trips_four) = outcome("4");
+    for block in ["1", "2"] {
+        let (other, trips) = outcome(block);
+        let diff = four
+            .iter()
+            .zip(&other)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(diff <= 1e-9, "block {block}: {diff:e}");
+        if block == "1" {
+            assert!(trips > trips_four, "{trips} against {trips_four}");
+        }
+    }
+    let refused = run("9");
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--circuit-block 9 is outside [1, 8]"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
 /// `--json` prints one object with the documented fields, intercept first; progress goes to
 /// standard error.
 #[test]

@@ -64,6 +64,7 @@ pub fn run(
         standardize: false,
         intercept: false,
         linear_algebra,
+        circuit_block: crate::secure::masked::engine::DEFAULT_BLOCK,
         mask_seed,
         release: None,
         reveal: crate::secure::aggregator::Reveal::Coefficients,

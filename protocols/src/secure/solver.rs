@@ -166,8 +166,11 @@ impl Solver {
     /// A solver using `method` in the study `config`, encrypting with `noise` (under the
     /// study's key).
     pub fn new(method: LinearAlgebra, noise: &DjnNoise, config: &SecureConfig) -> Self {
-        let engine = (method == LinearAlgebra::Masked)
-            .then(|| MaskedEngine::with_noise(noise.clone(), config.session, config.frac));
+        let engine = (method == LinearAlgebra::Masked).then(|| {
+            let mut engine = MaskedEngine::with_noise(noise.clone(), config.session, config.frac);
+            engine.set_block(config.circuit_block);
+            engine
+        });
         Self {
             method,
             engine,

@@ -58,6 +58,11 @@ pub struct StudyPlan {
     pub intercept: bool,
     /// How the Center computes on secret matrices.
     pub linear_algebra: LinearAlgebra,
+    /// Side of the blocks the masked inverse computes in one garbled circuit (1 to
+    /// [`crate::secure::masked::block_leaf::MAX_BLOCK`]): larger blocks wait for fewer round
+    /// trips between the servers and send more garbled tables (the aggregator's choice; the
+    /// key holder serves any).
+    pub circuit_block: usize,
     /// Reproducible runs only: the aggregator's masks in every factorisation drawn from this
     /// seed (and the coefficients the matrix belongs to), so that a run repeats another's
     /// rounding. As secret as the masks: never in a real study.
@@ -800,6 +805,7 @@ fn handshake<C: Channel>(
     };
     let mut config = SecureConfig::new(session, plan.parties, dimension, plan.format);
     config.parties = nodes.len();
+    config.circuit_block = plan.circuit_block;
     config = config.with_frac(plan.paillier_frac());
     // The key holder learns the plan's public shape, from which it fixes what it will
     // decrypt outside circuits ([`DecryptionBudget`]); a resumed study names its key.

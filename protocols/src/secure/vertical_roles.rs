@@ -140,6 +140,7 @@ pub fn plan(
         standardize: false,
         intercept: true,
         linear_algebra: LinearAlgebra::Masked,
+        circuit_block: crate::secure::masked::engine::DEFAULT_BLOCK,
         mask_seed: None,
         release: None,
         reveal: Reveal::Coefficients,
