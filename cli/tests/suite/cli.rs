@@ -2,6 +2,7 @@
 //! output; good input gives the documented JSON and table.
 
 use crate::common;
+use common::largest_difference;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -368,11 +369,7 @@ fn circuit_blocks_change_round_trips_not_the_model() {
     let (four, trips_four) = outcome("4");
     for block in ["1", "2"] {
         let (other, trips) = outcome(block);
-        let diff = four
-            .iter()
-            .zip(&other)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+        let diff = largest_difference(&four, &other);
         assert!(diff <= 1e-9, "block {block}: {diff:e}");
         if block == "1" {
             assert!(trips > trips_four, "{trips} against {trips_four}");
@@ -852,11 +849,7 @@ fn fit_with_a_centred_penalty() {
         .iter()
         .map(|v| v.as_f64().expect("number"))
         .collect();
-    let diff = beta
-        .iter()
-        .zip(&expected)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
+    let diff = largest_difference(&beta, &expected);
     assert!(diff <= 1e-12, "{diff:e}");
     assert_eq!(report["penalty_centre"][1], -0.5);
     // A bad file is refused by position, a centre of the wrong length by its count.

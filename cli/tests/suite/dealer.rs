@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::common::deployment::{Deployment, coefficients, free_port, json, plaintext_fit};
+use super::common::largest_difference;
 use super::common::process::{Role, all_succeed, new_identity};
 
 /// The deployment's study file with a `[dealer]` table (the dealer's certificate, listening on
@@ -74,11 +75,7 @@ fn a_dealer_process_runs_what_a_dealer_thread_runs() {
     ]);
 
     let (secure, reference) = (coefficients(&roles), coefficients(&alone));
-    let diff = secure
-        .iter()
-        .zip(&reference)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
+    let diff = largest_difference(&secure, &reference);
     assert!(
         diff <= 1e-12,
         "dealer process and thread differ by {diff:e}"
@@ -96,10 +93,6 @@ fn a_dealer_process_runs_what_a_dealer_thread_runs() {
         "{decryptions} decryptions for {products} products"
     );
     let plain = plaintext_fit(&d.hospitals, "privlogit-accel");
-    let off = secure
-        .iter()
-        .zip(&plain)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
+    let off = largest_difference(&secure, &plain);
     assert!(off <= 1e-6, "{off:e} from the plaintext fit");
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use ndarray::Axis;
 
 use crate::common;
+use common::largest_difference;
 use common::process::{Role, address, fresh_dir, new_identity, privlogit, privlogit_ok};
 
 /// The numpy reference of tests/reference/dpstgd_reference.py (command in its JSON).
@@ -121,14 +122,6 @@ fn participant(file: &str, at: &str, name: &str, extra: &[&str]) -> Role {
     Role::spawn(&args)
 }
 
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
-}
-
 /// Acceptance: without noise, with upload ratio 1 and q = 1, distributed training (in this
 /// process, and as four processes over loopback TCP) equals centralised training of the same
 /// network from the same start, after 10 iterations, to 1e-9 (numpy's float order differs from
@@ -141,7 +134,7 @@ fn without_noise_distributed_training_equals_centralised_numpy_training() {
     let expected = floats(&r["final"]);
     let initial = floats(&r["initial"]);
     assert!(
-        max_abs_diff(&expected, &initial) > 1e-2,
+        largest_difference(&expected, &initial) > 1e-2,
         "the reference moved"
     );
     let settings = reference_settings(&r);
@@ -163,7 +156,7 @@ fn without_noise_distributed_training_equals_centralised_numpy_training() {
         local.display().to_string(),
     ]);
     privlogit_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let diff = max_abs_diff(&parameters(&local), &expected);
+    let diff = largest_difference(&parameters(&local), &expected);
     eprintln!("dl train (in process) vs numpy: max abs diff {diff:.2e}");
     assert!(diff <= 1e-9, "{diff:e}");
 
@@ -208,7 +201,7 @@ fn without_noise_distributed_training_equals_centralised_numpy_training() {
         assert!(ok, "{log}");
         assert!(log.contains("final model received"), "{log}");
     }
-    let diff = max_abs_diff(&parameters(&remote), &expected);
+    let diff = largest_difference(&parameters(&remote), &expected);
     eprintln!("dl server + 3 participant processes vs numpy: max abs diff {diff:.2e}");
     assert!(diff <= 1e-9, "{diff:e}");
 }
@@ -491,7 +484,7 @@ fn over_mutual_tls_the_run_equals_the_numpy_reference() {
         let (ok, log) = p.end(Duration::from_secs(30));
         assert!(ok, "{log}");
     }
-    let diff = max_abs_diff(&parameters(&out), &floats(&r["final"]));
+    let diff = largest_difference(&parameters(&out), &floats(&r["final"]));
     eprintln!("dl over mutual TLS vs numpy: max abs diff {diff:.2e}");
     assert!(diff <= 1e-9, "{diff:e}");
 }

@@ -11,6 +11,7 @@ use common::deployment::{
     Deployment, HOSPITALS, coefficients, demo, free_port, free_ports, json, node_process,
     plaintext_fit,
 };
+use common::largest_difference;
 use common::process::{Role, all_succeed, privlogit};
 
 /// A Node started 20 s (more than three deadlines) before the others stays admitted: the
@@ -221,11 +222,7 @@ fn two_studies_with_the_same_roster_stay_apart() {
     for (s, data) in [("a", &data_a), ("b", &data_b)] {
         let got = coefficients(&json(&std::fs::read(model(s)).expect("model")));
         let reference = plaintext_fit(data, "privlogit-accel");
-        let diff = got
-            .iter()
-            .zip(&reference)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f64::max);
+        let diff = largest_difference(&got, &reference);
         assert!(diff <= 1e-6, "study {s}: {diff:e}");
     }
 }

@@ -10,6 +10,7 @@ use common::deployment::{
     DEPLOYMENT_FEATURES, Deployment, HOSPITALS, coefficients, demo, free_ports, json,
     narrow_hospitals, node_process, plaintext_fit,
 };
+use common::largest_difference;
 use common::process::{Role, address, all_succeed, fresh_dir, privlogit, privlogit_ok};
 
 /// The README's demo study: secure PrivLogit-Local (accelerated, standardised under encryption)
@@ -60,11 +61,7 @@ fn study_command_matches_plaintext_fit() {
     assert_eq!(secure["converged"], true);
     assert_eq!(secure["iterations"], plain["iterations"]);
     let (a, b) = (coefficients(&secure), coefficients(&plain));
-    let diff = a
-        .iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max);
+    let diff = largest_difference(&a, &b);
     eprintln!(
         "study vs fit: max abs diff {diff:.2e}, {} AND gates",
         secure["and_gates"]
@@ -571,11 +568,7 @@ fn one_key_holder_and_one_aggregator_serve_two_studies_at_once() {
     let reference = plaintext_fit(&files, "privlogit-accel");
     for model in [&model_a, &model_b] {
         let got = coefficients(&json(&std::fs::read(model).expect("model")));
-        let diff = got
-            .iter()
-            .zip(&reference)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f64::max);
+        let diff = largest_difference(&got, &reference);
         eprintln!(
             "{}: max abs diff to the plaintext fit {diff:.2e}",
             model.display()
@@ -697,11 +690,7 @@ fn a_consortium_authority_names_the_parties() {
     }
     let got = coefficients(&json(&std::fs::read(&model).expect("model")));
     let reference = plaintext_fit(&files.map(demo), "privlogit-accel");
-    let diff = got
-        .iter()
-        .zip(&reference)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max);
+    let diff = largest_difference(&got, &reference);
     assert!(diff <= 1e-6, "{diff:e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -973,11 +962,7 @@ fn the_stacking_pipeline_in_separate_processes_equals_the_one_command_run() {
             .iter()
             .map(|v| v.as_f64().expect("number"))
             .collect();
-        let diff = separate
-            .iter()
-            .zip(&high)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f64::max);
+        let diff = largest_difference(&separate, &high);
         eprintln!(
             "stacking high level ({groups} group(s) per organization), separate processes vs one command: max abs diff {diff:.2e}"
         );
