@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use privlogit::output;
-use privlogit::settings::Reader;
+use privlogit::settings::{Reader, Spec};
 use privlogit::study::file::{self, StudyFile};
 use privlogit::study::{self, Ending, StudyResult};
 
@@ -44,12 +44,7 @@ pub fn run_fit(given: Given) -> Result<Outcome> {
 
 /// `privlogit study`: every role in this process.
 pub fn run_study(given: Given) -> Result<Outcome> {
-    let file = given
-        .studies
-        .first()
-        .map(|p| StudyFile::read(p))
-        .transpose()?;
-    let spec = file::spec(Reader::Study, file.as_ref(), &given.settings)?;
+    let (_, spec) = one_study(&given, Reader::Study)?;
     let quiet = spec.quiet;
     let print = |m: &str| line(m);
     if spec.vertical {
@@ -80,12 +75,7 @@ pub fn run_aggregator(given: Given) -> Result<Outcome> {
 
 /// `privlogit node`.
 pub fn run_node(given: Given) -> Result<Outcome> {
-    let file = given
-        .studies
-        .first()
-        .map(|p| StudyFile::read(p))
-        .transpose()?;
-    let spec = file::spec(Reader::Node, file.as_ref(), &given.settings)?;
+    let (file, spec) = one_study(&given, Reader::Node)?;
     let print = |m: &str| line(m);
     if spec.vertical {
         privlogit::vertical_study::column_node::VerticalNode::new(&spec, file.as_ref(), &print)?
@@ -101,12 +91,7 @@ pub fn run_dealer(given: Given) -> Result<Outcome> {
     if given.studies.len() > 1 {
         anyhow::bail!("--study: a dealer serves one study (run one dealer per study file)");
     }
-    let file = given
-        .studies
-        .first()
-        .map(|p| StudyFile::read(p))
-        .transpose()?;
-    let spec = file::spec(Reader::Dealer, file.as_ref(), &given.settings)?;
+    let (file, spec) = one_study(&given, Reader::Dealer)?;
     let print = |m: &str| line(m);
     study::Dealer::new(&spec, file.as_ref(), &print)?.run(&print)?;
     Ok(Outcome::Success)
@@ -114,6 +99,18 @@ pub fn run_dealer(given: Given) -> Result<Outcome> {
 
 /// One server role per study file, each on its own thread with its lines prefixed by the
 /// file's stem when there are several; succeeds when every study does.
+/// The study file a command of one study reads (the first given, if any) and its settings for
+/// `reader`, the command line's over the file's.
+fn one_study(given: &Given, reader: Reader) -> Result<(Option<StudyFile>, Spec)> {
+    let file = given
+        .studies
+        .first()
+        .map(|p| StudyFile::read(p))
+        .transpose()?;
+    let spec = file::spec(reader, file.as_ref(), &given.settings)?;
+    Ok((file, spec))
+}
+
 fn servers(given: Given, reader: Reader) -> Result<Outcome> {
     let files = given
         .studies
