@@ -315,6 +315,35 @@ fn a_refused_value_is_named_where_it_was_given() {
     assert!(err.contains("--key-bits 1000 is below 2048"), "{err}");
 }
 
+/// `--latency` and `--bandwidth` shape network connections: a command that opens none
+/// (`predict`) neither lists them in its help nor ignores them on its command line (a usage
+/// error naming the flag), while a command that does (`study`) lists both.
+#[test]
+fn network_flags_are_refused_where_nothing_goes_over_a_network() {
+    let help = String::from_utf8_lossy(&privlogit(&["predict", "--help"]).stdout).into_owned();
+    assert!(
+        help.contains("--model") && !help.contains("--latency"),
+        "{help}"
+    );
+    assert!(!help.contains("--bandwidth"), "{help}");
+    let help = String::from_utf8_lossy(&privlogit(&["study", "--help"]).stdout).into_owned();
+    assert!(
+        help.contains("--latency") && help.contains("--bandwidth"),
+        "{help}"
+    );
+    for flag in ["--latency", "--bandwidth"] {
+        let value = if flag == "--latency" { "25ms" } else { "1gbit" };
+        let out = privlogit(&[
+            "predict", flag, value, "--model", "m.json", "--data", "d.csv",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = stderr(&out);
+        let expected =
+            format!("{flag} shapes network connections, and `privlogit predict` opens none");
+        assert!(err.contains(&expected), "{err}");
+    }
+}
+
 /// `--circuit-block` trades round trips for garbled tables and nothing else: blocks of 1, 2
 /// and 4 give the same coefficients (the block circuit computes the masked recursion's integers,
 /// up to its rounding: 1e-9), 1 waits for more round trips between the servers than 4, and a

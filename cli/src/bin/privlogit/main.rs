@@ -15,7 +15,7 @@ mod study_commands;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use outcome::Outcome;
 use privlogit_protocols::transport::shape;
 
@@ -122,9 +122,46 @@ fn failure_status(e: &anyhow::Error) -> ExitCode {
     }
 }
 
+/// The commands that open no network connection (their work stays in memory): `--latency` and
+/// `--bandwidth`, global so that every command that talks over TCP takes them, are hidden from
+/// these commands' help and refused on their command lines rather than ignored.
+const OFFLINE: [&str; 4] = ["predict", "simulate", "circuit", "identity"];
+
+/// The command line as parsed: the derived one, where each offline command has hidden flags of
+/// its own under the network's names (clap then propagates the global ones past it), so that
+/// its help lists none and [`parse`] can refuse them.
+fn command() -> clap::Command {
+    let offline_flag = |id: &'static str| clap::Arg::new(id).long(id).hide(true).num_args(1);
+    OFFLINE.into_iter().fold(Cli::command(), |command, name| {
+        command.mut_subcommand(name, |sub| {
+            sub.arg(offline_flag("latency"))
+                .arg(offline_flag("bandwidth"))
+        })
+    })
+}
+
+/// Parses `args`, refusing the network's flags on an offline command (clap's usage error).
+fn parse(args: Vec<std::ffi::OsString>) -> Cli {
+    let matches = command().get_matches_from(args);
+    if let Some((name, sub)) = matches.subcommand()
+        && OFFLINE.contains(&name)
+        && let Some(flag) = ["latency", "bandwidth"]
+            .into_iter()
+            .find(|id| sub.contains_id(id))
+    {
+        command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!("--{flag} shapes network connections, and `privlogit {name}` opens none"),
+            )
+            .exit();
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = match stack::expand_study_file(std::env::args_os().collect(), Cli::command) {
-        Ok(args) => Cli::parse_from(args),
+    let cli = match stack::expand_study_file(std::env::args_os().collect(), command) {
+        Ok(args) => parse(args),
         Err(e) => {
             eprintln!("error: {}", log::message(&e));
             return ExitCode::FAILURE;
