@@ -59,14 +59,26 @@ pub(super) fn fit<A: Aggregation>(
         // separating direction: go as far as the objective keeps rising. Pushed past where
         // Newton's model holds, the next full step can overshoot: such a run halves it (in
         // rounds, before its system) as a damped Newton would.
+        // Whether the classes separate is asked where the push rose, before that point's
+        // system (one round against a masked inverse), or else after the system.
+        let mut asked = false;
         if options.separation_watch && step.dot(&step).sqrt() > last_step / 2.0 {
-            let chosen = recession::furthest_rise(
+            let (chosen, rose) = recession::furthest_rise(
                 aggregation,
                 penalty,
                 &mut trace,
                 (&beta, &step, &objective),
                 MAX_HALVINGS,
             )?;
+            if let Some(risen) = rose {
+                asked = true;
+                if aggregation.separates(&chosen).map_err(backend)? == Some(true) {
+                    trace.record(&chosen, aggregation.peek(&risen), StepKind::Newton);
+                    return Err(FitError::Separated {
+                        iterations: trace.iterations(),
+                    });
+                }
+            }
             step = chosen - &beta;
         }
         let may_halve = options.step_halving || options.separation_watch;
@@ -108,6 +120,7 @@ pub(super) fn fit<A: Aggregation>(
         // a "maximum" at infinity is no convergence.
         let length = step.dot(&step).sqrt();
         if options.separation_watch
+            && !asked
             && length > last_step / 2.0
             && aggregation.separates(&beta).map_err(backend)? == Some(true)
         {

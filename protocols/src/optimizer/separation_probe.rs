@@ -73,13 +73,23 @@ pub(super) fn run<A: Aggregation>(
         if step.iter().any(|v| !v.is_finite()) {
             break;
         }
-        let next = recession::furthest_rise(
+        let (next, rose) = recession::furthest_rise(
             aggregation,
             penalty,
             trace,
             (&beta, &step, &at.objective),
             PROBE_HALVINGS,
         )?;
+        // Separation first, before this point's system: pushed along a separating direction,
+        // the gradient vanishes too.
+        if let Some(objective) = rose
+            && aggregation.separates(&next).map_err(backend)? == Some(true)
+        {
+            trace.record(&next, aggregation.peek(&objective), StepKind::Newton);
+            return Err(FitError::Separated {
+                iterations: trace.iterations(),
+            });
+        }
         let system = aggregation.newton_system(&next, penalty).map_err(backend)?;
         trace.round();
         if !aggregation
@@ -93,12 +103,6 @@ pub(super) fn run<A: Aggregation>(
             .map_err(backend)?;
         trace.record(&next, aggregation.peek(&system.objective), StepKind::Newton);
         (beta, at) = (next, system);
-        // Separation first: pushed along a separating direction, the gradient vanishes too.
-        if aggregation.separates(&beta).map_err(backend)? == Some(true) {
-            return Err(FitError::Separated {
-                iterations: trace.iterations(),
-            });
-        }
         if converged {
             return Ok(Finish::Done {
                 beta,
