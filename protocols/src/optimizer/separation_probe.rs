@@ -16,9 +16,9 @@
 //!
 //! **How it tells.** Newton steps from the current iterate (each an iteration, as the finish's
 //! are), each pushed further while the objective keeps rising, or halved when it falls
-//! ([`recession`]), each followed by the backend's separation test
-//! ([`Aggregation::separates`]: every row strictly on its label's side; one revealed bit in a
-//! secure study). Separated: the run ends with [`FitError::Separated`] (tested before
+//! ([`recession`]); each point that rose goes through the backend's separation test before a
+//! Newton system is formed there ([`Aggregation::separates`]: every row strictly on its label's
+//! side; one round and one revealed bit in a secure study, against a masked inverse). Separated: the run ends with [`FitError::Separated`] (tested before
 //! convergence: pushed along a separating direction, the gradient vanishes too). Converged: the
 //! run ends there. A step that still lowers the objective after [`PROBE_HALVINGS`] halvings, a
 //! Hessian that is not definite, or [`PROBE_STEPS`] steps without a verdict hand the run back
