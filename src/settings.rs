@@ -130,13 +130,15 @@ pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Str
 }
 
 /// The candidate closest to `name` (at most two edits, or a third of its length), if any: an
-/// error carries it as a fact, its message words it.
+/// error carries it as a fact, its message words it. Edits may change at most half of the
+/// shorter name, so that a short name is not "corrected" into an unrelated one (`aaa` is not
+/// `ca`, two edits away).
 pub fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (name.len() / 3).max(2);
     let wanted = name.replace('-', "_");
     candidates
         .map(|k| (strsim::damerau_levenshtein(&wanted, k), k))
-        .filter(|(d, _)| *d <= limit)
+        .filter(|(d, k)| *d <= limit && 2 * d <= wanted.len().min(k.len()))
         .min()
         .map(|(_, k)| k)
 }
@@ -368,6 +370,18 @@ pub use crate::inference::summary::format_number;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Typos get their setting; short names far from every setting get none.
+    #[test]
+    fn suggestions_fix_typos_and_leave_strangers_alone() {
+        let suggest = |name| closest_name(name, KEYS.iter().map(|k| k.name));
+        assert_eq!(suggest("lamda"), Some("lambda"));
+        assert_eq!(suggest("labl"), Some("label"));
+        assert_eq!(suggest("max-iter"), Some("max_iter"));
+        assert_eq!(suggest("sed"), Some("seed"));
+        assert_eq!(suggest("aaa"), None);
+        assert_eq!(suggest("zz"), None);
+    }
 
     #[test]
     fn every_key_reads_and_writes_its_default() {

@@ -1011,7 +1011,12 @@ fn participate(args: ParticipantArgs) -> Result<()> {
     let rows = d.rows();
     let network_io = &party.network;
     party.stop_peers_on_error(|| {
-        let mut link = network_io.connect(&address, &party.server(Role::Aggregator), PATIENCE)?;
+        let mut link = network_io.connect_reporting(
+            &address,
+            &party.server(Role::Aggregator),
+            PATIENCE,
+            &mut |m| say!("{m}"),
+        )?;
         say!(
             "participant with {rows} rows joined {} at {}",
             link.pipe().peer(),

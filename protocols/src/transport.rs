@@ -126,9 +126,28 @@ impl Network {
     /// or the listener's abort record with its reason: certificate, study, role, a place
     /// already taken) fails at once; so does an abort of this party's group.
     pub fn connect(&self, address: &str, server: &Member, patience: Duration) -> io::Result<Link> {
+        self.connect_reporting(address, server, patience, &mut |_| {})
+    }
+
+    /// [`Network::connect`], telling `log` while nobody listens at `address`: after
+    /// [`FIRST_WAIT_REPORT`], then every [`WAIT_REPORT_EVERY`] (each at most a quarter of
+    /// `patience`), with why and how long is left, so that a wrong address or a server not
+    /// started yet shows at once, not after the whole patience in silence.
+    pub fn connect_reporting(
+        &self,
+        address: &str,
+        server: &Member,
+        patience: Duration,
+        log: &mut dyn FnMut(&str),
+    ) -> io::Result<Link> {
         let deadline = Instant::now() + patience;
+        let mut reports = Reports {
+            first: FIRST_WAIT_REPORT.min(patience / 4),
+            every: WAIT_REPORT_EVERY.min(patience / 4),
+            log,
+        };
         loop {
-            let stream = self.dial(address, server, deadline)?;
+            let stream = self.dial(address, server, deadline, &mut reports)?;
             match self.handshake(stream, address, server) {
                 Err(e) if retryable(e.kind()) && Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(100));
@@ -138,9 +157,17 @@ impl Network {
         }
     }
 
-    /// A TCP connection to `address`, retried until `deadline`.
-    fn dial(&self, address: &str, server: &Member, deadline: Instant) -> io::Result<TcpStream> {
+    /// A TCP connection to `address`, retried until `deadline`; each failed try past the next
+    /// report's time is told to `log`.
+    fn dial(
+        &self,
+        address: &str,
+        server: &Member,
+        deadline: Instant,
+        reports: &mut Reports<'_>,
+    ) -> io::Result<TcpStream> {
         let attempt = self.timing.deadline;
+        let mut report_at = Instant::now() + reports.first;
         let stream = self.unless_stopped(async {
             loop {
                 let tried = tokio::time::timeout(attempt, TcpStream::connect(address)).await;
@@ -156,6 +183,14 @@ impl Network {
                         message: format!("cannot connect to {server} at {address}: {e}"),
                     }
                     .into_io(e.kind()));
+                }
+                let now = Instant::now();
+                if now >= report_at {
+                    (reports.log)(&format!(
+                        "waiting for {server} at {address} ({e}): trying again for {} s more",
+                        deadline.saturating_duration_since(now).as_secs()
+                    ));
+                    report_at = now + reports.every;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -325,6 +360,20 @@ fn timed_out(what: &str) -> io::Error {
 
 /// How a listener's refusal of a party of another study begins its reason.
 const OTHER_STUDY: &str = "belongs to another study";
+
+/// How long a dial waits for a server before it first says so (parties started together find
+/// each other well within it).
+pub const FIRST_WAIT_REPORT: Duration = Duration::from_secs(5);
+
+/// How often a dial that still waits says so again.
+pub const WAIT_REPORT_EVERY: Duration = Duration::from_secs(30);
+
+/// When a dial that waits for a server says so, and to whom.
+struct Reports<'l> {
+    first: Duration,
+    every: Duration,
+    log: &'l mut dyn FnMut(&str),
+}
 
 /// The connecting side's greeting: hello out, welcome (or the refusal's reason) back.
 async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
@@ -1507,5 +1556,31 @@ mod tests {
             matches!(TransportError::of(&e), Some(TransportError::Aborted { .. })),
             "{e:?}"
         );
+    }
+
+    /// A dial that finds nobody listening says so while it waits (a quarter of its patience in,
+    /// then every quarter), naming the server, the address and why, before it gives up.
+    #[test]
+    fn a_connect_wait_says_whom_it_waits_for() {
+        let s = study();
+        let node = network(&s, 2, Role::Node, "node-a");
+        let address = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .to_string();
+        let mut said = Vec::new();
+        let e = node
+            .connect_reporting(
+                &address,
+                &s.roster.aggregator,
+                Duration::from_millis(1200),
+                &mut |m| said.push(m.to_string()),
+            )
+            .expect_err("nobody listens");
+        assert!(e.to_string().contains(&address), "{e}");
+        assert!((2..=4).contains(&said.len()), "{said:?}");
+        let expected = format!("waiting for {} at {address} (", s.roster.aggregator);
+        assert!(said.iter().all(|m| m.starts_with(&expected)), "{said:?}");
+        assert!(said[0].ends_with("trying again for 0 s more"), "{said:?}");
     }
 }

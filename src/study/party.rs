@@ -190,16 +190,21 @@ impl Party {
         result
     }
 
-    /// Dials the aggregator at `address`, waiting up to [`PATIENCE`] for it.
-    pub fn dial_aggregator(&self, address: &str) -> Result<Link, Error> {
+    /// Dials the aggregator at `address`, waiting up to [`PATIENCE`] for it (and saying so).
+    pub fn dial_aggregator(&self, address: &str, say: Say<'_>) -> Result<Link, Error> {
         self.network
-            .connect(address, &self.server(Role::Aggregator), PATIENCE)
+            .connect_reporting(
+                address,
+                &self.server(Role::Aggregator),
+                PATIENCE,
+                &mut |m| say(m),
+            )
             .map_err(Error::Network)
     }
 
     /// Dials the aggregator at `address` and says that `who` joined it.
     pub fn join_aggregator(&self, address: &str, who: &str, say: Say<'_>) -> Result<Link, Error> {
-        let channel = self.dial_aggregator(address)?;
+        let channel = self.dial_aggregator(address, say)?;
         say(&format!(
             "{who} joined {} at {}",
             channel.pipe().peer(),

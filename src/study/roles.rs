@@ -782,10 +782,11 @@ impl Aggregator {
                 ));
             }
             let keyholder = network
-                .connect(
+                .connect_reporting(
                     &self.keyholder,
                     &self.party.server(Role::KeyHolder),
                     PATIENCE,
+                    &mut |m| say(m),
                 )
                 .map_err(Error::Network)?;
             Ok::<_, Error>((nodes, keyholder))
@@ -956,7 +957,7 @@ fn dial_dealer(party: &Party, say: Say<'_>) -> Result<Option<Link>, Error> {
     })?;
     let link = party
         .network
-        .connect(&address, &dealer, PATIENCE)
+        .connect_reporting(&address, &dealer, PATIENCE, &mut |m| say(m))
         .map_err(Error::Network)?;
     say(&format!(
         "masked products from {} at {}",
@@ -1185,7 +1186,7 @@ impl Node {
                 "nested model without {}: joining the second study",
                 dropped.join(", ")
             ));
-            let channel = party.dial_aggregator(&aggregator)?;
+            let channel = party.dial_aggregator(&aggregator, say)?;
             let stats = study_protocol::run_node(
                 channel,
                 &names,
