@@ -204,9 +204,17 @@ impl Error {
     }
 
     /// Whether it is about the data (a file, a row, a value), for callers that report data
-    /// errors apart (Python's `DataError`).
+    /// errors apart (Python's `DataError`): a file that cannot be read is one too.
     pub fn is_data(&self) -> bool {
-        matches!(self, Error::Data(_) | Error::StudyFile { .. })
+        matches!(
+            self,
+            Error::Data(_)
+                | Error::StudyFile { .. }
+                | Error::Io {
+                    what: "cannot read",
+                    ..
+                }
+        )
     }
 }
 

@@ -28,11 +28,12 @@ from __future__ import annotations
 from . import _native, accounting, cluster, dp, paillier
 from ._fit_and_study import aggregator, dealer, fit, keyholder, node, study
 from ._native import BudgetExceeded, DataError, EstimationError, NetworkError, PrivlogitError, SettingError
+from ._fit_and_study import ConvergenceWarning
 from ._parties import _by_name, _party, load  # noqa: F401  (the two private names: for the tests)
 from ._predict_rows import load_model, predict, predict_proba
 from ._results import Result
 
-__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "dealer", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "SettingError", "NetworkError", "EstimationError", "BudgetExceeded", "dp", "paillier", "accounting", "cluster"]
+__all__ = ["Result", "load", "fit", "study", "keyholder", "aggregator", "node", "dealer", "predict_proba", "predict", "load_model", "PrivLogitRegression", "PrivlogitError", "DataError", "SettingError", "NetworkError", "EstimationError", "BudgetExceeded", "ConvergenceWarning", "dp", "paillier", "accounting", "cluster"]
 
 
 def __getattr__(name):

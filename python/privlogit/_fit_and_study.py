@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import privlogit._native as _native
 from . import cluster
-from ._native import PrivlogitError
+from ._native import PrivlogitError, SettingError
 from ._parties import _by_name, _collected, _party
 from ._results import _with_arrays
 
@@ -31,6 +32,36 @@ _STUDY_PROTOCOL = _Default(_STUDY["protocol"])
 _STUDY_REVEAL = _Default(_STUDY["reveal"])
 
 
+class ConvergenceWarning(UserWarning):
+    """A fit or a study stopped at `max_iter` without meeting its stopping rule (the command
+    line prints the same warning): its coefficients are not the optimum."""
+
+
+def _warn_unless_converged(result):
+    """The command line's warning for a run that stopped at its iteration limit, as a Python
+    warning (scikit-learn's `ConvergenceWarning` convention)."""
+    if result.get("status") == "max_iterations":
+        warnings.warn(f"stopped after {result.get('iterations')} iterations without meeting the stopping rule "
+                      "(raise max_iter, or loosen tol / gradient_tol): the coefficients are not the optimum",
+                      ConvergenceWarning, stacklevel=3)
+    return result
+
+
+def _party_list(parties, what):
+    """`parties` as a list, refusing one party given bare (a path, a DataFrame or an (X, y)
+    pair would otherwise be read item by item)."""
+    bare = isinstance(parties, (str, os.PathLike)) or hasattr(parties, "columns") or (
+        isinstance(parties, tuple) and len(parties) == 2 and hasattr(parties[0], "shape"))
+    if bare:
+        raise PrivlogitError(f"{what}: parties is one party; give a list with one entry per organization, "
+                             "e.g. [\"a.csv\", \"b.csv\"] or [(X1, y1), (X2, y2)]")
+    try:
+        return list(parties)
+    except TypeError:
+        raise PrivlogitError(f"{what}: parties must be a list (one entry per organization), got "
+                             f"{type(parties).__name__}") from None
+
+
 def _settings(**given):
     """The keywords a caller gave, as the library's settings (None: not given)."""
     out = {}
@@ -44,7 +75,12 @@ def _settings(**given):
         elif key == "penalize_intercept":
             out["free_intercept"] = not value
         elif key == "lam":
-            out["lambda"] = float(value)
+            try:
+                out["lambda"] = float(value)
+            except (TypeError, ValueError):
+                raise SettingError(f"lam: expected a number, got {value!r}") from None
+        elif isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+            raise SettingError(f"{key}: {value} is out of range")
         elif isinstance(value, (list, tuple)):
             out[key] = [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
         else:
@@ -87,9 +123,9 @@ def fit(parties, optimizer=_FIT_OPTIMIZER, lam=_FIT["lambda"], standardize=_FIT[
                       **settings)
     # The plaintext fit holds every party's rows in this process: a Spark or Dask DataFrame is
     # collected (`study` and `node` compute on its partitions instead).
-    parties = [_collected(p) for p in parties]
+    parties = [_collected(p) for p in _party_list(parties, "fit")]
     arrays = _by_name([_party(p, label, names, f"party {k}", family) for k, p in enumerate(parties, 1)])
-    return _with_arrays(_native.fit(arrays, given))
+    return _warn_unless_converged(_with_arrays(_native.fit(arrays, given)))
 
 
 def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, lam=_STUDY["lambda"],
@@ -129,6 +165,8 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
                       tol=tol, max_iter=max_iter, gradient_tol=gradient_tol, key_bits=key_bits, fixed=fixed,
                       linear_algebra=linear_algebra, memory=memory, newton_finish=newton_finish, seed=seed, quiet=quiet, label=label,
                       reveal=reveal, ci_level=ci_level, covariance=covariance, **settings)
+    if parties is not None:
+        parties = _party_list(parties, "study")
     if settings.get("vertical"):
         # Each party's file, matched by its `id` column (private set intersection).
         if parties is not None:
@@ -158,7 +196,7 @@ def study(parties=None, protocol=_STUDY_PROTOCOL, optimizer=_STUDY_OPTIMIZER, la
         "node_wait_seconds": out["waiting_for_nodes_seconds"],
         "linear_algebra": out["linear_algebra"],
     }
-    return out
+    return _warn_unless_converged(out)
 
 
 def keyholder(study_file, identity=None, **settings):

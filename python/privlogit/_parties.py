@@ -13,7 +13,10 @@ from ._native import DataError, PrivlogitError
 
 
 def _as_float64(a, ndim, what):
-    arr = np.ascontiguousarray(a, dtype=np.float64)
+    try:
+        arr = np.ascontiguousarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as bad:
+        raise DataError(f"{what}: not numbers ({bad})") from None
     if arr.ndim != ndim:
         raise PrivlogitError(f"{what}: expected a {ndim}-D array, got {arr.ndim} dimensions")
     return arr
@@ -36,12 +39,28 @@ def _frame_columns(frame, label, what):
     if label not in frame.columns:
         raise DataError(f"{what}: label column {label!r} not found; the columns are {', '.join(map(str, frame.columns))}")
     names = [str(c) for c in frame.columns if c != label]
-    try:
-        x = frame[[c for c in frame.columns if c != label]].to_numpy(dtype=np.float64)
-        y = frame[label].to_numpy(dtype=np.float64)
-    except (TypeError, ValueError) as bad:
-        raise DataError(f"{what}: a column is not numeric ({bad})") from None
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DataError(f"{what}: column {', '.join(map(repr, repeated))} appears more than once")
+    columns = [c for c in frame.columns if c != label]
+    x = numeric_columns(frame, columns, what)
+    y = numeric_columns(frame, [label], what)[:, 0]
     return np.ascontiguousarray(x), np.ascontiguousarray(y), names
+
+
+def numeric_columns(frame, columns, what):
+    """`frame[columns]` as float64, or a `DataError` naming the first column that is not
+    numeric and its first bad value."""
+    try:
+        return frame[columns].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    for c in columns:
+        try:
+            frame[c].to_numpy(dtype=np.float64)
+        except (TypeError, ValueError) as bad:
+            raise DataError(f"{what}: column {str(c)!r} is not numeric ({bad})") from None
+    raise DataError(f"{what}: the columns are not numeric")
 
 
 def _party(party, label, names, what, family="binomial"):

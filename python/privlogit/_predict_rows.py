@@ -13,6 +13,9 @@ from ._results import _with_arrays
 
 
 def _mean(model, X):
+    if not (hasattr(model, "get") and "names" in model and ("coef" in model or "coefficients" in model)):
+        raise PrivlogitError(f"model: expected what fit or study returns, a model read by load_model or a DP model, "
+                             f"got {type(model).__name__}")
     mean, scale = model.get("mean"), model.get("scale")
     std = model.get("standardization")
     if mean is None and std:
@@ -34,7 +37,8 @@ def predict_proba(model, X):
     `privlogit study --json`). Refused for a Gaussian or Poisson model: use `predict`."""
     if isinstance(model, dp.Model):
         return model.predict_proba(dp._rows(model, X))
-    family = model.get("family") or "binomial"
+    family = model.get("family") if hasattr(model, "get") else None
+    family = family or "binomial"
     if family != "binomial":
         raise PrivlogitError(f"predict_proba: a {family} model predicts a mean, not a probability: use privlogit.predict")
     return _mean(model, X)
@@ -51,8 +55,8 @@ def predict(model, X):
 
 def load_model(path):
     """The model file at `path`, any kind the project writes: a fit's or a study's JSON (`fit
-    --json --out`, `study --json --out`, an aggregator's `--out`, a Python result saved with
-    `json.dump`) comes back as the `Result` `fit` and `study` return; a DP release (`dp fit
+    --json --out`, `study --json --out`, an aggregator's `--out`, a Python result written by
+    its `save(path)`) comes back as the `Result` `fit` and `study` return; a DP release (`dp fit
     --out`) as a `privlogit.dp.Model` whose `features` name its columns. Either goes to
     `predict_proba` and `predict`, which give what `privlogit predict` gives on the same rows."""
     loaded = _native.load_model(os.fspath(path))

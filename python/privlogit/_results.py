@@ -3,6 +3,7 @@ command line's table and a pandas DataFrame; `load_model` reads the same from a 
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 
@@ -18,6 +19,20 @@ class Result(dict):
     def __init__(self, text):
         super().__init__(json.loads(text))
         self._text = text
+
+    def save(self, path):
+        """Writes the result as the command line's `--json` writes it (atomically: a temporary
+        file renamed into place), for `privlogit predict --model`, `load_model` or a colleague.
+        (`json.dump` cannot write the numpy arrays this dict adds.)"""
+        path = os.fspath(path)
+        temporary = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "w", encoding="utf-8") as f:
+                f.write(self._text)
+            os.replace(temporary, path)
+        finally:
+            if os.path.exists(temporary):
+                os.remove(temporary)
 
     def summary(self):
         """The table laid out like statsmodels' `summary()`: fit measures, then per coefficient
@@ -65,7 +80,8 @@ def _with_arrays(text):
     earlier releases returned (`coef`, `n_iter`, `mean`, `scale`)."""
     out = Result(text)
     out["coef"] = np.asarray(out["coefficients"])
-    out["n_iter"] = out["iterations"]
+    # A hand-written model file may carry coefficients and names only.
+    out["n_iter"] = out.get("iterations")
     std = out.get("standardization")
     if std:
         out["mean"], out["scale"] = np.asarray(std["means"]), np.asarray(std["scales"])

@@ -20,6 +20,7 @@ spend from one budget, and rows that are mostly a charged data set's are charged
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import numpy as np
@@ -32,15 +33,22 @@ __all__ = [
 ]
 
 
+def _floats(a, what):
+    try:
+        return np.ascontiguousarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as bad:
+        raise _native.DataError(f"{what}: not numbers ({bad})") from None
+
+
 def _matrix(a, what):
-    arr = np.ascontiguousarray(a, dtype=np.float64)
+    arr = _floats(a, what)
     if arr.ndim != 2:
         raise _native.PrivlogitError(f"{what}: expected a 2-D array, got {arr.ndim} dimensions")
     return arr
 
 
 def _vector(a, what):
-    arr = np.ascontiguousarray(a, dtype=np.float64)
+    arr = _floats(a, what)
     if arr.ndim != 1:
         raise _native.PrivlogitError(f"{what}: expected a 1-D array, got {arr.ndim} dimensions")
     return arr
@@ -77,10 +85,8 @@ def _rows(model, X):
                 parts.append(f"not features of the model: {', '.join(extra)}")
             raise _native.PrivlogitError(f"X: the columns do not match the model's features ({'; '.join(parts)}); "
                                          f"the model reads {', '.join(features)}")
-        try:
-            X = X[[X.columns[columns.index(f)] for f in features]].to_numpy(dtype=np.float64)
-        except (TypeError, ValueError) as bad:
-            raise _native.DataError(f"X: a column is not numeric ({bad})") from None
+        from ._parties import numeric_columns
+        X = numeric_columns(X, [X.columns[columns.index(f)] for f in features], "X")
     return _matrix(X, "X")
 
 
@@ -153,7 +159,27 @@ class Model:
 OPTIONS = dict(_native.defaults("dp"))
 
 
-def fit(method, X, y, epsilon, *, source=None, ledger=None, dataset=None, source_dataset=None, **options):
+def _epsilon(epsilon, non_private):
+    """The epsilon the native fit takes: a positive finite number, or infinity for the
+    reference without privacy that `non_private=True` asks for (with `epsilon=None`)."""
+    if non_private:
+        if epsilon is not None:
+            raise _native.PrivlogitError(f"epsilon: {epsilon!r} with non_private=True: give epsilon=None (no privacy)")
+        return float("inf")
+    if epsilon is None:
+        raise _native.PrivlogitError("epsilon: None needs non_private=True (a reference without privacy)")
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise _native.PrivlogitError(f"epsilon: expected a number, got {epsilon!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise _native.PrivlogitError(f"epsilon {value}: must be positive and finite "
+                                     "(non_private=True with epsilon=None is the reference without privacy)")
+    return value
+
+
+def fit(method, X, y, epsilon, *, source=None, ledger=None, dataset=None, source_dataset=None, non_private=False,
+        **options):
     """Fits `method` ("plr", "output", "pst-s", "pst-f", "plr-fs", "pst-h", "pptl-fs",
     "simcomb"), epsilon-DP for the rows of `X` (labels `y` 0/1), as `privlogit dp fit
     --method`. `source=(Xs, ys)` for the transfer methods. `options` are the keys of
@@ -161,15 +187,23 @@ def fit(method, X, y, epsilon, *, source=None, ledger=None, dataset=None, source
     source_lam, high_lambda, eta, k, feature_scores, group_importance, combiner, low_fraction,
     row_bound, plr_as_printed, seed, ...); `seed=None` draws the noise from the OS CSPRNG (a
     seed is for reproducible experiments, not for release). An unknown option, and one the
-    method would ignore, is refused by name."""
+    method would ignore, is refused by name. `epsilon` must be positive and finite;
+    `non_private=True` with `epsilon=None` fits the same model without noise (a reference for
+    experiments, not a release). A pandas DataFrame `X` names the model's features: its
+    `predict_proba` then matches a DataFrame's columns by name."""
     path, budget = _ledger_args(ledger)
     if source is not None:
         source = (_matrix(source[0], "source X"), _vector(source[1], "source y"))
+    # A DataFrame's columns name the model's features, so that its predictions match new
+    # frames by name, as a model read from a file does.
+    features = [str(c) for c in X.columns] if hasattr(X, "columns") else None
     native = _native.dp_fit(
-        method, _matrix(X, "X"), _vector(y, "y"), float(epsilon), source=source,
+        method, _matrix(X, "X"), _vector(y, "y"), _epsilon(epsilon, non_private), source=source,
         ledger=path, budget=budget, dataset=dataset, source_dataset=source_dataset, **options,
     )
-    return Model(native)
+    model = Model(native)
+    model.features = features
+    return model
 
 
 def plr(X, y, epsilon, **options):
@@ -212,7 +246,8 @@ def simcomb(X, y, epsilon, source, **options):
     return fit("simcomb", X, y, epsilon, source=source, **options)
 
 
-def dphtl(sources, public, X, y, epsilon, *, unlabelled=None, lam=None, lambda_iw=None, sd_floor=None, seed=None, ledger=None, source_datasets=None):
+def dphtl(sources, public, X, y, epsilon, *, unlabelled=None, lam=None, lambda_iw=None, sd_floor=None, seed=None, ledger=None,
+          source_datasets=None, non_private=False):
     """DPHTL (dissertation Algorithm 4): `sources` is a list of `(Xs, ys)`, one per source
     organization (the first half of its rows trains its DP hypothesis, the second half its DP
     importance weights over `public`); `(X, y)` are the target's few labelled rows and
@@ -222,7 +257,7 @@ def dphtl(sources, public, X, y, epsilon, *, unlabelled=None, lam=None, lambda_i
     path, budget = _ledger_args(ledger)
     out = _native.dp_dphtl(
         [(_matrix(sx, f"source {k}: X"), _vector(sy, f"source {k}: y")) for k, (sx, sy) in enumerate(sources)],
-        _matrix(public, "public"), _matrix(X, "X"), _vector(y, "y"), float(epsilon),
+        _matrix(public, "public"), _matrix(X, "X"), _vector(y, "y"), _epsilon(epsilon, non_private),
         unlabelled=None if unlabelled is None else _matrix(unlabelled, "unlabelled"),
         lam=None if lam is None else float(lam), lambda_iw=None if lambda_iw is None else float(lambda_iw),
         sd_floor=None if sd_floor is None else float(sd_floor), seed=seed,
@@ -314,7 +349,13 @@ def sparse_gaussian(parties, epsilon=None, *, delta=_SPARSE["delta"], non_privat
 def predict_proba(w, X):
     """P(y = 1) under coefficients `w` (of PLR, output perturbation or DPHTL), rows scaled to
     norm 1 as in fitting."""
-    X = np.asarray(X, dtype=np.float64)
+    X = _matrix(X, "X")
+    w = _vector(w, "w")
+    if not np.all(np.isfinite(X)):
+        row, column = map(int, np.argwhere(~np.isfinite(X))[0])
+        raise _native.DataError(f"X: row {row + 1}, column {column + 1}: {X[row, column]} is not a finite number")
+    if X.shape[1] != w.shape[0]:
+        raise _native.DataError(f"X: the rows have {X.shape[1]} columns, w has {w.shape[0]} weights")
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     scaled = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
-    return 1.0 / (1.0 + np.exp(-(scaled @ np.asarray(w))))
+    return 1.0 / (1.0 + np.exp(-(scaled @ w)))

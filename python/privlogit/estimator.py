@@ -1,11 +1,16 @@
 """`PrivLogitRegression`: privlogit's fit as a scikit-learn classifier (needs scikit-learn)."""
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._fit_and_study import ConvergenceWarning
 from ._fit_and_study import fit as _fit
 
 
@@ -40,6 +45,10 @@ class PrivLogitRegression(ClassifierMixin, BaseEstimator):
         return tags
 
     def fit(self, X, y, groups=None):
+        # scikit-learn's rule for its own C: a positive finite number (ValueError otherwise).
+        if isinstance(self.C, bool) or not isinstance(self.C, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(self.C) and self.C > 0):
+            raise ValueError(f"The 'C' parameter of PrivLogitRegression must be a positive finite float; got {self.C!r}")
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         kind = type_of_target(y, input_name="y", raise_unknown=True)
@@ -57,9 +66,15 @@ class PrivLogitRegression(ClassifierMixin, BaseEstimator):
             if groups.shape != (X.shape[0],):
                 raise ValueError(f"groups: expected one group per row ({X.shape[0]}), got shape {groups.shape}")
             parties = [(X[groups == g], y01[groups == g]) for g in np.unique(groups)]
-        out = _fit(parties, self.optimizer, 1.0 / self.C, standardize=False, intercept=bool(self.fit_intercept),
-                   tol=self.tol, max_iter=self.max_iter, penalize_intercept=bool(self.penalize_intercept),
-                   gradient_tol=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            out = _fit(parties, self.optimizer, 1.0 / self.C, standardize=False, intercept=bool(self.fit_intercept),
+                       tol=self.tol, max_iter=self.max_iter, penalize_intercept=bool(self.penalize_intercept),
+                       gradient_tol=0)
+        for w in caught:
+            # scikit-learn's own class, which its users filter and its checks expect.
+            category = SklearnConvergenceWarning if issubclass(w.category, ConvergenceWarning) else w.category
+            warnings.warn(str(w.message), category, stacklevel=2)
         if self.fit_intercept:
             self.intercept_ = np.array([out["coef"][0]])
             self.coef_ = out["coef"][1:].reshape(1, -1)

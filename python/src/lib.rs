@@ -67,7 +67,7 @@ fn predict_model(
 #[pyfunction]
 fn load_model(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyObject> {
     use privlogit::jobs::prediction::{ModelFile, read_model};
-    match read_model(&path).map_err(error)? {
+    match read_model(&path).map_err(errors::raise)? {
         ModelFile::Regression { output, .. } => Ok(("result", output.to_string())
             .into_pyobject(py)?
             .into_any()

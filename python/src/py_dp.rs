@@ -65,6 +65,13 @@ impl PyDpModel {
     /// P(y = 1) for the rows of `x` (unscaled: each part scales rows as it was fitted).
     fn predict_proba(&self, py: Python<'_>, x: PyBuffer<f64>) -> PyResult<Vec<f64>> {
         let x = features(&x, "X")?;
+        let want = self.fitted.features();
+        if x.ncols() != want {
+            return Err(crate::errors::DataError::new_err(format!(
+                "X: the rows have {} columns, the model reads {want} features",
+                x.ncols()
+            )));
+        }
         Ok(py.allow_threads(|| self.fitted.scores(x.view()).to_vec()))
     }
 }

@@ -72,6 +72,19 @@ def cases(tmp_path):
         "dl: no parties": lambda: dp.dpstgd([], 1.0),
         "dl: bad ratio": lambda: dp.dpstgd([GOOD], 1.0, q=2.0),
         "dl: zero hidden": lambda: dp.dpstgd([GOOD], 1.0, hidden=(0,)),
+        # A newcomer's inputs (2026-11-29): each used to panic, pass silently or raise a bare
+        # error naming nothing.
+        "dp model: too few columns": lambda: dp.plr(X, Y, 1.0, seed=1).predict_proba(X[:, :2]),
+        "dp model: too many columns": lambda: dp.pst_f(X, Y, 1.0, k=2, seed=1).predict_proba(np.column_stack([X, X])),
+        "dp: infinite epsilon": lambda: dp.plr(X, Y, float("inf")),
+        "dp: predict_proba NaN": lambda: dp.predict_proba(np.ones(3), np.where(X > 1.5, np.nan, X)),
+        "fit: one path, not a list": lambda: privlogit.fit(str(tmp_path / "a.csv"), label="label"),
+        "study: one pair, not a list": lambda: privlogit.study(GOOD),
+        "fit: lam not a number": lambda: privlogit.fit([GOOD], lam="abc"),
+        "fit: huge max_iter": lambda: privlogit.fit([GOOD], max_iter=2**70),
+        "fit: object array": lambda: privlogit.fit([(np.array([[1, "a"]], dtype=object), np.array([1.0]))]),
+        "predict_proba: no model": lambda: privlogit.predict_proba(None, X),
+        "predict_proba: empty model": lambda: privlogit.predict_proba({}, X),
     }
 
 
@@ -105,9 +118,32 @@ def test_exceptions_say_the_kind_of_failure(tmp_path):
     collinear = (np.column_stack([X, X[:, 0]]), (X[:, 1] > 0).astype(float))
     with pytest.raises(privlogit.EstimationError, match="collinear|combination"):
         privlogit.fit([collinear], lam=0.0)
+    with pytest.raises(privlogit.DataError, match="missing.json"):
+        privlogit.load_model(tmp_path / "missing.json")
+    with pytest.raises(privlogit.PrivlogitError, match="directory .* does not exist"):
+        dp.plr(X, Y, 1.0, ledger=dp.Ledger(tmp_path / "no" / "ledger.json", budget=1.0))
     for kind in (privlogit.SettingError, privlogit.DataError, privlogit.NetworkError,
                  privlogit.EstimationError, privlogit.BudgetExceeded):
         assert issubclass(kind, privlogit.PrivlogitError)
+
+
+def test_messages_name_what_is_wrong():
+    """The newcomer's vague messages: a DataFrame's non-numeric or repeated column is named, as is
+    a keyword that is not a number, a DP model's width, and a party given without its list."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=Y)
+    with pytest.raises(privlogit.DataError, match="party 2: column 'b' is not numeric"):
+        privlogit.fit([frame, frame.assign(b="x")], label="label")
+    with pytest.raises(privlogit.DataError, match="column 'a' appears more than once"):
+        privlogit.fit([frame.rename(columns={"b": "a"})], label="label")
+    with pytest.raises(privlogit.SettingError, match="lam: expected a number, got 'abc'"):
+        privlogit.fit([GOOD], lam="abc")
+    with pytest.raises(privlogit.DataError, match="the rows have 2 columns, the model reads 3 features"):
+        dp.plr(X, Y, 1.0, seed=1).predict_proba(X[:, :2])
+    with pytest.raises(privlogit.PrivlogitError, match="parties is one party; give a list"):
+        privlogit.fit(GOOD)
+    with pytest.raises(privlogit.PrivlogitError, match="must be positive and finite"):
+        dp.plr(X, Y, float("inf"))
 
 
 def test_an_unreadable_network_setting_is_refused_when_the_module_loads():

@@ -114,3 +114,49 @@ def test_a_nan_is_named_by_column_in_fit_and_study():
     for call in (privlogit.fit, privlogit.study):
         with pytest.raises(privlogit.DataError, match=r'party 2: row 4, column 4 \("mean_area"\)'):
             call([a, b, c], label="label", standardize=True)
+
+
+def test_a_dp_model_fitted_on_a_dataframe_matches_columns_by_name():
+    """A DP model fitted on a DataFrame knows its features, as one read from its file does: a
+    frame in another column order gives the same probabilities (it used to be read by position)."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.read_csv(DEMO[0])
+    X, y = frame.drop(columns="label"), frame["label"].to_numpy(dtype=float)
+    model = privlogit.dp.plr(X, y, 1.0, seed=7)
+    p = model.predict_proba(X)
+    assert np.array_equal(model.predict_proba(X[X.columns[::-1]]), p)
+    assert np.array_equal(privlogit.predict_proba(model, X[X.columns[::-1]]), p)
+    with pytest.raises(privlogit.PrivlogitError, match="missing mean_radius"):
+        model.predict_proba(X.drop(columns="mean_radius"))
+
+
+def test_a_saved_result_is_a_model_file(cli, tmp_path):
+    """`Result.save` writes what `--json` writes: `load_model` and `privlogit predict` read it and
+    give the fit's probabilities (1e-12, as above); a hand-written file with coefficients and
+    names only loads too."""
+    result = privlogit.fit(DEMO, label="label", standardize=True)
+    path = tmp_path / "model.json"
+    result.save(path)
+    loaded = privlogit.load_model(path)
+    rows = privlogit.load(DEMO[1], "label")[0]
+    p = privlogit.predict_proba(result, rows)
+    assert np.max(np.abs(privlogit.predict_proba(loaded, rows) - p)) <= 1e-12
+    assert np.max(np.abs(cli_probabilities(cli, str(path), str(DEMO[1])) - p)) <= 1e-12
+    minimal = tmp_path / "minimal.json"
+    minimal.write_text(json.dumps({"coefficients": [0.5, -1.0], "names": ["intercept", "mean_radius"]}))
+    model = privlogit.load_model(minimal)
+    radius = rows[:, :1]
+    assert np.allclose(privlogit.predict_proba(model, radius), 1 / (1 + np.exp(-(0.5 - radius[:, 0]))), rtol=0, atol=1e-14)
+
+
+def test_a_fit_that_stops_at_its_limit_warns():
+    """As the command line prints its warning: a run stopped at `max_iter` raises
+    `privlogit.ConvergenceWarning` (scikit-learn's own class from the estimator)."""
+    with pytest.warns(privlogit.ConvergenceWarning, match="stopped after 2 iterations"):
+        result = privlogit.fit(DEMO, label="label", standardize=True, max_iter=2)
+    assert result["status"] == "max_iterations"
+    sklearn = pytest.importorskip("sklearn")
+    from sklearn.exceptions import ConvergenceWarning
+    X, y, _ = privlogit.load(DEMO[0], "label")
+    with pytest.warns(ConvergenceWarning):
+        privlogit.PrivLogitRegression(max_iter=1, optimizer="privlogit").fit(X, y)

@@ -262,6 +262,17 @@ fn ledger_key(path: &Path, ledger_exists: bool) -> Result<LedgerKey, LedgerError
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     ledger_key(path, ledger_exists)
                 }
+                // The ledger's own directory is where the user erred: name it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(LedgerError::Key {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "cannot create the ledger: its directory {} does not exist",
+                        path.parent()
+                            .filter(|p| !p.as_os_str().is_empty())
+                            .unwrap_or(Path::new("."))
+                            .display()
+                    ),
+                }),
                 Err(e) => Err(bad(e.to_string())),
             }
         }

@@ -382,6 +382,24 @@ impl Fitted {
         }
     }
 
+    /// How many values each row it scores must have: the features it was fitted on (a
+    /// front end checks a row's width against it, as [`Fitted::scores`] assumes it).
+    pub fn features(&self) -> usize {
+        let split =
+            |s: &crate::dp::feature_split::SplitModel| s.split.groups().iter().map(Vec::len).sum();
+        match self {
+            Fitted::Linear(m) => m.w.len(),
+            Fitted::Split(s) => split(s),
+            Fitted::Stacked(s) => match &s.low {
+                crate::dp::stacking::LowLevel::Samples(models) => {
+                    models.first().map_or(0, |m| m.w.len())
+                }
+                crate::dp::stacking::LowLevel::Features(s) => split(s),
+            },
+            Fitted::Transfer { target, .. } => target.features(),
+        }
+    }
+
     /// P(y = 1) for the rows of `x` (unscaled: each part scales rows as it was fitted).
     pub fn scores(&self, x: ArrayView2<'_, f64>) -> Array1<f64> {
         match self {
