@@ -142,7 +142,7 @@ impl Network {
     ) -> io::Result<Link> {
         let deadline = Instant::now() + patience;
         let mut reports = Reports {
-            first: FIRST_WAIT_REPORT.min(patience / 4),
+            next: Instant::now() + FIRST_WAIT_REPORT.min(patience / 4),
             every: WAIT_REPORT_EVERY.min(patience / 4),
             log,
         };
@@ -167,7 +167,6 @@ impl Network {
         reports: &mut Reports<'_>,
     ) -> io::Result<TcpStream> {
         let attempt = self.timing.deadline;
-        let mut report_at = Instant::now() + reports.first;
         let stream = self.unless_stopped(async {
             loop {
                 let tried = tokio::time::timeout(attempt, TcpStream::connect(address)).await;
@@ -185,12 +184,12 @@ impl Network {
                     .into_io(e.kind()));
                 }
                 let now = Instant::now();
-                if now >= report_at {
+                if now >= reports.next {
                     (reports.log)(&format!(
                         "waiting for {server} at {address} ({e}): trying again for {} s more",
                         deadline.saturating_duration_since(now).as_secs()
                     ));
-                    report_at = now + reports.every;
+                    reports.next = now + reports.every;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -370,7 +369,9 @@ pub const WAIT_REPORT_EVERY: Duration = Duration::from_secs(30);
 
 /// When a dial that waits for a server says so, and to whom.
 struct Reports<'l> {
-    first: Duration,
+    /// When the next report is due (kept across the dials of one connect, so that retried
+    /// handshakes do not postpone it).
+    next: Instant,
     every: Duration,
     log: &'l mut dyn FnMut(&str),
 }
@@ -1573,14 +1574,15 @@ mod tests {
             .connect_reporting(
                 &address,
                 &s.roster.aggregator,
-                Duration::from_millis(1200),
+                Duration::from_secs(2),
                 &mut |m| said.push(m.to_string()),
             )
             .expect_err("nobody listens");
         assert!(e.to_string().contains(&address), "{e}");
-        assert!((2..=4).contains(&said.len()), "{said:?}");
+        // Due at 0.5, 1 and 1.5 s: a stall on a busy machine may skip one, not all.
+        assert!(!said.is_empty() && said.len() <= 3, "{said:?}");
         let expected = format!("waiting for {} at {address} (", s.roster.aggregator);
         assert!(said.iter().all(|m| m.starts_with(&expected)), "{said:?}");
-        assert!(said[0].ends_with("trying again for 0 s more"), "{said:?}");
+        assert!(said.iter().all(|m| m.ends_with(" s more")), "{said:?}");
     }
 }

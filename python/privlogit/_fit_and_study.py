@@ -50,8 +50,10 @@ def _warn_unless_converged(result):
 def _party_list(parties, what):
     """`parties` as a list, refusing one party given bare (a path, a DataFrame or an (X, y)
     pair would otherwise be read item by item)."""
+    # (X, y) given bare: a 2-D then a 1-D array (two DataFrames in a tuple are two parties).
     bare = isinstance(parties, (str, os.PathLike)) or hasattr(parties, "columns") or (
-        isinstance(parties, tuple) and len(parties) == 2 and hasattr(parties[0], "shape"))
+        isinstance(parties, tuple) and len(parties) == 2
+        and getattr(parties[0], "ndim", None) == 2 and getattr(parties[1], "ndim", None) == 1)
     if bare:
         raise PrivlogitError(f"{what}: parties is one party; give a list with one entry per organization, "
                              "e.g. [\"a.csv\", \"b.csv\"] or [(X1, y1), (X2, y2)]")

@@ -197,6 +197,9 @@ def fit(method, X, y, epsilon, *, source=None, ledger=None, dataset=None, source
     # A DataFrame's columns name the model's features, so that its predictions match new
     # frames by name, as a model read from a file does.
     features = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+    repeated = sorted({f for f in features or [] if features.count(f) > 1})
+    if repeated:
+        raise _native.DataError(f"X: column {', '.join(map(repr, repeated))} appears more than once")
     native = _native.dp_fit(
         method, _matrix(X, "X"), _vector(y, "y"), _epsilon(epsilon, non_private), source=source,
         ledger=path, budget=budget, dataset=dataset, source_dataset=source_dataset, **options,

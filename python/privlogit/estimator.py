@@ -1,7 +1,6 @@
 """`PrivLogitRegression`: privlogit's fit as a scikit-learn classifier (needs scikit-learn)."""
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -45,10 +44,12 @@ class PrivLogitRegression(ClassifierMixin, BaseEstimator):
         return tags
 
     def fit(self, X, y, groups=None):
-        # scikit-learn's rule for its own C: a positive finite number (ValueError otherwise).
+        # scikit-learn's rule for its own C: a positive number, inf for no penalty (ValueError
+        # otherwise).
         if isinstance(self.C, bool) or not isinstance(self.C, (int, float, np.integer, np.floating)) \
-                or not (math.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"The 'C' parameter of PrivLogitRegression must be a positive finite float; got {self.C!r}")
+                or not self.C > 0:
+            raise ValueError(f"The 'C' parameter of PrivLogitRegression must be a float in the range (0, inf]; "
+                             f"got {self.C!r}")
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         kind = type_of_target(y, input_name="y", raise_unknown=True)

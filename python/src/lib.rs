@@ -67,7 +67,16 @@ fn predict_model(
 #[pyfunction]
 fn load_model(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyObject> {
     use privlogit::jobs::prediction::{ModelFile, read_model};
-    match read_model(&path).map_err(errors::raise)? {
+    // A file that cannot be read is the data's fault (`DataError`); one that is not a model,
+    // the generic error it always was.
+    let read = read_model(&path).map_err(|e| {
+        if e.is_data() {
+            DataError::new_err(errors::in_keywords(&e.to_string()))
+        } else {
+            error(e)
+        }
+    })?;
+    match read {
         ModelFile::Regression { output, .. } => Ok(("result", output.to_string())
             .into_pyobject(py)?
             .into_any()

@@ -33,6 +33,21 @@ def test_estimator_equals_sklearn(C, fit_intercept):
     assert np.allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-6)
 
 
+def test_estimator_takes_sklearns_c_values():
+    """C in (0, inf], as scikit-learn's own: inf is no penalty (on hospital A's first five
+    columns, whose unpenalised maximum exists, it equals C = 1e12 to 1e-6); 0, a negative, a
+    string and None are a ValueError."""
+    X, y = privlogit.load(ROOT / "data" / "demo" / "hospital_a.csv", "label")[:2]
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X = X[:, :5]
+    free = privlogit.PrivLogitRegression(C=np.inf).fit(X, y)
+    near = privlogit.PrivLogitRegression(C=1e12).fit(X, y)
+    assert np.max(np.abs(free.coef_ - near.coef_)) < 1e-6
+    for bad in (0, -1.0, "1", None):
+        with pytest.raises(ValueError, match="'C' parameter"):
+            privlogit.PrivLogitRegression(C=bad).fit(X, y)
+
+
 @pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
 def test_estimator_penalises_the_intercept_when_asked(C):
     # The dissertation's eq. 2.10: scikit-learn without its own intercept, on X with a column
@@ -209,7 +224,8 @@ def test_any_setting_of_the_fit_goes_by_its_name():
     X, y = standardised_breast_cancer()
     parties = [(X[k::3], y[k::3]) for k in range(3)]
     common = dict(optimizer="privlogit", lam=0.0, max_iter=20)
-    stopped = privlogit.fit(parties, separation_probe=0, **common)
+    with pytest.warns(privlogit.ConvergenceWarning, match="stopped after 20 iterations"):
+        stopped = privlogit.fit(parties, separation_probe=0, **common)
     assert stopped["status"] == "max_iterations" and stopped["iterations"] == 20
     with pytest.raises(privlogit.EstimationError, match="separated"):
         privlogit.fit(parties, **common)

@@ -160,3 +160,14 @@ def test_a_fit_that_stops_at_its_limit_warns():
     X, y, _ = privlogit.load(DEMO[0], "label")
     with pytest.warns(ConvergenceWarning):
         privlogit.PrivLogitRegression(max_iter=1, optimizer="privlogit").fit(X, y)
+
+
+def test_a_tuple_of_frames_is_a_list_of_parties():
+    """Two DataFrames in a tuple are two parties (only a bare `(X, y)` pair is refused)."""
+    pd = pytest.importorskip("pandas")
+    frames = tuple(pd.read_csv(f) for f in DEMO[:2])
+    assert np.array_equal(privlogit.fit(frames, label="label")["coef"],
+                          privlogit.fit(list(frames), label="label")["coef"])
+    X, y, _ = privlogit.load(DEMO[0], "label")
+    with pytest.raises(privlogit.PrivlogitError, match="parties is one party"):
+        privlogit.fit((X, y))

@@ -70,7 +70,9 @@ pub(super) fn fit<A: Aggregation>(
                 (&beta, &step, &objective),
                 MAX_HALVINGS,
             )?;
-            if let Some(risen) = rose {
+            // Asked where the step, pushed or damped, still did not halve (as below).
+            let long = (&chosen - &beta).dot(&(&chosen - &beta)).sqrt() > last_step / 2.0;
+            if let (Some(risen), true) = (rose, long) {
                 asked = true;
                 if aggregation.separates(&chosen).map_err(backend)? == Some(true) {
                     trace.record(&chosen, aggregation.peek(&risen), StepKind::Newton);

@@ -82,10 +82,10 @@ pub(super) fn run<A: Aggregation>(
         )?;
         // Separation first, before this point's system: pushed along a separating direction,
         // the gradient vanishes too.
-        if let Some(objective) = rose
+        if let Some(objective) = &rose
             && aggregation.separates(&next).map_err(backend)? == Some(true)
         {
-            trace.record(&next, aggregation.peek(&objective), StepKind::Newton);
+            trace.record(&next, aggregation.peek(objective), StepKind::Newton);
             return Err(FitError::Separated {
                 iterations: trace.iterations(),
             });
@@ -103,6 +103,13 @@ pub(super) fn run<A: Aggregation>(
             .map_err(backend)?;
         trace.record(&next, aggregation.peek(&system.objective), StepKind::Newton);
         (beta, at) = (next, system);
+        // A point the push did not see rise (a tie within round-off, as the objective
+        // saturates at 0) was not asked above: ask now.
+        if rose.is_none() && aggregation.separates(&beta).map_err(backend)? == Some(true) {
+            return Err(FitError::Separated {
+                iterations: trace.iterations(),
+            });
+        }
         if converged {
             return Ok(Finish::Done {
                 beta,
