@@ -447,8 +447,8 @@ pub enum SettingProblem {
         /// What would be published ("a held-out evaluation").
         what: &'static str,
     },
-    /// A DP parameter out of its range.
-    #[error(transparent)]
+    /// A DP parameter out of its range (the setting is named before it: its value and why).
+    #[error("{} {}", .0.value, .0.reason)]
     Dp(#[from] DpError),
 }
 
@@ -549,9 +549,8 @@ pub enum PlanError {
     },
     /// Held-out rows with other features than the training rows.
     #[error(
-        "{source_name}: held-out rows with features {} where the training rows have {}",
-        list(found),
-        list(expected)
+        "{source_name}: the held-out rows' features differ from the training rows': {}",
+        crate::data::partition::difference(found, expected).unwrap_or_default()
     )]
     HeldOutFeatures {
         /// The held-out rows' source.

@@ -357,14 +357,11 @@ pub fn prepare_held_out(
                 Some((d, e)) => (d.view(), Some(e)),
                 None => (party.view(), None),
             };
-            if view.names != features {
-                return Err(DataError::Partition {
-                    source_name: party.source.clone(),
-                    reason: format!(
-                        "held-out rows with features {} where the model has {}",
-                        view.names.join(", "),
-                        features.join(", ")
-                    ),
+            if let Some(difference) = crate::data::partition::difference(view.names, features) {
+                return Err(DataError::FeatureMismatch {
+                    party: party.source.clone(),
+                    reference: "the model".into(),
+                    difference,
                 });
             }
             Ok(with_extras(

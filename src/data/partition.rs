@@ -88,33 +88,59 @@ pub fn check_names(parties: &[(&str, &[String])]) -> Result<(), DataError> {
         return Ok(());
     };
     for &(source, names) in &parties[1..] {
-        let mismatch = |difference: String| DataError::FeatureMismatch {
-            party: source.to_string(),
-            reference: reference_source.to_string(),
-            difference,
-        };
-        for (i, (mine, theirs)) in names.iter().zip(reference).enumerate() {
-            if mine != theirs {
-                return Err(mismatch(format!(
-                    "feature {} is {mine:?} here but {theirs:?} there",
-                    i + 1
-                )));
-            }
-        }
-        if names.len() != reference.len() {
-            let (longer, n) = if names.len() > reference.len() {
-                ("here", &names[reference.len()])
-            } else {
-                ("there", &reference[names.len()])
-            };
-            return Err(mismatch(format!(
-                "{} features here, {} there (first extra one, {longer}: {n:?})",
-                names.len(),
-                reference.len()
-            )));
+        if let Some(difference) = difference(names, reference) {
+            return Err(DataError::FeatureMismatch {
+                party: source.to_string(),
+                reference: reference_source.to_string(),
+                difference,
+            });
         }
     }
     Ok(())
+}
+
+/// How the feature names `names` ("here") differ from `reference` ("there"), in words, or
+/// `None` when they are equal. Another count names the columns one side lacks (a column
+/// missing in the middle would otherwise show as every later column shifted); the same count
+/// names the first position that differs.
+pub fn difference(names: &[String], reference: &[String]) -> Option<String> {
+    if names.len() != reference.len() {
+        let quoted = |list: Vec<&String>| {
+            list.iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let missing = quoted(reference.iter().filter(|n| !names.contains(n)).collect());
+        let extra = quoted(names.iter().filter(|n| !reference.contains(n)).collect());
+        let parts: Vec<String> = [("missing here", missing), ("not there", extra)]
+            .into_iter()
+            .filter(|(_, list)| !list.is_empty())
+            .map(|(what, list)| format!("{what}: {list}"))
+            .collect();
+        return Some(format!(
+            "{} features here, {} there ({})",
+            names.len(),
+            reference.len(),
+            if parts.is_empty() {
+                "a name repeated".to_string()
+            } else {
+                parts.join("; ")
+            }
+        ));
+    }
+    names
+        .iter()
+        .zip(reference)
+        .position(|(mine, theirs)| mine != theirs)
+        .map(|i| {
+            format!(
+                "feature {} is {:?} here but {:?} there",
+                i + 1,
+                names[i],
+                reference[i]
+            )
+        })
 }
 
 #[cfg(test)]

@@ -30,12 +30,22 @@ impl Digits {
             .ok_or_else(|| DataError::Empty { path: at() })?;
         let names: Vec<&str> = header.split(',').collect();
         if names[0] != "label" {
-            return Err(DataError::UnknownColumn {
+            // The layout is fixed (MNIST's): say so when the label is there but elsewhere.
+            let message = match names.iter().position(|n| *n == "label") {
+                Some(j) => format!(
+                    "the label column must come first (the MNIST layout: label, then the \
+                     features); here it is column {}",
+                    j + 1
+                ),
+                None => format!(
+                    "no \"label\" column (the MNIST layout: label first, then the features); \
+                     the columns are {header}"
+                ),
+            };
+            return Err(DataError::Syntax {
                 path: at(),
                 line: 1,
-                role: "label (first)",
-                name: "label".into(),
-                available: header.to_string(),
+                message,
             });
         }
         if names.len() < 2 {

@@ -119,12 +119,19 @@ impl Published {
                 .zip(names)
                 .position(|(a, b)| a != b)
                 .unwrap_or(self.names.len().min(names.len()));
+            let at = |list: &[String]| {
+                list.get(first)
+                    .map_or("none".to_string(), |n| format!("{n:?}"))
+            };
             return Err(format!(
-                "{}'s model has {} features, this data {} (first difference at column {})",
+                "{}'s model has {} features, this data {} (first difference at column {}: {} in \
+                 the model, {} here)",
                 self.organization,
                 self.names.len(),
                 names.len(),
-                first + 1
+                first + 1,
+                at(&self.names),
+                at(names)
             ));
         }
         Ok(())

@@ -93,6 +93,37 @@ impl LowLevel {
     }
 }
 
+/// Refuses one file named for two organizations (compared by canonical path, so `./a.csv` is
+/// `a.csv`): its rows would be counted twice and its column named twice in the meta rows.
+fn distinct(files: &[PathBuf]) -> Result<(), Error> {
+    let mut seen = std::collections::BTreeSet::new();
+    for path in files {
+        if !seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone())) {
+            return Err(Error::bad(
+                "party",
+                SettingProblem::Twice {
+                    value: path.display().to_string(),
+                    why: " (each file is one organization's rows: twice would count them twice)",
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Where writing `path` lands, for comparing two outputs before either exists: its directory's
+/// canonical path and its name (the path itself when the directory cannot be resolved).
+fn where_written(path: &Path) -> PathBuf {
+    let directory = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(directory), path.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
 fn load(path: &Path, label: &str) -> Result<data::Dataset, Error> {
     Ok(data::load(path, &LoadOptions::new(label))?.data)
 }
@@ -173,6 +204,20 @@ pub fn publish(
     say: Say<'_>,
 ) -> Result<(), Error> {
     let (out, high_out) = (files.model, files.high_rows);
+    // Both outputs checked before the ledger is charged: a run that cannot write its result
+    // spends nothing (as `dp fit`).
+    if where_written(out) == where_written(high_out) {
+        return Err(Error::bad(
+            "high_out",
+            SettingProblem::Twice {
+                value: out.display().to_string(),
+                why: " (the model to publish and the D^h rows to keep need two files)",
+            },
+        ));
+    }
+    for path in [out, high_out] {
+        output::check_writable(path).map_err(|e| Error::write(path, e))?;
+    }
     let data = load(data_file, label)?;
     let name = organization.map_or_else(|| organization_name(data_file), str::to_string);
     low.charge(&[data_file.to_path_buf()], label, say)?;
@@ -264,10 +309,17 @@ pub fn run(
         }
         .into());
     }
+    distinct(parties)?;
     let datasets = parties
         .iter()
         .map(|p| load(p, label))
         .collect::<Result<Vec<_>, _>>()?;
+    // Every organization's low model reads every other's D^h rows: their columns must agree.
+    let named: Vec<(&str, &[String])> = datasets
+        .iter()
+        .map(|d| (d.source.as_str(), d.names.as_slice()))
+        .collect();
+    data::partition::check_names(&named)?;
     let release = Release {
         epsilon: low.epsilon,
         lambda: high_lambda,

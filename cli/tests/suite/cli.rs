@@ -240,7 +240,7 @@ fn parties_must_agree_on_features() {
     );
     let out = privlogit(&["fit", "--party", s(&a), "--party", s(&c), "--label", "y"]);
     assert!(
-        stderr(&out).contains("1 features here, 2 there (first extra one, there: \"bmi\")"),
+        stderr(&out).contains("1 features here, 2 there (missing here: \"bmi\")"),
         "{}",
         stderr(&out)
     );

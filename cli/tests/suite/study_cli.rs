@@ -1362,3 +1362,84 @@ fn the_roles_and_one_process_run_the_same_protocol_and_round_trips() {
         "{servers} and {nodes} in all"
     );
 }
+
+/// Stacking refuses what would panic, double-count or charge for nothing: parties whose columns
+/// differ (it panicked in the meta rows; the missing column is named), one file named twice, an output it cannot write (the
+/// ledger is then not charged), and one file for both of `publish`'s outputs.
+#[test]
+fn stacking_refuses_bad_parties_and_outputs_before_spending() {
+    let dir = fresh_dir("stack-refusals");
+    let a = demo("hospital_a.csv");
+    let text = std::fs::read_to_string(demo("hospital_c.csv")).expect("demo");
+    let fewer: String = text
+        .lines()
+        .map(|l| l.split_once(',').map_or(l, |(_, tail)| tail).to_string() + "\n")
+        .collect();
+    let fewer_file = dir.join("fewer.csv");
+    std::fs::write(&fewer_file, fewer).expect("write");
+    let refused = |args: &[&str], expected: &str| {
+        let out = privlogit(args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    };
+    let stack_run = [
+        "stack",
+        "run",
+        "--label",
+        "label",
+        "--epsilon",
+        "1",
+        "--party",
+        &a,
+    ];
+    let first_column = text
+        .lines()
+        .next()
+        .and_then(|h| h.split(',').next())
+        .expect("header");
+    refused(
+        &[
+            &stack_run[..],
+            &["--party", &fewer_file.display().to_string()],
+        ]
+        .concat(),
+        &format!("missing here: {first_column:?}"),
+    );
+    refused(
+        &[&stack_run[..], &["--party", &a]].concat(),
+        "is given twice",
+    );
+    let ledger = dir.join("ledger.json").display().to_string();
+    let nowhere = dir.join("missing").join("out.json").display().to_string();
+    let b = demo("hospital_b.csv");
+    let charged = [
+        &stack_run[..],
+        &["--party", &b, "--ledger", &ledger, "--budget", "1"],
+    ]
+    .concat();
+    refused(
+        &[&charged[..], &["--out", &nowhere]].concat(),
+        "cannot write",
+    );
+    assert!(!Path::new(&ledger).exists(), "nothing charged");
+    let model = dir.join("m.json").display().to_string();
+    refused(
+        &[
+            "stack",
+            "publish",
+            "--data",
+            &a,
+            "--label",
+            "label",
+            "--epsilon",
+            "1",
+            "--out",
+            &model,
+            "--high-out",
+            &model,
+        ],
+        "is given twice",
+    );
+}

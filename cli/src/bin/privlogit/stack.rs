@@ -153,6 +153,11 @@ pub fn run(args: StackArgs) -> Result<Outcome> {
     let say = |m: &str| line(m);
     match args.command {
         StackCommand::Run(a) => {
+            // Before the ledger is charged: a run that cannot write its result spends nothing.
+            if let Some(out) = &a.out {
+                privlogit::output::check_writable(out)
+                    .map_err(|e| privlogit::error::Error::write(out, e))?;
+            }
             let low = a.budget.low_level();
             let text = stages::run(
                 &a.parties,
