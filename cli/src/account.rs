@@ -30,11 +30,11 @@ pub struct AccountArgs {
     /// Each release runs on a Poisson sample keeping every record with probability Q.
     #[arg(long, value_name = "Q", default_value_t = 1.0)]
     sampling: f64,
-    /// How many releases are composed.
-    #[arg(long, default_value_t = 1)]
+    /// How many releases are composed (at least 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     releases: u64,
     /// delta of the (epsilon, delta) answer (advanced composition's delta', or the RDP
-    /// conversion's delta).
+    /// conversion's delta). 0 with --epsilon: basic composition only.
     #[arg(long, default_value_t = 1e-5)]
     delta: f64,
 }
@@ -42,16 +42,28 @@ pub struct AccountArgs {
 /// What `dp account` prints for `args`.
 pub fn run(args: &AccountArgs) -> Result<String> {
     let mut out = String::new();
+    // A sample that keeps nothing releases nothing: refused rather than accounted as free.
+    if !(args.sampling > 0.0 && args.sampling <= 1.0) {
+        bail!("--sampling {} must lie in (0, 1]", args.sampling);
+    }
+    let releases = match args.releases {
+        1 => "1 release".to_string(),
+        n => format!("{n} releases"),
+    };
     if args.table_3_1 {
         table_3_1(&mut out);
     } else if let Some(epsilon) = args.epsilon {
         let one = EpsDelta::pure(epsilon)?.amplified(args.sampling)?;
         let basic = one.basic(args.releases);
-        let advanced = one.advanced(args.releases, args.delta)?;
+        // Advanced composition needs delta' > 0; basic composition none.
+        let advanced = if args.delta == 0.0 {
+            None
+        } else {
+            Some(one.advanced(args.releases, args.delta)?)
+        };
         put!(
             out,
-            "{} releases of an epsilon = {epsilon} mechanism on Poisson samples q = {}",
-            args.releases,
+            "{releases} of an epsilon = {epsilon} mechanism on Poisson samples q = {}",
             args.sampling
         );
         put!(
@@ -64,25 +76,26 @@ pub fn run(args: &AccountArgs) -> Result<String> {
             "  basic composition:          epsilon {:.6}, delta 0",
             basic.epsilon
         );
-        put!(
-            out,
-            "  advanced composition:       epsilon {:.6}, delta {:e}",
-            advanced.epsilon,
-            advanced.delta
-        );
-        put!(
-            out,
-            "  best:                       epsilon {:.6}",
-            basic.epsilon.min(advanced.epsilon)
-        );
+        let best = match advanced {
+            Some(advanced) => {
+                put!(
+                    out,
+                    "  advanced composition:       epsilon {:.6}, delta {:e}",
+                    advanced.epsilon,
+                    advanced.delta
+                );
+                basic.epsilon.min(advanced.epsilon)
+            }
+            None => basic.epsilon,
+        };
+        put!(out, "  best:                       epsilon {best:.6}");
     } else if let Some(sigma) = args.gaussian {
         let orders = accounting::default_orders();
         let rdp = Rdp::subsampled_gaussian(args.sampling, sigma, &orders)?.repeated(args.releases);
         let (epsilon, order) = rdp.epsilon(args.delta)?;
         put!(
             out,
-            "{} releases of a Gaussian mechanism, noise multiplier {sigma}, on Poisson samples q = {}",
-            args.releases,
+            "{releases} of a Gaussian mechanism, noise multiplier {sigma}, on Poisson samples q = {}",
             args.sampling
         );
         put!(

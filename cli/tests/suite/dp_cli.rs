@@ -620,6 +620,36 @@ fn account_prints_table_3_1_and_the_sound_bound() {
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("epsilon 1.725291 at delta 1e-5 (order 9)")
     );
-    let out = privlogit(&["dp", "account", "--epsilon", "1", "--sampling", "2"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid sampling ratio q = 2"));
+    // A sample outside (0, 1] and no release at all are refused, not accounted as free; delta
+    // 0 leaves basic composition, which needs none.
+    for q in ["2", "0"] {
+        let out = privlogit(&["dp", "account", "--epsilon", "1", "--sampling", q]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            err.contains(&format!("--sampling {q} must lie in (0, 1]")),
+            "{err}"
+        );
+    }
+    let out = privlogit(&["dp", "account", "--epsilon", "1", "--releases", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = privlogit(&[
+        "dp",
+        "account",
+        "--epsilon",
+        "0.5",
+        "--releases",
+        "3",
+        "--delta",
+        "0",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.starts_with("3 releases of an epsilon = 0.5 mechanism"),
+        "{text}"
+    );
+    assert!(
+        text.contains("best:                       epsilon 1.500000"),
+        "{text}"
+    );
+    assert!(!text.contains("advanced"), "{text}");
 }
