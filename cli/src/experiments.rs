@@ -67,8 +67,8 @@ pub struct ExperimentArgs {
     #[arg(long, value_name = "FILE")]
     data: Option<PathBuf>,
     /// Directory for `<experiment>.csv` (mean and sd), `<experiment>_repeats.csv` (every
-    /// repeat) and `<experiment>.svg` (the figure) [default: results/dp, results/hybrid for
-    /// hybrid].
+    /// repeat), `<experiment>_spend.csv` (the spend) and `<experiment>.svg` and `.png` (the
+    /// figure) [default: results/dp, results/hybrid for hybrid].
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// Hybrid only: also run repeat 0's secure PLR points as real secure studies (2048-bit key,
@@ -139,8 +139,57 @@ fn digits_file(args: &ExperimentArgs) -> Result<&Path> {
         .context("--data FILE is needed: the MNIST digits CSV (label,px0,...,px783)")
 }
 
+/// Refuses an option the chosen experiment would ignore (as `dp fit` refuses one its method
+/// would), and a missing `--hospitals` before anything is created. An option left at its
+/// default counts as not given.
+fn check_options(args: &ExperimentArgs) -> Result<()> {
+    use Which::*;
+    let default_epsilons = ["0.5", "1", "2", "4", "8", "inf"];
+    let options: [(&str, bool, &[Which]); 8] = [
+        ("--check-secure", args.check_secure, &[Hybrid]),
+        ("--hospitals", args.hospitals.is_some(), &[Hybrid]),
+        ("--domains", args.domains.is_some(), &[Dphtl]),
+        ("--domain-column", args.domain_column != "domain", &[Dphtl]),
+        ("--domain-label", args.domain_label != "label", &[Dphtl]),
+        (
+            "--selection",
+            args.selection != SelectionArg::Refit,
+            &[Stacking],
+        ),
+        (
+            "--epsilons",
+            args.epsilons != default_epsilons,
+            &[Stacking, Transfer, Hybrid],
+        ),
+        (
+            "--suffix",
+            !args.suffix.is_empty(),
+            &[Stacking, Transfer, Hybrid],
+        ),
+    ];
+    let name = |w: Which| {
+        w.to_possible_value()
+            .map_or(String::new(), |v| v.get_name().to_string())
+    };
+    for (flag, given, takes) in options {
+        if given && !takes.contains(&args.which) {
+            let takers: Vec<String> = takes.iter().map(|&w| name(w)).collect();
+            bail!(
+                "{flag} does not apply to `dp experiment {}` (only to {})",
+                name(args.which),
+                takers.join(", ")
+            );
+        }
+    }
+    if args.which == Hybrid && args.hospitals.is_none() {
+        bail!("--hospitals FILE is needed: breast_cancer.csv, with its label column `label`");
+    }
+    Ok(())
+}
+
 /// Runs `dp experiment`.
 pub fn run(args: ExperimentArgs) -> Result<()> {
+    check_options(&args)?;
     if args.suffix.contains(['/', '\\']) {
         bail!(
             "--suffix {:?} must not contain a path separator",

@@ -577,6 +577,26 @@ fn experiment_reports_a_bad_digits_file_by_position() {
     assert!(!dir.join("out/stacking.csv").exists());
     let out = privlogit(&["dp", "experiment", "transfer", "--epsilons", "1,-2"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("epsilon"));
+    // An option the experiment would ignore is refused by name, and hybrid's missing
+    // --hospitals before its output directory is made.
+    let out = privlogit(&["dp", "experiment", "stacking", "--hospitals", "h.csv"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains("--hospitals does not apply to `dp experiment stacking` (only to hybrid)"),
+        "{err}"
+    );
+    let empty = dir.join("hybrid-out");
+    let out = privlogit(&[
+        "dp",
+        "experiment",
+        "hybrid",
+        "--data",
+        "x.csv",
+        "--out-dir",
+        empty.to_str().expect("utf-8"),
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--hospitals FILE is needed"));
+    assert!(!empty.exists(), "no directory made for a run refused");
     std::fs::remove_dir_all(&dir).ok();
 }
 
