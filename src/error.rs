@@ -839,8 +839,8 @@ pub enum PlanError {
 }
 
 /// The method as earlier releases named it in messages (`psth`).
-fn method_name(method: Method) -> String {
-    format!("{method:?}").to_lowercase()
+fn method_name(method: Method) -> &'static str {
+    method.name()
 }
 
 fn sources_rule(method: Method, given: usize) -> &'static str {

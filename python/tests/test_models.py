@@ -70,6 +70,13 @@ def test_load_model_reads_every_model_file_kind(cli, tmp_path):
         assert np.max(np.abs(ours - theirs)) < 1e-12, path.name
         kinds.add(type(model).__name__)
     assert kinds == {"Result", "Model"}
+    # A DP model read back has the method's own name, as a fit in Python has (files written
+    # before carried `psts`; they still read as `pst-s`).
+    for method in dp:
+        assert privlogit.load_model(tmp_path / f"dp_{method}.json").method == method
+    legacy = tmp_path / "dp_pst-s.json"
+    legacy.write_text(legacy.read_text().replace('"method": "pst-s"', '"method": "psts"'))
+    assert privlogit.load_model(legacy).method == "pst-s"
     # A result loaded from its file is the one `fit` returns.
     fit = privlogit.load_model(tmp_path / "fit.json")
     assert fit["names"][0] == "intercept" and fit["coef"].shape == (31,)

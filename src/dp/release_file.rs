@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::feature_split::{FeatureSplit, SplitModel};
 use super::plr::LinearModel;
-use super::release::Fitted;
+use super::release::{Fitted, Method};
 use super::scaling::RowScaling;
 use super::stacking::{Combiner, LowLevel, Stacked};
 
@@ -30,11 +30,15 @@ pub fn is_release(output: &Value) -> bool {
 
 /// The model of a DP release report.
 pub fn read(output: &Value) -> Result<Released, String> {
-    let method = output
+    let written = output
         .get("method")
         .and_then(Value::as_str)
-        .ok_or("no \"method\" field")?
-        .to_string();
+        .ok_or("no \"method\" field")?;
+    // The method's own name (`pst-s`); files written before it carried `psts`.
+    let method = Method::ALL
+        .into_iter()
+        .find(|m| m.name() == written || format!("{m:?}").eq_ignore_ascii_case(written))
+        .map_or_else(|| written.to_string(), |m| m.name().to_string());
     let features: Vec<String> = serde_json::from_value(
         output
             .get("features")

@@ -485,7 +485,7 @@ impl FileJob {
             &mut rng,
         )?;
         let mut report = json!({
-            "method": format!("{:?}", self.request.method).to_lowercase(),
+            "method": self.request.method.name(),
             "features": target.names,
             "epsilon_spent": charge::spent_report(spends),
             "noise": self.noise_text(),
