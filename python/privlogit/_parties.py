@@ -36,6 +36,8 @@ def _frame_columns(frame, label, what):
     """A pandas DataFrame's features, labels and feature names (every column but `label`)."""
     if label is None:
         raise PrivlogitError(f"{what}: a DataFrame needs label= (its 0/1 label column)")
+    if isinstance(label, (list, tuple, set, dict)):
+        raise PrivlogitError(f"{what}: label= names one column, got {label!r}")
     if label not in frame.columns:
         raise DataError(f"{what}: label column {label!r} not found; the columns are {', '.join(map(str, frame.columns))}")
     names = [str(c) for c in frame.columns if c != label]

@@ -85,6 +85,7 @@ def cases(tmp_path):
         "fit: object array": lambda: privlogit.fit([(np.array([[1, "a"]], dtype=object), np.array([1.0]))]),
         "predict_proba: no model": lambda: privlogit.predict_proba(None, X),
         "predict_proba: empty model": lambda: privlogit.predict_proba({}, X),
+        "fit: label as a list": lambda: privlogit.fit([__import__("pandas").DataFrame(X).assign(y=Y)], label=["y"]),
     }
 
 
