@@ -838,7 +838,7 @@ pub enum PlanError {
     },
 }
 
-/// The method as earlier releases named it in messages (`psth`).
+/// The method as the command line names it (`pst-h`).
 fn method_name(method: Method) -> &'static str {
     method.name()
 }

@@ -199,7 +199,7 @@ fn options_the_method_ignores_are_refused_by_name() {
         ),
         (
             &["--method", "pst-h", "--source", &data, "--eta", "0.3"],
-            "--eta does not apply to --method psth",
+            "--eta does not apply to --method pst-h",
         ),
         (
             &["--method", "plr", "--source-epsilon", "2"],
