@@ -22,6 +22,16 @@ use ndarray::{Array1, Array2};
 
 pub use table::{DataError, Dataset, DatasetView, LoadOptions, Table, check_values};
 
+/// The first of `paths` that names a file an earlier one names too, compared by canonical path
+/// (`./a.csv` is `a.csv`; a path that does not resolve is compared as written): one file given
+/// for two parties would count its rows twice.
+pub fn repeated_file(paths: &[PathBuf]) -> Option<&PathBuf> {
+    let mut seen = std::collections::BTreeSet::new();
+    paths.iter().find(|path| {
+        !seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
+    })
+}
+
 /// Loads a table from `path`: a privlogit binary table or a Parquet file (recognised by their
 /// magic bytes), otherwise CSV. Every command and the Python package load through here or
 /// through [`stream::open`], which read the same formats.

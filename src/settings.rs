@@ -279,18 +279,14 @@ impl Spec {
     /// `./a.csv` and `a.csv` are one; a file that does not exist is left to the reader's error.
     pub fn check_distinct_parties(&self) -> Result<(), Error> {
         for (key, paths) in [("party", &self.party), ("test_party", &self.test_party)] {
-            let mut seen = std::collections::BTreeSet::new();
-            for path in paths {
-                let same = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-                if !seen.insert(same) {
-                    return Err(self.bad(
-                        key,
-                        SettingProblem::Twice {
-                            value: path.display().to_string(),
-                            why: " (each file is one party's rows: twice would count them twice)",
-                        },
-                    ));
-                }
+            if let Some(path) = crate::data::repeated_file(paths) {
+                return Err(self.bad(
+                    key,
+                    SettingProblem::Twice {
+                        value: path.display().to_string(),
+                        why: " (each file is one party's rows: twice would count them twice)",
+                    },
+                ));
             }
         }
         Ok(())

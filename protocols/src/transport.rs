@@ -1527,17 +1527,21 @@ mod tests {
         drop(idle);
     }
 
+    /// A loopback address nobody listens on (a port bound, then let go).
+    fn nobody_listens() -> String {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .to_string()
+    }
+
     /// A wait to connect ends as soon as the party's group stops (a lost peer elsewhere), not
     /// when its patience runs out.
     #[test]
     fn an_abort_ends_a_connect_wait() {
         let s = study();
         let node = network(&s, 2, Role::Node, "node-a");
-        // A port nobody listens on.
-        let address = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .to_string();
+        let address = nobody_listens();
         let aborter = node.clone();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
@@ -1565,10 +1569,7 @@ mod tests {
     fn a_connect_wait_says_whom_it_waits_for() {
         let s = study();
         let node = network(&s, 2, Role::Node, "node-a");
-        let address = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .to_string();
+        let address = nobody_listens();
         let mut said = Vec::new();
         let e = node
             .connect_reporting(

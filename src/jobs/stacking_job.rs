@@ -96,19 +96,16 @@ impl LowLevel {
 /// Refuses one file named for two organizations (compared by canonical path, so `./a.csv` is
 /// `a.csv`): its rows would be counted twice and its column named twice in the meta rows.
 fn distinct(files: &[PathBuf]) -> Result<(), Error> {
-    let mut seen = std::collections::BTreeSet::new();
-    for path in files {
-        if !seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone())) {
-            return Err(Error::bad(
-                "party",
-                SettingProblem::Twice {
-                    value: path.display().to_string(),
-                    why: " (each file is one organization's rows: twice would count them twice)",
-                },
-            ));
-        }
+    match data::repeated_file(files) {
+        Some(path) => Err(Error::bad(
+            "party",
+            SettingProblem::Twice {
+                value: path.display().to_string(),
+                why: " (each file is one organization's rows: twice would count them twice)",
+            },
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Where writing `path` lands, for comparing two outputs before either exists: its directory's
