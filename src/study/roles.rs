@@ -855,11 +855,7 @@ impl Aggregator {
                 Err(e) => {
                     // A verdict on the data ends the study: resuming would reach it again, so
                     // the checkpoint goes rather than invite a resume.
-                    let verdict = matches!(
-                        e,
-                        study_protocol::StudyError::Secure(SecureError::Separated { .. })
-                    );
-                    if verdict {
+                    if e.is_verdict() {
                         state::remove(&self.checkpoint, say);
                     } else if let Some(k) = saved_iterations {
                         say(&format!(

@@ -297,6 +297,43 @@ fn lose_a_party(loss: Loss, protocol: &[&str]) {
     }
 }
 
+/// A verdict on the data (breast_cancer's separated classes at lambda 0, all 30 features) ends
+/// a deployed study for good: the aggregator tells the key holder before it stops the links, so
+/// the key holder deletes the study key instead of keeping it and advising a resume that would
+/// reach the same verdict; the aggregator keeps no checkpoint either.
+#[test]
+fn a_verdict_on_the_data_leaves_no_key_or_checkpoint_behind() {
+    let d = Deployment::new("verdict");
+    let file = std::fs::read_to_string(&d.study).expect("study file");
+    std::fs::write(&d.study, format!("lambda = 0.0\n{file}")).expect("study file");
+    let (keyholder, kh) = d.keyholder();
+    let (aggregator, agg) = d.aggregator(&kh, &["--tol", "0", "--gradient-tol", "1e-6"]);
+    let nodes: Vec<Role> = HOSPITALS
+        .iter()
+        .zip(["hospital_a.csv", "hospital_b.csv", "hospital_c.csv"])
+        .map(|(h, f)| node_process(&d.study, &d.identity(h), &demo(f), Some(&agg)))
+        .collect();
+    let (status, log) = aggregator.end_with_status(Duration::from_secs(120));
+    assert!(!status.success() && log.contains("separated"), "{log}");
+    let (status, log) = keyholder.end_with_status(Duration::from_secs(30));
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("verdict on the data") && log.contains("the study key is deleted"),
+        "{log}"
+    );
+    assert!(!log.contains("--resume"), "{log}");
+    for node in nodes {
+        let (status, log) = node.end_with_status(Duration::from_secs(30));
+        assert!(!status.success() && log.contains("separated"), "{log}");
+    }
+    for role in ["aggregator", "keyholder"] {
+        let left: Vec<_> = std::fs::read_dir(d.state(role))
+            .map(|dir| dir.collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{role} left {left:?}");
+    }
+}
+
 /// The aggregator's checkpoint is owner-only (0600 in a 0700 directory) and sealed: a byte
 /// changed anywhere is refused on resume, before the aggregator listens (it was resumed into a
 /// wrong published model).

@@ -470,6 +470,27 @@ impl<C: Channel> SecureAggregation<C> {
         }
     }
 
+    /// Stops the study after a verdict on the data: the key holder is told first (a
+    /// [`Step::Verdict`] frame, so that it deletes the key a resume would otherwise need), then
+    /// every connection is aborted with the verdict.
+    pub fn end_with_verdict(&mut self, verdict: &str) {
+        let mut end = verdict.len().min(4096);
+        while !verdict.is_char_boundary(end) {
+            end -= 1;
+        }
+        let session = self.config.session;
+        if let Ok(keyholder) = self.gc.session.channel() {
+            // Best effort: a key holder already gone has nothing left to delete.
+            let _ = wire::send(
+                keyholder,
+                session,
+                Step::Verdict,
+                &verdict.as_bytes()[..end],
+            );
+        }
+        self.abort(verdict);
+    }
+
     /// Sends `payload` to every Node.
     fn tell_nodes(&mut self, step: Step, payload: &[u8]) -> Result<(), SecureError> {
         let session = self.config.session;

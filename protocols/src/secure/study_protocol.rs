@@ -298,6 +298,14 @@ pub enum StudyError {
     Panicked(String),
 }
 
+impl StudyError {
+    /// True for a verdict on the data (separated classes): the study cannot end otherwise, so
+    /// it is not resumable and its checkpoint and the key holder's key go.
+    pub fn is_verdict(&self) -> bool {
+        matches!(self, StudyError::Secure(SecureError::Separated { .. }))
+    }
+}
+
 /// `e` while `party` does `activity`.
 pub(super) fn io_at(party: Role, activity: &'static str) -> impl Fn(std::io::Error) -> SecureError {
     move |e| SecureError::io(party, activity, e)
@@ -748,7 +756,11 @@ pub fn run_aggregator_with<C: Channel, D: Channel + Send + 'static>(
         })
     })();
     if let (Err(e), Some(aggregation)) = (&outcome, held.as_mut()) {
-        aggregation.abort(&e.to_string());
+        if e.is_verdict() {
+            aggregation.end_with_verdict(&e.to_string());
+        } else {
+            aggregation.abort(&e.to_string());
+        }
     }
     outcome
 }

@@ -150,11 +150,15 @@ pub enum Step {
     /// Aggregator to key holder: decrypt these public-by-design values (a PrivLogit-Local
     /// step), and answer after the next request's answer, so that both cost one round trip.
     DecryptPublicAfterNext,
+    /// Aggregator to key holder: the study ended with a verdict on the data (separated
+    /// classes), which a resumed study would reach again; the payload is the verdict's text.
+    /// Read where any request was expected, it ends the receiving party's study.
+    Verdict,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 50] = [
+    const ALL: [Step; 51] = [
         Step::Count,
         Step::CountReply,
         Step::DecryptPublic,
@@ -205,6 +209,7 @@ impl Step {
         Step::Deal,
         Step::DealReply,
         Step::DecryptPublicAfterNext,
+        Step::Verdict,
     ];
 
     fn from_u16(v: u16) -> Option<Self> {
@@ -222,10 +227,14 @@ impl Step {
             | Step::VerticalKey
             | Step::VerticalWelcome
             | Step::VerticalModel => HANDSHAKE_LIMIT,
+            Step::Verdict => VERDICT_LIMIT,
             _ => MAX_FRAME,
         }
     }
 }
+
+/// The longest verdict text a frame carries.
+const VERDICT_LIMIT: u32 = 4096;
 
 /// The session id of the handshake frames sent before a study has its id.
 pub const HANDSHAKE: u64 = 0;
@@ -284,8 +293,9 @@ pub fn recv<C: Channel>(
         )));
     }
     let raw = u16::from_le_bytes(header[20..22].try_into().expect("2 bytes"));
+    let ended = raw == Step::Verdict as u16 && !expected.contains(&Step::Verdict);
     let step = Step::from_u16(raw)
-        .filter(|s| expected.contains(s))
+        .filter(|s| expected.contains(s) || ended)
         .ok_or_else(|| {
             invalid(format!(
                 "unexpected protocol step {raw}, expected {expected:?}"
@@ -307,7 +317,35 @@ pub fn recv<C: Channel>(
         payload.resize(start + piece, 0);
         channel.recv(&mut payload[start..])?;
     }
+    if ended {
+        return Err(io::Error::other(StudyEnded(
+            String::from_utf8_lossy(&payload).into_owned(),
+        )));
+    }
     Ok((step, payload))
+}
+
+/// A [`Step::Verdict`] read where a request was expected: the study ended with a verdict on
+/// the data, which resuming would reach again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StudyEnded(pub String);
+
+impl std::fmt::Display for StudyEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the aggregator ended the study with a verdict on the data, which a resumed study \
+             would reach again: {}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for StudyEnded {}
+
+/// True when `e` is a [`StudyEnded`]: the aggregator's verdict, not a lost connection.
+pub fn is_study_ended(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<StudyEnded>())
 }
 
 fn invalid(message: String) -> io::Error {

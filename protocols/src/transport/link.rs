@@ -531,6 +531,9 @@ where
     }
 }
 
+/// The most bytes sent just before an abort that still go out ahead of it.
+const DRAIN_BEFORE_ABORT: usize = 64 * 1024;
+
 /// The writer task of a connection: what the pipe hands over, as data records (held back by
 /// a dialled-in link's latency and bandwidth), heartbeats while idle, the closing record, and
 /// an abort record with the reason when the group stops (unless a record is half written).
@@ -603,6 +606,18 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     if let Some(reason) = reason.filter(|_| !mid_record.load(Ordering::Relaxed)) {
         let body = truncated(&reason, MAX_CONTROL as usize);
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            // What the party sent just before it stopped (the aggregator's verdict frame to the
+            // key holder) goes first, when it is small: the abort would otherwise overtake it.
+            let mut drained = 0;
+            while let Ok(Outgoing::Data(chunk, _)) = from_pipe.try_recv() {
+                drained += chunk.len();
+                if drained > DRAIN_BEFORE_ABORT {
+                    break;
+                }
+                for piece in chunk.chunks(CHUNK) {
+                    write_record(&mut writer, Kind::Data, piece).await?;
+                }
+            }
             write_record(&mut writer, Kind::Abort, body.as_bytes()).await?;
             writer.flush().await
         })
