@@ -29,6 +29,14 @@ impl Target {
     /// What `path` names: links are followed (a dangling link names the file it points at),
     /// a directory is an error.
     pub fn of(path: &Path) -> io::Result<Self> {
+        // What the kernel finds at the end of the links first: `/dev/stdout` on a pipe is a
+        // link to `/proc/self/fd/1`, whose own "target" (`pipe:[N]`) is no path to follow.
+        if let Ok(meta) = fs::metadata(path) {
+            let kind = meta.file_type();
+            if !kind.is_file() && !kind.is_dir() {
+                return Ok(Target::Stream(path.to_path_buf()));
+            }
+        }
         let mut path = path.to_path_buf();
         for _ in 0..MAX_LINKS {
             let meta = match fs::symlink_metadata(&path) {
@@ -311,6 +319,27 @@ mod tests {
                     .is_char_device()
             );
         }
+    }
+
+    /// `--out /dev/stdout` with standard output on a pipe: `/proc/self/fd/N` of a pipe is a
+    /// link whose target (`pipe:[N]`) names no file; the bytes go into the pipe.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pipe_behind_a_proc_link_is_written_through() {
+        use std::io::Read as _;
+        use std::os::fd::AsRawFd as _;
+        let (mut reader, writer) = io::pipe().expect("pipe");
+        let path = PathBuf::from(format!("/proc/self/fd/{}", writer.as_raw_fd()));
+        assert_eq!(
+            Target::of(&path).expect("pipe"),
+            Target::Stream(path.clone())
+        );
+        check_writable(&path).expect("a pipe takes writes");
+        write_text(&path, "through the pipe").expect("written through");
+        drop(writer);
+        let mut got = String::new();
+        reader.read_to_string(&mut got).expect("read");
+        assert_eq!(got, "through the pipe");
     }
 
     #[cfg(unix)]
