@@ -701,6 +701,16 @@ pub enum PlanError {
         /// Its iterations.
         iterations: usize,
     },
+    /// The key holder's key of an interrupted run, which a fresh start would replace.
+    #[error(
+        "the key of an interrupted run of this study is kept in {}: pass setting `resume` to \
+         continue it (restarting every party), or remove the file to start the study over",
+        path.display()
+    )]
+    KeyExists {
+        /// The key file.
+        path: PathBuf,
+    },
     /// An output that could not take the result, kept elsewhere.
     #[error("{source} (the result is kept at {})", kept.display())]
     Kept {

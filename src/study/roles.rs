@@ -532,6 +532,12 @@ impl Keyholder {
         let party = &self.party;
         let network = &party.network;
         party.stop_peers_on_error(|| {
+            // A kept key is an interrupted run's, which only `resume` continues: starting over
+            // would replace it (and a refused start used to delete it).
+            let key_file = self.state.key_file(&network.study())?;
+            if !self.resume && key_file.exists() {
+                return Err(PlanError::KeyExists { path: key_file }.into());
+            }
             let listener = network.listen(&self.listen).map_err(Error::Network)?;
             let bound = listener.local_addr().map_err(Error::Network)?;
             say(&format!("key holder listening on {bound}"));

@@ -253,6 +253,7 @@ fn lose_a_party(loss: Loss, protocol: &[&str]) {
     let _ = victim.end(Duration::from_secs(5));
     if matches!(loss, Loss::Killed) {
         tampered_checkpoint_is_refused(&d, &args);
+        kept_key_is_not_started_over(&d);
     }
 
     // Everyone again, the servers with --resume.
@@ -369,6 +370,38 @@ fn tampered_checkpoint_is_refused(d: &Deployment, args: &[&str]) {
         assert!(!err.contains("listening on"), "{err}");
     }
     std::fs::write(&checkpoint, &sealed).expect("restore");
+}
+
+/// A key holder started again without `resume` over its kept key refuses before it listens,
+/// naming the file, and keeps the key (a refused start used to delete it, so that the study
+/// could never be resumed).
+fn kept_key_is_not_started_over(d: &Deployment) {
+    let dir = d.state("keyholder");
+    let kept: Vec<_> = std::fs::read_dir(&dir)
+        .expect("state dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let identity = d.identity("keyholder");
+    let out = privlogit(&[
+        "keyholder",
+        "--study",
+        &d.study,
+        "--identity",
+        &identity,
+        "--listen",
+        "127.0.0.1:0",
+        "--state",
+        &dir,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("interrupted run") && err.contains(&*kept[0].display().to_string()),
+        "{err}"
+    );
+    assert!(!err.contains("listening on"), "{err}");
+    assert!(kept[0].exists(), "the kept key stays");
 }
 
 #[test]
