@@ -25,6 +25,8 @@ pub struct FitJob {
     optimizer: Optimizer,
     options: FitOptions,
     asked: Asked,
+    /// A vertical fit's files, joined into one table on their identifiers.
+    joined: Option<usize>,
 }
 
 /// The inference a fit is asked for.
@@ -78,6 +80,24 @@ impl FitJob {
             .into());
         }
         let (optimizer, options, asked) = plan(spec)?;
+        if spec.vertical && spec.site_intercepts {
+            return Err(Error::bad(
+                "site_intercepts",
+                SettingProblem::Refused {
+                    why: "is refused: a vertical study's parties hold different columns of the same \
+                          people, not sites with baselines of their own",
+                },
+            ));
+        }
+        if !spec.vertical && spec.given("id") {
+            return Err(Error::bad(
+                "id",
+                SettingProblem::Refused {
+                    why: "needs setting `vertical` (it names the column that links a vertical \
+                          study's rows)",
+                },
+            ));
+        }
         let mut parties = if spec.vertical {
             // The parties' columns joined on their shared identifiers: the pooled reference of
             // a vertical study.
@@ -91,7 +111,9 @@ impl FitJob {
         }
         let prepared = super::prepare_glm(parties, preparation(spec), &glm_columns(spec))?;
         let held_out = held_out(spec, &prepared)?;
-        Self::checked(prepared, held_out, optimizer, options, asked)
+        let mut job = Self::checked(prepared, held_out, optimizer, options, asked)?;
+        job.joined = spec.vertical.then_some(spec.party.len());
+        Ok(job)
     }
 
     /// The fit `spec` describes over parties given as views (Python's arrays): the same
@@ -157,16 +179,21 @@ impl FitJob {
             optimizer,
             options,
             asked,
+            joined: None,
         })
     }
 
     /// A line on what it fits, for the start.
     pub fn describe(&self) -> String {
+        let parties = match (self.joined, self.prepared.parties.len()) {
+            (Some(files), _) => format!("joined from {files} parties' columns"),
+            (None, 1) => "in 1 party".to_string(),
+            (None, k) => format!("in {k} parties"),
+        };
         format!(
-            "fitting {} coefficients on {} rows in {} parties with {}",
+            "fitting {} coefficients on {} rows {parties} with {}",
             self.prepared.names.len(),
             self.prepared.rows(),
-            self.prepared.parties.len(),
             self.optimizer
         )
     }

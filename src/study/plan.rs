@@ -175,6 +175,24 @@ impl Spec {
                 },
             ));
         }
+        if spec.site_intercepts {
+            return Err(self.bad(
+                "site_intercepts",
+                SettingProblem::Refused {
+                    why: "is refused: a vertical study's parties hold different columns of the same \
+                          people, not sites with baselines of their own",
+                },
+            ));
+        }
+        if !spec.drop.is_empty() {
+            return Err(self.bad(
+                "drop",
+                SettingProblem::Refused {
+                    why: "is refused: a vertical study's nested model (the likelihood-ratio test) \
+                          is not built",
+                },
+            ));
+        }
         let mut plan = spec.study_plan(parties)?;
         if !matches!(plan.optimizer, Optimizer::Newton) {
             // The bound is formed between the servers: PrivLogit-Hessian, whatever the horizontal
@@ -184,6 +202,41 @@ impl Spec {
         plan.reveal = crate::inference::Reveal::Coefficients;
         privlogit_protocols::secure::vertical_roles::check_plan(&plan)?;
         Ok(plan)
+    }
+
+    /// Refuses a setting given where nothing reads it (it would be ignored without a word):
+    /// `id` without `vertical`, PLR's and transfer's settings without `dp_epsilon`, `eta`
+    /// without `transfer_from`.
+    fn refuse_idle_settings(&self) -> Result<(), Error> {
+        let idle = [
+            (
+                "id",
+                !self.vertical,
+                "needs setting `vertical` (it names the column that links a vertical study's rows)",
+            ),
+            (
+                "dp_lambda",
+                self.dp_epsilon.is_none(),
+                "needs setting `dp_epsilon` (it is PLR's lambda in a differentially private study)",
+            ),
+            (
+                "transfer_from",
+                self.dp_epsilon.is_none(),
+                "needs setting `dp_epsilon` (hypothesis transfer centres a differentially private study's penalty)",
+            ),
+            (
+                "eta",
+                self.transfer_from.is_none(),
+                "needs setting `transfer_from` (it weighs closeness to the source model)",
+            ),
+        ];
+        match idle
+            .into_iter()
+            .find(|(key, idle, _)| *idle && self.given(key))
+        {
+            Some((key, _, why)) => Err(self.bad(key, SettingProblem::Refused { why })),
+            None => Ok(()),
+        }
     }
 
     /// The plan of a study whose parties all run in this process (`privlogit study`, Python's
@@ -197,6 +250,7 @@ impl Spec {
 
     /// The secure study's plan for `parties` Nodes, validated.
     pub fn study_plan(&self, parties: usize) -> Result<StudyPlan, Error> {
+        self.refuse_idle_settings()?;
         let (protocol, optimizer) = self.resolved_optimizer(true)?;
         optimizer.validate()?;
         if !KEY_SIZES.contains(&self.key_bits) {
@@ -284,7 +338,19 @@ impl Spec {
             refuse("standardize", "the pooled means and scales")?;
         }
         if plan.evaluate {
-            refuse("evaluate", "a held-out evaluation")?;
+            // In one process the held-out rows ask for the evaluation themselves.
+            let setting = if self.given("evaluate") {
+                "evaluate"
+            } else {
+                "test_party"
+            };
+            refuse(setting, "a held-out evaluation")?;
+        }
+        if !self.drop.is_empty() {
+            refuse(
+                "drop",
+                "both models' log-likelihoods (the likelihood-ratio test)",
+            )?;
         }
         if plan.reveal != crate::inference::Reveal::Coefficients
             && d.check_two_nodes(plan.parties, "").is_some()

@@ -664,10 +664,9 @@ impl Aggregator {
                 .into());
             }
         };
-        if spec.vertical && (spec.resume || !spec.drop.is_empty()) {
+        if spec.vertical && spec.resume {
             return Err(Error::refused(
-                "a vertical study can neither be resumed (setting `resume`) nor fit a nested model \
-                 (setting `drop`) yet: start it again",
+                "a vertical study cannot be resumed (setting `resume`) yet: start it again",
             ));
         }
         let plan = if spec.vertical {

@@ -315,6 +315,81 @@ fn a_refused_value_is_named_where_it_was_given() {
     assert!(err.contains("--key-bits 1000 is below 2048"), "{err}");
 }
 
+/// A setting nothing would read in the run asked for is refused by name before any work, not
+/// ignored: `--id` without `--vertical`, PLR's `--dp-lambda` without `--dp-epsilon`, `--eta`
+/// without `--transfer-from`, a vertical study's `--drop` and `--site-intercepts`; with two
+/// Nodes the likelihood-ratio test (`--drop`) and the held-out rows are refused under the
+/// two-Node rule, naming the setting given (it blamed `--reveal`, and `--evaluate`).
+#[test]
+fn settings_the_run_would_ignore_are_refused_by_name() {
+    let demo = |f: &str| format!("{}/../data/{f}", env!("CARGO_MANIFEST_DIR"));
+    let (a, b, c) = (
+        demo("demo/hospital_a.csv"),
+        demo("demo/hospital_b.csv"),
+        demo("demo/hospital_c.csv"),
+    );
+    let (outcomes, imaging) = (demo("vertical/outcomes.csv"), demo("vertical/imaging.csv"));
+    let horizontal = ["study", "--label", "label", "--party", &a, "--party", &b];
+    let vertical = [
+        "study",
+        "--vertical",
+        "--id",
+        "id",
+        "--label",
+        "label",
+        "--party",
+        &outcomes,
+        "--party",
+        &imaging,
+    ];
+    let cases: [(&[&str], &[&str], &str); 8] = [
+        (&horizontal, &["--id", "label"], "--id needs --vertical"),
+        (
+            &horizontal,
+            &["--dp-lambda", "0.5"],
+            "--dp-lambda needs --dp-epsilon",
+        ),
+        (
+            &horizontal,
+            &["--eta", "0.9"],
+            "--eta needs --transfer-from",
+        ),
+        (
+            &vertical,
+            &["--drop", "mean_radius", "--lambda", "0"],
+            "--drop is refused",
+        ),
+        (
+            &vertical,
+            &["--site-intercepts"],
+            "--site-intercepts is refused",
+        ),
+        (
+            &horizontal,
+            &["--drop", "mean_radius", "--lambda", "0"],
+            "--drop with two Nodes",
+        ),
+        (
+            &horizontal,
+            &["--test-party", &c, "--test-party", &a],
+            "--test-party with two Nodes",
+        ),
+        (
+            &["fit", "--label", "label", "--party", &a],
+            &["--id", "label"],
+            "--id needs --vertical",
+        ),
+    ];
+    for (base, extra, expected) in cases {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out = privlogit(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("key pair"), "refused before any work: {err}");
+    }
+}
+
 /// `--latency` and `--bandwidth` shape network connections: a command that opens none
 /// (`predict`) neither lists them in its help nor ignores them on its command line (a usage
 /// error naming the flag), while a command that does (`study`) lists both.
