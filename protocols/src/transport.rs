@@ -148,7 +148,7 @@ impl Network {
         };
         loop {
             let stream = self.dial(address, server, deadline, &mut reports)?;
-            match self.handshake(stream, address, server) {
+            match self.handshake(stream, address, server, &mut reports) {
                 Err(e) if retryable(e.kind()) && Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(100));
                 }
@@ -199,7 +199,13 @@ impl Network {
     }
 
     /// The TLS handshake (unless plaintext) and the greeting on a new connection.
-    fn handshake(&self, stream: TcpStream, address: &str, server: &Member) -> io::Result<Link> {
+    fn handshake(
+        &self,
+        stream: TcpStream,
+        address: &str,
+        server: &Member,
+        reports: &mut Reports<'_>,
+    ) -> io::Result<Link> {
         let peer_address = stream.peer_addr()?.to_string();
         let label = server.to_string();
         let hello = self.hello();
@@ -265,23 +271,28 @@ impl Network {
                 let config = tls::client_config(identity, Arc::clone(roster), server.clone())?;
                 let name = rustls::pki_types::ServerName::try_from(tls::SERVER_NAME)
                     .expect("a valid name");
+                let handshake = async {
+                    let mut s = tokio::time::timeout(
+                        timing.deadline,
+                        TlsConnector::from(config).connect(name, stream),
+                    )
+                    .await
+                    .map_err(|_| timed_out("the TLS handshake"))??;
+                    greet(&mut s, &hello, timing).await?;
+                    Ok::<_, io::Error>(s)
+                };
                 let stream = self
-                    .unless_stopped(async {
-                        let mut s = tokio::time::timeout(
-                            timing.deadline,
-                            TlsConnector::from(config).connect(name, stream),
-                        )
-                        .await
-                        .map_err(|_| timed_out("the TLS handshake"))??;
-                        greet(&mut s, &hello, timing).await?;
-                        Ok::<_, io::Error>(s)
-                    })
+                    .unless_stopped(reporting(handshake, reports, &label, address))
                     .map_err(refused)?;
                 Ok(self.link(stream, label, peer_address))
             }
             Security::InsecurePlaintext { .. } => {
                 let mut stream = stream;
-                self.unless_stopped(greet(&mut stream, &hello, timing))
+                let handshake = async {
+                    greet(&mut stream, &hello, timing).await?;
+                    Ok(())
+                };
+                self.unless_stopped(reporting(handshake, reports, &label, address))
                     .map_err(refused)?;
                 Ok(self.link(stream, label, peer_address))
             }
@@ -374,6 +385,32 @@ struct Reports<'l> {
     next: Instant,
     every: Duration,
     log: &'l mut dyn FnMut(&str),
+}
+
+/// `handshake`, telling `reports` while it waits (something accepted the connection but does
+/// not answer privlogit's handshake: another program on the port, or a server too busy), so
+/// that a wrong address does not look like a hang.
+async fn reporting<T>(
+    handshake: impl Future<Output = io::Result<T>>,
+    reports: &mut Reports<'_>,
+    server: &str,
+    address: &str,
+) -> io::Result<T> {
+    let started = Instant::now();
+    tokio::pin!(handshake);
+    loop {
+        tokio::select! {
+            r = &mut handshake => return r,
+            () = tokio::time::sleep_until(reports.next.into()) => {
+                (reports.log)(&format!(
+                    "connected to {server} at {address}, but no answer to privlogit's handshake \
+                     for {} s (another program on that port, or a server too busy): waiting",
+                    started.elapsed().as_secs()
+                ));
+                reports.next = Instant::now() + reports.every;
+            }
+        }
+    }
 }
 
 /// The connecting side's greeting: hello out, welcome (or the refusal's reason) back.
@@ -1585,5 +1622,33 @@ mod tests {
         let expected = format!("waiting for {} at {address} (", s.roster.aggregator);
         assert!(said.iter().all(|m| m.starts_with(&expected)), "{said:?}");
         assert!(said.iter().all(|m| m.ends_with(" s more")), "{said:?}");
+    }
+
+    /// Something that accepts the connection and never answers (another program on the port)
+    /// is reported while the handshake waits, not only once it gives up.
+    #[test]
+    fn a_silent_listener_is_reported_while_the_handshake_waits() {
+        let s = study();
+        let node = network(&s, 2, Role::Node, "node-a");
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = silent.local_addr().expect("address").to_string();
+        let holder = std::thread::spawn(move || {
+            let (held, _) = silent.accept().expect("accept");
+            std::thread::sleep(Duration::from_millis(2500));
+            drop(held);
+        });
+        let mut said = Vec::new();
+        let _ = node.connect_reporting(
+            &address,
+            &s.roster.aggregator,
+            Duration::from_secs(2),
+            &mut |m| said.push(m.to_string()),
+        );
+        holder.join().expect("holder");
+        let expected = format!(
+            "connected to {} at {address}, but no answer to privlogit's handshake",
+            s.roster.aggregator
+        );
+        assert!(said.iter().any(|m| m.starts_with(&expected)), "{said:?}");
     }
 }
