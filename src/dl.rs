@@ -137,6 +137,27 @@ pub enum DlError {
 }
 
 impl DlError {
+    /// True when a party or the network failed (a link lost, aborted or timed out, a peer
+    /// refused at the transport): what the command line exits 5 for, as a study does.
+    pub fn is_network(&self) -> bool {
+        use privlogit_protocols::transport::TransportError;
+        let lost = |e: &std::io::Error| TransportError::of(e).is_some();
+        match self {
+            DlError::Participant { reason, .. } => match reason {
+                ParticipantProblem::Joining(e)
+                | ParticipantProblem::Welcoming(e)
+                | ParticipantProblem::Finishing(e)
+                | ParticipantProblem::Link { source: e, .. } => lost(e),
+                ParticipantProblem::Training(inner) => inner.is_network(),
+                _ => false,
+            },
+            DlError::Server(
+                ServerProblem::Link { source, .. } | ServerProblem::Reply { source, .. },
+            ) => lost(source),
+            _ => false,
+        }
+    }
+
     pub(crate) fn setting(
         name: &'static str,
         value: impl Into<SettingValue>,

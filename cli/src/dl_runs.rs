@@ -302,7 +302,7 @@ struct AlgorithmArgs {
     upload_ratio: f64,
     /// Iterations T (each visits every participant once) [default: sparse-gaussian, 40 per
     /// unit of --epsilon within 100-600 (600 without noise); dpstgd, 100].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     iterations: Option<u64>,
     /// Clipping: sparse-gaussian, the L2 norm C of each example's uploaded part; dpstgd, the
     /// bound B of each gradient coordinate and the ternary magnitude [default: 1 for
@@ -770,7 +770,15 @@ fn test_rows(
     let Some(path) = &args.test else {
         return Ok(None);
     };
-    let d = load(path, label)?;
+    fitting_test_rows(path, load(path, label)?, network).map(Some)
+}
+
+/// `--test`'s rows, refused when the network reads another number of features.
+fn fitting_test_rows(
+    path: &Path,
+    d: Dataset,
+    network: &Network,
+) -> Result<(Array2<f64>, Array1<f64>)> {
     if d.x.ncols() != network.inputs() {
         bail!(
             "{}: {} features, the network reads {}",
@@ -779,7 +787,7 @@ fn test_rows(
             network.inputs()
         );
     }
-    Ok(Some((d.x, d.y)))
+    Ok((d.x, d.y))
 }
 
 fn train(args: TrainArgs) -> Result<()> {
@@ -905,16 +913,28 @@ fn serve(args: ServerArgs) -> Result<()> {
     if count == 0 {
         bail!("--participants must be at least 1");
     }
+    if a.privacy.ledger.is_some() {
+        bail!(
+            "--ledger: the server holds no data set to charge; each participant charges its own \
+             (dl participant --ledger)"
+        );
+    }
     let listen = address_of(
         args.listen.as_ref(),
         roster.map(|r| &r.aggregator),
         "--listen",
     )?;
+    // Read before anyone joins, so that a wrong label or file stops the server, not the run.
+    let test = match &a.test {
+        Some(path) => Some((path, load(path, &args.label)?)),
+        None => None,
+    };
     let network_io = &party.network;
     party.stop_peers_on_error(|| {
         let listener = network_io.listen(&listen)?;
+        let mechanism = if a.sparse() { "sparse Gaussian" } else { "DPSTGD" };
         say!(
-            "DPSTGD server listening on {}, waiting for {count} participants",
+            "DP deep learning server ({mechanism}) listening on {}, waiting for {count} participants",
             listener.local_addr()?
         );
         let expected = match roster {
@@ -964,7 +984,13 @@ fn serve(args: ServerArgs) -> Result<()> {
                 link, j, &network, &plan, position,
             )?));
         }
-        let watch = test_rows(a, &args.label, &network)?.map(|(x, y)| ("test", x, y));
+        let watch = match &test {
+            Some((path, d)) => {
+                let (x, y) = fitting_test_rows(path, d.clone(), &network)?;
+                Some(("test", x, y))
+            }
+            None => None,
+        };
         let progress = a.progress(&network, watch, spend, settings);
         let mut on_iteration = |t: u64, p: &[f64]| {
             progress.line(t, p);

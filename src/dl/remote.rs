@@ -97,13 +97,17 @@ impl<C: Channel> RemoteParticipant<C> {
         position: usize,
     ) -> Result<Self, DlError> {
         if joined.features != network.inputs() {
-            return Err(DlError::Participant {
+            let e = DlError::Participant {
                 participant: joined.name.clone(),
                 reason: ParticipantProblem::Features {
                     features: joined.features,
                     network: network.inputs(),
                 },
-            });
+            };
+            // Told to every participant (this one first of all) while its link is open:
+            // dropped first, the link would show them only a hang-up.
+            channel.abort(&e.to_string());
+            return Err(e);
         }
         let session: u64 = rand::rng().random::<u64>() | 1;
         let s = &plan.settings;

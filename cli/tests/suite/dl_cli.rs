@@ -262,9 +262,14 @@ fn a_killed_participant_stops_the_run_with_its_name_and_no_model() {
             .expect("kill")
             .success()
     );
-    let (ok, log) = server.end(Duration::from_secs(60));
+    let (status, log) = server.end_with_status(Duration::from_secs(60));
     eprintln!("server after the kill:\n{log}");
-    assert!(!ok, "the server must fail");
+    // Exit status 5: a party or the network failed (docs/src/deployment.md), as a study's.
+    assert_eq!(
+        status.code(),
+        Some(5),
+        "the server must fail as lost: {log}"
+    );
     let last = log.lines().last().expect("an error line");
     // The loss shows first on the victim's own connection ("bank-1 (Node X): ... reset") or on
     // another's ("Node X hung up"): either way the line names the lost participant's connection.
@@ -274,10 +279,57 @@ fn a_killed_participant_stops_the_run_with_its_name_and_no_model() {
     );
     assert!(!out.exists(), "no model written");
     for p in participants {
-        let (ok, _) = p.end(Duration::from_secs(60));
-        assert!(!ok, "the others stop too");
+        let (status, log) = p.end_with_status(Duration::from_secs(60));
+        assert_eq!(status.code(), Some(5), "the others stop as lost too: {log}");
     }
     let _ = victim.end(Duration::from_secs(5));
+}
+
+/// A participant whose data the network cannot read (another number of features) is told why
+/// by the server, as every other participant is, instead of seeing only a closed connection;
+/// and a server given a ledger, which it has no data set to charge, refuses before it listens.
+#[test]
+fn a_participant_refused_at_the_welcome_is_told_why() {
+    let dir = fresh_dir("dl-features");
+    let (files, _) = setup(&dir);
+    let narrow = dir.join("narrow.csv");
+    let text = std::fs::read_to_string(&files[1]).expect("read");
+    let cut: String = text
+        .lines()
+        .map(|l| l.split_once(',').map_or(l, |(_, tail)| tail).to_string() + "\n")
+        .collect();
+    std::fs::write(&narrow, cut).expect("write");
+    let (server, at) = server("2", &["--mechanism", "dpstgd", "--epsilon", "1"]);
+    let first = participant(&files[0].display().to_string(), &at, "bank-0", &[]);
+    let second = participant(&narrow.display().to_string(), &at, "bank-1", &[]);
+    let (ok, log) = server.end(Duration::from_secs(60));
+    assert!(!ok && log.contains("features"), "{log}");
+    for p in [first, second] {
+        let (ok, log) = p.end(Duration::from_secs(30));
+        assert!(!ok, "{log}");
+        assert!(log.contains("features, the network reads"), "{log}");
+    }
+    let out = privlogit(&[
+        "dl",
+        "server",
+        "--participants",
+        "2",
+        "--listen",
+        "127.0.0.1:0",
+        "--insecure-plaintext",
+        "--ledger",
+        &dir.join("ledger.json").display().to_string(),
+        "--ledger-total",
+        "10",
+        "--epsilon",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--ledger: the server holds no data set"),
+        "{err}"
+    );
+    assert!(!err.contains("listening on"), "{err}");
 }
 
 /// A participant whose budget the plan would pass refuses before it trains; the server stops

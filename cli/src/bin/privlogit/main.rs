@@ -114,9 +114,20 @@ fn failure_status(e: &anyhow::Error) -> ExitCode {
             Some(privlogit::dp::ledger::LedgerError::Exceeded { .. })
         )
     });
+    // A lost party or network in `dl server`/`participant` (their own error type) or as a
+    // transport's I/O error anywhere in the chain.
+    let transport = e.chain().any(|cause| {
+        cause
+            .downcast_ref::<privlogit::dl::DlError>()
+            .is_some_and(privlogit::dl::DlError::is_network)
+            || cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| privlogit_protocols::transport::TransportError::of(io).is_some())
+    });
     match library {
         Some(l) if l.is_over_budget() => ExitCode::from(EXIT_OVER_BUDGET),
         Some(l) if l.is_network() => ExitCode::from(EXIT_NETWORK),
+        None if transport => ExitCode::from(EXIT_NETWORK),
         _ if ledger_refused => ExitCode::from(EXIT_OVER_BUDGET),
         _ => ExitCode::FAILURE,
     }
