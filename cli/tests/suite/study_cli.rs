@@ -254,6 +254,7 @@ fn lose_a_party(loss: Loss, protocol: &[&str]) {
     if matches!(loss, Loss::Killed) {
         tampered_checkpoint_is_refused(&d, &args);
         kept_key_is_not_started_over(&d);
+        other_rows_are_refused_on_resume(&d, &args);
     }
 
     // Everyone again, the servers with --resume.
@@ -402,6 +403,43 @@ fn kept_key_is_not_started_over(d: &Deployment) {
     );
     assert!(!err.contains("listening on"), "{err}");
     assert!(kept[0].exists(), "the kept key stays");
+}
+
+/// A resume whose Node came back with other rows (hospital-b's first 100) is refused by name
+/// before any iteration (N counted again against the checkpoint's), where it used to continue
+/// over the mixed data with the first run's N; the key and the checkpoint stay for the real
+/// resume.
+fn other_rows_are_refused_on_resume(d: &Deployment, args: &[&str]) {
+    let text = std::fs::read_to_string(d.hospital('b')).expect("hospital b");
+    let fewer = d.dir.join("hospital-b-fewer.csv");
+    let head: String = text.lines().take(101).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&fewer, head).expect("write");
+    let (keyholder, kh) = d.keyholder_with(&["--resume"]);
+    let mut args = args.to_vec();
+    args.push("--resume");
+    let (aggregator, agg) = d.aggregator(&kh, &args);
+    let nodes = [
+        d.node("hospital-a", 'a', &agg),
+        node_process(
+            &d.study,
+            &d.identity("hospital-b"),
+            &fewer.display().to_string(),
+            Some(&agg),
+        ),
+        d.node("hospital-c", 'c', &agg),
+    ];
+    let (status, log) = aggregator.end_with_status(Duration::from_secs(120));
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("not the checkpointed run's (N "), "{log}");
+    assert!(!log.contains("iteration    4"), "{log}");
+    for role in nodes.into_iter().chain([keyholder]) {
+        let (status, log) = role.end_with_status(Duration::from_secs(30));
+        assert!(!status.success(), "{log}");
+    }
+    for role in ["aggregator", "keyholder"] {
+        let kept = std::fs::read_dir(d.state(role)).expect("state").count();
+        assert_eq!(kept, 1, "{role} keeps its state for the real resume");
+    }
 }
 
 #[test]

@@ -16,7 +16,7 @@ pub use revealed::{HeldOut, Reveal, Revealed};
 
 use early_step::{AskedDecryption, EarlyStep};
 
-use crate::secure::{CheckpointFault, Inconsistency};
+use crate::secure::{CheckpointFault, Inconsistency, ResumeMismatch};
 use std::cell::{Cell, OnceCell};
 use std::sync::{Arc, Mutex};
 
@@ -204,11 +204,19 @@ impl<C: Channel> SecureAggregation<C> {
     /// encrypted row counts are summed and N alone is decrypted).
     pub fn connect(setup: AggregatorSetup<C>) -> Result<Self, SecureError> {
         let mut me = Self::base(setup)?;
-        let replies = me.ask_nodes(Step::Count, &[], Step::CountReply)?;
-        let shape = me.config.count_shape(&me.key);
-        let counts = me.read_each(&replies, &[&shape], "row count")?;
-        let total = EncryptedVector::sum(&me.key, &counts.iter().collect::<Vec<_>>())?;
-        let n = me
+        me.rows = me.count_rows()?;
+        let payload = Writer::new().u64(me.rows as u64).finish();
+        me.tell_nodes(Step::Total, &payload)?;
+        Ok(me)
+    }
+
+    /// The count round: the Nodes' encrypted row counts summed, N alone decrypted.
+    fn count_rows(&mut self) -> Result<usize, SecureError> {
+        let replies = self.ask_nodes(Step::Count, &[], Step::CountReply)?;
+        let shape = self.config.count_shape(&self.key);
+        let counts = self.read_each(&replies, &[&shape], "row count")?;
+        let total = EncryptedVector::sum(&self.key, &counts.iter().collect::<Vec<_>>())?;
+        let n = self
             .decrypt_masked(&total)?
             .first()
             .copied()
@@ -216,10 +224,7 @@ impl<C: Channel> SecureAggregation<C> {
         if n < 1.0 || n.is_nan() {
             return Err(SecureError::NoRows);
         }
-        me.rows = n as usize;
-        let payload = Writer::new().u64(me.rows as u64).finish();
-        me.tell_nodes(Step::Total, &payload)?;
-        Ok(me)
+        Ok(n as usize)
     }
 
     /// Connected, after the base OTs, before any round.
@@ -295,6 +300,14 @@ impl<C: Channel> SecureAggregation<C> {
                 rows: setup.rows as u64,
             }));
         }
+        // The Nodes must bring back the checkpointed run's rows: N counted again (and a
+        // standardised study's pooled means), compared with what the checkpoint kept.
+        let counted = me.count_rows()?;
+        if counted != setup.rows {
+            return Err(SecureError::Resume(ResumeMismatch::OtherRows {
+                what: format!("N {counted}, the checkpoint's {}", setup.rows),
+            }));
+        }
         me.rows = setup.rows;
         let payload = Writer::new().u64(me.rows as u64).finish();
         me.tell_nodes(Step::Total, &payload)?;
@@ -305,6 +318,17 @@ impl<C: Channel> SecureAggregation<C> {
                     scales: scales.len(),
                     features: names.len(),
                 }));
+            }
+            if !means.iter().all(|&m| m == 0.0) {
+                let pooled = me.pooled_moments(&[], names.len())?;
+                if let Some(j) = (0..names.len()).find(|&j| pooled[j] != means[j]) {
+                    return Err(SecureError::Resume(ResumeMismatch::OtherRows {
+                        what: format!(
+                            "the mean of {:?} is {}, the checkpoint's {}",
+                            names[j], pooled[j], means[j]
+                        ),
+                    }));
+                }
             }
             let payload = Writer::new().f64s(means).f64s(scales).finish();
             me.tell_nodes(Step::Standardize, &payload)?;

@@ -98,9 +98,19 @@ impl DecryptionBudget {
     /// that were decrypted while the lost iteration was in flight (after the last checkpoint;
     /// a candidate's and the plain point's) are given back, since the resumed study repeats
     /// that iteration. Each resume can so add two steps; a resume needs every party restarted.
-    pub fn resumed(mut self) -> Self {
+    ///
+    /// The resumed aggregator also counts the rows again, and a `standardize`d study pools the
+    /// means again, to check that the Nodes came back with the checkpointed run's rows: N and
+    /// one moments round more (values the first run already revealed).
+    pub fn resumed(mut self, standardize: bool) -> Self {
         if self.local && self.count == 0 && self.moments == 0 {
             self.steps += 2;
+        }
+        if self.count == 0 {
+            self.count = 1;
+            if standardize && self.moments == 0 {
+                self.moments = 1;
+            }
         }
         self
     }
@@ -782,8 +792,12 @@ mod tests {
         }
         let e = b.clone().spend(4).expect_err("past the iterations");
         assert!(e.to_string().contains("nothing more"), "{e}");
-        // A resume gives back the steps of the iteration in flight, two per resume.
-        let mut b = b.resumed();
+        // A resume gives back the steps of the iteration in flight, two per resume, after N
+        // and the means counted again.
+        let mut b = b.resumed(true);
+        assert!(b.clone().spend(4).is_err(), "N first");
+        b.spend(1).expect("N again");
+        b.spend(3).expect("the means again");
         b.spend(4).expect("the repeated candidate's step");
         b.spend(4).expect("the repeated plain step");
         assert!(b.spend(4).is_err());
@@ -794,7 +808,8 @@ mod tests {
         let mut after = hessian.clone();
         after.spend(3).expect("mean squares");
         assert!(after.spend(3).is_err(), "a second mean-squares round");
-        let mut hessian = hessian.resumed();
+        let mut hessian = hessian.resumed(false);
+        hessian.spend(1).expect("N again");
         let e = hessian
             .spend(4)
             .expect_err("Hessian reveals no step to the key holder");

@@ -1500,6 +1500,15 @@ pub enum ResumeMismatch {
     /// The key holder answered a resumed study with another public key than the checkpoint's.
     #[error("the key holder answered a resumed study with another public key")]
     AnsweredWithAnotherKey,
+    /// The Nodes' rows are not the first run's: another N, or other pooled means.
+    #[error(
+        "the Nodes' rows are not the checkpointed run's ({what}): resume with every Node's \
+         first data file, or remove the checkpoint to start the study over"
+    )]
+    OtherRows {
+        /// What differs (`N 479, the checkpoint's 569`).
+        what: String,
+    },
 }
 
 fn columns_message(

@@ -496,7 +496,7 @@ pub fn run_keyholder<C: Channel, K: Borrow<SecretKey>>(
         if key_digest(&secret.public_key().to_bytes())[..] != resumed_key[..] {
             return Err(ResumeMismatch::KeptKeyDiffers.into());
         }
-        (None, Some(secret), budget.resumed())
+        (None, Some(secret), budget.resumed(standardize))
     };
     let secret: &SecretKey = match (&made, &loaded) {
         (Some(k), _) => k.borrow(),
