@@ -189,6 +189,12 @@ impl Spec {
             origin: origin.into(),
             problem: SettingProblem::Invalid { why },
         };
+        // A list the caller gives replaces the study file's, as any other setting does (the
+        // file's parties and the command line's would otherwise add up).
+        if key.many && matches!(origin, Origin::Given) && self.from_file.contains_key(key.name) {
+            self.reset(key.name);
+            self.from_file.remove(key.name);
+        }
         if let Value::Array(items) = value {
             if !key.many {
                 return Err(Error::Setting {
@@ -423,6 +429,26 @@ mod tests {
             spec.in_process_plan(3).expect("plan").protocol,
             Protocol::Newton
         );
+    }
+
+    /// A list the command line gives replaces the study file's (`--party` over a file's
+    /// parties: they used to add up, and one file named in both was refused as given twice),
+    /// and several values given on the command line add up among themselves.
+    #[test]
+    fn a_given_list_replaces_the_files() {
+        let file = Origin::File(std::path::Path::new("study.toml"));
+        let mut spec = Spec::new(Reader::Study);
+        let parties = Value::Array(vec![
+            Value::String("a.csv".into()),
+            Value::String("b.csv".into()),
+        ]);
+        spec.set("party", &parties, file).expect("parties");
+        spec.set("party", &Value::String("c.csv".into()), Origin::Given)
+            .expect("a party");
+        spec.set("party", &Value::String("d.csv".into()), Origin::Given)
+            .expect("another");
+        let names: Vec<_> = spec.party.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(names, ["c.csv", "d.csv"]);
     }
 
     #[test]

@@ -95,6 +95,14 @@ macro_rules! settings {
                 }
             }
 
+            /// Puts the setting `name` back to its default (unknown names are left alone).
+            pub(super) fn reset(&mut self, name: &str) {
+                match name {
+                    $(stringify!($name) => self.$name = $default,)*
+                    _ => {}
+                }
+            }
+
             /// The setting `name` as a study file writes it (`None` when unset or unknown).
             pub(super) fn value_of(&self, name: &str) -> Option<Value> {
                 match name {
