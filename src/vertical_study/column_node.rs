@@ -77,9 +77,6 @@ impl VerticalNode {
                 outcome.rows,
                 human_bytes(outcome.bytes_sent)
             ));
-            for (name, b) in outcome.names.iter().zip(&outcome.beta) {
-                say(&format!("  {name:<24} {b:>14.8}"));
-            }
             Ok(outcome)
         })
     }

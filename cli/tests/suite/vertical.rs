@@ -401,7 +401,8 @@ fn a_vertical_study_between_organisations_equals_the_pooled_fit() {
             "{name}: {a} between organisations vs {b} pooled"
         );
     }
-    // Each Node learned N and the model (the Nodes' logs follow the two servers').
+    // Each Node learned N and the model, printed on its standard output (the Nodes' logs
+    // follow the two servers').
     for log in &logs[2..] {
         assert!(log.contains("N = 398 rows shared"), "{log}");
         assert!(log.contains(&format!("{:.8}", ours[1].1)), "{log}");

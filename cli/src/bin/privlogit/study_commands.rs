@@ -78,8 +78,16 @@ pub fn run_node(given: Given) -> Result<Outcome> {
     let (file, spec) = one_study(&given, Reader::Node)?;
     let print = |m: &str| line(m);
     if spec.vertical {
-        privlogit::vertical_study::column_node::VerticalNode::new(&spec, file.as_ref(), &print)?
-            .run(&print)?;
+        let outcome = privlogit::vertical_study::column_node::VerticalNode::new(
+            &spec,
+            file.as_ref(),
+            &print,
+        )?
+        .run(&print)?;
+        // The model the study handed every Node: the command's output, on standard output.
+        for (name, b) in outcome.names.iter().zip(&outcome.beta) {
+            println!("{name:<24} {b:>14.8}");
+        }
         return Ok(Outcome::Success);
     }
     study::Node::new(&spec, file.as_ref(), None, &print)?.run(&print)?;

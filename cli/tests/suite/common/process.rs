@@ -126,7 +126,8 @@ impl Role {
         found.into_iter().flatten().collect()
     }
 
-    /// Waits for the process to end, at most `patience`; returns success and all stderr.
+    /// Waits for the process to end, at most `patience`; returns success and all stderr, then
+    /// what it printed on stdout.
     pub fn end(self, patience: Duration) -> (bool, String) {
         let (status, log) = self.end_with_status(patience);
         (status.success(), log)
@@ -147,6 +148,11 @@ impl Role {
         };
         while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(500)) {
             self.seen.push(line);
+        }
+        if let Some(mut out) = self.child.stdout.take() {
+            let mut printed = String::new();
+            let _ = std::io::Read::read_to_string(&mut out, &mut printed);
+            self.seen.extend(printed.lines().map(str::to_string));
         }
         (status, self.seen.join("\n"))
     }
