@@ -43,6 +43,9 @@ impl Default for Preparation {
     }
 }
 
+/// The largest offset a Poisson model takes: `exp(700)` is about 1e304, near the largest f64.
+const MAX_LOG_OFFSET: f64 = 700.0;
+
 /// The model's family and the columns carrying its offset and prior weights (taken out of the
 /// features; they travel after the design columns, [`Glm`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -56,13 +59,27 @@ pub struct GlmColumns {
 }
 
 impl GlmColumns {
-    /// The model a fit's or a study's settings name.
-    pub fn of(spec: &crate::settings::Spec) -> Self {
-        Self {
+    /// The model a fit's or a study's settings name; an offset or weight column that is the
+    /// label or an excluded column is refused by name (the table would not have it, and the
+    /// message said "not found").
+    pub fn of(spec: &crate::settings::Spec) -> Result<Self, crate::error::Error> {
+        use crate::error::{Error, SettingProblem};
+        for (key, column) in [("offset", &spec.offset), ("weights", &spec.weights)] {
+            let Some(column) = column else { continue };
+            let why = if spec.label.as_ref() == Some(column) {
+                "names the label column: a model's offset and weights are columns of their own"
+            } else if spec.exclude.contains(column) {
+                "names a column setting `exclude` leaves out"
+            } else {
+                continue;
+            };
+            return Err(Error::bad(key, SettingProblem::Refused { why }));
+        }
+        Ok(Self {
             family: spec.family,
             offset: spec.offset.clone(),
             weights: spec.weights.clone(),
-        }
+        })
     }
 
     /// What the rows carry.
@@ -113,6 +130,21 @@ impl GlmColumns {
             return Ok(None);
         }
         let extras = party.x.select(Axis(1), &columns);
+        if let (Some(name), Family::Poisson) = (&self.offset, self.family) {
+            // The log link's mean is exp(eta): an offset past this overflows at any
+            // coefficients (the fit then fails with no word on why).
+            let o = extras.column(0);
+            if let Some((i, v)) = o.iter().enumerate().find(|(_, v)| **v > MAX_LOG_OFFSET) {
+                return Err(DataError::BadValue {
+                    source_name: party.source.to_string(),
+                    row: i + 1,
+                    what: format!(
+                        "offset {v} in column {name:?} is past {MAX_LOG_OFFSET}: its exp \
+                         overflows (an offset is the log of the exposure)"
+                    ),
+                });
+            }
+        }
         if self.weights.is_some() {
             let w = extras.column(extras.ncols() - 1);
             if let Some((i, v)) = w
@@ -169,20 +201,44 @@ pub fn model_rows(
         );
         Ok(job.fold(trailing.as_ref())?.values()[0] == 0.0)
     };
-    if let Some(weights) = &columns.weights
-        && !clean_in_cluster()?
-    {
+    let weights = match &columns.weights {
+        Some(w) if !clean_in_cluster()? => Some(w),
+        _ => None,
+    };
+    // A log-link offset past exp's range, checked where the rows are read here (a cluster's
+    // rows meet it as a Node's non-finite sums, named as such).
+    let offset = columns
+        .offset
+        .as_ref()
+        .filter(|_| columns.family == Family::Poisson && trailing.partitioned().is_none());
+    if weights.is_some() || offset.is_some() {
         let mut row = 0;
         trailing
             .scan(&mut |x, _| {
-                for w in x.column(x.ncols() - 1) {
+                let at = x.ncols() - moved.len();
+                for r in x.rows() {
                     row += 1;
-                    if !(w.is_finite() && *w > 0.0) {
+                    if let Some(column) = offset
+                        && r[at] > MAX_LOG_OFFSET
+                    {
+                        return Err(RowsError::new(
+                            source,
+                            RowsProblem::Offset {
+                                column: column.clone(),
+                                value: r[at],
+                                limit: MAX_LOG_OFFSET,
+                            },
+                        ));
+                    }
+                    let w = r[r.len() - 1];
+                    if let Some(column) = weights
+                        && !(w.is_finite() && w > 0.0)
+                    {
                         return Err(RowsError::new(
                             source,
                             RowsProblem::Weight {
-                                column: weights.clone(),
-                                value: *w,
+                                column: column.clone(),
+                                value: w,
                             },
                         ));
                     }

@@ -109,7 +109,7 @@ impl FitJob {
             let views: Vec<_> = parties.iter().map(crate::data::Dataset::view).collect();
             parties = super::sites::tables(&views, spec.intercept())?;
         }
-        let prepared = super::prepare_glm(parties, preparation(spec), &glm_columns(spec))?;
+        let prepared = super::prepare_glm(parties, preparation(spec), &glm_columns(spec)?)?;
         let held_out = held_out(spec, &prepared)?;
         let mut job = Self::checked(prepared, held_out, optimizer, options, asked)?;
         job.joined = spec.vertical.then_some(spec.party.len());
@@ -125,9 +125,9 @@ impl FitJob {
         let (optimizer, options, asked) = plan(spec)?;
         let prepared = if spec.site_intercepts {
             let tables = super::sites::tables(parties, spec.intercept())?;
-            super::prepare_glm(tables, preparation(spec), &glm_columns(spec))?
+            super::prepare_glm(tables, preparation(spec), &glm_columns(spec)?)?
         } else {
-            super::prepare_views_glm(parties, preparation(spec), &glm_columns(spec))?
+            super::prepare_views_glm(parties, preparation(spec), &glm_columns(spec)?)?
         };
         let held_out = held_out(spec, &prepared)?;
         Self::checked(prepared, held_out, optimizer, options, asked)
@@ -344,18 +344,14 @@ fn plan(spec: &Spec) -> Result<(Optimizer, FitOptions, Asked), Error> {
         level: spec.ci_level,
         covariance: spec.covariance,
         drop: spec.drop.clone(),
-        columns: glm_columns(spec),
+        columns: glm_columns(spec)?,
         separation_probe: spec.separation_probe,
     };
     Ok((optimizer, options, asked))
 }
 
-fn glm_columns(spec: &Spec) -> super::GlmColumns {
-    super::GlmColumns {
-        family: spec.family,
-        offset: spec.offset.clone(),
-        weights: spec.weights.clone(),
-    }
+fn glm_columns(spec: &Spec) -> Result<super::GlmColumns, Error> {
+    super::GlmColumns::of(spec)
 }
 
 fn preparation(spec: &Spec) -> Preparation {
@@ -414,7 +410,7 @@ fn held_out(
         &parties,
         prepared,
         preparation(spec),
-        &glm_columns(spec),
+        &glm_columns(spec)?,
     )?)
 }
 

@@ -10,7 +10,7 @@ use ndarray::{Array1, Array2};
 use privlogit_protocols::secure::vertical_roles::VerticalTable;
 use privlogit_protocols::vertical::psi;
 
-use crate::data::{self, Dataset, LoadOptions};
+use crate::data::{self, DataError, Dataset, LoadOptions};
 use crate::error::{Error, PlanError, SettingProblem};
 use crate::settings::Spec;
 
@@ -99,6 +99,15 @@ pub fn table(path: &Path, spec: &Spec) -> Result<VerticalTable, Error> {
             why: "a vertical study needs the label column",
         })
     })?;
+    if id == label {
+        return Err(Error::bad(
+            "id",
+            SettingProblem::Refused {
+                why: "names the label column: the identifiers that match the parties' rows are \
+                      a column of their own",
+            },
+        ));
+    }
     let columns = header(path)?;
     if !columns.contains(&id) {
         return Err(Error::bad(
@@ -258,7 +267,7 @@ fn header(path: &Path) -> Result<Vec<String>, Error> {
         path: path.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     })?;
-    Ok(reader
+    let columns: Vec<String> = reader
         .headers()
         .map_err(|e| Error::Io {
             what: "cannot read the header of",
@@ -267,5 +276,13 @@ fn header(path: &Path) -> Result<Vec<String>, Error> {
         })?
         .iter()
         .map(str::to_string)
-        .collect())
+        .collect();
+    if columns.is_empty() {
+        // As a horizontal party's empty file is refused (not as a missing `--id` column).
+        return Err(DataError::Empty {
+            path: path.to_path_buf(),
+        }
+        .into());
+    }
+    Ok(columns)
 }

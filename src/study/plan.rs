@@ -295,7 +295,7 @@ impl Spec {
                 crate::inference::Reveal::Coefficients
             },
             release,
-            glm: crate::fit::GlmColumns::of(self).glm(),
+            glm: crate::fit::GlmColumns::of(self)?.glm(),
             evaluate: self.evaluate || !self.test_party.is_empty(),
         };
         plan.validate()?;

@@ -259,7 +259,7 @@ impl InProcess {
             .into());
         }
         let plan = spec.in_process_plan(nodes.len())?;
-        let columns = crate::fit::GlmColumns::of(spec);
+        let columns = crate::fit::GlmColumns::of(spec)?;
         let sites = |k: usize| spec.site_intercepts.then_some((k, nodes.len()));
         let opened = nodes
             .iter()
@@ -1040,7 +1040,7 @@ impl Node {
             }
         };
         let (party, aggregator) = node_party(spec, file, say)?;
-        let columns = crate::fit::GlmColumns::of(spec);
+        let columns = crate::fit::GlmColumns::of(spec)?;
         let glm = columns.glm();
         let site = if spec.site_intercepts {
             Some(site_of(party.network.name(), party.roster())?)

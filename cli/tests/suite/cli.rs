@@ -319,7 +319,8 @@ fn a_refused_value_is_named_where_it_was_given() {
 /// ignored: `--id` without `--vertical`, PLR's `--dp-lambda` without `--dp-epsilon`, `--eta`
 /// without `--transfer-from`, a vertical study's `--drop` and `--site-intercepts`; with two
 /// Nodes the likelihood-ratio test (`--drop`) and the held-out rows are refused under the
-/// two-Node rule, naming the setting given (it blamed `--reveal`, and `--evaluate`).
+/// two-Node rule, naming the setting given (it blamed `--reveal`, and `--evaluate`); an offset
+/// or weight column that is the label or excluded is named so (it was "not found").
 #[test]
 fn settings_the_run_would_ignore_are_refused_by_name() {
     let demo = |f: &str| format!("{}/../data/{f}", env!("CARGO_MANIFEST_DIR"));
@@ -342,7 +343,24 @@ fn settings_the_run_would_ignore_are_refused_by_name() {
         "--party",
         &imaging,
     ];
-    let cases: [(&[&str], &[&str], &str); 8] = [
+    let wine = format!(
+        "{}/../tests/references/wine_glm.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let gaussian = [
+        "fit", "--data", &wine, "--label", "alcohol", "--family", "gaussian",
+    ];
+    let cases: [(&[&str], &[&str], &str); 10] = [
+        (
+            &gaussian,
+            &["--offset", "alcohol"],
+            "--offset names the label column",
+        ),
+        (
+            &gaussian,
+            &["--weights", "pH", "--exclude", "pH"],
+            "--weights names a column --exclude leaves out",
+        ),
         (&horizontal, &["--id", "label"], "--id needs --vertical"),
         (
             &horizontal,
@@ -387,6 +405,49 @@ fn settings_the_run_would_ignore_are_refused_by_name() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(expected), "{args:?}: {err}");
         assert!(!err.contains("key pair"), "refused before any work: {err}");
+    }
+}
+
+/// A Poisson offset whose exp overflows is refused naming its file, row and column, by `fit`
+/// and by a study's Node (the fit used to "diverge" with no cause, the study to report a
+/// Node's NaN with advice to standardise).
+#[test]
+fn an_overflowing_poisson_offset_is_named() {
+    let dir = Scratch::new("offset");
+    let rows: String = (0..12)
+        .map(|i| format!("{},{}.5,{}\n", i % 4, i % 3, if i == 3 { 800 } else { 0 }))
+        .collect();
+    let a = dir.file("a.csv", &format!("y,x,off\n{rows}"));
+    let b = dir.file(
+        "b.csv",
+        &format!("y,x,off\n{}", rows.replace(",800\n", ",0\n")),
+    );
+    let poisson = [
+        "--label", "y", "--family", "poisson", "--offset", "off", "--lambda", "0",
+    ];
+    let fit: Vec<&str> = ["fit", "--party", s(&a), "--party", s(&b)]
+        .into_iter()
+        .chain(poisson)
+        .collect();
+    let study: Vec<&str> = [
+        "study",
+        "--party",
+        s(&a),
+        "--party",
+        s(&b),
+        "--two-node-disclosure",
+    ]
+    .into_iter()
+    .chain(poisson)
+    .collect();
+    for args in [fit, study] {
+        let out = privlogit(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("row 4, offset 800 in column \"off\" is past 700"),
+            "{args:?}: {err}"
+        );
     }
 }
 

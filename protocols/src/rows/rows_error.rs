@@ -207,6 +207,19 @@ pub enum RowsProblem {
         /// The weight met.
         value: f64,
     },
+    /// A log-link offset whose exp overflows.
+    #[error(
+        "offset {value} in column {column:?} is past {limit}: its exp overflows (an offset is the \
+         log of the exposure)"
+    )]
+    Offset {
+        /// The offset's column.
+        column: String,
+        /// The offset met.
+        value: f64,
+        /// The largest offset taken.
+        limit: f64,
+    },
     /// A source read in order asked for a run of rows.
     #[error("this source is read in order only")]
     SequentialOnly,

@@ -1228,6 +1228,12 @@ impl fmt::Display for Overflow {
                     if *variance { "variance" } else { "mean" }
                 )
             }
+            Self::NodeValue { value, .. } if !value.is_finite() => write!(
+                f,
+                "a Node's value is {value} (a sum over its rows divided by N): its linear \
+                 predictor overflowed at these coefficients (exp of a value past 709 under the \
+                 log link: an offset or a column far too large; check the offset column's values)"
+            ),
             Self::NodeValue { value, bits } => write!(
                 f,
                 "a Node's value {value} (a sum over its rows divided by N) is outside the study's \
