@@ -70,6 +70,15 @@ pub fn files(
     say: Say<'_>,
 ) -> Result<(), Error> {
     let spends: Spends = files.iter().map(|f| (f.clone(), cost.epsilon)).collect();
+    // The check and the record each match the files to the ledger's accounts: what they note
+    // ("opens a new account") is said once.
+    let said = std::sync::Mutex::new(std::collections::HashSet::new());
+    let once = |m: &str| {
+        if said.lock().is_ok_and(|mut s| s.insert(m.to_string())) {
+            say(m);
+        }
+    };
+    let say: Say<'_> = &once;
     let charges: Vec<Charge> = check(path, budget, &spends, label, say)?
         .into_iter()
         .map(|c| Charge {

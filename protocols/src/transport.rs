@@ -925,7 +925,7 @@ impl Handshake {
         if hello.study != self.network.study {
             return Err(format!(
                 "{} {:?} {OTHER_STUDY} (its study id differs: its study file differs \
-                 from this party's in the label, the parties, their addresses or a shared \
+                 from this party's in `study_id`, the parties, their addresses or a shared \
                  setting; every party of a study uses the same file)",
                 hello.role, hello.name
             ));

@@ -139,10 +139,33 @@ impl Identity {
                 format!("{}: not a PEM PKCS#8 private key ({e})", key.display()),
             )
         })?;
-        Ok(Self {
+        let identity = Self {
             certificate,
             key: Zeroizing::new(parsed.secret_pkcs8_der().to_vec()),
-        })
+        };
+        // A key from one identity beside another's certificate is named here, with both
+        // files, rather than by TLS later as "keys may not be consistent".
+        let signing =
+            rustls::crypto::ring::sign::any_ecdsa_type(&identity.private_key()).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: not an ECDSA key ({e})", key.display()),
+                )
+            })?;
+        rustls::sign::CertifiedKey::new(identity.chain(), signing)
+            .keys_match()
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{} and {} are not one identity's: the key is not the certificate's \
+                         (both files come from one `privlogit identity new`)",
+                        key.display(),
+                        crt.display()
+                    ),
+                )
+            })?;
+        Ok(identity)
     }
 
     /// Writes `PREFIX.crt` and `PREFIX.key` (0600), refusing to overwrite either.
@@ -338,6 +361,17 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert!(id.save(&prefix).is_err());
+        // Another identity's key beside this certificate is refused naming both files.
+        let other = Identity::generate("hospital-b").expect("generates");
+        other.save(&dir.join("hospital-b")).expect("saves");
+        fs::copy(dir.join("hospital-b.key"), dir.join("hospital-a.key")).expect("copy");
+        let e = Identity::load(&prefix).err().expect("a mismatch");
+        let text = e.to_string();
+        assert!(
+            text.contains("hospital-a.key") && text.contains("hospital-a.crt"),
+            "{text}"
+        );
+        assert!(text.contains("not one identity's"), "{text}");
         let _ = fs::remove_dir_all(&dir);
     }
 

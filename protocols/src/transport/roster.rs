@@ -228,7 +228,8 @@ impl Roster {
             .find(|m| m.fingerprint.as_ref() == Some(fingerprint))
     }
 
-    /// A study id that every party derives alike from its study file: SHA-256 over the label,
+    /// A study id that every party derives alike from its study file: SHA-256 over `label`
+    /// (the file's `study_id` text, not the label column),
     /// every party's role, name, address and fingerprint, the consortium CA, and `settings`
     /// (the study's shared settings in a canonical text). Both ends of every connection check
     /// it, so a party of one study cannot be drawn into another, not even into one with the
