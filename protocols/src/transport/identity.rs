@@ -365,7 +365,9 @@ mod tests {
         let other = Identity::generate("hospital-b").expect("generates");
         other.save(&dir.join("hospital-b")).expect("saves");
         fs::copy(dir.join("hospital-b.key"), dir.join("hospital-a.key")).expect("copy");
-        let e = Identity::load(&prefix).err().expect("a mismatch");
+        let Err(e) = Identity::load(&prefix) else {
+            panic!("a key that is not the certificate's must be refused")
+        };
         let text = e.to_string();
         assert!(
             text.contains("hospital-a.key") && text.contains("hospital-a.crt"),
