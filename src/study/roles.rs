@@ -538,6 +538,13 @@ impl Keyholder {
             if !self.resume && key_file.exists() {
                 return Err(PlanError::KeyExists { path: key_file }.into());
             }
+            if self.resume
+                && !key_file.exists()
+                && let Some(note) =
+                    state::other_studies_note(&self.state.others(&key_file, "key"), "key")
+            {
+                say(&note);
+            }
             let listener = network.listen(&self.listen).map_err(Error::Network)?;
             let bound = listener.local_addr().map_err(Error::Network)?;
             say(&format!("key holder listening on {bound}"));
@@ -715,6 +722,14 @@ impl Aggregator {
                     checkpoint.display()
                 ),
             });
+            if from.is_none()
+                && let Some(note) = state::other_studies_note(
+                    &state_dir.others(&checkpoint, "checkpoint"),
+                    "checkpoint",
+                )
+            {
+                say(&note);
+            }
             from
         } else {
             // A vertical study keeps no checkpoint.

@@ -65,6 +65,41 @@ impl StateDir {
     pub fn key_file(&self, study: &[u8; 32]) -> Result<PathBuf, Error> {
         self.file(study, "key")
     }
+
+    /// Other studies' files with `extension` in the directory (not `mine`), sorted: what a
+    /// resume that finds nothing for its own study points at (a study file edited since the
+    /// interruption is another study).
+    pub fn others(&self, mine: &Path, extension: &str) -> Vec<PathBuf> {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.as_path() != mine)
+            .filter(|p| p.extension().is_some_and(|e| e == extension))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("study-"))
+            })
+            .collect();
+        found.sort();
+        found
+    }
+}
+
+/// A note for a resume that found nothing of its own study but `others` of other studies.
+pub fn other_studies_note(others: &[PathBuf], what: &str) -> Option<String> {
+    (!others.is_empty()).then(|| {
+        let names: Vec<String> = others.iter().map(|p| p.display().to_string()).collect();
+        format!(
+            "note: the state directory keeps another study's {what} ({}): a study file changed \
+             since the interruption (a shared setting, a party, an address) makes another study, \
+             which starts from the beginning; resume with the first run's file, or remove what is \
+             no longer needed",
+            names.join(", ")
+        )
+    })
 }
 
 /// The checkpoint at `path`, if there is one, opened with `seal` (refused if it does not

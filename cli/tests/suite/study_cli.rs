@@ -255,6 +255,7 @@ fn lose_a_party(loss: Loss, protocol: &[&str]) {
         tampered_checkpoint_is_refused(&d, &args);
         kept_key_is_not_started_over(&d);
         other_rows_are_refused_on_resume(&d, &args);
+        an_edited_study_file_is_pointed_at(&d, &args);
     }
 
     // Everyone again, the servers with --resume.
@@ -440,6 +441,37 @@ fn other_rows_are_refused_on_resume(d: &Deployment, args: &[&str]) {
         let kept = std::fs::read_dir(d.state(role)).expect("state").count();
         assert_eq!(kept, 1, "{role} keeps its state for the real resume");
     }
+}
+
+/// A resume with a study file edited since the interruption (lambda changed) is another
+/// study: it starts from the beginning, and says that the state directory keeps another
+/// study's checkpoint, naming it (it used to start over in silence).
+fn an_edited_study_file_is_pointed_at(d: &Deployment, args: &[&str]) {
+    let file = std::fs::read_to_string(&d.study).expect("study file");
+    let edited = d.dir.join("edited.toml");
+    std::fs::write(&edited, format!("lambda = 2.0\n{file}")).expect("write");
+    let edited = edited.display().to_string();
+    let (identity, state) = (d.identity("aggregator"), d.state("aggregator"));
+    let mut command = vec![
+        "aggregator",
+        "--study",
+        &edited,
+        "--identity",
+        &identity,
+        "--listen",
+        "127.0.0.1:0",
+        "--keyholder",
+        "127.0.0.1:9",
+        "--state",
+        &state,
+    ];
+    command.extend(args);
+    command.push("--resume");
+    let mut aggregator = Role::spawn(&command);
+    let note = aggregator.wait_for("note: the state directory keeps", Duration::from_secs(30));
+    assert!(note.contains(".checkpoint"), "{note}");
+    let _ = aggregator.child.kill();
+    let _ = aggregator.end(Duration::from_secs(10));
 }
 
 #[test]
