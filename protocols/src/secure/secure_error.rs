@@ -25,7 +25,7 @@ pub enum SecureError {
     /// A party could not send or receive (it disconnected, or sent something malformed).
     /// [`SecureError::transport`] says whether the transport lost the peer, was refused, was
     /// aborted or timed out.
-    #[error("{}: {cause}", io_message(*party, activity, *what, *step, *node))]
+    #[error("{}", io_text(*party, activity, *what, *step, *node, cause))]
     Io {
         /// The party that was sending or receiving.
         party: Party,
@@ -1543,6 +1543,29 @@ fn columns_message(
                  of Node {who} has no counterpart"
             )
         }
+    }
+}
+
+/// An I/O error's text: what the party was doing, then why. When another connection's loss
+/// stopped this one, the lost party leads and the link read at the time follows in brackets
+/// (it read `receiving from Node 1: the key holder hung up`, as if Node 1 were at fault).
+fn io_text(
+    party: Party,
+    activity: &str,
+    what: Option<&str>,
+    step: Option<Step>,
+    node: Option<usize>,
+    cause: &std::io::Error,
+) -> String {
+    let doing = io_message(party, activity, what, step, node);
+    match TransportError::of(cause) {
+        Some(TransportError::Aborted {
+            lost_peer: Some(_), ..
+        }) => format!(
+            "{party}: {cause} (noticed while {})",
+            doing.strip_prefix(&format!("{party}, ")).unwrap_or(&doing)
+        ),
+        _ => format!("{doing}: {cause}"),
     }
 }
 
