@@ -67,6 +67,23 @@ impl Simulation {
                 "need at least one row and one feature (got {rows} x {features})"
             ));
         }
+        let most = privlogit_protocols::secure::MAX_DIMENSION;
+        if features > most {
+            return Err(format!(
+                "--features {features} is more than a study takes ({most} coefficients at most)"
+            ));
+        }
+        // Every value a reader indexes must have an address: rows x (features + 1) doubles.
+        if rows
+            .checked_mul(features + 1)
+            .and_then(|v| v.checked_mul(8))
+            .is_none_or(|bytes| bytes > isize::MAX as usize)
+        {
+            return Err(format!(
+                "--rows {rows} x {} columns is more values than this machine can address",
+                features + 1
+            ));
+        }
         Ok(Self {
             rows,
             features,

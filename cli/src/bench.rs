@@ -62,20 +62,44 @@ pub enum BenchTarget {
     Study(crate::bench::study_phases::StudyBenchArgs),
 }
 
+/// A count that must be at least 1 (runs, threads): 0 used to be taken as 1 in silence.
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{s:?} is not a count ({e})")),
+    }
+}
+
+/// A Paillier modulus size a bench can make a key of: even, from 128 bits (insecure below
+/// 2048) to the largest the protocols take.
+pub fn modulus_bits(s: &str) -> Result<u32, String> {
+    let most = privlogit_protocols::paillier::keys::MAX_MODULUS_BITS;
+    let bits: u32 = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a number of bits ({e})"))?;
+    if bits < 128 || !bits.is_multiple_of(2) || u64::from(bits) > most {
+        return Err(format!(
+            "{bits} is not an even number of bits from 128 to {most} (2048 and above are secure)"
+        ));
+    }
+    Ok(bits)
+}
+
 /// Arguments of `privlogit bench paillier`.
 #[derive(Debug, Args)]
 pub struct PaillierArgs {
     /// Modulus size: 2048, 3072 or 4096 (smaller sizes are for quick, insecure runs).
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = 2048, value_parser = modulus_bits)]
     bits: u32,
     /// Side of the square matrix for the Enc(M) v comparison (0 skips it).
     #[arg(long, default_value_t = 200)]
     matrix: usize,
     /// Timed runs per figure (the median is reported).
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 7, value_parser = at_least_one)]
     runs: usize,
     /// Worker threads for the timed operations (setup uses all cores).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = at_least_one)]
     threads: usize,
     /// Seed for keys and inputs (timings do not depend on it).
     #[arg(long, default_value_t = 1)]

@@ -267,6 +267,21 @@ fn table_5_1(args: TableArgs) -> Result<()> {
     if !(args.rows_scale > 0.0 && args.rows_scale <= 1.0) {
         bail!("--rows-scale must be in (0, 1] (got {})", args.rows_scale);
     }
+    if args.parties == 0 {
+        bail!("--parties must be at least 1 (the paper's studies have 5 Nodes)");
+    }
+    // The results directory is made (and so checked) before the first run, which at the
+    // paper's sizes takes minutes: an --out that cannot take them fails now, not after it.
+    let runs = args.out.join("runs");
+    std::fs::create_dir_all(&runs).with_context(|| {
+        format!(
+            "--out {}: cannot create {}",
+            args.out.display(),
+            runs.display()
+        )
+    })?;
+    privlogit::output::check_writable(&args.out.join("table_5_1.md"))
+        .with_context(|| format!("--out {}: cannot write there", args.out.display()))?;
     let skip: Vec<Run> = args
         .skip
         .iter()

@@ -28,7 +28,7 @@ pub struct CircuitBenchArgs {
     #[arg(long = "cholesky", value_name = "D", default_values_t = [50usize])]
     cholesky: Vec<usize>,
     /// Timed runs per throughput figure (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = super::at_least_one)]
     runs: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -60,14 +60,25 @@ struct CholeskyRun {
     bytes_garbler_to_evaluator: u64,
 }
 
+/// The largest side `--cholesky` builds: at 128 the circuit holds about 350,000 fixed-point
+/// multiplications, some GB of gates; past that the machine runs out long before it times.
+const MAX_CHOLESKY: usize = 128;
+
 /// Runs `privlogit bench circuits`.
 pub fn run(args: CircuitBenchArgs) -> Result<()> {
     let runs = args.runs.max(1);
+    if let Some(d) = args.cholesky.iter().find(|&&d| d > MAX_CHOLESKY) {
+        anyhow::bail!(
+            "--cholesky {d}: at most {MAX_CHOLESKY} (the whole factorisation is one circuit, \
+             held in memory: about d^3 / 6 fixed-point multiplications)"
+        );
+    }
     let circuit = match &args.circuit {
         Some(path) => bristol::parse(
             &std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?,
-        )?,
+        )
+        .with_context(|| format!("--circuit {}", path.display()))?,
         None => {
             // The builder's own 64 x 64 multiplier as a gate list.
             let mut rec = Builder::recorder();

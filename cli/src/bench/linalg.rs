@@ -79,7 +79,7 @@ pub struct LinalgBenchArgs {
     )]
     ops: Vec<Operation>,
     /// Timed runs per figure (the median is reported).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::at_least_one)]
     runs: usize,
     /// The study size N the public bounds assume (smallest eigenvalue lambda / N).
     #[arg(long, value_name = "N", default_value_t = 100_000)]
@@ -91,7 +91,7 @@ pub struct LinalgBenchArgs {
     #[arg(long, default_value_t = 5)]
     parties: usize,
     /// Paillier modulus bits (below 2048 only for quick, insecure runs).
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = 2048, value_parser = super::modulus_bits)]
     key_bits: u32,
     /// Seed of the simulated matrix.
     #[arg(long, default_value_t = 1)]

@@ -49,7 +49,7 @@ pub(crate) fn median(samples: &[f64]) -> f64 {
 #[derive(Debug, clap::Args)]
 pub struct Timing {
     /// Timed runs (the median is reported).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::at_least_one)]
     runs: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]

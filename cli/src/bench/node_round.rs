@@ -29,7 +29,7 @@ pub struct NodeBenchArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Timed runs of each pass (the median is reported).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::at_least_one)]
     runs: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]

@@ -30,7 +30,7 @@ pub struct StudyBenchArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     settings: Vec<String>,
     /// Timed runs (each figure is the median over them)
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::at_least_one)]
     runs: usize,
     /// Print one JSON object instead of a table
     #[arg(long)]

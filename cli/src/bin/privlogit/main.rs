@@ -64,7 +64,7 @@ enum Command {
     Fit(settings_args::FitArgs),
     /// Apply a model file (from `fit --json`, `study --json` or an aggregator's --out) to rows.
     Predict(predict_command::PredictArgs),
-    /// Write a simulated data set (SimuX-style: Gaussian covariates, Bernoulli labels).
+    /// Write a simulated data set (SimuX-style: uniform covariates of variance 1, Bernoulli labels).
     Simulate(simulate::SimulateArgs),
     /// Time the cryptographic layers, the protocols and the Nodes on this machine.
     Bench(privlogit_cli::bench::BenchArgs),

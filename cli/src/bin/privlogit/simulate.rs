@@ -25,7 +25,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "S")]
     seed: u64,
     /// Standard deviation of the linear predictor x^T beta (signal strength).
-    #[arg(long, value_name = "S", default_value_t = synthetic::DEFAULT_SIGNAL)]
+    #[arg(long, value_name = "S", default_value_t = synthetic::DEFAULT_SIGNAL, allow_negative_numbers = true)]
     signal: f64,
     /// Output file (written atomically).
     #[arg(long, value_name = "FILE")]
