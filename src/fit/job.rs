@@ -321,6 +321,18 @@ impl FitJob {
         let keep: Vec<usize> = (0..self.prepared.names.len())
             .filter(|&j| !self.asked.drop.contains(&self.prepared.names[j]))
             .collect();
+        if keep.is_empty() {
+            // An empty model has no fit to take its log-likelihood from (it read 0, and the
+            // test came out negative).
+            return Err(Error::bad(
+                "drop",
+                SettingProblem::Refused {
+                    why: "leaves the nested model without a coefficient (setting `no_intercept` \
+                          and every feature dropped): keep the intercept, and the test compares \
+                          against the intercept-only model",
+                },
+            ));
+        }
         let reduced = self
             .prepared
             .with_columns(&keep)

@@ -57,6 +57,17 @@ pub fn columns(drop: &[String], features: &[String]) -> Result<Vec<(usize, Strin
         }
         out.push((j, column.clone()));
     }
+    if out.len() == features.len() {
+        // The secure study of a model without features (the intercept alone) is not built: its
+        // setup has no columns to standardise or bound.
+        return Err(Error::bad(
+            "drop",
+            SettingProblem::Refused {
+                why: "drops every feature: a secure nested model needs at least one (`fit --drop` \
+                      compares against the intercept-only model on pooled rows)",
+            },
+        ));
+    }
     Ok(out)
 }
 

@@ -451,6 +451,52 @@ fn an_overflowing_poisson_offset_is_named() {
     }
 }
 
+/// A likelihood-ratio test whose nested model has no coefficient (`--no-intercept`, every
+/// feature dropped) is refused: its log-likelihood read 0 and the statistic came out negative;
+/// a secure study that drops every feature is refused by name before it runs (its nested study
+/// failed with a protocol error about 0 fractional bits).
+#[test]
+fn a_nested_model_without_columns_is_refused() {
+    let dir = Scratch::new("empty-nested");
+    let rows: String = (0..40)
+        .map(|i| format!("{},{}.5,{}\n", (i * 7 % 5) % 2, i % 7, i % 3))
+        .collect();
+    let a = dir.file("a.csv", &format!("y,x1,x2\n{rows}"));
+    let b = dir.file("b.csv", &format!("y,x1,x2\n{rows}"));
+    let c = dir.file("c.csv", &format!("y,x1,x2\n{rows}"));
+    let drop = [
+        "--drop", "x1", "--drop", "x2", "--lambda", "0", "--label", "y",
+    ];
+    let fit: Vec<&str> = ["fit", "--party", s(&a), "--no-intercept"]
+        .into_iter()
+        .chain(drop)
+        .collect();
+    let out = privlogit(&fit);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("leaves the nested model without a coefficient"),
+        "{err}"
+    );
+    let study: Vec<&str> = [
+        "study",
+        "--party",
+        s(&a),
+        "--party",
+        s(&b),
+        "--party",
+        s(&c),
+    ]
+    .into_iter()
+    .chain(drop)
+    .collect();
+    let out = privlogit(&study);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("drops every feature"), "{err}");
+    assert!(!err.contains("key pair"), "refused before the study: {err}");
+}
+
 /// `--latency` and `--bandwidth` shape network connections: a command that opens none
 /// (`predict`) neither lists them in its help nor ignores them on its command line (a usage
 /// error naming the flag), while a command that does (`study`) lists both.
