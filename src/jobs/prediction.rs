@@ -63,6 +63,27 @@ impl ModelFile {
         }
     }
 
+    /// Why the model may not be one to apply, from its file's `status`: a fit that diverged
+    /// or stopped at its iteration limit (`None` for a converged fit and a DP release).
+    pub fn caution(&self) -> Option<String> {
+        let ModelFile::Regression { output, .. } = self else {
+            return None;
+        };
+        match output.get("status").and_then(|s| s.as_str()) {
+            Some("diverged") => Some(
+                "the model's fit diverged (status \"diverged\"): its coefficients are not an \
+                 estimate"
+                    .to_string(),
+            ),
+            Some("max_iterations") => Some(
+                "the model's fit stopped at its iteration limit (status \"max_iterations\"): \
+                 its coefficients may be far from the optimum"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
+
     /// "probability" when the model's label is 0/1, "mean" otherwise.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -100,12 +121,22 @@ pub fn parse_model(text: &str) -> Result<ModelFile, String> {
 /// are taken by name (other columns are left out); `label` names the label column if the file
 /// has one (a CSV file without one is read unlabelled).
 pub fn score_file(model: &ModelFile, data: &Path, label: Option<&str>) -> Result<Scores, Error> {
-    let options = match label {
+    let mut options = match label {
         Some(l) => LoadOptions::new(l),
         None => LoadOptions::unlabelled(),
     };
-    let table = data::load(data, &options)?.data;
     let features = model.features();
+    // Only the model's columns (and the label) are read: a CSV's other columns, an id in
+    // text or a cell left empty there, are left out as the help says. (A binary table or
+    // Parquet file holds typed numbers; its columns are read whole.)
+    if matches!(data::stream::sniff(data)?, data::stream::Format::Csv) {
+        let header = data::csv::RecordReader::open(data, &LoadOptions::unlabelled())?.names;
+        options.exclude = header
+            .into_iter()
+            .filter(|n| !features.contains(n) && Some(n.as_str()) != label)
+            .collect();
+    }
+    let table = data::load(data, &options)?.data;
     let mut columns = Vec::with_capacity(features.len());
     for name in features {
         let j = table.names.iter().position(|n| n == name).ok_or_else(|| {

@@ -497,6 +497,67 @@ fn a_nested_model_without_columns_is_refused() {
     assert!(!err.contains("key pair"), "refused before the study: {err}");
 }
 
+/// `predict` reads only the model's columns (and the label): a text id or an empty cell in
+/// another column of a CSV file is left out, as its help says (both were refused); it warns
+/// when the model's fit diverged; and it refuses an `--out` that is its own `--data`.
+#[test]
+fn predict_reads_the_models_columns_only() {
+    let dir = Scratch::new("predict-columns");
+    let rows: String = (0..30)
+        .map(|i| format!("{},{}.5,{}\n", (i * 7 % 5) % 2, i % 7, i % 3))
+        .collect();
+    let train = dir.file("train.csv", &format!("y,x1,x2\n{rows}"));
+    let model = dir.path("model.json");
+    let out = privlogit(&[
+        "fit",
+        "--party",
+        s(&train),
+        "--label",
+        "y",
+        "--json",
+        "--out",
+        s(&model),
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let data = dir.file("data.csv", "site,x2,note,x1\nA-1,1,,2.5\nB-2,0,NA,3.5\n");
+    let out = privlogit(&["predict", "--model", s(&model), "--data", s(&data)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+    let out = privlogit(&[
+        "predict",
+        "--model",
+        s(&model),
+        "--data",
+        s(&data),
+        "--out",
+        s(&data),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is the --data file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        fs::read_to_string(&data)
+            .expect("data")
+            .starts_with("site,")
+    );
+    let text = fs::read_to_string(&model).expect("model");
+    let diverged = dir.file(
+        "diverged.json",
+        &text.replacen("\"status\": \"converged\"", "\"status\": \"diverged\"", 1),
+    );
+    let out = privlogit(&["predict", "--model", s(&diverged), "--data", s(&data)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the model's fit diverged"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// `--latency` and `--bandwidth` shape network connections: a command that opens none
 /// (`predict`) neither lists them in its help nor ignores them on its command line (a usage
 /// error naming the flag), while a command that does (`study`) lists both.

@@ -34,6 +34,19 @@ pub struct PredictArgs {
 /// Runs `privlogit predict`.
 pub fn run(args: PredictArgs) -> Result<Outcome> {
     let model = prediction::read_model(&args.model)?;
+    if let Some(why) = model.caution() {
+        eprintln!("warning: {}: {why}", args.model.display());
+    }
+    // The rows are read whole before the output is written, but an output over its own input
+    // would replace the data with the scores.
+    if let Some(out) = &args.out
+        && same_file(out, &args.data)
+    {
+        anyhow::bail!(
+            "--out {} is the --data file: the scores would replace the rows",
+            out.display()
+        );
+    }
     let scores = prediction::score_file(&model, &args.data, args.label.as_deref())?;
     let mut text = String::from(scores.kind);
     text.push_str(if scores.labels.is_some() {
@@ -60,4 +73,12 @@ pub fn run(args: PredictArgs) -> Result<Outcome> {
         );
     }
     Ok(Outcome::Success)
+}
+
+/// True when `a` and `b` name one existing file (links and relative paths resolved).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
