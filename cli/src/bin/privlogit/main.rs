@@ -136,7 +136,7 @@ fn failure_status(e: &anyhow::Error) -> ExitCode {
 /// The commands that open no network connection (their work stays in memory): `--latency` and
 /// `--bandwidth`, global so that every command that talks over TCP takes them, are hidden from
 /// these commands' help and refused on their command lines rather than ignored.
-const OFFLINE: [&str; 4] = ["predict", "simulate", "circuit", "identity"];
+const OFFLINE: [&str; 5] = ["fit", "predict", "simulate", "circuit", "identity"];
 
 /// The command line as parsed: the derived one, where each offline command has hidden flags of
 /// its own under the network's names (clap then propagates the global ones past it), so that
