@@ -442,13 +442,20 @@ pub fn render(result: &serde_json::Value) -> Result<String, String> {
 }
 
 /// `[0.025` and `0.975]`, statsmodels' interval headers.
+/// Four decimals, or as many more as it takes for the two ends to differ from each other and
+/// from 0 and 1 (`--ci-level 0.0001` read `[0.5 0.5]`, `0.999999999999` read `[0 1]`).
 fn quantile_names(level: f64) -> (String, String) {
     let a = (1.0 - level) / 2.0;
-    (format!("[{}", trim(a)), format!("{}]", trim(1.0 - a)))
+    let ends = |digits| (trim(a, digits), trim(1.0 - a, digits));
+    let (lo, hi) = (4..=15)
+        .map(ends)
+        .find(|(lo, hi)| lo != hi && lo != "0" && hi != "1")
+        .unwrap_or_else(|| ends(15));
+    (format!("[{lo}"), format!("{hi}]"))
 }
 
-fn trim(x: f64) -> String {
-    let s = format!("{x:.4}");
+fn trim(x: f64, digits: usize) -> String {
+    let s = format!("{x:.digits$}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     s.to_string()
 }
@@ -471,5 +478,24 @@ pub fn format_number(x: f64) -> String {
         format!("{x:e}")
     } else {
         format!("{x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantile_names;
+
+    /// The interval headers keep statsmodels' form and stay apart at any level.
+    #[test]
+    fn interval_headers_tell_their_ends_apart() {
+        assert_eq!(quantile_names(0.95), ("[0.025".into(), "0.975]".into()));
+        assert_eq!(
+            quantile_names(0.0001),
+            ("[0.49995".into(), "0.50005]".into())
+        );
+        assert_eq!(
+            quantile_names(0.999999999999),
+            ("[0.0000000000005".into(), "0.9999999999995]".into())
+        );
     }
 }
