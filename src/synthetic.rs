@@ -70,7 +70,7 @@ impl Simulation {
         let most = privlogit_protocols::secure::MAX_DIMENSION;
         if features > most {
             return Err(format!(
-                "--features {features} is more than a study takes ({most} coefficients at most)"
+                "{features} features are more than a study takes ({most} coefficients at most)"
             ));
         }
         // Every value a reader indexes must have an address: rows x (features + 1) doubles.
@@ -80,7 +80,7 @@ impl Simulation {
             .is_none_or(|bytes| bytes > isize::MAX as usize)
         {
             return Err(format!(
-                "--rows {rows} x {} columns is more values than this machine can address",
+                "{rows} rows x {} columns are more values than this machine can address",
                 features + 1
             ));
         }

@@ -63,8 +63,9 @@ pub fn columns(drop: &[String], features: &[String]) -> Result<Vec<(usize, Strin
         return Err(Error::bad(
             "drop",
             SettingProblem::Refused {
-                why: "drops every feature: a secure nested model needs at least one (`fit --drop` \
-                      compares against the intercept-only model on pooled rows)",
+                why: "drops every feature: a secure nested model needs at least one (a \
+                      plaintext fit's test compares against the intercept-only model on pooled \
+                      rows)",
             },
         ));
     }
