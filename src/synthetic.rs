@@ -59,6 +59,9 @@ pub struct Simulation {
     signal: f64,
 }
 
+/// The most features a simulation writes.
+const MAX_FEATURES: usize = 10_000_000;
+
 impl Simulation {
     /// A data set of `rows` x `features` from `seed`; both sizes must be at least 1.
     pub fn new(rows: usize, features: usize, seed: u64) -> Result<Self, String> {
@@ -67,10 +70,10 @@ impl Simulation {
                 "need at least one row and one feature (got {rows} x {features})"
             ));
         }
-        let most = privlogit_protocols::secure::MAX_DIMENSION;
-        if features > most {
+        if features > MAX_FEATURES {
             return Err(format!(
-                "{features} features are more than a study takes ({most} coefficients at most)"
+                "{features} features: at most {MAX_FEATURES} (their names alone would take \
+                 gigabytes; binary tables hold 100000)"
             ));
         }
         // Every value a reader indexes must have an address: rows x (features + 1) doubles.

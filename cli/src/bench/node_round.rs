@@ -56,6 +56,14 @@ struct Report {
 
 /// Runs `privlogit bench node`.
 pub fn run(args: NodeBenchArgs) -> Result<()> {
+    // One Node's sums hold a p x p information matrix per thread: a study's largest p.
+    let most = privlogit::protocols::secure::MAX_DIMENSION;
+    if args.features > most {
+        anyhow::bail!(
+            "--features {}: at most {most} (the most coefficients a study takes)",
+            args.features
+        );
+    }
     let sim = Simulation::new(args.rows, args.features, args.seed).map_err(|e| anyhow!(e))?;
     let raw: Arc<dyn RowSource> = Arc::new(sim.source());
     let party = PartyData::from_source(Arc::new(DesignRows::new(raw.clone(), true)));
