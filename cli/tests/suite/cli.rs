@@ -451,6 +451,14 @@ fn an_overflowing_poisson_offset_is_named() {
     }
 }
 
+/// A small CSV table with a 0/1 label `y` and features `x1`, `x2` (not separated), `n` rows.
+fn two_feature_rows(n: usize) -> String {
+    let rows: String = (0..n)
+        .map(|i| format!("{},{}.5,{}\n", (i * 7 % 5) % 2, i % 7, i % 3))
+        .collect();
+    format!("y,x1,x2\n{rows}")
+}
+
 /// A likelihood-ratio test whose nested model has no coefficient (`--no-intercept`, every
 /// feature dropped) is refused: its log-likelihood read 0 and the statistic came out negative;
 /// a secure study that drops every feature is refused by name before it runs (its nested study
@@ -458,12 +466,10 @@ fn an_overflowing_poisson_offset_is_named() {
 #[test]
 fn a_nested_model_without_columns_is_refused() {
     let dir = Scratch::new("empty-nested");
-    let rows: String = (0..40)
-        .map(|i| format!("{},{}.5,{}\n", (i * 7 % 5) % 2, i % 7, i % 3))
-        .collect();
-    let a = dir.file("a.csv", &format!("y,x1,x2\n{rows}"));
-    let b = dir.file("b.csv", &format!("y,x1,x2\n{rows}"));
-    let c = dir.file("c.csv", &format!("y,x1,x2\n{rows}"));
+    let rows = two_feature_rows(40);
+    let a = dir.file("a.csv", &rows);
+    let b = dir.file("b.csv", &rows);
+    let c = dir.file("c.csv", &rows);
     let drop = [
         "--drop", "x1", "--drop", "x2", "--lambda", "0", "--label", "y",
     ];
@@ -503,10 +509,7 @@ fn a_nested_model_without_columns_is_refused() {
 #[test]
 fn predict_reads_the_models_columns_only() {
     let dir = Scratch::new("predict-columns");
-    let rows: String = (0..30)
-        .map(|i| format!("{},{}.5,{}\n", (i * 7 % 5) % 2, i % 7, i % 3))
-        .collect();
-    let train = dir.file("train.csv", &format!("y,x1,x2\n{rows}"));
+    let train = dir.file("train.csv", &two_feature_rows(30));
     let model = dir.path("model.json");
     let out = privlogit(&[
         "fit",
